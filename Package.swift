@@ -1,0 +1,70 @@
+// swift-tools-version: 6.0
+// NetExt: the Network Extension framework, for Linux.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
+let package = Package(
+    name: "NetExt",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "NetExt", targets: ["NetExt"]),
+        .library(name: "NetExtCore", targets: ["NetExtCore"]),
+        .executable(name: "netext", targets: ["netext"]),
+        .executable(name: "netextd", targets: ["netextd"]),
+        .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // Pure models: addresses, configurations, on-demand rules, profiles, errors.
+        .target(name: "NetExtCore", swiftSettings: strict),
+        // The control protocol: versioned messages and framing, no sockets.
+        .target(name: "NetExtIPC", dependencies: ["NetExtCore"], swiftSettings: strict),
+        // Every Linux-specific system call, behind one name.
+        .target(name: "CNetExtLinux"),
+        .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
+        // The public API for apps and providers.
+        .target(
+            name: "NetExt",
+            dependencies: [
+                "NetExtCore", "NetExtIPC", "NetExtLinux",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        // netextd's logic: store, sessions, launcher, control server.
+        .target(
+            name: "NetExtDaemon",
+            dependencies: [
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtLinux",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        // The argument-parser commands of every executable.
+        .target(
+            name: "NetExtCommands",
+            dependencies: [
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .executableTarget(name: "netext", dependencies: ["NetExtCommands"]),
+        .executableTarget(name: "netextd", dependencies: ["NetExtCommands"]),
+        .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
+        .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),
+        .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
+        .testTarget(
+            name: "NetExtDaemonTests",
+            dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "IntegrationTests", dependencies: ["NetExtCore", "NetExtLinux"]),
+    ]
+)

@@ -1,0 +1,111 @@
+#define _GNU_SOURCE
+#include "CNetExtLinux.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+int netext_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred cred;
+    socklen_t length = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -errno;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
+                   uid_t uid, gid_t gid, int drop_privileges, int child_fd) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int saved = errno;
+        close(report[0]);
+        close(report[1]);
+        return -saved;
+    }
+    if (pid == 0) {
+        // Child: only async-signal-safe calls from here to execve.
+        int err = 0;
+        sigset_t all;
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) { dup2(devnull, 0); if (devnull != 0) close(devnull); }
+        if (child_fd >= 0) {
+            if (child_fd == 3) {
+                int flags = fcntl(3, F_GETFD);
+                fcntl(3, F_SETFD, flags & ~FD_CLOEXEC);
+            } else if (dup2(child_fd, 3) < 0) { err = errno; goto fail; }
+        }
+        // Close everything else above 3 (the report pipe is close-on-exec).
+        syscall(SYS_close_range, child_fd >= 0 ? 4 : 3, ~0U, 0);
+        if (drop_privileges) {
+            if (setgroups(0, NULL) != 0) { err = errno; goto fail; }
+            if (setresgid(gid, gid, gid) != 0) { err = errno; goto fail; }
+            if (setresuid(uid, uid, uid) != 0) { err = errno; goto fail; }
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        }
+        execve(path, argv, envp);
+        err = errno;
+    fail:
+        (void)!write(report[1], &err, sizeof(err));
+        _exit(127);
+    }
+    close(report[1]);
+    int child_error = 0;
+    ssize_t n;
+    do { n = read(report[0], &child_error, sizeof(child_error)); } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == sizeof(child_error) && child_error != 0) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        return -child_error;
+    }
+    return pid;
+}
+
+int netext_send_fd(int socket_fd, int fd_to_send) {
+    char byte = 'F';
+    struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr message = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer) };
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd_to_send, sizeof(int));
+    ssize_t sent;
+    do { sent = sendmsg(socket_fd, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
+    return sent == 1 ? 0 : -errno;
+}
+
+int netext_receive_fd(int socket_fd) {
+    char byte;
+    struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    struct msghdr message = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer) };
+    ssize_t received;
+    do { received = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC); } while (received < 0 && errno == EINTR);
+    if (received < 0) return -errno;
+    if (received == 0) return -ECONNRESET;
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    if (header == NULL || header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) return -EBADMSG;
+    int fd;
+    memcpy(&fd, CMSG_DATA(header), sizeof(int));
+    return fd;
+}
+
+int netext_socketpair(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0 ? 0 : -errno;
+}

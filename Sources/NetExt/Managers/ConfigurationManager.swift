@@ -1,0 +1,59 @@
+import Foundation
+import NetExtCore
+import NetExtIPC
+
+/// What every manager type shares: a configuration held by value, loaded from and saved to
+/// netextd. `saveToPreferences` sends the revision it was loaded at, so a save over somebody
+/// else's change fails with `configurationStale` until the manager is reloaded.
+public protocol ConfigurationManager: Sendable {
+    var client: ControlClient { get }
+    var configuration: Configuration { get set }
+}
+
+extension ConfigurationManager {
+    public var id: UUID { configuration.id }
+
+    public var localizedDescription: String {
+        get { configuration.localizedDescription }
+        set { configuration.localizedDescription = newValue }
+    }
+
+    public var isEnabled: Bool {
+        get { configuration.isEnabled }
+        set { configuration.isEnabled = newValue }
+    }
+
+    public var isOnDemandEnabled: Bool {
+        get { configuration.isOnDemandEnabled }
+        set { configuration.isOnDemandEnabled = newValue }
+    }
+
+    public var onDemandRules: [OnDemandRule] {
+        get { configuration.onDemandRules }
+        set { configuration.onDemandRules = newValue }
+    }
+
+    /// The connection of this configuration.
+    public var connection: VPNConnection { VPNConnection(client: client, configurationID: configuration.id) }
+
+    /// Saves the configuration (creating it if new). `password` goes to the secret store.
+    public mutating func saveToPreferences(password: String? = nil, sharedSecret: String? = nil) async throws(NetExtError) {
+        let request = ControlRequest.SaveConfiguration(configuration: configuration, password: password, sharedSecret: sharedSecret)
+        configuration = try await client.call(.saveConfiguration(request), expecting: ConfigurationResult.self).configuration
+    }
+
+    /// Reloads the configuration from netextd, dropping unsaved changes.
+    public mutating func loadFromPreferences() async throws(NetExtError) {
+        configuration = try await client.call(.loadConfiguration(id: configuration.id), expecting: ConfigurationResult.self).configuration
+    }
+
+    /// Removes the configuration (stopping its connection first).
+    public func removeFromPreferences() async throws(NetExtError) {
+        _ = try await client.call(.removeConfiguration(id: configuration.id), expecting: EmptyResult.self)
+    }
+
+    /// Every configuration of the caller's app, of every kind.
+    static func loadConfigurations(client: ControlClient) async throws(NetExtError) -> [Configuration] {
+        try await client.call(.listConfigurations, expecting: ConfigurationList.self).configurations
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import NetExtCore
+import NetExtIPC
+
+/// Controls and observes one configuration's connection, as Apple's `NEVPNConnection`.
+public struct VPNConnection: Sendable {
+    public let client: ControlClient
+    public let configurationID: UUID
+
+    public init(client: ControlClient, configurationID: UUID) {
+        self.client = client
+        self.configurationID = configurationID
+    }
+
+    /// Starts the tunnel. `options` reach the provider's `startTunnel(options:)`; a `password`
+    /// option is used instead of the stored one and never stored.
+    public func startVPNTunnel(options: [String: JSONValue] = [:]) async throws(NetExtError) {
+        _ = try await client.call(.startConnection(.init(id: configurationID, options: options)), expecting: StatusInfo.self, timeout: .seconds(60))
+    }
+
+    /// Stops the tunnel.
+    public func stopVPNTunnel() async throws(NetExtError) {
+        _ = try await client.call(.stopConnection(id: configurationID), expecting: StatusInfo.self, timeout: .seconds(60))
+    }
+
+    /// The current status, connected date, last error and byte counts.
+    public func statusInfo() async throws(NetExtError) -> StatusInfo {
+        let list = try await client.call(.getStatus(id: configurationID), expecting: StatusList.self)
+        guard let info = list.statuses.first else {
+            throw .unknown("no configuration \(configurationID)")
+        }
+        return info
+    }
+
+    /// The current status (`NEVPNConnection.status`).
+    public var status: ConnectionStatus {
+        get async throws(NetExtError) { try await statusInfo().status }
+    }
+
+    /// Status changes of this connection, as they happen.
+    public func statusUpdates() async throws(NetExtError) -> AsyncStream<StatusInfo> {
+        let notifications = try await client.notifications()
+        let id = configurationID
+        return AsyncStream { continuation in
+            let task = Task {
+                for await notification in notifications {
+                    if case .statusChanged(let change) = notification, change.current.id == id {
+                        continuation.yield(change.current)
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

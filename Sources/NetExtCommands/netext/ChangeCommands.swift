@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtIPC
+
+struct CreateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Create a tunnel-provider VPN configuration (as an app would with TunnelProviderManager).")
+    @OptionGroup var options: ClientOptions
+    @Option(help: "The name shown to people.") var name: String
+    @Option(help: "The provider's bundle identifier.") var provider: String
+    @Option(help: "The VPN server's address or host name.") var server: String
+    @Option(help: "packet-tunnel or app-proxy.") var providerType = "packet-tunnel"
+    @Option(help: "The user name.") var username: String?
+    @Flag(help: "Read the password from standard input (one line).") var passwordStdin = false
+    @Option(name: .customLong("config"), help: "A providerConfiguration entry, key=value (repeatable; values are strings).") var providerConfiguration: [String] = []
+    @Flag(help: "Enable the configuration (disables any other enabled enterprise VPN).") var enable = false
+
+    func run() async throws {
+        try await reportingFailures {
+            guard let type = TunnelProviderProtocol.ProviderType(rawValue: providerType) else {
+                throw NetExtError.invalid("--provider-type: '\(providerType)' is not packet-tunnel or app-proxy")
+            }
+            let client = try await options.connect()
+            defer { client.close() }
+            var manager = TunnelProviderManager(client: client, providerBundleIdentifier: provider, serverAddress: server)
+            manager.localizedDescription = name
+            manager.isEnabled = enable
+            var settings = manager.protocolConfiguration!
+            settings.providerType = type
+            settings.username = username
+            settings.providerConfiguration = try KeyValue.parse(providerConfiguration, option: "--config")
+            manager.protocolConfiguration = settings
+            let password = passwordStdin ? try StandardInput.readSecretLine() : nil
+            try await manager.saveToPreferences(password: password)
+            if options.json { try options.printJSON(manager.configuration) } else {
+                print("created \(manager.localizedDescription) (\(manager.id.uuidString))\(manager.isEnabled ? ", enabled" : "")")
+            }
+        }
+    }
+}
+
+struct EnableCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a configuration (for an enterprise VPN this disables the others).")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The configuration's name or id.") var name: String
+
+    func run() async throws {
+        try await reportingFailures { try await SetEnabled.run(options: options, name: name, enabled: true) }
+    }
+}
+
+struct DisableCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a configuration (stopping its connection).")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The configuration's name or id.") var name: String
+
+    func run() async throws {
+        try await reportingFailures { try await SetEnabled.run(options: options, name: name, enabled: false) }
+    }
+}
+
+/// Load, change `isEnabled`, save with the loaded revision: the same path an app takes.
+enum SetEnabled {
+    static func run(options: ClientOptions, name: String, enabled: Bool) async throws {
+        let client = try await options.connect()
+        defer { client.close() }
+        var configuration = try await ConfigurationLookup.find(name, client: client)
+        configuration.isEnabled = enabled
+        let saved = try await client.call(.saveConfiguration(.init(configuration: configuration)), expecting: ConfigurationResult.self).configuration
+        if options.json { try options.printJSON(saved) } else {
+            print("\(enabled ? "enabled" : "disabled") \(saved.localizedDescription) (revision \(saved.revision))")
+        }
+    }
+}
+
+struct RemoveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a configuration (stopping its connection).")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The configuration's name or id.") var name: String
+
+    func run() async throws {
+        try await reportingFailures {
+            let client = try await options.connect()
+            defer { client.close() }
+            let configuration = try await ConfigurationLookup.find(name, client: client)
+            _ = try await client.call(.removeConfiguration(id: configuration.id), expecting: EmptyResult.self)
+            if options.json { try options.printJSON(["removed": configuration.id.uuidString]) } else {
+                print("removed \(configuration.localizedDescription) (\(configuration.id.uuidString))")
+            }
+        }
+    }
+}
+
+/// `key=value` arguments.
+enum KeyValue {
+    static func parse(_ pairs: [String], option: String) throws -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for pair in pairs {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                throw NetExtError.invalid("\(option) '\(pair)': expected key=value")
+            }
+            result[String(pair[..<equals])] = .string(String(pair[pair.index(after: equals)...]))
+        }
+        return result
+    }
+}
+
+/// Reading a secret from standard input without echoing it anywhere.
+enum StandardInput {
+    static func readSecretLine() throws -> String {
+        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+            throw NetExtError.invalid("--password-stdin: standard input held no password")
+        }
+        return line
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtIPC
+
+/// Options every `netext` subcommand takes.
+struct ClientOptions: ParsableArguments {
+    @Flag(name: .long, help: "Print machine-readable JSON instead of text.")
+    var json = false
+
+    @Option(name: .long, help: "netextd's control socket (default: $NETEXT_SOCKET or /run/netext/netextd.sock).")
+    var socket: String?
+
+    @Option(name: .long, help: "The app identifier to act as; configurations belong to the app that created them.")
+    var app = "com.netext.cli"
+
+    func connect() async throws -> ControlClient {
+        do {
+            return try await ControlClient.connect(appIdentifier: app, socketPath: socket ?? ControlClient.defaultSocketPath)
+        } catch {
+            throw CommandFailure(error)
+        }
+    }
+
+    /// Prints a value as JSON (sorted keys, pretty).
+    func printJSON<Value: Encodable>(_ value: Value) throws {
+        let encoder = ControlProtocol.makeEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+}
+
+/// A failure the CLI reports on stderr with the exit code of its error code.
+struct CommandFailure: Error, CustomStringConvertible {
+    let error: NetExtError
+    init(_ error: NetExtError) { self.error = error }
+    var description: String { "netext: \(error.message) [\(error.code.name)]" }
+
+    /// The documented exit code of each error code (see docs/cli.md).
+    static func exitCode(for code: NetExtError.Code) -> Int32 {
+        switch code {
+        case .configurationInvalid: 3
+        case .configurationDisabled: 4
+        case .connectionFailed: 5
+        case .configurationStale: 6
+        case .configurationReadWriteFailed: 7
+        case .configurationUnknown: 8
+        case .providerFailed: 9
+        case .permissionDenied: 10
+        case .daemonUnavailable: 69
+        case .timedOut: 75
+        case .protocolError: 76
+        }
+    }
+}
+
+/// Runs a CLI body, turning NetExt errors into a message on stderr and the matching exit code.
+func reportingFailures(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let failure as CommandFailure {
+        FileHandle.standardError.write(Data((failure.description + "\n").utf8))
+        throw ExitCode(CommandFailure.exitCode(for: failure.error.code))
+    } catch let error as NetExtError {
+        FileHandle.standardError.write(Data((CommandFailure(error).description + "\n").utf8))
+        throw ExitCode(CommandFailure.exitCode(for: error.code))
+    }
+}

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtIPC
+
+struct StartCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "start", abstract: "Start a configuration's connection and wait until it is connected or failed.")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The configuration's name or id.") var name: String
+    @Option(help: "The user name to pass to the provider.") var username: String?
+    @Flag(help: "Read a password from standard input (used for this start only, never stored).") var passwordStdin = false
+    @Option(name: .customLong("option"), help: "A start option for the provider, key=value (repeatable).") var startOptions: [String] = []
+
+    func run() async throws {
+        try await reportingFailures {
+            var startOptions = try KeyValue.parse(self.startOptions, option: "--option")
+            if let username { startOptions["username"] = .string(username) }
+            if passwordStdin { startOptions["password"] = .string(try StandardInput.readSecretLine()) }
+            let client = try await options.connect()
+            defer { client.close() }
+            let configuration = try await ConfigurationLookup.find(name, client: client)
+            let info = try await client.call(.startConnection(.init(id: configuration.id, options: startOptions)), expecting: StatusInfo.self, timeout: .seconds(90))
+            if options.json { try options.printJSON(info) } else {
+                print("\(info.name): \(info.status.rawValue)")
+            }
+            if info.status != .connected {
+                throw CommandFailure(info.lastDisconnectError ?? NetExtError(.connectionFailed, "\(info.name) did not connect (status \(info.status.rawValue))"))
+            }
+        }
+    }
+}
+
+struct StopCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop a configuration's connection and wait until it is disconnected.")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The configuration's name or id.") var name: String
+
+    func run() async throws {
+        try await reportingFailures {
+            let client = try await options.connect()
+            defer { client.close() }
+            let configuration = try await ConfigurationLookup.find(name, client: client)
+            let info = try await client.call(.stopConnection(id: configuration.id), expecting: StatusInfo.self, timeout: .seconds(60))
+            if options.json { try options.printJSON(info) } else { print("\(info.name): \(info.status.rawValue)") }
+        }
+    }
+}
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show connection status; with --watch, follow configuration and status changes as they happen.")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "A configuration's name or id (default: all).") var name: String?
+    @Flag(help: "Keep running and print every change.") var watch = false
+    @Option(help: "With --watch: exit after this many events.") var count: Int?
+    @Option(help: "With --watch: exit after this many seconds.") var timeout: Double?
+
+    func run() async throws {
+        try await reportingFailures {
+            let client = try await options.connect()
+            defer { client.close() }
+            var filter: UUID?
+            if let name {
+                // Status is public: look the name up among all statuses, not only our own configurations.
+                let all = try await client.call(.getStatus(id: nil), expecting: StatusList.self).statuses
+                guard let match = all.first(where: { $0.id.uuidString.caseInsensitiveCompare(name) == .orderedSame || $0.name.caseInsensitiveCompare(name) == .orderedSame }) else {
+                    throw NetExtError.unknown("no configuration named or with id '\(name)'")
+                }
+                filter = match.id
+            }
+            let notifications = watch ? try await client.notifications() : nil
+            let statuses = try await client.call(.getStatus(id: filter), expecting: StatusList.self).statuses
+            if options.json && !watch {
+                try options.printJSON(statuses)
+            } else if !options.json {
+                var lines = statuses.isEmpty ? ["No configurations."] : []
+                for status in statuses {
+                    let error = status.lastDisconnectError.map { " (last error: \($0.message))" } ?? ""
+                    lines.append("\(status.name): \(status.status.rawValue)\(error)")
+                }
+                FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            }
+            guard let notifications else { return }
+            FileHandle.standardError.write(Data("watching for changes (Ctrl-C to stop)\n".utf8))
+            try await follow(notifications, filter: filter)
+        }
+    }
+
+    private func follow(_ notifications: AsyncStream<ControlNotification>, filter: UUID?) async throws {
+        let limit = count
+        let deadline = timeout
+        let json = options.json
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var seen = 0
+                for await notification in notifications {
+                    let id: UUID
+                    switch notification {
+                    case .configurationChanged(let change): id = change.id
+                    case .statusChanged(let change): id = change.current.id
+                    }
+                    if let filter, filter != id { continue }
+                    let line = json
+                        ? String(decoding: try ControlProtocol.makeEncoder().encode(NotificationEnvelope(notification)), as: UTF8.self)
+                        : ConfigurationText.describe(notification)
+                    // Unbuffered, so a reader of a pipe sees each event as it happens.
+                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                    seen += 1
+                    if let limit, seen >= limit { return }
+                }
+                throw NetExtError(.daemonUnavailable, "netextd closed the connection")
+            }
+            if let deadline {
+                group.addTask { try await Task.sleep(for: .milliseconds(Int(deadline * 1000))) }
+            }
+            _ = try await group.next()
+            group.cancelAll()
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import ArgumentParser
+import Foundation
+
+/// `netext`: manage NetExt configurations, connections and profiles through netextd.
+public struct NetextCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "netext",
+        abstract: "Manage NetExt configurations, connections and profiles.",
+        discussion: "Every command talks to netextd over its control socket. Exit codes are listed in docs/cli.md.",
+        version: "0.1.0",
+        subcommands: [
+            ListCommand.self, ShowCommand.self, CreateCommand.self, EnableCommand.self, DisableCommand.self,
+            RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self,
+            ProfileCommand.self, ProvidersCommand.self,
+        ])
+
+    public init() {}
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NetExtCore
+import NetExtDaemon
+
+/// `netextd`: the NetExt daemon, in the foreground.
+public struct NetextdCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "netextd",
+        abstract: "The NetExt daemon: configuration store, control socket, provider launcher.",
+        discussion: "Runs in the foreground and logs to standard error. SIGTERM or SIGINT stops every connection and exits.",
+        version: "0.1.0")
+
+    @Option(help: "State directory (default: $NETEXT_STATE_DIR or /var/lib/netext).") var stateDir: String?
+    @Option(help: "Control socket (default: $NETEXT_SOCKET or /run/netext/netextd.sock).") var socket: String?
+    @Option(help: "Provider manifests directory (default: $NETEXT_PROVIDERS_DIR or /etc/netext/providers).") var providersDir: String?
+    @Option(help: "Group whose members may change configurations.") var adminGroup = "netext"
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @Option(help: "Seconds a provider has to start.") var providerStartTimeout: Double = 30
+
+    public init() {}
+
+    public func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("--log-level: '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        var settings = DaemonSettings.fromEnvironment()
+        if let stateDir { settings.stateDirectory = stateDir }
+        if let socket { settings.socketPath = socket }
+        if let providersDir { settings.providersDirectory = providersDir }
+        settings.adminGroup = adminGroup
+        settings.providerStartDeadline = .milliseconds(Int(providerStartTimeout * 1000))
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "netextd")
+        do {
+            try await Daemon(settings: settings, logger: logger).run()
+        } catch let error as NetExtError {
+            logger.critical("netextd cannot start", metadata: ["error": "\(error.message)"])
+            FileHandle.standardError.write(Data("netextd: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// Reads Apple configuration profiles (`.mobileconfig`, XML or binary property lists) and turns
+/// their VPN payloads (`com.apple.vpn.managed`, `com.apple.vpn.managed.applayer`) into
+/// configurations. Key names follow Apple's "VPN" payload reference.
+public enum ProfileParser {
+    public static let vpnPayloadType = "com.apple.vpn.managed"
+    public static let appLayerVPNPayloadType = "com.apple.vpn.managed.applayer"
+
+    /// Parses a profile. `owner` becomes the owner of every configuration it yields.
+    /// Errors name the payload and key at fault.
+    public static func parse(_ data: Data, owner: Owner) throws(NetExtError) -> ConfigurationProfile {
+        if data.first == 0x30 {
+            throw .invalid("the profile is signed (a CMS/PKCS#7 envelope); signed profiles are not supported yet: extract the inner property list first (e.g. `openssl smime -verify -noverify -inform DER -in FILE -out unsigned.mobileconfig`)")
+        }
+        let root: Any
+        do {
+            root = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+        } catch {
+            throw .invalid("not a property list (XML or binary): \(error.localizedDescription)")
+        }
+        guard let dictionary = root as? [String: Any], PlistValueKind(root) == .dictionary else {
+            throw .invalid("the profile's top level must be a dictionary, found \(PlistValueKind(root).rawValue)")
+        }
+        let top = PlistReader(dictionary, context: "profile")
+        let type = try top.requiredString("PayloadType")
+        guard type == "Configuration" else {
+            throw top.fail("PayloadType", "expected 'Configuration', found '\(type)'")
+        }
+        let identifier = try top.requiredString("PayloadIdentifier")
+        let displayName = try top.string("PayloadDisplayName") ?? identifier
+        guard let payloads = try top.dictionaryArray("PayloadContent") else {
+            throw top.fail("PayloadContent", "is required")
+        }
+        var configurations: [ProfileConfiguration] = []
+        var skipped: [SkippedPayload] = []
+        for (index, payload) in payloads.enumerated() {
+            let payloadType = try payload.requiredString("PayloadType")
+            let payloadIdentifier = try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)"
+            let reader = PlistReader(payload.dictionary, context: "payload '\(payloadIdentifier)' (\(payloadType))")
+            switch payloadType {
+            case vpnPayloadType, appLayerVPNPayloadType:
+                var parsed = try VPNPayloadParser.parse(reader, payloadType: payloadType, payloadIdentifier: payloadIdentifier, owner: owner)
+                parsed.configuration.profileIdentifier = identifier
+                if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
+                configurations.append(parsed)
+            default:
+                skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier, reason: "payload type not supported by NetExt"))
+            }
+        }
+        let ids = configurations.map(\.configuration.id)
+        if Set(ids).count != ids.count {
+            throw .invalid("profile '\(identifier)': two VPN payloads share the same PayloadUUID")
+        }
+        return ConfigurationProfile(
+            identifier: identifier,
+            uuid: try top.string("PayloadUUID"),
+            displayName: displayName,
+            organization: try top.string("PayloadOrganization"),
+            configurations: configurations,
+            skippedPayloads: skipped)
+    }
+}

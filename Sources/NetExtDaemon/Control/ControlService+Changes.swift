@@ -1,0 +1,155 @@
+import Foundation
+import NetExtCore
+import NetExtIPC
+
+extension ControlService {
+    /// Saves a configuration for `identity`: the owner is the caller (an existing configuration
+    /// keeps its owner), secrets go to the secret store, references never come from the client.
+    func save(_ request: ControlRequest.SaveConfiguration, identity: ClientIdentity) async throws -> Configuration {
+        var configuration = request.configuration
+        let existing = try store.configuration(id: configuration.id)
+        if let existing {
+            guard identity.canSee(existing) else {
+                // Another app's configuration with the same id: do not reveal it exists.
+                throw NetExtError.invalid("configuration id \(configuration.id) is already in use")
+            }
+            configuration.owner = existing.owner
+            configuration.profileIdentifier = existing.profileIdentifier
+        } else {
+            configuration.owner = identity.owner
+            configuration.profileIdentifier = nil
+        }
+        try configuration.validate()
+        var newSecrets: [String] = []
+        var replacedSecrets: [String] = []
+        func storeSecret(_ secret: String?, replacing current: String?) throws -> String? {
+            guard let secret else { return current }
+            let reference = try secrets.store(secret)
+            newSecrets.append(reference)
+            if let current { replacedSecrets.append(current) }
+            return reference
+        }
+        switch configuration.protocolConfiguration {
+        case .tunnelProvider(var settings):
+            let current = existing.flatMap(Self.passwordReference)
+            settings.passwordReference = try storeSecret(request.password, replacing: current)
+            configuration.protocolConfiguration = .tunnelProvider(settings)
+        case .personalVPN(var settings):
+            var currentPassword: String?
+            var currentShared: String?
+            if case .personalVPN(let stored)? = existing?.protocolConfiguration {
+                currentPassword = stored.passwordReference
+                currentShared = stored.sharedSecretReference
+            }
+            settings.passwordReference = try storeSecret(request.password, replacing: currentPassword)
+            settings.sharedSecretReference = try storeSecret(request.sharedSecret, replacing: currentShared)
+            configuration.protocolConfiguration = .personalVPN(settings)
+        case .urlFilter(var settings):
+            var current: String?
+            if case .urlFilter(let stored)? = existing?.protocolConfiguration { current = stored.pirAuthenticationTokenReference }
+            settings.pirAuthenticationTokenReference = try storeSecret(request.password, replacing: current)
+            configuration.protocolConfiguration = .urlFilter(settings)
+        case .contentFilter, .relay, .dnsSettings:
+            break
+        }
+        let outcome: ConfigurationStore.SaveOutcome
+        do {
+            outcome = try store.save(configuration)
+        } catch {
+            newSecrets.forEach(secrets.delete)
+            throw error
+        }
+        replacedSecrets.forEach(secrets.delete)
+        logger.info("configuration saved", metadata: ["id": "\(outcome.saved.id)", "name": "\(outcome.saved.localizedDescription)", "revision": "\(outcome.saved.revision)", "enabled": "\(outcome.saved.isEnabled)"])
+        for disabled in outcome.disabled {
+            logger.info("configuration disabled: another enterprise VPN was enabled", metadata: ["id": "\(disabled.id)"])
+            await sessions.configurationChanged(disabled, removed: false)
+            hub.configurationChanged(disabled, change: .saved)
+        }
+        await sessions.configurationChanged(outcome.saved, removed: false)
+        hub.configurationChanged(outcome.saved, change: .saved)
+        return outcome.saved
+    }
+
+    static func passwordReference(of configuration: Configuration) -> String? {
+        if case .tunnelProvider(let settings) = configuration.protocolConfiguration { return settings.passwordReference }
+        return nil
+    }
+
+    /// Parses and installs a profile; its secrets go to the secret store first.
+    func installProfile(_ data: Data, identity: ClientIdentity) async throws -> ProfileSummary {
+        let profile = try ProfileParser.parse(data, owner: identity.owner)
+        if let owner = try store.profileOwner(identifier: profile.identifier), !identity.isRoot, owner != identity.owner {
+            throw NetExtError.permissionDenied("profile '\(profile.identifier)' was installed by another app or user")
+        }
+        var stored: [String] = []
+        var configurations: [Configuration] = []
+        do {
+            for item in profile.configurations {
+                var configuration = item.configuration
+                switch configuration.protocolConfiguration {
+                case .tunnelProvider(var settings):
+                    if let password = item.password { settings.passwordReference = try secrets.store(password); stored.append(settings.passwordReference!) }
+                    configuration.protocolConfiguration = .tunnelProvider(settings)
+                case .personalVPN(var settings):
+                    if let password = item.password { settings.passwordReference = try secrets.store(password); stored.append(settings.passwordReference!) }
+                    if let shared = item.sharedSecret { settings.sharedSecretReference = try secrets.store(shared); stored.append(settings.sharedSecretReference!) }
+                    configuration.protocolConfiguration = .personalVPN(settings)
+                default:
+                    break
+                }
+                configurations.append(configuration)
+            }
+        } catch {
+            stored.forEach(secrets.delete)
+            throw error
+        }
+        // Only one enterprise VPN may be enabled: of several in one profile, the first stays enabled.
+        var enterpriseEnabled = false
+        for index in configurations.indices where configurations[index].isEnterpriseVPN && configurations[index].isEnabled {
+            if enterpriseEnabled { configurations[index].isEnabled = false }
+            enterpriseEnabled = true
+        }
+        let previousSecrets = Set(try store.allConfigurations().filter { $0.profileIdentifier == profile.identifier }.flatMap(\.secretReferences))
+        let result: (saved: [ConfigurationStore.SaveOutcome], removed: [Configuration])
+        do {
+            result = try store.install(profile: profile, configurations: configurations, owner: identity.owner)
+        } catch {
+            stored.forEach(secrets.delete)
+            throw error
+        }
+        let nowReferenced = try store.secretReferences()
+        previousSecrets.subtracting(nowReferenced).forEach(secrets.delete)
+        logger.info("profile installed", metadata: ["profile": "\(profile.identifier)", "configurations": "\(result.saved.count)", "skipped": "\(profile.skippedPayloads.count)"])
+        for removed in result.removed {
+            await sessions.configurationChanged(removed, removed: true)
+            hub.configurationChanged(removed, change: .removed)
+        }
+        for outcome in result.saved {
+            for disabled in outcome.disabled {
+                await sessions.configurationChanged(disabled, removed: false)
+                hub.configurationChanged(disabled, change: .saved)
+            }
+            await sessions.configurationChanged(outcome.saved, removed: false)
+            hub.configurationChanged(outcome.saved, change: .saved)
+        }
+        return ProfileSummary(
+            identifier: profile.identifier, displayName: profile.displayName, organization: profile.organization,
+            installedAt: Date(), configurationIDs: result.saved.map(\.saved.id), skippedPayloads: profile.skippedPayloads)
+    }
+
+    /// Removes a profile and its configurations.
+    func removeProfile(_ identifier: String, identity: ClientIdentity) async throws -> ProfileRemoval {
+        guard let owner = try store.profileOwner(identifier: identifier), identity.isRoot || owner == identity.owner else {
+            throw NetExtError.unknown("no installed profile with identifier '\(identifier)'")
+        }
+        let removed = try store.removeProfile(identifier: identifier)
+        removed.flatMap(\.secretReferences).forEach(secrets.delete)
+        logger.info("profile removed", metadata: ["profile": "\(identifier)", "configurations": "\(removed.count)"])
+        for configuration in removed {
+            await sessions.configurationChanged(configuration, removed: true)
+            hub.configurationChanged(configuration, change: .removed)
+        }
+        return ProfileRemoval(identifier: identifier, removedConfigurationIDs: removed.map(\.id))
+    }
+}

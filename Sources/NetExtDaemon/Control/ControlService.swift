@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+import NetExtCore
+import NetExtIPC
+
+/// Answers control requests: authorizes each against the caller's identity, applies it to the
+/// store, the secret store and the sessions, and announces the changes.
+public final class ControlService: Sendable {
+    public static let daemonVersion = "0.1.0"
+
+    let store: ConfigurationStore
+    let secrets: SecretStore
+    let sessions: SessionManager
+    let registry: ProviderRegistry
+    let hub: NotificationHub
+    let logger: Logger
+
+    public init(store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger) {
+        self.store = store
+        self.secrets = secrets
+        self.sessions = sessions
+        self.registry = registry
+        self.hub = hub
+        self.logger = logger
+    }
+
+    /// Handles one request (other than `hello` and `subscribe`, which the connection handles)
+    /// and returns the encoded reply frame.
+    public func reply(to envelope: RequestEnvelope, from identity: ClientIdentity) async -> [UInt8] {
+        do {
+            if envelope.request.modifiesState && !identity.mayModify {
+                throw NetExtError.permissionDenied("\(envelope.request.method) needs root or membership of netextd's admin group (uid \(identity.uid) is neither)")
+            }
+            return try await handle(envelope, identity: identity)
+        } catch {
+            let mapped = (error as? NetExtError) ?? NetExtError(.configurationReadWriteFailed, "\(error)")
+            if mapped.code != .configurationUnknown {
+                logger.notice("request refused", metadata: ["method": "\(envelope.request.method)", "uid": "\(identity.uid)", "app": "\(identity.appIdentifier)", "error": "\(mapped.code.name)"])
+            }
+            return (try? ControlProtocol.framed(ErrorEnvelope(id: envelope.id, error: mapped))) ?? []
+        }
+    }
+
+    private func handle(_ envelope: RequestEnvelope, identity: ClientIdentity) async throws -> [UInt8] {
+        let id = envelope.id
+        switch envelope.request {
+        case .hello, .subscribe:
+            throw NetExtError(.protocolError, "\(envelope.request.method) is handled by the connection")
+        case .listConfigurations:
+            let visible = try store.allConfigurations().filter(identity.canSee)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ConfigurationList(configurations: visible)))
+        case .loadConfiguration(let configurationID):
+            let configuration = try visibleConfiguration(configurationID, identity: identity)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ConfigurationResult(configuration: configuration)))
+        case .saveConfiguration(let save):
+            let saved = try await self.save(save, identity: identity)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ConfigurationResult(configuration: saved)))
+        case .removeConfiguration(let configurationID):
+            let configuration = try visibleConfiguration(configurationID, identity: identity)
+            let removed = try store.remove(id: configuration.id)
+            removed.secretReferences.forEach(secrets.delete)
+            logger.info("configuration removed", metadata: ["id": "\(removed.id)", "name": "\(removed.localizedDescription)"])
+            await sessions.configurationChanged(removed, removed: true)
+            hub.configurationChanged(removed, change: .removed)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: EmptyResult()))
+        case .startConnection(let start):
+            let configuration = try visibleConfiguration(start.id, identity: identity)
+            var options = start.options
+            let optionPassword = options.removeValue(forKey: "password")?.stringValue
+            let password = try optionPassword ?? storedPassword(of: configuration)
+            let info = try await sessions.start(configuration, options: options, password: password)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: info))
+        case .stopConnection(let configurationID):
+            let configuration = try visibleConfiguration(configurationID, identity: identity)
+            let info = await sessions.stop(configuration, reason: .userInitiated)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: info))
+        case .getStatus(let configurationID):
+            // Anyone may read status: every configuration's name and state, nothing more.
+            var configurations = try store.allConfigurations()
+            if let configurationID {
+                configurations = configurations.filter { $0.id == configurationID }
+                if configurations.isEmpty { throw NetExtError.unknown("no configuration with id \(configurationID)") }
+            }
+            var statuses: [StatusInfo] = []
+            for configuration in configurations { statuses.append(await sessions.statusInfo(for: configuration)) }
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: StatusList(statuses: statuses)))
+        case .installProfile(let install):
+            let summary = try await installProfile(install.data, identity: identity)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: summary))
+        case .removeProfile(let identifier):
+            let removal = try await removeProfile(identifier, identity: identity)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: removal))
+        case .listProfiles:
+            let profiles = try store.profiles().filter { summary in
+                identity.isRoot || (try? store.profileOwner(identifier: summary.identifier)) == identity.owner
+            }
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProfileList(profiles: profiles)))
+        case .listProviders:
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: registry.load()))
+        }
+    }
+
+    /// A configuration the caller may see; others are reported as unknown, not as forbidden, so
+    /// that apps cannot probe each other's configurations.
+    func visibleConfiguration(_ id: UUID, identity: ClientIdentity) throws -> Configuration {
+        guard let configuration = try store.configuration(id: id), identity.canSee(configuration) else {
+            throw NetExtError.unknown("no configuration with id \(id)")
+        }
+        return configuration
+    }
+
+    private func storedPassword(of configuration: Configuration) throws -> String? {
+        switch configuration.protocolConfiguration {
+        case .tunnelProvider(let settings): try settings.passwordReference.flatMap(secrets.secret(for:))
+        case .personalVPN(let settings): try settings.passwordReference.flatMap(secrets.secret(for:))
+        default: nil
+        }
+    }
+}

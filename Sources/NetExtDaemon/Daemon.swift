@@ -1,0 +1,101 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Logging
+import NetExtCore
+import NetExtLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// netextd: opens the store, serves the control socket, and on SIGTERM/SIGINT stops every
+/// connection and removes its socket before exiting.
+public final class Daemon: Sendable {
+    public let settings: DaemonSettings
+    let logger: Logger
+
+    public init(settings: DaemonSettings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Runs until SIGTERM or SIGINT. Throws (with the file at fault) if the state is unusable.
+    public func run() async throws {
+        umask(0o077)
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            try FileManager.default.createDirectory(atPath: settings.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw NetExtError.readWrite("cannot create the state directory \(settings.stateDirectory): \(error.localizedDescription)")
+        }
+        let store = try ConfigurationStore(path: settings.databasePath)
+        let secrets = try SecretStore(directory: settings.secretsDirectory)
+        let collected = secrets.collectGarbage(keeping: try store.secretReferences())
+        if collected > 0 { logger.info("removed secrets no configuration refers to", metadata: ["count": "\(collected)"]) }
+
+        let hub = NotificationHub()
+        let registry = ProviderRegistry(directory: settings.providersDirectory)
+        let sessions = SessionManager(registry: registry, hub: hub, logger: logger, startDeadline: settings.providerStartDeadline)
+        let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger)
+        let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
+        if adminGroupID == nil {
+            logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])
+        }
+        let server = try await ControlServer.start(path: settings.socketPath, service: service, adminGroupID: adminGroupID, logger: logger)
+        let providers = registry.load()
+        let configurationCount = try store.allConfigurations().count
+        for problem in providers.problems { logger.warning("provider manifest refused", metadata: ["problem": "\(problem)"]) }
+        logger.info("netextd ready", metadata: [
+            "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)",
+            "providers": "\(providers.providers.count)", "configurations": "\(configurationCount)",
+        ])
+
+        let received = await Self.waitForTerminationSignal()
+        logger.info("shutting down", metadata: ["signal": "\(received)"])
+        await sessions.stopAll()
+        await server.close(path: settings.socketPath)
+        logger.info("netextd stopped")
+    }
+
+    /// Suspends until SIGTERM or SIGINT arrives; returns its name.
+    static func waitForTerminationSignal() async -> String {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let queue = DispatchQueue(label: "netextd.signals")
+        return await withCheckedContinuation { continuation in
+            let once = SignalOnce(continuation: continuation)
+            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { once.fire(name) }
+                source.resume()
+                once.retain(source)
+            }
+        }
+    }
+}
+
+/// Resumes a continuation once, from whichever signal comes first; keeps the sources alive.
+private final class SignalOnce: Sendable {
+    private struct State: @unchecked Sendable {
+        var continuation: CheckedContinuation<String, Never>?
+        var sources: [any DispatchSourceSignal] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(continuation: CheckedContinuation<String, Never>) {
+        state = Mutex(State(continuation: continuation))
+    }
+
+    func retain(_ source: any DispatchSourceSignal) {
+        state.withLock { $0.sources.append(source) }
+    }
+
+    func fire(_ name: String) {
+        let continuation = state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: name)
+    }
+}

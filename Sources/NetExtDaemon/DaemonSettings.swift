@@ -1,0 +1,34 @@
+import Foundation
+
+/// Where netextd keeps its state and socket, from the environment or the command line.
+public struct DaemonSettings: Sendable {
+    /// `$NETEXT_STATE_DIR`, default `/var/lib/netext`.
+    public var stateDirectory: String
+    /// `$NETEXT_SOCKET`, default `/run/netext/netextd.sock`.
+    public var socketPath: String
+    /// `$NETEXT_PROVIDERS_DIR`, default `/etc/netext/providers`.
+    public var providersDirectory: String
+    /// The group whose members may change configurations (besides root); default `netext`.
+    public var adminGroup: String
+    /// How long a provider has to start.
+    public var providerStartDeadline: Duration
+
+    public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
+        self.stateDirectory = stateDirectory
+        self.socketPath = socketPath
+        self.providersDirectory = providersDirectory
+        self.adminGroup = adminGroup
+        self.providerStartDeadline = providerStartDeadline
+    }
+
+    /// Settings from the environment, with the documented defaults.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> DaemonSettings {
+        DaemonSettings(
+            stateDirectory: environment["NETEXT_STATE_DIR"] ?? "/var/lib/netext",
+            socketPath: environment["NETEXT_SOCKET"] ?? "/run/netext/netextd.sock",
+            providersDirectory: environment["NETEXT_PROVIDERS_DIR"] ?? "/etc/netext/providers")
+    }
+
+    public var databasePath: String { stateDirectory + "/netext.sqlite" }
+    public var secretsDirectory: String { stateDirectory + "/secrets" }
+}

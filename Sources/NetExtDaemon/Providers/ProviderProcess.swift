@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+import NetExt
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running provider: its process and the framed connection on its inherited socket.
+public final class ProviderProcess: Sendable {
+    public let pid: Int32
+    public let manifest: ProviderManifest
+    public let connection: FramedConnection
+    private let exited = Mutex(false)
+
+    private init(pid: Int32, manifest: ProviderManifest, connection: FramedConnection) {
+        self.pid = pid
+        self.manifest = manifest
+        self.connection = connection
+    }
+
+    /// Starts the provider as its manifest's user with one end of a socketpair as descriptor 3.
+    public static func launch(_ manifest: ProviderManifest) async throws(NetExtError) -> ProviderProcess {
+        // Running as root is allowed only when the manifest says "root" explicitly, and only
+        // when netextd itself is root; otherwise privileges are dropped to the named user.
+        let user: UserDatabase.User?
+        if getuid() != 0 {
+            user = nil
+        } else if let found = UserDatabase.user(named: manifest.user) {
+            user = found.uid == 0 ? nil : found
+        } else {
+            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': user '\(manifest.user)' does not exist")
+        }
+        let pair: (Int32, Int32)
+        do { pair = try SocketPair.make() } catch {
+            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': \(error)")
+        }
+        let environment = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/",
+            "NETEXT_PROVIDER_BUNDLE_IDENTIFIER": manifest.bundleIdentifier,
+            "NETEXT_PROVIDER_FD": "\(ProviderHost.controlDescriptor)",
+        ]
+        let pid: Int32
+        do {
+            pid = try ProcessSpawner.spawn(executable: manifest.executable, arguments: manifest.arguments, environment: environment, user: user, childSocket: pair.1)
+        } catch {
+            SocketPair.close(pair.0)
+            SocketPair.close(pair.1)
+            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)' could not be started: \(error)")
+        }
+        SocketPair.close(pair.1)
+        do {
+            let connection = try await FramedConnection.adopt(descriptor: pair.0)
+            return ProviderProcess(pid: pid, manifest: manifest, connection: connection)
+        } catch {
+            ProcessSpawner.signal(SIGKILL, to: pid)
+            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': cannot attach its socket: \(error)")
+        }
+    }
+
+    /// Sends a message to the provider.
+    public func send(_ message: ProviderMessage) async throws(NetExtError) {
+        do { try await connection.send(message) } catch {
+            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)' is gone: \(error)")
+        }
+    }
+
+    /// Waits for the process to exit and returns its `waitpid` status (blocking happens on a
+    /// dedicated thread, never on the cooperative pool).
+    public func waitForExit() async -> Int32 {
+        let pid = self.pid
+        return await withCheckedContinuation { continuation in
+            let thread = Thread {
+                let status = ProcessSpawner.waitForExit(pid: pid)
+                self.exited.withLock { $0 = true }
+                continuation.resume(returning: status)
+            }
+            thread.name = "netextd-wait-\(pid)"
+            thread.start()
+        }
+    }
+
+    /// Ends the process: after `patience` (time to exit on its own) SIGTERM, then SIGKILL to
+    /// its process group after `grace`. Only a process that has not been reaped is signalled,
+    /// so a reused pid is never hit.
+    public func terminate(patience: Duration = .zero, grace: Duration = .seconds(3)) {
+        let pid = self.pid
+        Task {
+            if patience > .zero { try? await Task.sleep(for: patience) }
+            guard !self.exited.withLock({ $0 }) else { return }
+            ProcessSpawner.signal(SIGTERM, to: pid)
+            try? await Task.sleep(for: grace)
+            guard !self.exited.withLock({ $0 }) else { return }
+            ProcessSpawner.signal(SIGKILL, to: -pid)
+            ProcessSpawner.signal(SIGKILL, to: pid)
+        }
+        connection.close()
+    }
+}

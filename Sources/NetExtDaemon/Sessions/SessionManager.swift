@@ -1,0 +1,253 @@
+import Foundation
+import Logging
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+
+/// Owns the connection of every configuration: one `SessionStateMachine` each, the provider
+/// process behind it, and the waiters of `start`. Performs the machine's actions.
+public actor SessionManager {
+    private struct Session {
+        var machine = SessionStateMachine()
+        var configuration: Configuration
+        var provider: ProviderProcess?
+        /// Bumped on every launch so that events from an earlier provider are ignored.
+        var generation = 0
+        var pendingStart: ProviderStart?
+        var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private var sessions: [UUID: Session] = [:]
+    private let registry: ProviderRegistry
+    private let hub: NotificationHub
+    private let logger: Logger
+    /// How long a provider has to say hello and finish `startTunnel`.
+    private let startDeadline: Duration
+    /// How long a provider has to acknowledge a stop before it is terminated.
+    private let stopDeadline: Duration
+
+    public init(registry: ProviderRegistry, hub: NotificationHub, logger: Logger, startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5)) {
+        self.registry = registry
+        self.hub = hub
+        self.logger = logger
+        self.startDeadline = startDeadline
+        self.stopDeadline = stopDeadline
+    }
+
+    // MARK: Requests
+
+    /// Starts a configuration's connection and waits until it is connected or has failed
+    /// (at most the start deadline). `password` comes from the options or the secret store.
+    public func start(_ configuration: Configuration, options: [String: JSONValue], password: String?) async throws(NetExtError) -> StatusInfo {
+        guard configuration.isEnabled else {
+            throw .disabled("configuration '\(configuration.localizedDescription)' is not enabled; enable it first (`netext enable`)")
+        }
+        let extensionPoint: ProviderManifest.ExtensionPoint
+        switch configuration.protocolConfiguration {
+        case .tunnelProvider(let settings):
+            extensionPoint = settings.providerType == .appProxy ? .appProxy : .packetTunnel
+            _ = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: extensionPoint)
+        case .personalVPN:
+            throw .connectionFailed("the built-in IKEv2 client is not available in this build (it arrives with the IKEv2/strongSwan work)")
+        default:
+            throw .invalid("configuration '\(configuration.localizedDescription)' is a \(configuration.kind.rawValue) configuration; it has no VPN connection to start")
+        }
+        var session = sessions[configuration.id] ?? Session(configuration: configuration)
+        session.configuration = configuration
+        session.pendingStart = ProviderStart(configuration: configuration, options: options, password: password)
+        sessions[configuration.id] = session
+        apply(.startRequested, to: configuration.id)
+        await waitWhileConnecting(configuration.id)
+        return statusInfo(for: configuration)
+    }
+
+    /// Stops a configuration's connection and waits until it is disconnected.
+    @discardableResult
+    public func stop(_ configuration: Configuration, reason: ProviderMessage.StopReason) async -> StatusInfo {
+        if sessions[configuration.id] != nil {
+            sessions[configuration.id]?.configuration = configuration
+            apply(.stopRequested(reason), to: configuration.id)
+            await waitUntilDisconnected(configuration.id)
+        }
+        return statusInfo(for: configuration)
+    }
+
+    /// Stops every connection (daemon shutdown).
+    public func stopAll() async {
+        for session in sessions.values where session.machine.status.isActive {
+            await stop(session.configuration, reason: .daemonShutdown)
+        }
+    }
+
+    /// The status of a configuration (`invalid` when it is not enabled and not connected).
+    public func statusInfo(for configuration: Configuration) -> StatusInfo {
+        let session = sessions[configuration.id]
+        var status = session?.machine.status ?? .disconnected
+        if status == .disconnected && !configuration.isEnabled { status = .invalid }
+        return StatusInfo(
+            id: configuration.id, name: configuration.localizedDescription, kind: configuration.kind,
+            isEnabled: configuration.isEnabled, status: status,
+            connectedDate: session?.machine.connectedDate,
+            lastDisconnectError: session?.machine.lastDisconnectError)
+    }
+
+    /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
+    public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
+        guard var session = sessions[configuration.id] else { return }
+        session.configuration = configuration
+        sessions[configuration.id] = session
+        if removed || !configuration.isEnabled, session.machine.status.isActive {
+            await stop(configuration, reason: removed ? .configurationRemoved : .configurationDisabled)
+        }
+        if removed, let ended = sessions[configuration.id], !ended.machine.status.isActive {
+            sessions[configuration.id] = nil
+        }
+    }
+
+    // MARK: The machine and its actions
+
+    private func apply(_ event: SessionStateMachine.Event, to id: UUID, generation: Int? = nil) {
+        guard var session = sessions[id] else { return }
+        if let generation, generation != session.generation { return }
+        let actions = session.machine.handle(event)
+        sessions[id] = session
+        for action in actions { perform(action, for: id) }
+    }
+
+    private func perform(_ action: SessionStateMachine.Action, for id: UUID) {
+        guard var session = sessions[id] else { return }
+        switch action {
+        case .launchProvider:
+            session.generation += 1
+            session.provider = nil
+            sessions[id] = session
+            launch(id: id, generation: session.generation)
+        case .sendStop(let reason):
+            let generation = session.generation
+            if let provider = session.provider {
+                Task { try? await provider.send(.stop(reason: reason)) }
+            } else {
+                // Not launched yet: the launch task sees the new state and gives up.
+                apply(.providerExited("was stopped before it started"), to: id, generation: generation)
+                return
+            }
+            Task { [stopDeadline] in
+                try? await Task.sleep(for: stopDeadline)
+                self.stopDeadlinePassed(id: id, generation: generation)
+            }
+        case .terminateProvider:
+            // After a clean stop the provider exits by itself; after a failure it is ended now.
+            let clean = session.machine.status == .disconnected && session.machine.lastDisconnectError == nil
+            session.provider?.terminate(patience: clean ? .seconds(2) : .zero)
+            session.provider = nil
+            sessions[id] = session
+        case .publishStatus(let previous):
+            let info = statusInfo(for: session.configuration)
+            logger.info("status changed", metadata: ["configuration": "\(session.configuration.localizedDescription)", "from": "\(previous.rawValue)", "to": "\(info.status.rawValue)", "error": "\(info.lastDisconnectError?.description ?? "-")"])
+            hub.statusChanged(previous: previous, current: info)
+            if info.status != .connecting {
+                for waiter in session.waiters.values where info.status != .disconnecting { waiter.resume() }
+                if info.status != .disconnecting { sessions[id]?.waiters.removeAll() }
+            }
+        }
+    }
+
+    private func launch(id: UUID, generation: Int) {
+        guard let session = sessions[id], let start = session.pendingStart,
+              case .tunnelProvider(let settings) = session.configuration.protocolConfiguration else { return }
+        let registry = self.registry
+        let extensionPoint: ProviderManifest.ExtensionPoint = settings.providerType == .appProxy ? .appProxy : .packetTunnel
+        Task {
+            let provider: ProviderProcess
+            do throws(NetExtError) {
+                let manifest = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: extensionPoint)
+                provider = try await ProviderProcess.launch(manifest)
+            } catch {
+                self.apply(.providerFailed(error), to: id, generation: generation)
+                return
+            }
+            guard self.attach(provider, to: id, generation: generation) else {
+                provider.terminate()
+                return
+            }
+            Task {
+                let status = await provider.waitForExit()
+                self.providerExited(id: id, generation: generation, status: status)
+            }
+            let decoder = ControlProtocol.makeDecoder()
+            for await frame in provider.connection.frames {
+                guard let message = try? decoder.decode(ProviderMessage.self, from: Data(frame)) else {
+                    self.apply(.providerFailed(NetExtError(.protocolError, "provider '\(settings.providerBundleIdentifier)' sent a malformed message")), to: id, generation: generation)
+                    return
+                }
+                await self.received(message, from: provider, id: id, generation: generation, start: start)
+            }
+        }
+        Task { [startDeadline] in
+            try? await Task.sleep(for: startDeadline)
+            self.startDeadlinePassed(id: id, generation: generation)
+        }
+    }
+
+    private func attach(_ provider: ProviderProcess, to id: UUID, generation: Int) -> Bool {
+        guard var session = sessions[id], session.generation == generation, session.machine.status == .connecting else { return false }
+        session.provider = provider
+        sessions[id] = session
+        logger.info("provider started", metadata: ["provider": "\(provider.manifest.bundleIdentifier)", "pid": "\(provider.pid)", "user": "\(provider.manifest.user)"])
+        return true
+    }
+
+    private func received(_ message: ProviderMessage, from provider: ProviderProcess, id: UUID, generation: Int, start: ProviderStart) async {
+        switch message {
+        case .hello(let bundleIdentifier, let version):
+            guard bundleIdentifier == provider.manifest.bundleIdentifier, version == ControlProtocol.version else {
+                apply(.providerFailed(NetExtError(.protocolError, "provider said hello as '\(bundleIdentifier)' (protocol \(version)); expected '\(provider.manifest.bundleIdentifier)' (protocol \(ControlProtocol.version))")), to: id, generation: generation)
+                return
+            }
+            do { try await provider.send(.start(start)) } catch {
+                apply(.providerFailed(error), to: id, generation: generation)
+            }
+        case .started: apply(.providerStarted, to: id, generation: generation)
+        case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
+        case .stopped: apply(.providerStopped, to: id, generation: generation)
+        case .start, .stop:
+            apply(.providerFailed(NetExtError(.protocolError, "provider sent a daemon-only message")), to: id, generation: generation)
+        }
+    }
+
+    private func providerExited(id: UUID, generation: Int, status: Int32) {
+        let how = ProcessSpawner.describe(exitStatus: status)
+        logger.info("provider exited", metadata: ["configuration": "\(id)", "how": "\(how)"])
+        apply(.providerExited(how), to: id, generation: generation)
+    }
+
+    private func startDeadlinePassed(id: UUID, generation: Int) {
+        guard let session = sessions[id], session.generation == generation, session.machine.status == .connecting else { return }
+        apply(.providerFailed(NetExtError(.timedOut, "the provider did not finish starting within \(startDeadline)")), to: id, generation: generation)
+    }
+
+    private func stopDeadlinePassed(id: UUID, generation: Int) {
+        guard let session = sessions[id], session.generation == generation, session.machine.status == .disconnecting else { return }
+        logger.warning("provider did not acknowledge stop; terminating", metadata: ["configuration": "\(id)"])
+        session.provider?.terminate(grace: .seconds(1))
+    }
+
+    // MARK: Waiting
+
+    private func waitWhileConnecting(_ id: UUID) async {
+        guard sessions[id]?.machine.status == .connecting else { return }
+        await wait(for: id)
+    }
+
+    private func waitUntilDisconnected(_ id: UUID) async {
+        guard let status = sessions[id]?.machine.status, status == .disconnecting else { return }
+        await wait(for: id)
+    }
+
+    private func wait(for id: UUID) async {
+        let key = UUID()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            sessions[id]?.waiters[key] = continuation
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import NetExtCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Secrets (passwords, shared secrets, tokens) kept apart from the readable configuration:
+/// one file per secret in a 0700 directory, each file mode 0600, written atomically
+/// (temporary file, fsync, rename, fsync of the directory). Configurations hold only a reference.
+public final class SecretStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) throws(NetExtError) {
+        self.directory = directory
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw .readWrite("cannot create the secret directory \(directory): \(String(cString: strerror(errno)))")
+        }
+        if chmod(directory, 0o700) != 0 {
+            throw .readWrite("cannot set mode 0700 on \(directory): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Stores a secret under a new reference and returns the reference.
+    public func store(_ secret: String) throws(NetExtError) -> String {
+        let reference = "secret-" + UUID().uuidString.lowercased()
+        let path = try self.path(for: reference)
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .readWrite("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        let bytes = Array(secret.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd)
+        close(fd)
+        guard written == bytes.count, synced == 0 else {
+            unlink(temporary)
+            throw .readWrite("cannot write \(temporary): \(String(cString: strerror(errno)))")
+        }
+        guard rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .readWrite("cannot rename \(temporary): \(String(cString: strerror(errno)))")
+        }
+        syncDirectory()
+        return reference
+    }
+
+    /// The secret behind a reference, or nil if there is none.
+    public func secret(for reference: String) throws(NetExtError) -> String? {
+        let path = try self.path(for: reference)
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Deletes a secret; a missing one is not an error.
+    public func delete(_ reference: String) {
+        guard let path = try? self.path(for: reference) else { return }
+        unlink(path)
+    }
+
+    /// Deletes every secret not in `referenced` (left behind by a crash between writing a secret
+    /// and committing the configuration that refers to it) and stray temporary files.
+    @discardableResult
+    public func collectGarbage(keeping referenced: Set<String>) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var removed = 0
+        for name in names where name.hasSuffix(".tmp") || (name.hasPrefix("secret-") && !referenced.contains(name)) {
+            unlink(directory + "/" + name)
+            removed += 1
+        }
+        return removed
+    }
+
+    private func path(for reference: String) throws(NetExtError) -> String {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789-")
+        guard reference.hasPrefix("secret-"), reference.unicodeScalars.allSatisfy({ allowed.contains($0) }) else {
+            throw .invalid("'\(reference)' is not a secret reference")
+        }
+        return directory + "/" + reference
+    }
+
+    private func syncDirectory() {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import NetExtCore
+
+/// The result of `hello`.
+public struct HelloResult: Sendable, Hashable, Codable {
+    public var version: Int
+    public var daemonVersion: String
+    /// The caller's user id as the kernel reported it.
+    public var uid: UInt32
+    /// Whether the caller may change configurations (root or the admin group).
+    public var mayModify: Bool
+    public init(version: Int, daemonVersion: String, uid: UInt32, mayModify: Bool) {
+        self.version = version
+        self.daemonVersion = daemonVersion
+        self.uid = uid
+        self.mayModify = mayModify
+    }
+}
+
+/// The result of `listConfigurations`.
+public struct ConfigurationList: Sendable, Hashable, Codable {
+    public var configurations: [Configuration]
+    public init(configurations: [Configuration]) { self.configurations = configurations }
+}
+
+/// The result of `loadConfiguration` and `saveConfiguration`.
+public struct ConfigurationResult: Sendable, Hashable, Codable {
+    public var configuration: Configuration
+    public init(configuration: Configuration) { self.configuration = configuration }
+}
+
+/// An empty result.
+public struct EmptyResult: Sendable, Hashable, Codable {
+    public init() {}
+}
+
+/// A configuration's connection state (result of `getStatus`, and the payload of `statusChanged`).
+public struct StatusInfo: Sendable, Hashable, Codable {
+    public var id: UUID
+    public var name: String
+    public var kind: ConfigurationKind
+    public var isEnabled: Bool
+    public var status: ConnectionStatus
+    public var connectedDate: Date?
+    /// Why the last connection ended, if it ended with an error.
+    public var lastDisconnectError: NetExtError?
+    public var bytesIn: UInt64
+    public var bytesOut: UInt64
+
+    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0) {
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.isEnabled = isEnabled
+        self.status = status
+        self.connectedDate = connectedDate
+        self.lastDisconnectError = lastDisconnectError
+        self.bytesIn = bytesIn
+        self.bytesOut = bytesOut
+    }
+}
+
+/// The result of `getStatus`.
+public struct StatusList: Sendable, Hashable, Codable {
+    public var statuses: [StatusInfo]
+    public init(statuses: [StatusInfo]) { self.statuses = statuses }
+}
+
+/// An installed configuration profile.
+public struct ProfileSummary: Sendable, Hashable, Codable {
+    public var identifier: String
+    public var displayName: String
+    public var organization: String?
+    public var installedAt: Date
+    public var configurationIDs: [UUID]
+    public var skippedPayloads: [SkippedPayload]
+    public init(identifier: String, displayName: String, organization: String?, installedAt: Date, configurationIDs: [UUID], skippedPayloads: [SkippedPayload]) {
+        self.identifier = identifier
+        self.displayName = displayName
+        self.organization = organization
+        self.installedAt = installedAt
+        self.configurationIDs = configurationIDs
+        self.skippedPayloads = skippedPayloads
+    }
+}
+
+/// The result of `listProfiles`.
+public struct ProfileList: Sendable, Hashable, Codable {
+    public var profiles: [ProfileSummary]
+    public init(profiles: [ProfileSummary]) { self.profiles = profiles }
+}
+
+/// The result of `removeProfile`.
+public struct ProfileRemoval: Sendable, Hashable, Codable {
+    public var identifier: String
+    public var removedConfigurationIDs: [UUID]
+    public init(identifier: String, removedConfigurationIDs: [UUID]) {
+        self.identifier = identifier
+        self.removedConfigurationIDs = removedConfigurationIDs
+    }
+}
+
+/// The result of `listProviders`: valid manifests, and the files that were refused.
+public struct ProviderList: Sendable, Hashable, Codable {
+    public var providers: [ProviderManifest]
+    public var problems: [String]
+    public init(providers: [ProviderManifest], problems: [String]) {
+        self.providers = providers
+        self.problems = problems
+    }
+}

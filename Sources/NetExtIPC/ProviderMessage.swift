@@ -1,0 +1,86 @@
+import Foundation
+import NetExtCore
+
+/// Messages between netextd and a provider process over their socketpair (descriptor 3 in the
+/// provider), framed as the control protocol. On the wire: `{"type": "...", ...fields}`.
+public enum ProviderMessage: Sendable, Hashable {
+    /// Provider → daemon, first message: who it is and which protocol version it speaks.
+    case hello(bundleIdentifier: String, version: Int)
+    /// Daemon → provider: start with this configuration and these options.
+    case start(ProviderStart)
+    /// Provider → daemon: `startTunnel` returned.
+    case started
+    /// Provider → daemon: `startTunnel` threw, or the provider cancelled itself
+    /// (`cancelTunnelWithError`).
+    case failed(NetExtError)
+    /// Daemon → provider: stop, with Apple's stop reason.
+    case stop(reason: StopReason)
+    /// Provider → daemon: `stopTunnel` returned; the provider exits next.
+    case stopped
+
+    /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
+    public enum StopReason: String, Sendable, Hashable, Codable {
+        case userInitiated
+        case providerFailed
+        case configurationDisabled
+        case configurationRemoved
+        case superceded
+        case idleTimeout
+        case daemonShutdown
+    }
+}
+
+/// What a provider needs to start: its configuration and the start options.
+public struct ProviderStart: Sendable, Hashable, Codable {
+    public var configuration: Configuration
+    public var options: [String: JSONValue]
+    /// The password, from the start options or netextd's secret store; never logged.
+    public var password: String?
+    public init(configuration: Configuration, options: [String: JSONValue], password: String?) {
+        self.configuration = configuration
+        self.options = options
+        self.password = password
+    }
+}
+
+extension ProviderMessage: Codable {
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try container.decode(String.self, forKey: .type)
+        switch type {
+        case "hello":
+            self = .hello(
+                bundleIdentifier: try container.decode(String.self, forKey: .bundleIdentifier),
+                version: try container.decode(Int.self, forKey: .version))
+        case "start": self = .start(try container.decode(ProviderStart.self, forKey: .start))
+        case "started": self = .started
+        case "failed": self = .failed(try container.decode(NetExtError.self, forKey: .error))
+        case "stop": self = .stop(reason: try container.decode(StopReason.self, forKey: .reason))
+        case "stopped": self = .stopped
+        default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .hello(let bundleIdentifier, let version):
+            try container.encode("hello", forKey: .type)
+            try container.encode(bundleIdentifier, forKey: .bundleIdentifier)
+            try container.encode(version, forKey: .version)
+        case .start(let start):
+            try container.encode("start", forKey: .type)
+            try container.encode(start, forKey: .start)
+        case .started: try container.encode("started", forKey: .type)
+        case .failed(let error):
+            try container.encode("failed", forKey: .type)
+            try container.encode(error, forKey: .error)
+        case .stop(let reason):
+            try container.encode("stop", forKey: .type)
+            try container.encode(reason, forKey: .reason)
+        case .stopped: try container.encode("stopped", forKey: .type)
+        }
+    }
+}

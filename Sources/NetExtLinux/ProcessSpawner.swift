@@ -1,0 +1,56 @@
+import CNetExtLinux
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Starts and reaps child processes, dropping privileges before `exec`.
+public enum ProcessSpawner {
+    /// Starts `executable` as `user` (nil keeps the caller's identity) with `childSocket`
+    /// as its descriptor 3. Returns the child's pid.
+    public static func spawn(
+        executable: String,
+        arguments: [String],
+        environment: [String: String],
+        user: UserDatabase.User?,
+        childSocket: Int32
+    ) throws(SystemError) -> Int32 {
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        let pid = argv.withUnsafeBufferPointer { argvBuffer in
+            envp.withUnsafeBufferPointer { envpBuffer in
+                netext_spawn(
+                    executable, argvBuffer.baseAddress, envpBuffer.baseAddress,
+                    user?.uid ?? 0, user?.gid ?? 0, user == nil ? 0 : 1, childSocket)
+            }
+        }
+        guard pid > 0 else { throw SystemError("spawn", errno: -pid, subject: executable) }
+        return pid
+    }
+
+    /// Waits for a child to exit (blocking); returns its exit status as `waitpid` reports it.
+    public static func waitForExit(pid: Int32) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return -1 }
+        }
+        return status
+    }
+
+    /// Sends a signal to a process.
+    @discardableResult
+    public static func signal(_ signal: Int32, to pid: Int32) -> Bool {
+        kill(pid, signal) == 0
+    }
+
+    /// A human description of a `waitpid` status.
+    public static func describe(exitStatus status: Int32) -> String {
+        if status & 0x7f == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        return "killed by signal \(status & 0x7f)"
+    }
+}

@@ -1,0 +1,8 @@
+import NetExtCommands
+
+@main
+enum NetextMain {
+    static func main() async {
+        await NetextCommand.main()
+    }
+}

@@ -1,0 +1,8 @@
+import NetExtCommands
+
+@main
+enum NetextdMain {
+    static func main() async {
+        await NetextdCommand.main()
+    }
+}
