@@ -38,4 +38,10 @@ public struct SkippedPayload: Sendable, Hashable, Codable {
     public var payloadType: String
     public var payloadIdentifier: String
     public var reason: String
+
+    public init(payloadType: String, payloadIdentifier: String, reason: String) {
+        self.payloadType = payloadType
+        self.payloadIdentifier = payloadIdentifier
+        self.reason = reason
+    }
 }
