@@ -65,6 +65,7 @@ let package = Package(
         .testTarget(
             name: "NetExtDaemonTests",
             dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "IntegrationTests", dependencies: ["NetExtCore", "NetExtLinux"]),
+        // Starts the real binaries (netextd, netext, the test provider); needs root.
+        .testTarget(name: "IntegrationTests", dependencies: ["NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux"]),
     ]
 )

@@ -38,7 +38,6 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
         setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
         int devnull = open("/dev/null", O_RDONLY);
         if (devnull >= 0) { dup2(devnull, 0); if (devnull != 0) close(devnull); }
         if (child_fd >= 0) {

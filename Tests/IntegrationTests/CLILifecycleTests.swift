@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+/// The real netextd driven by the real netext CLI.
+@Suite("netextd + netext CLI", .enabled(if: isRoot, "needs root: starts netextd and providers as other users"))
+struct CLILifecycleTests {
+    @Test("create, list, show, enable, start, watch, stop, disable, remove")
+    func lifecycle() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+
+        let empty = try daemon.cli(["list"])
+        #expect(empty.status == 0)
+        #expect(empty.stdout.contains("No configurations"))
+
+        let created = try daemon.cli(["create", "--name", "Office VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.office.test", "--config", "mode=test"])
+        #expect(created.status == 0, "\(created)")
+
+        let listed = try daemon.cli(["list", "--json"])
+        let items = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        #expect(items.count == 1)
+        let configuration = try #require(items.first?["configuration"] as? [String: Any])
+        #expect(configuration["localizedDescription"] as? String == "Office VPN")
+        #expect(configuration["isEnabled"] as? Bool == false)
+        #expect(items.first?["status"] as? String == "invalid")
+
+        // Starting a disabled configuration is refused with configurationDisabled (exit 4).
+        let disabledStart = try daemon.cli(["start", "Office VPN"])
+        #expect(disabledStart.status == 4, "\(disabledStart)")
+        #expect(disabledStart.stderr.contains("not enabled"))
+
+        // A watcher sees every change from now on.
+        let watchOutput = daemon.root + "/watch.out"
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: binaryDirectory + "/netext")
+        watcher.arguments = ["status", "--watch", "--count", "6", "--timeout", "60"]
+        watcher.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
+        FileManager.default.createFile(atPath: watchOutput, contents: nil)
+        watcher.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: watchOutput))
+        let watcherErrors = Pipe()
+        watcher.standardError = watcherErrors
+        try watcher.run()
+        defer { if watcher.isRunning { watcher.terminate() } }
+        // Wait until the watcher has subscribed (it says so on stderr).
+        let announced = String(decoding: watcherErrors.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(announced.contains("watching for changes"))
+
+        #expect(try daemon.cli(["enable", "Office VPN"]).status == 0)
+        let started = try daemon.cli(["start", "Office VPN"])
+        #expect(started.status == 0, "\(started)\n\(daemon.log())")
+        #expect(started.stdout.contains("Office VPN: connected"))
+        let shown = try daemon.cli(["show", "Office VPN"])
+        #expect(shown.stdout.contains("status:      connected"))
+        #expect(shown.stdout.contains("connected:   since"))
+        let stopped = try daemon.cli(["stop", "Office VPN"])
+        #expect(stopped.status == 0 && stopped.stdout.contains("disconnected"), "\(stopped)")
+        #expect(try daemon.cli(["disable", "Office VPN"]).status == 0)
+
+        _ = waitUntil(timeout: 30) { !watcher.isRunning }
+        let events = try String(contentsOfFile: watchOutput, encoding: .utf8).split(separator: "\n").map(String.init)
+        // The current status first, then exactly the six changes.
+        #expect(events.count == 7, "\(events)")
+        #expect(events.first == "Office VPN: invalid")
+        let expected = [
+            "configuration saved: Office VPN (revision 2, enabled)",
+            "status Office VPN: disconnected -> connecting",
+            "status Office VPN: connecting -> connected",
+            "status Office VPN: connected -> disconnecting",
+            "status Office VPN: disconnecting -> disconnected",
+            "configuration saved: Office VPN (revision 3, disabled)",
+        ]
+        for line in expected {
+            #expect(events.contains { $0.hasSuffix(line) }, "missing event '\(line)' in \(events)")
+        }
+
+        // The provider ran as nobody, not as root.
+        #expect(daemon.log().contains("startTunnel server=vpn.office.test uid=65534"), "\(daemon.log())")
+
+        let removed = try daemon.cli(["remove", "Office VPN"])
+        #expect(removed.status == 0)
+        #expect(try daemon.cli(["show", "Office VPN"]).status == 8, "an unknown configuration exits 8")
+        #expect(daemon.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket is removed on shutdown")
+    }
+
+    @Test("the CLI says when netextd is not running, and how to start it")
+    func daemonNotRunning() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        let result = try daemon.cli(["list"])
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("netextd is not running"))
+        #expect(result.stderr.contains("start it with `netextd`"))
+    }
+
+    @Test("a second netextd refuses to take over a live socket")
+    func secondDaemon() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        let second = try run(binaryDirectory + "/netextd", [], environment: daemon.environment.merging(["NETEXT_STATE_DIR": daemon.root + "/state2"]) { $1 }, timeout: 20)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another netextd is already listening on \(daemon.socket)"))
+        #expect(try daemon.cli(["list"]).status == 0, "the first daemon keeps serving")
+    }
+
+    @Test("a damaged database stops netextd with a message naming the file, and is kept")
+    func corruptDatabase() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try FileManager.default.createDirectory(atPath: daemon.stateDirectory, withIntermediateDirectories: true)
+        let path = daemon.stateDirectory + "/netext.sqlite"
+        let garbage = Data(repeating: 0x5A, count: 4096)
+        try garbage.write(to: URL(fileURLWithPath: path))
+        let result = try run(binaryDirectory + "/netextd", [], environment: daemon.environment, timeout: 20)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("the configuration database \(path)"), "\(result)")
+        #expect(FileManager.default.contents(atPath: path) == garbage, "never wiped")
+    }
+}

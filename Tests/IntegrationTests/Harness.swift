@@ -1,0 +1,101 @@
+import Foundation
+import NetExtLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether the tests that start real daemons and switch users can run (CI runs as root).
+let isRoot = getuid() == 0
+
+/// The directory holding the built executables: `$NETEXT_BIN_DIR`, else `.build/debug`.
+let binaryDirectory: String = {
+    if let directory = ProcessInfo.processInfo.environment["NETEXT_BIN_DIR"] { return directory }
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return root.appendingPathComponent(".build/debug").path
+}()
+
+let fixturesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
+
+/// What a finished command printed and how it exited.
+struct CommandResult: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+}
+
+/// Another user to run a command as (through `setpriv`).
+struct RunAs {
+    var uid: UInt32
+    var gid: UInt32
+    var groups: [UInt32] = []
+    static let nobody = RunAs(uid: 65534, gid: 65534)
+}
+
+/// Runs a program to completion, at most `timeout` seconds (then it is killed).
+@discardableResult
+func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, as user: RunAs? = nil, timeout: Double = 60) throws -> CommandResult {
+    let process = Process()
+    if let user {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        let groups = user.groups.isEmpty ? ["--clear-groups"] : ["--groups=\(user.groups.map(String.init).joined(separator: ","))"]
+        process.arguments = ["--reuid=\(user.uid)", "--regid=\(user.gid)"] + groups + ["--", executable] + arguments
+    } else {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+    }
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let output = Pipe()
+    let errors = Pipe()
+    let input = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    // Read both pipes concurrently so a chatty child never blocks.
+    let collected = CollectedOutput()
+    let group = DispatchGroup()
+    for (pipe, isError) in [(output, false), (errors, true)] {
+        group.enter()
+        DispatchQueue.global().async {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            collected.set(data, isError: isError)
+            group.leave()
+        }
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning {
+        process.terminate()
+        usleep(200_000)
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+    process.waitUntilExit()
+    group.wait()
+    return CommandResult(status: process.terminationStatus, stdout: collected.stdout, stderr: collected.stderr)
+}
+
+final class CollectedOutput: @unchecked Sendable {
+    private let lock = NSLock()
+    private var out = Data()
+    private var err = Data()
+    func set(_ data: Data, isError: Bool) {
+        lock.lock()
+        if isError { err = data } else { out = data }
+        lock.unlock()
+    }
+    var stdout: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out, as: UTF8.self) }
+    var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes.
+func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}
