@@ -1,0 +1,103 @@
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtIPC
+import Testing
+
+/// The NetExt library's manager API against a real netextd.
+@Suite("Manager API against netextd", .enabled(if: isRoot, "needs root: starts netextd"))
+struct LibraryAPITests {
+    @Test("create, save, reload, list; a stale save fails until reloaded; notifications arrive")
+    func managers() async throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+
+        let app = try await ControlClient.connect(appIdentifier: "com.example.vpnapp", socketPath: daemon.socket)
+        defer { app.close() }
+        #expect(app.hello.version == ControlProtocol.version && app.hello.mayModify)
+        let notifications = try await app.notifications()
+
+        var manager = TunnelProviderManager(client: app, providerBundleIdentifier: DaemonHarness.testProviderBundle, serverAddress: "vpn.example.test")
+        manager.localizedDescription = "App VPN"
+        manager.isEnabled = true
+        manager.onDemandRules = [.connect(interfaceTypeMatch: .ethernet)]
+        manager.protocolConfiguration?.providerConfiguration = ["requirePassword": .string("pw")]
+        try await manager.saveToPreferences(password: "pw")
+        #expect(manager.configuration.revision == 1)
+        #expect(manager.configuration.owner == Owner(uid: 0, appIdentifier: "com.example.vpnapp"))
+        #expect(manager.protocolConfiguration?.passwordReference != nil)
+
+        // Another copy, loaded now, goes stale when the first one saves.
+        var other = try #require(try await TunnelProviderManager.loadAllFromPreferences(client: app).first)
+        #expect(other.configuration == manager.configuration)
+        manager.localizedDescription = "App VPN (renamed)"
+        try await manager.saveToPreferences()
+        other.isOnDemandEnabled = true
+        do {
+            try await other.saveToPreferences()
+            Issue.record("a save over another client's change must fail")
+        } catch {
+            #expect(error.code == .configurationStale)
+        }
+        try await other.loadFromPreferences()
+        #expect(other.localizedDescription == "App VPN (renamed)")
+        other.isOnDemandEnabled = true
+        try await other.saveToPreferences()
+        #expect(other.configuration.revision == 3)
+
+        // Root sees every app's configurations (app isolation for other users: AuthorizationTests).
+        let otherApp = try await ControlClient.connect(appIdentifier: "com.example.otherapp", socketPath: daemon.socket)
+        defer { otherApp.close() }
+        #expect(try await TunnelProviderManager.loadAllFromPreferences(client: otherApp).count == 1)
+
+        // Connection control and status through the library; the stored password reaches the provider.
+        let updates = try await manager.connection.statusUpdates()
+        try await manager.connection.startVPNTunnel()
+        #expect(try await manager.connection.status == .connected)
+        try await manager.connection.stopVPNTunnel()
+        #expect(try await manager.connection.status == .disconnected)
+        var seen: [ConnectionStatus] = []
+        for await info in updates {
+            seen.append(info.status)
+            if seen.count == 4 { break }
+        }
+        #expect(seen == [.connecting, .connected, .disconnecting, .disconnected])
+
+        // The configuration-changed notifications of the three saves came on the first stream.
+        var revisions: [Int] = []
+        for await notification in notifications {
+            if case .configurationChanged(let change) = notification, let configuration = change.configuration {
+                revisions.append(configuration.revision)
+            }
+            if revisions.count == 3 { break }
+        }
+        #expect(revisions == [1, 2, 3])
+
+        try await manager.removeFromPreferences()
+        #expect(try await TunnelProviderManager.loadAllFromPreferences(client: app).isEmpty)
+    }
+
+    @Test("the personal VPN manager holds one configuration per app")
+    func personalVPN() async throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        let app = try await ControlClient.connect(appIdentifier: "com.example.personal", socketPath: daemon.socket)
+        defer { app.close() }
+        var manager = try await VPNManager.shared(client: app, defaultServerAddress: "ike.example.test")
+        manager.localizedDescription = "My VPN"
+        manager.protocolConfiguration?.authenticationMethod = .sharedSecret
+        try await manager.saveToPreferences(password: "p", sharedSecret: "s")
+        let reloaded = try await VPNManager.shared(client: app)
+        #expect(reloaded.configuration == manager.configuration)
+        // A second personal configuration for the same app is refused.
+        let second = NetExtCore.Configuration(owner: manager.configuration.owner, localizedDescription: "Second", protocolConfiguration: .personalVPN(IKEv2Protocol(serverAddress: "x.test")))
+        do {
+            _ = try await app.call(.saveConfiguration(.init(configuration: second)), expecting: ConfigurationResult.self)
+            Issue.record("a second personal VPN must be refused")
+        } catch {
+            #expect(error.code == .configurationInvalid)
+        }
+    }
+}
