@@ -66,6 +66,8 @@ let package = Package(
             name: "NetExtDaemonTests",
             dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts the real binaries (netextd, netext, the test provider); needs root.
-        .testTarget(name: "IntegrationTests", dependencies: ["NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux", .product(name: "GRDB", package: "GRDB.swift")]),
     ]
 )

@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Providers that fail, crash, hang, or outlive netextd.
+@Suite("Provider launch, failure and shutdown", .enabled(if: isRoot, "needs root: starts providers as nobody"))
+struct ProviderLifecycleTests {
+    func createEnabled(_ daemon: DaemonHarness, _ name: String, config: [String] = []) throws {
+        let result = try daemon.cli(["create", "--name", name, "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"] + config.flatMap { ["--config", $0] })
+        #expect(result.status == 0, "\(result)")
+    }
+
+    /// The pid of the most recently started provider, from netextd's log.
+    func lastProviderPID(_ daemon: DaemonHarness) -> Int32? {
+        let lines = daemon.log().split(separator: "\n").filter { $0.contains("provider started") }
+        guard let line = lines.last, let range = line.range(of: "pid=") else { return nil }
+        return Int32(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    func processExists(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    @Test("startTunnel throwing fails the start with the provider's message")
+    func failingStart() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        try createEnabled(daemon, "Broken", config: ["failStart=no route to the VPN server"])
+        let result = try daemon.cli(["start", "Broken"])
+        #expect(result.status == 5, "\(result)")
+        #expect(result.stderr.contains("no route to the VPN server"))
+        let status = try daemon.cli(["status", "Broken"])
+        #expect(status.stdout.contains("Broken: disconnected (last error: no route to the VPN server)"), "\(status)")
+    }
+
+    @Test("a provider that crashes is reported, and the connection ends disconnected")
+    func crashingProvider() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        try createEnabled(daemon, "Crashy", config: ["crashAfterStart=yes"])
+        #expect(try daemon.cli(["start", "Crashy"]).status == 0)
+        let reported = try waitUntil(timeout: 15) {
+            try daemon.cli(["status", "Crashy"]).stdout.contains("Crashy: disconnected (last error: the provider exited with status 3)")
+        }
+        let final = try daemon.cli(["status", "Crashy"])
+        #expect(reported, "\(final)\n\(daemon.log())")
+    }
+
+    @Test("a provider that ignores stop is terminated after the stop deadline")
+    func hangingStop() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        try createEnabled(daemon, "Stubborn", config: ["ignoreStop=yes"])
+        #expect(try daemon.cli(["start", "Stubborn"]).status == 0)
+        let pid = try #require(lastProviderPID(daemon))
+        let began = Date()
+        let stopped = try daemon.cli(["stop", "Stubborn"], timeout: 30)
+        #expect(stopped.status == 0 && stopped.stdout.contains("Stubborn: disconnected"), "\(stopped)")
+        #expect(Date().timeIntervalSince(began) < 15)
+        #expect(waitUntil(timeout: 10) { !processExists(pid) }, "the provider process is gone")
+        #expect(daemon.log().contains("provider did not acknowledge stop; terminating"))
+    }
+
+    @Test("a provider slower than the start deadline fails with timedOut (exit 75)")
+    func slowStart() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start(extraArguments: ["--provider-start-timeout", "1"])
+        try createEnabled(daemon, "Slow", config: ["startDelay=20"])
+        let result = try daemon.cli(["start", "Slow"], timeout: 30)
+        #expect(result.status == 75, "\(result)")
+        #expect(result.stderr.contains("did not finish starting"))
+        let pid = try #require(lastProviderPID(daemon))
+        #expect(waitUntil(timeout: 10) { !processExists(pid) })
+    }
+
+    @Test("an unregistered provider is refused with exit 9, naming the bundle identifier")
+    func unknownProvider() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        #expect(try daemon.cli(["create", "--name", "Nobody's", "--provider", "com.example.missing", "--server", "vpn.test", "--enable"]).status == 0)
+        let result = try daemon.cli(["start", "Nobody's"])
+        #expect(result.status == 9, "\(result)")
+        #expect(result.stderr.contains("no provider is registered for bundle identifier 'com.example.missing'"))
+    }
+
+    @Test("disabling a connected configuration stops its provider")
+    func disableStops() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        try createEnabled(daemon, "Tunnel")
+        #expect(try daemon.cli(["start", "Tunnel"]).status == 0)
+        #expect(try daemon.cli(["disable", "Tunnel"]).status == 0)
+        #expect(daemon.log().contains("stopTunnel reason=configurationDisabled"), "\(daemon.log())")
+        #expect(try daemon.cli(["status", "Tunnel"]).stdout.contains("Tunnel: invalid"))
+    }
+
+    @Test("SIGTERM stops every connection before netextd exits; kill -9 leaves no provider behind")
+    func shutdown() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        try createEnabled(daemon, "Tunnel")
+        #expect(try daemon.cli(["start", "Tunnel"]).status == 0)
+        let first = try #require(lastProviderPID(daemon))
+        #expect(daemon.stop() == 0)
+        #expect(daemon.log().contains("stopTunnel reason=daemonShutdown"))
+        #expect(waitUntil(timeout: 10) { !processExists(first) })
+
+        try daemon.start()
+        #expect(try daemon.cli(["start", "Tunnel"]).status == 0)
+        let second = try #require(lastProviderPID(daemon))
+        #expect(second != first)
+        daemon.crash()
+        #expect(waitUntil(timeout: 10) { !processExists(second) }, "a provider exits when netextd's socket closes")
+    }
+}
