@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
+        .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -60,6 +61,8 @@ let package = Package(
         .executableTarget(name: "netext", dependencies: ["NetExtCommands"]),
         .executableTarget(name: "netextd", dependencies: ["NetExtCommands"]),
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
+        // The README's manager example, built (and run by the integration tests) so it stays true.
+        .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(

@@ -100,4 +100,19 @@ struct LibraryAPITests {
             #expect(error.code == .configurationInvalid)
         }
     }
+
+    @Test("the README's example program runs against a real netextd")
+    func readmeExample() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        let result = try run(binaryDirectory + "/netext-example-manager", [], environment: daemon.environment)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == """
+            saved Example VPN at revision 1
+            Example VPN: enabled=true on-demand rules=1 status=disconnected
+            removed Example VPN
+
+            """)
+    }
 }
