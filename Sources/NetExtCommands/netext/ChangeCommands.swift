@@ -65,11 +65,11 @@ struct DisableCommand: AsyncParsableCommand {
 /// Load, change `isEnabled`, save with the loaded revision: the same path an app takes.
 enum SetEnabled {
     static func run(options: ClientOptions, name: String, enabled: Bool) async throws {
-        let client = try await options.connect()
-        defer { client.close() }
-        var configuration = try await ConfigurationLookup.find(name, client: client)
-        configuration.isEnabled = enabled
-        let saved = try await client.call(.saveConfiguration(.init(configuration: configuration)), expecting: ConfigurationResult.self).configuration
+        let saved = try await options.withConfiguration(name) { client, loaded in
+            var configuration = loaded
+            configuration.isEnabled = enabled
+            return try await client.call(.saveConfiguration(.init(configuration: configuration)), expecting: ConfigurationResult.self).configuration
+        }
         if options.json { try options.printJSON(saved) } else {
             print("\(enabled ? "enabled" : "disabled") \(saved.localizedDescription) (revision \(saved.revision))")
         }
@@ -83,10 +83,10 @@ struct RemoveCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let client = try await options.connect()
-            defer { client.close() }
-            let configuration = try await ConfigurationLookup.find(name, client: client)
-            _ = try await client.call(.removeConfiguration(id: configuration.id), expecting: EmptyResult.self)
+            let configuration = try await options.withConfiguration(name) { client, configuration in
+                _ = try await client.call(.removeConfiguration(id: configuration.id), expecting: EmptyResult.self)
+                return configuration
+            }
             if options.json { try options.printJSON(["removed": configuration.id.uuidString]) } else {
                 print("removed \(configuration.localizedDescription) (\(configuration.id.uuidString))")
             }

@@ -23,6 +23,20 @@ struct ClientOptions: ParsableArguments {
         }
     }
 
+    /// Connects, runs `body` with the client, and closes the connection.
+    func withClient<T>(_ body: (ControlClient) async throws -> T) async throws -> T {
+        let client = try await connect()
+        defer { client.close() }
+        return try await body(client)
+    }
+
+    /// Connects, finds the configuration named (or with the id) `name`, and runs `body`.
+    func withConfiguration<T>(_ name: String, _ body: (ControlClient, Configuration) async throws -> T) async throws -> T {
+        try await withClient { client in
+            try await body(client, try await ConfigurationLookup.find(name, client: client))
+        }
+    }
+
     /// Prints a value as JSON (sorted keys, pretty).
     func printJSON<Value: Encodable>(_ value: Value) throws {
         let encoder = ControlProtocol.makeEncoder()

@@ -17,10 +17,9 @@ struct StartCommand: AsyncParsableCommand {
             var startOptions = try KeyValue.parse(self.startOptions, option: "--option")
             if let username { startOptions["username"] = .string(username) }
             if passwordStdin { startOptions["password"] = .string(try StandardInput.readSecretLine()) }
-            let client = try await options.connect()
-            defer { client.close() }
-            let configuration = try await ConfigurationLookup.find(name, client: client)
-            let info = try await client.call(.startConnection(.init(id: configuration.id, options: startOptions)), expecting: StatusInfo.self, timeout: .seconds(90))
+            let info = try await options.withConfiguration(name) { client, configuration in
+                try await client.call(.startConnection(.init(id: configuration.id, options: startOptions)), expecting: StatusInfo.self, timeout: .seconds(90))
+            }
             if options.json { try options.printJSON(info) } else {
                 print("\(info.name): \(info.status.rawValue)")
             }
@@ -38,10 +37,9 @@ struct StopCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let client = try await options.connect()
-            defer { client.close() }
-            let configuration = try await ConfigurationLookup.find(name, client: client)
-            let info = try await client.call(.stopConnection(id: configuration.id), expecting: StatusInfo.self, timeout: .seconds(60))
+            let info = try await options.withConfiguration(name) { client, configuration in
+                try await client.call(.stopConnection(id: configuration.id), expecting: StatusInfo.self, timeout: .seconds(60))
+            }
             if options.json { try options.printJSON(info) } else { print("\(info.name): \(info.status.rawValue)") }
         }
     }

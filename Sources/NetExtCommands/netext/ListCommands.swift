@@ -45,10 +45,9 @@ struct ShowCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let client = try await options.connect()
-            defer { client.close() }
-            let configuration = try await ConfigurationLookup.find(name, client: client)
-            let status = try await VPNConnection(client: client, configurationID: configuration.id).statusInfo()
+            let (configuration, status) = try await options.withConfiguration(name) { client, configuration in
+                (configuration, try await VPNConnection(client: client, configurationID: configuration.id).statusInfo())
+            }
             if options.json {
                 try options.printJSON(ListedConfiguration(configuration: configuration, status: status.status))
                 return
