@@ -20,12 +20,18 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Pure models: addresses, configurations, on-demand rules, profiles, errors.
         .target(name: "NetExtCore", swiftSettings: strict),
         // The control protocol: versioned messages and framing, no sockets.
         .target(name: "NetExtIPC", dependencies: ["NetExtCore"], swiftSettings: strict),
+        // Our encrypted UDP tunnel protocol without I/O: handshake, keys, framing, replay window.
+        .target(
+            name: "TunnelProtocol",
+            dependencies: ["NetExtCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
@@ -64,6 +70,7 @@ let package = Package(
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),
+        .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(
             name: "NetExtDaemonTests",
