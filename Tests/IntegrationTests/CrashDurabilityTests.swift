@@ -59,9 +59,9 @@ struct CrashDurabilityTests {
             // The file is a healthy database whose rows agree with their JSON bodies.
             let path = daemon.stateDirectory + "/netext.sqlite"
             let queue = try DatabaseQueue(path: path)
-            let integrity = try await queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+            let integrity = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
             #expect(integrity == ["ok"], "round \(round)")
-            let rows = try await queue.read { db in try Row.fetchAll(db, sql: "SELECT id, name, revision, isEnabled, body FROM configuration") }
+            let rows = try queue.read { db in try Row.fetchAll(db, sql: "SELECT id, name, revision, isEnabled, body FROM configuration") }
             try queue.close()
             #expect(rows.count == 3)
             for row in rows {

@@ -1,0 +1,137 @@
+/// The system changes a tunnel's network settings amount to, computed without touching the
+/// system: interface addresses and MTU, routes in a routing table of netextd's own, and the policy
+/// rules that select that table. Split and full tunnels are the same plan with different routes;
+/// rules ahead of the table keep the VPN server and excluded routes on the main table, so the
+/// tunnel's own packets never loop into it.
+public struct NetworkPlan: Sendable, Hashable {
+    public var interface: String
+    public var mtu: Int
+    /// Interface addresses (host bits kept: `10.99.0.2/24`).
+    public var addresses: [IPPrefix]
+    /// The routing table that holds the tunnel's routes.
+    public var table: Int
+    /// Destinations routed into the tunnel (in `table`).
+    public var includedRoutes: [IPPrefix]
+    /// Policy rules, in priority order.
+    public var rules: [PolicyRule]
+    public var dns: DNSSettings?
+    public var proxy: ProxySettings?
+
+    /// A policy routing rule: packets to `destination` (all if nil) of `family` look up `table`.
+    public struct PolicyRule: Sendable, Hashable {
+        public enum Table: Sendable, Hashable { case main, tunnel(Int) }
+        public var priority: Int
+        public var isIPv6: Bool
+        public var destination: IPPrefix?
+        public var table: Table
+    }
+
+    /// The overhead assumed when the provider gives neither an MTU nor `tunnelOverheadBytes`:
+    /// an IPv6 outer header (40), UDP (8) and the NetExt transport header and tag (32).
+    public static let defaultOverhead = 80
+
+    /// Builds the plan; errors name the setting at fault.
+    public static func make(
+        settings: PacketTunnelNetworkSettings, interface: String, table: Int, rulePriority: Int, underlyingMTU: Int?
+    ) throws(NetExtError) -> NetworkPlan {
+        var addresses: [IPPrefix] = []
+        var included: [IPPrefix] = []
+        var excluded: [IPPrefix] = []
+        if let v4 = settings.ipv4Settings {
+            guard v4.addresses.count == v4.subnetMasks.count, !v4.addresses.isEmpty else {
+                throw .invalid("ipv4Settings: addresses and subnetMasks must be non-empty and of equal length")
+            }
+            for (address, mask) in zip(v4.addresses, v4.subnetMasks) {
+                guard let length = IPPrefix.length(ofSubnetMask: mask) else { throw .invalid("ipv4Settings.subnetMasks: '\(mask)' is not a subnet mask") }
+                let prefix = try IPPrefix("\(address)/\(length)", allowHostBits: true)
+                guard !prefix.isIPv6 else { throw .invalid("ipv4Settings.addresses: '\(address)' is not IPv4") }
+                addresses.append(prefix)
+            }
+            included += try v4.includedRoutes.map { (route) throws(NetExtError) in try route.prefix() }
+            excluded += try v4.excludedRoutes.map { (route) throws(NetExtError) in try route.prefix() }
+        }
+        if let v6 = settings.ipv6Settings {
+            guard v6.addresses.count == v6.networkPrefixLengths.count, !v6.addresses.isEmpty else {
+                throw .invalid("ipv6Settings: addresses and networkPrefixLengths must be non-empty and of equal length")
+            }
+            for (address, length) in zip(v6.addresses, v6.networkPrefixLengths) {
+                let prefix = try IPPrefix("\(address)/\(length)", allowHostBits: true)
+                guard prefix.isIPv6 else { throw .invalid("ipv6Settings.addresses: '\(address)' is not IPv6") }
+                addresses.append(prefix)
+            }
+            included += try v6.includedRoutes.map { (route) throws(NetExtError) in try route.prefix() }
+            excluded += try v6.excludedRoutes.map { (route) throws(NetExtError) in try route.prefix() }
+        }
+        // An explicit MTU wins; otherwise the underlying interface's MTU minus the overhead.
+        let mtu = settings.mtu ?? ((underlyingMTU ?? 1500) - (settings.tunnelOverheadBytes ?? defaultOverhead))
+        guard (576...65_535).contains(mtu) else { throw .invalid("mtu: \(mtu) is outside 576...65535") }
+        if settings.ipv6Settings != nil && mtu < 1280 { throw .invalid("mtu: \(mtu) is below IPv6's minimum of 1280") }
+
+        var rules: [PolicyRule] = []
+        let families = Set(addresses.map(\.isIPv6))
+        for isIPv6 in families.sorted(by: { !$0 && $1 }) {
+            // The VPN server itself always uses the main table.
+            if let server = IPPrefix.parseAddress(settings.tunnelRemoteAddress), (server.count == 16) == isIPv6 {
+                rules.append(PolicyRule(priority: rulePriority, isIPv6: isIPv6, destination: IPPrefix(address: server, length: server.count * 8), table: .main))
+            }
+            for route in excluded where route.isIPv6 == isIPv6 {
+                rules.append(PolicyRule(priority: rulePriority + 1, isIPv6: isIPv6, destination: route, table: .main))
+            }
+            if included.contains(where: { $0.isIPv6 == isIPv6 }) {
+                rules.append(PolicyRule(priority: rulePriority + 2, isIPv6: isIPv6, destination: nil, table: .tunnel(table)))
+            }
+        }
+        for route in included where !families.contains(route.isIPv6) {
+            throw .invalid("includedRoutes: \(route) needs \(route.isIPv6 ? "ipv6Settings" : "ipv4Settings") with an address")
+        }
+        return NetworkPlan(interface: interface, mtu: mtu, addresses: addresses, table: table, includedRoutes: included, rules: rules, dns: settings.dnsSettings, proxy: settings.proxySettings)
+    }
+
+    /// The `ip` commands that apply the plan, in order.
+    public var applyCommands: [[String]] {
+        var commands: [[String]] = [["link", "set", "dev", interface, "mtu", "\(mtu)"]]
+        for address in addresses {
+            commands.append([address.isIPv6 ? "-6" : "-4", "address", "add", address.description, "dev", interface] + (address.isIPv6 ? ["nodad"] : []))
+        }
+        commands.append(["link", "set", "dev", interface, "up"])
+        for route in includedRoutes {
+            commands.append([route.isIPv6 ? "-6" : "-4", "route", "replace", route.description, "dev", interface, "table", "\(table)"])
+        }
+        for rule in rules { commands.append(rule.command(action: "add")) }
+        return commands
+    }
+
+    /// The `ip` commands that undo it (routes and addresses go with the interface itself).
+    public var teardownCommands: [[String]] {
+        rules.reversed().map { $0.command(action: "del") } + [["-4", "route", "flush", "table", "\(table)"], ["-6", "route", "flush", "table", "\(table)"]]
+    }
+}
+
+extension NetworkPlan.PolicyRule {
+    func command(action: String) -> [String] {
+        var words = [isIPv6 ? "-6" : "-4", "rule", action, "priority", "\(priority)"]
+        if let destination { words += ["to", destination.description] }
+        switch table {
+        case .main: words += ["lookup", "main"]
+        case .tunnel(let table): words += ["lookup", "\(table)"]
+        }
+        return words
+    }
+}
+
+extension IPv4Route {
+    func prefix() throws(NetExtError) -> IPPrefix {
+        guard let length = IPPrefix.length(ofSubnetMask: subnetMask) else { throw .invalid("route \(destinationAddress): '\(subnetMask)' is not a subnet mask") }
+        let prefix = try IPPrefix("\(destinationAddress)/\(length)", allowHostBits: true).network
+        guard !prefix.isIPv6 else { throw .invalid("IPv4 route '\(destinationAddress)' is not IPv4") }
+        return prefix
+    }
+}
+
+extension IPv6Route {
+    func prefix() throws(NetExtError) -> IPPrefix {
+        let prefix = try IPPrefix("\(destinationAddress)/\(networkPrefixLength)", allowHostBits: true).network
+        guard prefix.isIPv6 else { throw .invalid("IPv6 route '\(destinationAddress)' is not IPv6") }
+        return prefix
+    }
+}
