@@ -21,7 +21,7 @@ int netext_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
 }
 
 pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
-                   uid_t uid, gid_t gid, int drop_privileges, int child_fd) {
+                   uid_t uid, gid_t gid, int drop_privileges, int fd3, int fd4) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) return -errno;
     pid_t pid = fork();
@@ -38,16 +38,21 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
         setpgid(0, 0);
+        // Move the report pipe and both descriptors above the range we fill, so placing one
+        // cannot clobber another.
+        int rep = fcntl(report[1], F_DUPFD_CLOEXEC, 100);
+        if (rep < 0) _exit(127);
+        int high3 = fd3 >= 0 ? fcntl(fd3, F_DUPFD, 100) : -1;
+        int high4 = fd4 >= 0 ? fcntl(fd4, F_DUPFD, 100) : -1;
+        if ((fd3 >= 0 && high3 < 0) || (fd4 >= 0 && high4 < 0)) { err = errno; goto fail; }
         int devnull = open("/dev/null", O_RDONLY);
         if (devnull >= 0) { dup2(devnull, 0); if (devnull != 0) close(devnull); }
-        if (child_fd >= 0) {
-            if (child_fd == 3) {
-                int flags = fcntl(3, F_GETFD);
-                fcntl(3, F_SETFD, flags & ~FD_CLOEXEC);
-            } else if (dup2(child_fd, 3) < 0) { err = errno; goto fail; }
-        }
-        // Close everything else above 3 (the report pipe is close-on-exec).
-        syscall(SYS_close_range, child_fd >= 0 ? 4 : 3, ~0U, 0);
+        if (high3 >= 0 && dup2(high3, 3) < 0) { err = errno; goto fail; }
+        if (high4 >= 0 && dup2(high4, 4) < 0) { err = errno; goto fail; }
+        // Close everything else except the report pipe (close-on-exec, it reports exec failures).
+        unsigned int first_closed = high4 >= 0 ? 5 : (high3 >= 0 ? 4 : 3);
+        if ((unsigned int)rep > first_closed) syscall(SYS_close_range, first_closed, (unsigned int)rep - 1, 0);
+        syscall(SYS_close_range, (unsigned int)rep + 1, ~0U, 0);
         if (drop_privileges) {
             if (setgroups(0, NULL) != 0) { err = errno; goto fail; }
             if (setresgid(gid, gid, gid) != 0) { err = errno; goto fail; }
@@ -57,7 +62,7 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
         execve(path, argv, envp);
         err = errno;
     fail:
-        (void)!write(report[1], &err, sizeof(err));
+        (void)!write(rep, &err, sizeof(err));
         _exit(127);
     }
     close(report[1]);
@@ -107,4 +112,24 @@ int netext_receive_fd(int socket_fd) {
 
 int netext_socketpair(int fds[2]) {
     return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0 ? 0 : -errno;
+}
+
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sys/ioctl.h>
+
+int netext_tun_open(char *name) {
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct ifreq request;
+    memset(&request, 0, sizeof(request));
+    request.ifr_flags = IFF_TUN | IFF_NO_PI;
+    strncpy(request.ifr_name, name, IFNAMSIZ - 1);
+    if (ioctl(fd, TUNSETIFF, &request) < 0) {
+        int saved = errno;
+        close(fd);
+        return -saved;
+    }
+    strncpy(name, request.ifr_name, IFNAMSIZ);
+    return fd;
 }

@@ -35,7 +35,9 @@ public final class Daemon: Sendable {
 
         let hub = NotificationHub()
         let registry = ProviderRegistry(directory: settings.providersDirectory)
-        let sessions = SessionManager(registry: registry, hub: hub, logger: logger, startDeadline: settings.providerStartDeadline)
+        let resolver = ResolverConfiguration(path: settings.resolverPath, backupPath: settings.stateDirectory + "/resolv.conf.backup")
+        let sessions = SessionManager(registry: registry, hub: hub, logger: logger, resolver: resolver, startDeadline: settings.providerStartDeadline)
+        await sessions.removeStaleState()
         let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {

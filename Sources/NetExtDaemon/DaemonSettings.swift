@@ -12,6 +12,8 @@ public struct DaemonSettings: Sendable {
     public var adminGroup: String
     /// How long a provider has to start.
     public var providerStartDeadline: Duration
+    /// `$NETEXT_RESOLV_CONF`, default `/etc/resolv.conf`: the resolver file tunnels' DNS settings replace.
+    public var resolverPath: String = "/etc/resolv.conf"
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -23,10 +25,12 @@ public struct DaemonSettings: Sendable {
 
     /// Settings from the environment, with the documented defaults.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> DaemonSettings {
-        DaemonSettings(
+        var settings = DaemonSettings(
             stateDirectory: environment["NETEXT_STATE_DIR"] ?? "/var/lib/netext",
             socketPath: environment["NETEXT_SOCKET"] ?? "/run/netext/netextd.sock",
             providersDirectory: environment["NETEXT_PROVIDERS_DIR"] ?? "/etc/netext/providers")
+        if let resolver = environment["NETEXT_RESOLV_CONF"] { settings.resolverPath = resolver }
+        return settings
     }
 
     public var databasePath: String { stateDirectory + "/netext.sqlite" }

@@ -17,6 +17,15 @@ public enum ProviderMessage: Sendable, Hashable {
     case stop(reason: StopReason)
     /// Provider → daemon: `stopTunnel` returned; the provider exits next.
     case stopped
+    /// Provider → daemon: `setTunnelNetworkSettings` (nil clears them).
+    case setNetworkSettings(PacketTunnelNetworkSettings?)
+    /// Daemon → provider: the settings are applied; for non-nil settings the TUN descriptor was
+    /// sent on descriptor 4 just before this message.
+    case networkSettingsApplied(interface: String, mtu: Int)
+    /// Daemon → provider: the settings were refused (nothing of them stays applied).
+    case networkSettingsRefused(NetExtError)
+    /// Provider → daemon: `reasserting` changed (the tunnel is reconnecting, or back).
+    case reasserting(Bool)
 
     /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
     public enum StopReason: String, Sendable, Hashable, Codable {
@@ -44,7 +53,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -59,6 +68,11 @@ extension ProviderMessage: Codable {
         case "failed": self = .failed(try container.decode(NetExtError.self, forKey: .error))
         case "stop": self = .stop(reason: try container.decode(StopReason.self, forKey: .reason))
         case "stopped": self = .stopped
+        case "setNetworkSettings": self = .setNetworkSettings(try container.decodeIfPresent(PacketTunnelNetworkSettings.self, forKey: .settings))
+        case "networkSettingsApplied":
+            self = .networkSettingsApplied(interface: try container.decode(String.self, forKey: .interface), mtu: try container.decode(Int.self, forKey: .mtu))
+        case "networkSettingsRefused": self = .networkSettingsRefused(try container.decode(NetExtError.self, forKey: .error))
+        case "reasserting": self = .reasserting(try container.decode(Bool.self, forKey: .value))
         default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
         }
     }
@@ -81,6 +95,19 @@ extension ProviderMessage: Codable {
             try container.encode("stop", forKey: .type)
             try container.encode(reason, forKey: .reason)
         case .stopped: try container.encode("stopped", forKey: .type)
+        case .setNetworkSettings(let settings):
+            try container.encode("setNetworkSettings", forKey: .type)
+            try container.encodeIfPresent(settings, forKey: .settings)
+        case .networkSettingsApplied(let interface, let mtu):
+            try container.encode("networkSettingsApplied", forKey: .type)
+            try container.encode(interface, forKey: .interface)
+            try container.encode(mtu, forKey: .mtu)
+        case .networkSettingsRefused(let error):
+            try container.encode("networkSettingsRefused", forKey: .type)
+            try container.encode(error, forKey: .error)
+        case .reasserting(let value):
+            try container.encode("reasserting", forKey: .type)
+            try container.encode(value, forKey: .value)
         }
     }
 }

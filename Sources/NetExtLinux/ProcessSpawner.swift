@@ -7,14 +7,15 @@ import Musl
 
 /// Starts and reaps child processes, dropping privileges before `exec`.
 public enum ProcessSpawner {
-    /// Starts `executable` as `user` (nil keeps the caller's identity) with `childSocket`
-    /// as its descriptor 3. Returns the child's pid.
+    /// Starts `executable` as `user` (nil keeps the caller's identity) with `childSocket` as its
+    /// descriptor 3 and `secondSocket` (if any) as descriptor 4. Returns the child's pid.
     public static func spawn(
         executable: String,
         arguments: [String],
         environment: [String: String],
         user: UserDatabase.User?,
-        childSocket: Int32
+        childSocket: Int32,
+        secondSocket: Int32 = -1
     ) throws(SystemError) -> Int32 {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -26,7 +27,7 @@ public enum ProcessSpawner {
             envp.withUnsafeBufferPointer { envpBuffer in
                 netext_spawn(
                     executable, argvBuffer.baseAddress, envpBuffer.baseAddress,
-                    user?.uid ?? 0, user?.gid ?? 0, user == nil ? 0 : 1, childSocket)
+                    user?.uid ?? 0, user?.gid ?? 0, user == nil ? 0 : 1, childSocket, secondSocket)
             }
         }
         guard pid > 0 else { throw SystemError("spawn", errno: -pid, subject: executable) }

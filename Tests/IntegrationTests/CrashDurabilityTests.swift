@@ -59,7 +59,7 @@ struct CrashDurabilityTests {
             // The file is a healthy database whose rows agree with their JSON bodies.
             let path = daemon.stateDirectory + "/netext.sqlite"
             let queue = try DatabaseQueue(path: path)
-            let integrity = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+            let integrity = try await queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
             #expect(integrity == ["ok"], "round \(round)")
             let rows = try queue.read { db in try Row.fetchAll(db, sql: "SELECT id, name, revision, isEnabled, body FROM configuration") }
             try queue.close()

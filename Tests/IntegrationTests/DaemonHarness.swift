@@ -40,7 +40,7 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     var environment: [String: String] {
-        ["NETEXT_SOCKET": socket, "NETEXT_STATE_DIR": stateDirectory, "NETEXT_PROVIDERS_DIR": providersDirectory]
+        ["NETEXT_SOCKET": socket, "NETEXT_STATE_DIR": stateDirectory, "NETEXT_PROVIDERS_DIR": providersDirectory, "NETEXT_RESOLV_CONF": root + "/resolv.conf"]
     }
 
     /// Starts netextd and waits until its socket answers.
@@ -49,7 +49,7 @@ final class DaemonHarness: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: binaryDirectory + "/netextd")
         process.arguments = ["--admin-group", adminGroup, "--provider-start-timeout", "10"] + extraArguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         logHandle.seekToEndOfFile()
         process.standardError = logHandle

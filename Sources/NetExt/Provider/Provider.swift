@@ -1,10 +1,12 @@
 import Foundation
 import NetExtCore
 import NetExtIPC
+import NetExtLinux
+import Synchronization
 
 /// What every provider implements, as Apple's `NETunnelProvider` lifecycle: netextd calls
-/// `startTunnel(options:)` when the configuration's connection starts and `stopTunnel(reason:)`
-/// when it stops. The packet tunnel, app proxy and filter providers refine this.
+/// `startTunnel(options:context:)` when the configuration's connection starts and
+/// `stopTunnel(reason:)` when it stops.
 public protocol TunnelProvider: AnyObject, Sendable {
     /// Called once the provider is started; throwing fails the connection with that error.
     func startTunnel(options: [String: JSONValue]?, context: ProviderContext) async throws
@@ -12,11 +14,21 @@ public protocol TunnelProvider: AnyObject, Sendable {
     func stopTunnel(reason: ProviderMessage.StopReason) async
 }
 
-/// What a started provider knows about its configuration.
-public struct ProviderContext: Sendable {
+/// What a started provider knows and can ask of netextd, as the members Apple's
+/// `NEPacketTunnelProvider` inherits: the configuration, `setTunnelNetworkSettings`,
+/// `packetFlow`, `reasserting`, `cancelTunnelWithError`.
+public final class ProviderContext: Sendable {
     public let configuration: Configuration
     /// The password from the start options or netextd's secret store.
     public let password: String?
+    let session: ProviderSession
+    private let flow = Mutex<PacketFlow?>(nil)
+
+    init(configuration: Configuration, password: String?, session: ProviderSession) {
+        self.configuration = configuration
+        self.password = password
+        self.session = session
+    }
 
     /// The tunnel provider settings, if the configuration is a tunnel-provider one.
     public var protocolConfiguration: TunnelProviderProtocol? {
@@ -32,4 +44,45 @@ public struct ProviderContext: Sendable {
 
     /// The user name from the configuration.
     public var username: String? { protocolConfiguration?.username }
+
+    /// The tunnel's packets, once network settings were applied (`NEPacketTunnelProvider.packetFlow`).
+    public var packetFlow: PacketFlow? { flow.withLock { $0 } }
+
+    /// Asks netextd to configure the tunnel interface, routes, DNS and MTU; nil clears them.
+    /// The first call with settings creates the TUN interface and makes `packetFlow` available.
+    @discardableResult
+    public func setTunnelNetworkSettings(_ settings: PacketTunnelNetworkSettings?) async throws(NetExtError) -> (interface: String, mtu: Int)? {
+        switch try await session.requestSettings(settings) {
+        case .networkSettingsApplied(let interface, let mtu):
+            guard settings != nil else { return nil }
+            let descriptor: Int32
+            do { descriptor = try SocketPair.receiveDescriptor(over: ProviderHost.descriptorPassingDescriptor) } catch {
+                throw NetExtError(.providerFailed, "netextd applied the settings but the TUN descriptor did not arrive: \(error)")
+            }
+            let installed = flow.withLock { current -> Bool in
+                if current == nil {
+                    current = PacketFlow(fileDescriptor: descriptor, interface: interface, mtu: mtu)
+                    return true
+                }
+                return false
+            }
+            if !installed { SocketPair.close(descriptor) }
+            return (interface, mtu)
+        case .networkSettingsRefused(let error):
+            throw error
+        default:
+            throw NetExtError(.protocolError, "unexpected answer to setTunnelNetworkSettings")
+        }
+    }
+
+    /// Tells netextd the tunnel is reconnecting (`reasserting = true`) or back (`false`).
+    public func setReasserting(_ value: Bool) async {
+        try? await session.send(.reasserting(value))
+    }
+
+    /// Ends the tunnel from the provider's side (`cancelTunnelWithError`).
+    public func cancelTunnel(with error: NetExtError?) async {
+        try? await session.send(.failed(error ?? NetExtError(.connectionFailed, "the provider cancelled the tunnel")))
+        session.finish()
+    }
 }

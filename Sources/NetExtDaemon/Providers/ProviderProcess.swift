@@ -13,12 +13,32 @@ public final class ProviderProcess: Sendable {
     public let pid: Int32
     public let manifest: ProviderManifest
     public let connection: FramedConnection
+    /// netextd's end of the socketpair that carries file descriptors (the TUN device) to the
+    /// provider's descriptor 4, with SCM_RIGHTS.
+    private let descriptorSocket: Int32
     private let exited = Mutex(false)
+    private let descriptorSocketClosed = Mutex(false)
 
-    private init(pid: Int32, manifest: ProviderManifest, connection: FramedConnection) {
+    private init(pid: Int32, manifest: ProviderManifest, connection: FramedConnection, descriptorSocket: Int32) {
         self.pid = pid
         self.manifest = manifest
         self.connection = connection
+        self.descriptorSocket = descriptorSocket
+    }
+
+    /// Hands a descriptor to the provider (it receives it on its descriptor 4).
+    public func send(descriptor: Int32) throws(NetExtError) {
+        do { try SocketPair.send(descriptor: descriptor, over: descriptorSocket) } catch {
+            throw NetExtError(.providerFailed, "cannot pass a descriptor to provider '\(manifest.bundleIdentifier)': \(error)")
+        }
+    }
+
+    private func closeDescriptorSocket() {
+        let wasClosed = descriptorSocketClosed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        if !wasClosed { SocketPair.close(descriptorSocket) }
     }
 
     /// Starts the provider as its manifest's user with one end of a socketpair as descriptor 3.
@@ -34,7 +54,15 @@ public final class ProviderProcess: Sendable {
             throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': user '\(manifest.user)' does not exist")
         }
         let pair: (Int32, Int32)
-        do { pair = try SocketPair.make() } catch {
+        let descriptorPair: (Int32, Int32)
+        do {
+            pair = try SocketPair.make()
+            do { descriptorPair = try SocketPair.make() } catch {
+                SocketPair.close(pair.0)
+                SocketPair.close(pair.1)
+                throw error
+            }
+        } catch {
             throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': \(error)")
         }
         let environment = [
@@ -42,20 +70,22 @@ public final class ProviderProcess: Sendable {
             "HOME": "/",
             "NETEXT_PROVIDER_BUNDLE_IDENTIFIER": manifest.bundleIdentifier,
             "NETEXT_PROVIDER_FD": "\(ProviderHost.controlDescriptor)",
+            "NETEXT_PROVIDER_DESCRIPTOR_FD": "\(ProviderHost.descriptorPassingDescriptor)",
         ]
         let pid: Int32
         do {
-            pid = try ProcessSpawner.spawn(executable: manifest.executable, arguments: manifest.arguments, environment: environment, user: user, childSocket: pair.1)
+            pid = try ProcessSpawner.spawn(executable: manifest.executable, arguments: manifest.arguments, environment: environment, user: user, childSocket: pair.1, secondSocket: descriptorPair.1)
         } catch {
-            SocketPair.close(pair.0)
-            SocketPair.close(pair.1)
+            for fd in [pair.0, pair.1, descriptorPair.0, descriptorPair.1] { SocketPair.close(fd) }
             throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)' could not be started: \(error)")
         }
         SocketPair.close(pair.1)
+        SocketPair.close(descriptorPair.1)
         do {
             let connection = try await FramedConnection.adopt(descriptor: pair.0)
-            return ProviderProcess(pid: pid, manifest: manifest, connection: connection)
+            return ProviderProcess(pid: pid, manifest: manifest, connection: connection, descriptorSocket: descriptorPair.0)
         } catch {
+            SocketPair.close(descriptorPair.0)
             ProcessSpawner.signal(SIGKILL, to: pid)
             throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': cannot attach its socket: \(error)")
         }
@@ -98,5 +128,6 @@ public final class ProviderProcess: Sendable {
             ProcessSpawner.signal(SIGKILL, to: pid)
         }
         connection.close()
+        closeDescriptorSocket()
     }
 }

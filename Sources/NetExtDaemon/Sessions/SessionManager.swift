@@ -15,6 +15,18 @@ public actor SessionManager {
         var generation = 0
         var pendingStart: ProviderStart?
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        /// The TUN interface and applied plan, once the provider set network settings.
+        var tunnel: TunnelInterface?
+    }
+
+    /// A session's TUN interface: netextd keeps a descriptor so the interface lives exactly as
+    /// long as the session, and closes it on disconnect.
+    struct TunnelInterface {
+        var fd: Int32
+        var name: String
+        var slot: Int
+        var plan: NetworkPlan?
+        var changedResolver = false
     }
 
     private var sessions: [UUID: Session] = [:]
@@ -25,13 +37,35 @@ public actor SessionManager {
     private let startDeadline: Duration
     /// How long a provider has to acknowledge a stop before it is terminated.
     private let stopDeadline: Duration
+    private let applier: any NetworkApplier
+    private let resolver: ResolverConfiguration?
+    private var usedSlots = Set<Int>()
 
-    public init(registry: ProviderRegistry, hub: NotificationHub, logger: Logger, startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5)) {
+    /// Routing tables and rule priorities netextd owns: table `firstTable + slot`, rules at
+    /// `firstTable + 4·slot …+2`.
+    public static let firstTable = 7100
+    public static let slotCount = 64
+
+    public init(
+        registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
+        applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil,
+        startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5)
+    ) {
         self.registry = registry
         self.hub = hub
         self.logger = logger
+        self.applier = applier
+        self.resolver = resolver
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
+    }
+
+    /// Removes what a crashed netextd may have left: policy rules, routes, the resolver file.
+    public func removeStaleState() {
+        applier.removeStale(
+            tables: Self.firstTable...(Self.firstTable + Self.slotCount - 1),
+            priorities: Self.firstTable...(Self.firstTable + 4 * Self.slotCount))
+        resolver?.restore()
     }
 
     // MARK: Requests
@@ -142,6 +176,7 @@ public actor SessionManager {
             session.provider = nil
             sessions[id] = session
         case .publishStatus(let previous):
+            if session.machine.status == .disconnected { removeTunnel(id: id) }
             let info = statusInfo(for: session.configuration)
             logger.info("status changed", metadata: ["configuration": "\(session.configuration.localizedDescription)", "from": "\(previous.rawValue)", "to": "\(info.status.rawValue)", "error": "\(info.lastDisconnectError?.description ?? "-")"])
             hub.statusChanged(previous: previous, current: info)
@@ -207,10 +242,13 @@ public actor SessionManager {
             do { try await provider.send(.start(start)) } catch {
                 apply(.providerFailed(error), to: id, generation: generation)
             }
+        case .setNetworkSettings(let settings):
+            await applyNetworkSettings(settings, provider: provider, id: id, generation: generation)
+        case .reasserting(let value): apply(.providerReasserting(value), to: id, generation: generation)
         case .started: apply(.providerStarted, to: id, generation: generation)
         case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
         case .stopped: apply(.providerStopped, to: id, generation: generation)
-        case .start, .stop:
+        case .start, .stop, .networkSettingsApplied, .networkSettingsRefused:
             apply(.providerFailed(NetExtError(.protocolError, "provider sent a daemon-only message")), to: id, generation: generation)
         }
     }
@@ -249,5 +287,75 @@ public actor SessionManager {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             sessions[id]?.waiters[key] = continuation
         }
+    }
+
+    // MARK: Tunnel interface and network settings
+
+    private func applyNetworkSettings(_ settings: PacketTunnelNetworkSettings?, provider: ProviderProcess, id: UUID, generation: Int) async {
+        guard let session = sessions[id], session.generation == generation, session.machine.status.isActive else { return }
+        do throws(NetExtError) {
+            guard let settings else {
+                if var tunnel = session.tunnel, let plan = tunnel.plan {
+                    applier.teardown(plan)
+                    if tunnel.changedResolver { resolver?.restore() }
+                    tunnel.plan = nil
+                    tunnel.changedResolver = false
+                    sessions[id]?.tunnel = tunnel
+                }
+                try await provider.send(.networkSettingsApplied(interface: session.tunnel?.name ?? "", mtu: 0))
+                return
+            }
+            var tunnel: TunnelInterface
+            if let existing = session.tunnel {
+                tunnel = existing
+            } else {
+                guard let slot = (0..<Self.slotCount).first(where: { !usedSlots.contains($0) }) else {
+                    throw NetExtError(.connectionFailed, "all \(Self.slotCount) tunnel slots are in use")
+                }
+                let opened: (fd: Int32, name: String)
+                do { opened = try TunDevice.open(pattern: "netext%d") } catch {
+                    throw NetExtError(.connectionFailed, "cannot create a TUN interface: \(error)")
+                }
+                usedSlots.insert(slot)
+                tunnel = TunnelInterface(fd: opened.fd, name: opened.name, slot: slot)
+                sessions[id]?.tunnel = tunnel
+            }
+            let plan = try NetworkPlan.make(
+                settings: settings, interface: tunnel.name, table: Self.firstTable + tunnel.slot,
+                rulePriority: Self.firstTable + 4 * tunnel.slot, underlyingMTU: applier.underlyingMTU(toward: settings.tunnelRemoteAddress))
+            if let previous = tunnel.plan { applier.teardown(previous) }
+            tunnel.plan = nil
+            try applier.apply(plan)
+            tunnel.plan = plan
+            if let dns = settings.dnsSettings, !dns.servers.isEmpty, let resolver {
+                if dns.matchDomains.isEmpty {
+                    try resolver.install(dns)
+                    tunnel.changedResolver = true
+                } else {
+                    logger.notice("DNS match domains need netextd's DNS stub, which is not built yet; the resolver configuration is left unchanged", metadata: ["matchDomains": "\(dns.matchDomains)"])
+                }
+            }
+            sessions[id]?.tunnel = tunnel
+            logger.info("tunnel network settings applied", metadata: [
+                "interface": "\(tunnel.name)", "mtu": "\(plan.mtu)", "addresses": "\(plan.addresses.map(\.description))",
+                "routes": "\(plan.includedRoutes.map(\.description))", "table": "\(plan.table)",
+            ])
+            try provider.send(descriptor: tunnel.fd)
+            try await provider.send(.networkSettingsApplied(interface: tunnel.name, mtu: plan.mtu))
+        } catch {
+            logger.warning("tunnel network settings refused", metadata: ["error": "\(error.message)"])
+            try? await provider.send(.networkSettingsRefused(error))
+        }
+    }
+
+    /// Undoes a session's network settings and closes its TUN interface.
+    private func removeTunnel(id: UUID) {
+        guard let tunnel = sessions[id]?.tunnel else { return }
+        if let plan = tunnel.plan { applier.teardown(plan) }
+        if tunnel.changedResolver { resolver?.restore() }
+        SocketPair.close(tunnel.fd)
+        usedSlots.remove(tunnel.slot)
+        sessions[id]?.tunnel = nil
+        logger.info("tunnel interface removed", metadata: ["interface": "\(tunnel.name)"])
     }
 }

@@ -22,6 +22,8 @@ public struct SessionStateMachine: Sendable, Hashable {
         case providerStopped
         /// The provider process ended.
         case providerExited(String)
+        /// The provider set `reasserting` (true: reconnecting; false: back).
+        case providerReasserting(Bool)
     }
 
     public enum Action: Sendable, Hashable {
@@ -60,6 +62,10 @@ public struct SessionStateMachine: Sendable, Hashable {
             status = .disconnected
             connectedDate = nil
             actions = [.terminateProvider]
+        case (.connected, .providerReasserting(true)):
+            status = .reasserting
+        case (.reasserting, .providerReasserting(false)):
+            status = .connected
         case (.disconnecting, .providerExited), (.disconnecting, .providerFailed):
             status = .disconnected
             connectedDate = nil

@@ -1,0 +1,76 @@
+import Foundation
+import NetExtCore
+
+/// Applies and removes network plans. The real one runs iproute2's `ip`; tests can record.
+public protocol NetworkApplier: Sendable {
+    /// Applies every step of the plan; on failure undoes what it did and throws naming the step.
+    func apply(_ plan: NetworkPlan) throws(NetExtError)
+    /// Removes the plan's rules and routes (best effort: missing pieces are not errors).
+    func teardown(_ plan: NetworkPlan)
+    /// Removes rules and routes a crashed netextd may have left in its priority and table range.
+    func removeStale(tables: ClosedRange<Int>, priorities: ClosedRange<Int>)
+    /// The MTU of the interface the route to `address` leaves through, if it can be told.
+    func underlyingMTU(toward address: String) -> Int?
+}
+
+/// Runs `ip` (iproute2) for each step.
+public struct IPCommandApplier: NetworkApplier {
+    public let executable: String
+
+    public init(executable: String = IPCommandApplier.findIP()) {
+        self.executable = executable
+    }
+
+    public static func findIP() -> String {
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/ip"
+    }
+
+    public func apply(_ plan: NetworkPlan) throws(NetExtError) {
+        var done = 0
+        for command in plan.applyCommands {
+            let result = run(command)
+            guard result.status == 0 else {
+                teardown(plan)
+                throw NetExtError(.connectionFailed, "ip \(command.joined(separator: " ")) failed: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) (after \(done) steps; undone)")
+            }
+            done += 1
+        }
+    }
+
+    public func teardown(_ plan: NetworkPlan) {
+        for command in plan.teardownCommands { _ = run(command) }
+    }
+
+    public func removeStale(tables: ClosedRange<Int>, priorities: ClosedRange<Int>) {
+        for family in ["-4", "-6"] {
+            let listing = run([family, "rule", "show"]).output
+            for line in listing.split(separator: "\n") {
+                guard let priority = Int(line.prefix { $0 != ":" }), priorities.contains(priority) else { continue }
+                _ = run([family, "rule", "del", "priority", "\(priority)"])
+            }
+            for table in tables { _ = run([family, "route", "flush", "table", "\(table)"]) }
+        }
+    }
+
+    public func underlyingMTU(toward address: String) -> Int? {
+        guard IPPrefix.parseAddress(address) != nil else { return nil }
+        let words = run(["route", "get", address]).output.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+        guard let index = words.firstIndex(of: "dev"), index + 1 < words.count else { return nil }
+        let device = words[index + 1]
+        guard let text = try? String(contentsOfFile: "/sys/class/net/\(device)/mtu", encoding: .utf8) else { return nil }
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    private func run(_ arguments: [String]) -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do { try process.run() } catch { return (-1, "cannot run \(executable): \(error)") }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}

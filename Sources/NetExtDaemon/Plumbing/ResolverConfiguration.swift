@@ -1,0 +1,48 @@
+import Foundation
+import NetExtCore
+
+/// The resolver configuration a tunnel's DNS settings replace while it is up: the file (normally
+/// `/etc/resolv.conf`, which `ip netns exec` bind-mounts per namespace) is rewritten, and its
+/// original content is kept beside netextd's state so it is restored on stop, or on the next
+/// start after a crash.
+public struct ResolverConfiguration: Sendable {
+    public let path: String
+    public let backupPath: String
+
+    public init(path: String, backupPath: String) {
+        self.path = path
+        self.backupPath = backupPath
+    }
+
+    /// The file's content for these settings.
+    public static func render(_ dns: DNSSettings) -> String {
+        var lines = ["# Written by netextd while a NetExt tunnel is up; restored when it stops."]
+        lines += dns.servers.prefix(3).map { "nameserver \($0)" }
+        if !dns.searchDomains.isEmpty { lines.append("search " + dns.searchDomains.joined(separator: " ")) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Installs the settings, keeping the original (only the first time).
+    public func install(_ dns: DNSSettings) throws(NetExtError) {
+        let fileManager = FileManager.default
+        if !fileManager.fileExists(atPath: backupPath) {
+            let original = fileManager.contents(atPath: path) ?? Data()
+            guard fileManager.createFile(atPath: backupPath, contents: original, attributes: [.posixPermissions: 0o600]) else {
+                throw .readWrite("cannot keep a copy of \(path) at \(backupPath)")
+            }
+        }
+        do {
+            try Data(Self.render(dns).utf8).write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw .readWrite("cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Puts the original back, if there is one to restore.
+    public func restore() {
+        guard let original = FileManager.default.contents(atPath: backupPath) else { return }
+        if (try? original.write(to: URL(fileURLWithPath: path))) != nil {
+            try? FileManager.default.removeItem(atPath: backupPath)
+        }
+    }
+}
