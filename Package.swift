@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
+        .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
+        .executable(name: "netext-server", targets: ["netext-server"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
@@ -31,6 +33,15 @@ let package = Package(
         .target(
             name: "TunnelProtocol",
             dependencies: ["NetExtCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
+        // The reference packet tunnel: client engine and provider, and the tunnel server role.
+        .target(
+            name: "NetExtTunnel",
+            dependencies: [
+                "NetExt", "NetExtCore", "NetExtLinux", "TunnelProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
@@ -59,7 +70,7 @@ let package = Package(
         .target(
             name: "NetExtCommands",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux",
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -67,6 +78,8 @@ let package = Package(
         .executableTarget(name: "netext", dependencies: ["NetExtCommands"]),
         .executableTarget(name: "netextd", dependencies: ["NetExtCommands"]),
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
+        .executableTarget(name: "netext-tunnel-provider", dependencies: ["NetExt", "NetExtTunnel"]),
+        .executableTarget(name: "netext-server", dependencies: ["NetExtCommands"]),
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),

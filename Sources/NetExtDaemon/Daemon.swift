@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Logging
 import NetExtCore
 import NetExtLinux
@@ -52,52 +51,10 @@ public final class Daemon: Sendable {
             "providers": "\(providers.providers.count)", "configurations": "\(configurationCount)",
         ])
 
-        let received = await Self.waitForTerminationSignal()
+        let received = await TerminationSignals.wait()
         logger.info("shutting down", metadata: ["signal": "\(received)"])
         await sessions.stopAll()
         await server.close(path: settings.socketPath)
         logger.info("netextd stopped")
-    }
-
-    /// Suspends until SIGTERM or SIGINT arrives; returns its name.
-    static func waitForTerminationSignal() async -> String {
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        let queue = DispatchQueue(label: "netextd.signals")
-        return await withCheckedContinuation { continuation in
-            let once = SignalOnce(continuation: continuation)
-            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler { once.fire(name) }
-                source.resume()
-                once.retain(source)
-            }
-        }
-    }
-}
-
-/// Resumes a continuation once, from whichever signal comes first; keeps the sources alive.
-private final class SignalOnce: Sendable {
-    private struct State: @unchecked Sendable {
-        var continuation: CheckedContinuation<String, Never>?
-        var sources: [any DispatchSourceSignal] = []
-    }
-
-    private let state: Mutex<State>
-
-    init(continuation: CheckedContinuation<String, Never>) {
-        state = Mutex(State(continuation: continuation))
-    }
-
-    func retain(_ source: any DispatchSourceSignal) {
-        state.withLock { $0.sources.append(source) }
-    }
-
-    func fire(_ name: String) {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume(returning: name)
     }
 }

@@ -36,6 +36,12 @@ public enum PacketIO {
         }
     }
 
+    /// Waits up to `milliseconds` for the descriptor to become readable.
+    public static func waitReadable(_ fd: Int32, milliseconds: Int32) -> Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, milliseconds) > 0
+    }
+
     /// Writes one packet; throws on failure.
     public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) {
         while true {

@@ -71,7 +71,7 @@ public struct IPPrefix: Sendable, Hashable, Codable, CustomStringConvertible, Co
         try container.encode(description)
     }
 
-    static func mask(_ bytes: [UInt8], length: Int) -> [UInt8] {
+    public static func mask(_ bytes: [UInt8], length: Int) -> [UInt8] {
         var result = bytes
         for index in result.indices {
             let bitsHere = max(0, min(8, length - index * 8))

@@ -1,5 +1,6 @@
 import Foundation
 import NetExtCore
+import NetExtLinux
 
 /// Applies and removes network plans. The real one runs iproute2's `ip`; tests can record.
 public protocol NetworkApplier: Sendable {
@@ -17,12 +18,8 @@ public protocol NetworkApplier: Sendable {
 public struct IPCommandApplier: NetworkApplier {
     public let executable: String
 
-    public init(executable: String = IPCommandApplier.findIP()) {
+    public init(executable: String = CommandRunner.ipPath) {
         self.executable = executable
-    }
-
-    public static func findIP() -> String {
-        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/ip"
     }
 
     public func apply(_ plan: NetworkPlan) throws(NetExtError) {
@@ -62,15 +59,6 @@ public struct IPCommandApplier: NetworkApplier {
     }
 
     private func run(_ arguments: [String]) -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return (-1, "cannot run \(executable): \(error)") }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        CommandRunner.run(executable, arguments)
     }
 }

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import NetExtCore
+import NetExtLinux
+import NetExtTunnel
+import TunnelProtocol
+
+/// `netext-server`: the server side of NetExt's features, one subcommand per role.
+public struct ServerCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "netext-server",
+        abstract: "NetExt's servers: the tunnel server, and key tools.",
+        version: "0.1.0",
+        subcommands: [TunnelCommand.self, GenerateKeyCommand.self, PublicKeyCommand.self])
+
+    public init() {}
+}
+
+struct TunnelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tunnel",
+        abstract: "Run the NetExt tunnel server (docs/tunnel-server.md).",
+        discussion: "Runs in the foreground until SIGTERM or SIGINT; logs to standard error, never keys or payloads.")
+
+    @Option(help: "The server's configuration file (JSON).") var config: String
+    @Option(help: "Log level.") var logLevel = "info"
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            return handler
+        }
+        let logger = Logger(label: "netext-server.tunnel")
+        let server: TunnelServer
+        do throws(NetExtError) {
+            server = try TunnelServer(configuration: try TunnelServerConfiguration.load(path: config), logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
+            throw ExitCode(3)
+        }
+        let failure = ServerFailure()
+        let thread = Thread {
+            do throws(NetExtError) { try server.run() } catch {
+                failure.set(error)
+                // Wake the signal wait so the process exits with the error.
+                kill(getpid(), SIGTERM)
+            }
+        }
+        thread.start()
+        let signalName = await TerminationSignals.wait()
+        logger.info("shutting down", metadata: ["signal": "\(signalName)"])
+        server.stop()
+        if let error = failure.get() {
+            FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+        // Give the loops a moment to finish (they wake at least every 250 ms).
+        try? await Task.sleep(for: .milliseconds(600))
+    }
+}
+
+/// The error a server thread ended with, if any.
+final class ServerFailure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: NetExtError?
+    func set(_ error: NetExtError) { lock.lock(); self.error = error; lock.unlock() }
+    func get() -> NetExtError? { lock.lock(); defer { lock.unlock() }; return error }
+}
+
+struct GenerateKeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "genkey", abstract: "Print a new private key (base64).")
+    func run() { print(TunnelKeys.base64(TunnelKeys.generatePrivateKey())) }
+}
+
+struct PublicKeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pubkey", abstract: "Read a private key on standard input; print its public key.")
+    func run() throws {
+        guard let line = readLine(), let key = try? TunnelKeys.privateKey(base64: line) else {
+            FileHandle.standardError.write(Data("netext-server: standard input must hold a 32-byte base64 private key\n".utf8))
+            throw ExitCode(3)
+        }
+        print(TunnelKeys.base64(key.publicKey))
+    }
+}

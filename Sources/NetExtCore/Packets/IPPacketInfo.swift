@@ -1,0 +1,41 @@
+/// The few fields of an IP packet the tunnel needs: version, length, source and destination.
+/// Parsing checks only what those reads rely on; anything shorter or inconsistent is refused.
+public struct IPPacketInfo: Sendable, Hashable {
+    public var isIPv6: Bool
+    /// The packet's length according to its own header (the rest of a buffer is padding).
+    public var length: Int
+    /// 4 or 16 bytes.
+    public var source: [UInt8]
+    public var destination: [UInt8]
+
+    /// Parses the header at the start of `bytes`; nil if it is not a well-formed IPv4/IPv6 header
+    /// or claims more bytes than there are.
+    public init?(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count >= 20 else { return nil }
+        switch bytes[0] >> 4 {
+        case 4:
+            let headerLength = Int(bytes[0] & 0x0f) * 4
+            let total = Int(bytes[2]) << 8 | Int(bytes[3])
+            guard headerLength >= 20, total >= headerLength, total <= bytes.count else { return nil }
+            isIPv6 = false
+            length = total
+            source = Array(bytes[12..<16])
+            destination = Array(bytes[16..<20])
+        case 6:
+            guard bytes.count >= 40 else { return nil }
+            let total = 40 + (Int(bytes[4]) << 8 | Int(bytes[5]))
+            guard total <= bytes.count else { return nil }
+            isIPv6 = true
+            length = total
+            source = Array(bytes[8..<24])
+            destination = Array(bytes[24..<40])
+        default:
+            return nil
+        }
+    }
+
+    public init?(_ bytes: [UInt8]) {
+        guard let info = bytes.withUnsafeBytes({ IPPacketInfo($0) }) else { return nil }
+        self = info
+    }
+}

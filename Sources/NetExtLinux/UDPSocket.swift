@@ -1,0 +1,99 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking UDP socket for data-plane threads: one datagram per call, caller-owned buffers.
+public final class UDPSocket: Sendable {
+    public let fd: Int32
+    public let isIPv6: Bool
+    private let closed = Mutex(false)
+
+    /// A socket bound to `address` (port 0 = any). An IPv6 socket also receives IPv4 (dual stack)
+    /// when bound to `::`.
+    public init(bindingTo address: SocketAddress, receiveBuffer: Int = 4 << 20, sendBuffer: Int = 4 << 20) throws(SystemError) {
+        isIPv6 = address.isIPv6
+        fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket", errno: errno) }
+        var zero: Int32 = 0
+        if isIPv6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) }
+        var receive = Int32(receiveBuffer)
+        var send = Int32(sendBuffer)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send, socklen_t(MemoryLayout<Int32>.size))
+        let result = address.withSockaddr { bind(fd, $0, $1) }
+        guard result == 0 else {
+            let error = errno
+            Glibc.close(fd)
+            throw SystemError("bind", errno: error, subject: address.description)
+        }
+    }
+
+    /// Connects the socket to one peer (a client's socket to its server).
+    public func connect(to address: SocketAddress) throws(SystemError) {
+        let result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        guard result == 0 else { throw SystemError("connect", errno: errno, subject: address.description) }
+    }
+
+    /// The local address the socket is bound to.
+    public var localAddress: SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return result == 0 ? SocketAddress.from(storage) : nil
+    }
+
+    /// Sends one datagram to `address` (or to the connected peer if nil).
+    public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress? = nil) throws(SystemError) {
+        while true {
+            let count: Int
+            if let address {
+                let target = isIPv6 && !address.isIPv6 ? SocketAddress(address: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] + address.address, port: address.port) : address
+                count = target.withSockaddr { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), $0, $1) }
+            } else {
+                count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            }
+            if count >= 0 { return }
+            if errno == EINTR { continue }
+            throw SystemError("sendto", errno: errno, subject: address?.description)
+        }
+    }
+
+    /// Receives one datagram into `buffer`; returns its length and sender. Blocks; returns nil
+    /// once the socket is closed.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (count: Int, from: SocketAddress)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        while true {
+            let count = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, buffer.baseAddress, buffer.count, 0, $0, &length) }
+            }
+            if closed.withLock({ $0 }) { return nil }
+            if count >= 0 {
+                guard let from = SocketAddress.from(storage) else { continue }
+                return (count, from)
+            }
+            if errno == EINTR { continue }
+            if closed.withLock({ $0 }) { return nil }
+            throw SystemError("recvfrom", errno: errno)
+        }
+    }
+
+    /// Sets a receive timeout so a blocked `receive` wakes up periodically (EAGAIN is thrown).
+    public func setReceiveTimeout(milliseconds: Int) {
+        var value = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Closes the socket; a thread blocked in `receive` returns.
+    public func close() {
+        let wasClosed = closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        if !wasClosed {
+            shutdown(fd, Int32(SHUT_RDWR))
+            Glibc.close(fd)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+import Synchronization
+import TunnelProtocol
+
+/// The reference packet tunnel provider (`netext-tunnel-provider`): speaks the NetExt tunnel
+/// protocol to `netext-server tunnel`.
+///
+/// Configuration: `serverAddress` is `HOST:PORT` (numeric; port 51900 if omitted),
+/// `providerConfiguration["serverPublicKey"]` the server's public key (base64), and the
+/// configuration's **password** is the client's private key (base64) — so the key lives in
+/// netextd's secret store, never in the readable configuration.
+public final class ReferenceTunnelProvider: TunnelProvider {
+    public static let defaultPort: UInt16 = 51900
+    private let client = Mutex<TunnelClient?>(nil)
+
+    public init() {}
+
+    public func startTunnel(options: [String: JSONValue]?, context: ProviderContext) async throws {
+        guard let address = context.serverAddress, let server = Self.endpoint(address) else {
+            throw NetExtError.invalid("serverAddress '\(context.serverAddress ?? "")' must be a numeric HOST or HOST:PORT")
+        }
+        guard let serverKeyText = context.providerConfiguration["serverPublicKey"]?.stringValue else {
+            throw NetExtError.invalid("providerConfiguration.serverPublicKey (the server's public key, base64) is required")
+        }
+        guard let privateKeyText = context.password else {
+            throw NetExtError.invalid("the client's private key is the configuration's password; set it with --password-stdin")
+        }
+        let serverKey: Curve25519.KeyAgreement.PublicKey
+        let privateKey: Curve25519.KeyAgreement.PrivateKey
+        do {
+            serverKey = try TunnelKeys.publicKey(base64: serverKeyText)
+            privateKey = try TunnelKeys.privateKey(base64: privateKeyText)
+        } catch {
+            throw NetExtError.invalid("bad key: \(error)")
+        }
+        let tunnel = try TunnelClient(
+            server: server, serverKey: serverKey, staticKey: privateKey,
+            onReasserting: { value in Task { await context.setReasserting(value) } },
+            log: { message in FileHandle.standardError.write(Data("netext-tunnel-provider: \(message)\n".utf8)) })
+        let assignment = try tunnel.connect(deadline: 15)
+        let settings = try Self.settings(for: assignment, server: server)
+        try await context.setTunnelNetworkSettings(settings)
+        guard let flow = context.packetFlow else { throw NetExtError(.connectionFailed, "netextd applied the settings but no packet flow arrived") }
+        client.withLock { $0 = tunnel }
+        tunnel.run(flow: flow)
+    }
+
+    public func stopTunnel(reason: ProviderMessage.StopReason) async {
+        client.withLock { client in
+            client?.stop()
+            client = nil
+        }
+    }
+
+    /// `HOST:PORT`, `[V6]:PORT`, or a bare numeric host (default port).
+    static func endpoint(_ text: String) -> SocketAddress? {
+        if let address = SocketAddress(text) { return address }
+        if let bytes = IPPrefix.parseAddress(text) { return SocketAddress(address: bytes, port: defaultPort) }
+        return nil
+    }
+
+    /// The network settings for what the server pushed.
+    static func settings(for assignment: TunnelAssignment, server: SocketAddress) throws(NetExtError) -> PacketTunnelNetworkSettings {
+        var v4Addresses: [String] = [], v4Masks: [String] = [], v6Addresses: [String] = [], v6Lengths: [Int] = []
+        for text in assignment.addresses {
+            let prefix = try IPPrefix(text, allowHostBits: true)
+            if prefix.isIPv6 {
+                v6Addresses.append(prefix.addressText)
+                v6Lengths.append(prefix.length)
+            } else {
+                v4Addresses.append(prefix.addressText)
+                v4Masks.append(IPPrefix.format(IPPrefix.mask([255, 255, 255, 255], length: prefix.length)))
+            }
+        }
+        var v4Routes: [IPv4Route] = [], v6Routes: [IPv6Route] = [], v4Excluded: [IPv4Route] = [], v6Excluded: [IPv6Route] = []
+        for (texts, included) in [(assignment.includedRoutes, true), (assignment.excludedRoutes, false)] {
+            for text in texts {
+                let prefix = try IPPrefix(text)
+                if prefix.isIPv6 {
+                    let route = IPv6Route(destinationAddress: prefix.addressText, networkPrefixLength: prefix.length)
+                    if included { v6Routes.append(route) } else { v6Excluded.append(route) }
+                } else {
+                    let route = IPv4Route(destinationAddress: prefix.addressText, subnetMask: IPPrefix.format(IPPrefix.mask([255, 255, 255, 255], length: prefix.length)))
+                    if included { v4Routes.append(route) } else { v4Excluded.append(route) }
+                }
+            }
+        }
+        return PacketTunnelNetworkSettings(
+            tunnelRemoteAddress: server.hostText,
+            ipv4Settings: v4Addresses.isEmpty ? nil : IPv4Settings(addresses: v4Addresses, subnetMasks: v4Masks, includedRoutes: v4Routes, excludedRoutes: v4Excluded),
+            ipv6Settings: v6Addresses.isEmpty ? nil : IPv6Settings(addresses: v6Addresses, networkPrefixLengths: v6Lengths, includedRoutes: v6Routes, excludedRoutes: v6Excluded),
+            dnsSettings: assignment.dnsServers.isEmpty ? nil : DNSSettings(servers: assignment.dnsServers, searchDomains: assignment.searchDomains, matchDomains: assignment.matchDomains),
+            mtu: assignment.mtu,
+            tunnelOverheadBytes: assignment.mtu == nil ? (server.isIPv6 ? 80 : 60) : nil)
+    }
+}

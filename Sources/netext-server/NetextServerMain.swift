@@ -1,0 +1,8 @@
+import NetExtCommands
+
+@main
+enum NetextServerMain {
+    static func main() async {
+        await ServerCommand.main()
+    }
+}

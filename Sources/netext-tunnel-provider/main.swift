@@ -1,0 +1,13 @@
+// The reference packet tunnel provider: register it with a manifest (extension point
+// packet-tunnel) and netextd runs it, unprivileged, when a configuration names its bundle id.
+import Foundation
+import NetExt
+import NetExtTunnel
+
+let bundleIdentifier = ProcessInfo.processInfo.environment["NETEXT_PROVIDER_BUNDLE_IDENTIFIER"] ?? "com.netext.tunnel"
+do {
+    try await ProviderHost.run(ReferenceTunnelProvider(), bundleIdentifier: bundleIdentifier)
+} catch {
+    FileHandle.standardError.write(Data("netext-tunnel-provider: \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,59 @@
+# The NetExt lab: network namespaces joined by veth pairs, all named with one unique prefix and
+# removed by lab_down (call it from an EXIT trap). Only addresses inside these namespaces are used.
+#
+#   laptop ── (198.51.100.0/24, 2001:db8:1::/64) ── internet ── (203.0.113.0/24, 2001:db8:2::/64) ── office
+#   office also holds the "internal network" hosts 10.20.0.5 and fd20::5 (on its loopback),
+#   which internet has no route to: only a tunnel reaches it from the laptop.
+#
+# Usage: source scripts/lib/lab.sh; lab_up; ...; lab_down
+
+LAB_PREFIX="${LAB_PREFIX:-nx$(printf '%04x' $((RANDOM % 65536)))}"
+LAB_LAPTOP="$LAB_PREFIX-laptop"
+LAB_INTERNET="$LAB_PREFIX-internet"
+LAB_OFFICE="$LAB_PREFIX-office"
+LAB_PIDS=()
+
+lab_in() { local ns="$1"; shift; ip netns exec "$ns" "$@"; }
+
+lab_up() {
+  set -e
+  for ns in "$LAB_LAPTOP" "$LAB_INTERNET" "$LAB_OFFICE"; do ip netns add "$ns"; lab_in "$ns" ip link set lo up; done
+  ip link add "$LAB_PREFIX-l0" netns "$LAB_LAPTOP" type veth peer name "$LAB_PREFIX-i0" netns "$LAB_INTERNET"
+  ip link add "$LAB_PREFIX-o0" netns "$LAB_OFFICE" type veth peer name "$LAB_PREFIX-i1" netns "$LAB_INTERNET"
+  lab_in "$LAB_LAPTOP" ip link set "$LAB_PREFIX-l0" name eth0
+  lab_in "$LAB_OFFICE" ip link set "$LAB_PREFIX-o0" name eth0
+  lab_in "$LAB_INTERNET" ip link set "$LAB_PREFIX-i0" name eth0
+  lab_in "$LAB_INTERNET" ip link set "$LAB_PREFIX-i1" name eth1
+  lab_in "$LAB_LAPTOP" sh -c 'ip addr add 198.51.100.2/24 dev eth0 && ip -6 addr add 2001:db8:1::2/64 dev eth0 nodad && ip link set eth0 up && ip route add default via 198.51.100.1 && ip -6 route add default via 2001:db8:1::1'
+  lab_in "$LAB_INTERNET" sh -c 'ip addr add 198.51.100.1/24 dev eth0 && ip -6 addr add 2001:db8:1::1/64 dev eth0 nodad && ip addr add 203.0.113.1/24 dev eth1 && ip -6 addr add 2001:db8:2::1/64 dev eth1 nodad && ip link set eth0 up && ip link set eth1 up && sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1'
+  lab_in "$LAB_OFFICE" sh -c 'ip addr add 203.0.113.2/24 dev eth0 && ip -6 addr add 2001:db8:2::2/64 dev eth0 nodad && ip link set eth0 up && ip route add default via 203.0.113.1 && ip -6 route add default via 2001:db8:2::1'
+  # The internal network's hosts, as addresses of the office itself (no dummy driver needed).
+  lab_in "$LAB_OFFICE" sh -c 'ip addr add 10.20.0.5/32 dev lo && ip -6 addr add fd20::5/128 dev lo'
+  set +e
+}
+
+# Runs a command in the background inside a namespace; its pid is remembered for lab_down.
+lab_spawn() { local ns="$1"; shift; ip netns exec "$ns" "$@" & LAB_PIDS+=($!); }
+
+# Waits (at most $2 seconds, default 10) until command $1 succeeds.
+lab_wait() {
+  local deadline=$((SECONDS + ${2:-10}))
+  until eval "$1" >/dev/null 2>&1; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.1
+  done
+}
+
+lab_down() {
+  for pid in "${LAB_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${LAB_PIDS[@]}"; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null
+  done
+  for ns in "$LAB_LAPTOP" "$LAB_INTERNET" "$LAB_OFFICE"; do
+    # Any process still in the namespace (a provider) goes with it.
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+  done
+  rm -rf "/etc/netns/$LAB_LAPTOP" "/etc/netns/$LAB_INTERNET" "/etc/netns/$LAB_OFFICE"
+}
