@@ -33,10 +33,11 @@ struct CLILifecycleTests {
         // A watcher sees every change from now on.
         let watchOutput = daemon.root + "/watch.out"
         let watcher = Process()
-        watcher.executableURL = URL(fileURLWithPath: binaryDirectory + "/netext")
-        watcher.arguments = ["status", "--watch", "--count", "6", "--timeout", "60"]
+        let (wrapper, wrapped) = unblockingSignals(binaryDirectory + "/netext", ["status", "--watch", "--count", "6", "--timeout", "60"])
+        watcher.executableURL = URL(fileURLWithPath: wrapper)
+        watcher.arguments = wrapped
         watcher.environment = ProcessInfo.processInfo.environment.merging(daemon.environment) { $1 }
-        FileManager.default.createFile(atPath: watchOutput, contents: nil)
+        _ = FileManager.default.createFile(atPath: watchOutput, contents: nil)
         watcher.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: watchOutput))
         let watcherErrors = Pipe()
         watcher.standardError = watcherErrors

@@ -46,8 +46,9 @@ final class DaemonHarness: @unchecked Sendable {
     /// Starts netextd and waits until its socket answers.
     func start(extraArguments: [String] = []) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binaryDirectory + "/netextd")
-        process.arguments = ["--admin-group", adminGroup, "--provider-start-timeout", "10"] + extraArguments
+        let (wrapper, wrapped) = unblockingSignals(binaryDirectory + "/netextd", ["--admin-group", adminGroup, "--provider-start-timeout", "10"] + extraArguments)
+        process.executableURL = URL(fileURLWithPath: wrapper)
+        process.arguments = wrapped
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

@@ -32,18 +32,26 @@ struct RunAs {
     static let nobody = RunAs(uid: 65534, gid: 65534)
 }
 
+/// Foundation's `Process` passes on the spawning thread's signal mask, and test threads block
+/// almost every signal: a child would then ignore SIGTERM (and so would everything it starts).
+/// Every command the tests run goes through this wrapper, which clears the mask and then execs.
+func unblockingSignals(_ executable: String, _ arguments: [String]) -> (String, [String]) {
+    let script = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
+    return ("/usr/bin/env", ["python3", "-c", script, executable] + arguments)
+}
+
 /// Runs a program to completion, at most `timeout` seconds (then it is killed).
 @discardableResult
 func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, as user: RunAs? = nil, timeout: Double = 60) throws -> CommandResult {
     let process = Process()
+    var command = (executable, arguments)
     if let user {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         let groups = user.groups.isEmpty ? ["--clear-groups"] : ["--groups=\(user.groups.map(String.init).joined(separator: ","))"]
-        process.arguments = ["--reuid=\(user.uid)", "--regid=\(user.gid)"] + groups + ["--", executable] + arguments
-    } else {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        command = ("/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)"] + groups + ["--", executable] + arguments)
     }
+    let (wrapper, wrapped) = unblockingSignals(command.0, command.1)
+    process.executableURL = URL(fileURLWithPath: wrapper)
+    process.arguments = wrapped
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let output = Pipe()
     let errors = Pipe()
@@ -73,7 +81,11 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
     process.waitUntilExit()
-    group.wait()
+    // A grandchild that kept the pipes open must not hang the test: stop waiting after 10 s.
+    if group.wait(timeout: .now() + 10) == .timedOut {
+        try? output.fileHandleForReading.close()
+        try? errors.fileHandleForReading.close()
+    }
     return CommandResult(status: process.terminationStatus, stdout: collected.stdout, stderr: collected.stderr)
 }
 

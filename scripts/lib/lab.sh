@@ -5,7 +5,10 @@
 #   office also holds the "internal network" hosts 10.20.0.5 and fd20::5 (on its loopback),
 #   which internet has no route to: only a tunnel reaches it from the laptop.
 #
-# Usage: source scripts/lib/lab.sh; lab_up; ...; lab_down
+# Usage: source scripts/lib/lab.sh; trap lab_down EXIT; lab_trap_signals; lab_up; ...
+
+# Makes SIGTERM/SIGINT run the EXIT trap too, so the lab is removed when the script is killed.
+lab_trap_signals() { trap 'exit 130' INT; trap 'exit 143' TERM; }
 
 LAB_PREFIX="${LAB_PREFIX:-nx$(printf '%04x' $((RANDOM % 65536)))}"
 LAB_LAPTOP="$LAB_PREFIX-laptop"
@@ -32,8 +35,9 @@ lab_up() {
   set +e
 }
 
-# Runs a command in the background inside a namespace; its pid is remembered for lab_down.
-lab_spawn() { local ns="$1"; shift; ip netns exec "$ns" "$@" & LAB_PIDS+=($!); }
+# Runs a command in the background inside a namespace (stdout discarded: redirect stderr at the
+# call to keep its log); its pid is remembered for lab_down.
+lab_spawn() { local ns="$1"; shift; ip netns exec "$ns" "$@" > /dev/null & LAB_PIDS+=($!); }
 
 # Waits (at most $2 seconds, default 10) until command $1 succeeds.
 lab_wait() {

@@ -27,8 +27,6 @@ public struct TunnelServerConfiguration: Sendable, Codable {
     public var searchDomains: [String]?
     public var matchDomains: [String]?
     public var mtu: Int?
-    /// Masquerade clients' traffic leaving the server (nftables, in a table of the server's own).
-    public var masquerade: Bool?
     /// Above this many handshake initiations per second, initiations must carry a cookie.
     public var handshakesPerSecondBeforeCookies: Int?
     public var peers: [Peer]

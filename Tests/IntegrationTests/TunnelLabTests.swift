@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+/// The packet tunnel end to end in a namespace lab (scripts/e2e/tunnel.sh) and the README's demo,
+/// both with the binaries of this build.
+@Suite("Packet tunnel in the lab", .enabled(if: isRoot, "needs root: creates network namespaces"), .serialized)
+struct TunnelLabTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    @Test("split tunnel, IPv6, MTU, large transfer, server restart, provider crash, unknown key")
+    func endToEnd() throws {
+        let result = try run("/bin/bash", [Self.root + "/scripts/e2e/tunnel.sh"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
+        let failed = result.stdout.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(result.status == 0 && failed.isEmpty, "\(result)")
+        #expect(result.stdout.contains("ALL CHECKS PASSED"))
+        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("PASS") }.count >= 20, "\(result.stdout)")
+    }
+
+    @Test("the README's demo shows the page failing, then loading through the tunnel")
+    func demo() throws {
+        let result = try run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("(unreachable: curl exit"))
+        #expect(result.stdout.contains("Office VPN: connected"))
+        #expect(result.stdout.contains("Hello from 10.20.0.5, reached through the NetExt tunnel."))
+        #expect(result.stdout.contains("== Done"))
+    }
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# End-to-end checks of the packet tunnel in a namespace lab, with the real binaries:
+# split tunnel (verified with a packet capture on the laptop's underlay), IPv6 inside, MTU and
+# large transfers, an unknown client key refused, a server restart survived (reasserting), and a
+# provider killed -9 (disconnected, routes and rules removed). Needs root.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/tunnel.sh   Prints one line per check; exits non-zero on failure.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
+source scripts/lib/lab.sh
+work="$(mktemp -d /tmp/netext-e2e.XXXXXX)"
+chmod 755 "$work"
+failures=0
+cleanup() { lab_down; rm -rf "$work"; }
+trap cleanup EXIT
+lab_trap_signals
+check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
+laptop() { ip netns exec "$LAB_LAPTOP" "$@"; }
+office() { ip netns exec "$LAB_OFFICE" "$@"; }
+export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$work/resolv.conf"
+netext() { "$bin/netext" "$@"; }
+
+lab_up || { echo "FAIL lab"; exit 1; }
+server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
+client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+rogue_key="$("$bin/netext-server" genkey)"
+umask 077
+cat > "$work/server.json" <<JSON
+{"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
+ "routes": ["10.20.0.0/16", "fd20::/64"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
+JSON
+umask 022
+mkdir -p "$work/www"
+echo "internal page" > "$work/www/index.html"
+head -c 3000000 /dev/urandom > "$work/www/big.bin"
+start_server() { lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"; SERVER_PID=$!; }
+start_server
+lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www" 2>/dev/null
+lab_spawn "$LAB_OFFICE" python3 -m http.server 8090 --bind 203.0.113.2 --directory "$work/www" 2>/dev/null
+lab_spawn "$LAB_OFFICE" python3 -m http.server 8081 --bind fd20::5 --directory "$work/www" 2>/dev/null
+mkdir -p "$NETEXT_PROVIDERS_DIR"
+printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
+chmod 644 "$NETEXT_PROVIDERS_DIR/tunnel.json"
+lab_spawn "$LAB_LAPTOP" "$bin/netextd" --provider-start-timeout 40 2>> "$work/netextd.log"
+lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
+lab_wait "'$bin/netext' status" 15
+lab_wait "office curl -s -o /dev/null http://10.20.0.5:8080/" 15
+lab_wait "office curl -s -o /dev/null 'http://[fd20::5]:8081/'" 15
+
+check "page unreachable without the VPN" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
+echo "$client_key" | netext create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
+check "VPN starts" netext start Office
+check "status connected" bash -c "'$bin/netext' status Office | grep -q 'Office: connected'"
+check "IPv4 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page'"
+check "IPv6 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 'http://[fd20::5]:8081/' | grep -q 'internal page'"
+
+# Split tunnel: capture the laptop's underlay while fetching one page inside and one outside.
+ip netns exec "$LAB_LAPTOP" tcpdump -i eth0 -n -U -w "$work/underlay.pcap" > /dev/null 2>&1 &
+dump=$!
+LAB_PIDS+=($dump)
+lab_wait "laptop test -s '$work/underlay.pcap'" 5
+sleep 0.5
+laptop curl -s -m 5 -o /dev/null http://10.20.0.5:8080/
+laptop curl -s -m 5 -o /dev/null http://203.0.113.2:8090/
+sleep 0.5
+kill $dump; wait $dump 2>/dev/null
+inside=$(laptop tcpdump -n -r "$work/underlay.pcap" 'host 10.20.0.5' 2>/dev/null | wc -l)
+tunnel=$(laptop tcpdump -n -r "$work/underlay.pcap" 'udp port 51900' 2>/dev/null | wc -l)
+direct=$(laptop tcpdump -n -r "$work/underlay.pcap" 'tcp port 8090' 2>/dev/null | wc -l)
+check "split tunnel: no cleartext to the internal host on the underlay ($inside packets)" test "$inside" -eq 0
+check "split tunnel: the internal fetch crossed as UDP 51900 ($tunnel packets)" test "$tunnel" -gt 0
+check "split tunnel: the public fetch went direct ($direct packets)" test "$direct" -gt 0
+
+check "MTU: a 1392-byte ping with DF fits the 1420 tunnel" laptop ping -c 1 -W 2 -M do -s 1392 10.20.0.5
+check "MTU: a 1400-byte ping with DF does not" bash -c "! ip netns exec $LAB_LAPTOP ping -c 1 -W 2 -M do -s 1400 10.20.0.5 >/dev/null 2>&1"
+laptop curl -s -m 20 -o "$work/big.copy" http://10.20.0.5:8080/big.bin
+check "a 3 MB transfer arrives intact" cmp -s "$work/www/big.bin" "$work/big.copy"
+
+# The server restarts: the client notices the silence, reasserts, and recovers.
+kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+start_server
+lab_wait "grep -c 'tunnel server ready' '$work/server.log' | grep -q 2" 15
+recovered=1
+for _ in $(seq 1 45); do
+  if laptop curl -s -m 1 -o /dev/null http://10.20.0.5:8080/; then recovered=0; break; fi
+  sleep 1
+done
+check "after a server restart the tunnel recovers" test $recovered -eq 0
+check "the provider reported reasserting and recovery" bash -c "grep -q 'reasserting' '$work/netextd.log' || grep -q 'tunnel restored' '$work/netextd.log'"
+
+# The provider is killed: disconnected, interface, routes and rules gone.
+provider=$(pgrep -f "$bin/netext-tunnel-provider" | while read -r pid; do [ "$(ip netns identify "$pid" 2>/dev/null)" = "$LAB_LAPTOP" ] && echo "$pid"; done | head -1)
+kill -9 "$provider"
+lab_wait "'$bin/netext' status Office | grep -q 'disconnected'" 10
+check "killed provider: status disconnected with the reason" bash -c "'$bin/netext' status Office | grep -q 'killed by signal 9'"
+check "killed provider: no netext interface left" bash -c "! ip netns exec $LAB_LAPTOP ip link show | grep -q netext"
+check "killed provider: no policy rules left" bash -c "! ip netns exec $LAB_LAPTOP ip rule show | grep -q 7100"
+check "killed provider: page unreachable again" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
+
+# A client whose key the server does not know is refused.
+netext disable Office >/dev/null
+echo "$rogue_key" | netext create --name Rogue --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
+netext start Rogue > "$work/rogue.out" 2>&1
+rogue_status=$?
+check "unknown client key: start fails (exit $rogue_status)" test $rogue_status -eq 5
+check "unknown client key: the server logged the refusal" grep -q "unknown key refused" "$work/server.log"
+check "no key material in the server log" bash -c "! grep -q -e '$client_key' -e '$server_key' -e '$rogue_key' '$work/server.log' '$work/netextd.log'"
+
+if [ $failures -gt 0 ]; then
+  echo "--- netextd log"; tail -30 "$work/netextd.log"; echo "--- server log"; tail -30 "$work/server.log"
+  echo "$failures CHECKS FAILED"
+  exit 1
+fi
+echo "ALL CHECKS PASSED"
