@@ -63,7 +63,7 @@ sleep 0.5
 laptop curl -s -m 5 -o /dev/null http://10.20.0.5:8080/
 laptop curl -s -m 5 -o /dev/null http://203.0.113.2:8090/
 sleep 0.5
-kill $dump; wait $dump 2>/dev/null
+kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
 inside=$(laptop tcpdump -n -r "$work/underlay.pcap" 'host 10.20.0.5' 2>/dev/null | wc -l)
 tunnel=$(laptop tcpdump -n -r "$work/underlay.pcap" 'udp port 51900' 2>/dev/null | wc -l)
 direct=$(laptop tcpdump -n -r "$work/underlay.pcap" 'tcp port 8090' 2>/dev/null | wc -l)
@@ -97,9 +97,37 @@ check "killed provider: no netext interface left" bash -c "! ip netns exec $LAB_
 check "killed provider: no policy rules left" bash -c "! ip netns exec $LAB_LAPTOP ip rule show | grep -q 7100"
 check "killed provider: page unreachable again" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
 
+# Full tunnel: the server pushes default routes; everything but the tunnel's own UDP goes inside.
+# (The client uses the server's second address, so the page on 203.0.113.2 is not the VPN
+# server's own address, which always stays outside the tunnel. The server listens on that address
+# explicitly: on a host with several addresses, a server bound to 0.0.0.0 answers from the
+# primary one — replying from the address a datagram came to, IP_PKTINFO, is not built yet.)
+office ip addr add 203.0.113.9/24 dev eth0
+kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+sed -e 's|"routes": \[[^]]*\]|"routes": ["0.0.0.0/0", "::/0"]|' -e 's|"listen": "0.0.0.0:51900"|"listen": "203.0.113.9:51900"|' "$work/server.json" > "$work/server-full.json"
+lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server-full.json" 2>> "$work/server.log"; SERVER_PID=$!
+lab_wait "grep -c 'tunnel server ready' '$work/server.log' | grep -q 3" 15
+echo "$client_key" | netext create --name Full --provider com.netext.tunnel --server 203.0.113.9:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
+netext start Full > "$work/full-start.out" 2>&1; full_status=$?
+check "full tunnel: VPN starts (exit $full_status)" test $full_status -eq 0
+ip netns exec "$LAB_LAPTOP" tcpdump -i eth0 -n -U -w "$work/full.pcap" > /dev/null 2>&1 &
+dump=$!
+LAB_PIDS+=($dump)
+lab_wait "test -s '$work/full.pcap'" 5
+sleep 0.5
+check "full tunnel: a public address loads through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://203.0.113.2:8090/ | grep -q 'internal page'"
+sleep 0.5
+kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
+direct=$(laptop tcpdump -n -r "$work/full.pcap" 'tcp port 8090' 2>/dev/null | wc -l)
+tunnel=$(laptop tcpdump -n -r "$work/full.pcap" 'udp port 51900' 2>/dev/null | wc -l)
+check "full tunnel: nothing crossed the underlay in the clear ($direct packets)" test "$direct" -eq 0
+check "full tunnel: the tunnel's own UDP still goes direct, no loop ($tunnel packets)" test "$tunnel" -gt 0
+check "full tunnel: default routes are in netextd's table" bash -c "ip netns exec $LAB_LAPTOP ip route show table 7100 | grep -q '^default dev netext'"
+check "full tunnel: stop" netext stop Full
+
 # A client whose key the server does not know is refused.
 netext disable Office >/dev/null
-echo "$rogue_key" | netext create --name Rogue --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
+echo "$rogue_key" | netext create --name Rogue --provider com.netext.tunnel --server 203.0.113.9:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
 netext start Rogue > "$work/rogue.out" 2>&1
 rogue_status=$?
 check "unknown client key: start fails (exit $rogue_status)" test $rogue_status -eq 5
@@ -107,6 +135,7 @@ check "unknown client key: the server logged the refusal" grep -q "unknown key r
 check "no key material in the server log" bash -c "! grep -q -e '$client_key' -e '$server_key' -e '$rogue_key' '$work/server.log' '$work/netextd.log'"
 
 if [ $failures -gt 0 ]; then
+  echo "--- start output"; cat "$work/full-start.out" 2>/dev/null
   echo "--- netextd log"; tail -30 "$work/netextd.log"; echo "--- server log"; tail -30 "$work/server.log"
   echo "$failures CHECKS FAILED"
   exit 1
