@@ -21,18 +21,22 @@ export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_
 netext() { "$bin/netext" "$@"; }
 
 lab_up || { echo "FAIL lab"; exit 1; }
+lab_add_laptop2 || { echo "FAIL lab (second laptop)"; exit 1; }
 server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
 client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
 rogue_key="$("$bin/netext-server" genkey)"
+second_key="$("$bin/netext-server" genkey)"; second_public="$(echo "$second_key" | "$bin/netext-server" pubkey)"
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
- "routes": ["10.20.0.0/16", "fd20::/64"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
+ "routes": ["10.20.0.0/16", "fd20::/64"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}, {"name": "laptop2", "publicKey": "$second_public"}],
+ "dnsServers": ["10.20.0.53"], "searchDomains": ["office.test"]}
 JSON
 umask 022
 mkdir -p "$work/www"
 echo "internal page" > "$work/www/index.html"
 head -c 3000000 /dev/urandom > "$work/www/big.bin"
+echo "nameserver 198.51.100.53" > "$work/resolv.conf"
 start_server() { lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"; SERVER_PID=$!; }
 start_server
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www" 2>/dev/null
@@ -53,6 +57,21 @@ check "VPN starts" netext start Office
 check "status connected" bash -c "'$bin/netext' status Office | grep -q 'Office: connected'"
 check "IPv4 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page'"
 check "IPv6 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 'http://[fd20::5]:8081/' | grep -q 'internal page'"
+
+# DNS: the pushed servers replace the laptop's resolver file while the VPN is up.
+check "DNS: the tunnel's resolver configuration is installed" grep -q "nameserver 10.20.0.53" "$work/resolv.conf"
+check "DNS: with its search domain" grep -q "search office.test" "$work/resolv.conf"
+
+# A second client at the same time, with its own netextd, key and address.
+netext2() { NETEXT_STATE_DIR="$work/state2" NETEXT_SOCKET="$work/netextd2.sock" NETEXT_RESOLV_CONF="$work/resolv2.conf" "$bin/netext" "$@"; }
+NETEXT_STATE_DIR="$work/state2" NETEXT_SOCKET="$work/netextd2.sock" NETEXT_RESOLV_CONF="$work/resolv2.conf" lab_spawn "$LAB_LAPTOP2" "$bin/netextd" 2>> "$work/netextd2.log"
+lab_wait "NETEXT_SOCKET='$work/netextd2.sock' '$bin/netext' status" 15
+echo "$second_key" | netext2 create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
+check "two clients: the second one connects" netext2 start Office
+check "two clients: the second one has the next address" bash -c "ip netns exec $LAB_LAPTOP2 ip -br address show | grep -q 10.99.0.3"
+check "two clients: both load the page" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page' && ip netns exec $LAB_LAPTOP2 curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page'"
+check "two clients: the first one is still connected" bash -c "'$bin/netext' status Office | grep -q connected"
+check "two clients: the second one stops" netext2 stop Office
 
 # Split tunnel: capture the laptop's underlay while fetching one page inside and one outside.
 ip netns exec "$LAB_LAPTOP" tcpdump -i eth0 -n -U -w "$work/underlay.pcap" > /dev/null 2>&1 &
@@ -95,6 +114,7 @@ lab_wait "'$bin/netext' status Office | grep -q 'disconnected'" 10
 check "killed provider: status disconnected with the reason" bash -c "'$bin/netext' status Office | grep -q 'killed by signal 9'"
 check "killed provider: no netext interface left" bash -c "! ip netns exec $LAB_LAPTOP ip link show | grep -q netext"
 check "killed provider: no policy rules left" bash -c "! ip netns exec $LAB_LAPTOP ip rule show | grep -q 7100"
+check "killed provider: the resolver file is restored" bash -c "! grep -q 10.20.0.53 '$work/resolv.conf'"
 check "killed provider: page unreachable again" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
 
 # Full tunnel: the server pushes default routes; everything but the tunnel's own UDP goes inside.

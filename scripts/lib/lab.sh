@@ -14,6 +14,7 @@ LAB_PREFIX="${LAB_PREFIX:-nx$(printf '%04x' $((RANDOM % 65536)))}"
 LAB_LAPTOP="$LAB_PREFIX-laptop"
 LAB_INTERNET="$LAB_PREFIX-internet"
 LAB_OFFICE="$LAB_PREFIX-office"
+LAB_LAPTOP2="$LAB_PREFIX-laptop2"
 LAB_PIDS=()
 
 lab_in() { local ns="$1"; shift; ip netns exec "$ns" "$@"; }
@@ -35,6 +36,16 @@ lab_up() {
   set +e
 }
 
+# A second laptop (192.0.2.2, 2001:db8:3::2) behind the same internet router, for multi-client tests.
+lab_add_laptop2() {
+  ip netns add "$LAB_LAPTOP2" && lab_in "$LAB_LAPTOP2" ip link set lo up &&
+  ip link add "$LAB_PREFIX-m0" netns "$LAB_LAPTOP2" type veth peer name "$LAB_PREFIX-i2" netns "$LAB_INTERNET" &&
+  lab_in "$LAB_LAPTOP2" ip link set "$LAB_PREFIX-m0" name eth0 &&
+  lab_in "$LAB_INTERNET" ip link set "$LAB_PREFIX-i2" name eth2 &&
+  lab_in "$LAB_INTERNET" sh -c 'ip addr add 192.0.2.1/24 dev eth2 && ip -6 addr add 2001:db8:3::1/64 dev eth2 nodad && ip link set eth2 up' &&
+  lab_in "$LAB_LAPTOP2" sh -c 'ip addr add 192.0.2.2/24 dev eth0 && ip -6 addr add 2001:db8:3::2/64 dev eth0 nodad && ip link set eth0 up && ip route add default via 192.0.2.1 && ip -6 route add default via 2001:db8:3::1'
+}
+
 # Runs a command in the background inside a namespace (stdout discarded: redirect stderr at the
 # call to keep its log); its pid is remembered for lab_down.
 lab_spawn() { local ns="$1"; shift; ip netns exec "$ns" "$@" > /dev/null & LAB_PIDS+=($!); }
@@ -54,10 +65,11 @@ lab_down() {
     for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -9 "$pid" 2>/dev/null
   done
-  for ns in "$LAB_LAPTOP" "$LAB_INTERNET" "$LAB_OFFICE"; do
+  for ns in "$LAB_LAPTOP" "$LAB_LAPTOP2" "$LAB_INTERNET" "$LAB_OFFICE"; do
+    ip netns list | grep -q "^$ns\b" || continue
     # Any process still in the namespace (a provider) goes with it.
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
     ip netns del "$ns" 2>/dev/null
   done
-  rm -rf "/etc/netns/$LAB_LAPTOP" "/etc/netns/$LAB_INTERNET" "/etc/netns/$LAB_OFFICE"
+  rm -rf "/etc/netns/$LAB_LAPTOP" "/etc/netns/$LAB_LAPTOP2" "/etc/netns/$LAB_INTERNET" "/etc/netns/$LAB_OFFICE"
 }
