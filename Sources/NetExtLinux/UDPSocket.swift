@@ -1,3 +1,4 @@
+import CNetExtLinux
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -95,5 +96,51 @@ public final class UDPSocket: Sendable {
             shutdown(fd, Int32(SHUT_RDWR))
             Glibc.close(fd)
         }
+    }
+
+    // MARK: Replying from the address a datagram came to
+
+    /// Asks the kernel to report each datagram's destination address (`IP_PKTINFO`), for a
+    /// server on a host with several addresses: replies must leave from the address the client
+    /// sent to, or its connected socket drops them.
+    public func reportDestinationAddresses() throws(SystemError) {
+        let result = netext_udp_enable_pktinfo(fd, isIPv6 ? 1 : 0)
+        guard result == 0 else { throw SystemError("setsockopt IP_PKTINFO", errno: -result) }
+    }
+
+    /// Receives one datagram with its sender and the local address it arrived at.
+    public func receiveWithDestination(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (count: Int, from: SocketAddress, to: LocalAddress?)? {
+        var storage = sockaddr_storage()
+        var local = netext_local_address()
+        while true {
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = netext_udp_receive(fd, buffer.baseAddress, UInt(buffer.count), &storage, &length, &local)
+            if closed.withLock({ $0 }) { return nil }
+            if count >= 0 {
+                guard let from = SocketAddress.from(storage) else { continue }
+                return (Int(count), from, LocalAddress(local))
+            }
+            if -count == Int(EINTR) { continue }
+            throw SystemError("recvmsg", errno: Int32(-count))
+        }
+    }
+
+    /// Sends one datagram to `address`, from `source` (the address the peer last sent to) if given.
+    public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress, from source: LocalAddress?) throws(SystemError) {
+        guard let source else { return try send(bytes, to: address) }
+        let target = isIPv6 && !address.isIPv6 ? SocketAddress(address: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] + address.address, port: address.port) : address
+        var local = source.raw
+        let result = target.withSockaddr { netext_udp_send(fd, bytes.baseAddress, UInt(bytes.count), $0, $1, &local) }
+        guard result >= 0 else { throw SystemError("sendmsg", errno: Int32(-result), subject: address.description) }
+    }
+}
+
+/// A local address a datagram arrived at (see `UDPSocket.reportDestinationAddresses`).
+public struct LocalAddress: Sendable {
+    let raw: netext_local_address
+
+    init?(_ raw: netext_local_address) {
+        guard raw.family == AF_INET || raw.family == AF_INET6 else { return nil }
+        self.raw = raw
     }
 }

@@ -26,3 +26,20 @@ int netext_receive_fd(int socket_fd);
 
 /// A connected AF_UNIX SOCK_STREAM pair, both close-on-exec. Returns 0 or -errno.
 int netext_socketpair(int fds[2]);
+
+/// The local address a datagram arrived at (from IP_PKTINFO / IPV6_PKTINFO), so that a reply can
+/// leave from the same address on a host with several.
+typedef struct {
+    int family;            // AF_INET, AF_INET6, or 0 if unknown
+    int ifindex;
+    unsigned char address[16];
+} netext_local_address;
+
+/// Asks the kernel to report each datagram's destination address. Returns 0 or -errno.
+int netext_udp_enable_pktinfo(int fd, int ipv6);
+
+/// recvmsg: fills `from` and `local`; returns the length or -errno.
+long netext_udp_receive(int fd, void *buffer, unsigned long length, struct sockaddr_storage *from, socklen_t *from_length, netext_local_address *local);
+
+/// sendmsg to `to`, from `local` when its family is set. Returns the length or -errno.
+long netext_udp_send(int fd, const void *buffer, unsigned long length, const struct sockaddr *to, socklen_t to_length, const netext_local_address *local);

@@ -14,6 +14,8 @@ struct ServerPeerTable {
         let addresses: [IPPrefix]
         let assignment: TunnelAssignment
         var endpoint: SocketAddress?
+        /// The server address the peer last sent to; replies leave from it.
+        var localAddress: LocalAddress?
         var lastTimestamp: HandshakeTimestamp?
         var current: TransportSession?
         var previous: TransportSession?

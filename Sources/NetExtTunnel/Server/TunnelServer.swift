@@ -64,6 +64,9 @@ public final class TunnelServer: Sendable {
         do { socket = try UDPSocket(bindingTo: listen) } catch {
             throw NetExtError(.connectionFailed, "cannot listen on \(configuration.listen): \(error)")
         }
+        do { try socket.reportDestinationAddresses() } catch {
+            logger.warning("cannot learn datagrams' destination addresses; on a host with several addresses, bind 'listen' to one", metadata: ["error": "\(error)"])
+        }
         resources.withLock { $0 = (socket, tun.fd, tun.name) }
         logger.info("tunnel server ready", metadata: [
             "listen": "\(socket.localAddress?.description ?? configuration.listen)", "interface": "\(tun.name)",
@@ -116,22 +119,22 @@ public final class TunnelServer: Sendable {
     private func receiveLoop(socket: UDPSocket, tun: Int32) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while isRunning {
-            let received: (count: Int, from: SocketAddress)?
-            do { received = try buffer.withUnsafeMutableBytes { try socket.receive(into: $0) } } catch {
+            let received: (count: Int, from: SocketAddress, to: LocalAddress?)?
+            do { received = try buffer.withUnsafeMutableBytes { try socket.receiveWithDestination(into: $0) } } catch {
                 if isRunning { logger.warning("receive failed", metadata: ["error": "\(error)"]) }
                 continue
             }
-            guard let (count, source) = received else { return }
+            guard let (count, source, local) = received else { return }
             let datagram = Array(buffer[..<count])
             switch MessageType.of(datagram) {
-            case .handshakeInitiation: handleInitiation(datagram, from: source, socket: socket)
-            case .transportData: handleTransport(datagram, from: source, tun: tun)
+            case .handshakeInitiation: handleInitiation(datagram, from: source, to: local, socket: socket)
+            case .transportData: handleTransport(datagram, from: source, to: local, tun: tun)
             default: table.withLock { $0.drop("unknown message type") }
             }
         }
     }
 
-    private func handleInitiation(_ message: [UInt8], from source: SocketAddress, socket: UDPSocket) {
+    private func handleInitiation(_ message: [UInt8], from source: SocketAddress, to local: LocalAddress?, socket: UDPSocket) {
         do {
             try HandshakeResponder.precheck(message, mac1Key: mac1Key)
         } catch {
@@ -144,7 +147,7 @@ public final class TunnelServer: Sendable {
             let valid = cookies.withLock { $0.hasValidMAC2(message, source: source.bytes, now: now) }
             if !valid {
                 if let reply = try? cookies.withLock({ try $0.reply(to: message, receiverIndex: message.readIndex(at: 4), source: source.bytes, now: now) }) {
-                    try? reply.withUnsafeBytes { try socket.send($0, to: source) }
+                    try? reply.withUnsafeBytes { try socket.send($0, to: source, from: local) }
                 }
                 table.withLock { $0.drop("initiation under load without cookie (cookie sent)") }
                 return
@@ -164,6 +167,7 @@ public final class TunnelServer: Sendable {
                 let (response, session) = try received.respond(senderIndex: index, assignment: table.peers[position].assignment, timing: timing, now: now)
                 table.peers[position].lastTimestamp = received.timestamp
                 table.peers[position].endpoint = source
+                table.peers[position].localAddress = local
                 table.install(session, for: position, now: now)
                 return .success((response, table.peers[position].name))
             } catch {
@@ -172,7 +176,7 @@ public final class TunnelServer: Sendable {
         }
         switch outcome {
         case .success(let (response, name)):
-            try? response.withUnsafeBytes { try socket.send($0, to: source) }
+            try? response.withUnsafeBytes { try socket.send($0, to: source, from: local) }
             logger.info("handshake completed", metadata: ["peer": "\(name)", "endpoint": "\(source)"])
         case .failure(let error):
             table.withLock { $0.drop("initiation: \(error)") }
@@ -180,7 +184,7 @@ public final class TunnelServer: Sendable {
         }
     }
 
-    private func handleTransport(_ message: [UInt8], from source: SocketAddress, tun: Int32) {
+    private func handleTransport(_ message: [UInt8], from source: SocketAddress, to local: LocalAddress?, tun: Int32) {
         guard message.count >= WireSize.transportMinimum else {
             table.withLock { $0.drop("transport: too short") }
             return
@@ -208,6 +212,7 @@ public final class TunnelServer: Sendable {
                 logger.info("peer roamed", metadata: ["peer": "\(peer.name)", "from": "\(peer.endpoint?.description ?? "-")", "to": "\(source)"])
                 peer.endpoint = source
             }
+            peer.localAddress = local
             peer.lastReceived = now
             peer.bytesIn += UInt64(message.count)
             peer.packetsIn += 1
@@ -237,7 +242,7 @@ public final class TunnelServer: Sendable {
             guard count > 0, let info = buffer.withUnsafeBytes({ IPPacketInfo(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { continue }
             let packet = Array(buffer[..<info.length])
             let now = Date()
-            let sealed: (message: [UInt8], endpoint: SocketAddress)? = table.withLock { table in
+            let sealed: (message: [UInt8], endpoint: SocketAddress, local: LocalAddress?)? = table.withLock { table in
                 guard let position = table.byAddress[info.destination], let endpoint = table.peers[position].endpoint,
                       var session = table.peers[position].current else {
                     table.drop("tun: no peer or session for the destination")
@@ -251,9 +256,9 @@ public final class TunnelServer: Sendable {
                 table.peers[position].lastSent = now
                 table.peers[position].bytesOut += UInt64(message.count)
                 table.peers[position].packetsOut += 1
-                return (message, endpoint)
+                return (message, endpoint, table.peers[position].localAddress)
             }
-            if let sealed { try? sealed.message.withUnsafeBytes { try socket.send($0, to: sealed.endpoint) } }
+            if let sealed { try? sealed.message.withUnsafeBytes { try socket.send($0, to: sealed.endpoint, from: sealed.local) } }
         }
     }
 
@@ -262,8 +267,8 @@ public final class TunnelServer: Sendable {
         while isRunning {
             Thread.sleep(forTimeInterval: 0.5)
             let now = Date()
-            let keepalives: [([UInt8], SocketAddress)] = table.withLock { table in
-                var messages: [([UInt8], SocketAddress)] = []
+            let keepalives: [([UInt8], SocketAddress, LocalAddress?)] = table.withLock { table in
+                var messages: [([UInt8], SocketAddress, LocalAddress?)] = []
                 for position in table.peers.indices {
                     var peer = table.peers[position]
                     if let current = peer.current, current.isExpired(now: now) {
@@ -281,13 +286,13 @@ public final class TunnelServer: Sendable {
                        let message = try? session.seal([], now: now) {
                         peer.current = session
                         peer.lastSent = now
-                        messages.append((message, endpoint))
+                        messages.append((message, endpoint, peer.localAddress))
                     }
                     table.peers[position] = peer
                 }
                 return messages
             }
-            for (message, endpoint) in keepalives { try? message.withUnsafeBytes { try socket.send($0, to: endpoint) } }
+            for (message, endpoint, local) in keepalives { try? message.withUnsafeBytes { try socket.send($0, to: endpoint, from: local) } }
             if now.timeIntervalSince(lastStatistics) >= 30 {
                 logStatistics()
                 lastStatistics = now
