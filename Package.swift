@@ -10,11 +10,13 @@ let package = Package(
     products: [
         .library(name: "NetExt", targets: ["NetExt"]),
         .library(name: "NetExtCore", targets: ["NetExtCore"]),
+        .library(name: "BloomFilter", targets: ["BloomFilter"]),
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
         .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
         .executable(name: "netext-server", targets: ["netext-server"]),
+        .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
@@ -43,6 +45,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
+        .target(name: "BloomFilter", swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
@@ -80,10 +84,13 @@ let package = Package(
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
         .executableTarget(name: "netext-tunnel-provider", dependencies: ["NetExt", "NetExtTunnel"]),
         .executableTarget(name: "netext-server", dependencies: ["NetExtCommands"]),
+        // Bloom prefilter lookup benchmark (scripts/bench-bloom).
+        .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "BloomFilterTests", dependencies: ["BloomFilter"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(
             name: "NetExtDaemonTests",
