@@ -10,7 +10,7 @@ public enum MurmurHash3 {
         let blocks = count / 4
         for block in 0..<blocks {
             // Blocks are read little-endian, as the reference does on x86.
-            var k = UInt32(bytes[4 * block]) | UInt32(bytes[4 * block + 1]) << 8 | UInt32(bytes[4 * block + 2]) << 16 | UInt32(bytes[4 * block + 3]) << 24
+            var k = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4 * block, as: UInt32.self))
             k &*= c1
             k = (k << 15) | (k >> 17)
             k &*= c2
