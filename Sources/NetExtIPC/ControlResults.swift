@@ -46,8 +46,10 @@ public struct StatusInfo: Sendable, Hashable, Codable {
     public var lastDisconnectError: NetExtError?
     public var bytesIn: UInt64
     public var bytesOut: UInt64
+    /// The HTTP/HTTPS proxies the connected tunnel set, if any (`netext proxy-env` exports them).
+    public var proxy: ProxySettings?
 
-    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0) {
+    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0, proxy: ProxySettings? = nil) {
         self.id = id
         self.name = name
         self.kind = kind
@@ -57,6 +59,7 @@ public struct StatusInfo: Sendable, Hashable, Codable {
         self.lastDisconnectError = lastDisconnectError
         self.bytesIn = bytesIn
         self.bytesOut = bytesOut
+        self.proxy = proxy
     }
 }
 

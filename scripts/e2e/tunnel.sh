@@ -30,7 +30,8 @@ umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
  "routes": ["10.20.0.0/16", "fd20::/64"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}, {"name": "laptop2", "publicKey": "$second_public"}],
- "dnsServers": ["10.20.0.53"], "searchDomains": ["office.test"]}
+ "dnsServers": ["10.20.0.53"], "searchDomains": ["office.test"],
+ "httpProxy": "10.20.0.5:3128", "proxyExceptions": ["localhost", ".office.test"]}
 JSON
 umask 022
 mkdir -p "$work/www"
@@ -61,6 +62,11 @@ check "IPv6 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s 
 # DNS: the pushed servers replace the laptop's resolver file while the VPN is up.
 check "DNS: the tunnel's resolver configuration is installed" grep -q "nameserver 10.20.0.53" "$work/resolv.conf"
 check "DNS: with its search domain" grep -q "search office.test" "$work/resolv.conf"
+
+# Proxy settings: shown in status and exported for programs that honour proxy variables.
+check "proxy: shown in status" bash -c "'$bin/netext' status Office | grep -q 'proxy: http 10.20.0.5:3128'"
+check "proxy: exported by netext proxy-env" bash -c "'$bin/netext' proxy-env | grep -qx \"export http_proxy='http://10.20.0.5:3128'\""
+check "proxy: with its exceptions" bash -c "'$bin/netext' proxy-env | grep -qx \"export no_proxy='localhost,.office.test'\""
 
 # A second client at the same time, with its own netextd, key and address.
 netext2() { NETEXT_STATE_DIR="$work/state2" NETEXT_SOCKET="$work/netextd2.sock" NETEXT_RESOLV_CONF="$work/resolv2.conf" "$bin/netext" "$@"; }
@@ -114,6 +120,7 @@ lab_wait "'$bin/netext' status Office | grep -q 'disconnected'" 10
 check "killed provider: status disconnected with the reason" bash -c "'$bin/netext' status Office | grep -q 'killed by signal 9'"
 check "killed provider: no netext interface left" bash -c "! ip netns exec $LAB_LAPTOP ip link show | grep -q netext"
 check "killed provider: no policy rules left" bash -c "! ip netns exec $LAB_LAPTOP ip rule show | grep -q 7100"
+check "killed provider: no proxy exported any more" bash -c "test -z \"\$('$bin/netext' proxy-env)\""
 check "killed provider: the resolver file is restored" bash -c "! grep -q 10.20.0.53 '$work/resolv.conf'"
 check "killed provider: page unreachable again" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
 

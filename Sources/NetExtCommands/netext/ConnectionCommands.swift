@@ -76,7 +76,8 @@ struct StatusCommand: AsyncParsableCommand {
                 var lines = statuses.isEmpty ? ["No configurations."] : []
                 for status in statuses {
                     let error = status.lastDisconnectError.map { " (last error: \($0.message))" } ?? ""
-                    lines.append("\(status.name): \(status.status.rawValue)\(error)")
+                    let proxy = status.proxy.map { " (proxy: \(ProxyEnvironment.summary($0)))" } ?? ""
+                    lines.append("\(status.name): \(status.status.rawValue)\(error)\(proxy)")
                 }
                 FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
             }
@@ -116,5 +117,46 @@ struct StatusCommand: AsyncParsableCommand {
             _ = try await group.next()
             group.cancelAll()
         }
+    }
+}
+
+struct ProxyEnvCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proxy-env",
+        abstract: "Print shell exports of the connected tunnels' HTTP/HTTPS proxies (eval \"$(netext proxy-env)\").",
+        discussion: "Prints nothing when no connected tunnel sets a proxy.")
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let statuses = try await options.withClient { client in
+                try await client.call(.getStatus(id: nil), expecting: StatusList.self).statuses
+            }
+            guard let proxy = statuses.first(where: { $0.status == .connected && $0.proxy != nil })?.proxy else { return }
+            print(ProxyEnvironment.exports(proxy))
+        }
+    }
+}
+
+/// The proxy environment variables programs honour (`http_proxy`, `https_proxy`, `no_proxy`,
+/// lower and upper case).
+enum ProxyEnvironment {
+    static func variables(_ proxy: ProxySettings) -> [(String, String)] {
+        var variables: [(String, String)] = []
+        if let http = proxy.httpServer { variables += [("http_proxy", "http://\(http)"), ("HTTP_PROXY", "http://\(http)")] }
+        if let https = proxy.httpsServer { variables += [("https_proxy", "http://\(https)"), ("HTTPS_PROXY", "http://\(https)")] }
+        if !proxy.exceptionList.isEmpty {
+            let list = proxy.exceptionList.joined(separator: ",")
+            variables += [("no_proxy", list), ("NO_PROXY", list)]
+        }
+        return variables
+    }
+
+    static func exports(_ proxy: ProxySettings) -> String {
+        variables(proxy).map { "export \($0.0)='\($0.1.replacingOccurrences(of: "'", with: ""))'" }.joined(separator: "\n")
+    }
+
+    static func summary(_ proxy: ProxySettings) -> String {
+        [proxy.httpServer.map { "http \($0)" }, proxy.httpsServer.map { "https \($0)" }].compactMap { $0 }.joined(separator: ", ")
     }
 }

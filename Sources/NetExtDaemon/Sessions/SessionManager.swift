@@ -122,7 +122,8 @@ public actor SessionManager {
             id: configuration.id, name: configuration.localizedDescription, kind: configuration.kind,
             isEnabled: configuration.isEnabled, status: status,
             connectedDate: session?.machine.connectedDate,
-            lastDisconnectError: session?.machine.lastDisconnectError)
+            lastDisconnectError: session?.machine.lastDisconnectError,
+            proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil)
     }
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.

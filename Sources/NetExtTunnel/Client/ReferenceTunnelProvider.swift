@@ -95,6 +95,8 @@ public final class ReferenceTunnelProvider: TunnelProvider {
             ipv4Settings: v4Addresses.isEmpty ? nil : IPv4Settings(addresses: v4Addresses, subnetMasks: v4Masks, includedRoutes: v4Routes, excludedRoutes: v4Excluded),
             ipv6Settings: v6Addresses.isEmpty ? nil : IPv6Settings(addresses: v6Addresses, networkPrefixLengths: v6Lengths, includedRoutes: v6Routes, excludedRoutes: v6Excluded),
             dnsSettings: assignment.dnsServers.isEmpty ? nil : DNSSettings(servers: assignment.dnsServers, searchDomains: assignment.searchDomains, matchDomains: assignment.matchDomains),
+            proxySettings: assignment.httpProxy == nil && assignment.httpsProxy == nil ? nil
+                : ProxySettings(httpServer: assignment.httpProxy, httpsServer: assignment.httpsProxy, exceptionList: assignment.proxyExceptions ?? []),
             mtu: assignment.mtu,
             tunnelOverheadBytes: assignment.mtu == nil ? (server.isIPv6 ? 80 : 60) : nil)
     }

@@ -42,7 +42,8 @@ public final class TunnelServer: Sendable {
             let assignment = TunnelAssignment(
                 addresses: addresses.map(\.description), includedRoutes: routes,
                 dnsServers: configuration.dnsServers ?? [], searchDomains: configuration.searchDomains ?? [],
-                matchDomains: configuration.matchDomains ?? [], mtu: configuration.mtu)
+                matchDomains: configuration.matchDomains ?? [], mtu: configuration.mtu,
+                httpProxy: configuration.httpProxy, httpsProxy: configuration.httpsProxy, proxyExceptions: configuration.proxyExceptions)
             let key = (try? TunnelKeys.publicKey(base64: peer.publicKey)).map { Array($0.rawRepresentation) } ?? []
             peers.add(.init(name: peer.name, publicKey: key, addresses: addresses, assignment: assignment))
         }

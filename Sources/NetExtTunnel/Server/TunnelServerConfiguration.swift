@@ -27,6 +27,10 @@ public struct TunnelServerConfiguration: Sendable, Codable {
     public var searchDomains: [String]?
     public var matchDomains: [String]?
     public var mtu: Int?
+    /// Proxies pushed to clients (`HOST:PORT`), and the hosts that bypass them.
+    public var httpProxy: String?
+    public var httpsProxy: String?
+    public var proxyExceptions: [String]?
     /// Above this many handshake initiations per second, initiations must carry a cookie.
     public var handshakesPerSecondBeforeCookies: Int?
     public var peers: [Peer]

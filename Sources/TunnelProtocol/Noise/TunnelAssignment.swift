@@ -16,8 +16,12 @@ public struct TunnelAssignment: Sendable, Hashable, Codable {
     public var matchDomains: [String]
     /// The tunnel MTU the server suggests, if any.
     public var mtu: Int?
+    /// HTTP and HTTPS proxies (`HOST:PORT`) for programs using the tunnel, and hosts that bypass them.
+    public var httpProxy: String?
+    public var httpsProxy: String?
+    public var proxyExceptions: [String]?
 
-    public init(addresses: [String], includedRoutes: [String] = [], excludedRoutes: [String] = [], dnsServers: [String] = [], searchDomains: [String] = [], matchDomains: [String] = [], mtu: Int? = nil) {
+    public init(addresses: [String], includedRoutes: [String] = [], excludedRoutes: [String] = [], dnsServers: [String] = [], searchDomains: [String] = [], matchDomains: [String] = [], mtu: Int? = nil, httpProxy: String? = nil, httpsProxy: String? = nil, proxyExceptions: [String]? = nil) {
         self.addresses = addresses
         self.includedRoutes = includedRoutes
         self.excludedRoutes = excludedRoutes
@@ -25,6 +29,9 @@ public struct TunnelAssignment: Sendable, Hashable, Codable {
         self.searchDomains = searchDomains
         self.matchDomains = matchDomains
         self.mtu = mtu
+        self.httpProxy = httpProxy
+        self.httpsProxy = httpsProxy
+        self.proxyExceptions = proxyExceptions
     }
 
     func encoded() throws(TunnelProtocolError) -> [UInt8] {
