@@ -1,0 +1,17 @@
+# Installs the Debian packages NetExt's build, tests and demo use, if missing (needs root).
+# Another apt-get may hold the dpkg lock: retried. Usage: source it, then netext_install_packages.
+netext_install_packages() {
+  local packages=(libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 tcpdump)
+  local missing=()
+  for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  echo "installing: ${missing[*]}" >&2
+  for attempt in 1 2 3 4 5 6; do
+    if DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; then return 0; fi
+    echo "apt-get failed (attempt $attempt); retrying in 10 s" >&2
+    sleep 10
+  done
+  return 1
+}
