@@ -10,16 +10,6 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-int netext_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
-    struct ucred cred;
-    socklen_t length = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -errno;
-    *pid = cred.pid;
-    *uid = cred.uid;
-    *gid = cred.gid;
-    return 0;
-}
-
 pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
                    uid_t uid, gid_t gid, int drop_privileges, int fd3, int fd4) {
     int report[2];

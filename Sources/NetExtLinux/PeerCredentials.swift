@@ -1,4 +1,3 @@
-import CNetExtLinux
 import Foundation
 
 /// Who is at the other end of a Unix socket, as the kernel reports it (`SO_PEERCRED`),
@@ -16,16 +15,6 @@ public struct PeerCredentials: Sendable, Hashable {
         self.uid = uid
         self.gid = gid
         self.groups = groups
-    }
-
-    /// Reads the credentials of a connected Unix socket.
-    public static func read(socket fd: Int32) throws(SystemError) -> PeerCredentials {
-        var pid: pid_t = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        let result = netext_peer_credentials(fd, &pid, &uid, &gid)
-        guard result == 0 else { throw SystemError("getsockopt SO_PEERCRED", errno: -result) }
-        return PeerCredentials(pid: pid, uid: uid, gid: gid, groups: supplementaryGroups(pid: pid))
     }
 
     /// Builds credentials from `SO_PEERCRED` values, adding the process's supplementary groups.

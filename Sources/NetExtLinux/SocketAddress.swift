@@ -1,3 +1,4 @@
+import NetExtCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,7 +27,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             portText = host[host.index(after: colon)...]
             host = host[..<colon]
         }
-        guard let port = UInt16(portText), let bytes = Self.parse(String(host)) else { return nil }
+        guard let port = UInt16(portText), let bytes = IPPrefix.parseAddress(String(host)) else { return nil }
         self.init(address: bytes, port: port)
     }
 
@@ -35,21 +36,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// Address then port, as bytes (what a cookie is computed over).
     public var bytes: [UInt8] { address + [UInt8(port >> 8), UInt8(port & 0xff)] }
 
-    public var hostText: String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        _ = address.withUnsafeBytes { inet_ntop(isIPv6 ? AF_INET6 : AF_INET, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    public var hostText: String { IPPrefix.format(address) }
 
     public var description: String { isIPv6 ? "[\(hostText)]:\(port)" : "\(hostText):\(port)" }
-
-    static func parse(_ host: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
-        return nil
-    }
 
     /// Calls `body` with this address as a `sockaddr`.
     func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {

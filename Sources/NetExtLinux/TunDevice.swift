@@ -18,7 +18,7 @@ public enum TunDevice {
         return (fd, actual)
     }
 
-    /// The MTU of an interface, from sysfs.
+    /// The MTU of any interface, from sysfs.
     public static func mtu(of interface: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/sys/class/net/\(interface)/mtu", encoding: .utf8) else { return nil }
         return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -62,5 +62,7 @@ struct NetworkPlanTests {
         #expect(IPPrefix.length(ofSubnetMask: "255.255.240.0") == 20)
         #expect(IPPrefix.length(ofSubnetMask: "0.0.0.0") == 0)
         #expect(IPPrefix.length(ofSubnetMask: "255.0.255.0") == nil)
+        #expect(IPPrefix.subnetMask(length: 20) == "255.255.240.0")
+        #expect(IPPrefix.subnetMask(length: 0) == "0.0.0.0")
     }
 }

@@ -3,9 +3,6 @@
 #include <sys/socket.h>
 #include <stdint.h>
 
-/// Peer credentials of a connected Unix socket (SO_PEERCRED). Returns 0 or -errno.
-int netext_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
-
 /// Starts `path` with `argv`/`envp` as user `uid`/`gid` (no supplementary groups), with
 /// `fd3` and `fd4` (each -1 for none) duplicated onto descriptors 3 and 4 and every other
 /// descriptor above 2 closed. stdin is /dev/null; stdout and stderr are inherited. A new process

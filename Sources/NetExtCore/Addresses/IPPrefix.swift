@@ -71,7 +71,7 @@ public struct IPPrefix: Sendable, Hashable, Codable, CustomStringConvertible, Co
         try container.encode(description)
     }
 
-    public static func mask(_ bytes: [UInt8], length: Int) -> [UInt8] {
+    static func mask(_ bytes: [UInt8], length: Int) -> [UInt8] {
         var result = bytes
         for index in result.indices {
             let bitsHere = max(0, min(8, length - index * 8))
@@ -99,6 +99,11 @@ public struct IPPrefix: Sendable, Hashable, Codable, CustomStringConvertible, Co
         let family = bytes.count == 4 ? AF_INET : AF_INET6
         _ = bytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The dotted IPv4 subnet mask of a prefix length (24 → `255.255.255.0`).
+    public static func subnetMask(length: Int) -> String {
+        format(mask([255, 255, 255, 255], length: length))
     }
 
     /// The prefix length of a dotted IPv4 subnet mask (`255.255.255.0` → 24), if contiguous.

@@ -91,9 +91,7 @@ public final class ControlService: Sendable {
             let removal = try await removeProfile(identifier, identity: identity)
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: removal))
         case .listProfiles:
-            let profiles = try store.profiles().filter { summary in
-                identity.isRoot || (try? store.profileOwner(identifier: summary.identifier)) == identity.owner
-            }
+            let profiles = try store.profiles(installedBy: identity.isRoot ? nil : identity.owner)
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProfileList(profiles: profiles)))
         case .listProviders:
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: registry.load()))

@@ -53,9 +53,7 @@ public struct IPCommandApplier: NetworkApplier {
         guard IPPrefix.parseAddress(address) != nil else { return nil }
         let words = run(["route", "get", address]).output.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
         guard let index = words.firstIndex(of: "dev"), index + 1 < words.count else { return nil }
-        let device = words[index + 1]
-        guard let text = try? String(contentsOfFile: "/sys/class/net/\(device)/mtu", encoding: .utf8) else { return nil }
-        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return TunDevice.mtu(of: words[index + 1])
     }
 
     private func run(_ arguments: [String]) -> (status: Int32, output: String) {

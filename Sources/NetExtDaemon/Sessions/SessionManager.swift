@@ -14,6 +14,8 @@ public actor SessionManager {
         /// Bumped on every launch so that events from an earlier provider are ignored.
         var generation = 0
         var pendingStart: ProviderStart?
+        /// The provider to launch, looked up once when the start was requested.
+        var pendingManifest: ProviderManifest?
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         /// The TUN interface and applied plan, once the provider set network settings.
         var tunnel: TunnelInterface?
@@ -76,11 +78,10 @@ public actor SessionManager {
         guard configuration.isEnabled else {
             throw .disabled("configuration '\(configuration.localizedDescription)' is not enabled; enable it first (`netext enable`)")
         }
-        let extensionPoint: ProviderManifest.ExtensionPoint
+        let manifest: ProviderManifest
         switch configuration.protocolConfiguration {
         case .tunnelProvider(let settings):
-            extensionPoint = settings.providerType == .appProxy ? .appProxy : .packetTunnel
-            _ = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: extensionPoint)
+            manifest = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
         case .personalVPN:
             throw .connectionFailed("the built-in IKEv2 client is not available in this build (it arrives with the IKEv2/strongSwan work)")
         default:
@@ -89,6 +90,7 @@ public actor SessionManager {
         var session = sessions[configuration.id] ?? Session(configuration: configuration)
         session.configuration = configuration
         session.pendingStart = ProviderStart(configuration: configuration, options: options, password: password)
+        session.pendingManifest = manifest
         sessions[configuration.id] = session
         apply(.startRequested, to: configuration.id)
         await waitWhileConnecting(configuration.id)
@@ -181,22 +183,19 @@ public actor SessionManager {
             let info = statusInfo(for: session.configuration)
             logger.info("status changed", metadata: ["configuration": "\(session.configuration.localizedDescription)", "from": "\(previous.rawValue)", "to": "\(info.status.rawValue)", "error": "\(info.lastDisconnectError?.description ?? "-")"])
             hub.statusChanged(previous: previous, current: info)
-            if info.status != .connecting {
-                for waiter in session.waiters.values where info.status != .disconnecting { waiter.resume() }
-                if info.status != .disconnecting { sessions[id]?.waiters.removeAll() }
+            // Waiters of start and stop are released once the connection has settled.
+            if info.status != .connecting && info.status != .disconnecting {
+                for waiter in session.waiters.values { waiter.resume() }
+                sessions[id]?.waiters.removeAll()
             }
         }
     }
 
     private func launch(id: UUID, generation: Int) {
-        guard let session = sessions[id], let start = session.pendingStart,
-              case .tunnelProvider(let settings) = session.configuration.protocolConfiguration else { return }
-        let registry = self.registry
-        let extensionPoint: ProviderManifest.ExtensionPoint = settings.providerType == .appProxy ? .appProxy : .packetTunnel
+        guard let session = sessions[id], let start = session.pendingStart, let manifest = session.pendingManifest else { return }
         Task {
             let provider: ProviderProcess
             do throws(NetExtError) {
-                let manifest = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: extensionPoint)
                 provider = try await ProviderProcess.launch(manifest)
             } catch {
                 self.apply(.providerFailed(error), to: id, generation: generation)
@@ -213,7 +212,7 @@ public actor SessionManager {
             let decoder = ControlProtocol.makeDecoder()
             for await frame in provider.connection.frames {
                 guard let message = try? decoder.decode(ProviderMessage.self, from: Data(frame)) else {
-                    self.apply(.providerFailed(NetExtError(.protocolError, "provider '\(settings.providerBundleIdentifier)' sent a malformed message")), to: id, generation: generation)
+                    self.apply(.providerFailed(NetExtError(.protocolError, "provider '\(manifest.bundleIdentifier)' sent a malformed message")), to: id, generation: generation)
                     return
                 }
                 await self.received(message, from: provider, id: id, generation: generation, start: start)

@@ -62,10 +62,15 @@ public final class ConfigurationStore: Sendable {
         try read { db in try Self.decodeAll(db, sql: "SELECT body FROM configuration WHERE id = ?", arguments: [id.uuidString]).first }
     }
 
-    /// Installed profiles, ordered by identifier.
-    public func profiles() throws(NetExtError) -> [ProfileSummary] {
+    /// Installed profiles, ordered by identifier: all of them, or those `owner` installed.
+    public func profiles(installedBy owner: Owner? = nil) throws(NetExtError) -> [ProfileSummary] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM profile ORDER BY identifier").map { row in
+            let rows = if let owner {
+                try Row.fetchAll(db, sql: "SELECT * FROM profile WHERE ownerUID = ? AND ownerApp = ? ORDER BY identifier", arguments: [owner.uid, owner.appIdentifier])
+            } else {
+                try Row.fetchAll(db, sql: "SELECT * FROM profile ORDER BY identifier")
+            }
+            return try rows.map { row in
                 let identifier: String = row["identifier"]
                 let ids = try String.fetchAll(db, sql: "SELECT id FROM configuration WHERE profileIdentifier = ? ORDER BY name", arguments: [identifier])
                 let skippedJSON: String = row["skippedPayloads"]

@@ -74,7 +74,7 @@ public final class ReferenceTunnelProvider: TunnelProvider {
                 v6Lengths.append(prefix.length)
             } else {
                 v4Addresses.append(prefix.addressText)
-                v4Masks.append(IPPrefix.format(IPPrefix.mask([255, 255, 255, 255], length: prefix.length)))
+                v4Masks.append(IPPrefix.subnetMask(length: prefix.length))
             }
         }
         var v4Routes: [IPv4Route] = [], v6Routes: [IPv6Route] = [], v4Excluded: [IPv4Route] = [], v6Excluded: [IPv6Route] = []
@@ -85,7 +85,7 @@ public final class ReferenceTunnelProvider: TunnelProvider {
                     let route = IPv6Route(destinationAddress: prefix.addressText, networkPrefixLength: prefix.length)
                     if included { v6Routes.append(route) } else { v6Excluded.append(route) }
                 } else {
-                    let route = IPv4Route(destinationAddress: prefix.addressText, subnetMask: IPPrefix.format(IPPrefix.mask([255, 255, 255, 255], length: prefix.length)))
+                    let route = IPv4Route(destinationAddress: prefix.addressText, subnetMask: IPPrefix.subnetMask(length: prefix.length))
                     if included { v4Routes.append(route) } else { v4Excluded.append(route) }
                 }
             }

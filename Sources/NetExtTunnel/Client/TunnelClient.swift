@@ -150,7 +150,7 @@ public final class TunnelClient: Sendable {
             switch MessageType.of(message) {
             case .transportData:
                 let packet: [UInt8]? = state.withLock { state in
-                    let index = message.readIndex(at: 4)
+                    let index = message.readBigEndianUInt32(at: 4)
                     var opened: [UInt8]?
                     if state.current?.localIndex == index { opened = try? state.current?.open(message, now: now) }
                     else if state.previous?.localIndex == index { opened = try? state.previous?.open(message, now: now) }

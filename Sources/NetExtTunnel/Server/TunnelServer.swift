@@ -147,7 +147,7 @@ public final class TunnelServer: Sendable {
         if table.withLock({ $0.isUnderLoad(now: now, limit: limit) }) {
             let valid = cookies.withLock { $0.hasValidMAC2(message, source: source.bytes, now: now) }
             if !valid {
-                if let reply = try? cookies.withLock({ try $0.reply(to: message, receiverIndex: message.readIndex(at: 4), source: source.bytes, now: now) }) {
+                if let reply = try? cookies.withLock({ try $0.reply(to: message, receiverIndex: message.readBigEndianUInt32(at: 4), source: source.bytes, now: now) }) {
                     try? reply.withUnsafeBytes { try socket.send($0, to: source, from: local) }
                 }
                 table.withLock { $0.drop("initiation under load without cookie (cookie sent)") }
@@ -190,7 +190,7 @@ public final class TunnelServer: Sendable {
             table.withLock { $0.drop("transport: too short") }
             return
         }
-        let index = message.readIndex(at: 4)
+        let index = message.readBigEndianUInt32(at: 4)
         let now = Date()
         let plaintext: [UInt8]? = table.withLock { table in
             guard let position = table.byIndex[index] else {
@@ -317,11 +317,5 @@ public final class TunnelServer: Sendable {
         for (key, value) in statistics().sorted(by: { $0.key < $1.key }) {
             logger.info("statistics", metadata: ["item": "\(key)", "value": "\(value)"])
         }
-    }
-}
-
-extension Array where Element == UInt8 {
-    func readIndex(at offset: Int) -> UInt32 {
-        UInt32(self[offset]) << 24 | UInt32(self[offset + 1]) << 16 | UInt32(self[offset + 2]) << 8 | UInt32(self[offset + 3])
     }
 }

@@ -15,7 +15,8 @@ extension Array where Element == UInt8 {
 }
 
 extension RandomAccessCollection where Element == UInt8, Index == Int {
-    func readBigEndianUInt32(at offset: Int) -> UInt32 {
+    /// The big-endian 32-bit integer at `offset` (message indices, lengths).
+    public func readBigEndianUInt32(at offset: Int) -> UInt32 {
         let base = startIndex + offset
         return UInt32(self[base]) << 24 | UInt32(self[base + 1]) << 16 | UInt32(self[base + 2]) << 8 | UInt32(self[base + 3])
     }
