@@ -34,8 +34,10 @@ let package = Package(
         // Our encrypted UDP tunnel protocol without I/O: handshake, keys, framing, replay window.
         .target(
             name: "TunnelProtocol",
-            dependencies: ["NetExtCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["NetExtCore", "CTunnelCrypto", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
+        // In-place ChaCha20-Poly1305 for the tunnel's data path, on swift-crypto's BoringSSL.
+        .target(name: "CTunnelCrypto"),
         // The reference packet tunnel: client engine and provider, and the tunnel server role.
         .target(
             name: "NetExtTunnel",

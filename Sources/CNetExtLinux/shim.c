@@ -106,100 +106,40 @@ int netext_socketpair(int fds[2]) {
 
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <linux/virtio_net.h>
 #include <sys/ioctl.h>
 
-int netext_tun_open(char *name) {
+int netext_tun_open(char *name, int offload) {
     int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
     if (fd < 0) return -errno;
     struct ifreq request;
     memset(&request, 0, sizeof(request));
-    request.ifr_flags = IFF_TUN | IFF_NO_PI;
+    request.ifr_flags = IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0);
     strncpy(request.ifr_name, name, IFNAMSIZ - 1);
     if (ioctl(fd, TUNSETIFF, &request) < 0) {
         int saved = errno;
         close(fd);
         return -saved;
     }
+    if (offload) {
+        // The kernel may then hand us TCP segments of up to 64 KiB with a partial checksum
+        // (Documentation/networking/tuntap.rst; include/uapi/linux/if_tun.h).
+        int header_size = sizeof(struct virtio_net_hdr);
+        unsigned int features = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
+        if (ioctl(fd, TUNSETVNETHDRSZ, &header_size) < 0 || ioctl(fd, TUNSETOFFLOAD, features) < 0) {
+            int saved = errno;
+            close(fd);
+            return -saved;
+        }
+    }
     strncpy(name, request.ifr_name, IFNAMSIZ);
     return fd;
 }
 
-#include <netinet/in.h>
-
-int netext_udp_enable_pktinfo(int fd, int ipv6) {
-    int on = 1;
-    if (ipv6) {
-        if (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) != 0) return -errno;
-        // A dual-stack socket also reports IPv4 destinations through IP_PKTINFO.
-        (void)setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
-        return 0;
-    }
-    return setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) == 0 ? 0 : -errno;
+int netext_tun_has_vnet_header(int fd) {
+    struct ifreq request;
+    memset(&request, 0, sizeof(request));
+    if (ioctl(fd, TUNGETIFF, &request) < 0) return -errno;
+    return (request.ifr_flags & IFF_VNET_HDR) ? 1 : 0;
 }
 
-long netext_udp_receive(int fd, void *buffer, unsigned long length, struct sockaddr_storage *from, socklen_t *from_length, netext_local_address *local) {
-    struct iovec iov = { .iov_base = buffer, .iov_len = length };
-    union { char buffer[256]; struct cmsghdr align; } control;
-    struct msghdr message = { .msg_name = from, .msg_namelen = *from_length, .msg_iov = &iov, .msg_iovlen = 1,
-                              .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer) };
-    ssize_t received = recvmsg(fd, &message, 0);
-    if (received < 0) return -errno;
-    *from_length = message.msg_namelen;
-    memset(local, 0, sizeof(*local));
-    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
-        if (header->cmsg_level == IPPROTO_IP && header->cmsg_type == IP_PKTINFO) {
-            struct in_pktinfo info;
-            memcpy(&info, CMSG_DATA(header), sizeof(info));
-            local->family = AF_INET;
-            local->ifindex = info.ipi_ifindex;
-            memcpy(local->address, &info.ipi_addr, 4);
-        } else if (header->cmsg_level == IPPROTO_IPV6 && header->cmsg_type == IPV6_PKTINFO) {
-            struct in6_pktinfo info;
-            memcpy(&info, CMSG_DATA(header), sizeof(info));
-            local->family = AF_INET6;
-            local->ifindex = info.ipi6_ifindex;
-            memcpy(local->address, &info.ipi6_addr, 16);
-        }
-    }
-    return received;
-}
-
-long netext_udp_send(int fd, const void *buffer, unsigned long length, const struct sockaddr *to, socklen_t to_length, const netext_local_address *local) {
-    struct iovec iov = { .iov_base = (void *)buffer, .iov_len = length };
-    union { char buffer[256]; struct cmsghdr align; } control;
-    memset(&control, 0, sizeof(control));
-    struct msghdr message = { .msg_name = (void *)to, .msg_namelen = to_length, .msg_iov = &iov, .msg_iovlen = 1 };
-    if (local != NULL && local->family == AF_INET && to->sa_family == AF_INET) {
-        message.msg_control = control.buffer;
-        message.msg_controllen = CMSG_SPACE(sizeof(struct in_pktinfo));
-        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-        header->cmsg_level = IPPROTO_IP;
-        header->cmsg_type = IP_PKTINFO;
-        header->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
-        struct in_pktinfo info;
-        memset(&info, 0, sizeof(info));
-        memcpy(&info.ipi_spec_dst, local->address, 4);
-        memcpy(CMSG_DATA(header), &info, sizeof(info));
-    } else if (local != NULL && to->sa_family == AF_INET6 && (local->family == AF_INET6 || local->family == AF_INET)) {
-        message.msg_control = control.buffer;
-        message.msg_controllen = CMSG_SPACE(sizeof(struct in6_pktinfo));
-        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-        header->cmsg_level = IPPROTO_IPV6;
-        header->cmsg_type = IPV6_PKTINFO;
-        header->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
-        struct in6_pktinfo info;
-        memset(&info, 0, sizeof(info));
-        if (local->family == AF_INET6) {
-            memcpy(&info.ipi6_addr, local->address, 16);
-        } else {
-            // An IPv4 destination on a dual-stack socket: the IPv4-mapped source address.
-            info.ipi6_addr.s6_addr[10] = 0xff;
-            info.ipi6_addr.s6_addr[11] = 0xff;
-            memcpy(&info.ipi6_addr.s6_addr[12], local->address, 4);
-        }
-        memcpy(CMSG_DATA(header), &info, sizeof(info));
-    }
-    ssize_t sent;
-    do { sent = sendmsg(fd, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
-    return sent < 0 ? -errno : sent;
-}

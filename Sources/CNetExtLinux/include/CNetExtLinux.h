@@ -2,6 +2,7 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /// Starts `path` with `argv`/`envp` as user `uid`/`gid` (no supplementary groups), with
 /// `fd3` and `fd4` (each -1 for none) duplicated onto descriptors 3 and 4 and every other
@@ -12,8 +13,13 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
 
 /// Opens /dev/net/tun and attaches a TUN interface (IFF_TUN | IFF_NO_PI). `name` (at least 16
 /// bytes) holds the requested name or pattern such as "netext%d" and receives the real name.
+/// With `offload`, every packet carries a 10-byte virtio_net_hdr and the kernel may pass TCP
+/// segments of up to 64 KiB (IFF_VNET_HDR, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6).
 /// Returns the descriptor or -errno.
-int netext_tun_open(char *name);
+int netext_tun_open(char *name, int offload);
+
+/// 1 if the TUN descriptor was opened with IFF_VNET_HDR, 0 if not, or -errno.
+int netext_tun_has_vnet_header(int fd);
 
 /// Sends one byte with a file descriptor attached (SCM_RIGHTS). Returns 0 or -errno.
 int netext_send_fd(int socket_fd, int fd_to_send);
@@ -40,3 +46,36 @@ long netext_udp_receive(int fd, void *buffer, unsigned long length, struct socka
 
 /// sendmsg to `to`, from `local` when its family is set. Returns the length or -errno.
 long netext_udp_send(int fd, const void *buffer, unsigned long length, const struct sockaddr *to, socklen_t to_length, const netext_local_address *local);
+
+/// A datagram to send with netext_udp_send_batch; with `segment_size`, a run of datagrams of that
+/// size (the last may be shorter) passed to the kernel at once (UDP GSO, UDP_SEGMENT).
+typedef struct {
+    const struct iovec *iov;
+    int iov_count;
+    unsigned short segment_size;  // 0: one datagram
+    const struct sockaddr_storage *to;  // NULL on a connected socket
+    socklen_t to_length;
+    netext_local_address from;  // family 0: any local address
+} netext_outgoing;
+
+/// Sends every entry with sendmmsg; a run the kernel refuses to segment is sent one datagram at
+/// a time. Returns the number of entries that could not be sent (0 = all sent).
+int netext_udp_send_batch(int fd, const netext_outgoing *entries, int count);
+
+/// One received buffer: a datagram, or with `segment_size` several coalesced ones (UDP GRO).
+typedef struct {
+    long length;
+    unsigned short segment_size;  // 0: one datagram
+    struct sockaddr_storage from;
+    netext_local_address local;
+} netext_incoming;
+
+/// recvmmsg into `count` buffers of `buffer_size` bytes laid out one after another at `buffers`:
+/// blocks for the first, then takes what is already queued. Returns how many, or -errno.
+int netext_udp_receive_batch(int fd, unsigned char *buffers, unsigned long buffer_size, int count, netext_incoming *received);
+
+/// Asks the kernel to coalesce datagrams of one flow (UDP_GRO). Returns 0 or -errno.
+int netext_udp_enable_gro(int fd);
+
+/// Whether the kernel accepts UDP_SEGMENT on this socket (UDP GSO). Returns 1 or 0.
+int netext_udp_supports_gso(int fd);

@@ -7,10 +7,12 @@ import Glibc
 
 /// The tunnel's packets (Apple's `NEPacketTunnelFlow`): what the system routes into the tunnel is
 /// read here, and what the provider writes is delivered to the system. Backed by the TUN
-/// descriptor netextd passed to the provider.
+/// descriptor netextd passed to the provider (with offloads: see `TunDevice`).
 ///
-/// Two ways to use it: `readPackets()`/`writePackets(_:)` (async, one batch per call), or the
-/// blocking `read(into:)`/`write(_:)` for a data-plane thread that reuses its buffers.
+/// Two ways to use it: `readPackets()`/`writePackets(_:)` (async, one batch of ordinary IP
+/// packets per call), or, for a data-plane thread of its own, `makeReader()`/`makeWriter()`,
+/// which reuse their buffers, split the kernel's TCP super-packets and join TCP segments again
+/// on the way back.
 public final class PacketFlow: Sendable {
     /// One IP packet with its protocol family (`AF_INET` or `AF_INET6`), from the version nibble.
     public struct Packet: Sendable, Hashable {
@@ -26,6 +28,8 @@ public final class PacketFlow: Sendable {
     public let interface: String
     public let mtu: Int
     private let closed = Mutex(false)
+    private let reading: Mutex<(reader: TunPacketReader, batch: PacketBatch)?> = Mutex(nil)
+    private let writing: Mutex<(writer: TunPacketWriter, batch: PacketBatch)?> = Mutex(nil)
 
     init(fileDescriptor: Int32, interface: String, mtu: Int) {
         self.fileDescriptor = fileDescriptor
@@ -33,34 +37,33 @@ public final class PacketFlow: Sendable {
         self.mtu = mtu
     }
 
-    /// Blocks until a packet arrives and copies it into `buffer`; returns its length (0 once the
-    /// flow is closed).
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        try PacketIO.read(fileDescriptor, into: buffer)
-    }
+    /// The largest packet the flow carries (the interface's MTU, at least IPv6's 1280).
+    public var maximumPacket: Int { max(mtu > 0 ? mtu : 1500, 1280) }
 
-    /// Delivers one packet to the system.
-    public func write(_ packet: UnsafeRawBufferPointer) throws {
-        try PacketIO.write(fileDescriptor, packet)
-    }
+    /// A reader for a data-plane thread (one reader per thread).
+    public func makeReader() -> TunPacketReader { TunPacketReader(fileDescriptor: fileDescriptor) }
+
+    /// A writer for a data-plane thread (one writer per thread).
+    public func makeWriter() -> TunPacketWriter { TunPacketWriter(fileDescriptor: fileDescriptor) }
 
     /// Waits for packets and returns the ones available now (at most `limit`), on a thread of
     /// its own so the caller's executor never blocks.
     public func readPackets(limit: Int = 64) async throws -> [Packet] {
-        let fd = fileDescriptor
-        let size = mtu + 64
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                var packets: [Packet] = []
-                var buffer = [UInt8](repeating: 0, count: size)
                 do {
-                    repeat {
-                        let count = try buffer.withUnsafeMutableBytes { try PacketIO.read(fd, into: $0) }
-                        if count <= 0 { break }
-                        packets.append(Packet(data: Array(buffer[..<count])))
-                        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                        if poll(&poller, 1, 0) <= 0 { break }
-                    } while packets.count < limit
+                    let packets = try self.reading.withLock { state throws -> [Packet] in
+                        if state == nil {
+                            state = (self.makeReader(), PacketBatch(capacity: max(limit, 128), maximumPacket: self.maximumPacket, headroom: 0, tailroom: 0))
+                        }
+                        let (reader, batch) = state!
+                        batch.removeAll()
+                        while batch.count == 0 {
+                            _ = try reader.fill(batch, waitMilliseconds: 1000)
+                            if self.closed.withLock({ $0 }) { break }
+                        }
+                        return (0..<batch.count).map { Packet(data: Array(UnsafeRawBufferPointer(batch.packet($0)))) }
+                    }
                     continuation.resume(returning: packets)
                 } catch {
                     continuation.resume(throwing: error)
@@ -71,8 +74,24 @@ public final class PacketFlow: Sendable {
 
     /// Delivers packets to the system.
     public func writePackets(_ packets: [Packet]) throws {
-        for packet in packets {
-            try packet.data.withUnsafeBytes { try write($0) }
+        writing.withLock { state in
+            if state == nil {
+                state = (makeWriter(), PacketBatch(capacity: 128, maximumPacket: maximumPacket, headroom: 0, tailroom: 0))
+            }
+            let (writer, batch) = state!
+            var next = 0
+            while next < packets.count {
+                // Copy a batch's worth into memory that stays put until the flush.
+                batch.removeAll()
+                while next < packets.count, batch.freeSlots > 0 {
+                    let data = packets[next].data
+                    next += 1
+                    guard !data.isEmpty, let destination = batch.append(length: data.count) else { continue }  // empty or larger than the MTU: dropped
+                    data.withUnsafeBytes { destination.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                }
+                for index in 0..<batch.count { writer.add(batch.packet(index)) }
+                writer.flush()
+            }
         }
     }
 

@@ -39,3 +39,31 @@ public struct IPPacketInfo: Sendable, Hashable {
         self = info
     }
 }
+
+extension IPPacketInfo {
+    /// The packet's length according to its own IPv4/IPv6 header, without copying anything; nil
+    /// if the header is malformed or claims more bytes than there are. For data-plane loops.
+    @inlinable
+    public static func length(of bytes: UnsafeRawBufferPointer) -> Int? {
+        guard bytes.count >= 20 else { return nil }
+        let first = bytes[0]
+        switch first >> 4 {
+        case 4:
+            let total = Int(bytes[2]) << 8 | Int(bytes[3])
+            guard first & 0x0f >= 5, total >= Int(first & 0x0f) * 4, total <= bytes.count else { return nil }
+            return total
+        case 6:
+            guard bytes.count >= 40 else { return nil }
+            let total = 40 + (Int(bytes[4]) << 8 | Int(bytes[5]))
+            return total <= bytes.count ? total : nil
+        default:
+            return nil
+        }
+    }
+
+    /// Where the source address starts and how long it is (the destination follows it).
+    @inlinable
+    public static func addressLayout(of bytes: UnsafeRawBufferPointer) -> (offset: Int, count: Int) {
+        bytes[0] >> 4 == 6 ? (8, 16) : (12, 4)
+    }
+}

@@ -312,8 +312,10 @@ public actor SessionManager {
                 guard let slot = (0..<Self.slotCount).first(where: { !usedSlots.contains($0) }) else {
                     throw NetExtError(.connectionFailed, "all \(Self.slotCount) tunnel slots are in use")
                 }
-                let opened: (fd: Int32, name: String)
-                do { opened = try TunDevice.open(pattern: "netext%d") } catch {
+                // With offloads: the provider's PacketFlow sees them on the descriptor and either
+                // segments for itself (fast data paths) or hands out ordinary packets.
+                let opened: (fd: Int32, name: String, offload: Bool)
+                do { opened = try TunDevice.open(pattern: "netext%d", offload: true) } catch {
                     throw NetExtError(.connectionFailed, "cannot create a TUN interface: \(error)")
                 }
                 usedSlots.insert(slot)

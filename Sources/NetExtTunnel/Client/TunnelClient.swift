@@ -7,8 +7,9 @@ import Synchronization
 import TunnelProtocol
 
 /// The client side of the NetExt tunnel protocol: the handshake (with retries and cookies), then
-/// two data-plane threads (TUN → UDP and UDP → TUN) and a timer thread for rekeying, keepalives
-/// and noticing a server that stopped answering.
+/// two data-plane threads (TUN → UDP and UDP → TUN, each working on batches and taking the lock
+/// once per batch) and a timer thread for rekeying, keepalives and noticing a server that
+/// stopped answering.
 public final class TunnelClient: Sendable {
     struct State {
         var current: TransportSession?
@@ -117,84 +118,170 @@ public final class TunnelClient: Sendable {
 
     // MARK: Loops
 
+    /// TUN → UDP: reads a batch (the kernel's TCP super-packets split into MTU-sized packets),
+    /// takes the batch's counters under the lock once, seals each packet where it lies, and
+    /// sends the batch with sendmmsg / UDP GSO.
     private func outboundLoop(flow: PacketFlow) {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let reader = flow.makeReader()
+        let batch = PacketBatch(
+            capacity: 192, maximumPacket: flow.maximumPacket, headroom: WireSize.transportHeader,
+            tailroom: TransportSession.paddingMultiple + WireSize.tag)
+        let sender = DatagramSender(socket: socket, capacity: 192)
         while isRunning {
-            guard PacketIO.waitReadable(flow.fileDescriptor, milliseconds: 250) else { continue }
-            guard let count = try? buffer.withUnsafeMutableBytes({ try flow.read(into: $0) }), count > 0 else { continue }
-            let packet = Array(buffer[..<count])
+            batch.removeAll()
+            let count: Int
+            do { count = try reader.fill(batch, waitMilliseconds: 250) } catch {
+                if isRunning { log("reading the tunnel interface failed: \(error)") }
+                return
+            }
+            guard count > 0 else { continue }
+            var messageBytes = 0
+            for index in 0..<count { messageBytes += TransportCipher.messageLength(packetLength: batch.length(index)) }
             let now = Date()
-            let message: [UInt8]? = state.withLock { state in
-                guard var session = state.current, let sealed = try? session.seal(packet, now: now) else {
-                    state.dropped += 1
+            let reserved: (first: UInt64, cipher: TransportCipher, receiver: UInt32)? = state.withLock { state in
+                guard var session = state.current, let first = try? session.reserveCounters(count, now: now) else {
+                    state.dropped += UInt64(count)
                     return nil
                 }
                 state.current = session
                 state.lastSent = now
-                state.bytesOut += UInt64(sealed.count)
-                return sealed
+                state.bytesOut += UInt64(messageBytes)
+                return (first, session.sendCipher, session.remoteIndex)
             }
-            if let message { try? message.withUnsafeBytes { try socket.send($0) } }
+            guard let reserved else { continue }
+            for index in 0..<count {
+                let slot = batch.slot(index)
+                let length = reserved.cipher.seal(
+                    packetLength: batch.length(index), in: slot, receiverIndex: reserved.receiver, counter: reserved.first + UInt64(index))
+                sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]))
+            }
+            sender.flush()
         }
     }
 
+    /// One transport message of a received batch, opened in place.
+    private struct Opened {
+        var index: UInt32
+        var counter: UInt64
+        var packet: UnsafeMutableRawBufferPointer
+        var messageLength: Int
+        var accepted = false
+    }
+
+    /// UDP → TUN: receives a batch (recvmmsg, UDP GRO), opens each transport message in place
+    /// outside the lock, checks the batch's counters against the replay window under the lock
+    /// once, and writes the packets (TCP segments joined again where the interface allows).
     private func inboundLoop(flow: PacketFlow) {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let receiver = DatagramReceiver(socket: socket)
+        let writer = flow.makeWriter()
+        var opened: [Opened] = []
+        opened.reserveCapacity(1024)
         while isRunning {
-            guard let received = try? buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else {
+            let filled: Int
+            do {
+                guard let count = try receiver.receive() else { return }
+                filled = count
+            } catch {
                 if !isRunning { return }
+                log("receiving from the server failed: \(error)")
+                Thread.sleep(forTimeInterval: 0.05)
                 continue
             }
-            let message = Array(buffer[..<received.count])
+            guard filled > 0 else { continue }
             let now = Date()
-            switch MessageType.of(message) {
-            case .transportData:
-                let packet: [UInt8]? = state.withLock { state in
-                    let index = message.readBigEndianUInt32(at: 4)
-                    var opened: [UInt8]?
-                    if state.current?.localIndex == index { opened = try? state.current?.open(message, now: now) }
-                    else if state.previous?.localIndex == index { opened = try? state.previous?.open(message, now: now) }
-                    guard let opened else {
-                        state.dropped += 1
-                        return nil
+            let keys = state.withLock { state in
+                (current: state.current.map { ($0.localIndex, $0.receiveCipher) }, previous: state.previous.map { ($0.localIndex, $0.receiveCipher) })
+            }
+            opened.removeAll(keepingCapacity: true)
+            var rejected: UInt64 = 0
+            for bufferIndex in 0..<filled {
+                let buffer = receiver.buffer(bufferIndex)
+                let size = receiver.segmentSize(bufferIndex)
+                var offset = 0
+                while offset < buffer.count {
+                    let length = min(size, buffer.count - offset)
+                    let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
+                    offset += length
+                    guard MessageType.of(UnsafeRawBufferPointer(datagram)) == .transportData else {
+                        handleControl(Array(datagram), now: now)
+                        continue
                     }
-                    state.lastReceived = now
-                    state.bytesIn += UInt64(message.count)
-                    return opened
+                    guard length >= WireSize.transportMinimum else {
+                        rejected += 1
+                        continue
+                    }
+                    let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+                    let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                    let cipher = keys.current?.0 == index ? keys.current?.1 : keys.previous?.0 == index ? keys.previous?.1 : nil
+                    guard let cipher, let plaintext = cipher.open(datagram, counter: counter) else {
+                        rejected += 1
+                        continue
+                    }
+                    let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
+                    opened.append(Opened(index: index, counter: counter, packet: packet, messageLength: length))
                 }
-                guard let packet, !packet.isEmpty else { continue }
-                guard let info = IPPacketInfo(packet) else {
-                    state.withLock { $0.dropped += 1 }
+            }
+            state.withLock { state in
+                for position in opened.indices {
+                    let item = opened[position]
+                    var accepted = false
+                    if state.current?.localIndex == item.index {
+                        accepted = state.current!.acceptCounter(item.counter, now: now)
+                    } else if state.previous?.localIndex == item.index {
+                        accepted = state.previous!.acceptCounter(item.counter, now: now)
+                    }
+                    opened[position].accepted = accepted
+                    if accepted {
+                        state.bytesIn += UInt64(item.messageLength)
+                        state.lastReceived = now
+                    } else {
+                        rejected += 1
+                    }
+                }
+                state.dropped += rejected
+            }
+            var notIP: UInt64 = 0
+            for item in opened where item.accepted && item.packet.count > 0 {
+                guard let length = IPPacketInfo.length(of: UnsafeRawBufferPointer(item.packet)) else {
+                    notIP += 1
                     continue
                 }
-                try? packet.withUnsafeBytes { try flow.write(UnsafeRawBufferPointer(rebasing: $0[..<info.length])) }
-            case .handshakeResponse:
-                let completed: Bool = state.withLock { state in
-                    guard let pending = state.pending, let (session, _) = try? pending.consumeResponse(message, now: now) else { return false }
-                    state.previous = state.current
-                    state.current = session
-                    state.pending = nil
-                    state.firstAttempt = nil
-                    state.lastHandshake = now
-                    state.lastReceived = now
-                    let wasReasserting = state.reasserting
-                    state.reasserting = false
-                    return wasReasserting
-                }
-                if completed {
-                    log("handshake completed; tunnel restored")
-                    onReasserting(false)
-                }
-            case .cookieReply:
-                state.withLock { state in
-                    guard let pending = state.pending,
-                          let cookie = try? CookieGenerator.openReply(message, responderPublicKey: serverKey, sentMAC1: pending.sentMAC1) else { return }
-                    state.cookie = cookie
-                    state.pendingSince = .distantPast  // retry at once, with the cookie
-                }
-            default:
-                state.withLock { $0.dropped += 1 }
+                writer.add(UnsafeMutableRawBufferPointer(rebasing: item.packet[..<length]))
             }
+            writer.flush()
+            if notIP > 0 { state.withLock { $0.dropped += notIP } }
+        }
+    }
+
+    /// Handshake responses and cookie replies that arrive while the tunnel runs.
+    private func handleControl(_ message: [UInt8], now: Date) {
+        switch MessageType.of(message) {
+        case .handshakeResponse:
+            let completed: Bool = state.withLock { state in
+                guard let pending = state.pending, let (session, _) = try? pending.consumeResponse(message, now: now) else { return false }
+                state.previous = state.current
+                state.current = session
+                state.pending = nil
+                state.firstAttempt = nil
+                state.lastHandshake = now
+                state.lastReceived = now
+                let wasReasserting = state.reasserting
+                state.reasserting = false
+                return wasReasserting
+            }
+            if completed {
+                log("handshake completed; tunnel restored")
+                onReasserting(false)
+            }
+        case .cookieReply:
+            state.withLock { state in
+                guard let pending = state.pending,
+                      let cookie = try? CookieGenerator.openReply(message, responderPublicKey: serverKey, sentMAC1: pending.sentMAC1) else { return }
+                state.cookie = cookie
+                state.pendingSince = .distantPast  // retry at once, with the cookie
+            }
+        default:
+            state.withLock { $0.dropped += 1 }
         }
     }
 

@@ -45,8 +45,9 @@ struct ServerPeerTable {
         for address in peer.addresses { byAddress[address.address] = position }
     }
 
-    mutating func drop(_ reason: String) {
-        dropped[reason, default: 0] += 1
+    mutating func drop(_ reason: String, count: UInt64 = 1) {
+        guard count > 0 else { return }
+        dropped[reason, default: 0] += count
     }
 
     /// A session index not in use.

@@ -55,7 +55,7 @@ public final class TunnelServer: Sendable {
 
     /// Creates the TUN interface and the socket, then serves until `stop()`. Blocks.
     public func run() throws(NetExtError) {
-        let tun: (fd: Int32, name: String)
+        let tun: (fd: Int32, name: String, offload: Bool)
         do { tun = try TunDevice.open(pattern: configuration.interfaceName ?? "netextsrv%d") } catch {
             throw NetExtError(.connectionFailed, "cannot create the server's TUN interface: \(error)")
         }
@@ -71,7 +71,7 @@ public final class TunnelServer: Sendable {
         resources.withLock { $0 = (socket, tun.fd, tun.name) }
         logger.info("tunnel server ready", metadata: [
             "listen": "\(socket.localAddress?.description ?? configuration.listen)", "interface": "\(tun.name)",
-            "peers": "\(configuration.peers.count)", "publicKey": "\(publicKey)",
+            "peers": "\(configuration.peers.count)", "publicKey": "\(publicKey)", "offloads": "\(tun.offload)",
         ])
         // Three threads: datagrams in, packets from the TUN interface out, timers.
         let done = DispatchGroup()
@@ -117,21 +117,150 @@ public final class TunnelServer: Sendable {
 
     // MARK: Loops
 
+    /// One transport message of a received batch, opened in place.
+    private struct Opened {
+        var position: Int
+        var index: UInt32
+        var counter: UInt64
+        var packet: UnsafeMutableRawBufferPointer
+        var messageLength: Int
+        var buffer: Int
+        var accepted = false
+    }
+
+    /// What the receive loop needs of a session, looked up once per batch and index.
+    private struct ReceiveKey {
+        var position: Int
+        var cipher: TransportCipher
+        /// The peer's own addresses (4 or 16 bytes each), for anti-spoofing.
+        var addresses: [[UInt8]]
+    }
+
+    /// UDP → TUN: a batch per recvmmsg (with UDP GRO), each transport message opened in place
+    /// outside the lock, counters, roaming and statistics under the lock once per batch, then the
+    /// packets written with TCP segments joined.
     private func receiveLoop(socket: UDPSocket, tun: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let receiver = DatagramReceiver(socket: socket)
+        let writer = TunPacketWriter(fileDescriptor: tun)
+        var opened: [Opened] = []
+        opened.reserveCapacity(1024)
+        var keys: [UInt32: ReceiveKey] = [:]
+        var sources: [SocketAddress?] = Array(repeating: nil, count: receiver.capacity)
         while isRunning {
-            let received: (count: Int, from: SocketAddress, to: LocalAddress?)?
-            do { received = try buffer.withUnsafeMutableBytes { try socket.receiveWithDestination(into: $0) } } catch {
+            let filled: Int
+            do {
+                guard let count = try receiver.receive() else { return }
+                filled = count
+            } catch {
                 if isRunning { logger.warning("receive failed", metadata: ["error": "\(error)"]) }
                 continue
             }
-            guard let (count, source, local) = received else { return }
-            let datagram = Array(buffer[..<count])
-            switch MessageType.of(datagram) {
-            case .handshakeInitiation: handleInitiation(datagram, from: source, to: local, socket: socket)
-            case .transportData: handleTransport(datagram, from: source, to: local, tun: tun)
-            default: table.withLock { $0.drop("unknown message type") }
+            guard filled > 0 else { continue }
+            let now = Date()
+            opened.removeAll(keepingCapacity: true)
+            keys.removeAll(keepingCapacity: true)
+            var rejected: UInt64 = 0
+            for bufferIndex in 0..<filled {
+                let buffer = receiver.buffer(bufferIndex)
+                let size = receiver.segmentSize(bufferIndex)
+                sources[bufferIndex] = receiver.source(bufferIndex)
+                guard let source = sources[bufferIndex] else { continue }
+                var offset = 0
+                while offset < buffer.count {
+                    let length = min(size, buffer.count - offset)
+                    let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
+                    offset += length
+                    switch MessageType.of(UnsafeRawBufferPointer(datagram)) {
+                    case .transportData:
+                        guard length >= WireSize.transportMinimum else {
+                            rejected += 1
+                            continue
+                        }
+                        let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+                        let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                        if keys[index] == nil, let key = receiveKey(for: index) { keys[index] = key }
+                        guard let key = keys[index], let plaintext = key.cipher.open(datagram, counter: counter) else {
+                            rejected += 1
+                            continue
+                        }
+                        let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
+                        opened.append(Opened(position: key.position, index: index, counter: counter, packet: packet, messageLength: length, buffer: bufferIndex))
+                    case .handshakeInitiation:
+                        handleInitiation(Array(datagram), from: source, to: receiver.destination(bufferIndex), socket: socket)
+                    default:
+                        table.withLock { $0.drop("unknown message type") }
+                    }
+                }
             }
+            table.withLock { table in
+                table.drop("transport: unknown receiver, authentication failed or malformed", count: rejected)
+                var replayed: UInt64 = 0
+                for item in opened.indices {
+                    let position = opened[item].position
+                    let index = opened[item].index
+                    var accepted = false
+                    if table.peers[position].current?.localIndex == index {
+                        accepted = table.peers[position].current!.acceptCounter(opened[item].counter, now: now)
+                    } else if table.peers[position].previous?.localIndex == index {
+                        accepted = table.peers[position].previous!.acceptCounter(opened[item].counter, now: now)
+                    }
+                    guard accepted else {
+                        replayed += 1
+                        continue
+                    }
+                    opened[item].accepted = true
+                    // Roaming: an authenticated packet from a new address moves the peer there.
+                    let source = sources[opened[item].buffer]
+                    if table.peers[position].endpoint != source {
+                        logger.info("peer roamed", metadata: [
+                            "peer": "\(table.peers[position].name)", "from": "\(table.peers[position].endpoint?.description ?? "-")",
+                            "to": "\(source?.description ?? "-")",
+                        ])
+                        table.peers[position].endpoint = source
+                    }
+                    table.peers[position].localAddress = receiver.destination(opened[item].buffer)
+                    table.peers[position].lastReceived = now
+                    table.peers[position].bytesIn += UInt64(opened[item].messageLength)
+                    table.peers[position].packetsIn += 1
+                }
+                table.drop("transport: replayed or too old", count: replayed)
+            }
+            var notIP: UInt64 = 0
+            var spoofed: UInt64 = 0
+            for item in opened where item.accepted && item.packet.count > 0 {
+                let packet = UnsafeRawBufferPointer(item.packet)
+                guard let length = IPPacketInfo.length(of: packet) else {
+                    notIP += 1
+                    continue
+                }
+                // Anti-spoofing: a peer may only send from its own addresses.
+                let layout = IPPacketInfo.addressLayout(of: packet)
+                let owned = keys[item.index]?.addresses.contains { address in
+                    address.count == layout.count && address.withUnsafeBytes { memcmp($0.baseAddress!, packet.baseAddress! + layout.offset, layout.count) == 0 }
+                } ?? false
+                guard owned else {
+                    spoofed += 1
+                    continue
+                }
+                writer.add(UnsafeMutableRawBufferPointer(rebasing: item.packet[..<length]))
+            }
+            writer.flush()
+            if notIP > 0 || spoofed > 0 {
+                table.withLock { table in
+                    table.drop("transport: not an IP packet", count: notIP)
+                    table.drop("transport: source address not assigned to the peer", count: spoofed)
+                }
+            }
+        }
+    }
+
+    private func receiveKey(for index: UInt32) -> ReceiveKey? {
+        table.withLock { table in
+            guard let position = table.byIndex[index] else { return nil }
+            let peer = table.peers[position]
+            let session = peer.current?.localIndex == index ? peer.current : peer.previous?.localIndex == index ? peer.previous : nil
+            guard let session else { return nil }
+            return ReceiveKey(position: position, cipher: session.receiveCipher, addresses: peer.addresses.map(\.address))
         }
     }
 
@@ -185,81 +314,76 @@ public final class TunnelServer: Sendable {
         }
     }
 
-    private func handleTransport(_ message: [UInt8], from source: SocketAddress, to local: LocalAddress?, tun: Int32) {
-        guard message.count >= WireSize.transportMinimum else {
-            table.withLock { $0.drop("transport: too short") }
-            return
-        }
-        let index = message.readBigEndianUInt32(at: 4)
-        let now = Date()
-        let plaintext: [UInt8]? = table.withLock { table in
-            guard let position = table.byIndex[index] else {
-                table.drop("transport: unknown receiver index")
-                return nil
-            }
-            var peer = table.peers[position]
-            var opened: [UInt8]?
-            if peer.current?.localIndex == index {
-                opened = try? peer.current?.open(message, now: now)
-            } else if peer.previous?.localIndex == index {
-                opened = try? peer.previous?.open(message, now: now)
-            }
-            guard let packet = opened else {
-                table.drop("transport: authentication or replay check failed")
-                return nil
-            }
-            // Roaming: an authenticated packet from a new address moves the peer there.
-            if peer.endpoint != source {
-                logger.info("peer roamed", metadata: ["peer": "\(peer.name)", "from": "\(peer.endpoint?.description ?? "-")", "to": "\(source)"])
-                peer.endpoint = source
-            }
-            peer.localAddress = local
-            peer.lastReceived = now
-            peer.bytesIn += UInt64(message.count)
-            peer.packetsIn += 1
-            table.peers[position] = peer
-            if packet.isEmpty { return [] }
-            guard let info = IPPacketInfo(packet) else {
-                table.drop("transport: not an IP packet")
-                return nil
-            }
-            // Anti-spoofing: a peer may only send from its own addresses.
-            guard peer.addresses.contains(where: { $0.address == info.source }) else {
-                table.drop("transport: source address not assigned to the peer")
-                return nil
-            }
-            return Array(packet[..<info.length])
-        }
-        guard let plaintext, !plaintext.isEmpty else { return }
-        try? plaintext.withUnsafeBytes { try PacketIO.write(tun, $0) }
+    /// Where one packet from the TUN interface goes, decided under the lock.
+    private struct Outgoing {
+        var position: Int
+        var counter: UInt64
+        var cipher: TransportCipher
+        var receiver: UInt32
+        var endpoint: SocketAddress
+        var local: LocalAddress?
     }
 
+    /// TUN → UDP: a batch of packets (TCP super-packets split), each routed to its peer by
+    /// destination address and given a counter under the lock once per batch, sealed in place
+    /// outside it, and sent with sendmmsg / UDP GSO, one run per peer.
     private func tunLoop(socket: UDPSocket, tun: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let reader = TunPacketReader(fileDescriptor: tun)
+        let batch = PacketBatch(
+            capacity: 192, maximumPacket: max(configuration.mtu ?? 1420, 1280), headroom: WireSize.transportHeader,
+            tailroom: TransportSession.paddingMultiple + WireSize.tag)
+        let sender = DatagramSender(socket: socket, capacity: 192)
+        var plan: [Outgoing?] = Array(repeating: nil, count: batch.capacity)
         while isRunning {
-            guard PacketIO.waitReadable(tun, milliseconds: 250) else { continue }
+            batch.removeAll()
             let count: Int
-            do { count = try buffer.withUnsafeMutableBytes { try PacketIO.read(tun, into: $0) } } catch { continue }
-            guard count > 0, let info = buffer.withUnsafeBytes({ IPPacketInfo(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { continue }
-            let packet = Array(buffer[..<info.length])
-            let now = Date()
-            let sealed: (message: [UInt8], endpoint: SocketAddress, local: LocalAddress?)? = table.withLock { table in
-                guard let position = table.byAddress[info.destination], let endpoint = table.peers[position].endpoint,
-                      var session = table.peers[position].current else {
-                    table.drop("tun: no peer or session for the destination")
-                    return nil
-                }
-                guard let message = try? session.seal(packet, now: now) else {
-                    table.drop("tun: session expired")
-                    return nil
-                }
-                table.peers[position].current = session
-                table.peers[position].lastSent = now
-                table.peers[position].bytesOut += UInt64(message.count)
-                table.peers[position].packetsOut += 1
-                return (message, endpoint, table.peers[position].localAddress)
+            do { count = try reader.fill(batch, waitMilliseconds: 250) } catch {
+                if isRunning { logger.error("reading the TUN interface failed", metadata: ["error": "\(error)"]) }
+                return
             }
-            if let sealed { try? sealed.message.withUnsafeBytes { try socket.send($0, to: sealed.endpoint, from: sealed.local) } }
+            guard count > 0 else { continue }
+            let now = Date()
+            table.withLock { table in
+                var lastDestination: [UInt8] = []
+                var lastPosition: Int?
+                var unrouted: UInt64 = 0
+                for index in 0..<count {
+                    plan[index] = nil
+                    let packet = UnsafeRawBufferPointer(batch.packet(index))
+                    guard IPPacketInfo.length(of: packet) != nil else {
+                        unrouted += 1
+                        continue
+                    }
+                    let layout = IPPacketInfo.addressLayout(of: packet)
+                    let destination = packet.baseAddress! + layout.offset + layout.count
+                    // Segments of one super-packet share their destination: look it up once.
+                    let same = lastDestination.count == layout.count && lastDestination.withUnsafeBytes { memcmp($0.baseAddress!, destination, layout.count) == 0 }
+                    if !same {
+                        lastDestination = Array(UnsafeRawBufferPointer(start: destination, count: layout.count))
+                        lastPosition = table.byAddress[lastDestination]
+                    }
+                    guard let position = lastPosition, let endpoint = table.peers[position].endpoint,
+                          var session = table.peers[position].current, let counter = try? session.reserveCounters(1, now: now) else {
+                        unrouted += 1
+                        continue
+                    }
+                    table.peers[position].current = session
+                    table.peers[position].lastSent = now
+                    table.peers[position].bytesOut += UInt64(TransportCipher.messageLength(packetLength: batch.length(index)))
+                    table.peers[position].packetsOut += 1
+                    plan[index] = Outgoing(
+                        position: position, counter: counter, cipher: session.sendCipher, receiver: session.remoteIndex,
+                        endpoint: endpoint, local: table.peers[position].localAddress)
+                }
+                table.drop("tun: no peer or session for the destination", count: unrouted)
+            }
+            for index in 0..<count {
+                guard let outgoing = plan[index] else { continue }
+                let slot = batch.slot(index)
+                let length = outgoing.cipher.seal(packetLength: batch.length(index), in: slot, receiverIndex: outgoing.receiver, counter: outgoing.counter)
+                sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]), key: outgoing.position, to: outgoing.endpoint, from: outgoing.local)
+            }
+            sender.flush()
         }
     }
 

@@ -14,8 +14,10 @@ public struct TransportSession: Sendable {
     public let isInitiator: Bool
     public let created: Date
     public let timing: TunnelTiming
-    private let sendKey: SymmetricKey
-    private let receiveKey: SymmetricKey
+    /// Seals this side's packets; usable outside any lock (see `reserveCounters`).
+    public let sendCipher: TransportCipher
+    /// Opens the peer's packets; usable outside any lock (see `acceptCounter`).
+    public let receiveCipher: TransportCipher
     public private(set) var sendCounter: UInt64 = 0
     private var replayWindow = ReplayWindow()
     public private(set) var lastReceived: Date?
@@ -24,8 +26,9 @@ public struct TransportSession: Sendable {
         self.localIndex = localIndex
         self.remoteIndex = remoteIndex
         self.isInitiator = isInitiator
-        self.sendKey = sendKey
-        self.receiveKey = receiveKey
+        // Both keys come from HKDF-SHA256 and are always 32 bytes.
+        self.sendCipher = TransportCipher(sendKey)!
+        self.receiveCipher = TransportCipher(receiveKey)!
         self.created = created
         self.timing = timing
     }
@@ -44,22 +47,32 @@ public struct TransportSession: Sendable {
         now.timeIntervalSince(created) >= timing.rejectAfterTime || sendCounter >= timing.rejectAfterMessages
     }
 
+    /// Takes `count` consecutive send counters for a batch that the caller seals outside its lock
+    /// with `sendCipher`; returns the first.
+    public mutating func reserveCounters(_ count: Int, now: Date = Date()) throws(TunnelProtocolError) -> UInt64 {
+        guard !isExpired(now: now), sendCounter + UInt64(count) <= timing.rejectAfterMessages else { throw .sessionExpired }
+        defer { sendCounter += UInt64(count) }
+        return sendCounter
+    }
+
+    /// Records a counter whose message `receiveCipher` authenticated; false if it is replayed,
+    /// too old, or the session may no longer receive.
+    public mutating func acceptCounter(_ counter: UInt64, now: Date = Date()) -> Bool {
+        guard now.timeIntervalSince(created) < timing.rejectAfterTime, counter < timing.rejectAfterMessages,
+              replayWindow.accept(counter) else { return false }
+        lastReceived = now
+        return true
+    }
+
     /// Encrypts `packet` (empty = keepalive) into a transport message.
     public mutating func seal(_ packet: [UInt8], now: Date = Date()) throws(TunnelProtocolError) -> [UInt8] {
-        guard !isExpired(now: now) else { throw .sessionExpired }
-        let counter = sendCounter
-        sendCounter += 1
-        let padded = packet.count % Self.paddingMultiple == 0 ? packet : packet + [UInt8](repeating: 0, count: Self.paddingMultiple - packet.count % Self.paddingMultiple)
-        var message: [UInt8] = [MessageType.transportData.rawValue, 0, 0, 0]
-        message.reserveCapacity(WireSize.transportHeader + padded.count + WireSize.tag)
-        message.appendBigEndian(remoteIndex)
-        message.appendBigEndian(counter)
-        do {
-            let sealed = try ChaChaPoly.seal(padded, using: sendKey, nonce: NoiseNonce.make(counter))
-            message.append(contentsOf: sealed.ciphertext)
-            message.append(contentsOf: sealed.tag)
-        } catch {
-            throw .decryptionFailed(stage: "seal")
+        let counter = try reserveCounters(1, now: now)
+        var message = [UInt8](repeating: 0, count: TransportCipher.messageLength(packetLength: packet.count))
+        let cipher = sendCipher
+        let index = remoteIndex
+        message.withUnsafeMutableBytes { buffer in
+            packet.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[WireSize.transportHeader...]).copyMemory(from: $0) }
+            _ = cipher.seal(packetLength: packet.count, in: buffer, receiverIndex: index, counter: counter)
         }
         return message
     }
@@ -74,18 +87,11 @@ public struct TransportSession: Sendable {
         guard now.timeIntervalSince(created) < timing.rejectAfterTime else { throw .sessionExpired }
         let counter = message.readBigEndianUInt64(at: 8)
         guard counter < timing.rejectAfterMessages else { throw .replayedCounter(counter) }
-        let plaintext: [UInt8]
-        do {
-            let box = try ChaChaPoly.SealedBox(
-                nonce: NoiseNonce.make(counter),
-                ciphertext: message[WireSize.transportHeader..<(message.count - WireSize.tag)],
-                tag: message[(message.count - WireSize.tag)...])
-            plaintext = Array(try ChaChaPoly.open(box, using: receiveKey))
-        } catch {
-            throw .decryptionFailed(stage: "transport")
-        }
-        guard replayWindow.accept(counter) else { throw .replayedCounter(counter) }
-        lastReceived = now
-        return plaintext
+        var buffer = message
+        let cipher = receiveCipher
+        let length = buffer.withUnsafeMutableBytes { cipher.open($0, counter: counter) }
+        guard let length else { throw .decryptionFailed(stage: "transport") }
+        guard acceptCounter(counter, now: now) else { throw .replayedCounter(counter) }
+        return Array(buffer[WireSize.transportHeader..<(WireSize.transportHeader + length)])
     }
 }

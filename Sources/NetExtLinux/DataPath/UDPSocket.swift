@@ -80,6 +80,9 @@ public final class UDPSocket: Sendable {
         }
     }
 
+    /// Whether `close()` was called.
+    public var isClosed: Bool { closed.withLock { $0 } }
+
     /// Sets a receive timeout so a blocked `receive` wakes up periodically (EAGAIN is thrown).
     public func setReceiveTimeout(milliseconds: Int) {
         var value = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
