@@ -100,6 +100,24 @@ check "MTU: a 1392-byte ping with DF fits the 1420 tunnel" laptop ping -c 1 -W 2
 check "MTU: a 1400-byte ping with DF does not" bash -c "! ip netns exec $LAB_LAPTOP ping -c 1 -W 2 -M do -s 1400 10.20.0.5 >/dev/null 2>&1"
 laptop curl -s -m 20 -o "$work/big.copy" http://10.20.0.5:8080/big.bin
 check "a 3 MB transfer arrives intact" cmp -s "$work/www/big.bin" "$work/big.copy"
+# The other direction: the laptop uploads the file to a sink in the office that records its hash.
+lab_spawn "$LAB_OFFICE" python3 -c "
+import hashlib, socket
+server = socket.create_server(('10.20.0.5', 9001)); server.settimeout(20)
+connection, _ = server.accept(); connection.settimeout(20); digest = hashlib.sha256()
+while chunk := connection.recv(65536): digest.update(chunk)
+open('$work/upload.sha256', 'w').write(digest.hexdigest())
+"
+lab_wait "office ss -ltn | grep -q 10.20.0.5:9001" 10
+laptop python3 -c "
+import socket
+connection = socket.create_connection(('10.20.0.5', 9001), timeout=20)
+connection.sendall(open('$work/www/big.bin', 'rb').read()); connection.close()
+"
+lab_wait "test -s '$work/upload.sha256'" 20
+check "a 3 MB upload arrives intact" test "$(cat "$work/upload.sha256" 2>/dev/null)" = "$(sha256sum "$work/www/big.bin" | cut -d' ' -f1)"
+check "status counts the tunnel's traffic (the 3 MB each way)" bash -c "'$bin/netext' status Office --json | python3 -c 'import json, sys; s = json.load(sys.stdin)[0]; sys.exit(0 if s[\"bytesIn\"] > 3000000 and s[\"bytesOut\"] > 3000000 else 1)'"
+check "the server's TUN interface uses offloads" grep -q "offloads=true" "$work/server.log"
 
 # The server restarts: the client notices the silence, reasserts, and recovers.
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null

@@ -4,6 +4,22 @@ import NetExtIPC
 
 /// Human-readable descriptions of configurations and events.
 enum ConfigurationText {
+    /// "in 1.2 MB, out 340 kB" (decimal units, as network tools count).
+    static func trafficSummary(_ status: StatusInfo) -> String {
+        "in \(byteCount(status.bytesIn)), out \(byteCount(status.bytesOut))"
+    }
+
+    static func byteCount(_ bytes: UInt64) -> String {
+        let units = ["B", "kB", "MB", "GB", "TB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1000 && unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
+    }
+
     static func describe(_ configuration: Configuration, status: StatusInfo) -> String {
         var lines = [
             "name:        \(configuration.localizedDescription)",
@@ -15,6 +31,7 @@ enum ConfigurationText {
             "revision:    \(configuration.revision)",
         ]
         if let connected = status.connectedDate { lines.append("connected:   since \(ISO8601DateFormatter().string(from: connected))") }
+        if status.status.isActive { lines.append("traffic:     \(trafficSummary(status))") }
         if let error = status.lastDisconnectError { lines.append("last error:  \(error)") }
         if let profile = configuration.profileIdentifier { lines.append("profile:     \(profile)") }
         switch configuration.protocolConfiguration {

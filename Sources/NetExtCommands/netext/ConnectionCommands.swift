@@ -77,7 +77,8 @@ struct StatusCommand: AsyncParsableCommand {
                 for status in statuses {
                     let error = status.lastDisconnectError.map { " (last error: \($0.message))" } ?? ""
                     let proxy = status.proxy.map { " (proxy: \(ProxyEnvironment.summary($0)))" } ?? ""
-                    lines.append("\(status.name): \(status.status.rawValue)\(error)\(proxy)")
+                    let traffic = status.status.isActive ? " (\(ConfigurationText.trafficSummary(status)))" : ""
+                    lines.append("\(status.name): \(status.status.rawValue)\(traffic)\(error)\(proxy)")
                 }
                 FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
             }

@@ -120,11 +120,14 @@ public actor SessionManager {
         let session = sessions[configuration.id]
         var status = session?.machine.status ?? .disconnected
         if status == .disconnected && !configuration.isEnabled { status = .invalid }
+        // Traffic through the tunnel: the kernel's counters of the TUN interface (inner packets).
+        let traffic = session?.tunnel.flatMap { TunDevice.traffic(of: $0.name) }
         return StatusInfo(
             id: configuration.id, name: configuration.localizedDescription, kind: configuration.kind,
             isEnabled: configuration.isEnabled, status: status,
             connectedDate: session?.machine.connectedDate,
             lastDisconnectError: session?.machine.lastDisconnectError,
+            bytesIn: traffic?.received ?? 0, bytesOut: traffic?.sent ?? 0,
             proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil)
     }
 

@@ -36,6 +36,18 @@ public enum TunDevice {
         netext_tun_has_vnet_header(fd) == 1
     }
 
+    /// Bytes the kernel counted on an interface (sysfs statistics): `received` is what arrived
+    /// from the device (for a TUN interface, what the provider wrote: traffic in from the tunnel),
+    /// `sent` what the system sent into it.
+    public static func traffic(of interface: String) -> (received: UInt64, sent: UInt64)? {
+        func counter(_ name: String) -> UInt64? {
+            guard let text = try? String(contentsOfFile: "/sys/class/net/\(interface)/statistics/\(name)", encoding: .utf8) else { return nil }
+            return UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        guard let received = counter("rx_bytes"), let sent = counter("tx_bytes") else { return nil }
+        return (received, sent)
+    }
+
     /// The MTU of any interface, from sysfs.
     public static func mtu(of interface: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/sys/class/net/\(interface)/mtu", encoding: .utf8) else { return nil }
