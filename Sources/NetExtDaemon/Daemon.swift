@@ -35,7 +35,10 @@ public final class Daemon: Sendable {
         let hub = NotificationHub()
         let registry = ProviderRegistry(directory: settings.providersDirectory)
         let resolver = ResolverConfiguration(path: settings.resolverPath, backupPath: settings.stateDirectory + "/resolv.conf.backup")
-        let sessions = SessionManager(registry: registry, hub: hub, logger: logger, resolver: resolver, startDeadline: settings.providerStartDeadline)
+        let stubAddress = SocketAddress(settings.dnsStubAddress)
+        if stubAddress == nil { logger.warning("NETEXT_DNS_STUB is not ADDRESS:PORT; DNS match domains will be ignored", metadata: ["value": "\(settings.dnsStubAddress)"]) }
+        let sessions = SessionManager(
+            registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline)
         await sessions.removeStaleState()
         let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)

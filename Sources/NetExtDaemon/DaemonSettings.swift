@@ -14,6 +14,9 @@ public struct DaemonSettings: Sendable {
     public var providerStartDeadline: Duration
     /// `$NETEXT_RESOLV_CONF`, default `/etc/resolv.conf`: the resolver file tunnels' DNS settings replace.
     public var resolverPath: String = "/etc/resolv.conf"
+    /// `$NETEXT_DNS_STUB`, default `127.0.0.153:53`: where netextd's DNS stub listens while a
+    /// tunnel with DNS match domains is up (resolver files cannot name another port than 53).
+    public var dnsStubAddress: String = "127.0.0.153:53"
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -30,6 +33,7 @@ public struct DaemonSettings: Sendable {
             socketPath: environment["NETEXT_SOCKET"] ?? "/run/netext/netextd.sock",
             providersDirectory: environment["NETEXT_PROVIDERS_DIR"] ?? "/etc/netext/providers")
         if let resolver = environment["NETEXT_RESOLV_CONF"] { settings.resolverPath = resolver }
+        if let stub = environment["NETEXT_DNS_STUB"] { settings.dnsStubAddress = stub }
         return settings
     }
 

@@ -1,3 +1,4 @@
+import CNetExtLinux
 import NetExtCore
 #if canImport(Glibc)
 import Glibc
@@ -82,5 +83,36 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         default:
             return nil
         }
+    }
+}
+
+extension SocketAddress {
+    /// Resolves `host` (a name or a numeric address) with the system resolver (getaddrinfo:
+    /// /etc/hosts, then DNS), IPv4 answers first; throws with the resolver's message.
+    public static func resolve(host: String, port: UInt16) throws(SystemError) -> [SocketAddress] {
+        if let bytes = IPPrefix.parseAddress(host) { return [SocketAddress(address: bytes, port: port)] }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &result)
+        guard status == 0, let first = result else {
+            throw SystemError("resolve", errno: EHOSTUNREACH, subject: "\(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [SocketAddress] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry {
+            if let raw = current.pointee.ai_addr {
+                var storage = sockaddr_storage()
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: Int(current.pointee.ai_addrlen))) }
+                if let address = SocketAddress.from(storage) {
+                    let withPort = SocketAddress(address: address.address, port: port)
+                    if !addresses.contains(withPort) { addresses.append(withPort) }
+                }
+            }
+            entry = current.pointee.ai_next
+        }
+        return addresses.sorted { !$0.isIPv6 && $1.isIPv6 }
     }
 }

@@ -16,6 +16,15 @@ struct TunnelLabTests {
         #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("PASS") }.count >= 20, "\(result.stdout)")
     }
 
+    @Test("DNS match domains: office names through the tunnel, every other name through the laptop's resolver")
+    func dnsMatchDomains() throws {
+        let result = try run("/bin/bash", [Self.root + "/scripts/e2e/dns.sh"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 180)
+        let failed = result.stdout.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(result.status == 0 && failed.isEmpty, "\(result)")
+        #expect(result.stdout.contains("ALL CHECKS PASSED"))
+        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("PASS") }.count >= 15, "\(result.stdout)")
+    }
+
     @Test("the README's demo shows the page failing, then loading through the tunnel")
     func demo() throws {
         let result = try run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)

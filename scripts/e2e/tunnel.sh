@@ -70,10 +70,12 @@ check "proxy: with its exceptions" bash -c "'$bin/netext' proxy-env | grep -qx \
 
 # A second client at the same time, with its own netextd, key and address.
 netext2() { NETEXT_STATE_DIR="$work/state2" NETEXT_SOCKET="$work/netextd2.sock" NETEXT_RESOLV_CONF="$work/resolv2.conf" "$bin/netext" "$@"; }
+# It names the server: ip netns exec gives the namespace /etc/netns/NAME/hosts as /etc/hosts.
+mkdir -p "/etc/netns/$LAB_LAPTOP2" && printf '203.0.113.2 vpn.office.test\n' > "/etc/netns/$LAB_LAPTOP2/hosts"
 NETEXT_STATE_DIR="$work/state2" NETEXT_SOCKET="$work/netextd2.sock" NETEXT_RESOLV_CONF="$work/resolv2.conf" lab_spawn "$LAB_LAPTOP2" "$bin/netextd" 2>> "$work/netextd2.log"
 lab_wait "NETEXT_SOCKET='$work/netextd2.sock' '$bin/netext' status" 15
-echo "$second_key" | netext2 create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
-check "two clients: the second one connects" netext2 start Office
+echo "$second_key" | netext2 create --name Office --provider com.netext.tunnel --server vpn.office.test:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
+check "two clients: the second one connects (to the server by name)" netext2 start Office
 check "two clients: the second one has the next address" bash -c "ip netns exec $LAB_LAPTOP2 ip -br address show | grep -q 10.99.0.3"
 check "two clients: both load the page" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page' && ip netns exec $LAB_LAPTOP2 curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page'"
 check "two clients: the first one is still connected" bash -c "'$bin/netext' status Office | grep -q connected"

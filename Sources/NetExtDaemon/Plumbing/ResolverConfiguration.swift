@@ -22,8 +22,37 @@ public struct ResolverConfiguration: Sendable {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// The file's content pointing at netextd's DNS stub, keeping the original search domains and
+    /// adding the tunnel's.
+    public static func renderStub(nameserver: String, searchDomains: [String]) -> String {
+        var lines = ["# Written by netextd while a NetExt tunnel with DNS match domains is up; restored when it stops.",
+                     "nameserver \(nameserver)"]
+        if !searchDomains.isEmpty { lines.append("search " + searchDomains.joined(separator: " ")) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The file as it was before netextd changed it (the kept copy, or the file itself).
+    public func originalContent() -> String {
+        let data = FileManager.default.contents(atPath: backupPath) ?? FileManager.default.contents(atPath: path) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The values of `keyword` lines ("nameserver", "search") in resolver-file text.
+    public static func values(of keyword: String, in text: String) -> [String] {
+        text.split(separator: "\n").flatMap { line -> [String] in
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.first.map(String.init) == keyword else { return [] }
+            return words.dropFirst().map(String.init)
+        }
+    }
+
     /// Installs the settings, keeping the original (only the first time).
     public func install(_ dns: DNSSettings) throws(NetExtError) {
+        try install(content: Self.render(dns))
+    }
+
+    /// Installs `content`, keeping the original (only the first time).
+    public func install(content: String) throws(NetExtError) {
         let fileManager = FileManager.default
         if !fileManager.fileExists(atPath: backupPath) {
             let original = fileManager.contents(atPath: path) ?? Data()
@@ -32,7 +61,7 @@ public struct ResolverConfiguration: Sendable {
             }
         }
         do {
-            try Data(Self.render(dns).utf8).write(to: URL(fileURLWithPath: path))
+            try Data(content.utf8).write(to: URL(fileURLWithPath: path))
         } catch {
             throw .readWrite("cannot write \(path): \(error.localizedDescription)")
         }

@@ -29,6 +29,8 @@ public actor SessionManager {
         var slot: Int
         var plan: NetworkPlan?
         var changedResolver = false
+        /// Whether the DNS stub routes this tunnel's match domains.
+        var routedDNS = false
     }
 
     private var sessions: [UUID: Session] = [:]
@@ -41,6 +43,9 @@ public actor SessionManager {
     private let stopDeadline: Duration
     private let applier: any NetworkApplier
     private let resolver: ResolverConfiguration?
+    private let dnsStubAddress: SocketAddress?
+    /// Runs while at least one tunnel has DNS match domains.
+    private var dnsStub: DNSStub?
     private var usedSlots = Set<Int>()
 
     /// Routing tables and rule priorities netextd owns: table `firstTable + slot`, rules at
@@ -50,9 +55,10 @@ public actor SessionManager {
 
     public init(
         registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
-        applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil,
+        applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil, dnsStubAddress: SocketAddress? = nil,
         startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5)
     ) {
+        self.dnsStubAddress = dnsStubAddress
         self.registry = registry
         self.hub = hub
         self.logger = logger
@@ -300,9 +306,11 @@ public actor SessionManager {
             guard let settings else {
                 if var tunnel = session.tunnel, let plan = tunnel.plan {
                     applier.teardown(plan)
-                    if tunnel.changedResolver { resolver?.restore() }
+                    if tunnel.routedDNS { unrouteDNS(for: id) }
+                    if tunnel.changedResolver && !isResolverStillNeeded(besides: id) { resolver?.restore() }
                     tunnel.plan = nil
                     tunnel.changedResolver = false
+                    tunnel.routedDNS = false
                     sessions[id]?.tunnel = tunnel
                 }
                 try await provider.send(.networkSettingsApplied(interface: session.tunnel?.name ?? "", mtu: 0))
@@ -332,13 +340,20 @@ public actor SessionManager {
             tunnel.plan = nil
             try applier.apply(plan)
             tunnel.plan = plan
+            if tunnel.routedDNS {
+                unrouteDNS(for: id)
+                tunnel.routedDNS = false
+            }
             if let dns = settings.dnsSettings, !dns.servers.isEmpty, let resolver {
-                if dns.matchDomains.isEmpty {
+                if dns.matchDomains.filter({ !$0.isEmpty }).isEmpty {
+                    // Every query goes to the tunnel's servers.
                     try resolver.install(dns)
-                    tunnel.changedResolver = true
                 } else {
-                    logger.notice("DNS match domains need netextd's DNS stub, which is not built yet; the resolver configuration is left unchanged", metadata: ["matchDomains": "\(dns.matchDomains)"])
+                    // Only names within the match domains: the stub routes each query.
+                    try routeDNS(dns, for: id, resolver: resolver)
+                    tunnel.routedDNS = true
                 }
+                tunnel.changedResolver = true
             }
             sessions[id]?.tunnel = tunnel
             logger.info("tunnel network settings applied", metadata: [
@@ -357,10 +372,54 @@ public actor SessionManager {
     private func removeTunnel(id: UUID) {
         guard let tunnel = sessions[id]?.tunnel else { return }
         if let plan = tunnel.plan { applier.teardown(plan) }
-        if tunnel.changedResolver { resolver?.restore() }
+        if tunnel.routedDNS { unrouteDNS(for: id) }
+        if tunnel.changedResolver && !isResolverStillNeeded(besides: id) { resolver?.restore() }
         SocketPair.close(tunnel.fd)
         usedSlots.remove(tunnel.slot)
         sessions[id]?.tunnel = nil
         logger.info("tunnel interface removed", metadata: ["interface": "\(tunnel.name)"])
+    }
+
+    // MARK: DNS match domains
+
+    /// Starts the stub if needed, routes the tunnel's match domains to its servers, and points
+    /// the resolver file at the stub.
+    private func routeDNS(_ dns: DNSSettings, for id: UUID, resolver: ResolverConfiguration) throws(NetExtError) {
+        guard let address = dnsStubAddress else {
+            throw NetExtError(.configurationInvalid, "the tunnel's DNS has match domains, but netextd has no DNS stub address (NETEXT_DNS_STUB)")
+        }
+        let original = resolver.originalContent()
+        if dnsStub == nil {
+            let stub = try DNSStub(address: address, logger: logger)
+            stub.start()
+            dnsStub = stub
+        }
+        let systemServers = ResolverConfiguration.values(of: "nameserver", in: original).filter { $0 != address.hostText }
+        dnsStub?.update { routing in
+            routing.defaultServers = systemServers
+            routing.entries.removeAll { $0.owner == id.uuidString }
+            routing.entries.append(.init(owner: id.uuidString, matchDomains: dns.matchDomains, servers: dns.servers))
+        }
+        var search = ResolverConfiguration.values(of: "search", in: original)
+        for domain in dns.searchDomains where !search.contains(domain) { search.append(domain) }
+        try resolver.install(content: ResolverConfiguration.renderStub(nameserver: address.hostText, searchDomains: search))
+        logger.info("DNS: match domains routed through the tunnel", metadata: [
+            "matchDomains": "\(dns.matchDomains)", "servers": "\(dns.servers)", "otherNamesTo": "\(systemServers)", "stub": "\(address)",
+        ])
+    }
+
+    /// Removes a tunnel's routes from the stub, and stops the stub when no tunnel needs it.
+    private func unrouteDNS(for id: UUID) {
+        guard let stub = dnsStub else { return }
+        stub.update { $0.entries.removeAll { $0.owner == id.uuidString } }
+        if stub.currentRouting.entries.isEmpty {
+            stub.stop()
+            dnsStub = nil
+        }
+    }
+
+    /// Whether another tunnel still relies on the resolver file netextd wrote.
+    private func isResolverStillNeeded(besides id: UUID) -> Bool {
+        sessions.contains { $0.key != id && $0.value.tunnel?.changedResolver == true }
     }
 }

@@ -10,7 +10,7 @@ import TunnelProtocol
 /// The reference packet tunnel provider (`netext-tunnel-provider`): speaks the NetExt tunnel
 /// protocol to `netext-server tunnel`.
 ///
-/// Configuration: `serverAddress` is `HOST:PORT` (numeric; port 51900 if omitted),
+/// Configuration: `serverAddress` is `HOST:PORT` (a name or numeric address; port 51900 if omitted),
 /// `providerConfiguration["serverPublicKey"]` the server's public key (base64), and the
 /// configuration's **password** is the client's private key (base64) — so the key lives in
 /// netextd's secret store, never in the readable configuration.
@@ -21,9 +21,10 @@ public final class ReferenceTunnelProvider: TunnelProvider {
     public init() {}
 
     public func startTunnel(options: [String: JSONValue]?, context: ProviderContext) async throws {
-        guard let address = context.serverAddress, let server = Self.endpoint(address) else {
-            throw NetExtError.invalid("serverAddress '\(context.serverAddress ?? "")' must be a numeric HOST or HOST:PORT")
+        guard let address = context.serverAddress, !address.isEmpty else {
+            throw NetExtError.invalid("serverAddress is empty; set it to HOST or HOST:PORT")
         }
+        let server = try Self.endpoint(address)
         guard let serverKeyText = context.providerConfiguration["serverPublicKey"]?.stringValue else {
             throw NetExtError.invalid("providerConfiguration.serverPublicKey (the server's public key, base64) is required")
         }
@@ -57,11 +58,34 @@ public final class ReferenceTunnelProvider: TunnelProvider {
         }
     }
 
-    /// `HOST:PORT`, `[V6]:PORT`, or a bare numeric host (default port).
-    static func endpoint(_ text: String) -> SocketAddress? {
+    /// `HOST:PORT`, `[V6]:PORT`, or a bare host (default port); HOST may be a name, resolved
+    /// once at start with the system resolver (IPv4 first).
+    static func endpoint(_ text: String) throws(NetExtError) -> SocketAddress {
         if let address = SocketAddress(text) { return address }
         if let bytes = IPPrefix.parseAddress(text) { return SocketAddress(address: bytes, port: defaultPort) }
-        return nil
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        let host: String
+        let port: UInt16
+        switch parts.count {
+        case 1:
+            host = text
+            port = defaultPort
+        case 2:
+            guard let value = UInt16(parts[1]), value > 0 else { throw .invalid("serverAddress '\(text)': '\(parts[1])' is not a port number") }
+            host = String(parts[0])
+            port = value
+        default:
+            throw .invalid("serverAddress '\(text)' is not HOST, HOST:PORT or [IPv6]:PORT")
+        }
+        guard !host.isEmpty, host.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x41...0x5a).contains($0 & ~0x20) }) else {
+            throw .invalid("serverAddress '\(text)': '\(host)' is not a host name")
+        }
+        let addresses: [SocketAddress]
+        do { addresses = try SocketAddress.resolve(host: host, port: port) } catch {
+            throw NetExtError(.connectionFailed, "cannot resolve the server's name: \(error)")
+        }
+        guard let first = addresses.first else { throw NetExtError(.connectionFailed, "the server's name \(host) has no addresses") }
+        return first
     }
 
     /// The network settings for what the server pushed.

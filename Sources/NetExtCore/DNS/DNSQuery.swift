@@ -1,0 +1,138 @@
+/// The part of a DNS query netextd's stub reads to choose where to forward it: the header's
+/// identifier and flags and the first question (RFC 1035 §4.1.1 header, §4.1.2 question,
+/// §4.1.4 compression). The message itself is forwarded unchanged.
+public struct DNSQuery: Sendable, Hashable {
+    public var id: UInt16
+    /// The question's name in lowercase, without the trailing dot ("" for the root).
+    public var name: String
+    public var type: UInt16
+    /// Where the question section ends (header + first question).
+    public var questionEnd: Int
+
+    /// Parses a query message; refuses responses, truncated messages and malformed names with
+    /// the offset at fault.
+    public init(parsing message: [UInt8]) throws(DNSParseError) {
+        guard message.count >= 12 else { throw .malformed(offset: message.count, "shorter than the 12-byte header") }
+        id = UInt16(message[0]) << 8 | UInt16(message[1])
+        guard message[2] & 0x80 == 0 else { throw .malformed(offset: 2, "a response, not a query") }
+        let questions = UInt16(message[4]) << 8 | UInt16(message[5])
+        guard questions >= 1 else { throw .malformed(offset: 4, "no question") }
+        var offset = 12
+        name = try Self.readName(message, at: &offset)
+        guard offset + 4 <= message.count else { throw .malformed(offset: offset, "the question's type and class are missing") }
+        type = UInt16(message[offset]) << 8 | UInt16(message[offset + 1])
+        questionEnd = offset + 4
+    }
+
+    /// Reads a possibly compressed name starting at `offset`, moving `offset` past it.
+    static func readName(_ message: [UInt8], at offset: inout Int) throws(DNSParseError) -> String {
+        var labels: [String] = []
+        var position = offset
+        var jumped = false
+        var jumps = 0
+        var length = 0
+        while true {
+            guard position < message.count else { throw .malformed(offset: position, "the name runs past the end") }
+            let byte = message[position]
+            switch byte & 0xc0 {
+            case 0x00:
+                if byte == 0 {
+                    if !jumped { offset = position + 1 }
+                    return labels.joined(separator: ".")
+                }
+                let end = position + 1 + Int(byte)
+                guard end <= message.count else { throw .malformed(offset: position, "a label runs past the end") }
+                length += Int(byte) + 1
+                guard length <= 255 else { throw .malformed(offset: position, "the name is longer than 255 bytes") }
+                labels.append(String(decoding: message[(position + 1)..<end], as: UTF8.self).lowercased())
+                position = end
+            case 0xc0:
+                guard position + 1 < message.count else { throw .malformed(offset: position, "a compression pointer is cut off") }
+                jumps += 1
+                guard jumps <= 16 else { throw .malformed(offset: position, "too many compression pointers (a loop?)") }
+                let target = Int(byte & 0x3f) << 8 | Int(message[position + 1])
+                guard target < position else { throw .malformed(offset: position, "a compression pointer points forward") }
+                if !jumped { offset = position + 2 }
+                jumped = true
+                position = target
+            default:
+                throw .malformed(offset: position, "label type \(byte >> 6) is not defined")
+            }
+        }
+    }
+
+    /// A SERVFAIL answer to `message` (header and question kept, RFC 1035 §4.1.1 RCODE 2), for
+    /// when no upstream server answered.
+    public func serverFailure(for message: [UInt8]) -> [UInt8] {
+        var reply = Array(message[..<questionEnd])
+        reply[2] = 0x80 | (message[2] & 0x79)  // QR, keep opcode and RD
+        reply[3] = 0x80 | 0x02  // RA, SERVFAIL
+        reply[4] = 0
+        reply[5] = 1
+        for index in 6..<12 { reply[index] = 0 }
+        return reply
+    }
+}
+
+public enum DNSParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    case malformed(offset: Int, String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let offset, let reason): "malformed DNS message at offset \(offset): \(reason)"
+        }
+    }
+}
+
+/// Where netextd's DNS stub sends a query: to the servers of the tunnel whose match domain is the
+/// longest suffix of the name (on a label boundary), or else to the system's own servers.
+public struct DNSRouting: Sendable, Hashable {
+    public struct Entry: Sendable, Hashable {
+        public var owner: String
+        public var matchDomains: [String]
+        public var servers: [String]
+        public init(owner: String, matchDomains: [String], servers: [String]) {
+            self.owner = owner
+            self.matchDomains = matchDomains.map { $0.lowercased().trimmingDots() }
+            self.servers = servers
+        }
+    }
+
+    public var entries: [Entry] = []
+    /// The servers for everything else (the resolver file's before the stub took over).
+    public var defaultServers: [String] = []
+
+    public init(entries: [Entry] = [], defaultServers: [String] = []) {
+        self.entries = entries
+        self.defaultServers = defaultServers
+    }
+
+    /// The servers for `name`, and the match domain that chose them (nil = default servers).
+    public func servers(for name: String) -> (servers: [String], matched: String?) {
+        let name = name.lowercased().trimmingDots()
+        var best: (servers: [String], matched: String)?
+        for entry in entries {
+            for domain in entry.matchDomains where Self.name(name, isWithin: domain) {
+                if best == nil || domain.count > best!.matched.count { best = (entry.servers, domain) }
+            }
+        }
+        if let best { return (best.servers, best.matched) }
+        return (defaultServers, nil)
+    }
+
+    /// Whether `name` is `domain` or below it ("a.office.test" is within "office.test";
+    /// "notoffice.test" is not). The empty domain matches nothing.
+    public static func name(_ name: String, isWithin domain: String) -> Bool {
+        guard !domain.isEmpty else { return false }
+        return name == domain || name.hasSuffix("." + domain)
+    }
+}
+
+extension String {
+    func trimmingDots() -> String {
+        var text = Substring(self)
+        while text.hasPrefix(".") { text = text.dropFirst() }
+        while text.hasSuffix(".") { text = text.dropLast() }
+        return String(text)
+    }
+}

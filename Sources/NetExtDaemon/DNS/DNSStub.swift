@@ -1,0 +1,129 @@
+import Dispatch
+import Foundation
+import Logging
+import NetExtCore
+import NetExtLinux
+import Synchronization
+
+/// netextd's DNS stub: while a tunnel with match domains is up, the resolver file points at this
+/// listener (loopback, port 53, UDP), and each query goes to the servers `DNSRouting` picks —
+/// the tunnel's for names within its match domains, the system's own for everything else — so
+/// only those names are resolved through the tunnel (Apple's `matchDomains`).
+///
+/// Queries are forwarded unchanged and answers relayed unchanged; a query no server answers gets
+/// SERVFAIL. Malformed queries are dropped and counted. At most `maximumInFlight` queries are
+/// forwarded at once; more are dropped and counted (the client retries).
+public final class DNSStub: Sendable {
+    public struct Counters: Sendable, Hashable {
+        public var forwardedToTunnel: UInt64 = 0
+        public var forwardedToSystem: UInt64 = 0
+        public var malformed: UInt64 = 0
+        public var unanswered: UInt64 = 0
+        public var busy: UInt64 = 0
+    }
+
+    public let address: SocketAddress
+    public static let maximumInFlight = 128
+    /// How long one upstream server has to answer before the next is tried.
+    public static let upstreamTimeoutMilliseconds = 1500
+
+    private let socket: UDPSocket
+    private let routing = Mutex(DNSRouting())
+    private let counters = Mutex(Counters())
+    private let inFlight = Mutex(0)
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "netextd.dns-stub", attributes: .concurrent)
+
+    /// Binds the listener (port 53 needs root or CAP_NET_BIND_SERVICE).
+    public init(address: SocketAddress, logger: Logger) throws(NetExtError) {
+        self.address = address
+        self.logger = logger
+        do { socket = try UDPSocket(bindingTo: address, receiveBuffer: 1 << 20, sendBuffer: 1 << 20) } catch {
+            throw NetExtError(.connectionFailed, "cannot start the DNS stub on \(address): \(error)")
+        }
+    }
+
+    /// Serves on a thread of its own until `stop()`.
+    public func start() {
+        Thread.detachNewThread { self.serve() }
+        logger.info("DNS stub listening", metadata: ["address": "\(address)"])
+    }
+
+    /// Closes the listener; queries being forwarded finish on their own.
+    public func stop() {
+        socket.close()
+        let counts = self.counters.withLock { $0 }
+        logger.info("DNS stub stopped", metadata: [
+            "toTunnel": "\(counts.forwardedToTunnel)", "toSystem": "\(counts.forwardedToSystem)",
+            "malformed": "\(counts.malformed)", "unanswered": "\(counts.unanswered)", "busy": "\(counts.busy)",
+        ])
+    }
+
+    public var currentRouting: DNSRouting { routing.withLock { $0 } }
+    public var currentCounters: Counters { counters.withLock { $0 } }
+
+    /// Replaces the routing (tunnels coming and going).
+    public func update(_ body: (inout DNSRouting) -> Void) {
+        routing.withLock { body(&$0) }
+    }
+
+    private func serve() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !socket.isClosed {
+            guard let received = try? buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else {
+                if socket.isClosed { return }
+                continue
+            }
+            let message = Array(buffer[..<received.count])
+            let client = received.from
+            let query: DNSQuery
+            do { query = try DNSQuery(parsing: message) } catch {
+                counters.withLock { $0.malformed += 1 }
+                logger.debug("malformed DNS query dropped", metadata: ["error": "\(error)"])
+                continue
+            }
+            let admitted = inFlight.withLock { count -> Bool in
+                guard count < Self.maximumInFlight else { return false }
+                count += 1
+                return true
+            }
+            guard admitted else {
+                counters.withLock { $0.busy += 1 }
+                continue
+            }
+            let route = routing.withLock { $0.servers(for: query.name) }
+            counters.withLock { counters in
+                if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
+            }
+            queue.async {
+                defer { self.inFlight.withLock { $0 -= 1 } }
+                let reply = self.forward(message, id: query.id, to: route.servers) ?? {
+                    self.counters.withLock { $0.unanswered += 1 }
+                    return query.serverFailure(for: message)
+                }()
+                try? reply.withUnsafeBytes { try self.socket.send($0, to: client) }
+            }
+        }
+    }
+
+    /// Asks each server in turn; returns the first answer carrying the query's identifier.
+    private func forward(_ message: [UInt8], id: UInt16, to servers: [String]) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 65_535)
+        for server in servers {
+            guard let bytes = IPPrefix.parseAddress(server), bytes != address.address || address.port != 53 else { continue }
+            let upstream = SocketAddress(address: bytes, port: 53)
+            guard let socket = try? UDPSocket(bindingTo: SocketAddress(address: [UInt8](repeating: 0, count: bytes.count), port: 0), receiveBuffer: 1 << 16, sendBuffer: 1 << 16) else { continue }
+            defer { socket.close() }
+            guard (try? socket.connect(to: upstream)) != nil,
+                  (try? message.withUnsafeBytes({ try socket.send($0) })) != nil else { continue }
+            socket.setReceiveTimeout(milliseconds: Self.upstreamTimeoutMilliseconds)
+            let deadline = Date().addingTimeInterval(Double(Self.upstreamTimeoutMilliseconds) / 1000)
+            while Date() < deadline {
+                guard let received = try? buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else { break }
+                guard received.count >= 12, UInt16(buffer[0]) << 8 | UInt16(buffer[1]) == id, buffer[2] & 0x80 != 0 else { continue }
+                return Array(buffer[..<received.count])
+            }
+        }
+        return nil
+    }
+}
