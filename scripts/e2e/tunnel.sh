@@ -22,6 +22,7 @@ netext() { "$bin/netext" "$@"; }
 
 lab_up || { echo "FAIL lab"; exit 1; }
 lab_add_laptop2 || { echo "FAIL lab (second laptop)"; exit 1; }
+lab_add_lan || { echo "FAIL lab (network behind the office)"; exit 1; }
 server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
 client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
 rogue_key="$("$bin/netext-server" genkey)"
@@ -29,7 +30,7 @@ second_key="$("$bin/netext-server" genkey)"; second_public="$(echo "$second_key"
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
- "routes": ["10.20.0.0/16", "fd20::/64"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}, {"name": "laptop2", "publicKey": "$second_public"}],
+ "routes": ["10.20.0.0/16", "10.30.0.0/24", "fd20::/64"], "mtu": 1420, "masquerade": ["eth1"], "peers": [{"name": "laptop", "publicKey": "$client_public"}, {"name": "laptop2", "publicKey": "$second_public"}],
  "dnsServers": ["10.20.0.53"], "searchDomains": ["office.test"],
  "httpProxy": "10.20.0.5:3128", "proxyExceptions": ["localhost", ".office.test"]}
 JSON
@@ -43,6 +44,7 @@ start_server
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www" 2>/dev/null
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8090 --bind 203.0.113.2 --directory "$work/www" 2>/dev/null
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8081 --bind fd20::5 --directory "$work/www" 2>/dev/null
+lab_spawn "$LAB_LAN" python3 -m http.server 8080 --bind 10.30.0.7 --directory "$work/www" 2>> "$work/lan-http.log"
 mkdir -p "$NETEXT_PROVIDERS_DIR"
 printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
 chmod 644 "$NETEXT_PROVIDERS_DIR/tunnel.json"
@@ -58,6 +60,12 @@ check "VPN starts" netext start Office
 check "status connected" bash -c "'$bin/netext' status Office | grep -q 'Office: connected'"
 check "IPv4 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page'"
 check "IPv6 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 'http://[fd20::5]:8081/' | grep -q 'internal page'"
+
+# A network behind the office with no route back to the client pools: reached through the
+# server's masquerade, which shows the office's address to the host there.
+check "behind the office: a host with no route back loads through the server's masquerade" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.30.0.7:8080/ | grep -q 'internal page'"
+check "behind the office: the host saw the office's address, not the client's" bash -c "grep -q '^10.30.0.1 ' '$work/lan-http.log' && ! grep -q '^10.99.0' '$work/lan-http.log'"
+check "the server's nftables table is in place while it runs" office nft list table inet netext_srv_netextsrv0
 
 # DNS: the pushed servers replace the laptop's resolver file while the VPN is up.
 check "DNS: the tunnel's resolver configuration is installed" grep -q "nameserver 10.20.0.53" "$work/resolv.conf"
@@ -123,6 +131,7 @@ check "the server's TUN interface uses offloads" grep -q "offloads=true" "$work/
 
 # The server restarts: the client notices the silence, reasserts, and recovers.
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+check "a stopped server leaves no nftables table and forwarding as it found it" bash -c "! ip netns exec $LAB_OFFICE nft list tables | grep -q netext_srv && test \"\$(ip netns exec $LAB_OFFICE sysctl -n net.ipv4.ip_forward)\" = 0"
 start_server
 lab_wait "grep -c 'tunnel server ready' '$work/server.log' | grep -q 2" 15
 recovered=1

@@ -15,6 +15,7 @@ LAB_LAPTOP="$LAB_PREFIX-laptop"
 LAB_INTERNET="$LAB_PREFIX-internet"
 LAB_OFFICE="$LAB_PREFIX-office"
 LAB_LAPTOP2="$LAB_PREFIX-laptop2"
+LAB_LAN="$LAB_PREFIX-lan"
 LAB_PIDS=()
 
 lab_in() { local ns="$1"; shift; ip netns exec "$ns" "$@"; }
@@ -46,6 +47,17 @@ lab_add_laptop2() {
   lab_in "$LAB_LAPTOP2" sh -c 'ip addr add 192.0.2.2/24 dev eth0 && ip -6 addr add 2001:db8:3::2/64 dev eth0 nodad && ip link set eth0 up && ip route add default via 192.0.2.1 && ip -6 route add default via 2001:db8:3::1'
 }
 
+# A network behind the office (10.30.0.0/24: office eth1 = 10.30.0.1, host 10.30.0.7) with no
+# route back to anything else: reaching it from a tunnel client needs the server's masquerade.
+lab_add_lan() {
+  ip netns add "$LAB_LAN" && lab_in "$LAB_LAN" ip link set lo up &&
+  ip link add "$LAB_PREFIX-n0" netns "$LAB_LAN" type veth peer name "$LAB_PREFIX-o1" netns "$LAB_OFFICE" &&
+  lab_in "$LAB_LAN" ip link set "$LAB_PREFIX-n0" name eth0 &&
+  lab_in "$LAB_OFFICE" ip link set "$LAB_PREFIX-o1" name eth1 &&
+  lab_in "$LAB_OFFICE" sh -c 'ip addr add 10.30.0.1/24 dev eth1 && ip link set eth1 up' &&
+  lab_in "$LAB_LAN" sh -c 'ip addr add 10.30.0.7/24 dev eth0 && ip link set eth0 up'
+}
+
 # Runs a command in the background inside a namespace (stdout discarded: redirect stderr at the
 # call to keep its log); its pid is remembered for lab_down.
 lab_spawn() { local ns="$1"; shift; ip netns exec "$ns" "$@" > /dev/null & LAB_PIDS+=($!); }
@@ -65,11 +77,11 @@ lab_down() {
     for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -9 "$pid" 2>/dev/null
   done
-  for ns in "$LAB_LAPTOP" "$LAB_LAPTOP2" "$LAB_INTERNET" "$LAB_OFFICE"; do
+  for ns in "$LAB_LAPTOP" "$LAB_LAPTOP2" "$LAB_INTERNET" "$LAB_OFFICE" "$LAB_LAN"; do
     ip netns list | grep -q "^$ns\b" || continue
     # Any process still in the namespace (a provider) goes with it.
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
     ip netns del "$ns" 2>/dev/null
   done
-  rm -rf "/etc/netns/$LAB_LAPTOP" "/etc/netns/$LAB_LAPTOP2" "/etc/netns/$LAB_INTERNET" "/etc/netns/$LAB_OFFICE"
+  rm -rf "/etc/netns/$LAB_LAPTOP" "/etc/netns/$LAB_LAPTOP2" "/etc/netns/$LAB_INTERNET" "/etc/netns/$LAB_OFFICE" "/etc/netns/$LAB_LAN"
 }

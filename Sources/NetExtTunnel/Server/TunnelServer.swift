@@ -60,6 +60,13 @@ public final class TunnelServer: Sendable {
             throw NetExtError(.connectionFailed, "cannot create the server's TUN interface: \(error)")
         }
         try configureInterface(tun.name)
+        var forwarding = ServerForwarding(configuration: configuration, interface: tun.name)
+        do { try forwarding.apply(logger: logger) } catch {
+            forwarding.remove()
+            close(tun.fd)
+            throw error
+        }
+        defer { forwarding.remove() }
         guard let listen = SocketAddress(configuration.listen) else { throw .invalid("listen: '\(configuration.listen)'") }
         let socket: UDPSocket
         do { socket = try UDPSocket(bindingTo: listen) } catch {

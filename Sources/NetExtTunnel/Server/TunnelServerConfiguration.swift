@@ -33,6 +33,10 @@ public struct TunnelServerConfiguration: Sendable, Codable {
     public var proxyExceptions: [String]?
     /// Above this many handshake initiations per second, initiations must carry a cookie.
     public var handshakesPerSecondBeforeCookies: Int?
+    /// Turn on IP forwarding in the server's namespace while it runs (restored on stop).
+    public var forward: Bool?
+    /// Interfaces behind which client traffic is masqueraded (implies `forward`).
+    public var masquerade: [String]?
     public var peers: [Peer]
 
     /// Reads and checks a configuration file; errors name the file and the key.
@@ -74,6 +78,11 @@ public struct TunnelServerConfiguration: Sendable, Codable {
                 throw .invalid("\(file): key 'peers[\(index)].publicKey': not a 32-byte base64 key")
             }
             guard seen.insert(peer.publicKey).inserted else { throw .invalid("\(file): key 'peers[\(index)].publicKey': the same key appears twice") }
+        }
+        for (index, name) in (masquerade ?? []).enumerated() {
+            guard !name.isEmpty, name.count < 16, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.@".contains($0) }) else {
+                throw .invalid("\(file): key 'masquerade[\(index)]': '\(name)' is not an interface name")
+            }
         }
         if privateKey == nil && privateKeyFile == nil { throw .invalid("\(file): one of 'privateKey' and 'privateKeyFile' is required") }
     }
