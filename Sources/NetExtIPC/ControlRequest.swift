@@ -20,6 +20,19 @@ public enum ControlRequest: Sendable, Hashable {
     case removeProfile(identifier: String)
     case listProfiles
     case listProviders
+    /// Delivers bytes to the running provider's `handleAppMessage` and returns its answer
+    /// (Apple's `NETunnelProviderSession.sendProviderMessage`).
+    case sendProviderMessage(ProviderMessageRequest)
+
+    public struct ProviderMessageRequest: Sendable, Hashable, Codable {
+        public var id: UUID
+        /// The message, base64 on the wire.
+        public var data: Data
+        public init(id: UUID, data: Data) {
+            self.id = id
+            self.data = data
+        }
+    }
 
     public struct Hello: Sendable, Hashable, Codable {
         public var version: Int
@@ -74,13 +87,14 @@ public enum ControlRequest: Sendable, Hashable {
         case .removeProfile: "removeProfile"
         case .listProfiles: "listProfiles"
         case .listProviders: "listProviders"
+        case .sendProviderMessage: "sendProviderMessage"
         }
     }
 
     /// Whether the request changes state (and so needs root or the `netext` group).
     public var modifiesState: Bool {
         switch self {
-        case .saveConfiguration, .removeConfiguration, .startConnection, .stopConnection, .installProfile, .removeProfile: true
+        case .saveConfiguration, .removeConfiguration, .startConnection, .stopConnection, .installProfile, .removeProfile, .sendProviderMessage: true
         case .hello, .listConfigurations, .loadConfiguration, .getStatus, .subscribe, .listProfiles, .listProviders: false
         }
     }
@@ -121,6 +135,7 @@ extension RequestEnvelope: Codable {
         case "removeProfile": request = .removeProfile(identifier: try container.decode(IdentifierParams.self, forKey: .params).identifier)
         case "listProfiles": request = .listProfiles
         case "listProviders": request = .listProviders
+        case "sendProviderMessage": request = .sendProviderMessage(try container.decode(ControlRequest.ProviderMessageRequest.self, forKey: .params))
         default:
             throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "unknown method '\(method)'")
         }
@@ -139,6 +154,7 @@ extension RequestEnvelope: Codable {
         case .getStatus(let id): try container.encode(OptionalIDParams(id: id), forKey: .params)
         case .installProfile(let install): try container.encode(install, forKey: .params)
         case .removeProfile(let identifier): try container.encode(IdentifierParams(identifier: identifier), forKey: .params)
+        case .sendProviderMessage(let message): try container.encode(message, forKey: .params)
         case .listConfigurations, .subscribe, .listProfiles, .listProviders: try container.encode(Empty(), forKey: .params)
         }
     }

@@ -34,6 +34,12 @@ public struct EmptyResult: Sendable, Hashable, Codable {
     public init() {}
 }
 
+/// The provider's answer to `sendProviderMessage` (nil: it had none).
+public struct ProviderMessageReply: Sendable, Hashable, Codable {
+    public var data: Data?
+    public init(data: Data?) { self.data = data }
+}
+
 /// A configuration's connection state (result of `getStatus`, and the payload of `statusChanged`).
 public struct StatusInfo: Sendable, Hashable, Codable {
     public var id: UUID

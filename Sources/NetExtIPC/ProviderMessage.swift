@@ -26,6 +26,11 @@ public enum ProviderMessage: Sendable, Hashable {
     case networkSettingsRefused(NetExtError)
     /// Provider → daemon: `reasserting` changed (the tunnel is reconnecting, or back).
     case reasserting(Bool)
+    /// netextd → provider: an app's message (`sendProviderMessage`), to be answered with
+    /// `appMessageReply` carrying the same `id`.
+    case appMessage(id: Int, data: Data)
+    /// provider → netextd: the answer of `handleAppMessage` (nil = no answer).
+    case appMessageReply(id: Int, data: Data?)
 
     /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
     public enum StopReason: String, Sendable, Hashable, Codable {
@@ -53,7 +58,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -73,6 +78,8 @@ extension ProviderMessage: Codable {
             self = .networkSettingsApplied(interface: try container.decode(String.self, forKey: .interface), mtu: try container.decode(Int.self, forKey: .mtu))
         case "networkSettingsRefused": self = .networkSettingsRefused(try container.decode(NetExtError.self, forKey: .error))
         case "reasserting": self = .reasserting(try container.decode(Bool.self, forKey: .value))
+        case "appMessage": self = .appMessage(id: try container.decode(Int.self, forKey: .id), data: try container.decode(Data.self, forKey: .data))
+        case "appMessageReply": self = .appMessageReply(id: try container.decode(Int.self, forKey: .id), data: try container.decodeIfPresent(Data.self, forKey: .data))
         default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
         }
     }
@@ -108,6 +115,14 @@ extension ProviderMessage: Codable {
         case .reasserting(let value):
             try container.encode("reasserting", forKey: .type)
             try container.encode(value, forKey: .value)
+        case .appMessage(let id, let data):
+            try container.encode("appMessage", forKey: .type)
+            try container.encode(id, forKey: .id)
+            try container.encode(data, forKey: .data)
+        case .appMessageReply(let id, let data):
+            try container.encode("appMessageReply", forKey: .type)
+            try container.encode(id, forKey: .id)
+            try container.encodeIfPresent(data, forKey: .data)
         }
     }
 }

@@ -5,6 +5,8 @@
 //   "crashAfterStart": exit(3) right after reporting started
 //   "ignoreStop": never acknowledge stop (netextd must terminate it)
 //   "requirePassword": fail unless this password was supplied
+// handleAppMessage answers "echo: <message>"; the message "silence" gets no answer, "hang"
+// never returns.
 import Foundation
 import Synchronization
 import NetExt
@@ -38,6 +40,18 @@ final class TestProvider: TunnelProvider {
         log("stopTunnel reason=\(reason.rawValue)")
         if ignoreStop.withLock({ $0 }) {
             try? await Task.sleep(for: .seconds(3600))
+        }
+    }
+
+    func handleAppMessage(_ messageData: Data) async -> Data? {
+        let text = String(decoding: messageData, as: UTF8.self)
+        log("handleAppMessage \(messageData.count) bytes")
+        switch text {
+        case "silence": return nil
+        case "hang":
+            try? await Task.sleep(for: .seconds(3600))
+            return nil
+        default: return Data("echo: \(text)".utf8)
         }
     }
 

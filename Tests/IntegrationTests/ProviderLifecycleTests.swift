@@ -36,6 +36,26 @@ struct ProviderLifecycleTests {
         #expect(status.stdout.contains("Broken: disconnected (last error: no route to the VPN server)"), "\(status)")
     }
 
+    @Test("an app's message reaches the running provider's handleAppMessage and its answer comes back")
+    func appMessages() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        try createEnabled(daemon, "Chatty")
+        let early = try daemon.cli(["message", "Chatty", "hello"])
+        #expect(early.status != 0 && early.stderr.contains("is not running"), "\(early)")
+        #expect(try daemon.cli(["start", "Chatty"]).status == 0)
+        let answered = try daemon.cli(["message", "Chatty", "hello provider"])
+        #expect(answered.status == 0 && answered.stdout == "echo: hello provider\n", "\(answered)")
+        let fromInput = try daemon.cli(["message", "Chatty"], stdin: "from standard input")
+        #expect(fromInput.stdout == "echo: from standard input\n", "\(fromInput)")
+        let silent = try daemon.cli(["message", "Chatty", "silence"])
+        #expect(silent.status == 0 && silent.stdout.isEmpty && silent.stderr.contains("no answer"), "\(silent)")
+        let json = try daemon.cli(["message", "Chatty", "x", "--json"])
+        #expect(json.stdout.contains(Data("echo: x".utf8).base64EncodedString()), "\(json)")
+        #expect(daemon.log().contains("handleAppMessage"))
+    }
+
     @Test("a provider that crashes is reported, and the connection ends disconnected")
     func crashingProvider() throws {
         let daemon = try DaemonHarness()

@@ -60,6 +60,7 @@ check "VPN starts" netext start Office
 check "status connected" bash -c "'$bin/netext' status Office | grep -q 'Office: connected'"
 check "IPv4 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page'"
 check "IPv6 page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 'http://[fd20::5]:8081/' | grep -q 'internal page'"
+check "an app message reaches the reference provider (netext message Office status)" bash -c "'$bin/netext' message Office status | grep -q '\"encryptedBytesReceived\"'"
 
 # A network behind the office with no route back to the client pools: reached through the
 # server's masquerade, which shows the office's address to the host there.

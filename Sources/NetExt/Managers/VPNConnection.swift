@@ -23,6 +23,14 @@ public struct VPNConnection: Sendable {
         _ = try await client.call(.stopConnection(id: configurationID), expecting: StatusInfo.self, timeout: .seconds(60))
     }
 
+    /// Sends bytes to the running provider's `handleAppMessage` and returns its answer (nil when
+    /// it has none), as `NETunnelProviderSession.sendProviderMessage`. Fails with
+    /// `configurationDisabled` when the tunnel is not running and `timedOut` when the provider
+    /// does not answer within 10 s.
+    public func sendProviderMessage(_ data: Data) async throws(NetExtError) -> Data? {
+        try await client.call(.sendProviderMessage(.init(id: configurationID, data: data)), expecting: ProviderMessageReply.self, timeout: .seconds(15)).data
+    }
+
     /// The current status, connected date, last error and byte counts.
     public func statusInfo() async throws(NetExtError) -> StatusInfo {
         let list = try await client.call(.getStatus(id: configurationID), expecting: StatusList.self)

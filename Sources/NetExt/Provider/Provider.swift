@@ -12,6 +12,13 @@ public protocol TunnelProvider: AnyObject, Sendable {
     func startTunnel(options: [String: JSONValue]?, context: ProviderContext) async throws
     /// Called when the connection stops; the process exits after it returns.
     func stopTunnel(reason: ProviderMessage.StopReason) async
+    /// An app's message (`sendProviderMessage`); the answer goes back to it (nil = none).
+    /// The default answers nothing.
+    func handleAppMessage(_ messageData: Data) async -> Data?
+}
+
+extension TunnelProvider {
+    public func handleAppMessage(_ messageData: Data) async -> Data? { nil }
 }
 
 /// What a started provider knows and can ask of netextd, as the members Apple's

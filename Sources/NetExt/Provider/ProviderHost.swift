@@ -49,6 +49,12 @@ public enum ProviderHost {
                 }
             case .networkSettingsApplied, .networkSettingsRefused:
                 session.answer(message)
+            case .appMessage(let id, let data):
+                let isStarted = started
+                Task {
+                    let reply = isStarted ? await provider.handleAppMessage(data) : nil
+                    try? await session.send(.appMessageReply(id: id, data: reply))
+                }
             default:
                 session.finish()
                 throw NetExtError(.protocolError, "unexpected message from netextd: \(message)")

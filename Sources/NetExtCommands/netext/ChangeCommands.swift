@@ -116,4 +116,9 @@ enum StandardInput {
         }
         return line
     }
+
+    /// Everything on standard input.
+    static func readAll() -> Data {
+        FileHandle.standardInput.readDataToEndOfFile()
+    }
 }

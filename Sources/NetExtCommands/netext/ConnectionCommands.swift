@@ -161,3 +161,29 @@ enum ProxyEnvironment {
         [proxy.httpServer.map { "http \($0)" }, proxy.httpsServer.map { "https \($0)" }].compactMap { $0 }.joined(separator: ", ")
     }
 }
+
+struct MessageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "message",
+        abstract: "Send a message to a running configuration's provider (its handleAppMessage) and print the answer.")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The message text (default: read standard input).") var text: String?
+
+    func run() async throws {
+        try await reportingFailures {
+            let data = try text.map { Data($0.utf8) } ?? StandardInput.readAll()
+            let reply = try await options.withConfiguration(name) { client, configuration in
+                try await client.call(.sendProviderMessage(.init(id: configuration.id, data: data)), expecting: ProviderMessageReply.self, timeout: .seconds(15))
+            }
+            if options.json {
+                try options.printJSON(reply)
+            } else if let answer = reply.data {
+                FileHandle.standardOutput.write(answer)
+                if answer.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
+            } else {
+                FileHandle.standardError.write(Data("(the provider sent no answer)\n".utf8))
+            }
+        }
+    }
+}

@@ -95,8 +95,18 @@ public final class ControlService: Sendable {
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProfileList(profiles: profiles)))
         case .listProviders:
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: registry.load()))
+        case .sendProviderMessage(let message):
+            let configuration = try visibleConfiguration(message.id, identity: identity)
+            guard message.data.count <= Self.maximumAppMessage else {
+                throw NetExtError(.configurationInvalid, "the message is \(message.data.count) bytes; at most \(Self.maximumAppMessage) are accepted")
+            }
+            let reply = try await sessions.sendProviderMessage(message.data, to: configuration)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProviderMessageReply(data: reply)))
         }
     }
+
+    /// The largest app message netextd relays (the control protocol's frames are larger).
+    static let maximumAppMessage = 256 * 1024
 
     /// A configuration the caller may see; others are reported as unknown, not as forbidden, so
     /// that apps cannot probe each other's configurations.

@@ -34,6 +34,11 @@ public actor SessionManager {
     }
 
     private var sessions: [UUID: Session] = [:]
+    /// Apps' messages waiting for their provider's answer: message id → (configuration, waiter).
+    private var pendingAppMessages: [Int: (configuration: UUID, waiter: CheckedContinuation<Result<Data?, NetExtError>, Never>)] = [:]
+    private var nextAppMessageID = 1
+    /// How long a provider has to answer an app's message.
+    public static let appMessageDeadline: Duration = .seconds(10)
     private let registry: ProviderRegistry
     private let hub: NotificationHub
     private let logger: Logger
@@ -254,16 +259,21 @@ public actor SessionManager {
         case .setNetworkSettings(let settings):
             await applyNetworkSettings(settings, provider: provider, id: id, generation: generation)
         case .reasserting(let value): apply(.providerReasserting(value), to: id, generation: generation)
+        case .appMessageReply(let messageID, let data):
+            guard let pending = pendingAppMessages[messageID], pending.configuration == id else { return }
+            pendingAppMessages[messageID] = nil
+            pending.waiter.resume(returning: .success(data))
         case .started: apply(.providerStarted, to: id, generation: generation)
         case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
         case .stopped: apply(.providerStopped, to: id, generation: generation)
-        case .start, .stop, .networkSettingsApplied, .networkSettingsRefused:
+        case .start, .stop, .networkSettingsApplied, .networkSettingsRefused, .appMessage:
             apply(.providerFailed(NetExtError(.protocolError, "provider sent a daemon-only message")), to: id, generation: generation)
         }
     }
 
     private func providerExited(id: UUID, generation: Int, status: Int32) {
         let how = ProcessSpawner.describe(exitStatus: status)
+        failAppMessages(of: id, NetExtError(.providerFailed, "the provider exited (\(how)) before answering"))
         logger.info("provider exited", metadata: ["configuration": "\(id)", "how": "\(how)"])
         apply(.providerExited(how), to: id, generation: generation)
     }
@@ -421,5 +431,41 @@ public actor SessionManager {
     /// Whether another tunnel still relies on the resolver file netextd wrote.
     private func isResolverStillNeeded(besides id: UUID) -> Bool {
         sessions.contains { $0.key != id && $0.value.tunnel?.changedResolver == true }
+    }
+
+    // MARK: App messages
+
+    /// Delivers an app's message to the configuration's running provider and waits for its
+    /// answer (Apple's `sendProviderMessage`).
+    public func sendProviderMessage(_ data: Data, to configuration: Configuration) async throws(NetExtError) -> Data? {
+        guard let session = sessions[configuration.id], session.machine.status.isActive, let provider = session.provider else {
+            throw NetExtError(.configurationDisabled, "'\(configuration.localizedDescription)' is not running; start it before sending its provider a message")
+        }
+        let messageID = nextAppMessageID
+        nextAppMessageID += 1
+        let deadline = Self.appMessageDeadline
+        let result = await withCheckedContinuation { (waiter: CheckedContinuation<Result<Data?, NetExtError>, Never>) in
+            pendingAppMessages[messageID] = (configuration.id, waiter)
+            Task {
+                do throws(NetExtError) { try await provider.send(.appMessage(id: messageID, data: data)) } catch {
+                    self.finishAppMessage(messageID, .failure(error))
+                }
+                try? await Task.sleep(for: deadline)
+                self.finishAppMessage(messageID, .failure(NetExtError(.timedOut, "the provider did not answer within \(deadline)")))
+            }
+        }
+        return try result.get()
+    }
+
+    private func finishAppMessage(_ messageID: Int, _ result: Result<Data?, NetExtError>) {
+        guard let pending = pendingAppMessages.removeValue(forKey: messageID) else { return }
+        pending.waiter.resume(returning: result)
+    }
+
+    private func failAppMessages(of configuration: UUID, _ error: NetExtError) {
+        for (messageID, pending) in pendingAppMessages where pending.configuration == configuration {
+            pendingAppMessages[messageID] = nil
+            pending.waiter.resume(returning: .failure(error))
+        }
     }
 }

@@ -51,6 +51,20 @@ public final class ReferenceTunnelProvider: TunnelProvider {
         tunnel.run(flow: flow)
     }
 
+    /// App messages: `status` answers a JSON object with the encrypted bytes each way and the
+    /// server's address; anything else gets no answer.
+    public func handleAppMessage(_ messageData: Data) async -> Data? {
+        guard String(decoding: messageData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "status",
+              let tunnel = client.withLock({ $0 }) else { return nil }
+        let counts = tunnel.byteCounts
+        let object: [String: JSONValue] = [
+            "server": .string(tunnel.server.description),
+            "encryptedBytesReceived": .number(Double(counts.received)),
+            "encryptedBytesSent": .number(Double(counts.sent)),
+        ]
+        return try? JSONEncoder().encode(object)
+    }
+
     public func stopTunnel(reason: ProviderMessage.StopReason) async {
         client.withLock { client in
             client?.stop()
