@@ -62,7 +62,9 @@ public final class ReferenceTunnelProvider: TunnelProvider {
             "encryptedBytesReceived": .number(Double(counts.received)),
             "encryptedBytesSent": .number(Double(counts.sent)),
         ]
-        return try? JSONEncoder().encode(object)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try? encoder.encode(object)
     }
 
     public func stopTunnel(reason: ProviderMessage.StopReason) async {
