@@ -32,9 +32,9 @@ public final class TunPacketReader {
 
     deinit { scratch.deallocate() }
 
-    /// Waits up to `milliseconds` for the first packet, then reads until the descriptor is empty
-    /// or the batch is nearly full. Returns how many packets were added. Throws if the
-    /// descriptor fails (closed interface).
+    /// Waits up to `milliseconds` for the first packet (0: not at all), then reads until the
+    /// descriptor is empty or the batch is nearly full. Returns how many packets were added.
+    /// Throws if the descriptor fails (closed interface).
     public func fill(_ batch: PacketBatch, waitMilliseconds: Int32) throws(SystemError) -> Int {
         let before = batch.count
         var waited = false
@@ -51,7 +51,7 @@ public final class TunPacketReader {
             case EINTR: continue
             case EAGAIN:
                 if batch.count > before || waited { return batch.count - before }
-                guard PacketIO.waitReadable(fileDescriptor, milliseconds: waitMilliseconds) else { return 0 }
+                guard waitMilliseconds != 0, PacketIO.waitReadable(fileDescriptor, milliseconds: waitMilliseconds) else { return 0 }
                 waited = true
             default:
                 throw SystemError("read", errno: errno)

@@ -135,28 +135,34 @@ public final class TunnelClient: Sendable {
                 return
             }
             guard count > 0 else { continue }
-            var messageBytes = 0
-            for index in 0..<count { messageBytes += TransportCipher.messageLength(packetLength: batch.length(index)) }
-            let now = Date()
-            let reserved: (first: UInt64, cipher: TransportCipher, receiver: UInt32)? = state.withLock { state in
-                guard var session = state.current, let first = try? session.reserveCounters(count, now: now) else {
-                    state.dropped += UInt64(count)
-                    return nil
-                }
-                state.current = session
-                state.lastSent = now
-                state.bytesOut += UInt64(messageBytes)
-                return (first, session.sendCipher, session.remoteIndex)
-            }
-            guard let reserved else { continue }
-            for index in 0..<count {
-                let slot = batch.slot(index)
-                let length = reserved.cipher.seal(
-                    packetLength: batch.length(index), in: slot, receiverIndex: reserved.receiver, counter: reserved.first + UInt64(index))
-                sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]))
-            }
-            sender.flush()
+            sealAndSend(batch, count: count, sender: sender)
         }
+    }
+
+    /// Seals a batch read from the tunnel interface (counters reserved under the lock once) and
+    /// sends it.
+    private func sealAndSend(_ batch: PacketBatch, count: Int, sender: DatagramSender) {
+        var messageBytes = 0
+        for index in 0..<count { messageBytes += TransportCipher.messageLength(packetLength: batch.length(index)) }
+        let now = Date()
+        let reserved: (first: UInt64, cipher: TransportCipher, receiver: UInt32)? = state.withLock { state in
+            guard var session = state.current, let first = try? session.reserveCounters(count, now: now) else {
+                state.dropped += UInt64(count)
+                return nil
+            }
+            state.current = session
+            state.lastSent = now
+            state.bytesOut += UInt64(messageBytes)
+            return (first, session.sendCipher, session.remoteIndex)
+        }
+        guard let reserved else { return }
+        for index in 0..<count {
+            let slot = batch.slot(index)
+            let length = reserved.cipher.seal(
+                packetLength: batch.length(index), in: slot, receiverIndex: reserved.receiver, counter: reserved.first + UInt64(index))
+            sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]))
+        }
+        sender.flush()
     }
 
     /// One transport message of a received batch, opened in place.
@@ -174,6 +180,14 @@ public final class TunnelClient: Sendable {
     private func inboundLoop(flow: PacketFlow) {
         let receiver = DatagramReceiver(socket: socket)
         let writer = flow.makeWriter()
+        // What the kernel answers at once to the packets just written (TCP ACKs, echo replies)
+        // is already queued when the write returns: send it from here instead of waking the
+        // outbound thread.
+        let replies = flow.makeReader()
+        let replyBatch = PacketBatch(
+            capacity: 128, maximumPacket: flow.maximumPacket, headroom: WireSize.transportHeader,
+            tailroom: TransportSession.paddingMultiple + WireSize.tag)
+        let replySender = DatagramSender(socket: socket, capacity: 128)
         var opened: [Opened] = []
         opened.reserveCapacity(1024)
         while isRunning {
@@ -250,6 +264,10 @@ public final class TunnelClient: Sendable {
             }
             writer.flush()
             if notIP > 0 { state.withLock { $0.dropped += notIP } }
+            replyBatch.removeAll()
+            if let count = try? replies.fill(replyBatch, waitMilliseconds: 0), count > 0 {
+                sealAndSend(replyBatch, count: count, sender: replySender)
+            }
         }
     }
 

@@ -149,6 +149,15 @@ public final class TunnelServer: Sendable {
     private func receiveLoop(socket: UDPSocket, tun: Int32) {
         let receiver = DatagramReceiver(socket: socket)
         let writer = TunPacketWriter(fileDescriptor: tun)
+        // What the kernel answers at once to the packets just written (TCP ACKs, echo replies)
+        // is already queued when the write returns: send it from here instead of waking the TUN
+        // thread.
+        let replies = TunPacketReader(fileDescriptor: tun)
+        let replyBatch = PacketBatch(
+            capacity: 128, maximumPacket: max(configuration.mtu ?? 1420, 1280), headroom: WireSize.transportHeader,
+            tailroom: TransportSession.paddingMultiple + WireSize.tag)
+        let replySender = DatagramSender(socket: socket, capacity: 128)
+        var replyPlan: [Outgoing?] = Array(repeating: nil, count: replyBatch.capacity)
         var opened: [Opened] = []
         opened.reserveCapacity(1024)
         var keys: [UInt32: ReceiveKey] = [:]
@@ -252,6 +261,10 @@ public final class TunnelServer: Sendable {
                 writer.add(UnsafeMutableRawBufferPointer(rebasing: item.packet[..<length]))
             }
             writer.flush()
+            replyBatch.removeAll()
+            if let count = try? replies.fill(replyBatch, waitMilliseconds: 0), count > 0 {
+                routeAndSend(replyBatch, count: count, sender: replySender, plan: &replyPlan)
+            }
             if notIP > 0 || spoofed > 0 {
                 table.withLock { table in
                     table.drop("transport: not an IP packet", count: notIP)
@@ -349,49 +362,55 @@ public final class TunnelServer: Sendable {
                 return
             }
             guard count > 0 else { continue }
-            let now = Date()
-            table.withLock { table in
-                var lastDestination: [UInt8] = []
-                var lastPosition: Int?
-                var unrouted: UInt64 = 0
-                for index in 0..<count {
-                    plan[index] = nil
-                    let packet = UnsafeRawBufferPointer(batch.packet(index))
-                    guard IPPacketInfo.length(of: packet) != nil else {
-                        unrouted += 1
-                        continue
-                    }
-                    let layout = IPPacketInfo.addressLayout(of: packet)
-                    let destination = packet.baseAddress! + layout.offset + layout.count
-                    // Segments of one super-packet share their destination: look it up once.
-                    let same = lastDestination.count == layout.count && lastDestination.withUnsafeBytes { memcmp($0.baseAddress!, destination, layout.count) == 0 }
-                    if !same {
-                        lastDestination = Array(UnsafeRawBufferPointer(start: destination, count: layout.count))
-                        lastPosition = table.byAddress[lastDestination]
-                    }
-                    guard let position = lastPosition, let endpoint = table.peers[position].endpoint,
-                          var session = table.peers[position].current, let counter = try? session.reserveCounters(1, now: now) else {
-                        unrouted += 1
-                        continue
-                    }
-                    table.peers[position].current = session
-                    table.peers[position].lastSent = now
-                    table.peers[position].bytesOut += UInt64(TransportCipher.messageLength(packetLength: batch.length(index)))
-                    table.peers[position].packetsOut += 1
-                    plan[index] = Outgoing(
-                        position: position, counter: counter, cipher: session.sendCipher, receiver: session.remoteIndex,
-                        endpoint: endpoint, local: table.peers[position].localAddress)
-                }
-                table.drop("tun: no peer or session for the destination", count: unrouted)
-            }
-            for index in 0..<count {
-                guard let outgoing = plan[index] else { continue }
-                let slot = batch.slot(index)
-                let length = outgoing.cipher.seal(packetLength: batch.length(index), in: slot, receiverIndex: outgoing.receiver, counter: outgoing.counter)
-                sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]), key: outgoing.position, to: outgoing.endpoint, from: outgoing.local)
-            }
-            sender.flush()
+            routeAndSend(batch, count: count, sender: sender, plan: &plan)
         }
+    }
+
+    /// Routes a batch read from the TUN interface to its peers (counters under the lock once),
+    /// seals each packet in place and sends the batch.
+    private func routeAndSend(_ batch: PacketBatch, count: Int, sender: DatagramSender, plan: inout [Outgoing?]) {
+        let now = Date()
+        table.withLock { table in
+            var lastDestination: [UInt8] = []
+            var lastPosition: Int?
+            var unrouted: UInt64 = 0
+            for index in 0..<count {
+                plan[index] = nil
+                let packet = UnsafeRawBufferPointer(batch.packet(index))
+                guard IPPacketInfo.length(of: packet) != nil else {
+                    unrouted += 1
+                    continue
+                }
+                let layout = IPPacketInfo.addressLayout(of: packet)
+                let destination = packet.baseAddress! + layout.offset + layout.count
+                // Segments of one super-packet share their destination: look it up once.
+                let same = lastDestination.count == layout.count && lastDestination.withUnsafeBytes { memcmp($0.baseAddress!, destination, layout.count) == 0 }
+                if !same {
+                    lastDestination = Array(UnsafeRawBufferPointer(start: destination, count: layout.count))
+                    lastPosition = table.byAddress[lastDestination]
+                }
+                guard let position = lastPosition, let endpoint = table.peers[position].endpoint,
+                      var session = table.peers[position].current, let counter = try? session.reserveCounters(1, now: now) else {
+                    unrouted += 1
+                    continue
+                }
+                table.peers[position].current = session
+                table.peers[position].lastSent = now
+                table.peers[position].bytesOut += UInt64(TransportCipher.messageLength(packetLength: batch.length(index)))
+                table.peers[position].packetsOut += 1
+                plan[index] = Outgoing(
+                    position: position, counter: counter, cipher: session.sendCipher, receiver: session.remoteIndex,
+                    endpoint: endpoint, local: table.peers[position].localAddress)
+            }
+            table.drop("tun: no peer or session for the destination", count: unrouted)
+        }
+        for index in 0..<count {
+            guard let outgoing = plan[index] else { continue }
+            let slot = batch.slot(index)
+            let length = outgoing.cipher.seal(packetLength: batch.length(index), in: slot, receiverIndex: outgoing.receiver, counter: outgoing.counter)
+            sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]), key: outgoing.position, to: outgoing.endpoint, from: outgoing.local)
+        }
+        sender.flush()
     }
 
     private func timerLoop(socket: UDPSocket) {
