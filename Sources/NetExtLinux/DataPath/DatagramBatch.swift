@@ -145,6 +145,22 @@ public final class DatagramReceiver {
         return size > 0 ? size : incoming[index].length
     }
 
+    /// Calls `body` for each datagram of the first `filled` buffers (coalesced buffers split at
+    /// their segment size), in order.
+    @inline(__always)
+    public func forEachDatagram(in filled: Int, _ body: (_ buffer: Int, _ datagram: UnsafeMutableRawBufferPointer) -> Void) {
+        for index in 0..<filled {
+            let buffer = buffer(index)
+            let size = segmentSize(index)
+            var offset = 0
+            while offset < buffer.count {
+                let end = min(offset + size, buffer.count)
+                body(index, UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<end]))
+                offset = end
+            }
+        }
+    }
+
     /// Who sent buffer `index`.
     public func source(_ index: Int) -> SocketAddress? { SocketAddress.from(incoming[index].from) }
 

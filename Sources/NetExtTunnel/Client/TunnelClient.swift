@@ -208,32 +208,24 @@ public final class TunnelClient: Sendable {
             }
             opened.removeAll(keepingCapacity: true)
             var rejected: UInt64 = 0
-            for bufferIndex in 0..<filled {
-                let buffer = receiver.buffer(bufferIndex)
-                let size = receiver.segmentSize(bufferIndex)
-                var offset = 0
-                while offset < buffer.count {
-                    let length = min(size, buffer.count - offset)
-                    let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
-                    offset += length
-                    guard MessageType.of(UnsafeRawBufferPointer(datagram)) == .transportData else {
-                        handleControl(Array(datagram), now: now)
-                        continue
-                    }
-                    guard length >= WireSize.transportMinimum else {
-                        rejected += 1
-                        continue
-                    }
-                    let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-                    let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-                    let cipher = keys.current?.0 == index ? keys.current?.1 : keys.previous?.0 == index ? keys.previous?.1 : nil
-                    guard let cipher, let plaintext = cipher.open(datagram, counter: counter) else {
-                        rejected += 1
-                        continue
-                    }
-                    let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
-                    opened.append(Opened(index: index, counter: counter, packet: packet, messageLength: length))
+            receiver.forEachDatagram(in: filled) { _, datagram in
+                guard MessageType.of(UnsafeRawBufferPointer(datagram)) == .transportData else {
+                    handleControl(Array(datagram), now: now)
+                    return
                 }
+                guard datagram.count >= WireSize.transportMinimum else {
+                    rejected += 1
+                    return
+                }
+                let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+                let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                let cipher = keys.current?.0 == index ? keys.current?.1 : keys.previous?.0 == index ? keys.previous?.1 : nil
+                guard let cipher, let plaintext = cipher.open(datagram, counter: counter) else {
+                    rejected += 1
+                    return
+                }
+                let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
+                opened.append(Opened(index: index, counter: counter, packet: packet, messageLength: datagram.count))
             }
             state.withLock { state in
                 for position in opened.indices {

@@ -176,36 +176,28 @@ public final class TunnelServer: Sendable {
             opened.removeAll(keepingCapacity: true)
             keys.removeAll(keepingCapacity: true)
             var rejected: UInt64 = 0
-            for bufferIndex in 0..<filled {
-                let buffer = receiver.buffer(bufferIndex)
-                let size = receiver.segmentSize(bufferIndex)
-                sources[bufferIndex] = receiver.source(bufferIndex)
-                guard let source = sources[bufferIndex] else { continue }
-                var offset = 0
-                while offset < buffer.count {
-                    let length = min(size, buffer.count - offset)
-                    let datagram = UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
-                    offset += length
-                    switch MessageType.of(UnsafeRawBufferPointer(datagram)) {
-                    case .transportData:
-                        guard length >= WireSize.transportMinimum else {
-                            rejected += 1
-                            continue
-                        }
-                        let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-                        let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-                        if keys[index] == nil, let key = receiveKey(for: index) { keys[index] = key }
-                        guard let key = keys[index], let plaintext = key.cipher.open(datagram, counter: counter) else {
-                            rejected += 1
-                            continue
-                        }
-                        let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
-                        opened.append(Opened(position: key.position, index: index, counter: counter, packet: packet, messageLength: length, buffer: bufferIndex))
-                    case .handshakeInitiation:
-                        handleInitiation(Array(datagram), from: source, to: receiver.destination(bufferIndex), socket: socket)
-                    default:
-                        table.withLock { $0.drop("unknown message type") }
+            for bufferIndex in 0..<filled { sources[bufferIndex] = receiver.source(bufferIndex) }
+            receiver.forEachDatagram(in: filled) { bufferIndex, datagram in
+                guard let source = sources[bufferIndex] else { return }
+                switch MessageType.of(UnsafeRawBufferPointer(datagram)) {
+                case .transportData:
+                    guard datagram.count >= WireSize.transportMinimum else {
+                        rejected += 1
+                        return
                     }
+                    let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+                    let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                    if keys[index] == nil, let key = receiveKey(for: index) { keys[index] = key }
+                    guard let key = keys[index], let plaintext = key.cipher.open(datagram, counter: counter) else {
+                        rejected += 1
+                        return
+                    }
+                    let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
+                    opened.append(Opened(position: key.position, index: index, counter: counter, packet: packet, messageLength: datagram.count, buffer: bufferIndex))
+                case .handshakeInitiation:
+                    handleInitiation(Array(datagram), from: source, to: receiver.destination(bufferIndex), socket: socket)
+                default:
+                    table.withLock { $0.drop("unknown message type") }
                 }
             }
             table.withLock { table in
