@@ -40,6 +40,7 @@ public final class Daemon: Sendable {
         let sessions = SessionManager(
             registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline)
         await sessions.removeStaleState()
+        await sessions.restoreGuards(try store.allConfigurations())
         let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {

@@ -25,6 +25,15 @@ struct TunnelLabTests {
         #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("PASS") }.count >= 15, "\(result.stdout)")
     }
 
+    @Test("kill switch, excludeLocalNetworks and enforceRoutes: nothing leaks on the underlay, whatever happens to the provider or netextd")
+    func killSwitch() throws {
+        let result = try run("/bin/bash", [Self.root + "/scripts/e2e/killswitch.sh"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        let failed = result.stdout.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(result.status == 0 && failed.isEmpty, "\(result)")
+        #expect(result.stdout.contains("leaked_packets=0"))
+        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("PASS") }.count >= 25, "\(result.stdout)")
+    }
+
     @Test("the README's demo shows the page failing, then loading through the tunnel")
     func demo() throws {
         let result = try run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)

@@ -17,6 +17,9 @@ struct CreateCommand: AsyncParsableCommand {
     @Flag(help: "Read the password from standard input (one line).") var passwordStdin = false
     @Option(name: .customLong("config"), help: "A providerConfiguration entry, key=value (repeatable; values are strings).") var providerConfiguration: [String] = []
     @Flag(help: "Enable the configuration (disables any other enabled enterprise VPN).") var enable = false
+    @Flag(help: "Send all traffic through the tunnel and block everything else while enabled (kill switch).") var includeAllNetworks = false
+    @Flag(help: "With --include-all-networks: local subnets stay reachable outside the tunnel.") var excludeLocalNetworks = false
+    @Flag(help: "Traffic to the tunnel's routes never leaves outside the tunnel while enabled.") var enforceRoutes = false
 
     func run() async throws {
         try await reportingFailures {
@@ -32,6 +35,9 @@ struct CreateCommand: AsyncParsableCommand {
             settings.providerType = type
             settings.username = username
             settings.providerConfiguration = try KeyValue.parse(providerConfiguration, option: "--config")
+            settings.includeAllNetworks = includeAllNetworks
+            settings.excludeLocalNetworks = excludeLocalNetworks
+            settings.enforceRoutes = enforceRoutes
             manager.protocolConfiguration = settings
             let password = passwordStdin ? try StandardInput.readSecretLine() : nil
             try await manager.saveToPreferences(password: password)

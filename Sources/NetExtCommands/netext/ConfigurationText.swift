@@ -41,6 +41,10 @@ enum ConfigurationText {
             if let username = settings.username { lines.append("username:    \(username)") }
             lines.append("password:    \(settings.passwordReference == nil ? "none" : "stored")")
             if let uuid = settings.perAppUUID { lines.append("per-app:     VPNUUID \(uuid)") }
+            let guards = [settings.includeAllNetworks ? "include all networks (kill switch)" : nil,
+                          settings.excludeLocalNetworks ? "exclude local networks" : nil,
+                          settings.enforceRoutes ? "enforce routes" : nil].compactMap { $0 }
+            if !guards.isEmpty { lines.append("routing:     " + guards.joined(separator: ", ")) }
             if !settings.providerConfiguration.isEmpty {
                 let keys = settings.providerConfiguration.keys.sorted().joined(separator: ", ")
                 lines.append("provider configuration keys: \(keys)")

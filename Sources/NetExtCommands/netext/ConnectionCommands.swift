@@ -37,10 +37,17 @@ struct StopCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let info = try await options.withConfiguration(name) { client, configuration in
-                try await client.call(.stopConnection(id: configuration.id), expecting: StatusInfo.self, timeout: .seconds(60))
+            let (info, killSwitch) = try await options.withConfiguration(name) { client, configuration in
+                let info = try await client.call(.stopConnection(id: configuration.id), expecting: StatusInfo.self, timeout: .seconds(60))
+                guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return (info, false) }
+                return (info, settings.includeAllNetworks && configuration.isEnabled)
             }
-            if options.json { try options.printJSON(info) } else { print("\(info.name): \(info.status.rawValue)") }
+            if options.json { try options.printJSON(info) } else {
+                print("\(info.name): \(info.status.rawValue)")
+                if killSwitch {
+                    FileHandle.standardError.write(Data("\(info.name) includes all networks: traffic stays blocked until you disable it (netext disable '\(info.name)')\n".utf8))
+                }
+            }
         }
     }
 }

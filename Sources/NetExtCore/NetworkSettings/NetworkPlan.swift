@@ -31,8 +31,23 @@ public struct NetworkPlan: Sendable, Hashable {
     public static let defaultOverhead = 80
 
     /// Builds the plan; errors name the setting at fault.
+    /// How a configuration's own flags change the provider's routes (Apple's
+    /// `includeAllNetworks`, `excludeLocalNetworks`).
+    public struct RoutingPolicy: Sendable, Hashable {
+        /// Every destination goes into the tunnel; the provider's routes and excluded routes are
+        /// ignored.
+        public var includeAllNetworks = false
+        /// With `includeAllNetworks`: these subnets (the machine's own networks) stay outside.
+        public var localNetworks: [IPPrefix] = []
+        public init(includeAllNetworks: Bool = false, localNetworks: [IPPrefix] = []) {
+            self.includeAllNetworks = includeAllNetworks
+            self.localNetworks = localNetworks
+        }
+    }
+
     public static func make(
-        settings: PacketTunnelNetworkSettings, interface: String, table: Int, rulePriority: Int, underlyingMTU: Int?
+        settings: PacketTunnelNetworkSettings, interface: String, table: Int, rulePriority: Int, underlyingMTU: Int?,
+        policy: RoutingPolicy = RoutingPolicy()
     ) throws(NetExtError) -> NetworkPlan {
         var addresses: [IPPrefix] = []
         var included: [IPPrefix] = []
@@ -61,6 +76,14 @@ public struct NetworkPlan: Sendable, Hashable {
             }
             included += try v6.includedRoutes.map { (route) throws(NetExtError) in try route.prefix() }
             excluded += try v6.excludedRoutes.map { (route) throws(NetExtError) in try route.prefix() }
+        }
+        if policy.includeAllNetworks {
+            // All traffic: a default route per family the tunnel has an address in (the other
+            // family is left to the traffic guard, which drops it); only local networks stay out.
+            included = Set(addresses.map(\.isIPv6)).sorted { !$0 && $1 }.map { isIPv6 in
+                IPPrefix(address: [UInt8](repeating: 0, count: isIPv6 ? 16 : 4), length: 0)
+            }
+            excluded = policy.localNetworks
         }
         // An explicit MTU wins; otherwise the underlying interface's MTU minus the overhead.
         let mtu = settings.mtu ?? ((underlyingMTU ?? 1500) - (settings.tunnelOverheadBytes ?? defaultOverhead))

@@ -12,6 +12,16 @@ public protocol NetworkApplier: Sendable {
     func removeStale(tables: ClosedRange<Int>, priorities: ClosedRange<Int>)
     /// The MTU of the interface the route to `address` leaves through, if it can be told.
     func underlyingMTU(toward address: String) -> Int?
+    /// The subnets of the machine's own interfaces (not netextd's tunnels), for
+    /// `excludeLocalNetworks`.
+    func localNetworks() -> [IPPrefix]
+    /// Installs (or replaces) the traffic guard; with no active member, removes it.
+    func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError)
+}
+
+extension NetworkApplier {
+    public func localNetworks() -> [IPPrefix] { [] }
+    public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {}
 }
 
 /// Runs `ip` (iproute2) for each step.
@@ -54,6 +64,35 @@ public struct IPCommandApplier: NetworkApplier {
         let words = run(["route", "get", address]).output.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
         guard let index = words.firstIndex(of: "dev"), index + 1 < words.count else { return nil }
         return TunDevice.mtu(of: words[index + 1])
+    }
+
+    public func localNetworks() -> [IPPrefix] {
+        var networks: [IPPrefix] = []
+        for family in ["-4", "-6"] {
+            // "198.51.100.0/24 dev eth0 proto kernel scope link src 198.51.100.2"
+            for line in run([family, "-o", "route", "show", "table", "main", "proto", "kernel"]).output.split(separator: "\n") {
+                let words = line.split(separator: " ").map(String.init)
+                guard let first = words.first, let device = words.firstIndex(of: "dev").map({ words.indices.contains($0 + 1) ? words[$0 + 1] : "" }),
+                      !device.hasPrefix("netext"), device != "lo", let prefix = try? IPPrefix(first.contains("/") ? first : first + (family == "-4" ? "/32" : "/128")) else { continue }
+                if !networks.contains(prefix) { networks.append(prefix) }
+            }
+        }
+        return networks
+    }
+
+    public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {
+        guard let nft = CommandRunner.nftPath else {
+            if trafficGuard.isActive { throw NetExtError(.connectionFailed, "the kill switch and enforced routes need nft (apt-get install nftables)") }
+            return
+        }
+        guard trafficGuard.isActive else {
+            _ = CommandRunner.run(nft, ["delete", "table", "inet", TrafficGuard.tableName])
+            return
+        }
+        let result = CommandRunner.run(nft, ["-f", "-"], input: trafficGuard.ruleset)
+        guard result.status == 0 else {
+            throw NetExtError(.connectionFailed, "nft refused the traffic guard: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
     }
 
     private func run(_ arguments: [String]) -> (status: Int32, output: String) {

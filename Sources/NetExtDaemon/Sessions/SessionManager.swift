@@ -34,6 +34,8 @@ public actor SessionManager {
     }
 
     private var sessions: [UUID: Session] = [:]
+    /// Configurations whose kill switch or enforced routes are in force (see `TrafficGuard`).
+    private var guardMembers: [UUID: TrafficGuard.Member] = [:]
     /// Apps' messages waiting for their provider's answer: message id → (configuration, waiter).
     private var pendingAppMessages: [Int: (configuration: UUID, waiter: CheckedContinuation<Result<Data?, NetExtError>, Never>)] = [:]
     private var nextAppMessageID = 1
@@ -98,6 +100,8 @@ public actor SessionManager {
         default:
             throw .invalid("configuration '\(configuration.localizedDescription)' is a \(configuration.kind.rawValue) configuration; it has no VPN connection to start")
         }
+        // The kill switch closes before the provider runs, and stays closed whatever happens to it.
+        try installGuard(for: configuration, manifest: manifest)
         var session = sessions[configuration.id] ?? Session(configuration: configuration)
         session.configuration = configuration
         session.pendingStart = ProviderStart(configuration: configuration, options: options, password: password)
@@ -144,6 +148,7 @@ public actor SessionManager {
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
+        if removed || !configuration.isEnabled { releaseGuard(for: configuration.id) }
         guard var session = sessions[configuration.id] else { return }
         session.configuration = configuration
         sessions[configuration.id] = session
@@ -343,9 +348,21 @@ public actor SessionManager {
                 tunnel = TunnelInterface(fd: opened.fd, name: opened.name, slot: slot)
                 sessions[id]?.tunnel = tunnel
             }
+            var policy = NetworkPlan.RoutingPolicy()
+            var enforceRoutes = false
+            if case .tunnelProvider(let protocolSettings) = session.configuration.protocolConfiguration {
+                policy.includeAllNetworks = protocolSettings.includeAllNetworks
+                if protocolSettings.includeAllNetworks && protocolSettings.excludeLocalNetworks { policy.localNetworks = applier.localNetworks() }
+                enforceRoutes = protocolSettings.enforceRoutes
+            }
             let plan = try NetworkPlan.make(
                 settings: settings, interface: tunnel.name, table: Self.firstTable + tunnel.slot,
-                rulePriority: Self.firstTable + 4 * tunnel.slot, underlyingMTU: applier.underlyingMTU(toward: settings.tunnelRemoteAddress))
+                rulePriority: Self.firstTable + 4 * tunnel.slot, underlyingMTU: applier.underlyingMTU(toward: settings.tunnelRemoteAddress),
+                policy: policy)
+            if enforceRoutes, guardMembers[id] != nil {
+                guardMembers[id]?.enforcedRoutes = plan.includedRoutes
+                try applier.applyGuard(TrafficGuard(members: Array(guardMembers.values)))
+            }
             if let previous = tunnel.plan { applier.teardown(previous) }
             tunnel.plan = nil
             try applier.apply(plan)
@@ -467,5 +484,56 @@ public actor SessionManager {
             pendingAppMessages[messageID] = nil
             pending.waiter.resume(returning: .failure(error))
         }
+    }
+
+    // MARK: Kill switch and enforced routes
+
+    /// Puts a configuration's kill switch (`includeAllNetworks`) or enforced routes in force.
+    private func installGuard(for configuration: Configuration, manifest: ProviderManifest?) throws(NetExtError) {
+        guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration,
+              settings.includeAllNetworks || settings.enforceRoutes else { return }
+        // The provider's own packets (to its server) may leave outside the tunnel. A provider
+        // that cannot be found gets a user id no process has.
+        let uid: UInt32 = manifest.flatMap { manifest in getuid() == 0 ? UserDatabase.user(named: manifest.user)?.uid : getuid() } ?? UInt32.max - 1
+        let member = TrafficGuard.Member(
+            configuration: configuration.id, providerUID: uid, blocksAll: settings.includeAllNetworks,
+            localNetworks: settings.includeAllNetworks && settings.excludeLocalNetworks ? applier.localNetworks() : [],
+            enforcedRoutes: guardMembers[configuration.id]?.enforcedRoutes ?? [])
+        let previous = guardMembers[configuration.id]
+        guardMembers[configuration.id] = member
+        do { try applier.applyGuard(TrafficGuard(members: Array(guardMembers.values))) } catch {
+            guardMembers[configuration.id] = previous
+            throw error
+        }
+        if previous == nil {
+            logger.notice("traffic guard in force", metadata: [
+                "configuration": "\(configuration.localizedDescription)", "includeAllNetworks": "\(settings.includeAllNetworks)",
+                "excludeLocalNetworks": "\(settings.excludeLocalNetworks)", "enforceRoutes": "\(settings.enforceRoutes)",
+                "table": "inet \(TrafficGuard.tableName)",
+            ])
+        }
+    }
+
+    /// Lifts a configuration's guard (it was disabled or removed).
+    private func releaseGuard(for id: UUID) {
+        guard guardMembers.removeValue(forKey: id) != nil else { return }
+        do { try applier.applyGuard(TrafficGuard(members: Array(guardMembers.values))) } catch {
+            logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
+        }
+        logger.notice("traffic guard lifted", metadata: ["configuration": "\(id)"])
+    }
+
+    /// At start: the guards of every enabled configuration that asks for one (fail closed from
+    /// the moment netextd runs), replacing whatever an earlier netextd left.
+    public func restoreGuards(_ configurations: [Configuration]) {
+        guardMembers = [:]
+        for configuration in configurations where configuration.isEnabled {
+            guard case .tunnelProvider(let settings) = configuration.protocolConfiguration, settings.includeAllNetworks || settings.enforceRoutes else { continue }
+            let manifest = try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
+            do throws(NetExtError) { try installGuard(for: configuration, manifest: manifest) } catch {
+                logger.error("cannot put the traffic guard in force", metadata: ["configuration": "\(configuration.localizedDescription)", "error": "\(error.message)"])
+            }
+        }
+        if guardMembers.isEmpty { try? applier.applyGuard(TrafficGuard()) }
     }
 }

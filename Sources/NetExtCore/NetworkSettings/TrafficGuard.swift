@@ -1,0 +1,73 @@
+import Foundation
+
+/// The packet filter netextd keeps while configurations with `includeAllNetworks` (kill switch)
+/// or `enforceRoutes` are enabled: one nftables table of its own, `inet netextd_guard`, whose
+/// output chain lets through loopback, the tunnel interfaces, the providers' own traffic (their
+/// user id: the encrypted packets to the VPN server) and IPv6 neighbour discovery, and drops the
+/// rest — whether the tunnel is up, reconnecting, or its provider has died. It stays until the
+/// configuration is disabled or removed, and across a netextd crash (the kernel keeps it).
+public struct TrafficGuard: Sendable, Hashable {
+    public struct Member: Sendable, Hashable {
+        public var configuration: UUID
+        /// The provider's user id: its sockets may send outside the tunnel.
+        public var providerUID: UInt32
+        /// `includeAllNetworks`: nothing else leaves outside the tunnel.
+        public var blocksAll: Bool
+        /// With `blocksAll` and `excludeLocalNetworks`: subnets still reachable directly.
+        public var localNetworks: [IPPrefix]
+        /// `enforceRoutes`: these destinations never leave outside the tunnel.
+        public var enforcedRoutes: [IPPrefix]
+
+        public init(configuration: UUID, providerUID: UInt32, blocksAll: Bool, localNetworks: [IPPrefix] = [], enforcedRoutes: [IPPrefix] = []) {
+            self.configuration = configuration
+            self.providerUID = providerUID
+            self.blocksAll = blocksAll
+            self.localNetworks = localNetworks
+            self.enforcedRoutes = enforcedRoutes
+        }
+    }
+
+    public static let tableName = "netextd_guard"
+    /// The tunnel interfaces netextd creates (`netext0`, `netext1`, …).
+    public static let tunnelInterfacePattern = "netext*"
+
+    public var members: [Member]
+
+    public init(members: [Member] = []) { self.members = members }
+
+    /// Whether there is anything to enforce.
+    public var isActive: Bool { members.contains { $0.blocksAll || !$0.enforcedRoutes.isEmpty } }
+
+    /// The complete `nft -f` input that (re)defines the table in one transaction.
+    public var ruleset: String {
+        var lines = [
+            "add table inet \(Self.tableName)",
+            "flush table inet \(Self.tableName)",
+            "table inet \(Self.tableName) {",
+            "  chain output {",
+            "    type filter hook output priority filter; policy accept;",
+            "    oifname \"lo\" accept",
+            "    oifname \"\(Self.tunnelInterfacePattern)\" accept",
+        ]
+        let uids = Set(members.map(\.providerUID)).sorted()
+        if !uids.isEmpty { lines.append("    meta skuid { \(uids.map(String.init).joined(separator: ", ")) } accept") }
+        lines.append("    icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept")
+        // Enforced routes first: they win even over local networks.
+        let enforced = members.flatMap(\.enforcedRoutes)
+        lines += Self.rules(for: enforced, verdict: "counter drop")
+        if members.contains(where: \.blocksAll) {
+            lines += Self.rules(for: members.filter(\.blocksAll).flatMap(\.localNetworks), verdict: "accept")
+            lines.append("    counter drop")
+        }
+        lines += ["  }", "}"]
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// One rule per prefix (an anonymous set would refuse overlapping prefixes).
+    static func rules(for prefixes: [IPPrefix], verdict: String) -> [String] {
+        var seen = Set<IPPrefix>()
+        return prefixes.map(\.network).filter { seen.insert($0).inserted }.sorted { ($0.isIPv6 ? 1 : 0, $0.description) < ($1.isIPv6 ? 1 : 0, $1.description) }.map {
+            "    \($0.isIPv6 ? "ip6" : "ip") daddr \($0) \(verdict)"
+        }
+    }
+}

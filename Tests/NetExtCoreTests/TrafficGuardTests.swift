@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+@testable import NetExtCore
+
+@Suite("Kill switch and enforced routes")
+struct TrafficGuardTests {
+    let settings = PacketTunnelNetworkSettings(
+        tunnelRemoteAddress: "192.0.2.1",
+        ipv4Settings: IPv4Settings(addresses: ["10.99.0.2"], subnetMasks: ["255.255.255.255"],
+            includedRoutes: [IPv4Route(destinationAddress: "10.20.0.0", subnetMask: "255.255.0.0")],
+            excludedRoutes: [IPv4Route(destinationAddress: "10.20.9.0", subnetMask: "255.255.255.0")]),
+        mtu: 1420)
+
+    @Test("includeAllNetworks routes everything into the tunnel, ignores excluded routes, keeps local networks out")
+    func includeAllNetworksPlan() throws {
+        let local = try IPPrefix("198.51.100.0/24")
+        let plan = try NetworkPlan.make(
+            settings: settings, interface: "netext0", table: 7100, rulePriority: 7100, underlyingMTU: 1500,
+            policy: .init(includeAllNetworks: true, localNetworks: [local]))
+        #expect(plan.includedRoutes == [try IPPrefix("0.0.0.0/0")])
+        #expect(plan.applyCommands.contains(["-4", "rule", "add", "priority", "7101", "to", "198.51.100.0/24", "lookup", "main"]))
+        #expect(!plan.applyCommands.contains { $0.contains("10.20.9.0/24") })
+        #expect(plan.applyCommands.contains(["-4", "rule", "add", "priority", "7100", "to", "192.0.2.1/32", "lookup", "main"]))
+    }
+
+    @Test("the guard lets loopback, the tunnels, the providers and neighbour discovery through, and drops the rest")
+    func killSwitchRules() throws {
+        let guardRules = TrafficGuard(members: [
+            .init(configuration: UUID(), providerUID: 65534, blocksAll: true, localNetworks: [try IPPrefix("198.51.100.0/24"), try IPPrefix("fe80::/64")]),
+        ]).ruleset
+        let lines = guardRules.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.prefix(3) == ["add table inet netextd_guard", "flush table inet netextd_guard", "table inet netextd_guard {"])
+        let chain = Array(lines.drop { !$0.hasPrefix("type filter hook output") })
+        #expect(Array(chain.prefix(9)) == [
+            "type filter hook output priority filter; policy accept;",
+            "oifname \"lo\" accept",
+            "oifname \"netext*\" accept",
+            "meta skuid { 65534 } accept",
+            "icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept",
+            "ip daddr 198.51.100.0/24 accept",
+            "ip6 daddr fe80::/64 accept",
+            "counter drop",
+            "}",
+        ])
+    }
+
+    @Test("enforced routes are dropped before local networks are let through; without members nothing is active")
+    func enforcedRoutes() throws {
+        var guardRules = TrafficGuard(members: [
+            .init(configuration: UUID(), providerUID: 1000, blocksAll: false, enforcedRoutes: [try IPPrefix("10.20.0.0/16"), try IPPrefix("10.20.5.0/24"), try IPPrefix("fd20::/64")]),
+            .init(configuration: UUID(), providerUID: 1001, blocksAll: true, localNetworks: [try IPPrefix("10.20.0.0/16")]),
+        ])
+        let lines = guardRules.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let drop = try #require(lines.firstIndex(of: "ip daddr 10.20.0.0/16 counter drop"))
+        let accept = try #require(lines.firstIndex(of: "ip daddr 10.20.0.0/16 accept"))
+        #expect(drop < accept)
+        #expect(lines.contains("ip daddr 10.20.5.0/24 counter drop"), "overlapping prefixes get rules of their own")
+        #expect(lines.contains("ip6 daddr fd20::/64 counter drop"))
+        #expect(lines.contains("meta skuid { 1000, 1001 } accept"))
+        #expect(guardRules.isActive)
+        guardRules.members = [.init(configuration: UUID(), providerUID: 1, blocksAll: false)]
+        #expect(!guardRules.isActive)
+    }
+}

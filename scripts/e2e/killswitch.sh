@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# End-to-end checks of the kill switch (includeAllNetworks), excludeLocalNetworks and
+# enforceRoutes in a namespace lab, with packet captures on the laptop's underlay: while the
+# configuration is enabled nothing reaches the test destinations outside the tunnel — tunnel up,
+# provider killed -9, explicitly stopped, or netextd restarted — for TCP, UDP (DNS), ICMP, IPv4
+# and IPv6; local networks stay reachable; disabling removes every rule. Needs root.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/killswitch.sh   Prints one line per check; exits non-zero on failure.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
+source scripts/lib/lab.sh
+work="$(mktemp -d /tmp/netext-guard.XXXXXX)"
+chmod 755 "$work"
+failures=0
+cleanup() { lab_down; rm -rf "$work"; }
+trap cleanup EXIT
+lab_trap_signals
+check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
+laptop() { ip netns exec "$LAB_LAPTOP" "$@"; }
+netext() { "$bin/netext" "$@"; }
+
+lab_up || { echo "FAIL lab"; exit 1; }
+# Test destinations "on the internet": a web server, a DNS server, IPv4 and IPv6.
+lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip addr add 100.64.0.53/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo'
+mkdir -p "$work/www"; echo "public page" > "$work/www/index.html"
+lab_spawn "$LAB_INTERNET" python3 -m http.server 8080 --bind 100.64.0.80 --directory "$work/www" 2>/dev/null
+lab_spawn "$LAB_INTERNET" python3 -m http.server 8081 --bind 2001:db8:ff::80 --directory "$work/www" 2>/dev/null
+lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 100.64.0.53 example.test 100.64.0.80 "$work/dns.log"
+
+server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
+client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+umask 077
+cat > "$work/server.json" <<JSON
+{"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
+ "routes": ["10.20.0.0/16", "fd20::/64"], "masquerade": ["eth0"], "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
+JSON
+umask 022
+lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
+export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$work/resolv.conf"
+echo "nameserver 100.64.0.53" > "$work/resolv.conf"
+mkdir -p "$NETEXT_PROVIDERS_DIR"
+printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
+start_netextd() { lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"; NETEXTD_PID=$!; lab_wait "'$bin/netext' status" 15; }
+start_netextd
+lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
+
+# What must never cross the underlay while the kill switch is on.
+destinations='host 100.64.0.80 or host 100.64.0.53 or host 2001:db8:ff::80'
+web4() { laptop curl -s -m "${1:-3}" http://100.64.0.80:8080/ 2>/dev/null | grep -q 'public page'; }
+web6() { laptop curl -s -m "${1:-3}" 'http://[2001:db8:ff::80]:8081/' 2>/dev/null | grep -q 'public page'; }
+dns() { laptop python3 -c "
+import socket, sys
+q = b'\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\x07example\x04test\x00\x00\x01\x00\x01'
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+try:
+    s.sendto(q, ('100.64.0.53', 53)); sys.exit(0 if s.recv(512)[:2] == b'\x12\x34' else 1)
+except OSError:
+    sys.exit(1)
+"; }
+ping4() { laptop ping -c 2 -W 1 -q 100.64.0.80 > /dev/null 2>&1; }
+ping6() { laptop ping -6 -c 2 -W 1 -q 2001:db8:ff::80 > /dev/null 2>&1; }
+all_blocked() { ! web4 2 && ! web6 2 && ! dns && ! ping4 && ! ping6; }
+has_guard() { laptop nft list table inet netextd_guard > /dev/null 2>&1; }
+provider_pid() { for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1; }
+
+check "before the VPN: the public page loads directly" web4
+echo "$client_key" | netext create --name Guarded --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" \
+  --password-stdin --include-all-networks --exclude-local-networks --enable > /dev/null
+check "netext show lists the flags" bash -c "'$bin/netext' show Guarded | grep -q 'include all networks (kill switch), exclude local networks'"
+
+laptop tcpdump -i eth0 -n -U -w "$work/underlay.pcap" > /dev/null 2>&1 &
+dump=$!; LAB_PIDS+=($dump)
+lab_wait "laptop test -s '$work/underlay.pcap'" 5
+sleep 0.5
+
+check "VPN starts" netext start Guarded
+check "the traffic guard table is in place" has_guard
+check "through the tunnel: IPv4 web" web4
+check "through the tunnel: IPv6 web" web6
+check "through the tunnel: DNS over UDP" dns
+pings() { ping4 && ping6; }
+check "through the tunnel: ping IPv4 and IPv6" pings
+check "excludeLocalNetworks: the local router answers directly" laptop ping -c 1 -W 1 -q 198.51.100.1
+
+kill -9 "$(provider_pid)"
+lab_wait "'$bin/netext' status Guarded | grep -q 'disconnected'" 10
+check "provider killed -9: status disconnected" bash -c "'$bin/netext' status Guarded | grep -q 'Guarded: disconnected'"
+check "provider killed -9: web, DNS and ping are blocked (IPv4 and IPv6)" all_blocked
+check "provider killed -9: the guard is still in place" has_guard
+started=$(date +%s%N)
+check "restart after the crash" netext start Guarded
+check "traffic flows again" web4
+echo "recovered_s=$(awk -v ns=$(( $(date +%s%N) - started )) 'BEGIN { printf "%.2f", ns / 1e9 }')"
+
+netext stop Guarded > "$work/stop.out" 2> "$work/stop.err"
+check "explicit stop: netext says traffic stays blocked" grep -q "stays blocked until you disable it" "$work/stop.err"
+check "explicit stop: still blocked" all_blocked
+
+# netextd dies and comes back: the kernel kept the table; the new netextd keeps it.
+kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null; sleep 0.5
+check "netextd killed -9: still blocked" all_blocked
+start_netextd
+check "netextd restarted: the guard is restored for the enabled configuration" has_guard
+check "netextd restarted: still blocked" all_blocked
+
+sleep 0.5; kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
+leaked=$(laptop tcpdump -n -r "$work/underlay.pcap" "$destinations" 2>/dev/null | wc -l)
+tunnel=$(laptop tcpdump -n -r "$work/underlay.pcap" 'udp port 51900' 2>/dev/null | wc -l)
+echo "leaked_packets=$leaked"
+check "no packet to the test destinations crossed the underlay while enabled ($leaked)" test "$leaked" -eq 0
+check "the tunnel's own packets did ($tunnel)" test "$tunnel" -gt 0
+
+check "disable" netext disable Guarded
+check "after disable: no table of ours" bash -c "! ip netns exec $LAB_LAPTOP nft list tables | grep -q netextd_guard"
+check "after disable: the public page loads directly again" web4
+
+# enforceRoutes without includeAllNetworks: the tunnel's routes never leak; the rest flows.
+echo "$client_key" | netext create --name Enforced --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" \
+  --password-stdin --enforce-routes --enable > /dev/null
+check "enforceRoutes: VPN starts" netext start Enforced
+laptop tcpdump -i eth0 -n -U -w "$work/enforced.pcap" > /dev/null 2>&1 &
+dump=$!; LAB_PIDS+=($dump)
+lab_wait "laptop test -s '$work/enforced.pcap'" 5
+sleep 0.5
+kill -9 "$(provider_pid)"
+lab_wait "'$bin/netext' status Enforced | grep -q 'disconnected'" 10
+check "enforceRoutes, provider killed: the office network is blocked" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
+check "enforceRoutes, provider killed: other traffic still flows" web4
+sleep 0.5; kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
+office_leak=$(laptop tcpdump -n -r "$work/enforced.pcap" 'net 10.20.0.0/16 or net fd20::/64' 2>/dev/null | wc -l)
+check "enforceRoutes: nothing to the tunnel's routes crossed the underlay ($office_leak)" test "$office_leak" -eq 0
+check "enforceRoutes: disable removes the table" bash -c "'$bin/netext' disable Enforced > /dev/null && ! ip netns exec $LAB_LAPTOP nft list tables | grep -q netextd_guard"
+
+if [ "$failures" -gt 0 ]; then
+  echo "--- netextd log"; tail -30 "$work/netextd.log"
+  echo "--- server log"; tail -10 "$work/server.log"
+  echo "$failures CHECKS FAILED"; exit 1
+fi
+echo "ALL CHECKS PASSED"
