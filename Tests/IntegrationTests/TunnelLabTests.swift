@@ -34,6 +34,14 @@ struct TunnelLabTests {
         #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("PASS") }.count >= 25, "\(result.stdout)")
     }
 
+    @Test("roaming: a download through the tunnel survives the laptop moving to another uplink")
+    func roaming() throws {
+        let result = try run("/bin/bash", [Self.root + "/scripts/e2e/roaming.sh"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 180)
+        let failed = result.stdout.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(result.status == 0 && failed.isEmpty, "\(result)")
+        #expect(result.stdout.contains("ALL CHECKS PASSED"))
+    }
+
     @Test("the README's demo shows the page failing, then loading through the tunnel")
     func demo() throws {
         let result = try run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)

@@ -47,6 +47,16 @@ lab_add_laptop2() {
   lab_in "$LAB_LAPTOP2" sh -c 'ip addr add 192.0.2.2/24 dev eth0 && ip -6 addr add 2001:db8:3::2/64 dev eth0 nodad && ip link set eth0 up && ip route add default via 192.0.2.1 && ip -6 route add default via 2001:db8:3::1'
 }
 
+# A second uplink for the laptop (eth1, 100.80.0.2/24, router 100.80.0.1 on internet's eth3),
+# not used until a test moves the default route to it.
+lab_add_uplink2() {
+  ip link add "$LAB_PREFIX-l1" netns "$LAB_LAPTOP" type veth peer name "$LAB_PREFIX-i3" netns "$LAB_INTERNET" &&
+  lab_in "$LAB_LAPTOP" ip link set "$LAB_PREFIX-l1" name eth1 &&
+  lab_in "$LAB_INTERNET" ip link set "$LAB_PREFIX-i3" name eth3 &&
+  lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.80.0.1/24 dev eth3 && ip link set eth3 up' &&
+  lab_in "$LAB_LAPTOP" sh -c 'ip addr add 100.80.0.2/24 dev eth1 && ip link set eth1 up'
+}
+
 # A network behind the office (10.30.0.0/24: office eth1 = 10.30.0.1, host 10.30.0.7) with no
 # route back to anything else: reaching it from a tunnel client needs the server's masquerade.
 lab_add_lan() {

@@ -36,6 +36,24 @@ public final class UDPSocket: Sendable {
         guard result == 0 else { throw SystemError("connect", errno: errno, subject: address.description) }
     }
 
+    /// Connects again to `address`, letting the kernel choose the local address (and port) anew:
+    /// after the network changed, the old source address may no longer exist. The socket is
+    /// first dissolved from its peer (`AF_UNSPEC`), which resets an unbound socket's source.
+    public func reconnect(to address: SocketAddress) throws(SystemError) {
+        var unspecified = sockaddr()
+        unspecified.sa_family = sa_family_t(AF_UNSPEC)
+        _ = Glibc.connect(fd, &unspecified, socklen_t(MemoryLayout<sockaddr>.size))
+        try connect(to: address)
+    }
+
+    /// The local address the kernel would use now to reach `address` (nil: no route).
+    public static func preferredSource(toward address: SocketAddress) -> SocketAddress? {
+        guard let probe = try? UDPSocket(bindingTo: SocketAddress(address: [UInt8](repeating: 0, count: address.address.count), port: 0), receiveBuffer: 4096, sendBuffer: 4096) else { return nil }
+        defer { probe.close() }
+        guard (try? probe.connect(to: address)) != nil else { return nil }
+        return probe.localAddress
+    }
+
     /// The local address the socket is bound to.
     public var localAddress: SocketAddress? {
         var storage = sockaddr_storage()

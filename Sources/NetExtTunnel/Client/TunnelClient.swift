@@ -295,10 +295,36 @@ public final class TunnelClient: Sendable {
         }
     }
 
+    /// Roaming: when the kernel would now reach the server from another local address (the
+    /// default route moved, the address changed), the socket is connected anew and a keepalive
+    /// tells the server where we are; the tunnel's own addresses do not change, so connections
+    /// inside it survive.
+    private func followNetworkChange(now: Date) {
+        guard let preferred = UDPSocket.preferredSource(toward: server), let current = socket.localAddress,
+              preferred.address != current.address else { return }
+        do { try socket.reconnect(to: server) } catch {
+            log("the network changed but the socket could not follow: \(error)")
+            return
+        }
+        log("network changed: now reaching the server from \(socket.localAddress?.hostText ?? preferred.hostText) (was \(current.hostText))")
+        let keepalive: [UInt8]? = state.withLock { state in
+            guard var session = state.current, let message = try? session.seal([], now: now) else { return nil }
+            state.current = session
+            state.lastSent = now
+            return message
+        }
+        if let keepalive { try? keepalive.withUnsafeBytes { try socket.send($0) } }
+    }
+
     private func timerLoop() {
+        var lastNetworkCheck = Date.distantPast
         while isRunning {
             Thread.sleep(forTimeInterval: 0.25)
             let now = Date()
+            if now.timeIntervalSince(lastNetworkCheck) >= 1 {
+                lastNetworkCheck = now
+                followNetworkChange(now: now)
+            }
             var becameReasserting = false
             let outgoing: [[UInt8]] = state.withLock { state in
                 var messages: [[UInt8]] = []
