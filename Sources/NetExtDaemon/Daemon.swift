@@ -55,8 +55,17 @@ public final class Daemon: Sendable {
             "providers": "\(providers.providers.count)", "configurations": "\(configurationCount)",
         ])
 
+        let onDemand = OnDemandController(
+            store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
+            password: { configuration in
+                guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
+                return try settings.passwordReference.flatMap(secrets.secret(for:))
+            })
+        await onDemand.start()
+
         let received = await TerminationSignals.wait()
         logger.info("shutting down", metadata: ["signal": "\(received)"])
+        await onDemand.stop()
         await sessions.stopAll()
         await server.close(path: settings.socketPath)
         logger.info("netextd stopped")

@@ -39,6 +39,8 @@ public enum ProviderMessage: Sendable, Hashable {
         case configurationDisabled
         case configurationRemoved
         case superceded
+        /// An on-demand rule said Disconnect.
+        case onDemandDisconnect
         case idleTimeout
         case daemonShutdown
     }

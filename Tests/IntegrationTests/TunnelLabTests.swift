@@ -42,6 +42,14 @@ struct TunnelLabTests {
         #expect(result.stdout.contains("ALL CHECKS PASSED"))
     }
 
+    @Test("connect on demand: rules in order, re-evaluated on changes, a killed provider restarted, an explicit stop turns it off")
+    func onDemand() throws {
+        let result = try run("/bin/bash", [Self.root + "/scripts/e2e/ondemand.sh"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        let failed = result.stdout.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(result.status == 0 && failed.isEmpty, "\(result)")
+        #expect(result.stdout.contains("ALL CHECKS PASSED"))
+    }
+
     @Test("the README's demo shows the page failing, then loading through the tunnel")
     func demo() throws {
         let result = try run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)

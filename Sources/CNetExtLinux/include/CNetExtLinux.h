@@ -79,3 +79,7 @@ int netext_udp_enable_gro(int fd);
 
 /// Whether the kernel accepts UDP_SEGMENT on this socket (UDP GSO). Returns 1 or 0.
 int netext_udp_supports_gso(int fd);
+
+/// A netlink socket subscribed to link, address and route changes (IPv4 and IPv6), with a
+/// receive timeout of `timeout_ms`. Returns the descriptor or -errno.
+int netext_netlink_route_open(int timeout_ms);

@@ -128,3 +128,35 @@ enum StandardInput {
         FileHandle.standardInput.readDataToEndOfFile()
     }
 }
+
+struct OnDemandCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "on-demand",
+        abstract: "Turn connect-on-demand on or off, optionally replacing the rules (a JSON array of rules, as `netext show --json` prints them).")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "on or off.") var state: String
+    @Option(help: "A JSON file with the rules, e.g. [{\"action\": \"disconnect\", \"interfaceTypeMatch\": \"any\", \"dnsSearchDomainMatch\": [\"office.test\"]}, {\"action\": \"connect\", \"interfaceTypeMatch\": \"any\"}].") var rules: String?
+
+    func run() async throws {
+        try await reportingFailures {
+            guard state == "on" || state == "off" else { throw NetExtError.invalid("the state must be 'on' or 'off', not '\(state)'") }
+            var newRules: [OnDemandRule]?
+            if let rules {
+                guard let data = FileManager.default.contents(atPath: rules) else { throw NetExtError.invalid("--rules: cannot read \(rules)") }
+                do { newRules = try JSONDecoder().decode([OnDemandRule].self, from: data) } catch {
+                    throw NetExtError.invalid("--rules \(rules): \(error)")
+                }
+            }
+            let saved = try await options.withConfiguration(name) { client, loaded in
+                var configuration = loaded
+                configuration.isOnDemandEnabled = state == "on"
+                if let newRules { configuration.onDemandRules = newRules }
+                return try await client.call(.saveConfiguration(.init(configuration: configuration)), expecting: ConfigurationResult.self).configuration
+            }
+            if options.json { try options.printJSON(saved) } else {
+                print("on-demand \(saved.isOnDemandEnabled ? "on" : "off") for \(saved.localizedDescription): \(saved.onDemandRules.count) rule(s) (revision \(saved.revision))")
+            }
+        }
+    }
+}

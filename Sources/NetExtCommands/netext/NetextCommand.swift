@@ -10,7 +10,7 @@ public struct NetextCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ListCommand.self, ShowCommand.self, CreateCommand.self, EnableCommand.self, DisableCommand.self,
-            RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, MessageCommand.self, ProxyEnvCommand.self,
+            RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, MessageCommand.self, OnDemandCommand.self, ProxyEnvCommand.self,
             ProfileCommand.self, ProvidersCommand.self,
         ])
 

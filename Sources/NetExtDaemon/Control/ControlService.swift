@@ -71,7 +71,16 @@ public final class ControlService: Sendable {
             let info = try await sessions.start(configuration, options: options, password: password)
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: info))
         case .stopConnection(let configurationID):
-            let configuration = try visibleConfiguration(configurationID, identity: identity)
+            var configuration = try visibleConfiguration(configurationID, identity: identity)
+            if configuration.isOnDemandEnabled {
+                // A person's explicit stop turns connect-on-demand off until it is turned on
+                // again, as on Apple's systems; otherwise the rules would reconnect at once.
+                configuration.isOnDemandEnabled = false
+                let saved = try store.save(configuration).saved
+                configuration = saved
+                logger.notice("on-demand turned off by an explicit stop", metadata: ["configuration": "\(saved.localizedDescription)"])
+                hub.configurationChanged(saved, change: .saved)
+            }
             let info = await sessions.stop(configuration, reason: .userInitiated)
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: info))
         case .getStatus(let configurationID):

@@ -1,0 +1,127 @@
+import Foundation
+import Logging
+import NetExtCore
+import NetExtIPC
+
+/// Connect on demand: for every enabled configuration with `isOnDemandEnabled`, the rules are
+/// evaluated (first match wins) whenever the kernel reports a network change and every few
+/// seconds; Connect starts the VPN (retrying failures with exponential backoff, 1 s to 60 s),
+/// Disconnect stops it, Ignore and no match leave it as it is. A provider that crashed is thus
+/// restarted while the rules want the VPN. A user's explicit stop turns on-demand off (see
+/// `ControlService`), as on Apple's systems.
+public actor OnDemandController {
+    private let store: ConfigurationStore
+    private let sessions: SessionManager
+    private let observer: NetworkObserver
+    private let logger: Logger
+    private let password: @Sendable (Configuration) throws -> String?
+    private var failures: [UUID: (count: Int, notBefore: Date)] = [:]
+    private var connecting: Set<UUID> = []
+    private var lastDecision: [UUID: String] = [:]
+    private var evaluating = false
+    private var evaluateAgain = false
+    private var running = true
+
+    /// How often the rules are evaluated without a kernel event (resolver changes, probes, crashed providers).
+    public static let period: Duration = .seconds(3)
+    public static let maximumBackoff: TimeInterval = 60
+
+    public init(store: ConfigurationStore, sessions: SessionManager, observer: NetworkObserver, logger: Logger,
+                password: @escaping @Sendable (Configuration) throws -> String?) {
+        self.store = store
+        self.sessions = sessions
+        self.observer = observer
+        self.logger = logger
+        self.password = password
+    }
+
+    public func start() {
+        observer.start { [weak self] in Task { await self?.evaluate(reason: "network change") } }
+        Task { [weak self] in
+            while let self, await self.isRunning {
+                try? await Task.sleep(for: Self.period)
+                await self.evaluate(reason: "periodic")
+            }
+        }
+    }
+
+    public func stop() {
+        running = false
+        observer.stop()
+    }
+
+    var isRunning: Bool { running }
+
+    /// Evaluates every on-demand configuration now (coalescing overlapping requests).
+    public func evaluate(reason: String) async {
+        guard !evaluating else {
+            evaluateAgain = true
+            return
+        }
+        evaluating = true
+        defer { evaluating = false }
+        repeat {
+            evaluateAgain = false
+            await evaluateOnce(reason: reason)
+        } while evaluateAgain
+    }
+
+    private func evaluateOnce(reason: String) async {
+        guard running, let configurations = try? store.allConfigurations() else { return }
+        let candidates = configurations.filter { $0.isEnabled && $0.isOnDemandEnabled && !$0.onDemandRules.isEmpty }
+        guard !candidates.isEmpty else { return }
+        let environment = observer.environment()
+        for configuration in candidates {
+            guard case .tunnelProvider = configuration.protocolConfiguration else { continue }
+            let (decision, rule) = OnDemandEvaluator.decision(configuration.onDemandRules, in: environment) { url in
+                if url.scheme != "http" { self.logger.notice("on-demand probe URLs must be http here; the rule does not match", metadata: ["url": "\(url)"]) }
+                return HTTPProbe.succeeds(url)
+            }
+            let summary = "\(decision.rawValue) (rule \(rule.map { String($0 + 1) } ?? "none"))"
+            if lastDecision[configuration.id] != summary {
+                lastDecision[configuration.id] = summary
+                logger.info("on-demand decision", metadata: [
+                    "configuration": "\(configuration.localizedDescription)", "decision": "\(summary)", "environment": "\(environment)", "reason": "\(reason)",
+                ])
+            }
+            let status = await sessions.statusInfo(for: configuration).status
+            switch decision {
+            case .connect:
+                if status == .connected { failures[configuration.id] = nil }
+                guard status == .disconnected || status == .invalid, !connecting.contains(configuration.id) else { continue }
+                if let failure = failures[configuration.id], Date() < failure.notBefore { continue }
+                connecting.insert(configuration.id)
+                Task { await self.connect(configuration) }
+            case .disconnect:
+                failures[configuration.id] = nil
+                if status.isActive { Task { await self.sessions.stop(configuration, reason: .onDemandDisconnect) } }
+            case .leave:
+                break
+            }
+        }
+    }
+
+    private func connect(_ configuration: Configuration) async {
+        defer { connecting.remove(configuration.id) }
+        logger.info("on-demand: connecting", metadata: ["configuration": "\(configuration.localizedDescription)"])
+        var reason: String
+        do {
+            let info = try await sessions.start(configuration, options: [:], password: try password(configuration))
+            if info.status == .connected {
+                failures[configuration.id] = nil
+                return
+            }
+            reason = info.lastDisconnectError?.message ?? "ended \(info.status.rawValue)"
+        } catch let failure as NetExtError {
+            reason = failure.message
+        } catch {
+            reason = "\(error)"
+        }
+        let count = (failures[configuration.id]?.count ?? 0) + 1
+        let delay = min(Self.maximumBackoff, pow(2, Double(count - 1)))
+        failures[configuration.id] = (count, Date().addingTimeInterval(delay))
+        logger.warning("on-demand connect failed; retrying", metadata: [
+            "configuration": "\(configuration.localizedDescription)", "error": "\(reason)", "retryInSeconds": "\(Int(delay))", "attempt": "\(count)",
+        ])
+    }
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end checks of connect-on-demand in a namespace lab: rules evaluated in order (DNS search
+# domain, probe URL, interface type, connect), re-evaluated as the network and resolver change,
+# a killed provider restarted, and an explicit stop turning on-demand off. Needs root.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/ondemand.sh   Prints one line per check; exits non-zero on failure.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
+source scripts/lib/lab.sh
+work="$(mktemp -d /tmp/netext-ondemand.XXXXXX)"
+chmod 755 "$work"
+failures=0
+cleanup() { lab_down; rm -rf "$work"; }
+trap cleanup EXIT
+lab_trap_signals
+check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
+netext() { "$bin/netext" "$@"; }
+status_is() { "$bin/netext" status Office 2>/dev/null | grep -q "^Office: $1"; }
+becomes() { lab_wait "'$bin/netext' status Office | grep -q '^Office: $1'" "${2:-15}"; }
+stays() { local until=$((SECONDS + $2)); while [ $SECONDS -lt $until ]; do status_is "$1" || return 1; sleep 0.5; done; }
+
+lab_up || { echo "FAIL lab"; exit 1; }
+# A "trusted network" probe target on the internet side: 200 while the file exists, 404 after.
+lab_in "$LAB_INTERNET" ip addr add 100.64.0.80/32 dev lo
+mkdir -p "$work/www"
+lab_spawn "$LAB_INTERNET" python3 -m http.server 8080 --bind 100.64.0.80 --directory "$work/www" 2>/dev/null
+server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
+client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+umask 077
+cat > "$work/server.json" <<JSON
+{"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "routes": ["10.20.0.0/16"],
+ "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
+JSON
+umask 022
+lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
+export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$work/resolv.conf"
+printf 'nameserver 198.51.100.53\nsearch home.test\n' > "$work/resolv.conf"
+mkdir -p "$NETEXT_PROVIDERS_DIR"
+printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
+lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"
+lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
+lab_wait "'$bin/netext' status" 15
+lab_wait "ip netns exec $LAB_LAPTOP curl -s -o /dev/null http://100.64.0.80:8080/" 10
+
+cat > "$work/rules.json" <<'JSON'
+[{"action": "disconnect", "interfaceTypeMatch": "any", "dnsSearchDomainMatch": ["*.office.test"]},
+ {"action": "disconnect", "interfaceTypeMatch": "any", "probeURL": "http://100.64.0.80:8080/trusted"},
+ {"action": "ignore", "interfaceTypeMatch": "wiFi"},
+ {"action": "connect", "interfaceTypeMatch": "ethernet"}]
+JSON
+echo "$client_key" | netext create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable > /dev/null
+check "on-demand on with four rules" bash -c "'$bin/netext' on-demand Office on --rules '$work/rules.json' | grep -q 'on-demand on for Office: 4 rule(s)'"
+check "rule 4 (connect on ethernet): the VPN comes up without netext start" becomes connected
+check "the internal network answers through the tunnel" ip netns exec "$LAB_LAPTOP" ping -c 1 -W 2 -q 10.20.0.5
+
+provider=$(for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1)
+killed=$(date +%s%N)
+kill -9 "$provider"
+lab_wait "'$bin/netext' status Office | grep -q '^Office: disconnected'" 10
+check "provider killed -9: on-demand brings the VPN back" becomes connected 20
+echo "recovered_s=$(awk -v ns=$(( $(date +%s%N) - killed )) 'BEGIN { printf "%.1f", ns / 1e9 }')"
+
+touch "$work/www/trusted"
+check "rule 2 (the probe URL answers 200: a trusted network): disconnected" becomes disconnected
+rm "$work/www/trusted"
+check "the probe answers 404: rule 4 connects again" becomes connected
+
+printf 'nameserver 198.51.100.53\nsearch corp.office.test\n' > "$work/resolv.conf"
+check "rule 1 (search domain within *.office.test): disconnected" becomes disconnected
+printf 'nameserver 198.51.100.53\nsearch home.test\n' > "$work/resolv.conf"
+check "another search domain: connected again" becomes connected
+check "decisions are re-evaluated on kernel network events" grep -q "reason=network change" "$work/netextd.log"
+check "decisions are logged with the rule that matched" grep -q "decision=connect (rule 4)" "$work/netextd.log"
+
+check "explicit stop" netext stop Office
+check "an explicit stop turns on-demand off" bash -c "'$bin/netext' show Office | grep -q 'on demand:   disabled'"
+check "and the VPN stays down" stays disconnected 7
+check "on-demand on again" bash -c "'$bin/netext' on-demand Office on > /dev/null"
+check "… and the rules bring it up" becomes connected
+check "disable" bash -c "'$bin/netext' disable Office > /dev/null"
+check "stays down while disabled" stays invalid 5
+
+if [ "$failures" -gt 0 ]; then
+  echo "--- netextd log"; grep -E "on-demand|status changed" "$work/netextd.log" | tail -30
+  echo "$failures CHECKS FAILED"; exit 1
+fi
+echo "ALL CHECKS PASSED"
