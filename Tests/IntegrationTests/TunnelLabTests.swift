@@ -50,6 +50,14 @@ struct TunnelLabTests {
         #expect(result.stdout.contains("ALL CHECKS PASSED"))
     }
 
+    @Test("scripts/leak-test: nothing leaks through kill -9, on-demand restart and an uplink move")
+    func leakTest() throws {
+        let result = try run("/bin/bash", [Self.root + "/scripts/leak-test"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("leaked_packets=0"))
+        #expect(result.stdout.contains("roamed=yes"))
+    }
+
     @Test("the README's demo shows the page failing, then loading through the tunnel")
     func demo() throws {
         let result = try run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
