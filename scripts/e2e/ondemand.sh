@@ -51,7 +51,7 @@ JSON
 echo "$client_key" | netext create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable > /dev/null
 check "on-demand on with four rules" bash -c "'$bin/netext' on-demand Office on --rules '$work/rules.json' | grep -q 'on-demand on for Office: 4 rule(s)'"
 check "rule 4 (connect on ethernet): the VPN comes up without netext start" becomes connected
-check "the internal network answers through the tunnel" ip netns exec "$LAB_LAPTOP" ping -c 1 -W 2 -q 10.20.0.5
+check "the internal network answers through the tunnel" bash -c "ip netns exec $LAB_LAPTOP ping -c 1 -W 2 -q 10.20.0.5 > /dev/null"
 
 provider=$(for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1)
 killed=$(date +%s%N)
@@ -80,8 +80,50 @@ check "… and the rules bring it up" becomes connected
 check "disable" bash -c "'$bin/netext' disable Office > /dev/null"
 check "stays down while disabled" stays invalid 5
 
+# EvaluateConnection: the VPN comes up when a program resolves a name that needs it. The server
+# now pushes the office's DNS for office.test, and netextd manages the namespace's real resolver
+# file so that getent goes through its stub.
+lab_in "$LAB_OFFICE" ip addr add 10.20.0.53/32 dev lo
+lab_spawn "$LAB_OFFICE" python3 scripts/e2e/dns-responder.py 10.20.0.53 office.test 10.20.0.5 "$work/office-dns.log"
+umask 077
+cat > "$work/server.json" <<JSON
+{"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "routes": ["10.20.0.0/16"],
+ "dnsServers": ["10.20.0.53"], "matchDomains": ["office.test"], "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
+JSON
+umask 022
+for pid in $(ip netns pids "$LAB_OFFICE"); do grep -q netext-server "/proc/$pid/cmdline" 2>/dev/null && kill "$pid"; done
+for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netextd "/proc/$pid/cmdline" 2>/dev/null && kill "$pid"; done
+sleep 1
+lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server2.log"
+mkdir -p "/etc/netns/$LAB_LAPTOP"
+resolv="/etc/netns/$LAB_LAPTOP/resolv.conf"
+echo "nameserver 198.51.100.53" > "$resolv"
+NETEXT_RESOLV_CONF="$resolv" lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd2.log"
+lab_wait "grep -q 'tunnel server ready' '$work/server2.log'" 15
+lab_wait "'$bin/netext' status" 15
+cat > "$work/lazy.json" <<'JSON'
+[{"action": "evaluateConnection", "interfaceTypeMatch": "any", "connectionRules": [
+   {"action": "neverConnect", "matchDomains": ["public.office.test"]},
+   {"action": "connectIfNeeded", "matchDomains": ["office.test"]}]}]
+JSON
+echo "$client_key" | netext create --name Lazy --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable > /dev/null
+netext on-demand Lazy on --rules "$work/lazy.json" > /dev/null
+lab_wait "grep -qx 'nameserver 127.0.0.153' '$resolv'" 10
+check "EvaluateConnection: the resolver file points at netextd's stub while the VPN is down" grep -qx "nameserver 127.0.0.153" "$resolv"
+check "EvaluateConnection: the VPN stays down meanwhile" bash -c "'$bin/netext' status Lazy | grep -q '^Lazy: disconnected'"
+ip netns exec "$LAB_LAPTOP" getent hosts public.office.test > /dev/null
+check "a neverConnect name does not bring it up" bash -c "'$bin/netext' status Lazy | grep -q '^Lazy: disconnected'"
+check "a connectIfNeeded name brings the VPN up, then resolves through it" bash -c "ip netns exec $LAB_LAPTOP getent hosts intranet.office.test | grep -q '^10.20.0.5 '"
+check "EvaluateConnection: connected" bash -c "'$bin/netext' status Lazy | grep -q '^Lazy: connected'"
+check "EvaluateConnection: netextd says why" grep -q "a program resolved a name that needs the VPN" "$work/netextd2.log"
+check "the office's DNS server answered through the tunnel" grep -q "^intranet.office.test 1 from 10.99.0.2$" "$work/office-dns.log"
+check "disable Lazy" bash -c "'$bin/netext' disable Lazy > /dev/null"
+lab_wait "grep -qx 'nameserver 198.51.100.53' '$resolv'" 10
+check "EvaluateConnection off: the resolver file is restored" grep -qx "nameserver 198.51.100.53" "$resolv"
+
 if [ "$failures" -gt 0 ]; then
   echo "--- netextd log"; grep -E "on-demand|status changed" "$work/netextd.log" | tail -30
+  echo "--- netextd log (EvaluateConnection)"; tail -30 "$work/netextd2.log" 2>/dev/null
   echo "$failures CHECKS FAILED"; exit 1
 fi
 echo "ALL CHECKS PASSED"

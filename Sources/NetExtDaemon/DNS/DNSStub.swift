@@ -33,6 +33,14 @@ public final class DNSStub: Sendable {
     private let inFlight = Mutex(0)
     private let logger: Logger
     private let queue = DispatchQueue(label: "netextd.dns-stub", attributes: .concurrent)
+    /// Called with each query's name before it is routed, on a forwarding thread; it may block
+    /// (on-demand EvaluateConnection brings a VPN up first, then the query is routed anew).
+    private let observer = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    /// Sets the query observer.
+    public func observeQueries(_ body: (@Sendable (String) -> Void)?) {
+        observer.withLock { $0 = body }
+    }
 
     /// Binds the listener (port 53 needs root or CAP_NET_BIND_SERVICE).
     public init(address: SocketAddress, logger: Logger) throws(NetExtError) {
@@ -91,12 +99,13 @@ public final class DNSStub: Sendable {
                 counters.withLock { $0.busy += 1 }
                 continue
             }
-            let route = routing.withLock { $0.servers(for: query.name) }
-            counters.withLock { counters in
-                if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
-            }
             queue.async {
                 defer { self.inFlight.withLock { $0 -= 1 } }
+                if let observe = self.observer.withLock({ $0 }) { observe(query.name) }
+                let route = self.routing.withLock { $0.servers(for: query.name) }
+                self.counters.withLock { counters in
+                    if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
+                }
                 let reply = self.forward(message, id: query.id, to: route.servers) ?? {
                     self.counters.withLock { $0.unanswered += 1 }
                     return query.serverFailure(for: message)

@@ -21,6 +21,8 @@ public actor OnDemandController {
     private var evaluating = false
     private var evaluateAgain = false
     private var running = true
+    /// Configurations whose matching rule is EvaluateConnection: their connection rules.
+    private var watchedNames: [UUID: (configuration: Configuration, rules: [EvaluateConnectionRule])] = [:]
 
     /// How often the rules are evaluated without a kernel event (resolver changes, probes, crashed providers).
     public static let period: Duration = .seconds(3)
@@ -69,8 +71,12 @@ public actor OnDemandController {
     private func evaluateOnce(reason: String) async {
         guard running, let configurations = try? store.allConfigurations() else { return }
         let candidates = configurations.filter { $0.isEnabled && $0.isOnDemandEnabled && !$0.onDemandRules.isEmpty }
-        guard !candidates.isEmpty else { return }
+        guard !candidates.isEmpty else {
+            await updateWatch([:])
+            return
+        }
         let environment = observer.environment()
+        var watch: [UUID: (configuration: Configuration, rules: [EvaluateConnectionRule])] = [:]
         for configuration in candidates {
             guard case .tunnelProvider = configuration.protocolConfiguration else { continue }
             let (decision, rule) = OnDemandEvaluator.decision(configuration.onDemandRules, in: environment) { url in
@@ -83,6 +89,9 @@ public actor OnDemandController {
                 logger.info("on-demand decision", metadata: [
                     "configuration": "\(configuration.localizedDescription)", "decision": "\(summary)", "environment": "\(environment)", "reason": "\(reason)",
                 ])
+            }
+            if let rule, configuration.onDemandRules[rule].action == .evaluateConnection {
+                watch[configuration.id] = (configuration, configuration.onDemandRules[rule].connectionRules ?? [])
             }
             let status = await sessions.statusInfo(for: configuration).status
             switch decision {
@@ -98,6 +107,47 @@ public actor OnDemandController {
             case .leave:
                 break
             }
+        }
+        await updateWatch(watch)
+    }
+
+    /// Starts or stops watching resolved names as EvaluateConnection rules come and go.
+    private func updateWatch(_ watch: [UUID: (configuration: Configuration, rules: [EvaluateConnectionRule])]) async {
+        let wasWatching = !watchedNames.isEmpty
+        watchedNames = watch
+        guard wasWatching != !watch.isEmpty else { return }
+        if watch.isEmpty {
+            await sessions.watchResolvedNames(nil)
+        } else {
+            await sessions.watchResolvedNames { [weak self] name in
+                // Called on a DNS forwarding thread: the query waits until on-demand decided
+                // (and, if needed, the VPN is up), at most 20 s.
+                let done = DispatchSemaphore(value: 0)
+                Task {
+                    await self?.nameResolved(name)
+                    done.signal()
+                }
+                _ = done.wait(timeout: .now() + 20)
+            }
+        }
+    }
+
+    /// EvaluateConnection: the first connection rule whose domains contain `name` decides:
+    /// neverConnect leaves the VPN down; connectIfNeeded brings it up unless the name resolves
+    /// through `useDNSServers` or `probeURL` answers 200 without it.
+    func nameResolved(_ name: String) async {
+        for (id, entry) in watchedNames {
+            guard let rule = entry.rules.first(where: { rule in rule.matchDomains.contains { OnDemandEvaluator.domainMatches(name, pattern: $0.hasPrefix("*.") ? $0 : "*." + $0) } }),
+                  rule.action == .connectIfNeeded else { continue }
+            let status = await sessions.statusInfo(for: entry.configuration).status
+            guard status == .disconnected || status == .invalid, !connecting.contains(id) else { continue }
+            if let probe = rule.probeURL, HTTPProbe.succeeds(probe) { continue }
+            if let servers = rule.useDNSServers, !servers.isEmpty, DNSReachability.resolves(name, via: servers) { continue }
+            logger.info("on-demand: a program resolved a name that needs the VPN", metadata: [
+                "configuration": "\(entry.configuration.localizedDescription)", "name": "\(name)", "rule": "connectIfNeeded \(rule.matchDomains)",
+            ])
+            connecting.insert(id)
+            await connect(entry.configuration)
         }
     }
 

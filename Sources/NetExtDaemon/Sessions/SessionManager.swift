@@ -51,8 +51,11 @@ public actor SessionManager {
     private let applier: any NetworkApplier
     private let resolver: ResolverConfiguration?
     private let dnsStubAddress: SocketAddress?
-    /// Runs while at least one tunnel has DNS match domains.
+    /// Runs while at least one tunnel has DNS match domains, or on-demand watches names.
     private var dnsStub: DNSStub?
+    /// Whether on-demand (EvaluateConnection) needs to see the names programs resolve.
+    private var watchingNames = false
+    private var nameObserver: (@Sendable (String) -> Void)?
     private var usedSlots = Set<Int>()
 
     /// Routing tables and rule priorities netextd owns: table `firstTable + slot`, rules at
@@ -322,7 +325,7 @@ public actor SessionManager {
                 if var tunnel = session.tunnel, let plan = tunnel.plan {
                     applier.teardown(plan)
                     if tunnel.routedDNS { unrouteDNS(for: id) }
-                    if tunnel.changedResolver && !isResolverStillNeeded(besides: id) { resolver?.restore() }
+                    if tunnel.changedResolver { releaseResolver(besides: id) }
                     tunnel.plan = nil
                     tunnel.changedResolver = false
                     tunnel.routedDNS = false
@@ -400,7 +403,7 @@ public actor SessionManager {
         guard let tunnel = sessions[id]?.tunnel else { return }
         if let plan = tunnel.plan { applier.teardown(plan) }
         if tunnel.routedDNS { unrouteDNS(for: id) }
-        if tunnel.changedResolver && !isResolverStillNeeded(besides: id) { resolver?.restore() }
+        if tunnel.changedResolver { releaseResolver(besides: id) }
         SocketPair.close(tunnel.fd)
         usedSlots.remove(tunnel.slot)
         sessions[id]?.tunnel = nil
@@ -416,11 +419,7 @@ public actor SessionManager {
             throw NetExtError(.configurationInvalid, "the tunnel's DNS has match domains, but netextd has no DNS stub address (NETEXT_DNS_STUB)")
         }
         let original = resolver.originalContent()
-        if dnsStub == nil {
-            let stub = try DNSStub(address: address, logger: logger)
-            stub.start()
-            dnsStub = stub
-        }
+        try ensureStub(address: address)
         let systemServers = ResolverConfiguration.values(of: "nameserver", in: original).filter { $0 != address.hostText }
         dnsStub?.update { routing in
             routing.defaultServers = systemServers
@@ -435,13 +434,70 @@ public actor SessionManager {
         ])
     }
 
-    /// Removes a tunnel's routes from the stub, and stops the stub when no tunnel needs it.
+    /// Removes a tunnel's routes from the stub, and stops the stub when nothing needs it.
     private func unrouteDNS(for id: UUID) {
         guard let stub = dnsStub else { return }
         stub.update { $0.entries.removeAll { $0.owner == id.uuidString } }
-        if stub.currentRouting.entries.isEmpty {
-            stub.stop()
-            dnsStub = nil
+        stopStubIfUnused()
+    }
+
+    private func ensureStub(address: SocketAddress) throws(NetExtError) {
+        guard dnsStub == nil else { return }
+        let stub = try DNSStub(address: address, logger: logger)
+        if let resolver {
+            let original = resolver.originalContent()
+            let systemServers = ResolverConfiguration.values(of: "nameserver", in: original).filter { $0 != address.hostText }
+            stub.update { $0.defaultServers = systemServers }
+        }
+        stub.observeQueries(watchingNames ? nameObserver : nil)
+        stub.start()
+        dnsStub = stub
+    }
+
+    private func stopStubIfUnused() {
+        guard let stub = dnsStub, stub.currentRouting.entries.isEmpty, !watchingNames else { return }
+        stub.stop()
+        dnsStub = nil
+        // No tunnel relies on the file any more (each one that did restores it itself).
+        if !sessions.values.contains(where: { $0.tunnel?.changedResolver == true }) { resolver?.restore() }
+    }
+
+    /// On-demand EvaluateConnection: while `observer` is set, the stub runs (the resolver file
+    /// points at it even without a tunnel) and reports every name programs resolve, before the
+    /// query is routed. nil stops watching.
+    public func watchResolvedNames(_ observer: (@Sendable (String) -> Void)?) {
+        nameObserver = observer
+        watchingNames = observer != nil
+        if let observer, let address = dnsStubAddress, let resolver {
+            do throws(NetExtError) {
+                let hadStub = dnsStub != nil
+                try ensureStub(address: address)
+                dnsStub?.observeQueries(observer)
+                if !hadStub {
+                    let original = resolver.originalContent()
+                    try resolver.install(content: ResolverConfiguration.renderStub(
+                        nameserver: address.hostText, searchDomains: ResolverConfiguration.values(of: "search", in: original)))
+                }
+                logger.info("DNS stub watching resolved names for on-demand", metadata: ["stub": "\(address)"])
+            } catch {
+                logger.error("cannot watch resolved names for on-demand", metadata: ["error": "\(error.message)"])
+            }
+        } else {
+            dnsStub?.observeQueries(nil)
+            stopStubIfUnused()
+        }
+    }
+
+    /// A tunnel no longer needs the resolver file: put the original back, unless another tunnel
+    /// relies on it or on-demand watches names (then the file points at the stub again).
+    private func releaseResolver(besides id: UUID) {
+        guard !isResolverStillNeeded(besides: id), let resolver else { return }
+        if watchingNames, dnsStub != nil, let address = dnsStubAddress {
+            let original = resolver.originalContent()
+            try? resolver.install(content: ResolverConfiguration.renderStub(
+                nameserver: address.hostText, searchDomains: ResolverConfiguration.values(of: "search", in: original)))
+        } else {
+            resolver.restore()
         }
     }
 
