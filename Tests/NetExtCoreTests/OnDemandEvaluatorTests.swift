@@ -46,3 +46,16 @@ struct OnDemandEvaluatorTests {
         #expect(probed == [url])
     }
 }
+
+@Suite("On-demand rule validation")
+struct OnDemandRuleValidationTests {
+    @Test("DNS server patterns: addresses and one trailing wildcard are accepted, anything else is refused by key")
+    func serverPatterns() throws {
+        for good in ["10.0.0.53", "fd00::53", "10.0.*", "fd00:*", "*"] {
+            try OnDemandRule(action: .connect, dnsServerAddressMatch: [good]).validate(at: "onDemandRules[0]")
+        }
+        for bad in ["10.*.0.1", "dns.example.test", "10.0.0.*3", ""] {
+            #expect(throws: NetExtError.self, "\(bad)") { try OnDemandRule(action: .connect, dnsServerAddressMatch: [bad]).validate(at: "onDemandRules[0]") }
+        }
+    }
+}

@@ -69,6 +69,18 @@ printf 'nameserver 198.51.100.53\nsearch corp.office.test\n' > "$work/resolv.con
 check "rule 1 (search domain within *.office.test): disconnected" becomes disconnected
 printf 'nameserver 198.51.100.53\nsearch home.test\n' > "$work/resolv.conf"
 check "another search domain: connected again" becomes connected
+# Ignore, matched on the DNS server: the VPN is left as it is; another server: Disconnect.
+cat > "$work/rules2.json" <<'JSON'
+[{"action": "ignore", "interfaceTypeMatch": "any", "dnsServerAddressMatch": ["198.51.100.*"]},
+ {"action": "disconnect", "interfaceTypeMatch": "any"}]
+JSON
+check "rules with a DNS server pattern are accepted" bash -c "'$bin/netext' on-demand Office on --rules '$work/rules2.json' > /dev/null"
+check "rule 1 (ignore, DNS server 198.51.100.*): the connected VPN is left alone" stays connected 7
+printf 'nameserver 192.0.2.53\nsearch home.test\n' > "$work/resolv.conf"
+check "another DNS server: rule 2 (disconnect)" becomes disconnected
+check "ignore leaves a disconnected VPN down too" bash -c "printf 'nameserver 198.51.100.53\nsearch home.test\n' > '$work/resolv.conf'; sleep 7; '$bin/netext' status Office | grep -q '^Office: disconnected'"
+check "back to the first rules" bash -c "'$bin/netext' on-demand Office on --rules '$work/rules.json' > /dev/null"
+check "… connected" becomes connected
 check "decisions are re-evaluated on kernel network events" grep -q "reason=network change" "$work/netextd.log"
 check "decisions are logged with the rule that matched" grep -q "decision=connect (rule 4)" "$work/netextd.log"
 

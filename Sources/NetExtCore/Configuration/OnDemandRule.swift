@@ -92,6 +92,14 @@ public struct EvaluateConnectionRule: Sendable, Hashable, Codable {
 }
 
 extension OnDemandRule {
+    /// An IP address, or the start of one followed by a single `*` ("10.0.*", "fd00:*"), as
+    /// Apple's DNSServerAddressMatch allows.
+    static func isAddressPattern(_ text: String) -> Bool {
+        if IPAddressSyntax.isValid(text) { return true }
+        guard text.hasSuffix("*"), text.filter({ $0 == "*" }).count == 1 else { return false }
+        return text.dropLast().allSatisfy { $0.isHexDigit || $0 == "." || $0 == ":" }
+    }
+
     /// Checks the rule's own consistency, naming the field at fault.
     public func validate(at path: String) throws(NetExtError) {
         if action == .evaluateConnection {
@@ -104,8 +112,8 @@ extension OnDemandRule {
         } else if connectionRules != nil {
             throw .invalid("\(path): connectionRules are only valid with action evaluateConnection, not \(action.rawValue)")
         }
-        for address in dnsServerAddressMatch ?? [] where IPAddressSyntax.isValid(address) == false {
-            throw .invalid("\(path).dnsServerAddressMatch: '\(address)' is not an IP address")
+        for address in dnsServerAddressMatch ?? [] where !Self.isAddressPattern(address) {
+            throw .invalid("\(path).dnsServerAddressMatch: '\(address)' is not an IP address or an address prefix ending in '*'")
         }
         if let url = probeURL, url.scheme != "http" && url.scheme != "https" {
             throw .invalid("\(path).probeURL: '\(url.absoluteString)' must be an http or https URL")
