@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""A minimal authoritative DNS responder for the lab (RFC 1035 §4.1): answers A queries for names
-within ZONE (every name when ZONE is ".") with ADDRESS, answers other types with no records,
-refuses names outside the zone with NXDOMAIN, and appends "NAME TYPE from SOURCE" to LOG.
+"""A minimal authoritative DNS responder for the lab (RFC 1035 §4.1, §4.2.2 for TCP): answers A
+queries for names within ZONE with ADDRESS, answers other types with no records, refuses names
+outside the zone with NXDOMAIN. Names starting with "big." are answered over UDP with the TC bit
+and no records (as a too-large answer would be), so the client retries over TCP. Appends
+"NAME TYPE from SOURCE" (plus " tcp" for TCP) to LOG.
 Usage: dns-responder.py BIND_ADDRESS ZONE ADDRESS LOG  (runs until killed)."""
 import socket
 import sys
+import threading
 
 bind, zone, answer, log_path = sys.argv[1:5]
 zone = zone.strip(".").lower()
-server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-server.bind((bind, 53))
+lock = threading.Lock()
 
 
 def read_name(message, offset):
@@ -21,20 +23,54 @@ def read_name(message, offset):
     return ".".join(labels), offset + 1
 
 
-while True:
-    query, source = server.recvfrom(4096)
+def respond(query, source, transport):
     try:
         name, end = read_name(query, 12)
         qtype = int.from_bytes(query[end:end + 2], "big")
     except (IndexError, ValueError):
-        continue
-    with open(log_path, "a") as log:
-        log.write(f"{name} {qtype} from {source[0]}\n")
+        return None
+    with lock, open(log_path, "a") as log:
+        log.write(f"{name} {qtype} from {source}{' tcp' if transport == 'tcp' else ''}\n")
     within = zone == "" or name == zone or name.endswith("." + zone)
-    header = query[:2] + bytes([0x84 | (query[2] & 0x01), 0x80 | (0 if within else 3)])
+    truncated = transport == "udp" and name.startswith("big.")
+    flags = 0x84 | (query[2] & 0x01) | (0x02 if truncated else 0)
+    header = query[:2] + bytes([flags, 0x80 | (0 if within else 3)])
     question = query[12:end + 4]
-    if within and qtype == 1:
+    if within and qtype == 1 and not truncated:
         record = b"\xc0\x0c" + (1).to_bytes(2, "big") + (1).to_bytes(2, "big") + (60).to_bytes(4, "big") + (4).to_bytes(2, "big") + socket.inet_aton(answer)
-        server.sendto(header + b"\x00\x01\x00\x01\x00\x00\x00\x00" + question + record, source)
-    else:
-        server.sendto(header + b"\x00\x01\x00\x00\x00\x00\x00\x00" + question, source)
+        return header + b"\x00\x01\x00\x01\x00\x00\x00\x00" + question + record
+    return header + b"\x00\x01\x00\x00\x00\x00\x00\x00" + question
+
+
+def serve_tcp():
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((bind, 53))
+    listener.listen(16)
+    while True:
+        connection, peer = listener.accept()
+        connection.settimeout(5)
+        try:
+            length = int.from_bytes(connection.recv(2), "big")
+            query = b""
+            while len(query) < length:
+                chunk = connection.recv(length - len(query))
+                if not chunk:
+                    break
+                query += chunk
+            reply = respond(query, peer[0], "tcp")
+            if reply:
+                connection.sendall(len(reply).to_bytes(2, "big") + reply)
+        except (OSError, ValueError):
+            pass
+        connection.close()
+
+
+threading.Thread(target=serve_tcp, daemon=True).start()
+server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+server.bind((bind, 53))
+while True:
+    query, source = server.recvfrom(4096)
+    reply = respond(query, source[0], "udp")
+    if reply:
+        server.sendto(reply, source)

@@ -60,7 +60,9 @@ check "the public resolver saw it" grep -q "^www.example.test 1 from 198.51.100.
 # (glibc may also try www.example.test.office.test with the search domain: that one is the office's.)
 check "the office's DNS server never saw names outside its match domain" bash -c "! grep -q '^www.example.test ' '$work/office-dns.log'"
 check "the public resolver never saw the office's names while the VPN was up" bash -c "! grep -q 'office.test ' '$work/public-dns.log'"
-check "the stub listens on loopback only" bash -c "ip netns exec $LAB_LAPTOP ss -lun | grep -q '127.0.0.153:53' && ! ip netns exec $LAB_LAPTOP ss -lun | grep -q '0.0.0.0:53'"
+check "a truncated answer is retried over TCP through the stub and resolves" bash -c "ip netns exec $LAB_LAPTOP getent hosts big.office.test | grep -q '^10.20.0.5 '"
+check "the office's DNS server got the TCP retry from the tunnel address" grep -q "^big.office.test 1 from 10.99.0.2 tcp$" "$work/office-dns.log"
+check "the stub listens on loopback only (UDP and TCP)" bash -c "ip netns exec $LAB_LAPTOP ss -lun | grep -q '127.0.0.153:53' && ip netns exec $LAB_LAPTOP ss -ltn | grep -q '127.0.0.153:53' && ! ip netns exec $LAB_LAPTOP ss -lun | grep -q '0.0.0.0:53'"
 check "a malformed query gets no answer and the stub keeps working" bash -c "ip netns exec $LAB_LAPTOP python3 -c \"
 import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1); s.sendto(b'\\\\x12\\\\x34\\\\x01\\\\x00\\\\x00\\\\x01\\\\x00\\\\x00\\\\x00\\\\x00\\\\x00\\\\x00\\\\x3f', ('127.0.0.153', 53))
 try: s.recv(512); raise SystemExit(1)
@@ -68,7 +70,8 @@ except socket.timeout: pass
 \" && ip netns exec $LAB_LAPTOP getent hosts intranet.office.test > /dev/null"
 check "VPN stops" netext stop Office
 check "the resolver file is restored" grep -qx "nameserver 198.51.100.53" "$resolv"
-check "the stub no longer listens" bash -c "! ip netns exec $LAB_LAPTOP ss -lun | grep -q '127.0.0.153:53'"
+lab_wait "! ip netns exec $LAB_LAPTOP ss -ltn | grep -q '127.0.0.153:53'" 3
+check "the stub no longer listens" bash -c "! ip netns exec $LAB_LAPTOP ss -lun | grep -q '127.0.0.153:53' && ! ip netns exec $LAB_LAPTOP ss -ltn | grep -q '127.0.0.153:53'"
 
 if [ "$failures" -gt 0 ]; then
   echo "--- netextd log"; tail -30 "$work/netextd.log"

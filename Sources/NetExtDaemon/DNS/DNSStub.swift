@@ -6,7 +6,8 @@ import NetExtLinux
 import Synchronization
 
 /// netextd's DNS stub: while a tunnel with match domains is up, the resolver file points at this
-/// listener (loopback, port 53, UDP), and each query goes to the servers `DNSRouting` picks —
+/// listener (loopback, port 53, UDP and TCP — RFC 7766: a truncated UDP answer is retried over
+/// TCP), and each query goes to the servers `DNSRouting` picks —
 /// the tunnel's for names within its match domains, the system's own for everything else — so
 /// only those names are resolved through the tunnel (Apple's `matchDomains`).
 ///
@@ -28,6 +29,7 @@ public final class DNSStub: Sendable {
     public static let upstreamTimeoutMilliseconds = 1500
 
     private let socket: UDPSocket
+    private let tcpListener: TCPSocket
     private let routing = Mutex(DNSRouting())
     private let counters = Mutex(Counters())
     private let inFlight = Mutex(0)
@@ -46,7 +48,10 @@ public final class DNSStub: Sendable {
     public init(address: SocketAddress, logger: Logger) throws(NetExtError) {
         self.address = address
         self.logger = logger
-        do { socket = try UDPSocket(bindingTo: address, receiveBuffer: 1 << 20, sendBuffer: 1 << 20) } catch {
+        do {
+            socket = try UDPSocket(bindingTo: address, receiveBuffer: 1 << 20, sendBuffer: 1 << 20)
+            tcpListener = try TCPSocket.listen(on: address)
+        } catch {
             throw NetExtError(.connectionFailed, "cannot start the DNS stub on \(address): \(error)")
         }
     }
@@ -54,12 +59,14 @@ public final class DNSStub: Sendable {
     /// Serves on a thread of its own until `stop()`.
     public func start() {
         Thread.detachNewThread { self.serve() }
+        Thread.detachNewThread { self.serveTCP() }
         logger.info("DNS stub listening", metadata: ["address": "\(address)"])
     }
 
     /// Closes the listener; queries being forwarded finish on their own.
     public func stop() {
         socket.close()
+        tcpListener.shutdown()  // wakes the accept loop, which closes it
         let counts = self.counters.withLock { $0 }
         logger.info("DNS stub stopped", metadata: [
             "toTunnel": "\(counts.forwardedToTunnel)", "toSystem": "\(counts.forwardedToSystem)",
@@ -113,6 +120,68 @@ public final class DNSStub: Sendable {
                 try? reply.withUnsafeBytes { try self.socket.send($0, to: client) }
             }
         }
+    }
+
+    // MARK: TCP (RFC 1035 §4.2.2: each message after a 2-byte length)
+
+    private func serveTCP() {
+        defer { tcpListener.close() }
+        while !socket.isClosed {
+            guard let connection = try? tcpListener.accept(waitMilliseconds: 500) else { continue }
+            let admitted = inFlight.withLock { count -> Bool in
+                guard count < Self.maximumInFlight else { return false }
+                count += 1
+                return true
+            }
+            guard admitted else {
+                counters.withLock { $0.busy += 1 }
+                connection.close()
+                continue
+            }
+            queue.async {
+                defer { self.inFlight.withLock { $0 -= 1 } }
+                self.serve(connection)
+            }
+        }
+    }
+
+    /// Answers the queries on one client connection (at most 16, idle at most 5 s).
+    private func serve(_ connection: TCPSocket) {
+        defer { connection.close() }
+        connection.setTimeouts(milliseconds: 5000)
+        for _ in 0..<16 {
+            guard let header = connection.read(exactly: 2) else { return }
+            let length = Int(header[0]) << 8 | Int(header[1])
+            guard length >= 12, let message = connection.read(exactly: length) else { return }
+            let query: DNSQuery
+            do { query = try DNSQuery(parsing: message) } catch {
+                counters.withLock { $0.malformed += 1 }
+                return
+            }
+            if let observe = observer.withLock({ $0 }) { observe(query.name) }
+            let route = routing.withLock { $0.servers(for: query.name) }
+            counters.withLock { counters in
+                if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
+            }
+            let reply = forwardTCP(message, id: query.id, to: route.servers) ?? {
+                counters.withLock { $0.unanswered += 1 }
+                return query.serverFailure(for: message)
+            }()
+            guard connection.write([UInt8(reply.count >> 8), UInt8(reply.count & 0xff)] + reply) else { return }
+        }
+    }
+
+    private func forwardTCP(_ message: [UInt8], id: UInt16, to servers: [String]) -> [UInt8]? {
+        for server in servers {
+            guard let bytes = IPPrefix.parseAddress(server), bytes != address.address || address.port != 53,
+                  let upstream = TCPSocket.connect(to: SocketAddress(address: bytes, port: 53), timeoutMilliseconds: Self.upstreamTimeoutMilliseconds) else { continue }
+            defer { upstream.close() }
+            guard upstream.write([UInt8(message.count >> 8), UInt8(message.count & 0xff)] + message),
+                  let header = upstream.read(exactly: 2), let reply = upstream.read(exactly: Int(header[0]) << 8 | Int(header[1])),
+                  reply.count >= 12, UInt16(reply[0]) << 8 | UInt16(reply[1]) == id else { continue }
+            return reply
+        }
+        return nil
     }
 
     /// Asks each server in turn; returns the first answer carrying the query's identifier.
