@@ -4,19 +4,8 @@
 # office's DNS server and every other name to the laptop's own resolver; stopping restores the
 # resolver file and closes the stub. Needs root.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/dns.sh   Prints one line per check; exits non-zero on failure.
-set -uo pipefail
 cd "$(dirname "$0")/../.."
-bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
-source scripts/lib/lab.sh
-work="$(mktemp -d /tmp/netext-dns.XXXXXX)"
-chmod 755 "$work"
-failures=0
-cleanup() { lab_down; rm -rf "$work"; }
-trap cleanup EXIT
-lab_trap_signals
-check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
-laptop() { ip netns exec "$LAB_LAPTOP" "$@"; }
-netext() { "$bin/netext" "$@"; }
+source scripts/lib/e2e.sh dns
 
 lab_up || { echo "FAIL lab"; exit 1; }
 # The laptop's own resolver is the internet's (198.51.100.53); the office's is 10.20.0.53.
@@ -24,14 +13,13 @@ lab_up || { echo "FAIL lab"; exit 1; }
 mkdir -p "/etc/netns/$LAB_LAPTOP"
 resolv="/etc/netns/$LAB_LAPTOP/resolv.conf"
 echo "nameserver 198.51.100.53" > "$resolv"
-export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$resolv"
+e2e_netextd_environment "$resolv"
 lab_in "$LAB_OFFICE" ip addr add 10.20.0.53/32 dev lo
 lab_in "$LAB_INTERNET" ip addr add 198.51.100.53/32 dev lo
 lab_spawn "$LAB_OFFICE" python3 scripts/e2e/dns-responder.py 10.20.0.53 office.test 10.20.0.5 "$work/office-dns.log"
 lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.53 example.test 198.51.100.80 "$work/public-dns.log"
 
-server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
-client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+e2e_keys
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "routes": ["10.20.0.0/16"],
@@ -40,8 +28,6 @@ cat > "$work/server.json" <<JSON
 JSON
 umask 022
 lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
-mkdir -p "$NETEXT_PROVIDERS_DIR"
-printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
 lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"
 lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
 lab_wait "'$bin/netext' status" 15
@@ -73,11 +59,4 @@ check "the resolver file is restored" grep -qx "nameserver 198.51.100.53" "$reso
 lab_wait "! ip netns exec $LAB_LAPTOP ss -ltn | grep -q '127.0.0.153:53'" 3
 check "the stub no longer listens" bash -c "! ip netns exec $LAB_LAPTOP ss -lun | grep -q '127.0.0.153:53' && ! ip netns exec $LAB_LAPTOP ss -ltn | grep -q '127.0.0.153:53'"
 
-if [ "$failures" -gt 0 ]; then
-  echo "--- netextd log"; tail -30 "$work/netextd.log"
-  echo "--- server log"; tail -15 "$work/server.log"
-  echo "--- office DNS log"; cat "$work/office-dns.log" 2>/dev/null
-  echo "--- public DNS log"; cat "$work/public-dns.log" 2>/dev/null
-  echo "$failures CHECKS FAILED"; exit 1
-fi
-echo "ALL CHECKS PASSED"
+e2e_finish "$work/netextd.log" "$work/server.log" "$work/office-dns.log" "$work/public-dns.log"

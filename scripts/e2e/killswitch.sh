@@ -5,19 +5,8 @@
 # provider killed -9, explicitly stopped, or netextd restarted — for TCP, UDP (DNS), ICMP, IPv4
 # and IPv6; local networks stay reachable; disabling removes every rule. Needs root.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/killswitch.sh   Prints one line per check; exits non-zero on failure.
-set -uo pipefail
 cd "$(dirname "$0")/../.."
-bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
-source scripts/lib/lab.sh
-work="$(mktemp -d /tmp/netext-guard.XXXXXX)"
-chmod 755 "$work"
-failures=0
-cleanup() { lab_down; rm -rf "$work"; }
-trap cleanup EXIT
-lab_trap_signals
-check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
-laptop() { ip netns exec "$LAB_LAPTOP" "$@"; }
-netext() { "$bin/netext" "$@"; }
+source scripts/lib/e2e.sh guard
 
 lab_up || { echo "FAIL lab"; exit 1; }
 # Test destinations "on the internet": a web server, a DNS server, IPv4 and IPv6.
@@ -27,8 +16,7 @@ lab_spawn "$LAB_INTERNET" python3 -m http.server 8080 --bind 100.64.0.80 --direc
 lab_spawn "$LAB_INTERNET" python3 -m http.server 8081 --bind 2001:db8:ff::80 --directory "$work/www" 2>/dev/null
 lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 100.64.0.53 example.test 100.64.0.80 "$work/dns.log"
 
-server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
-client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+e2e_keys
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
@@ -36,10 +24,8 @@ cat > "$work/server.json" <<JSON
 JSON
 umask 022
 lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
-export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$work/resolv.conf"
+e2e_netextd_environment "$work/resolv.conf"
 echo "nameserver 100.64.0.53" > "$work/resolv.conf"
-mkdir -p "$NETEXT_PROVIDERS_DIR"
-printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
 start_netextd() { lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"; NETEXTD_PID=$!; lab_wait "'$bin/netext' status" 15; }
 start_netextd
 lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
@@ -61,7 +47,6 @@ ping4() { laptop ping -c 2 -W 1 -q 100.64.0.80 > /dev/null 2>&1; }
 ping6() { laptop ping -6 -c 2 -W 1 -q 2001:db8:ff::80 > /dev/null 2>&1; }
 all_blocked() { ! web4 2 && ! web6 2 && ! dns && ! ping4 && ! ping6; }
 has_guard() { laptop nft list table inet netextd_guard > /dev/null 2>&1; }
-provider_pid() { for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1; }
 
 check "before the VPN: the public page loads directly" web4
 echo "$client_key" | netext create --name Guarded --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" \
@@ -82,7 +67,7 @@ pings() { ping4 && ping6; }
 check "through the tunnel: ping IPv4 and IPv6" pings
 check "excludeLocalNetworks: the local router answers directly" laptop ping -c 1 -W 1 -q 198.51.100.1
 
-kill -9 "$(provider_pid)"
+kill -9 "$(e2e_provider_pid)"
 lab_wait "'$bin/netext' status Guarded | grep -q 'disconnected'" 10
 check "provider killed -9: status disconnected" bash -c "'$bin/netext' status Guarded | grep -q 'Guarded: disconnected'"
 check "provider killed -9: web, DNS and ping are blocked (IPv4 and IPv6)" all_blocked
@@ -122,7 +107,7 @@ laptop tcpdump -i eth0 -n -U -w "$work/enforced.pcap" > /dev/null 2>&1 &
 dump=$!; LAB_PIDS+=($dump)
 lab_wait "laptop test -s '$work/enforced.pcap'" 5
 sleep 0.5
-kill -9 "$(provider_pid)"
+kill -9 "$(e2e_provider_pid)"
 lab_wait "'$bin/netext' status Enforced | grep -q 'disconnected'" 10
 check "enforceRoutes, provider killed: the office network is blocked" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
 check "enforceRoutes, provider killed: other traffic still flows" web4
@@ -131,9 +116,4 @@ office_leak=$(laptop tcpdump -n -r "$work/enforced.pcap" 'net 10.20.0.0/16 or ne
 check "enforceRoutes: nothing to the tunnel's routes crossed the underlay ($office_leak)" test "$office_leak" -eq 0
 check "enforceRoutes: disable removes the table" bash -c "'$bin/netext' disable Enforced > /dev/null && ! ip netns exec $LAB_LAPTOP nft list tables | grep -q netextd_guard"
 
-if [ "$failures" -gt 0 ]; then
-  echo "--- netextd log"; tail -30 "$work/netextd.log"
-  echo "--- server log"; tail -10 "$work/server.log"
-  echo "$failures CHECKS FAILED"; exit 1
-fi
-echo "ALL CHECKS PASSED"
+e2e_finish "$work/netextd.log" "$work/server.log"

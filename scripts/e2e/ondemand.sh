@@ -3,18 +3,8 @@
 # domain, probe URL, interface type, connect), re-evaluated as the network and resolver change,
 # a killed provider restarted, and an explicit stop turning on-demand off. Needs root.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/ondemand.sh   Prints one line per check; exits non-zero on failure.
-set -uo pipefail
 cd "$(dirname "$0")/../.."
-bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
-source scripts/lib/lab.sh
-work="$(mktemp -d /tmp/netext-ondemand.XXXXXX)"
-chmod 755 "$work"
-failures=0
-cleanup() { lab_down; rm -rf "$work"; }
-trap cleanup EXIT
-lab_trap_signals
-check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
-netext() { "$bin/netext" "$@"; }
+source scripts/lib/e2e.sh ondemand
 status_is() { "$bin/netext" status Office 2>/dev/null | grep -q "^Office: $1"; }
 becomes() { lab_wait "'$bin/netext' status Office | grep -q '^Office: $1'" "${2:-15}"; }
 stays() { local until=$((SECONDS + $2)); while [ $SECONDS -lt $until ]; do status_is "$1" || return 1; sleep 0.5; done; }
@@ -24,8 +14,7 @@ lab_up || { echo "FAIL lab"; exit 1; }
 lab_in "$LAB_INTERNET" ip addr add 100.64.0.80/32 dev lo
 mkdir -p "$work/www"
 lab_spawn "$LAB_INTERNET" python3 -m http.server 8080 --bind 100.64.0.80 --directory "$work/www" 2>/dev/null
-server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
-client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+e2e_keys
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "routes": ["10.20.0.0/16"],
@@ -33,10 +22,8 @@ cat > "$work/server.json" <<JSON
 JSON
 umask 022
 lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
-export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$work/resolv.conf"
+e2e_netextd_environment "$work/resolv.conf"
 printf 'nameserver 198.51.100.53\nsearch home.test\n' > "$work/resolv.conf"
-mkdir -p "$NETEXT_PROVIDERS_DIR"
-printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
 lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"
 lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
 lab_wait "'$bin/netext' status" 15
@@ -53,7 +40,7 @@ check "on-demand on with four rules" bash -c "'$bin/netext' on-demand Office on 
 check "rule 4 (connect on ethernet): the VPN comes up without netext start" becomes connected
 check "the internal network answers through the tunnel" bash -c "ip netns exec $LAB_LAPTOP ping -c 1 -W 2 -q 10.20.0.5 > /dev/null"
 
-provider=$(for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1)
+provider=$(e2e_provider_pid)
 killed=$(date +%s%N)
 kill -9 "$provider"
 lab_wait "'$bin/netext' status Office | grep -q '^Office: disconnected'" 10
@@ -133,9 +120,4 @@ check "disable Lazy" bash -c "'$bin/netext' disable Lazy > /dev/null"
 lab_wait "grep -qx 'nameserver 198.51.100.53' '$resolv'" 10
 check "EvaluateConnection off: the resolver file is restored" grep -qx "nameserver 198.51.100.53" "$resolv"
 
-if [ "$failures" -gt 0 ]; then
-  echo "--- netextd log"; grep -E "on-demand|status changed" "$work/netextd.log" | tail -30
-  echo "--- netextd log (EvaluateConnection)"; tail -30 "$work/netextd2.log" 2>/dev/null
-  echo "$failures CHECKS FAILED"; exit 1
-fi
-echo "ALL CHECKS PASSED"
+e2e_finish "$work/netextd.log" "$work/netextd2.log" "$work/server.log"

@@ -4,27 +4,15 @@
 # follows (new source address, the server follows the authenticated client) and the TCP
 # connection inside it survives. Needs root.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/roaming.sh   Prints one line per check; exits non-zero on failure.
-set -uo pipefail
 cd "$(dirname "$0")/../.."
-bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
-source scripts/lib/lab.sh
-work="$(mktemp -d /tmp/netext-roam.XXXXXX)"
-chmod 755 "$work"
-failures=0
-cleanup() { lab_down; rm -rf "$work"; }
-trap cleanup EXIT
-lab_trap_signals
-check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
-laptop() { ip netns exec "$LAB_LAPTOP" "$@"; }
-netext() { "$bin/netext" "$@"; }
+source scripts/lib/e2e.sh roam
 
 lab_up || { echo "FAIL lab"; exit 1; }
 lab_add_uplink2 || { echo "FAIL lab (second uplink)"; exit 1; }
 mkdir -p "$work/www"
 head -c 8000000 /dev/urandom > "$work/www/big.bin"
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www" 2>/dev/null
-server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
-client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+e2e_keys
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "routes": ["10.20.0.0/16"],
@@ -32,9 +20,7 @@ cat > "$work/server.json" <<JSON
 JSON
 umask 022
 lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
-export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$work/resolv.conf"
-mkdir -p "$NETEXT_PROVIDERS_DIR"
-printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
+e2e_netextd_environment "$work/resolv.conf"
 lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"
 lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
 lab_wait "'$bin/netext' status" 15
@@ -60,9 +46,4 @@ check "the connection stayed up" bash -c "'$bin/netext' status Office | grep -q 
 check "a new connection through the tunnel works on the second uplink" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 -o /dev/null http://10.20.0.5:8080/"
 check "stop" netext stop Office
 
-if [ "$failures" -gt 0 ]; then
-  echo "--- netextd log"; tail -20 "$work/netextd.log"
-  echo "--- server log"; tail -10 "$work/server.log"
-  echo "$failures CHECKS FAILED"; exit 1
-fi
-echo "ALL CHECKS PASSED"
+e2e_finish "$work/netextd.log" "$work/server.log"

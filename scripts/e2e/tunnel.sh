@@ -4,21 +4,9 @@
 # large transfers, an unknown client key refused, a server restart survived (reasserting), and a
 # provider killed -9 (disconnected, routes and rules removed). Needs root.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/tunnel.sh   Prints one line per check; exits non-zero on failure.
-set -uo pipefail
 cd "$(dirname "$0")/../.."
-bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
-source scripts/lib/lab.sh
-work="$(mktemp -d /tmp/netext-e2e.XXXXXX)"
-chmod 755 "$work"
-failures=0
-cleanup() { lab_down; rm -rf "$work"; }
-trap cleanup EXIT
-lab_trap_signals
-check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
-laptop() { ip netns exec "$LAB_LAPTOP" "$@"; }
-office() { ip netns exec "$LAB_OFFICE" "$@"; }
+source scripts/lib/e2e.sh e2e
 export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="$work/resolv.conf"
-netext() { "$bin/netext" "$@"; }
 
 lab_up || { echo "FAIL lab"; exit 1; }
 lab_add_laptop2 || { echo "FAIL lab (second laptop)"; exit 1; }

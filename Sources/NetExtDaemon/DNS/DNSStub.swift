@@ -82,6 +82,17 @@ public final class DNSStub: Sendable {
         routing.withLock { body(&$0) }
     }
 
+    /// Takes a forwarding slot, or counts the query as dropped for being busy.
+    private func admit() -> Bool {
+        let admitted = inFlight.withLock { count -> Bool in
+            guard count < Self.maximumInFlight else { return false }
+            count += 1
+            return true
+        }
+        if !admitted { counters.withLock { $0.busy += 1 } }
+        return admitted
+    }
+
     private func serve() {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !socket.isClosed {
@@ -97,15 +108,7 @@ public final class DNSStub: Sendable {
                 logger.debug("malformed DNS query dropped", metadata: ["error": "\(error)"])
                 continue
             }
-            let admitted = inFlight.withLock { count -> Bool in
-                guard count < Self.maximumInFlight else { return false }
-                count += 1
-                return true
-            }
-            guard admitted else {
-                counters.withLock { $0.busy += 1 }
-                continue
-            }
+            guard admit() else { continue }
             queue.async {
                 defer { self.inFlight.withLock { $0 -= 1 } }
                 if let observe = self.observer.withLock({ $0 }) { observe(query.name) }
@@ -128,13 +131,7 @@ public final class DNSStub: Sendable {
         defer { tcpListener.close() }
         while !socket.isClosed {
             guard let connection = try? tcpListener.accept(waitMilliseconds: 500) else { continue }
-            let admitted = inFlight.withLock { count -> Bool in
-                guard count < Self.maximumInFlight else { return false }
-                count += 1
-                return true
-            }
-            guard admitted else {
-                counters.withLock { $0.busy += 1 }
+            guard admit() else {
                 connection.close()
                 continue
             }

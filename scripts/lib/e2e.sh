@@ -1,0 +1,46 @@
+# Shared by the end-to-end scripts in scripts/e2e/: the binaries, a work directory removed with
+# the lab on exit, `check NAME COMMAND…` (one PASS/FAIL line each), helpers for the laptop
+# namespace and the CLI, tunnel keys, the reference provider's manifest, and the summary.
+# Usage (from a script in scripts/e2e): source scripts/lib/e2e.sh NAME; …; e2e_finish
+set -uo pipefail
+bin="${NETEXT_BIN_DIR:?set NETEXT_BIN_DIR to the directory of the built binaries}"
+source scripts/lib/lab.sh
+work="$(mktemp -d "/tmp/netext-${1:-e2e}.XXXXXX")"
+chmod 755 "$work"
+failures=0
+e2e_cleanup() { lab_down; rm -rf "$work"; }
+trap e2e_cleanup EXIT
+lab_trap_signals
+check() { local name="$1"; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi; }
+laptop() { ip netns exec "$LAB_LAPTOP" "$@"; }
+office() { ip netns exec "$LAB_OFFICE" "$@"; }
+netext() { "$bin/netext" "$@"; }
+
+# Sets server_key/server_public and client_key/client_public.
+e2e_keys() {
+  server_key="$("$bin/netext-server" genkey)"; server_public="$(echo "$server_key" | "$bin/netext-server" pubkey)"
+  client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
+}
+
+# netextd's state, socket and providers in the work directory, with the reference tunnel
+# provider registered (as nobody); $1 is the resolver file netextd may rewrite.
+e2e_netextd_environment() {
+  export NETEXT_STATE_DIR="$work/state" NETEXT_SOCKET="$work/netextd.sock" NETEXT_PROVIDERS_DIR="$work/providers" NETEXT_RESOLV_CONF="${1:-$work/resolv.conf}"
+  mkdir -p "$NETEXT_PROVIDERS_DIR"
+  printf '{"bundleIdentifier": "com.netext.tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "$bin/netext-tunnel-provider" > "$NETEXT_PROVIDERS_DIR/tunnel.json"
+  chmod 644 "$NETEXT_PROVIDERS_DIR/tunnel.json"
+}
+
+# The pid of the running reference provider in the laptop namespace.
+e2e_provider_pid() {
+  for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1
+}
+
+# Prints the summary (and the tails of the given logs on failure); exits 1 on failure.
+e2e_finish() {
+  if [ "$failures" -gt 0 ]; then
+    for file in "$@"; do [ -f "$file" ] && { echo "--- $(basename "$file")"; tail -25 "$file"; }; done
+    echo "$failures CHECKS FAILED"; exit 1
+  fi
+  echo "ALL CHECKS PASSED"
+}
