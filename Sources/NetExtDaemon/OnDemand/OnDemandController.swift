@@ -47,9 +47,13 @@ public actor OnDemandController {
         }
     }
 
-    public func stop() {
+    /// Stops evaluating; a DNS stub kept for EvaluateConnection is closed and the resolver file
+    /// restored.
+    public func stop() async {
         running = false
         observer.stop()
+        watchedNames = [:]
+        await sessions.watchResolvedNames(nil)
     }
 
     var isRunning: Bool { running }
