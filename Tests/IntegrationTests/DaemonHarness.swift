@@ -40,7 +40,9 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     var environment: [String: String] {
-        ["NETEXT_SOCKET": socket, "NETEXT_STATE_DIR": stateDirectory, "NETEXT_PROVIDERS_DIR": providersDirectory, "NETEXT_RESOLV_CONF": root + "/resolv.conf"]
+        ["NETEXT_SOCKET": socket, "NETEXT_STATE_DIR": stateDirectory, "NETEXT_PROVIDERS_DIR": providersDirectory, "NETEXT_RESOLV_CONF": root + "/resolv.conf",
+         // On-demand rules of test profiles may start the DNS stub: an unused port, never 53.
+         "NETEXT_DNS_STUB": "127.0.0.1:0"]
     }
 
     /// Starts netextd and waits until its socket answers.
