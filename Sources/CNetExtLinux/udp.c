@@ -108,18 +108,6 @@ static void write_control(struct msghdr *message, char *control, const netext_lo
     if (used == 0) message->msg_control = NULL;
 }
 
-long netext_udp_receive(int fd, void *buffer, unsigned long length, struct sockaddr_storage *from, socklen_t *from_length, netext_local_address *local) {
-    struct iovec iov = { .iov_base = buffer, .iov_len = length };
-    union { char buffer[256]; struct cmsghdr align; } control;
-    struct msghdr message = { .msg_name = from, .msg_namelen = *from_length, .msg_iov = &iov, .msg_iovlen = 1,
-                              .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer) };
-    ssize_t received = recvmsg(fd, &message, 0);
-    if (received < 0) return -errno;
-    *from_length = message.msg_namelen;
-    read_control(&message, local, NULL);
-    return received;
-}
-
 long netext_udp_send(int fd, const void *buffer, unsigned long length, const struct sockaddr *to, socklen_t to_length, const netext_local_address *local) {
     struct iovec iov = { .iov_base = (void *)buffer, .iov_len = length };
     union { char buffer[control_size]; struct cmsghdr align; } control;

@@ -50,13 +50,7 @@ struct TransportCipherTests {
 
     @Test("batch counters: reserved ranges never overlap and the replay window takes each once")
     func reservedCounters() throws {
-        let client = Curve25519.KeyAgreement.PrivateKey()
-        let server = Curve25519.KeyAgreement.PrivateKey()
-        let initiator = try HandshakeInitiator(staticKey: client, responderPublicKey: server.publicKey, senderIndex: 1)
-        let received = try HandshakeResponder.consume(initiator.initiation, staticKey: server)
-        let (response, serverSession0) = try received.respond(senderIndex: 2, assignment: TunnelAssignment(addresses: ["10.0.0.2/32"]))
-        var clientSide = try initiator.consumeResponse(response).session
-        var serverSession = serverSession0
+        var (clientSide, serverSession) = try TransportTests().sessions()
         let first = try clientSide.reserveCounters(40)
         let second = try clientSide.reserveCounters(3)
         #expect(first == 0)

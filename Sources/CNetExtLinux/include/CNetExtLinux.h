@@ -41,8 +41,6 @@ typedef struct {
 /// Asks the kernel to report each datagram's destination address. Returns 0 or -errno.
 int netext_udp_enable_pktinfo(int fd, int ipv6);
 
-/// recvmsg: fills `from` and `local`; returns the length or -errno.
-long netext_udp_receive(int fd, void *buffer, unsigned long length, struct sockaddr_storage *from, socklen_t *from_length, netext_local_address *local);
 
 /// sendmsg to `to`, from `local` when its family is set. Returns the length or -errno.
 long netext_udp_send(int fd, const void *buffer, unsigned long length, const struct sockaddr *to, socklen_t to_length, const netext_local_address *local);

@@ -23,8 +23,8 @@ public final class DatagramSender {
     private var runSize = 0
     private var runBytes = 0
     private var runOpen = false
-    /// Datagrams the kernel refused (counted; lost).
-    public private(set) var unsent = 0
+    /// Datagrams the kernel refused since the last `takeDropped()` (lost).
+    private var unsent = 0
 
     /// The most datagrams in one run, and the most bytes (a run is one UDP GSO buffer).
     static let runSegments = 64
@@ -82,6 +82,12 @@ public final class DatagramSender {
         runOpen = true
     }
 
+    /// The datagrams refused since the last call (for the caller's statistics).
+    public func takeDropped() -> Int {
+        defer { unsent = 0 }
+        return unsent
+    }
+
     /// Sends everything queued.
     public func flush() {
         guard entryCount > 0 else { return }
@@ -99,14 +105,13 @@ public final class DatagramReceiver {
     public let socket: UDPSocket
     public let bufferSize = 65_536
     public let capacity: Int
-    public let usesCoalescing: Bool
     private let storage: UnsafeMutableRawPointer
     private let incoming: UnsafeMutablePointer<netext_incoming>
 
     public init(socket: UDPSocket, capacity: Int = 32) {
         self.socket = socket
         self.capacity = capacity
-        usesCoalescing = netext_udp_enable_gro(socket.fd) == 0
+        _ = netext_udp_enable_gro(socket.fd)  // without it, one datagram per buffer
         storage = .allocate(byteCount: capacity * bufferSize, alignment: 64)
         incoming = .allocate(capacity: capacity)
         incoming.initialize(repeating: netext_incoming(), count: capacity)

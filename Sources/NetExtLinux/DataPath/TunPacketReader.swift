@@ -12,12 +12,9 @@ public final class TunPacketReader {
     public let fileDescriptor: Int32
     public let hasVirtioHeader: Bool
     private let scratch: UnsafeMutableRawBufferPointer
-    /// Packets the kernel handed over that could not be turned into packets (counted, dropped).
-    public private(set) var malformed = 0
-    /// Segments lost because the batch was full (counted, dropped).
-    public private(set) var overflowed = 0
-    /// Super-packets read (measurement).
-    public private(set) var superPackets = 0
+    /// Packets dropped since the last `takeDropped()`: what the kernel handed over that could not
+    /// be turned into packets, and segments that did not fit the batch.
+    private var dropped = 0
 
     /// Keep reading while the batch can take at least this many more packets.
     static let roomForOneRead = 64
@@ -31,6 +28,12 @@ public final class TunPacketReader {
     }
 
     deinit { scratch.deallocate() }
+
+    /// The packets dropped since the last call (for the caller's statistics).
+    public func takeDropped() -> Int {
+        defer { dropped = 0 }
+        return dropped
+    }
 
     /// Waits up to `milliseconds` for the first packet (0: not at all), then reads until the
     /// descriptor is empty or the batch is nearly full. Returns how many packets were added.
@@ -72,21 +75,20 @@ public final class TunPacketReader {
 
     private func splitInto(_ batch: PacketBatch, count: Int) {
         guard count > VirtioNetHeader.size else {
-            malformed += 1
+            dropped += 1
             return
         }
         let header = VirtioNetHeader(reading: scratch.baseAddress!)
         let packet = UnsafeMutableRawBufferPointer(rebasing: scratch[VirtioNetHeader.size..<count])
-        if header.gsoType != VirtioNetHeader.gsoNone { superPackets += 1 }
         do {
             var produced = 0
             let written = try SegmentationOffload.split(packet, header: header) { length in
                 produced += 1
                 return batch.append(length: length)
             }
-            if written < produced { overflowed += 1 }
+            dropped += produced - written
         } catch {
-            malformed += 1
+            dropped += 1
         }
     }
 }

@@ -15,11 +15,8 @@ public final class TunPacketWriter {
     private var coalescer = TCPCoalescer()
     private let header = UnsafeMutableRawPointer.allocate(byteCount: VirtioNetHeader.size, alignment: 16)
     private var vectors: [iovec] = Array(repeating: iovec(), count: Int(TCPCoalescer.maximumSegments) + 1)
-    /// Writes the kernel refused (counted; the packets are lost).
-    public private(set) var failedWrites = 0
-    /// Packets written as part of a joined packet, and joined packets written (measurement).
-    public private(set) var coalescedSegments = 0
-    public private(set) var coalescedWrites = 0
+    /// Writes the kernel refused since the last `takeDropped()` (the packets are lost).
+    private var failedWrites = 0
 
     public init(fileDescriptor: Int32) {
         self.fileDescriptor = fileDescriptor
@@ -28,6 +25,12 @@ public final class TunPacketWriter {
     }
 
     deinit { header.deallocate() }
+
+    /// The writes refused since the last call (for the caller's statistics).
+    public func takeDropped() -> Int {
+        defer { failedWrites = 0 }
+        return failedWrites
+    }
 
     /// Queues one IP packet (exactly its bytes).
     @inline(__always)
@@ -59,10 +62,6 @@ public final class TunPacketWriter {
                 }
                 vectorCount += 1
                 packetIndex = Int(coalescer.next[packetIndex])
-            }
-            if group.count > 1 {
-                coalescedWrites += 1
-                coalescedSegments += Int(group.count)
             }
             if !writeVectors(vectorCount) { failedWrites += 1 }
         }

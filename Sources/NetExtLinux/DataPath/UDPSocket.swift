@@ -129,23 +129,6 @@ public final class UDPSocket: Sendable {
         guard result == 0 else { throw SystemError("setsockopt IP_PKTINFO", errno: -result) }
     }
 
-    /// Receives one datagram with its sender and the local address it arrived at.
-    public func receiveWithDestination(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (count: Int, from: SocketAddress, to: LocalAddress?)? {
-        var storage = sockaddr_storage()
-        var local = netext_local_address()
-        while true {
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = netext_udp_receive(fd, buffer.baseAddress, UInt(buffer.count), &storage, &length, &local)
-            if closed.withLock({ $0 }) { return nil }
-            if count >= 0 {
-                guard let from = SocketAddress.from(storage) else { continue }
-                return (Int(count), from, LocalAddress(local))
-            }
-            if -count == Int(EINTR) { continue }
-            throw SystemError("recvmsg", errno: Int32(-count))
-        }
-    }
-
     /// Sends one datagram to `address`, from `source` (the address the peer last sent to) if given.
     public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress, from source: LocalAddress?) throws(SystemError) {
         guard let source else { return try send(bytes, to: address) }

@@ -134,6 +134,7 @@ public final class TunnelClient: Sendable {
                 if isRunning { log("reading the tunnel interface failed: \(error)") }
                 return
             }
+            countDropped(reader.takeDropped())
             guard count > 0 else { continue }
             sealAndSend(batch, count: count, sender: sender)
         }
@@ -163,6 +164,12 @@ public final class TunnelClient: Sendable {
             sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]))
         }
         sender.flush()
+        countDropped(sender.takeDropped())
+    }
+
+    /// Adds what a data-path stage dropped (malformed offload packets, refused writes and sends).
+    private func countDropped(_ count: Int) {
+        if count > 0 { state.withLock { $0.dropped += UInt64(count) } }
     }
 
     /// One transport message of a received batch, opened in place.
@@ -246,7 +253,7 @@ public final class TunnelClient: Sendable {
                 }
                 state.dropped += rejected
             }
-            var notIP: UInt64 = 0
+            var notIP = 0
             for item in opened where item.accepted && item.packet.count > 0 {
                 guard let length = IPPacketInfo.length(of: UnsafeRawBufferPointer(item.packet)) else {
                     notIP += 1
@@ -255,11 +262,12 @@ public final class TunnelClient: Sendable {
                 writer.add(UnsafeMutableRawBufferPointer(rebasing: item.packet[..<length]))
             }
             writer.flush()
-            if notIP > 0 { state.withLock { $0.dropped += notIP } }
+            countDropped(notIP + writer.takeDropped())
             replyBatch.removeAll()
             if let count = try? replies.fill(replyBatch, waitMilliseconds: 0), count > 0 {
                 sealAndSend(replyBatch, count: count, sender: replySender)
             }
+            countDropped(replies.takeDropped())
         }
     }
 

@@ -257,10 +257,14 @@ public final class TunnelServer: Sendable {
             if let count = try? replies.fill(replyBatch, waitMilliseconds: 0), count > 0 {
                 routeAndSend(replyBatch, count: count, sender: replySender, plan: &replyPlan)
             }
-            if notIP > 0 || spoofed > 0 {
+            let refused = UInt64(writer.takeDropped())
+            let unreadable = UInt64(replies.takeDropped())
+            if notIP > 0 || spoofed > 0 || refused > 0 || unreadable > 0 {
                 table.withLock { table in
                     table.drop("transport: not an IP packet", count: notIP)
                     table.drop("transport: source address not assigned to the peer", count: spoofed)
+                    table.drop("tun: write refused by the kernel", count: refused)
+                    table.drop("tun: malformed offload packet or batch full", count: unreadable)
                 }
             }
         }
@@ -353,6 +357,8 @@ public final class TunnelServer: Sendable {
                 if isRunning { logger.error("reading the TUN interface failed", metadata: ["error": "\(error)"]) }
                 return
             }
+            let unreadable = UInt64(reader.takeDropped())
+            if unreadable > 0 { table.withLock { $0.drop("tun: malformed offload packet or batch full", count: unreadable) } }
             guard count > 0 else { continue }
             routeAndSend(batch, count: count, sender: sender, plan: &plan)
         }
@@ -403,6 +409,8 @@ public final class TunnelServer: Sendable {
             sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]), key: outgoing.position, to: outgoing.endpoint, from: outgoing.local)
         }
         sender.flush()
+        let unsent = UInt64(sender.takeDropped())
+        if unsent > 0 { table.withLock { $0.drop("udp: send refused by the kernel", count: unsent) } }
     }
 
     private func timerLoop(socket: UDPSocket) {
