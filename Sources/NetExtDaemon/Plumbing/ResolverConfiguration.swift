@@ -31,6 +31,19 @@ public struct ResolverConfiguration: Sendable {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// Points the file at netextd's DNS stub, keeping the original search domains and adding
+    /// `searchDomains` (a tunnel's).
+    public func installStub(nameserver: String, addingSearchDomains searchDomains: [String] = []) throws(NetExtError) {
+        var search = Self.values(of: "search", in: originalContent())
+        for domain in searchDomains where !search.contains(domain) { search.append(domain) }
+        try install(content: Self.renderStub(nameserver: nameserver, searchDomains: search))
+    }
+
+    /// The name servers the file named before netextd changed it, without `stub` (no loops).
+    public func originalNameservers(excluding stub: String) -> [String] {
+        Self.values(of: "nameserver", in: originalContent()).filter { $0 != stub }
+    }
+
     /// The file as it was before netextd changed it (the kept copy, or the file itself).
     public func originalContent() -> String {
         let data = FileManager.default.contents(atPath: backupPath) ?? FileManager.default.contents(atPath: path) ?? Data()

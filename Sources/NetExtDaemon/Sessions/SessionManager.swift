@@ -418,17 +418,14 @@ public actor SessionManager {
         guard let address = dnsStubAddress else {
             throw NetExtError(.configurationInvalid, "the tunnel's DNS has match domains, but netextd has no DNS stub address (NETEXT_DNS_STUB)")
         }
-        let original = resolver.originalContent()
+        let systemServers = resolver.originalNameservers(excluding: address.hostText)
         try ensureStub(address: address)
-        let systemServers = ResolverConfiguration.values(of: "nameserver", in: original).filter { $0 != address.hostText }
         dnsStub?.update { routing in
             routing.defaultServers = systemServers
             routing.entries.removeAll { $0.owner == id.uuidString }
             routing.entries.append(.init(owner: id.uuidString, matchDomains: dns.matchDomains, servers: dns.servers))
         }
-        var search = ResolverConfiguration.values(of: "search", in: original)
-        for domain in dns.searchDomains where !search.contains(domain) { search.append(domain) }
-        try resolver.install(content: ResolverConfiguration.renderStub(nameserver: address.hostText, searchDomains: search))
+        try resolver.installStub(nameserver: address.hostText, addingSearchDomains: dns.searchDomains)
         logger.info("DNS: match domains routed through the tunnel", metadata: [
             "matchDomains": "\(dns.matchDomains)", "servers": "\(dns.servers)", "otherNamesTo": "\(systemServers)", "stub": "\(address)",
         ])
@@ -445,8 +442,7 @@ public actor SessionManager {
         guard dnsStub == nil else { return }
         let stub = try DNSStub(address: address, logger: logger)
         if let resolver {
-            let original = resolver.originalContent()
-            let systemServers = ResolverConfiguration.values(of: "nameserver", in: original).filter { $0 != address.hostText }
+            let systemServers = resolver.originalNameservers(excluding: address.hostText)
             stub.update { $0.defaultServers = systemServers }
         }
         stub.observeQueries(watchingNames ? nameObserver : nil)
@@ -473,11 +469,7 @@ public actor SessionManager {
                 let hadStub = dnsStub != nil
                 try ensureStub(address: address)
                 dnsStub?.observeQueries(observer)
-                if !hadStub {
-                    let original = resolver.originalContent()
-                    try resolver.install(content: ResolverConfiguration.renderStub(
-                        nameserver: address.hostText, searchDomains: ResolverConfiguration.values(of: "search", in: original)))
-                }
+                if !hadStub { try resolver.installStub(nameserver: address.hostText) }
                 logger.info("DNS stub watching resolved names for on-demand", metadata: ["stub": "\(address)"])
             } catch {
                 logger.error("cannot watch resolved names for on-demand", metadata: ["error": "\(error.message)"])
@@ -493,9 +485,7 @@ public actor SessionManager {
     private func releaseResolver(besides id: UUID) {
         guard !isResolverStillNeeded(besides: id), let resolver else { return }
         if watchingNames, dnsStub != nil, let address = dnsStubAddress {
-            let original = resolver.originalContent()
-            try? resolver.install(content: ResolverConfiguration.renderStub(
-                nameserver: address.hostText, searchDomains: ResolverConfiguration.values(of: "search", in: original)))
+            try? resolver.installStub(nameserver: address.hostText)
         } else {
             resolver.restore()
         }
