@@ -27,10 +27,8 @@ cat > "$work/server.json" <<JSON
  "dnsServers": ["10.20.0.53"], "searchDomains": ["office.test"], "matchDomains": ["office.test"]}
 JSON
 umask 022
-lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
-lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"
-lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
-lab_wait "'$bin/netext' status" 15
+e2e_start_server
+e2e_start_netextd
 
 check "before the VPN: office names do not resolve" bash -c "! ip netns exec $LAB_LAPTOP getent hosts intranet.office.test"
 echo "$client_key" | netext create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable > /dev/null

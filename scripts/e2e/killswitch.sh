@@ -23,12 +23,10 @@ cat > "$work/server.json" <<JSON
  "routes": ["10.20.0.0/16", "fd20::/64"], "masquerade": ["eth0"], "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
 JSON
 umask 022
-lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
 e2e_netextd_environment "$work/resolv.conf"
 echo "nameserver 100.64.0.53" > "$work/resolv.conf"
-start_netextd() { lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"; NETEXTD_PID=$!; lab_wait "'$bin/netext' status" 15; }
-start_netextd
-lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
+e2e_start_server
+e2e_start_netextd
 
 # What must never cross the underlay while the kill switch is on.
 destinations='host 100.64.0.80 or host 100.64.0.53 or host 2001:db8:ff::80'
@@ -84,7 +82,7 @@ check "explicit stop: still blocked" all_blocked
 # netextd dies and comes back: the kernel kept the table; the new netextd keeps it.
 kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null; sleep 0.5
 check "netextd killed -9: still blocked" all_blocked
-start_netextd
+e2e_start_netextd
 check "netextd restarted: the guard is restored for the enabled configuration" has_guard
 check "netextd restarted: still blocked" all_blocked
 

@@ -21,12 +21,10 @@ cat > "$work/server.json" <<JSON
  "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
 JSON
 umask 022
-lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
 e2e_netextd_environment "$work/resolv.conf"
 printf 'nameserver 198.51.100.53\nsearch home.test\n' > "$work/resolv.conf"
-lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"
-lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
-lab_wait "'$bin/netext' status" 15
+e2e_start_server
+e2e_start_netextd
 lab_wait "ip netns exec $LAB_LAPTOP curl -s -o /dev/null http://100.64.0.80:8080/" 10
 
 cat > "$work/rules.json" <<'JSON'
@@ -93,13 +91,11 @@ umask 022
 for pid in $(ip netns pids "$LAB_OFFICE"); do grep -q netext-server "/proc/$pid/cmdline" 2>/dev/null && kill "$pid"; done
 for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netextd "/proc/$pid/cmdline" 2>/dev/null && kill "$pid"; done
 sleep 1
-lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server2.log"
+e2e_start_server "$work/server2.log"
 mkdir -p "/etc/netns/$LAB_LAPTOP"
 resolv="/etc/netns/$LAB_LAPTOP/resolv.conf"
 echo "nameserver 198.51.100.53" > "$resolv"
-NETEXT_RESOLV_CONF="$resolv" lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd2.log"
-lab_wait "grep -q 'tunnel server ready' '$work/server2.log'" 15
-lab_wait "'$bin/netext' status" 15
+NETEXT_RESOLV_CONF="$resolv" e2e_start_netextd "$work/netextd2.log"
 cat > "$work/lazy.json" <<'JSON'
 [{"action": "evaluateConnection", "interfaceTypeMatch": "any", "connectionRules": [
    {"action": "neverConnect", "matchDomains": ["public.office.test"]},

@@ -19,11 +19,9 @@ cat > "$work/server.json" <<JSON
  "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
 JSON
 umask 022
-lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"
 e2e_netextd_environment "$work/resolv.conf"
-lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"
-lab_wait "grep -q 'tunnel server ready' '$work/server.log'" 15
-lab_wait "'$bin/netext' status" 15
+e2e_start_server
+e2e_start_netextd
 lab_wait "ip netns exec $LAB_OFFICE curl -s -o /dev/null http://10.20.0.5:8080/" 10
 
 echo "$client_key" | netext create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable > /dev/null

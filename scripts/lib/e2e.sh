@@ -31,6 +31,21 @@ e2e_netextd_environment() {
   chmod 644 "$NETEXT_PROVIDERS_DIR/tunnel.json"
 }
 
+# Starts netext-server tunnel in the office with $work/server.json, logging to $1 (default
+# $work/server.log), and waits until it is ready. Sets SERVER_PID.
+e2e_start_server() {
+  local log="${1:-$work/server.log}"
+  lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$log"; SERVER_PID=$!
+  lab_wait "grep -q 'tunnel server ready' '$log'" 15
+}
+
+# Starts netextd in the laptop, logging to $1 (default $work/netextd.log), and waits until it
+# answers. Sets NETEXTD_PID.
+e2e_start_netextd() {
+  lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "${1:-$work/netextd.log}"; NETEXTD_PID=$!
+  lab_wait "'$bin/netext' status" 15
+}
+
 # The pid of the running reference provider in the laptop namespace.
 e2e_provider_pid() {
   for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1
