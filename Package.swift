@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
         .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
+        .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
         .executable(name: "netext-server", targets: ["netext-server"]),
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
@@ -47,6 +48,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The reference content filter providers (school filter).
+        .target(name: "NetExtFilters", dependencies: ["NetExt", "NetExtCore", "NetExtIPC"], swiftSettings: strict),
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
         .target(name: "BloomFilter", swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
@@ -86,6 +89,7 @@ let package = Package(
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
         .executableTarget(name: "netext-tunnel-provider", dependencies: ["NetExt", "NetExtTunnel"]),
         .executableTarget(name: "netext-server", dependencies: ["NetExtCommands"]),
+        .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
         // The README's manager example, built (and run by the integration tests) so it stays true.

@@ -5,13 +5,14 @@
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
 pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
-                   uid_t uid, gid_t gid, int drop_privileges, int fd3, int fd4) {
+                   uid_t uid, gid_t gid, int flags, int fd3, int fd4) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) return -errno;
     pid_t pid = fork();
@@ -43,7 +44,10 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
         unsigned int first_closed = high4 >= 0 ? 5 : (high3 >= 0 ? 4 : 3);
         if ((unsigned int)rep > first_closed) syscall(SYS_close_range, first_closed, (unsigned int)rep - 1, 0);
         syscall(SYS_close_range, (unsigned int)rep + 1, ~0U, 0);
-        if (drop_privileges) {
+        // A network namespace of its own (nothing in it but a loopback that is down): the child
+        // can open sockets but reach nothing. Done while still root.
+        if ((flags & NETEXT_SPAWN_ISOLATE_NETWORK) && unshare(CLONE_NEWNET) != 0) { err = errno; goto fail; }
+        if (flags & NETEXT_SPAWN_DROP_PRIVILEGES) {
             if (setgroups(0, NULL) != 0) { err = errno; goto fail; }
             if (setresgid(gid, gid, gid) != 0) { err = errno; goto fail; }
             if (setresuid(uid, uid, uid) != 0) { err = errno; goto fail; }

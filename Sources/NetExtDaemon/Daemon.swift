@@ -41,7 +41,9 @@ public final class Daemon: Sendable {
             registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline)
         await sessions.removeStaleState()
         await sessions.restoreGuards(try store.allConfigurations())
-        let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger)
+        let filters = FilterController(registry: registry, logger: logger, rulesRoot: settings.filterRulesRoot)
+        await filters.restore(try store.allConfigurations())
+        let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {
             logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])
@@ -67,6 +69,7 @@ public final class Daemon: Sendable {
         logger.info("shutting down", metadata: ["signal": "\(received)"])
         await onDemand.stop()
         await sessions.stopAll()
+        await filters.stopAll()
         await server.close(path: settings.socketPath)
         logger.info("netextd stopped")
     }

@@ -17,6 +17,10 @@ public struct DaemonSettings: Sendable {
     /// `$NETEXT_DNS_STUB`, default `127.0.0.153:53`: where netextd's DNS stub listens while a
     /// tunnel with DNS match domains is up (resolver files cannot name another port than 53).
     public var dnsStubAddress: String = "127.0.0.153:53"
+    /// `$NETEXT_FILTER_RULES_ROOT`, default `/var/lib/netext-filter-rules`: each content filter
+    /// data provider reads its rules from `<root>/<bundle identifier>` (world-readable, written
+    /// by root and control providers; outside the private state directory).
+    public var filterRulesRoot: String = "/var/lib/netext-filter-rules"
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -34,6 +38,7 @@ public struct DaemonSettings: Sendable {
             providersDirectory: environment["NETEXT_PROVIDERS_DIR"] ?? "/etc/netext/providers")
         if let resolver = environment["NETEXT_RESOLV_CONF"] { settings.resolverPath = resolver }
         if let stub = environment["NETEXT_DNS_STUB"] { settings.dnsStubAddress = stub }
+        if let rules = environment["NETEXT_FILTER_RULES_ROOT"] { settings.filterRulesRoot = rules }
         return settings
     }
 

@@ -23,6 +23,11 @@ public enum ControlRequest: Sendable, Hashable {
     /// Delivers bytes to the running provider's `handleAppMessage` and returns its answer
     /// (Apple's `NETunnelProviderSession.sendProviderMessage`).
     case sendProviderMessage(ProviderMessageRequest)
+    /// The content filter's state and counters (anyone may read them).
+    case getFilterStatus
+    /// The content filter's latest verdicts, oldest first (root or the admin group only: the
+    /// entries name other users' destinations).
+    case getFilterLog(limit: Int)
 
     public struct ProviderMessageRequest: Sendable, Hashable, Codable {
         public var id: UUID
@@ -88,6 +93,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .listProfiles: "listProfiles"
         case .listProviders: "listProviders"
         case .sendProviderMessage: "sendProviderMessage"
+        case .getFilterStatus: "getFilterStatus"
+        case .getFilterLog: "getFilterLog"
         }
     }
 
@@ -95,7 +102,7 @@ public enum ControlRequest: Sendable, Hashable {
     public var modifiesState: Bool {
         switch self {
         case .saveConfiguration, .removeConfiguration, .startConnection, .stopConnection, .installProfile, .removeProfile, .sendProviderMessage: true
-        case .hello, .listConfigurations, .loadConfiguration, .getStatus, .subscribe, .listProfiles, .listProviders: false
+        case .hello, .listConfigurations, .loadConfiguration, .getStatus, .subscribe, .listProfiles, .listProviders, .getFilterStatus, .getFilterLog: false
         }
     }
 }
@@ -116,6 +123,7 @@ extension RequestEnvelope: Codable {
     private struct OptionalIDParams: Codable { var id: UUID? }
     private struct IdentifierParams: Codable { var identifier: String }
     private struct Empty: Codable {}
+    private struct LimitParams: Codable { var limit: Int }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -136,6 +144,8 @@ extension RequestEnvelope: Codable {
         case "listProfiles": request = .listProfiles
         case "listProviders": request = .listProviders
         case "sendProviderMessage": request = .sendProviderMessage(try container.decode(ControlRequest.ProviderMessageRequest.self, forKey: .params))
+        case "getFilterStatus": request = .getFilterStatus
+        case "getFilterLog": request = .getFilterLog(limit: try container.decode(LimitParams.self, forKey: .params).limit)
         default:
             throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "unknown method '\(method)'")
         }
@@ -155,7 +165,8 @@ extension RequestEnvelope: Codable {
         case .installProfile(let install): try container.encode(install, forKey: .params)
         case .removeProfile(let identifier): try container.encode(IdentifierParams(identifier: identifier), forKey: .params)
         case .sendProviderMessage(let message): try container.encode(message, forKey: .params)
-        case .listConfigurations, .subscribe, .listProfiles, .listProviders: try container.encode(Empty(), forKey: .params)
+        case .getFilterLog(let limit): try container.encode(LimitParams(limit: limit), forKey: .params)
+        case .listConfigurations, .subscribe, .listProfiles, .listProviders, .getFilterStatus: try container.encode(Empty(), forKey: .params)
         }
     }
 }

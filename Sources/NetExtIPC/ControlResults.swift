@@ -118,3 +118,9 @@ public struct ProviderList: Sendable, Hashable, Codable {
         self.problems = problems
     }
 }
+
+/// The result of `getFilterLog`.
+public struct FilterLogResult: Sendable, Hashable, Codable {
+    public var entries: [FilterLogEntry]
+    public init(entries: [FilterLogEntry]) { self.entries = entries }
+}

@@ -31,6 +31,11 @@ public enum ProviderMessage: Sendable, Hashable {
     case appMessage(id: Int, data: Data)
     /// provider → netextd: the answer of `handleAppMessage` (nil = no answer).
     case appMessageReply(id: Int, data: Data?)
+    /// netextd → filter data provider: judge this new flow (`handleNewFlow`); answered with
+    /// `flowVerdict` naming the same flow.
+    case newFlow(FilterFlow)
+    /// filter data provider → netextd: the verdict for a flow.
+    case flowVerdict(flowID: UInt64, verdict: FilterVerdict)
 
     /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
     public enum StopReason: String, Sendable, Hashable, Codable {
@@ -60,7 +65,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -82,6 +87,9 @@ extension ProviderMessage: Codable {
         case "reasserting": self = .reasserting(try container.decode(Bool.self, forKey: .value))
         case "appMessage": self = .appMessage(id: try container.decode(Int.self, forKey: .id), data: try container.decode(Data.self, forKey: .data))
         case "appMessageReply": self = .appMessageReply(id: try container.decode(Int.self, forKey: .id), data: try container.decodeIfPresent(Data.self, forKey: .data))
+        case "newFlow": self = .newFlow(try container.decode(FilterFlow.self, forKey: .flow))
+        case "flowVerdict":
+            self = .flowVerdict(flowID: try container.decode(UInt64.self, forKey: .flowID), verdict: try container.decode(FilterVerdict.self, forKey: .verdict))
         default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
         }
     }
@@ -125,6 +133,13 @@ extension ProviderMessage: Codable {
             try container.encode("appMessageReply", forKey: .type)
             try container.encode(id, forKey: .id)
             try container.encodeIfPresent(data, forKey: .data)
+        case .newFlow(let flow):
+            try container.encode("newFlow", forKey: .type)
+            try container.encode(flow, forKey: .flow)
+        case .flowVerdict(let flowID, let verdict):
+            try container.encode("flowVerdict", forKey: .type)
+            try container.encode(flowID, forKey: .flowID)
+            try container.encode(verdict, forKey: .verdict)
         }
     }
 }

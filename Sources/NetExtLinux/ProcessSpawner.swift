@@ -8,15 +8,18 @@ import Musl
 /// Starts and reaps child processes, dropping privileges before `exec`.
 public enum ProcessSpawner {
     /// Starts `executable` as `user` (nil keeps the caller's identity) with `childSocket` as its
-    /// descriptor 3 and `secondSocket` (if any) as descriptor 4. Returns the child's pid.
+    /// descriptor 3 and `secondSocket` (if any) as descriptor 4; with `isolateNetwork` in a new
+    /// network namespace with no way out (needs root). Returns the child's pid.
     public static func spawn(
         executable: String,
         arguments: [String],
         environment: [String: String],
         user: UserDatabase.User?,
         childSocket: Int32,
-        secondSocket: Int32 = -1
+        secondSocket: Int32 = -1,
+        isolateNetwork: Bool = false
     ) throws(SystemError) -> Int32 {
+        let flags = (user == nil ? 0 : NETEXT_SPAWN_DROP_PRIVILEGES) | (isolateNetwork ? NETEXT_SPAWN_ISOLATE_NETWORK : 0)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -27,7 +30,7 @@ public enum ProcessSpawner {
             envp.withUnsafeBufferPointer { envpBuffer in
                 netext_spawn(
                     executable, argvBuffer.baseAddress, envpBuffer.baseAddress,
-                    user?.uid ?? 0, user?.gid ?? 0, user == nil ? 0 : 1, childSocket, secondSocket)
+                    user?.uid ?? 0, user?.gid ?? 0, Int32(flags), childSocket, secondSocket)
             }
         }
         guard pid > 0 else { throw SystemError("spawn", errno: -pid, subject: executable) }

@@ -7,9 +7,13 @@
 /// Starts `path` with `argv`/`envp` as user `uid`/`gid` (no supplementary groups), with
 /// `fd3` and `fd4` (each -1 for none) duplicated onto descriptors 3 and 4 and every other
 /// descriptor above 2 closed. stdin is /dev/null; stdout and stderr are inherited. A new process
-/// group is created. Returns the child's pid or -errno.
+/// group is created. `flags`: NETEXT_SPAWN_DROP_PRIVILEGES switches to uid/gid;
+/// NETEXT_SPAWN_ISOLATE_NETWORK puts the child in a new, empty network namespace.
+/// Returns the child's pid or -errno.
+#define NETEXT_SPAWN_DROP_PRIVILEGES 1
+#define NETEXT_SPAWN_ISOLATE_NETWORK 2
 pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
-                   uid_t uid, gid_t gid, int drop_privileges, int fd3, int fd4);
+                   uid_t uid, gid_t gid, int flags, int fd3, int fd4);
 
 /// Opens /dev/net/tun and attaches a TUN interface (IFF_TUN | IFF_NO_PI). `name` (at least 16
 /// bytes) holds the requested name or pattern such as "netext%d" and receives the real name.
@@ -81,3 +85,38 @@ int netext_udp_supports_gso(int fd);
 /// A netlink socket subscribed to link, address and route changes (IPv4 and IPv6), with a
 /// receive timeout of `timeout_ms`. Returns the descriptor or -errno.
 int netext_netlink_route_open(int timeout_ms);
+
+/// One packet the kernel queued to user space (netfilter queue). `payload` points into the
+/// receive buffer: the IP packet, at most the copy range long.
+typedef struct {
+    unsigned int id;
+    unsigned char family;     // NFPROTO_IPV4 (2) or NFPROTO_IPV6 (10)
+    unsigned char hook;       // NF_INET_LOCAL_IN (1), NF_INET_LOCAL_OUT (3), ...
+    unsigned int mark;
+    unsigned int in_interface, out_interface;
+    int has_owner;            // uid/gid of the owning socket are known
+    unsigned int uid, gid;
+    const unsigned char *payload;
+    unsigned int payload_length;
+    unsigned int original_length;
+} netext_nfq_packet;
+
+/// Opens a netfilter queue socket bound to queue `queue`: whole packets up to `copy_range`
+/// bytes, at most `max_length` packets waiting, with owner uid/gid, GSO packets unsegmented,
+/// and with `fail_open` packets accepted instead of dropped when the queue is full.
+/// Returns the descriptor or -errno (-EBUSY: another program has the queue).
+int netext_nfq_open(unsigned short queue, unsigned int copy_range, unsigned int max_length, int fail_open);
+
+/// Sets the receive timeout (0 = block). Returns 0 or -errno.
+int netext_nfq_set_timeout(int fd, int timeout_ms);
+
+/// Receives one netlink datagram (it may hold several packets). Returns its length or -errno.
+long netext_nfq_receive(int fd, unsigned char *buffer, unsigned long size);
+
+/// Parses the next queued packet of a received datagram from `*offset` on. Returns 1 with
+/// `packet` filled, 0 at the end, -1 for a malformed message (skipped).
+int netext_nfq_next(const unsigned char *buffer, unsigned long length, unsigned long *offset, netext_nfq_packet *packet);
+
+/// Issues a verdict (NF_DROP 0, NF_ACCEPT 1, NF_REPEAT 4) for packet `id`, optionally setting
+/// the packet's mark. Returns 0 or -errno.
+int netext_nfq_verdict(int fd, unsigned short queue, unsigned int id, unsigned int verdict, int set_mark, unsigned int mark);

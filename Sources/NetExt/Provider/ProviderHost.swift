@@ -14,6 +14,41 @@ public enum ProviderHost {
     /// Runs `provider` until it is stopped. Returns normally after a stop or a failed start;
     /// throws if netextd misbehaves or goes away.
     public static func run(_ provider: any TunnelProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+        try await serve(
+            Lifecycle(
+                start: { start, session in
+                    let context = ProviderContext(configuration: start.configuration, password: start.password, session: session)
+                    try await provider.startTunnel(options: start.options, context: context)
+                },
+                stop: { reason in await provider.stopTunnel(reason: reason) },
+                appMessage: { data in await provider.handleAppMessage(data) },
+                newFlow: nil),
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+    }
+
+    /// Runs a content filter's data provider until it is stopped: `startFilter`, then one
+    /// `handleNewFlow` per flow netextd asks about, each answered as soon as it returns.
+    public static func run(filter provider: any FilterDataProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+        try await serve(
+            Lifecycle(
+                start: { start, _ in
+                    try await provider.startFilter(context: FilterContext(configuration: start.configuration, options: start.options))
+                },
+                stop: { reason in await provider.stopFilter(reason: reason) },
+                appMessage: { _ in nil },
+                newFlow: { flow in await provider.handleNewFlow(flow) }),
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+    }
+
+    /// What the protocol loop calls for each kind of provider.
+    private struct Lifecycle: Sendable {
+        var start: @Sendable (ProviderStart, ProviderSession) async throws -> Void
+        var stop: @Sendable (ProviderMessage.StopReason) async -> Void
+        var appMessage: @Sendable (Data) async -> Data?
+        var newFlow: (@Sendable (FilterFlow) async -> FilterVerdict)?
+    }
+
+    private static func serve(_ lifecycle: Lifecycle, bundleIdentifier: String, descriptor: Int32) async throws {
         let connection = try await FramedConnection.adopt(descriptor: descriptor)
         let session = ProviderSession(connection: connection)
         try await session.send(.hello(bundleIdentifier: bundleIdentifier, version: ControlProtocol.version))
@@ -28,12 +63,11 @@ public enum ProviderHost {
             switch message {
             case .start(let start) where !started:
                 started = true
-                let context = ProviderContext(configuration: start.configuration, password: start.password, session: session)
-                // startTunnel runs beside this loop: it may call setTunnelNetworkSettings, whose
+                // The start runs beside this loop: it may call setTunnelNetworkSettings, whose
                 // answer arrives here.
                 Task {
                     do {
-                        try await provider.startTunnel(options: start.options, context: context)
+                        try await lifecycle.start(start, session)
                         try await session.send(.started)
                     } catch {
                         let reported = (error as? NetExtError) ?? NetExtError(.connectionFailed, "\(error)")
@@ -43,7 +77,7 @@ public enum ProviderHost {
                 }
             case .stop(let reason):
                 Task {
-                    await provider.stopTunnel(reason: reason)
+                    await lifecycle.stop(reason)
                     try? await session.send(.stopped)
                     session.finish()
                 }
@@ -52,8 +86,14 @@ public enum ProviderHost {
             case .appMessage(let id, let data):
                 let isStarted = started
                 Task {
-                    let reply = isStarted ? await provider.handleAppMessage(data) : nil
+                    let reply = isStarted ? await lifecycle.appMessage(data) : nil
                     try? await session.send(.appMessageReply(id: id, data: reply))
+                }
+            case .newFlow(let flow) where lifecycle.newFlow != nil:
+                let judge = lifecycle.newFlow!
+                Task {
+                    let verdict = await judge(flow)
+                    try? await session.send(.flowVerdict(flowID: flow.id, verdict: verdict))
                 }
             default:
                 session.finish()

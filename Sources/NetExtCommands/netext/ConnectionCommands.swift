@@ -179,7 +179,7 @@ struct MessageCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let data = try text.map { Data($0.utf8) } ?? StandardInput.readAll()
+            let data = text.map { Data($0.utf8) } ?? StandardInput.readAll()
             let reply = try await options.withConfiguration(name) { client, configuration in
                 try await client.call(.sendProviderMessage(.init(id: configuration.id, data: data)), expecting: ProviderMessageReply.self, timeout: .seconds(15))
             }

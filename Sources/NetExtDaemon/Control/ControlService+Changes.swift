@@ -63,10 +63,10 @@ extension ControlService {
         logger.info("configuration saved", metadata: ["id": "\(outcome.saved.id)", "name": "\(outcome.saved.localizedDescription)", "revision": "\(outcome.saved.revision)", "enabled": "\(outcome.saved.isEnabled)"])
         for disabled in outcome.disabled {
             logger.info("configuration disabled: another enterprise VPN was enabled", metadata: ["id": "\(disabled.id)"])
-            await sessions.configurationChanged(disabled, removed: false)
+            await configurationChanged(disabled, removed: false)
             hub.configurationChanged(disabled, change: .saved)
         }
-        await sessions.configurationChanged(outcome.saved, removed: false)
+        await configurationChanged(outcome.saved, removed: false)
         hub.configurationChanged(outcome.saved, change: .saved)
         return outcome.saved
     }
@@ -122,15 +122,15 @@ extension ControlService {
         previousSecrets.subtracting(nowReferenced).forEach(secrets.delete)
         logger.info("profile installed", metadata: ["profile": "\(profile.identifier)", "configurations": "\(result.saved.count)", "skipped": "\(profile.skippedPayloads.count)"])
         for removed in result.removed {
-            await sessions.configurationChanged(removed, removed: true)
+            await configurationChanged(removed, removed: true)
             hub.configurationChanged(removed, change: .removed)
         }
         for outcome in result.saved {
             for disabled in outcome.disabled {
-                await sessions.configurationChanged(disabled, removed: false)
+                await configurationChanged(disabled, removed: false)
                 hub.configurationChanged(disabled, change: .saved)
             }
-            await sessions.configurationChanged(outcome.saved, removed: false)
+            await configurationChanged(outcome.saved, removed: false)
             hub.configurationChanged(outcome.saved, change: .saved)
         }
         return ProfileSummary(
@@ -147,7 +147,7 @@ extension ControlService {
         removed.flatMap(\.secretReferences).forEach(secrets.delete)
         logger.info("profile removed", metadata: ["profile": "\(identifier)", "configurations": "\(removed.count)"])
         for configuration in removed {
-            await sessions.configurationChanged(configuration, removed: true)
+            await configurationChanged(configuration, removed: true)
             hub.configurationChanged(configuration, change: .removed)
         }
         return ProfileRemoval(identifier: identifier, removedConfigurationIDs: removed.map(\.id))

@@ -14,14 +14,26 @@ public final class ControlService: Sendable {
     let registry: ProviderRegistry
     let hub: NotificationHub
     let logger: Logger
+    /// The content filter, when this netextd runs one.
+    let filters: FilterController?
 
-    public init(store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger) {
+    public init(
+        store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
+        filters: FilterController? = nil
+    ) {
+        self.filters = filters
         self.store = store
         self.secrets = secrets
         self.sessions = sessions
         self.registry = registry
         self.hub = hub
         self.logger = logger
+    }
+
+    /// Tells the parts that act on configurations that one was saved or removed.
+    func configurationChanged(_ configuration: Configuration, removed: Bool) async {
+        await sessions.configurationChanged(configuration, removed: removed)
+        await filters?.configurationChanged(configuration, removed: removed)
     }
 
     /// Handles one request (other than `hello` and `subscribe`, which the connection handles)
@@ -60,7 +72,7 @@ public final class ControlService: Sendable {
             let removed = try store.remove(id: configuration.id)
             removed.secretReferences.forEach(secrets.delete)
             logger.info("configuration removed", metadata: ["id": "\(removed.id)", "name": "\(removed.localizedDescription)"])
-            await sessions.configurationChanged(removed, removed: true)
+            await configurationChanged(removed, removed: true)
             hub.configurationChanged(removed, change: .removed)
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: EmptyResult()))
         case .startConnection(let start):
@@ -111,6 +123,15 @@ public final class ControlService: Sendable {
             }
             let reply = try await sessions.sendProviderMessage(message.data, to: configuration)
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProviderMessageReply(data: reply)))
+        case .getFilterStatus:
+            let status = await filters?.status() ?? FilterStatus(state: .off)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: status))
+        case .getFilterLog(let limit):
+            guard identity.mayModify else {
+                throw NetExtError.permissionDenied("the filter log names other users' destinations; it needs root or membership of netextd's admin group")
+            }
+            let entries = await filters?.log(limit: min(max(limit, 0), 2_000)) ?? []
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: FilterLogResult(entries: entries)))
         }
     }
 

@@ -42,7 +42,9 @@ public final class ProviderProcess: Sendable {
     }
 
     /// Starts the provider as its manifest's user with one end of a socketpair as descriptor 3.
-    public static func launch(_ manifest: ProviderManifest) async throws(NetExtError) -> ProviderProcess {
+    /// With `isolateNetwork` it runs in a network namespace of its own with nothing in it (a
+    /// filter data provider: it sees flows and must not be able to send them anywhere).
+    public static func launch(_ manifest: ProviderManifest, isolateNetwork: Bool = false, environment extra: [String: String] = [:]) async throws(NetExtError) -> ProviderProcess {
         // Running as root is allowed only when the manifest says "root" explicitly, and only
         // when netextd itself is root; otherwise privileges are dropped to the named user.
         let user: UserDatabase.User?
@@ -65,16 +67,16 @@ public final class ProviderProcess: Sendable {
         } catch {
             throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': \(error)")
         }
-        let environment = [
+        let environment = extra.merging([
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": "/",
             "NETEXT_PROVIDER_BUNDLE_IDENTIFIER": manifest.bundleIdentifier,
             "NETEXT_PROVIDER_FD": "\(ProviderHost.controlDescriptor)",
             "NETEXT_PROVIDER_DESCRIPTOR_FD": "\(ProviderHost.descriptorPassingDescriptor)",
-        ]
+        ]) { _, fixed in fixed }
         let pid: Int32
         do {
-            pid = try ProcessSpawner.spawn(executable: manifest.executable, arguments: manifest.arguments, environment: environment, user: user, childSocket: pair.1, secondSocket: descriptorPair.1)
+            pid = try ProcessSpawner.spawn(executable: manifest.executable, arguments: manifest.arguments, environment: environment, user: user, childSocket: pair.1, secondSocket: descriptorPair.1, isolateNetwork: isolateNetwork)
         } catch {
             for fd in [pair.0, pair.1, descriptorPair.0, descriptorPair.1] { SocketPair.close(fd) }
             throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)' could not be started: \(error)")

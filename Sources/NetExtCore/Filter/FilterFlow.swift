@@ -1,0 +1,71 @@
+/// One network flow as a content filter sees it (Apple's `NEFilterSocketFlow`): its endpoints,
+/// direction, the program that owns it, and what netextd learned of its destination.
+public struct FilterFlow: Sendable, Hashable, Codable, Identifiable {
+    public enum Direction: String, Sendable, Hashable, Codable {
+        /// A program on this machine opened the flow.
+        case outbound
+        /// Another machine opened the flow to a program here.
+        case inbound
+    }
+
+    /// netextd's number for the flow, unique while netextd runs.
+    public var id: UInt64
+    public var direction: Direction
+    public var transport: FlowProtocol
+    public var localAddress: String
+    public var localPort: UInt16
+    public var remoteAddress: String
+    public var remotePort: UInt16
+    /// The remote host's name when netextd knows it: the TLS server name, the HTTP Host.
+    public var remoteHostname: String?
+    /// For cleartext HTTP, the requested URL.
+    public var url: String?
+    /// The program behind the flow, as far as the kernel tells.
+    public var sourceApplication: SourceApplication?
+
+    public init(
+        id: UInt64, direction: Direction, transport: FlowProtocol, localAddress: String, localPort: UInt16,
+        remoteAddress: String, remotePort: UInt16, remoteHostname: String? = nil, url: String? = nil,
+        sourceApplication: SourceApplication? = nil
+    ) {
+        self.id = id
+        self.direction = direction
+        self.transport = transport
+        self.localAddress = localAddress
+        self.localPort = localPort
+        self.remoteAddress = remoteAddress
+        self.remotePort = remotePort
+        self.remoteHostname = remoteHostname
+        self.url = url
+        self.sourceApplication = sourceApplication
+    }
+
+    /// `remote:port` in the usual notation (IPv6 in brackets).
+    public var remoteEndpoint: String {
+        remoteAddress.contains(":") ? "[\(remoteAddress)]:\(remotePort)" : "\(remoteAddress):\(remotePort)"
+    }
+}
+
+/// The Linux "source application" of a flow: the owning socket's user and group, which the
+/// kernel reports for every queued packet of a local socket.
+public struct SourceApplication: Sendable, Hashable, Codable {
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public init(uid: UInt32, gid: UInt32) {
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+/// A data provider's answer for a new flow (Apple's `NEFilterNewFlowVerdict`, the cases
+/// netextd implements so far).
+public enum FilterVerdict: String, Sendable, Hashable, Codable {
+    /// Let the flow pass; the rest of it stays in the kernel.
+    case allow
+    /// Drop the flow (TCP: the program's connection is reset).
+    case drop
+
+    /// The value kept in the flow's conntrack mark once decided.
+    public var isAllowed: Bool { self == .allow }
+}

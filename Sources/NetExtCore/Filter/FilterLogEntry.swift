@@ -1,0 +1,74 @@
+import Foundation
+
+/// One decided flow, as `netext filter log` shows it. Carries no payload bytes.
+public struct FilterLogEntry: Sendable, Hashable, Codable {
+    public var date: Date
+    public var flow: FilterFlow
+    public var verdict: FilterVerdict
+    /// `provider`, or `failure-policy` when the provider could not answer in time.
+    public var reason: String
+
+    public init(date: Date, flow: FilterFlow, verdict: FilterVerdict, reason: String) {
+        self.date = date
+        self.flow = flow
+        self.verdict = verdict
+        self.reason = reason
+    }
+}
+
+/// What the content filter has done since it started.
+public struct FilterCounters: Sendable, Hashable, Codable {
+    /// Packets the kernel queued to netextd (only undecided flows' packets are queued).
+    public var packetsQueued = 0
+    public var flowsAsked = 0
+    public var flowsAllowed = 0
+    public var flowsDropped = 0
+    /// Flows decided by the failure policy (provider missing, crashed or past the deadline).
+    public var decidedByFailurePolicy = 0
+    /// Queued packets that could not be read as IP, or held beyond the per-flow limit.
+    public var malformedPackets = 0
+    public var verdictErrors = 0
+
+    public init() {}
+}
+
+/// The content filter's state, for `netext filter status`.
+public struct FilterStatus: Sendable, Hashable, Codable {
+    public enum State: String, Sendable, Hashable, Codable {
+        /// No content filter configuration is enabled.
+        case off
+        /// Flows are queued and judged by the running data provider.
+        case running
+        /// The data provider is not running (starting, or restarting after a crash); flows
+        /// follow the failure policy meanwhile.
+        case providerUnavailable = "provider-unavailable"
+    }
+
+    public var state: State
+    public var configurationID: UUID?
+    public var name: String?
+    public var dataProvider: String?
+    public var failClosed: Bool
+    public var providerPID: Int32?
+    public var providerRestarts: Int
+    public var trackedFlows: Int
+    public var counters: FilterCounters
+    /// The last error (provider start failure, crash), if any.
+    public var lastError: String?
+
+    public init(
+        state: State, configurationID: UUID? = nil, name: String? = nil, dataProvider: String? = nil, failClosed: Bool = false,
+        providerPID: Int32? = nil, providerRestarts: Int = 0, trackedFlows: Int = 0, counters: FilterCounters = FilterCounters(), lastError: String? = nil
+    ) {
+        self.state = state
+        self.configurationID = configurationID
+        self.name = name
+        self.dataProvider = dataProvider
+        self.failClosed = failClosed
+        self.providerPID = providerPID
+        self.providerRestarts = providerRestarts
+        self.trackedFlows = trackedFlows
+        self.counters = counters
+        self.lastError = lastError
+    }
+}

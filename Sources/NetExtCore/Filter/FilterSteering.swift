@@ -1,0 +1,83 @@
+/// The packet-filter rules that bring new flows to netextd while a content filter is enabled,
+/// and keep decided flows in the kernel.
+///
+/// This kernel's nftables has no native `queue` statement (see PLATFORM.md), so the rules are
+/// iptables-nft rules (`NFQUEUE` through nft_compat) in two chains of netextd's own, jumped to
+/// first from the `filter` table's OUTPUT and INPUT chains:
+/// 1. a flow whose conntrack mark says *allowed* returns at once (the bulk of the traffic);
+/// 2. loopback traffic is not filtered, and resets of a dropped flow may leave;
+/// 3. packets without a conntrack entry (IPv6 neighbour discovery, invalid packets) pass: they
+///    could not keep a verdict;
+/// 4. a packet netextd re-injected with a verdict mark (`NF_REPEAT`) copies it to the flow's
+///    conntrack mark and passes, or is reset (TCP) / dropped;
+/// 5. a flow marked *dropped* is reset (TCP) or dropped;
+/// 6. everything else goes to the queue (with `--queue-bypass` when the filter fails open, so
+///    packets pass while netextd has no reader bound).
+public struct FilterSteering: Sendable, Hashable {
+    public static let outputChain = "NETEXTD-FLT-OUT"
+    public static let inputChain = "NETEXTD-FLT-IN"
+    /// Conntrack/packet mark bits netextd owns for verdicts.
+    public static let verdictMask: UInt32 = 0x6000_0000
+    public static let allowMark: UInt32 = 0x2000_0000
+    public static let dropMark: UInt32 = 0x4000_0000
+
+    public var queueNumber: UInt16
+    public var failOpen: Bool
+
+    public init(queueNumber: UInt16, failOpen: Bool) {
+        self.queueNumber = queueNumber
+        self.failOpen = failOpen
+    }
+
+    public static func mark(for verdict: FilterVerdict) -> UInt32 {
+        verdict == .allow ? allowMark : dropMark
+    }
+
+    private static func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16) }
+
+    /// The `iptables-restore --noflush` input (the same for iptables and ip6tables): both chains
+    /// created (or emptied) and filled, and jumped to first.
+    public var restoreInput: String {
+        let mask = Self.hex(Self.verdictMask)
+        let allow = "\(Self.hex(Self.allowMark))/\(mask)"
+        let drop = "\(Self.hex(Self.dropMark))/\(mask)"
+        var lines = ["*filter", ":\(Self.outputChain) - [0:0]", ":\(Self.inputChain) - [0:0]"]
+        for (chain, loopback) in [(Self.outputChain, "-o lo"), (Self.inputChain, "-i lo")] {
+            let queue = "-j NFQUEUE --queue-num \(queueNumber)" + (failOpen ? " --queue-bypass" : "")
+            lines += [
+                "-A \(chain) -m connmark --mark \(allow) -j RETURN",
+                // Loopback is not filtered (this also lets the kernel's own resets of rejected
+                // local connections through).
+                "-A \(chain) \(loopback) -j RETURN",
+                // A reset of a dropped flow may leave (the kernel's answer to an inbound one).
+                "-A \(chain) -p tcp --tcp-flags RST RST -m connmark --mark \(drop) -j RETURN",
+                // Packets without a flow (neighbour discovery, invalid ones) cannot keep a
+                // verdict; they pass unjudged rather than loop through the queue.
+                "-A \(chain) -m conntrack --ctstate UNTRACKED,INVALID -j RETURN",
+                "-A \(chain) -m mark --mark \(allow) -j CONNMARK --set-xmark \(allow)",
+                "-A \(chain) -m mark --mark \(drop) -j CONNMARK --set-xmark \(drop)",
+                "-A \(chain) -m mark --mark \(allow) -j RETURN",
+                "-A \(chain) -p tcp -m mark --mark \(drop) -j REJECT --reject-with tcp-reset",
+                "-A \(chain) -m mark --mark \(drop) -j DROP",
+                "-A \(chain) -p tcp -m connmark --mark \(drop) -j REJECT --reject-with tcp-reset",
+                "-A \(chain) -m connmark --mark \(drop) -j DROP",
+                "-A \(chain) \(queue)",
+            ]
+        }
+        lines += ["-I OUTPUT 1 -j \(Self.outputChain)", "-I INPUT 1 -j \(Self.inputChain)", "COMMIT", ""]
+        return lines.joined(separator: "\n")
+    }
+
+    /// The commands (iptables arguments) that remove everything `restoreInput` added; each may
+    /// fail harmlessly when there is nothing to remove.
+    public static var removalCommands: [[String]] {
+        [
+            ["-t", "filter", "-D", "OUTPUT", "-j", outputChain],
+            ["-t", "filter", "-D", "INPUT", "-j", inputChain],
+            ["-t", "filter", "-F", outputChain],
+            ["-t", "filter", "-F", inputChain],
+            ["-t", "filter", "-X", outputChain],
+            ["-t", "filter", "-X", inputChain],
+        ]
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import NetExtCore
+import NetExtLinux
+
+/// Installs and removes the content filter's steering rules with iptables-nft (IPv4 and IPv6).
+struct FilterSteeringApplier: Sendable {
+    private static func tool(_ names: [String]) -> String? {
+        for directory in ["/usr/sbin", "/sbin", "/usr/bin"] {
+            for name in names where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") { return "\(directory)/\(name)" }
+        }
+        return nil
+    }
+
+    /// (iptables, ip6tables) restore and plain tools, preferring the nft back end.
+    private static let tools: [(restore: String?, plain: String?)] = [
+        (tool(["iptables-nft-restore", "iptables-restore"]), tool(["iptables-nft", "iptables"])),
+        (tool(["ip6tables-nft-restore", "ip6tables-restore"]), tool(["ip6tables-nft", "ip6tables"])),
+    ]
+
+    /// Replaces any earlier steering with `steering`; on failure nothing of it stays.
+    func apply(_ steering: FilterSteering) throws(NetExtError) {
+        remove()
+        for (restore, _) in Self.tools {
+            guard let restore else {
+                remove()
+                throw NetExtError(.connectionFailed, "the content filter needs iptables-nft to queue packets (apt-get install iptables)")
+            }
+            let result = CommandRunner.run(restore, ["--noflush", "-w"], input: steering.restoreInput)
+            guard result.status == 0 else {
+                remove()
+                throw NetExtError(.connectionFailed, "\(restore) refused the filter rules: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+            }
+        }
+    }
+
+    /// Removes every steering rule and chain (harmless when there are none).
+    func remove() {
+        for (_, plain) in Self.tools {
+            guard let plain else { continue }
+            // The jump rules could be there more than once after a crash mid-install.
+            for command in FilterSteering.removalCommands {
+                for _ in 0..<4 where CommandRunner.run(plain, ["-w"] + command).status == 0 {
+                    if command[2] != "-D" { break }
+                }
+            }
+        }
+    }
+
+    /// Whether any steering chain is installed (for tests and status).
+    func isInstalled() -> Bool {
+        Self.tools.contains { _, plain in
+            guard let plain else { return false }
+            return CommandRunner.run(plain, ["-w", "-t", "filter", "-S", FilterSteering.outputChain]).status == 0
+        }
+    }
+}

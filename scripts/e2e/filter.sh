@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# End-to-end checks of the content filter in a namespace lab: netextd in the laptop queues new
+# flows, the reference school filter (sandboxed) judges them by host name (TLS server name, HTTP
+# Host), URL prefix and address; decided flows stay in the kernel; rules change on the fly; a
+# stalled or crashed provider fails open or closed as configured; disabling removes every rule.
+# The web server (HTTP, HTTPS with a self-signed certificate, UDP echo) is the office. Needs root.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/filter.sh   Prints one line per check; exits non-zero on failure.
+cd "$(dirname "$0")/../.."
+source scripts/lib/e2e.sh filter
+
+lab_up || { echo "FAIL lab"; exit 1; }
+e2e_netextd_environment
+export NETEXT_FILTER_RULES_ROOT="$work/filter-rules"
+printf '{"bundleIdentifier": "com.netext.filter.school", "extensionPoint": "filter-data", "executable": "%s", "arguments": ["school"], "user": "nobody"}\n' \
+  "$bin/netext-filter-provider" > "$NETEXT_PROVIDERS_DIR/school.json"
+chmod 644 "$NETEXT_PROVIDERS_DIR/school.json"
+# A second office address that the rules block by address, for UDP and ICMP.
+lab_in "$LAB_OFFICE" sh -c 'ip addr add 203.0.113.9/24 dev eth0 && ip -6 addr add 2001:db8:2::9/64 dev eth0 nodad'
+openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=lab.test -days 1 -keyout "$work/web.key" -out "$work/web.crt" 2>/dev/null
+lab_spawn "$LAB_OFFICE" python3 scripts/e2e/web-server.py "$work/web.crt" "$work/web.key" "$work/web.log"
+lab_spawn "$LAB_LAPTOP" python3 -m http.server --bind :: --directory "$work" 8080 2>/dev/null
+lab_wait "grep -q 'web server ready' '$work/web.log'" 10
+lab_wait "ip netns exec $LAB_LAPTOP ss -ltn | grep -q ':8080'" 10
+e2e_start_netextd
+
+# fetch URL HOST ADDRESS: curl from the laptop with HOST resolved to ADDRESS (so the TLS server
+# name and the Host header carry HOST).
+fetch() {
+  local url="$1" host="$2" address="$3" port
+  case "$url" in https:*) port=443 ;; *) port=80 ;; esac
+  laptop curl -sS -k --max-time 6 --resolve "$host:$port:$address" -o "$work/fetched" "$url" 2>>"$work/curl.log"
+}
+# fetched_has URL HOST ADDRESS TEXT: the fetch succeeds and the body contains TEXT.
+fetched_has() { fetch "$1" "$2" "$3" && grep -q "$4" "$work/fetched"; }
+# fetched_size URL HOST ADDRESS BYTES: the fetch succeeds with exactly BYTES bytes.
+fetched_size() { fetch "$1" "$2" "$3" && [ "$(stat -c %s "$work/fetched")" -eq "$4" ]; }
+udp() { laptop python3 scripts/e2e/udp-probe.py "$@"; }
+# refused URL HOST ADDRESS: the fetch fails with a reset or refusal (curl 7, 35 or 56), not by
+# timing out: a blocked flow is ended at once.
+refused() {
+  fetch "$@"; local status=$?
+  [ "$status" -eq 7 ] || [ "$status" -eq 35 ] || [ "$status" -eq 56 ] || { echo "  (curl exit status $status)"; return 1; }
+}
+rules_dir="$NETEXT_FILTER_RULES_ROOT/com.netext.filter.school"
+
+check "before the filter: the blocked site loads over HTTPS" fetch https://www.blocked.test/ www.blocked.test 203.0.113.2
+seen_before=$(wc -l < "$work/web.log")
+cat > "$work/rules.txt" <<'RULES'
+# host names cover their subdomains
+blocked.test
+# a cleartext URL prefix
+http://school.test/private/
+# addresses, whatever the protocol
+203.0.113.9
+2001:db8:2::9
+RULES
+check "filter created and enabled" bash -c "'$bin/netext' filter create --name School --provider com.netext.filter.school --organization 'Lab School' --rules '$work/rules.txt' --enable > /dev/null"
+lab_wait "'$bin/netext' filter status | grep -q 'content filter: running'" 15
+check "filter status says running" bash -c "'$bin/netext' filter status | grep -q 'content filter: running'"
+check "steering rules installed (IPv4 and IPv6)" bash -c "ip netns exec $LAB_LAPTOP iptables-nft -S OUTPUT | grep -q NETEXTD-FLT-OUT && ip netns exec $LAB_LAPTOP ip6tables-nft -S INPUT | grep -q NETEXTD-FLT-IN"
+
+check "HTTPS to a blocked subdomain is reset (TLS server name)" refused https://www.blocked.test/ www.blocked.test 203.0.113.2
+check "HTTPS to the blocked domain itself is reset" refused https://blocked.test/ blocked.test 203.0.113.2
+check "HTTPS to a name that only ends like it loads (label boundary)" fetch https://notblocked.test/ notblocked.test 203.0.113.2
+check "HTTPS to an allowed site loads" fetch https://school.test/ school.test 203.0.113.2
+check "HTTP to a blocked host is refused (Host header)" refused http://www.blocked.test/ www.blocked.test 203.0.113.2
+check "HTTP under the blocked URL prefix is refused" refused http://school.test/private/report.html school.test 203.0.113.2
+check "HTTP outside the prefix loads" fetched_has http://school.test/privateer school.test 203.0.113.2 "hello from school.test /privateer"
+check "the web server never saw the blocked requests" bash -c "! tail -n +$((seen_before + 1)) '$work/web.log' | grep -q ' blocked.test\| www.blocked.test\|/private/'"
+check "IPv6: HTTPS to the blocked domain is reset" refused https://blocked.test/ blocked.test 2001:db8:2::2
+check "IPv6: HTTPS to an allowed site loads" fetch https://school.test/ school.test 2001:db8:2::2
+check "UDP to an allowed address is echoed" udp 203.0.113.2 7
+check "UDP to a blocked address is dropped" bash -c "! ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 203.0.113.9 7"
+check "IPv6 UDP: allowed echoed, blocked dropped" bash -c "ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::2 7 && ! ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::9 7"
+check "ICMP: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.9 >/dev/null"
+check "ICMPv6: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::9 >/dev/null"
+check "inbound: a connection from an allowed address reaches the laptop's server" office curl -sS --max-time 5 -o /dev/null http://198.51.100.2:8080/
+# (an inbound connection is judged at its first data, so curl sees its request reset: 56)
+inbound_refused() { office curl -sS --max-time 5 --interface 203.0.113.9 -o /dev/null http://198.51.100.2:8080/ 2>/dev/null; local s=$?; [ $s -eq 7 ] || [ $s -eq 56 ]; }
+check "inbound: a connection from a blocked address is refused (reset)" inbound_refused
+
+# A decided flow stays in the kernel: a 20 MB download adds only a few queued packets.
+before=$("$bin/netext" filter status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["packetsQueued"])')
+check "a 20 MB allowed download arrives whole" fetched_size "http://school.test/big?n=20000000" school.test 203.0.113.2 20000000
+after=$("$bin/netext" filter status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["packetsQueued"])')
+echo "  packets queued for the 20 MB flow: $((after - before))"
+check "its packets after the verdict never left the kernel (< 16 queued)" test $((after - before)) -lt 16
+
+log="$("$bin/netext" filter log --limit 200)"
+check "the log names the blocked TLS server name" grep -q "drop.*www.blocked.test" <<<"$log"
+check "the log names the blocked URL" grep -q "drop.*http://school.test/private/report.html" <<<"$log"
+check "the log shows the owning user (uid 0 for curl as root)" grep -q "drop.*uid 0" <<<"$log"
+check "the filter log is refused to other users" bash -c "! ip netns exec $LAB_LAPTOP setpriv --reuid=65534 --regid=65534 --clear-groups '$bin/netext' filter log 2>/dev/null"
+
+# The sandbox.
+provider_pid() { for pid in $(ip netns pids "$LAB_LAPTOP") $(pgrep -f 'netext-filter-provider school'); do grep -q "netext-filter-provider" "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1; }
+pid="$(provider_pid)"
+check "the provider runs as nobody" bash -c "[ -n '$pid' ] && [ \$(stat -c %u /proc/$pid) -eq 65534 ]"
+check "the provider has a network namespace of its own" bash -c "[ \$(readlink /proc/$pid/ns/net) != \$(readlink /proc/$NETEXTD_PID/ns/net) ] || [ \$(readlink /proc/$pid/ns/net) != \$(ip netns exec $LAB_LAPTOP readlink /proc/self/ns/net) ]"
+check "the provider's namespace has no interface up" bash -c "! nsenter -t $pid -n ip -o addr show up | grep -q inet"
+check "a connection from the provider's namespace fails" bash -c "! nsenter -t $pid -n curl -sS --max-time 3 -o /dev/null http://203.0.113.2/ 2>/dev/null"
+check "the provider cannot write its rules directory" bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups touch '$rules_dir/x' 2>/dev/null"
+
+# Rules change on the fly (as a control provider would write them).
+echo "late.test" > "$rules_dir/blocklist.txt"
+sleep 0.6
+check "a rule added while running applies to new flows" refused https://late.test/ late.test 203.0.113.2
+check "the earlier rules still apply" refused https://blocked.test/ blocked.test 203.0.113.2
+
+# A stalled provider: the failure policy (open) decides after the verdict deadline.
+kill -STOP "$pid"
+check "fail open: with the provider stalled a blocked site loads after the deadline" fetch https://stalled.blocked.test/ stalled.blocked.test 203.0.113.2
+kill -CONT "$pid"
+check "the log says the failure policy decided" bash -c "'$bin/netext' filter log | grep -q 'allow.*stalled.blocked.test.*failure-policy'"
+# A crashed provider is restarted and filters again.
+kill -9 "$pid"
+lab_wait "'$bin/netext' filter status --json | grep -q '\"providerRestarts\" : 1' && '$bin/netext' filter status | grep -q 'running'" 15
+check "a killed provider is restarted" bash -c "'$bin/netext' filter status | grep -q 'restarts: 1'"
+check "and blocks again" refused https://blocked.test/ blocked.test 203.0.113.2
+
+# Fail closed: the same stall now blocks an allowed site.
+check "filter re-created to fail closed" bash -c "'$bin/netext' filter create --name School --provider com.netext.filter.school --rules '$work/rules.txt' --fail-closed --enable > /dev/null"
+lab_wait "'$bin/netext' filter status | grep -q 'running.*fails closed'" 15
+pid="$(provider_pid)"
+kill -STOP "$pid"
+check "fail closed: with the provider stalled an allowed site is refused" refused https://school.test/ school.test 203.0.113.2
+kill -CONT "$pid"
+
+check "filter disabled" bash -c "'$bin/netext' filter disable School > /dev/null"
+check "no steering rule or chain is left (IPv4 and IPv6)" bash -c "! ip netns exec $LAB_LAPTOP iptables-nft -S | grep -q NETEXTD && ! ip netns exec $LAB_LAPTOP ip6tables-nft -S | grep -q NETEXTD"
+lab_wait "[ -z \"\$(pgrep -f 'netext-filter-provider school' | while read p; do [ \$(readlink /proc/\$p/ns/net) != \$(readlink /proc/$NETEXTD_PID/ns/net) ] && echo \$p; done)\" ]" 8
+check "the blocked site loads again" fetch https://www.blocked.test/ www.blocked.test 203.0.113.2
+check "filter status says off" bash -c "'$bin/netext' filter status | grep -q 'content filter: off'"
+
+e2e_finish "$work/netextd.log" "$work/curl.log" "$work/web.log"

@@ -1,0 +1,14 @@
+#!/usr/bin/env python3
+"""Sends one UDP datagram to HOST:PORT and waits (at most 1.5 s) for the echo.
+Exit 0 when the echo came back. Usage: udp-probe.py HOST PORT"""
+import socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+family = socket.AF_INET6 if ":" in host else socket.AF_INET
+sock = socket.socket(family, socket.SOCK_DGRAM)
+sock.settimeout(1.5)
+sock.sendto(b"netext filter probe", (host, port))
+try:
+    data, _ = sock.recvfrom(2048)
+except socket.timeout:
+    sys.exit(1)
+sys.exit(0 if data == b"netext filter probe" else 2)

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The lab's web server: answers HTTP (port 80) and HTTPS (port 443, the given certificate) for
+any host name with "hello from HOST PATH", serves /big (N bytes, ?n=), and echoes UDP on port 7.
+Listens on every address of its namespace (IPv4 and IPv6). Usage: web-server.py CERT KEY LOG"""
+import socket, ssl, subprocess, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse, parse_qs
+
+cert, key, log_path = sys.argv[1], sys.argv[2], sys.argv[3]
+log = open(log_path, "a", buffering=1)
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        url = urlparse(self.path)
+        host = self.headers.get("Host", "-")
+        log.write(f"{self.server.scheme} {host} {self.path} from {self.client_address[0]}\n")
+        if url.path == "/big":
+            size = int(parse_qs(url.query).get("n", ["1000000"])[0])
+            self.send_response(200); self.send_header("Content-Length", str(size)); self.end_headers()
+            chunk = b"x" * 65536
+            while size > 0:
+                self.wfile.write(chunk[:min(size, len(chunk))]); size -= len(chunk)
+            return
+        body = f"hello from {host} {url.path}\n".encode()
+        self.send_response(200); self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *args): pass
+
+class DualStackServer(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+    daemon_threads = True
+    context = None
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+    def finish_request(self, request, client_address):
+        # The TLS handshake runs in the connection's own thread, with a timeout, so a client
+        # that never finishes it (a filtered flow) cannot stall the server.
+        request.settimeout(10)
+        if self.context is not None:
+            try:
+                request = self.context.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                return
+        super().finish_request(request, client_address)
+
+def serve(port, scheme):
+    server = DualStackServer(("::", port), Handler)
+    server.scheme = scheme
+    if scheme == "https":
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        server.context = context
+    server.serve_forever()
+
+def udp_echo(address):
+    # One socket per address, so that each echo leaves from the address the probe was sent to.
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((address, 7))
+    while True:
+        data, peer = sock.recvfrom(2048)
+        log.write(f"udp {len(data)} from {peer[0]} to {address}\n")
+        sock.sendto(data, peer)
+
+addresses = [line.split()[3].split("/")[0] for line in
+             subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True).stdout.splitlines()
+             if " scope global" in line or " scope host" in line]
+targets = [lambda: serve(80, "http"), lambda: serve(443, "https")]
+targets += [(lambda a: lambda: udp_echo(a))(address) for address in addresses if not address.startswith("127.") and address != "::1"]
+for target in targets:
+    threading.Thread(target=target, daemon=True).start()
+log.write("web server ready\n")
+threading.Event().wait()
