@@ -1,5 +1,6 @@
 import Foundation
 import NetExtLinux
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -110,4 +111,19 @@ func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) rethrows ->
         usleep(20_000)
     }
     return try condition()
+}
+
+/// The repository's root directory (the lab scripts are run from it).
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+/// Runs a lab script (scripts/e2e/…) with this build's binaries and expects every one of its
+/// checks (at least `checks` of them) to pass.
+@discardableResult
+func runChecks(_ script: String, checks: Int, timeout: Double = 240) throws -> CommandResult {
+    let result = try run("/bin/bash", [repositoryRoot + "/" + script], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: timeout)
+    let lines = result.stdout.split(separator: "\n")
+    #expect(result.status == 0 && !lines.contains { $0.hasPrefix("FAIL") }, "\(result)")
+    #expect(result.stdout.contains("ALL CHECKS PASSED"))
+    #expect(lines.filter { $0.hasPrefix("PASS") }.count >= checks, "\(result.stdout)")
+    return result
 }

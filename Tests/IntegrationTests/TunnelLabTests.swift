@@ -5,18 +5,7 @@ import Testing
 /// scripts/leak-test) and the README's demo, all with the binaries of this build.
 @Suite("Packet tunnel in the lab", .enabled(if: isRoot, "needs root: creates network namespaces"), .serialized)
 struct TunnelLabTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-
-    /// Runs a lab script and expects every one of its checks (at least `checks` of them) to pass.
-    @discardableResult
-    func runChecks(_ script: String, checks: Int, timeout: Double = 240) throws -> CommandResult {
-        let result = try run("/bin/bash", [Self.root + "/" + script], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: timeout)
-        let lines = result.stdout.split(separator: "\n")
-        #expect(result.status == 0 && !lines.contains { $0.hasPrefix("FAIL") }, "\(result)")
-        #expect(result.stdout.contains("ALL CHECKS PASSED"))
-        #expect(lines.filter { $0.hasPrefix("PASS") }.count >= checks, "\(result.stdout)")
-        return result
-    }
+    static let root = repositoryRoot
 
     @Test("split tunnel, IPv6, MTU, large transfers both ways, masquerade, server restart, provider crash, unknown key")
     func endToEnd() throws {

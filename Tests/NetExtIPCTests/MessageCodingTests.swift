@@ -17,6 +17,7 @@ struct MessageCodingTests {
         .startConnection(.init(id: UUID(), options: ["username": .string("u")])), .stopConnection(id: UUID()),
         .getStatus(id: nil), .getStatus(id: UUID()), .subscribe, .installProfile(.init(data: Data([0, 1, 2]))),
         .removeProfile(identifier: "com.example.profile"), .listProfiles, .listProviders,
+        .sendProviderMessage(.init(id: UUID(), data: Data("status".utf8))), .getFilterStatus, .getFilterLog(limit: 20),
     ]
 
     @Test("every request round-trips", arguments: requests)
@@ -51,6 +52,10 @@ struct MessageCodingTests {
         ProviderMessage.hello(bundleIdentifier: "com.example.t", version: 1), .started, .stopped,
         .failed(NetExtError(.connectionFailed, "no")), .stop(reason: .userInitiated),
         .start(ProviderStart(configuration: configuration, options: ["a": .bool(true)], password: nil)),
+        .newFlow(FilterFlow(
+            id: 7, direction: .outbound, transport: .tcp, localAddress: "198.51.100.2", localPort: 40000, remoteAddress: "2001:db8::1",
+            remotePort: 443, remoteHostname: "school.test", url: nil, sourceApplication: SourceApplication(uid: 1000, gid: 100))),
+        .flowVerdict(flowID: 7, verdict: .drop), .flowVerdict(flowID: UInt64.max, verdict: .allow),
     ])
     func providerMessages(message: ProviderMessage) throws {
         let data = try ControlProtocol.makeEncoder().encode(message)

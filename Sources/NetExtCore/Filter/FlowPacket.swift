@@ -84,6 +84,7 @@ public struct FlowPacket: Sendable, Hashable {
                 }
                 hops += 1
             }
+            guard transportOffset <= end else { return nil }
         default:
             return nil
         }

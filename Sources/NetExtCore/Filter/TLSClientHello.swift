@@ -21,12 +21,14 @@ public enum TLSClientHello {
         let data = Array(bytes)
         var handshake: [UInt8] = []
         var offset = 0
+        var sawRecord = false
         // Gather the handshake bytes from consecutive handshake records.
         while offset < data.count {
             guard offset + 5 <= data.count else { return data[offset] == 22 ? .needMoreData : .notTLS }
             guard data[offset] == 22, data[offset + 1] == 3 else { return .notTLS }
             let length = Int(data[offset + 3]) << 8 | Int(data[offset + 4])
             guard length > 0, length <= 16_384 + 256 else { return .notTLS }
+            sawRecord = true
             let available = min(length, data.count - offset - 5)
             handshake.append(contentsOf: data[(offset + 5)..<(offset + 5 + available)])
             offset += 5 + length
@@ -39,7 +41,7 @@ public enum TLSClientHello {
                 }
             }
         }
-        return handshake.isEmpty ? .notTLS : .needMoreData
+        return sawRecord ? .needMoreData : .notTLS
     }
 
     private static func serverName(inClientHello body: ArraySlice<UInt8>) -> Outcome {
