@@ -54,7 +54,8 @@ http://school.test/private/
 203.0.113.9
 2001:db8:2::9
 RULES
-check "filter created and enabled" bash -c "'$bin/netext' filter create --name School --provider com.netext.filter.school --organization 'Lab School' --rules '$work/rules.txt' --enable > /dev/null"
+check "filter created and enabled" bash -c "'$bin/netext' filter create --name School --provider com.netext.filter.school --organization 'Lab <School> & Co' \
+  --request-access-url 'https://help.school.test/ask?a=1&b=2' --request-access-text 'Ask the librarian' --rules '$work/rules.txt' --enable > /dev/null"
 lab_wait "'$bin/netext' filter status | grep -q 'content filter: running'" 15
 check "filter status says running" bash -c "'$bin/netext' filter status | grep -q 'content filter: running'"
 check "steering rules installed (IPv4 and IPv6)" bash -c "ip netns exec $LAB_LAPTOP iptables-nft -S OUTPUT | grep -q NETEXTD-FLT-OUT && ip netns exec $LAB_LAPTOP ip6tables-nft -S INPUT | grep -q NETEXTD-FLT-IN"
@@ -63,8 +64,18 @@ check "HTTPS to a blocked subdomain is reset (TLS server name)" refused https://
 check "HTTPS to the blocked domain itself is reset" refused https://blocked.test/ blocked.test 203.0.113.2
 check "HTTPS to a name that only ends like it loads (label boundary)" fetch https://notblocked.test/ notblocked.test 203.0.113.2
 check "HTTPS to an allowed site loads" fetch https://school.test/ school.test 203.0.113.2
-check "HTTP to a blocked host is refused (Host header)" refused http://www.blocked.test/ www.blocked.test 203.0.113.2
-check "HTTP under the blocked URL prefix is refused" refused http://school.test/private/report.html school.test 203.0.113.2
+# block_page URL HOST ADDRESS: the answer is netextd's block page (403) naming the organization
+# (escaped), the URL and the request-access link.
+block_page() {
+  laptop curl -sS -i --max-time 6 --resolve "$2:80:$3" -o "$work/page" "$1" 2>>"$work/curl.log" &&
+    head -1 "$work/page" | grep -q "^HTTP/1.1 403" &&
+    grep -q 'Lab &lt;School&gt; &amp; Co does not allow this page' "$work/page" &&
+    grep -qF "<code id=\"blocked-url\">$1</code>" "$work/page" &&
+    grep -qF 'href="https://help.school.test/ask?a=1&amp;b=2">Ask the librarian</a>' "$work/page"
+}
+check "HTTP to a blocked host gets the block page (Host header)" block_page http://www.blocked.test/ www.blocked.test 203.0.113.2
+check "HTTP under the blocked URL prefix gets the block page" block_page http://school.test/private/report.html school.test 203.0.113.2
+check "IPv6: HTTP under the blocked URL prefix gets the block page" block_page http://school.test/private/v6.html school.test 2001:db8:2::2
 check "HTTP outside the prefix loads" fetched_has http://school.test/privateer school.test 203.0.113.2 "hello from school.test /privateer"
 check "the web server never saw the blocked requests" bash -c "! tail -n +$((seen_before + 1)) '$work/web.log' | grep -q ' blocked.test\| www.blocked.test\|/private/'"
 check "IPv6: HTTPS to the blocked domain is reset" refused https://blocked.test/ blocked.test 2001:db8:2::2
@@ -88,9 +99,31 @@ check "its packets after the verdict never left the kernel (< 16 queued)" test $
 
 log="$("$bin/netext" filter log --limit 200)"
 check "the log names the blocked TLS server name" grep -q "drop.*www.blocked.test" <<<"$log"
-check "the log names the blocked URL" grep -q "drop.*http://school.test/private/report.html" <<<"$log"
+check "the log names the blocked URL and the block page" grep -q "drop.*http://school.test/private/report.html.*block page" <<<"$log"
 check "the log shows the owning user (uid 0 for curl as root)" grep -q "drop.*uid 0" <<<"$log"
 check "the filter log is refused to other users" bash -c "! ip netns exec $LAB_LAPTOP setpriv --reuid=65534 --regid=65534 --clear-groups '$bin/netext' filter log 2>/dev/null"
+
+# The block page in a real browser (headless Chromium; every other host name resolves to nothing,
+# background networking off, so it reaches only the lab).
+browser() {
+  laptop chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update \
+    --disable-sync --disable-default-apps --disable-domain-reliability --user-data-dir="$work/chromium" --window-size=900,700 \
+    --host-resolver-rules="MAP school.test 203.0.113.2, MAP * ~NOTFOUND" "$@" 2>>"$work/chromium.log"
+}
+if command -v chromium > /dev/null; then
+  browser --dump-dom http://school.test/private/browser.html > "$work/dom.html"
+  check "browser: the page's DOM has the title, organization, blocked URL and link" bash -c "grep -q '<h1 id=\"title\">This page is blocked</h1>' '$work/dom.html' &&
+    grep -q 'id=\"organization\">Lab &lt;School&gt; &amp; Co does not allow' '$work/dom.html' &&
+    grep -q 'id=\"blocked-url\">http://school.test/private/browser.html<' '$work/dom.html' &&
+    grep -q 'id=\"request-access\" href=\"https://help.school.test/ask?a=1&amp;b=2\"' '$work/dom.html'"
+  browser --screenshot="$work/block-page.png" http://school.test/private/screenshot.html > /dev/null
+  read -r width height blue < <(python3 scripts/e2e/png-colors.py "$work/block-page.png" 29 78 216 2>/dev/null || echo 0 0 0)
+  echo "  screenshot ${width}x${height}, request-access button pixels: $blue"
+  check "browser: the screenshot shows the page with its request-access button" bash -c "[ '$width' -eq 900 ] && [ '$blue' -gt 1000 ]"
+  [ -n "${NETEXT_KEEP_SCREENSHOT:-}" ] && cp "$work/block-page.png" "$NETEXT_KEEP_SCREENSHOT"
+else
+  check "browser: chromium is installed (scripts/lib/install-packages.sh)" false
+fi
 
 # The sandbox.
 provider_pid() { for pid in $(ip netns pids "$LAB_LAPTOP") $(pgrep -f 'netext-filter-provider school'); do grep -q "netext-filter-provider" "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1; }

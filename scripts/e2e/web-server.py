@@ -31,6 +31,8 @@ class DualStackServer(ThreadingHTTPServer):
     address_family = socket.AF_INET6
     daemon_threads = True
     context = None
+    def handle_error(self, request, client_address):
+        pass  # resets of filtered connections are expected here
     def server_bind(self):
         self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         super().server_bind()

@@ -120,3 +120,10 @@ int netext_nfq_next(const unsigned char *buffer, unsigned long length, unsigned 
 /// Issues a verdict (NF_DROP 0, NF_ACCEPT 1, NF_REPEAT 4) for packet `id`, optionally setting
 /// the packet's mark. Returns 0 or -errno.
 int netext_nfq_verdict(int fd, unsigned short queue, unsigned int id, unsigned int verdict, int set_mark, unsigned int mark);
+
+/// A raw socket for sending whole IPv4 (ipv6 = 0) or IPv6 packets, headers included.
+/// Returns the descriptor or -errno.
+int netext_raw_open(int ipv6);
+
+/// Sends one whole IP packet to its own destination address. Returns the length or -errno.
+long netext_raw_send(int fd, const unsigned char *packet, unsigned long length);

@@ -19,6 +19,8 @@ struct FilterCreateCommand: AsyncParsableCommand {
     @Option(help: "The data provider's bundle identifier (a filter-data manifest).") var provider: String
     @Option(help: "The organization named on the block page.") var organization: String?
     @Option(help: "A rules file for the reference school filter (one host name, address or http:// URL prefix a line); stored as vendorConfiguration.rules.") var rules: String?
+    @Option(help: "The block page's request-access link (http, https or mailto URL).") var requestAccessUrl: String?
+    @Option(help: "The request-access link's text.") var requestAccessText: String?
     @Flag(help: "Drop flows while the data provider is unavailable (default: let them pass).") var failClosed = false
     @Flag(help: "Enable the filter now.") var enable = false
 
@@ -40,7 +42,8 @@ struct FilterCreateCommand: AsyncParsableCommand {
                 manager.localizedDescription = name
                 manager.isEnabled = enable
                 manager.providerConfiguration = ContentFilterProtocol(
-                    filterDataProviderBundleIdentifier: provider, organization: organization, vendorConfiguration: vendor, failClosed: failClosed)
+                    filterDataProviderBundleIdentifier: provider, organization: organization, vendorConfiguration: vendor, failClosed: failClosed,
+                    requestAccessURL: requestAccessUrl, requestAccessText: requestAccessText)
                 try await manager.saveToPreferences()
                 if options.json { try options.printJSON(manager.configuration) } else {
                     print("created filter \(manager.localizedDescription) (\(manager.id.uuidString))\(manager.isEnabled ? ", enabled" : "")")
@@ -86,7 +89,7 @@ struct FilterStatusCommand: AsyncParsableCommand {
             print("content filter: \(status.state.rawValue) — \(status.name ?? "?") (\(status.dataProvider ?? "?"), \(status.failClosed ? "fails closed" : "fails open"))")
             print("  provider pid: \(status.providerPID.map(String.init) ?? "none"), restarts: \(status.providerRestarts)")
             print("  flows: \(counters.flowsAsked) judged, \(counters.flowsAllowed) allowed, \(counters.flowsDropped) dropped, \(counters.decidedByFailurePolicy) by failure policy; \(status.trackedFlows) tracked")
-            print("  packets queued: \(counters.packetsQueued), malformed: \(counters.malformedPackets)")
+            print("  block pages served: \(counters.blockPagesServed); packets queued: \(counters.packetsQueued), malformed: \(counters.malformedPackets)")
             if let error = status.lastError { print("  last error: \(error)") }
         }
     }
@@ -107,7 +110,7 @@ struct FilterLogCommand: AsyncParsableCommand {
             let rows = entries.map { entry in
                 [formatter.string(from: entry.date), entry.verdict.rawValue, entry.flow.direction.rawValue, entry.flow.transport.rawValue,
                  entry.flow.remoteEndpoint, entry.flow.url ?? entry.flow.remoteHostname ?? "-",
-                 entry.flow.sourceApplication.map { "uid \($0.uid)" } ?? "-", entry.reason]
+                 entry.flow.sourceApplication.map { "uid \($0.uid)" } ?? "-", entry.reason + (entry.servedBlockPage == true ? ", block page" : "")]
             }
             print(TextTable.render(header: ["TIME", "VERDICT", "DIRECTION", "PROTO", "REMOTE", "HOST/URL", "OWNER", "BY"], rows: rows))
         }

@@ -63,6 +63,17 @@ extension Configuration {
             try Self.requireHost(settings.serverAddress, field: "serverAddress")
         case .contentFilter(let settings):
             try Self.requireIdentifier(settings.filterDataProviderBundleIdentifier, field: "filterDataProviderBundleIdentifier")
+            if let control = settings.filterControlProviderBundleIdentifier {
+                try Self.requireIdentifier(control, field: "filterControlProviderBundleIdentifier")
+            }
+            if let link = settings.requestAccessURL {
+                guard let url = URL(string: link), ["http", "https", "mailto"].contains(url.scheme ?? "") else {
+                    throw .invalid("requestAccessURL: '\(link)' is not an http, https or mailto URL")
+                }
+            }
+            if (settings.organization?.count ?? 0) > 200 || (settings.requestAccessText?.count ?? 0) > 200 {
+                throw .invalid("organization and requestAccessText are limited to 200 characters")
+            }
         case .urlFilter(let settings):
             try Self.requireIdentifier(settings.controlProviderBundleIdentifier, field: "controlProviderBundleIdentifier")
             try Self.requireHTTPSURL(settings.pirServerURL, field: "pirServerURL")

@@ -8,6 +8,10 @@ public struct ContentFilterProtocol: Sendable, Hashable, Codable {
     public var vendorConfiguration: [String: JSONValue]
     /// Whether flows pass (`false`) or are dropped (`true`) when the provider is unavailable.
     public var failClosed: Bool
+    /// The block page's "request access" link (http, https or mailto), if any.
+    public var requestAccessURL: String?
+    /// The link's text (default "Request access").
+    public var requestAccessText: String?
 
     public init(
         filterDataProviderBundleIdentifier: String,
@@ -15,8 +19,12 @@ public struct ContentFilterProtocol: Sendable, Hashable, Codable {
         organization: String? = nil,
         serverAddress: String? = nil,
         vendorConfiguration: [String: JSONValue] = [:],
-        failClosed: Bool = false
+        failClosed: Bool = false,
+        requestAccessURL: String? = nil,
+        requestAccessText: String? = nil
     ) {
+        self.requestAccessURL = requestAccessURL
+        self.requestAccessText = requestAccessText
         self.filterDataProviderBundleIdentifier = filterDataProviderBundleIdentifier
         self.filterControlProviderBundleIdentifier = filterControlProviderBundleIdentifier
         self.organization = organization

@@ -7,12 +7,15 @@ public struct FilterLogEntry: Sendable, Hashable, Codable {
     public var verdict: FilterVerdict
     /// `provider`, or `failure-policy` when the provider could not answer in time.
     public var reason: String
+    /// Whether netextd answered the blocked request with the block page.
+    public var servedBlockPage: Bool?
 
-    public init(date: Date, flow: FilterFlow, verdict: FilterVerdict, reason: String) {
+    public init(date: Date, flow: FilterFlow, verdict: FilterVerdict, reason: String, servedBlockPage: Bool? = nil) {
         self.date = date
         self.flow = flow
         self.verdict = verdict
         self.reason = reason
+        self.servedBlockPage = servedBlockPage
     }
 }
 
@@ -28,6 +31,8 @@ public struct FilterCounters: Sendable, Hashable, Codable {
     /// Queued packets that could not be read as IP, or held beyond the per-flow limit.
     public var malformedPackets = 0
     public var verdictErrors = 0
+    /// Blocked cleartext HTTP requests answered with the block page.
+    public var blockPagesServed = 0
 
     public init() {}
 }

@@ -10,7 +10,8 @@
 ///    could not keep a verdict;
 /// 4. a packet netextd re-injected with a verdict mark (`NF_REPEAT`) copies it to the flow's
 ///    conntrack mark and passes, or is reset (TCP) / dropped;
-/// 5. a flow marked *dropped* is reset (TCP) or dropped;
+/// 5. a flow marked *dropped* is reset (TCP) or dropped; one marked *dropped quietly* (netextd
+///    answered it with the block page) is dropped without a reset;
 /// 6. everything else goes to the queue (with `--queue-bypass` when the filter fails open, so
 ///    packets pass while netextd has no reader bound).
 public struct FilterSteering: Sendable, Hashable {
@@ -20,6 +21,8 @@ public struct FilterSteering: Sendable, Hashable {
     public static let verdictMask: UInt32 = 0x6000_0000
     public static let allowMark: UInt32 = 0x2000_0000
     public static let dropMark: UInt32 = 0x4000_0000
+    /// Dropped without a reset: netextd answered the flow itself (the block page).
+    public static let quietDropMark: UInt32 = 0x6000_0000
 
     public var queueNumber: UInt16
     public var failOpen: Bool
@@ -33,6 +36,9 @@ public struct FilterSteering: Sendable, Hashable {
         verdict == .allow ? allowMark : dropMark
     }
 
+    /// Whether a returned packet mark means the packet may pass.
+    public static func isAllowed(mark: UInt32) -> Bool { mark & verdictMask == allowMark }
+
     private static func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16) }
 
     /// The `iptables-restore --noflush` input (the same for iptables and ip6tables): both chains
@@ -42,23 +48,28 @@ public struct FilterSteering: Sendable, Hashable {
         let allow = "\(Self.hex(Self.allowMark))/\(mask)"
         let drop = "\(Self.hex(Self.dropMark))/\(mask)"
         var lines = ["*filter", ":\(Self.outputChain) - [0:0]", ":\(Self.inputChain) - [0:0]"]
+        let quiet = "\(Self.hex(Self.quietDropMark))/\(mask)"
         for (chain, loopback) in [(Self.outputChain, "-o lo"), (Self.inputChain, "-i lo")] {
             let queue = "-j NFQUEUE --queue-num \(queueNumber)" + (failOpen ? " --queue-bypass" : "")
             lines += [
                 "-A \(chain) -m connmark --mark \(allow) -j RETURN",
                 // Loopback is not filtered (this also lets the kernel's own resets of rejected
-                // local connections through).
+                // local connections, and netextd's block pages, through).
                 "-A \(chain) \(loopback) -j RETURN",
-                // A reset of a dropped flow may leave (the kernel's answer to an inbound one).
-                "-A \(chain) -p tcp --tcp-flags RST RST -m connmark --mark \(drop) -j RETURN",
+                // Resets of a blocked flow may leave (the kernel's answer to an inbound one,
+                // netextd's reset to the server of a block-paged request).
+                "-A \(chain) -p tcp --tcp-flags RST RST -m connmark ! --mark 0x0/\(mask) -j RETURN",
                 // Packets without a flow (neighbour discovery, invalid ones) cannot keep a
                 // verdict; they pass unjudged rather than loop through the queue.
                 "-A \(chain) -m conntrack --ctstate UNTRACKED,INVALID -j RETURN",
                 "-A \(chain) -m mark --mark \(allow) -j CONNMARK --set-xmark \(allow)",
                 "-A \(chain) -m mark --mark \(drop) -j CONNMARK --set-xmark \(drop)",
+                "-A \(chain) -m mark --mark \(quiet) -j CONNMARK --set-xmark \(quiet)",
                 "-A \(chain) -m mark --mark \(allow) -j RETURN",
+                "-A \(chain) -m mark --mark \(quiet) -j DROP",
                 "-A \(chain) -p tcp -m mark --mark \(drop) -j REJECT --reject-with tcp-reset",
                 "-A \(chain) -m mark --mark \(drop) -j DROP",
+                "-A \(chain) -m connmark --mark \(quiet) -j DROP",
                 "-A \(chain) -p tcp -m connmark --mark \(drop) -j REJECT --reject-with tcp-reset",
                 "-A \(chain) -m connmark --mark \(drop) -j DROP",
                 "-A \(chain) \(queue)",

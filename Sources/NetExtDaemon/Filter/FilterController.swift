@@ -117,7 +117,17 @@ public actor FilterController {
             throw NetExtError(.connectionFailed, "cannot bind netfilter queue \(queueNumber): \(error)")
         }
         let providerSlot = currentProvider
-        let engine = FilterEngine(queue: queue, failOpen: !settings.failClosed, deadline: verdictDeadline, logger: logger) { flow in
+        let injector: RawPacketSender?
+        do { injector = try RawPacketSender() } catch {
+            injector = nil
+            logger.warning("no raw socket: blocked HTTP requests are reset instead of shown the block page", metadata: ["error": "\(error)"])
+        }
+        let engine = FilterEngine(
+            queue: queue, failOpen: !settings.failClosed, deadline: verdictDeadline, logger: logger, injector: injector,
+            blockPage: { flow in
+                flow.url.map { BlockPage(organization: settings.organization, blockedURL: $0, requestAccessText: settings.requestAccessText, requestAccessURL: settings.requestAccessURL) }
+            }
+        ) { flow in
             guard let provider = providerSlot.withLock({ $0 }) else { return false }
             Task { try? await provider.send(.newFlow(flow)) }
             return true

@@ -18,6 +18,9 @@ final class FilterEngine: Sendable {
     private struct State: Sendable {
         var tracker = FlowTracker()
         var held: [UInt64: [UInt32]] = [:]
+        /// For cleartext HTTP flows being judged: the client's last request segment, from which
+        /// a block page continues the connection.
+        var requests: [UInt64: FlowPacket] = [:]
         var counters = FilterCounters()
         var log = FilterLog()
         var stopped = false
@@ -29,14 +32,22 @@ final class FilterEngine: Sendable {
     private let logger: Logger
     /// Sends a new flow to the provider; false when no provider is there to ask.
     private let ask: @Sendable (FilterFlow) -> Bool
+    /// The block page for a blocked HTTP flow (nil: reset it like any other).
+    private let blockPage: @Sendable (FilterFlow) -> BlockPage?
+    private let injector: RawPacketSender?
     private let state = Mutex(State())
     private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let threadDone = Atomic<Bool>(false)
     /// Packets of one undecided flow held at most; more are dropped (counted).
     static let heldPerFlowLimit = 512
 
-    init(queue: NetfilterQueue, failOpen: Bool, deadline: Duration, logger: Logger, ask: @escaping @Sendable (FilterFlow) -> Bool) {
+    init(
+        queue: NetfilterQueue, failOpen: Bool, deadline: Duration, logger: Logger, injector: RawPacketSender?,
+        blockPage: @escaping @Sendable (FilterFlow) -> BlockPage?, ask: @escaping @Sendable (FilterFlow) -> Bool
+    ) {
         self.queue = queue
+        self.injector = injector
+        self.blockPage = blockPage
         self.failOpen = failOpen
         self.deadline = deadline
         self.logger = logger
@@ -97,7 +108,7 @@ final class FilterEngine: Sendable {
         let returned = packet.mark & FilterSteering.verdictMask
         if returned != 0 {
             state.withLock { $0.counters.verdictErrors += 1 }
-            setVerdict(returned == FilterSteering.allowMark ? .accept : .drop, for: packet.id)
+            setVerdict(FilterSteering.isAllowed(mark: returned) ? .accept : .drop, for: packet.id)
             return
         }
         guard let parsed = FlowPacket(packet.bytes) else {
@@ -115,6 +126,9 @@ final class FilterEngine: Sendable {
             case .ask(let flow):
                 state.counters.flowsAsked += 1
                 state.held[flow.id] = [packet.id]
+                if flow.url != nil, flow.direction == .outbound, parsed.transport == .tcp, parsed.payloadLength > 0 {
+                    state.requests[flow.id] = parsed
+                }
             case .wait(let flowID):
                 if state.held[flowID, default: []].count < Self.heldPerFlowLimit {
                     state.held[flowID, default: []].append(packet.id)
@@ -137,19 +151,42 @@ final class FilterEngine: Sendable {
         }
     }
 
-    /// Applies a verdict to a flow: its held packets are re-injected with the verdict's mark.
+    /// Applies a verdict to a flow: its held packets are re-injected with the verdict's mark. A
+    /// blocked cleartext HTTP request is answered with the block page (and its server reset),
+    /// and the flow is then dropped without a reset of its own.
     func deliver(flowID: UInt64, verdict: FilterVerdict, reason: Reason) {
         let now = ContinuousClock.now
-        let released = state.withLock { state -> [UInt32]? in
+        let decided = state.withLock { state -> (held: [UInt32], flow: FilterFlow, request: FlowPacket?)? in
             guard state.tracker.decide(flowID: flowID, verdict, now: now), let flow = state.tracker.flow(id: flowID) else { return nil }
             if verdict == .allow { state.counters.flowsAllowed += 1 } else { state.counters.flowsDropped += 1 }
             if reason == .failurePolicy { state.counters.decidedByFailurePolicy += 1 }
-            state.log.append(FilterLogEntry(date: Date(), flow: flow, verdict: verdict, reason: reason.rawValue))
-            return state.held.removeValue(forKey: flowID) ?? []
+            return (state.held.removeValue(forKey: flowID) ?? [], flow, state.requests.removeValue(forKey: flowID))
         }
-        guard let released else { return }
-        let mark = FilterSteering.mark(for: verdict)
-        for id in released { setVerdict(.repeatWithMark(mark), for: id) }
+        guard let decided else { return }
+        var mark = FilterSteering.mark(for: verdict)
+        var servedPage = false
+        if verdict == .drop, let request = decided.request, let page = blockPage(decided.flow), serve(page, answering: request) {
+            mark = FilterSteering.quietDropMark
+            servedPage = true
+        }
+        state.withLock { state in
+            if servedPage { state.counters.blockPagesServed += 1 }
+            state.log.append(FilterLogEntry(date: Date(), flow: decided.flow, verdict: verdict, reason: reason.rawValue, servedBlockPage: servedPage))
+        }
+        for id in decided.held { setVerdict(.repeatWithMark(mark), for: id) }
+    }
+
+    /// Sends the block page to the client and a reset to the server. False if it could not.
+    private func serve(_ page: BlockPage, answering request: FlowPacket) -> Bool {
+        guard let injector else { return false }
+        do {
+            for segment in TCPSegmentBuilder.response(to: request, payload: page.httpResponse) { try injector.send(segment) }
+            try injector.send(TCPSegmentBuilder.resetToServer(for: request))
+            return true
+        } catch {
+            logger.warning("could not send the block page", metadata: ["error": "\(error)"])
+            return false
+        }
     }
 
     /// Every flow waiting for the provider is decided by the failure policy (provider gone).
