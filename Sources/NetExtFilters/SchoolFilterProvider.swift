@@ -8,13 +8,16 @@ import Synchronization
 /// cleartext URL prefixes (see `FilterRules`). Its rules are the configuration's
 /// `vendorConfiguration["rules"]` (a list of rule strings) plus the file `blocklist.txt` in its
 /// rules directory, which a control provider or an administrator may replace at any time: the
-/// file is re-read when it changes, and new rules apply to new flows.
+/// file is re-read when it changes, and new rules apply to new flows. With a control provider
+/// configured, flows are answered `needRules` until its first list has been read.
 public final class SchoolFilterProvider: FilterDataProvider {
     private struct State {
         var configured = FilterRules()
         var rules = FilterRules()
         var fileStamp: Date?
         var lastCheck: ContinuousClock.Instant?
+        /// A control provider supplies the rules: until its list has been read, flows need rules.
+        var waitsForControlRules = false
     }
 
     private let state = Mutex(State())
@@ -38,6 +41,7 @@ public final class SchoolFilterProvider: FilterDataProvider {
             state.rules = Self.merge(configured, fromFile?.rules)
             state.fileStamp = fromFile?.stamp
             state.lastCheck = .now
+            state.waitsForControlRules = context.filterConfiguration?.filterControlProviderBundleIdentifier != nil && fromFile == nil
         }
         rulesFile = file
         let count = state.withLock { $0.rules.count }
@@ -54,27 +58,34 @@ public final class SchoolFilterProvider: FilterDataProvider {
 
     public func handleNewFlow(_ flow: FilterFlow) async -> FilterVerdict {
         reloadIfChanged()
-        return state.withLock { $0.rules.verdict(for: flow) }
+        return state.withLock { state in state.waitsForControlRules ? .needRules : state.rules.verdict(for: flow) }
+    }
+
+    /// The control provider wrote new rules: read them now.
+    public func handleRulesChanged() async {
+        state.withLock { $0.lastCheck = nil }
+        reloadIfChanged(force: true)
     }
 
     /// Re-reads the rules file when its modification time changed; a malformed file keeps the
     /// rules in force (and says why on standard error).
-    private func reloadIfChanged() {
+    private func reloadIfChanged(force: Bool = false) {
         guard let file = rulesFile else { return }
         let now = ContinuousClock.now
         let due = state.withLock { state -> Bool in
-            if let last = state.lastCheck, now - last < Self.recheckInterval { return false }
+            if !force, let last = state.lastCheck, now - last < Self.recheckInterval { return false }
             state.lastCheck = now
             return true
         }
         guard due else { return }
         let stamp = (try? FileManager.default.attributesOfItem(atPath: file))?[.modificationDate] as? Date
-        guard stamp != state.withLock({ $0.fileStamp }) else { return }
+        guard force || stamp != state.withLock({ $0.fileStamp }) else { return }
         do {
             let loaded = try Self.readRules(file)
             state.withLock { state in
                 state.rules = Self.merge(state.configured, loaded?.rules)
                 state.fileStamp = loaded?.stamp
+                if loaded != nil { state.waitsForControlRules = false }
             }
             FileHandle.standardError.write(Data("school filter: rules reloaded (\(state.withLock { $0.rules.count }) rules)\n".utf8))
         } catch {

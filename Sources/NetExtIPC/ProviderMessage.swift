@@ -36,6 +36,14 @@ public enum ProviderMessage: Sendable, Hashable {
     case newFlow(FilterFlow)
     /// filter data provider → netextd: the verdict for a flow.
     case flowVerdict(flowID: UInt64, verdict: FilterVerdict)
+    /// filter control provider → netextd: its verdict for a flow the data provider sent it
+    /// (`needRules`).
+    case controlVerdict(flowID: UInt64, verdict: FilterControlVerdict)
+    /// filter control provider → netextd: `notifyRulesChanged()`; netextd → filter data
+    /// provider: `handleRulesChanged()` (answered with `rulesApplied`).
+    case rulesChanged
+    /// filter data provider → netextd: `handleRulesChanged()` returned; flows are asked again.
+    case rulesApplied
 
     /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
     public enum StopReason: String, Sendable, Hashable, Codable {
@@ -90,6 +98,10 @@ extension ProviderMessage: Codable {
         case "newFlow": self = .newFlow(try container.decode(FilterFlow.self, forKey: .flow))
         case "flowVerdict":
             self = .flowVerdict(flowID: try container.decode(UInt64.self, forKey: .flowID), verdict: try container.decode(FilterVerdict.self, forKey: .verdict))
+        case "controlVerdict":
+            self = .controlVerdict(flowID: try container.decode(UInt64.self, forKey: .flowID), verdict: try container.decode(FilterControlVerdict.self, forKey: .verdict))
+        case "rulesChanged": self = .rulesChanged
+        case "rulesApplied": self = .rulesApplied
         default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
         }
     }
@@ -140,6 +152,12 @@ extension ProviderMessage: Codable {
             try container.encode("flowVerdict", forKey: .type)
             try container.encode(flowID, forKey: .flowID)
             try container.encode(verdict, forKey: .verdict)
+        case .controlVerdict(let flowID, let verdict):
+            try container.encode("controlVerdict", forKey: .type)
+            try container.encode(flowID, forKey: .flowID)
+            try container.encode(verdict, forKey: .verdict)
+        case .rulesChanged: try container.encode("rulesChanged", forKey: .type)
+        case .rulesApplied: try container.encode("rulesApplied", forKey: .type)
         }
     }
 }

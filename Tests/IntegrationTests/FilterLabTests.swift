@@ -10,4 +10,9 @@ struct FilterLabTests {
         let result = try runChecks("scripts/e2e/filter.sh", checks: 47, timeout: 300)
         #expect(result.stdout.contains("packets queued for the 20 MB flow"))
     }
+
+    @Test("control provider: needRules, then the fetched list; changes on the fly; malformed lists refused; its own traffic unfiltered")
+    func controlProvider() throws {
+        try runChecks("scripts/e2e/filter-control.sh", checks: 18, timeout: 240)
+    }
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The lab's web server: answers HTTP (port 80) and HTTPS (port 443, the given certificate) for
-any host name with "hello from HOST PATH", serves /big (N bytes, ?n=), and echoes UDP on port 7.
-Listens on every address of its namespace (IPv4 and IPv6). Usage: web-server.py CERT KEY LOG"""
+any host name with "hello from HOST PATH", serves /big (N bytes, ?n=) and /files/NAME (from
+DIR, 404 if absent), and echoes UDP on port 7. Listens on every address of its namespace (IPv4
+and IPv6). Usage: web-server.py CERT KEY LOG [DIR]"""
 import socket, ssl, subprocess, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse, parse_qs
 
 cert, key, log_path = sys.argv[1], sys.argv[2], sys.argv[3]
+files = sys.argv[4] if len(sys.argv) > 4 else None
 log = open(log_path, "a", buffering=1)
 
 class Handler(BaseHTTPRequestHandler):
@@ -15,6 +17,17 @@ class Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         host = self.headers.get("Host", "-")
         log.write(f"{self.server.scheme} {host} {self.path} from {self.client_address[0]}\n")
+        if url.path.startswith("/files/") and files:
+            name = url.path[len("/files/"):]
+            try:
+                body = open(f"{files}/{name}", "rb").read() if "/" not in name and name else None
+            except OSError:
+                body = None
+            if body is None:
+                self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
+            self.send_response(200); self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+            return
         if url.path == "/big":
             size = int(parse_qs(url.query).get("n", ["1000000"])[0])
             self.send_response(200); self.send_header("Content-Length", str(size)); self.end_headers()

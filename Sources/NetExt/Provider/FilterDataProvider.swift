@@ -13,8 +13,54 @@ public protocol FilterDataProvider: AnyObject, Sendable {
     /// Called when the filter stops; the process exits after it returns.
     func stopFilter(reason: ProviderMessage.StopReason) async
     /// The verdict for a new flow. netextd holds the flow's packets until it returns, up to the
-    /// verdict deadline (then the failure policy decides).
+    /// verdict deadline (then the failure policy decides). `.needRules` hands the flow to the
+    /// control provider.
     func handleNewFlow(_ flow: FilterFlow) async -> FilterVerdict
+    /// The control provider changed the rules (`notifyRulesChanged`); flows waiting for rules
+    /// are asked again after this returns. The default does nothing.
+    func handleRulesChanged() async
+}
+
+extension FilterDataProvider {
+    public func handleRulesChanged() async {}
+}
+
+/// A content filter's control provider, as Apple's `NEFilterControlProvider`: a separate
+/// process that may use the network, as its own user, with write access to the rules
+/// directory the data provider reads. It fetches rules, writes them, and calls
+/// `notifyRulesChanged()`. Its own connections are not filtered.
+public protocol FilterControlProvider: AnyObject, Sendable {
+    func startFilter(context: FilterControlContext) async throws
+    func stopFilter(reason: ProviderMessage.StopReason) async
+    /// A flow the data provider could not judge (`needRules`).
+    func handleNewFlow(_ flow: FilterFlow) async -> FilterControlVerdict
+}
+
+/// What a started control provider knows and can ask of netextd.
+public struct FilterControlContext: Sendable {
+    public let configuration: Configuration
+    let session: ProviderSession
+
+    init(configuration: Configuration, session: ProviderSession) {
+        self.configuration = configuration
+        self.session = session
+    }
+
+    public var filterConfiguration: ContentFilterProtocol? {
+        if case .contentFilter(let settings) = configuration.protocolConfiguration { return settings }
+        return nil
+    }
+
+    public var vendorConfiguration: [String: JSONValue] { filterConfiguration?.vendorConfiguration ?? [:] }
+
+    /// The rules directory, writable by this provider (`$NETEXT_FILTER_RULES_DIR`).
+    public var rulesDirectory: String? { ProcessInfo.processInfo.environment["NETEXT_FILTER_RULES_DIR"] }
+
+    /// Tells netextd the rules changed: the data provider's `handleRulesChanged()` runs, and
+    /// flows waiting for rules are judged again.
+    public func notifyRulesChanged() async throws(NetExtError) {
+        try await session.send(.rulesChanged)
+    }
 }
 
 /// What a started filter provider knows: its configuration and its read-only rules directory.

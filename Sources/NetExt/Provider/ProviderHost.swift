@@ -21,8 +21,7 @@ public enum ProviderHost {
                     try await provider.startTunnel(options: start.options, context: context)
                 },
                 stop: { reason in await provider.stopTunnel(reason: reason) },
-                appMessage: { data in await provider.handleAppMessage(data) },
-                newFlow: nil),
+                appMessage: { data in await provider.handleAppMessage(data) }),
             bundleIdentifier: bundleIdentifier, descriptor: descriptor)
     }
 
@@ -36,7 +35,26 @@ public enum ProviderHost {
                 },
                 stop: { reason in await provider.stopFilter(reason: reason) },
                 appMessage: { _ in nil },
-                newFlow: { flow in await provider.handleNewFlow(flow) }),
+                newFlow: { flow in .flowVerdict(flowID: flow.id, verdict: await provider.handleNewFlow(flow)) },
+                rulesChanged: {
+                    await provider.handleRulesChanged()
+                    return .rulesApplied
+                }),
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+    }
+
+    /// Runs a content filter's control provider until it is stopped: `startFilter` with a
+    /// context that can `notifyRulesChanged()`, then `handleNewFlow` for each flow the data
+    /// provider could not judge without new rules.
+    public static func run(filterControl provider: any FilterControlProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+        try await serve(
+            Lifecycle(
+                start: { start, session in
+                    try await provider.startFilter(context: FilterControlContext(configuration: start.configuration, session: session))
+                },
+                stop: { reason in await provider.stopFilter(reason: reason) },
+                appMessage: { _ in nil },
+                newFlow: { flow in .controlVerdict(flowID: flow.id, verdict: await provider.handleNewFlow(flow)) }),
             bundleIdentifier: bundleIdentifier, descriptor: descriptor)
     }
 
@@ -45,7 +63,10 @@ public enum ProviderHost {
         var start: @Sendable (ProviderStart, ProviderSession) async throws -> Void
         var stop: @Sendable (ProviderMessage.StopReason) async -> Void
         var appMessage: @Sendable (Data) async -> Data?
-        var newFlow: (@Sendable (FilterFlow) async -> FilterVerdict)?
+        /// A flow to judge; returns the verdict message to send back.
+        var newFlow: (@Sendable (FilterFlow) async -> ProviderMessage)? = nil
+        /// New rules: runs before any later message is handled; returns the answer to send.
+        var rulesChanged: (@Sendable () async -> ProviderMessage)? = nil
     }
 
     private static func serve(_ lifecycle: Lifecycle, bundleIdentifier: String, descriptor: Int32) async throws {
@@ -93,8 +114,12 @@ public enum ProviderHost {
                 let judge = lifecycle.newFlow!
                 Task {
                     let verdict = await judge(flow)
-                    try? await session.send(.flowVerdict(flowID: flow.id, verdict: verdict))
+                    try? await session.send(verdict)
                 }
+            case .rulesChanged where lifecycle.rulesChanged != nil:
+                // Handled before the next message, so flows asked again see the new rules.
+                let answer = await lifecycle.rulesChanged!()
+                try? await session.send(answer)
             default:
                 session.finish()
                 throw NetExtError(.protocolError, "unexpected message from netextd: \(message)")

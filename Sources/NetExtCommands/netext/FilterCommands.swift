@@ -17,7 +17,9 @@ struct FilterCreateCommand: AsyncParsableCommand {
     @OptionGroup var options: ClientOptions
     @Option(help: "The name shown to people.") var name: String
     @Option(help: "The data provider's bundle identifier (a filter-data manifest).") var provider: String
+    @Option(help: "The control provider's bundle identifier (a filter-control manifest), if any.") var controlProvider: String?
     @Option(help: "The organization named on the block page.") var organization: String?
+    @Option(name: .customLong("config"), help: "A vendorConfiguration entry for the providers, key=value (repeatable; values are strings).") var vendorConfiguration: [String] = []
     @Option(help: "A rules file for the reference school filter (one host name, address or http:// URL prefix a line); stored as vendorConfiguration.rules.") var rules: String?
     @Option(help: "The block page's request-access link (http, https or mailto URL).") var requestAccessUrl: String?
     @Option(help: "The request-access link's text.") var requestAccessText: String?
@@ -26,7 +28,7 @@ struct FilterCreateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            var vendor: [String: JSONValue] = [:]
+            var vendor = try KeyValue.parse(vendorConfiguration, option: "--config")
             if let rules {
                 let text: String
                 do { text = try String(contentsOfFile: rules, encoding: .utf8) } catch {
@@ -42,7 +44,7 @@ struct FilterCreateCommand: AsyncParsableCommand {
                 manager.localizedDescription = name
                 manager.isEnabled = enable
                 manager.providerConfiguration = ContentFilterProtocol(
-                    filterDataProviderBundleIdentifier: provider, organization: organization, vendorConfiguration: vendor, failClosed: failClosed,
+                    filterDataProviderBundleIdentifier: provider, filterControlProviderBundleIdentifier: controlProvider, organization: organization, vendorConfiguration: vendor, failClosed: failClosed,
                     requestAccessURL: requestAccessUrl, requestAccessText: requestAccessText)
                 try await manager.saveToPreferences()
                 if options.json { try options.printJSON(manager.configuration) } else {
@@ -88,6 +90,9 @@ struct FilterStatusCommand: AsyncParsableCommand {
             let counters = status.counters
             print("content filter: \(status.state.rawValue) — \(status.name ?? "?") (\(status.dataProvider ?? "?"), \(status.failClosed ? "fails closed" : "fails open"))")
             print("  provider pid: \(status.providerPID.map(String.init) ?? "none"), restarts: \(status.providerRestarts)")
+            if let control = status.controlProvider {
+                print("  control provider: \(control), pid \(status.controlProviderPID.map(String.init) ?? "none")")
+            }
             print("  flows: \(counters.flowsAsked) judged, \(counters.flowsAllowed) allowed, \(counters.flowsDropped) dropped, \(counters.decidedByFailurePolicy) by failure policy; \(status.trackedFlows) tracked")
             print("  block pages served: \(counters.blockPagesServed); packets queued: \(counters.packetsQueued), malformed: \(counters.malformedPackets)")
             if let error = status.lastError { print("  last error: \(error)") }

@@ -63,9 +63,19 @@ public struct SourceApplication: Sendable, Hashable, Codable {
 public enum FilterVerdict: String, Sendable, Hashable, Codable {
     /// Let the flow pass; the rest of it stays in the kernel.
     case allow
-    /// Drop the flow (TCP: the program's connection is reset).
+    /// Drop the flow (TCP: the program's connection is reset; a cleartext HTTP request gets
+    /// the block page).
     case drop
+    /// The data provider cannot decide without fresh rules: the flow waits while the control
+    /// provider is asked (`FilterControlProvider.handleNewFlow`), then it is asked again.
+    case needRules
+}
 
-    /// The value kept in the flow's conntrack mark once decided.
-    public var isAllowed: Bool { self == .allow }
+/// A control provider's answer for a flow the data provider could not judge (Apple's
+/// `NEFilterControlVerdict`).
+public enum FilterControlVerdict: String, Sendable, Hashable, Codable {
+    case allow
+    case drop
+    /// The rules were updated: the data provider is told (`handleRulesChanged`) and asked again.
+    case updateRules
 }

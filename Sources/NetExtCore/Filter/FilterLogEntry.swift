@@ -53,8 +53,10 @@ public struct FilterStatus: Sendable, Hashable, Codable {
     public var configurationID: UUID?
     public var name: String?
     public var dataProvider: String?
+    public var controlProvider: String?
     public var failClosed: Bool
     public var providerPID: Int32?
+    public var controlProviderPID: Int32?
     public var providerRestarts: Int
     public var trackedFlows: Int
     public var counters: FilterCounters
@@ -62,15 +64,17 @@ public struct FilterStatus: Sendable, Hashable, Codable {
     public var lastError: String?
 
     public init(
-        state: State, configurationID: UUID? = nil, name: String? = nil, dataProvider: String? = nil, failClosed: Bool = false,
-        providerPID: Int32? = nil, providerRestarts: Int = 0, trackedFlows: Int = 0, counters: FilterCounters = FilterCounters(), lastError: String? = nil
+        state: State, configurationID: UUID? = nil, name: String? = nil, dataProvider: String? = nil, controlProvider: String? = nil,
+        failClosed: Bool = false, providerPID: Int32? = nil, controlProviderPID: Int32? = nil, providerRestarts: Int = 0, trackedFlows: Int = 0, counters: FilterCounters = FilterCounters(), lastError: String? = nil
     ) {
         self.state = state
         self.configurationID = configurationID
         self.name = name
         self.dataProvider = dataProvider
+        self.controlProvider = controlProvider
         self.failClosed = failClosed
         self.providerPID = providerPID
+        self.controlProviderPID = controlProviderPID
         self.providerRestarts = providerRestarts
         self.trackedFlows = trackedFlows
         self.counters = counters

@@ -26,10 +26,14 @@ public struct FilterSteering: Sendable, Hashable {
 
     public var queueNumber: UInt16
     public var failOpen: Bool
+    /// Users whose own connections are not filtered (the control provider's), marked allowed
+    /// at their first packet.
+    public var exemptUIDs: [UInt32]
 
-    public init(queueNumber: UInt16, failOpen: Bool) {
+    public init(queueNumber: UInt16, failOpen: Bool, exemptUIDs: [UInt32] = []) {
         self.queueNumber = queueNumber
         self.failOpen = failOpen
+        self.exemptUIDs = exemptUIDs
     }
 
     public static func mark(for verdict: FilterVerdict) -> UInt32 {
@@ -72,8 +76,14 @@ public struct FilterSteering: Sendable, Hashable {
                 "-A \(chain) -m connmark --mark \(quiet) -j DROP",
                 "-A \(chain) -p tcp -m connmark --mark \(drop) -j REJECT --reject-with tcp-reset",
                 "-A \(chain) -m connmark --mark \(drop) -j DROP",
-                "-A \(chain) \(queue)",
             ]
+            if chain == Self.outputChain {
+                for uid in exemptUIDs {
+                    lines.append("-A \(chain) -m owner --uid-owner \(uid) -j CONNMARK --set-xmark \(allow)")
+                    lines.append("-A \(chain) -m owner --uid-owner \(uid) -j RETURN")
+                }
+            }
+            lines.append("-A \(chain) \(queue)")
         }
         lines += ["-I OUTPUT 1 -j \(Self.outputChain)", "-I INPUT 1 -j \(Self.inputChain)", "COMMIT", ""]
         return lines.joined(separator: "\n")

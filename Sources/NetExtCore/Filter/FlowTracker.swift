@@ -142,6 +142,15 @@ public struct FlowTracker: Sendable {
         return true
     }
 
+    /// Restarts the deadline of a flow that is being asked again (after new rules). Returns
+    /// the flow, or nil if it is unknown or already decided.
+    public mutating func reask(flowID: UInt64, now: ContinuousClock.Instant) -> FilterFlow? {
+        guard let key = keysByID[flowID], var entry = entries[key], case .asked = entry.phase else { return nil }
+        entry.phase = .asked(since: now)
+        entries[key] = entry
+        return entry.flow
+    }
+
     /// The flow a number names, if still known.
     public func flow(id: UInt64) -> FilterFlow? {
         keysByID[id].flatMap { entries[$0]?.flow }

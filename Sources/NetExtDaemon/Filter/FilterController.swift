@@ -4,26 +4,22 @@ import NetExt
 import NetExtCore
 import NetExtIPC
 import NetExtLinux
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Runs the content filter while a content-filter configuration is enabled (Apple allows one
 /// filter at a time; the configuration enabled last wins): the sandboxed data provider, the
-/// netfilter queue and its engine, and the steering rules. Restarts a crashed provider with
-/// backoff; meanwhile flows follow the configuration's failure policy.
+/// control provider if the configuration names one, the netfilter queue and its engine, and
+/// the steering rules. A crashed provider is restarted; meanwhile flows follow the
+/// configuration's failure policy.
 public actor FilterController {
     private struct Active {
         var configuration: Configuration
         var settings: ContentFilterProtocol
-        var manifest: ProviderManifest
         var engine: FilterEngine
-        var provider: ProviderProcess?
-        var generation = 0
-        var restarts = 0
-        var providerReady = false
-        var lastError: String?
+        var data: FilterProviderSupervisor
+        var control: FilterProviderSupervisor?
     }
 
     private let registry: ProviderRegistry
@@ -34,20 +30,9 @@ public actor FilterController {
     private let startDeadline: Duration
     private let steering = FilterSteeringApplier()
     private var active: Active?
-    /// Generations count across activations, so a provider of an earlier activation is never
-    /// taken for the current one.
-    private var lastGeneration = 0
-    /// The provider flows are sent to, read by the engine's thread.
-    private let currentProvider = ProviderSlot()
 
-    /// The provider flows are sent to, shared with the engine's thread.
-    private final class ProviderSlot: Sendable {
-        private let value = Mutex<ProviderProcess?>(nil)
-        func withLock<Result>(_ body: (inout ProviderProcess?) -> Result) -> Result { value.withLock { body(&$0) } }
-    }
-
-    /// `rulesRoot`: the directory under which each data provider gets its read-only rules
-    /// directory (`rulesRoot/<bundle identifier>`).
+    /// `rulesRoot`: the directory under which each data provider gets its rules directory
+    /// (`rulesRoot/<data provider's bundle identifier>`), writable only by the control provider.
     public init(
         registry: ProviderRegistry, logger: Logger, rulesRoot: String, queueNumber: UInt16 = 7100,
         verdictDeadline: Duration = .seconds(2), startDeadline: Duration = .seconds(15)
@@ -91,13 +76,16 @@ public actor FilterController {
         if active != nil { await deactivate(reason: .daemonShutdown) }
     }
 
-    public func status() -> FilterStatus {
+    public func status() async -> FilterStatus {
         guard let active else { return FilterStatus(state: .off) }
+        let ready = await active.data.isReady
         return FilterStatus(
-            state: active.providerReady ? .running : .providerUnavailable, configurationID: active.configuration.id,
-            name: active.configuration.localizedDescription, dataProvider: active.manifest.bundleIdentifier,
-            failClosed: active.settings.failClosed, providerPID: active.provider?.pid, providerRestarts: active.restarts,
-            trackedFlows: active.engine.trackedFlows, counters: active.engine.counters, lastError: active.lastError)
+            state: ready ? .running : .providerUnavailable, configurationID: active.configuration.id,
+            name: active.configuration.localizedDescription, dataProvider: active.data.manifest.bundleIdentifier,
+            controlProvider: active.control?.manifest.bundleIdentifier, failClosed: active.settings.failClosed,
+            providerPID: await active.data.pid, controlProviderPID: await active.control?.pid,
+            providerRestarts: await active.data.restarts, trackedFlows: active.engine.trackedFlows, counters: active.engine.counters,
+            lastError: await active.data.lastError)
     }
 
     public func log(limit: Int) -> [FilterLogEntry] {
@@ -110,173 +98,131 @@ public actor FilterController {
         guard getuid() == 0 else {
             throw NetExtError(.permissionDenied, "the content filter needs netextd to run as root (netfilter queue, provider sandbox)")
         }
-        let manifest = try registry.manifest(for: settings.filterDataProviderBundleIdentifier, extensionPoint: .filterData)
-        try prepareRulesDirectory(for: manifest)
+        let dataManifest = try registry.manifest(for: settings.filterDataProviderBundleIdentifier, extensionPoint: .filterData)
+        let controlManifest = try settings.filterControlProviderBundleIdentifier.map { identifier throws(NetExtError) in
+            try registry.manifest(for: identifier, extensionPoint: .filterControl)
+        }
+        let controlUser = try controlManifest.map { manifest throws(NetExtError) in try Self.user(of: manifest) }
+        if let controlManifest, controlManifest.user == dataManifest.user {
+            throw NetExtError.invalid("the filter's control and data providers both run as '\(dataManifest.user)'; the data provider must not be able to write its rules (use another user for one of them)")
+        }
+        let rulesDirectory = "\(rulesRoot)/\(dataManifest.bundleIdentifier)"
+        try prepare(rulesDirectory: rulesDirectory, owner: controlUser ?? nil)
         let queue: NetfilterQueue
         do { queue = try NetfilterQueue(number: queueNumber, failOpen: !settings.failClosed) } catch {
             throw NetExtError(.connectionFailed, "cannot bind netfilter queue \(queueNumber): \(error)")
         }
-        let providerSlot = currentProvider
         let injector: RawPacketSender?
         do { injector = try RawPacketSender() } catch {
             injector = nil
             logger.warning("no raw socket: blocked HTTP requests are reset instead of shown the block page", metadata: ["error": "\(error)"])
         }
+
+        let start = ProviderStart(configuration: configuration, options: [:], password: nil)
+        let environment = ["NETEXT_FILTER_RULES_DIR": rulesDirectory]
+        let engineBox = EngineBox()
+        let data = FilterProviderSupervisor(
+            role: .data, manifest: dataManifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
+            handle: { message in
+                switch message {
+                case .flowVerdict(let flowID, let verdict): engineBox.engine?.dataVerdict(flowID: flowID, verdict: verdict)
+                case .rulesApplied: engineBox.engine?.rulesApplied()
+                default: break
+                }
+            },
+            ended: { engineBox.engine?.failWaitingFlows() })
+        let control = controlManifest.map { manifest in
+            FilterProviderSupervisor(
+                role: .control, manifest: manifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
+                handle: { message in
+                    switch message {
+                    case .controlVerdict(let flowID, let verdict):
+                        engineBox.engine?.controlVerdict(flowID: flowID, verdict: verdict)
+                        // updateRules means the rules were written: the data provider reloads,
+                        // then its `rulesApplied` re-asks the waiting flows.
+                        if verdict == .updateRules, await data.send(.rulesChanged) == false { engineBox.engine?.rulesApplied() }
+                    case .rulesChanged:
+                        // The data provider reloads first; its `rulesApplied` re-asks waiting flows.
+                        if await data.send(.rulesChanged) == false { engineBox.engine?.rulesApplied() }
+                    default: break
+                    }
+                },
+                ended: {})
+        }
+        let dataSlot = data.current
+        let controlSlot = control?.current
         let engine = FilterEngine(
             queue: queue, failOpen: !settings.failClosed, deadline: verdictDeadline, logger: logger, injector: injector,
             blockPage: { flow in
                 flow.url.map { BlockPage(organization: settings.organization, blockedURL: $0, requestAccessText: settings.requestAccessText, requestAccessURL: settings.requestAccessURL) }
-            }
-        ) { flow in
-            guard let provider = providerSlot.withLock({ $0 }) else { return false }
-            Task { try? await provider.send(.newFlow(flow)) }
-            return true
-        }
+            },
+            askControl: { flow in Self.send(.newFlow(flow), through: controlSlot) },
+            ask: { flow in Self.send(.newFlow(flow), through: dataSlot) })
+        engineBox.engine = engine
         engine.start()
-        lastGeneration += 1
-        active = Active(configuration: configuration, settings: settings, manifest: manifest, engine: engine, generation: lastGeneration)
-        do { try steering.apply(FilterSteering(queueNumber: queueNumber, failOpen: !settings.failClosed)) } catch {
+        active = Active(configuration: configuration, settings: settings, engine: engine, data: data, control: control)
+        let exempt = controlUser.flatMap { $0.map { [$0.uid] } } ?? []
+        do { try steering.apply(FilterSteering(queueNumber: queueNumber, failOpen: !settings.failClosed, exemptUIDs: exempt)) } catch {
             active = nil
             await engine.stop()
             throw error
         }
         logger.info("content filter enabled", metadata: [
-            "configuration": "\(configuration.id)", "provider": "\(manifest.bundleIdentifier)",
+            "configuration": "\(configuration.id)", "provider": "\(dataManifest.bundleIdentifier)",
+            "control": "\(controlManifest?.bundleIdentifier ?? "none")",
             "queue": "\(queueNumber)", "policy": "\(settings.failClosed ? "fail closed" : "fail open")",
         ])
-        launchProvider(generation: lastGeneration)
+        await control?.launch()
+        await data.launch()
+    }
+
+    /// Sends a message to a provider without waiting; false when it is not running.
+    private static func send(_ message: ProviderMessage, through slot: FilterProviderSupervisor.ProviderSlot?) -> Bool {
+        guard let provider = slot?.get() else { return false }
+        Task { try? await provider.send(message) }
+        return true
     }
 
     private func deactivate(reason: ProviderMessage.StopReason) async {
         guard let stopping = active else { return }
         active = nil
-        currentProvider.withLock { $0 = nil }
         // Rules first: once they are gone no packet waits for netextd.
         steering.remove()
         await stopping.engine.stop()
-        if let provider = stopping.provider {
-            try? await provider.send(.stop(reason: reason))
-            provider.terminate(patience: .seconds(2), grace: .seconds(2))
-        }
+        await stopping.data.stop(reason: reason)
+        await stopping.control?.stop(reason: reason)
         logger.info("content filter disabled", metadata: ["configuration": "\(stopping.configuration.id)", "reason": "\(reason.rawValue)"])
     }
 
-    /// The data provider's rules directory: owned by root, readable by everyone, so the
-    /// unprivileged provider reads it and cannot change it.
-    private func prepareRulesDirectory(for manifest: ProviderManifest) throws(NetExtError) {
+    /// The rules directory: readable by everyone, writable only by its owner (root, or the
+    /// control provider's user), so the data provider reads it and cannot change it.
+    private func prepare(rulesDirectory: String, owner: UserDatabase.User?) throws(NetExtError) {
         do {
-            try FileManager.default.createDirectory(atPath: rulesDirectory(for: manifest), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(atPath: rulesDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: rulesRoot)
-            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: rulesDirectory(for: manifest))
+            try FileManager.default.setAttributes(
+                [.posixPermissions: 0o755, .ownerAccountID: NSNumber(value: owner?.uid ?? 0), .groupOwnerAccountID: NSNumber(value: owner?.gid ?? 0)],
+                ofItemAtPath: rulesDirectory)
         } catch {
-            throw NetExtError.readWrite("cannot prepare the filter rules directory under \(rulesRoot): \(error.localizedDescription)")
+            throw NetExtError.readWrite("cannot prepare the filter rules directory \(rulesDirectory): \(error.localizedDescription)")
         }
     }
 
-    private func rulesDirectory(for manifest: ProviderManifest) -> String {
-        "\(rulesRoot)/\(manifest.bundleIdentifier)"
-    }
-
-    // MARK: The provider
-
-    private func launchProvider(generation: Int) {
-        guard let current = active, current.generation == generation else { return }
-        let manifest = current.manifest
-        let start = ProviderStart(configuration: current.configuration, options: [:], password: nil)
-        let environment = ["NETEXT_FILTER_RULES_DIR": rulesDirectory(for: manifest)]
-        Task {
-            let provider: ProviderProcess
-            do throws(NetExtError) {
-                provider = try await ProviderProcess.launch(manifest, isolateNetwork: true, environment: environment)
-            } catch {
-                self.providerEnded(generation: generation, how: "could not be started: \(error)")
-                return
-            }
-            guard self.attach(provider, generation: generation) else {
-                provider.terminate()
-                return
-            }
-            Task {
-                let status = await provider.waitForExit()
-                self.providerEnded(generation: generation, how: ProcessSpawner.describe(exitStatus: status))
-            }
-            let decoder = ControlProtocol.makeDecoder()
-            for await frame in provider.connection.frames {
-                guard let message = try? decoder.decode(ProviderMessage.self, from: Data(frame)) else {
-                    self.logger.error("filter provider sent a malformed message; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
-                    provider.terminate(grace: .seconds(1))
-                    return
-                }
-                await self.received(message, from: provider, generation: generation, start: start)
-            }
+    /// The user a manifest names (nil for root).
+    private static func user(of manifest: ProviderManifest) throws(NetExtError) -> UserDatabase.User? {
+        guard let user = UserDatabase.user(named: manifest.user) else {
+            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': user '\(manifest.user)' does not exist")
         }
-        Task { [startDeadline] in
-            try? await Task.sleep(for: startDeadline)
-            self.startDeadlinePassed(generation: generation)
-        }
+        return user.uid == 0 ? nil : user
     }
+}
 
-    private func attach(_ provider: ProviderProcess, generation: Int) -> Bool {
-        guard var current = active, current.generation == generation else { return false }
-        current.provider = provider
-        active = current
-        logger.info("filter provider started", metadata: ["provider": "\(provider.manifest.bundleIdentifier)", "pid": "\(provider.pid)", "user": "\(provider.manifest.user)", "network": "isolated"])
-        return true
-    }
-
-    private func received(_ message: ProviderMessage, from provider: ProviderProcess, generation: Int, start: ProviderStart) async {
-        guard let current = active, current.generation == generation else { return }
-        switch message {
-        case .hello(let bundleIdentifier, let version):
-            guard bundleIdentifier == provider.manifest.bundleIdentifier, version == ControlProtocol.version else {
-                logger.error("filter provider said hello under another name or protocol", metadata: ["said": "\(bundleIdentifier)", "version": "\(version)"])
-                provider.terminate(grace: .seconds(1))
-                return
-            }
-            try? await provider.send(.start(start))
-        case .started:
-            active?.providerReady = true
-            currentProvider.withLock { $0 = provider }
-            logger.info("filter provider ready", metadata: ["provider": "\(provider.manifest.bundleIdentifier)"])
-        case .failed(let error):
-            active?.lastError = error.description
-            logger.error("filter provider failed", metadata: ["error": "\(error)"])
-            provider.terminate(grace: .seconds(1))
-        case .flowVerdict(let flowID, let verdict):
-            current.engine.deliver(flowID: flowID, verdict: verdict, reason: .provider)
-        case .stopped, .appMessageReply:
-            break
-        case .start, .stop, .setNetworkSettings, .networkSettingsApplied, .networkSettingsRefused, .reasserting, .appMessage, .newFlow:
-            logger.error("filter provider sent a message it may not send; restarting it", metadata: ["provider": "\(provider.manifest.bundleIdentifier)"])
-            provider.terminate(grace: .seconds(1))
-        }
-    }
-
-    private func startDeadlinePassed(generation: Int) {
-        guard let current = active, current.generation == generation, !current.providerReady else { return }
-        logger.error("filter provider did not start in time; restarting it", metadata: ["deadline": "\(startDeadline)"])
-        current.provider?.terminate(grace: .seconds(1))
-    }
-
-    /// The provider exited (or never started): flows waiting for it follow the failure policy,
-    /// and a new one is launched after a backoff of 1 s doubling up to 30 s.
-    private func providerEnded(generation: Int, how: String) {
-        guard var current = active, current.generation == generation else { return }
-        currentProvider.withLock { $0 = nil }
-        current.engine.failWaitingFlows()
-        current.provider = nil
-        current.providerReady = false
-        lastGeneration += 1
-        current.generation = lastGeneration
-        current.restarts += 1
-        current.lastError = "the data provider \(how)"
-        active = current
-        let delay = Duration.seconds(min(30, 1 << min(current.restarts - 1, 5)))
-        logger.error("filter provider ended; restarting", metadata: ["how": "\(how)", "in": "\(delay)", "restarts": "\(current.restarts)"])
-        let next = current.generation
-        Task {
-            try? await Task.sleep(for: delay)
-            self.launchProvider(generation: next)
-        }
+/// The engine, set once it exists, for the supervisors' message handlers.
+private final class EngineBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: FilterEngine?
+    var engine: FilterEngine? {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
     }
 }

@@ -11,6 +11,8 @@ final class FilterEngine: Sendable {
     /// Why a flow got its verdict.
     enum Reason: String, Sendable, Codable {
         case provider
+        /// The control provider decided a flow the data provider sent it (`needRules`).
+        case controlProvider = "control-provider"
         /// The provider was unavailable or missed the deadline; the failure policy decided.
         case failurePolicy = "failure-policy"
     }
@@ -18,6 +20,8 @@ final class FilterEngine: Sendable {
     private struct State: Sendable {
         var tracker = FlowTracker()
         var held: [UInt64: [UInt32]] = [:]
+        /// Flows the data provider answered `needRules` for (sent to the control provider).
+        var awaitingRules: Set<UInt64> = []
         /// For cleartext HTTP flows being judged: the client's last request segment, from which
         /// a block page continues the connection.
         var requests: [UInt64: FlowPacket] = [:]
@@ -32,6 +36,9 @@ final class FilterEngine: Sendable {
     private let logger: Logger
     /// Sends a new flow to the provider; false when no provider is there to ask.
     private let ask: @Sendable (FilterFlow) -> Bool
+    /// Sends a flow the data provider could not judge to the control provider; false when there
+    /// is none to ask.
+    private let askControl: @Sendable (FilterFlow) -> Bool
     /// The block page for a blocked HTTP flow (nil: reset it like any other).
     private let blockPage: @Sendable (FilterFlow) -> BlockPage?
     private let injector: RawPacketSender?
@@ -43,8 +50,10 @@ final class FilterEngine: Sendable {
 
     init(
         queue: NetfilterQueue, failOpen: Bool, deadline: Duration, logger: Logger, injector: RawPacketSender?,
-        blockPage: @escaping @Sendable (FilterFlow) -> BlockPage?, ask: @escaping @Sendable (FilterFlow) -> Bool
+        blockPage: @escaping @Sendable (FilterFlow) -> BlockPage?, askControl: @escaping @Sendable (FilterFlow) -> Bool,
+        ask: @escaping @Sendable (FilterFlow) -> Bool
     ) {
+        self.askControl = askControl
         self.queue = queue
         self.injector = injector
         self.blockPage = blockPage
@@ -151,6 +160,49 @@ final class FilterEngine: Sendable {
         }
     }
 
+    /// The data provider's verdict for a flow: applied, or for `needRules` the flow goes to the
+    /// control provider (a second `needRules` for the same flow falls to the failure policy).
+    func dataVerdict(flowID: UInt64, verdict: FilterVerdict) {
+        guard verdict == .needRules else {
+            deliver(flowID: flowID, verdict: verdict, reason: .provider)
+            return
+        }
+        let flow = state.withLock { state -> FilterFlow? in
+            guard !state.awaitingRules.contains(flowID) else { return nil }
+            state.awaitingRules.insert(flowID)
+            return state.tracker.reask(flowID: flowID, now: .now)
+        }
+        guard let flow else {
+            failByPolicy(flowID)
+            return
+        }
+        if !askControl(flow) { failByPolicy(flowID) }
+    }
+
+    /// The control provider's verdict for a flow it was asked about.
+    func controlVerdict(flowID: UInt64, verdict: FilterControlVerdict) {
+        switch verdict {
+        case .allow: deliver(flowID: flowID, verdict: .allow, reason: .controlProvider)
+        case .drop: deliver(flowID: flowID, verdict: .drop, reason: .controlProvider)
+        case .updateRules:
+            // The data provider hears `rulesChanged` first (see `rulesApplied`); nothing else
+            // to do for this flow until then.
+            break
+        }
+    }
+
+    /// The data provider applied new rules: every flow waiting for rules is asked again.
+    func rulesApplied() {
+        let flows = state.withLock { state -> [FilterFlow] in
+            state.awaitingRules.compactMap { state.tracker.reask(flowID: $0, now: .now) }
+        }
+        for flow in flows where !ask(flow) { failByPolicy(flow.id) }
+    }
+
+    private func failByPolicy(_ flowID: UInt64) {
+        deliver(flowID: flowID, verdict: failOpen ? .allow : .drop, reason: .failurePolicy)
+    }
+
     /// Applies a verdict to a flow: its held packets are re-injected with the verdict's mark. A
     /// blocked cleartext HTTP request is answered with the block page (and its server reset),
     /// and the flow is then dropped without a reset of its own.
@@ -160,6 +212,7 @@ final class FilterEngine: Sendable {
             guard state.tracker.decide(flowID: flowID, verdict, now: now), let flow = state.tracker.flow(id: flowID) else { return nil }
             if verdict == .allow { state.counters.flowsAllowed += 1 } else { state.counters.flowsDropped += 1 }
             if reason == .failurePolicy { state.counters.decidedByFailurePolicy += 1 }
+            state.awaitingRules.remove(flowID)
             return (state.held.removeValue(forKey: flowID) ?? [], flow, state.requests.removeValue(forKey: flowID))
         }
         guard let decided else { return }

@@ -1,0 +1,184 @@
+import Foundation
+import Logging
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+import Synchronization
+
+/// Keeps one filter provider process running while the filter is on: launches it (sandboxed
+/// for a data provider), says start, and after a crash, a failed start or a missed start
+/// deadline launches it again with a backoff of 1 s doubling to 30 s. Messages other than the
+/// lifecycle ones go to `handle`.
+actor FilterProviderSupervisor {
+    enum Role: String, Sendable {
+        case data = "data provider"
+        case control = "control provider"
+    }
+
+    let role: Role
+    let manifest: ProviderManifest
+    private let start: ProviderStart
+    private let environment: [String: String]
+    private let logger: Logger
+    private let startDeadline: Duration
+    /// Called (on the supervisor) for every non-lifecycle message of the current provider.
+    private let handle: @Sendable (ProviderMessage) async -> Void
+    /// Called when the provider ended (flows waiting on it follow the failure policy).
+    private let ended: @Sendable () async -> Void
+    private var provider: ProviderProcess?
+    private var generation = 0
+    private var stopped = false
+    private(set) var isReady = false
+    private(set) var restarts = 0
+    private(set) var lastError: String?
+    /// The ready provider, readable from any thread (the engine sends flows through it).
+    nonisolated let current = ProviderSlot()
+
+    /// A provider reference shared with non-isolated code.
+    final class ProviderSlot: Sendable {
+        private let value = Mutex<ProviderProcess?>(nil)
+        func get() -> ProviderProcess? { value.withLock { $0 } }
+        func set(_ provider: ProviderProcess?) { value.withLock { $0 = provider } }
+    }
+
+    init(
+        role: Role, manifest: ProviderManifest, start: ProviderStart, environment: [String: String], logger: Logger, startDeadline: Duration,
+        handle: @escaping @Sendable (ProviderMessage) async -> Void, ended: @escaping @Sendable () async -> Void
+    ) {
+        self.role = role
+        self.manifest = manifest
+        self.start = start
+        self.environment = environment
+        self.logger = logger
+        self.startDeadline = startDeadline
+        self.handle = handle
+        self.ended = ended
+    }
+
+    var pid: Int32? { provider?.pid }
+
+    func launch() {
+        guard !stopped else { return }
+        generation += 1
+        let generation = self.generation
+        let manifest = self.manifest
+        let isolate = role == .data
+        let environment = self.environment
+        Task {
+            let provider: ProviderProcess
+            do throws(NetExtError) {
+                provider = try await ProviderProcess.launch(manifest, isolateNetwork: isolate, environment: environment)
+            } catch {
+                await self.providerEnded(generation: generation, how: "could not be started: \(error)")
+                return
+            }
+            guard self.attach(provider, generation: generation) else {
+                provider.terminate()
+                return
+            }
+            Task {
+                let status = await provider.waitForExit()
+                await self.providerEnded(generation: generation, how: ProcessSpawner.describe(exitStatus: status))
+            }
+            let decoder = ControlProtocol.makeDecoder()
+            for await frame in provider.connection.frames {
+                guard let message = try? decoder.decode(ProviderMessage.self, from: Data(frame)) else {
+                    self.logger.error("filter \(self.role.rawValue) sent a malformed message; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
+                    provider.terminate(grace: .seconds(1))
+                    return
+                }
+                await self.received(message, from: provider, generation: generation)
+            }
+        }
+        Task { [startDeadline] in
+            try? await Task.sleep(for: startDeadline)
+            self.startDeadlinePassed(generation: generation)
+        }
+    }
+
+    /// Stops the provider for good (the filter is going off).
+    func stop(reason: ProviderMessage.StopReason) async {
+        stopped = true
+        isReady = false
+        current.set(nil)
+        if let provider {
+            try? await provider.send(.stop(reason: reason))
+            provider.terminate(patience: .seconds(2), grace: .seconds(2))
+        }
+        provider = nil
+    }
+
+    /// Sends a message to the ready provider; false if there is none.
+    func send(_ message: ProviderMessage) async -> Bool {
+        guard isReady, let provider else { return false }
+        do { try await provider.send(message) } catch { return false }
+        return true
+    }
+
+    private func attach(_ provider: ProviderProcess, generation: Int) -> Bool {
+        guard !stopped, generation == self.generation else { return false }
+        self.provider = provider
+        logger.info("filter \(role.rawValue) started", metadata: [
+            "provider": "\(manifest.bundleIdentifier)", "pid": "\(provider.pid)", "user": "\(manifest.user)",
+            "network": "\(role == .data ? "isolated" : "host")",
+        ])
+        return true
+    }
+
+    private func received(_ message: ProviderMessage, from provider: ProviderProcess, generation: Int) async {
+        guard !stopped, generation == self.generation else { return }
+        switch message {
+        case .hello(let bundleIdentifier, let version):
+            guard bundleIdentifier == manifest.bundleIdentifier, version == ControlProtocol.version else {
+                logger.error("filter \(role.rawValue) said hello under another name or protocol", metadata: ["said": "\(bundleIdentifier)", "version": "\(version)"])
+                provider.terminate(grace: .seconds(1))
+                return
+            }
+            try? await provider.send(.start(start))
+        case .started:
+            isReady = true
+            current.set(provider)
+            logger.info("filter \(role.rawValue) ready", metadata: ["provider": "\(manifest.bundleIdentifier)"])
+        case .failed(let error):
+            lastError = error.description
+            logger.error("filter \(role.rawValue) failed", metadata: ["error": "\(error)"])
+            provider.terminate(grace: .seconds(1))
+        case .stopped, .appMessageReply:
+            break
+        case .flowVerdict where role == .data, .rulesApplied where role == .data,
+             .controlVerdict where role == .control, .rulesChanged where role == .control:
+            await handle(message)
+        default:
+            logger.error("filter \(role.rawValue) sent a message it may not send; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
+            provider.terminate(grace: .seconds(1))
+        }
+    }
+
+    private func startDeadlinePassed(generation: Int) {
+        guard !stopped, generation == self.generation, !isReady else { return }
+        logger.error("filter \(role.rawValue) did not start in time; restarting it", metadata: ["deadline": "\(startDeadline)"])
+        provider?.terminate(grace: .seconds(1))
+        if provider == nil { launchAfterBackoff() }
+    }
+
+    private func providerEnded(generation: Int, how: String) async {
+        guard !stopped, generation == self.generation else { return }
+        current.set(nil)
+        isReady = false
+        provider = nil
+        restarts += 1
+        lastError = "the \(role.rawValue) \(how)"
+        await ended()
+        launchAfterBackoff()
+    }
+
+    private func launchAfterBackoff() {
+        generation += 1
+        let delay = Duration.seconds(min(30, 1 << min(max(restarts - 1, 0), 5)))
+        logger.error("filter \(role.rawValue) ended; restarting", metadata: ["how": "\(lastError ?? "?")", "in": "\(delay)", "restarts": "\(restarts)"])
+        Task {
+            try? await Task.sleep(for: delay)
+            self.launch()
+        }
+    }
+}

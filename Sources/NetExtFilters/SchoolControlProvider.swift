@@ -1,0 +1,126 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import NetExt
+import NetExtCore
+import NetExtIPC
+import Synchronization
+
+/// The reference school filter's control provider: fetches the block list from
+/// `vendorConfiguration["rulesURL"]` (http or https) at start, every
+/// `vendorConfiguration["rulesRefreshSeconds"]` seconds (default 300), and whenever the data
+/// provider asks for rules; writes it atomically to `blocklist.txt` in the rules directory when
+/// it changed and is well-formed, and tells netextd (`notifyRulesChanged`). A list with a bad
+/// line is refused whole (the rules in force stay) and the line is named on standard error.
+public final class SchoolControlProvider: FilterControlProvider {
+    private struct State {
+        var rulesURL: URL?
+        var file: String?
+        /// The fetch under way, which concurrent askers share.
+        var inFlight: Task<Bool, Never>?
+        var failClosed = false
+        var refresher: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+    private let session: URLSession
+
+    public init() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 10
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration)
+    }
+
+    public func startFilter(context: FilterControlContext) async throws {
+        guard let directory = context.rulesDirectory else { throw NetExtError.invalid("netextd gave no rules directory (NETEXT_FILTER_RULES_DIR)") }
+        guard let text = context.vendorConfiguration["rulesURL"]?.stringValue, let url = URL(string: text), ["http", "https"].contains(url.scheme ?? "") else {
+            throw NetExtError.invalid("vendorConfiguration.rulesURL must be an http(s) URL of the block list")
+        }
+        let refreshValue = context.vendorConfiguration["rulesRefreshSeconds"]
+        let refresh = refreshValue?.numberValue ?? refreshValue?.stringValue.flatMap(Double.init) ?? 300
+        guard refresh >= 1 else { throw NetExtError.invalid("vendorConfiguration.rulesRefreshSeconds must be at least 1") }
+        state.withLock { state in
+            state.rulesURL = url
+            state.file = directory + "/blocklist.txt"
+            state.failClosed = context.filterConfiguration?.failClosed ?? false
+        }
+        if await fetch() { try await context.notifyRulesChanged() }
+        let refresher = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(refresh))
+                guard let self, !Task.isCancelled else { return }
+                if await self.fetch() { try? await context.notifyRulesChanged() }
+            }
+        }
+        state.withLock { $0.refresher = refresher }
+    }
+
+    public func stopFilter(reason: ProviderMessage.StopReason) async {
+        state.withLock { $0.refresher?.cancel() }
+    }
+
+    public func handleNewFlow(_ flow: FilterFlow) async -> FilterControlVerdict {
+        _ = await fetch()
+        let (file, failClosed) = state.withLock { ($0.file, $0.failClosed) }
+        if let file, FileManager.default.fileExists(atPath: file) { return .updateRules }
+        // No list could be had: the configuration's failure policy decides.
+        return failClosed ? .drop : .allow
+    }
+
+    /// Fetches the list (joining a fetch already under way); returns true when a new, valid
+    /// list was written.
+    private func fetch() async -> Bool {
+        let task = state.withLock { state -> Task<Bool, Never> in
+            if let running = state.inFlight { return running }
+            let task = Task { await self.download() }
+            state.inFlight = task
+            return task
+        }
+        let written = await task.value
+        state.withLock { state in
+            if state.inFlight == task { state.inFlight = nil }
+        }
+        return written
+    }
+
+    private func download() async -> Bool {
+        let (url, file) = state.withLock { ($0.rulesURL, $0.file) }
+        guard let url, let file else { return false }
+        let body: Data
+        do {
+            let (data, response) = try await session.data(from: url)
+            guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
+                report("\(url): HTTP \((response as? HTTPURLResponse)?.statusCode ?? 0); keeping the rules in force")
+                return false
+            }
+            body = data
+        } catch {
+            report("\(url): \(error.localizedDescription); keeping the rules in force")
+            return false
+        }
+        guard let text = String(data: body, encoding: .utf8) else {
+            report("\(url): the list is not UTF-8; keeping the rules in force")
+            return false
+        }
+        do throws(NetExtError) { _ = try FilterRules(text: text) } catch {
+            report("\(url): \(error.message); keeping the rules in force")
+            return false
+        }
+        if let current = FileManager.default.contents(atPath: file), current == body { return false }
+        do {
+            try body.write(to: URL(fileURLWithPath: file), options: .atomic)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+        } catch {
+            report("cannot write \(file): \(error.localizedDescription)")
+            return false
+        }
+        report("new block list from \(url) written (\(body.count) bytes)")
+        return true
+    }
+
+    private func report(_ line: String) {
+        FileHandle.standardError.write(Data("school filter control: \(line)\n".utf8))
+    }
+}
