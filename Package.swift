@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
         .executable(name: "netext-server", targets: ["netext-server"]),
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
+        .executable(name: "netext-bench-connect", targets: ["netext-bench-connect"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
@@ -92,6 +93,8 @@ let package = Package(
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
+        // TCP connection-rate tool for the content filter benchmark (scripts/bench-filter).
+        .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),

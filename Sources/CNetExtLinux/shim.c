@@ -108,6 +108,10 @@ int netext_socketpair(int fds[2]) {
     return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0 ? 0 : -errno;
 }
 
+int netext_socketpair_packets(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) == 0 ? 0 : -errno;
+}
+
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <linux/virtio_net.h>

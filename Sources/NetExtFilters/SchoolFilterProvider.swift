@@ -56,7 +56,7 @@ public final class SchoolFilterProvider: FilterDataProvider {
 
     public func stopFilter(reason: ProviderMessage.StopReason) async {}
 
-    public func handleNewFlow(_ flow: FilterFlow) async -> FilterVerdict {
+    public func handleNewFlow(_ flow: FilterFlow) -> FilterVerdict {
         reloadIfChanged()
         return state.withLock { state in state.waitsForControlRules ? .needRules : state.rules.verdict(for: flow) }
     }

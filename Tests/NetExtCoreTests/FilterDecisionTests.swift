@@ -135,8 +135,8 @@ struct FilterDecisionTests {
 
     @Test("steering: both hooks jump to netextd's chains; decided flows return before the queue; bypass only when failing open")
     func steering() {
-        let open = FilterSteering(queueNumber: 7100, failOpen: true).restoreInput
-        let closed = FilterSteering(queueNumber: 9, failOpen: false).restoreInput
+        let open = FilterSteering(queueNumber: 7100, failOpen: true).restoreInput()
+        let closed = FilterSteering(queueNumber: 9, failOpen: false).restoreInput(ipv6: true)
         #expect(open.contains("-I OUTPUT 1 -j NETEXTD-FLT-OUT") && open.contains("-I INPUT 1 -j NETEXTD-FLT-IN"))
         #expect(open.contains("--queue-num 7100 --queue-bypass"))
         #expect(closed.contains("--queue-num 9") && !closed.contains("--queue-bypass"))
@@ -147,5 +147,39 @@ struct FilterDecisionTests {
         }
         #expect(FilterSteering.mark(for: .allow) & FilterSteering.verdictMask == FilterSteering.allowMark)
         #expect(FilterSteering.removalCommands.contains(["-t", "filter", "-X", "NETEXTD-FLT-OUT"]))
+    }
+}
+
+extension FilterDecisionTests {
+    @Test("a flow first seen from the answering side (handshakes skip the queue) belongs to the side that opened it")
+    func firstSeenFromReply() {
+        var tracker = FlowTracker()
+        var banner = FilterParsingTests.tcp4(payload: Array("SSH-2.0-x\r\n".utf8))
+        banner.replaceSubrange(12..<20, with: [203, 0, 113, 2, 198, 51, 100, 2])
+        banner.replaceSubrange(20..<24, with: [0x01, 0xbb, 0x9c, 0x40])
+        let packet = FlowPacket(banner)!
+        let decision = banner.withUnsafeBytes { tracker.classify(packet, bytes: $0, isOutbound: false, isReply: true, owner: nil, now: start) }
+        guard case .ask(let flow) = decision else {
+            Issue.record("not asked: \(decision)")
+            return
+        }
+        #expect(flow.direction == .outbound && flow.remotePort == 443 && flow.localPort == 40000)
+    }
+
+    @Test("a later TCP connection on the same ports is a new flow, not the decided one; packets of the decided one still get its verdict")
+    func portReuse() {
+        var tracker = FlowTracker()
+        let request = Array("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n".utf8)
+        guard case .ask(let first) = classify(&tracker, FilterParsingTests.tcp4(payload: request, sequence: 1_000)) else {
+            Issue.record("not asked")
+            return
+        }
+        tracker.decide(flowID: first.id, .drop, now: start)
+        #expect(classify(&tracker, FilterParsingTests.tcp4(payload: [1], sequence: 1_000 + UInt32(request.count))) == .apply(.drop))
+        guard case .ask(let second) = classify(&tracker, FilterParsingTests.tcp4(payload: request, sequence: 3_000_000_000)) else {
+            Issue.record("the reused ports were taken for the old flow")
+            return
+        }
+        #expect(second.id != first.id)
     }
 }

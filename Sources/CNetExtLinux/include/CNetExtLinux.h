@@ -34,6 +34,10 @@ int netext_receive_fd(int socket_fd);
 /// A connected AF_UNIX SOCK_STREAM pair, both close-on-exec. Returns 0 or -errno.
 int netext_socketpair(int fds[2]);
 
+/// A connected AF_UNIX SOCK_SEQPACKET pair (message boundaries kept), both close-on-exec.
+/// Returns 0 or -errno.
+int netext_socketpair_packets(int fds[2]);
+
 /// The local address a datagram arrived at (from IP_PKTINFO / IPV6_PKTINFO), so that a reply can
 /// leave from the same address on a host with several.
 typedef struct {

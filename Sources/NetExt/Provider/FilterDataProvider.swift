@@ -12,10 +12,11 @@ public protocol FilterDataProvider: AnyObject, Sendable {
     func startFilter(context: FilterContext) async throws
     /// Called when the filter stops; the process exits after it returns.
     func stopFilter(reason: ProviderMessage.StopReason) async
-    /// The verdict for a new flow. netextd holds the flow's packets until it returns, up to the
-    /// verdict deadline (then the failure policy decides). `.needRules` hands the flow to the
-    /// control provider.
-    func handleNewFlow(_ flow: FilterFlow) async -> FilterVerdict
+    /// The verdict for a new flow, as Apple's synchronous `handleNewFlow(_:)`. netextd holds the
+    /// flow's packets until it returns, up to the verdict deadline (then the failure policy
+    /// decides), so it should answer at once; `.needRules` hands the flow to the control
+    /// provider. Called on the flow channel's thread, one flow after another.
+    func handleNewFlow(_ flow: FilterFlow) -> FilterVerdict
     /// The control provider changed the rules (`notifyRulesChanged`); flows waiting for rules
     /// are asked again after this returns. The default does nothing.
     func handleRulesChanged() async

@@ -1,6 +1,7 @@
 import Foundation
 import NetExtCore
 import NetExtIPC
+import NetExtLinux
 
 /// Runs a provider inside the process netextd started: speaks the provider protocol over the
 /// inherited socket (descriptor 3), calls the provider's lifecycle methods, and returns when the
@@ -32,10 +33,11 @@ public enum ProviderHost {
             Lifecycle(
                 start: { start, _ in
                     try await provider.startFilter(context: FilterContext(configuration: start.configuration, options: start.options))
+                    serveFlows(provider, channel: descriptorPassingDescriptor)
                 },
                 stop: { reason in await provider.stopFilter(reason: reason) },
                 appMessage: { _ in nil },
-                newFlow: { flow in .flowVerdict(flowID: flow.id, verdict: await provider.handleNewFlow(flow)) },
+                newFlow: { flow in .flowVerdict(flowID: flow.id, verdict: provider.handleNewFlow(flow)) },
                 rulesChanged: {
                     await provider.handleRulesChanged()
                     return .rulesApplied
@@ -56,6 +58,29 @@ public enum ProviderHost {
                 appMessage: { _ in nil },
                 newFlow: { flow in .controlVerdict(flowID: flow.id, verdict: await provider.handleNewFlow(flow)) }),
             bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+    }
+
+    /// Answers the flows netextd sends on the flow channel (descriptor 4, `FlowChannelCodec`) on
+    /// a thread of its own: one `handleNewFlow` call and one verdict message per flow.
+    private static func serveFlows(_ provider: any FilterDataProvider, channel: Int32) {
+        let thread = Thread {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 8)
+            defer { buffer.deallocate() }
+            while true {
+                let length: Int
+                do { length = try SocketPair.receiveMessage(into: buffer, over: channel) } catch { return }
+                if length == 0 { return }
+                let flow: FilterFlow
+                do { flow = try FlowChannelCodec.decodeFlow(UnsafeRawBufferPointer(rebasing: buffer[..<length])) } catch {
+                    FileHandle.standardError.write(Data("filter provider: malformed flow from netextd: \(error)\n".utf8))
+                    continue
+                }
+                let verdict = provider.handleNewFlow(flow)
+                do { try SocketPair.sendMessage(FlowChannelCodec.encodeVerdict(flowID: flow.id, verdict), over: channel, wait: true) } catch { return }
+            }
+        }
+        thread.name = "netext-provider-flows"
+        thread.start()
     }
 
     /// What the protocol loop calls for each kind of provider.

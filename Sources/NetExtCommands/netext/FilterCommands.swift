@@ -95,6 +95,9 @@ struct FilterStatusCommand: AsyncParsableCommand {
             }
             print("  flows: \(counters.flowsAsked) judged, \(counters.flowsAllowed) allowed, \(counters.flowsDropped) dropped, \(counters.decidedByFailurePolicy) by failure policy; \(status.trackedFlows) tracked")
             print("  block pages served: \(counters.blockPagesServed); packets queued: \(counters.packetsQueued), malformed: \(counters.malformedPackets)")
+            if let latency = status.verdictLatency {
+                print("  verdict latency: p50 \(latency.p50Microseconds) µs, p99 \(latency.p99Microseconds) µs (last \(latency.samples) flows)")
+            }
             if let error = status.lastError { print("  last error: \(error)") }
         }
     }

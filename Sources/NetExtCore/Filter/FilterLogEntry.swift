@@ -33,6 +33,12 @@ public struct FilterCounters: Sendable, Hashable, Codable {
     public var verdictErrors = 0
     /// Blocked cleartext HTTP requests answered with the block page.
     public var blockPagesServed = 0
+    /// Queued packets let through while a flow's destination was still being learned (the
+    /// first bytes of a TLS ClientHello or HTTP request).
+    public var packetsPassedWhileLearning = 0
+    /// Queued packets of flows already decided (queued just before the verdict reached the
+    /// kernel).
+    public var packetsOfDecidedFlows = 0
 
     public init() {}
 }
@@ -62,11 +68,35 @@ public struct FilterStatus: Sendable, Hashable, Codable {
     public var counters: FilterCounters
     /// The last error (provider start failure, crash), if any.
     public var lastError: String?
+    /// How long flows waited for their verdict (ask to answer), over the most recent flows.
+    public var verdictLatency: LatencySummary?
+
+    /// Percentiles of recent verdict latencies, in microseconds.
+    public struct LatencySummary: Sendable, Hashable, Codable {
+        public var samples: Int
+        public var p50Microseconds: Int
+        public var p99Microseconds: Int
+        public init(samples: Int, p50Microseconds: Int, p99Microseconds: Int) {
+            self.samples = samples
+            self.p50Microseconds = p50Microseconds
+            self.p99Microseconds = p99Microseconds
+        }
+
+        /// The summary of `samples` (microseconds), nil when there are none.
+        public init?(_ samples: [Int]) {
+            guard !samples.isEmpty else { return nil }
+            let sorted = samples.sorted()
+            func at(_ fraction: Double) -> Int { sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] }
+            self.init(samples: sorted.count, p50Microseconds: at(0.5), p99Microseconds: at(0.99))
+        }
+    }
 
     public init(
         state: State, configurationID: UUID? = nil, name: String? = nil, dataProvider: String? = nil, controlProvider: String? = nil,
-        failClosed: Bool = false, providerPID: Int32? = nil, controlProviderPID: Int32? = nil, providerRestarts: Int = 0, trackedFlows: Int = 0, counters: FilterCounters = FilterCounters(), lastError: String? = nil
+        failClosed: Bool = false, providerPID: Int32? = nil, controlProviderPID: Int32? = nil, providerRestarts: Int = 0, trackedFlows: Int = 0, counters: FilterCounters = FilterCounters(), lastError: String? = nil,
+        verdictLatency: LatencySummary? = nil
     ) {
+        self.verdictLatency = verdictLatency
         self.state = state
         self.configurationID = configurationID
         self.name = name

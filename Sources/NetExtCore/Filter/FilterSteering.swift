@@ -12,7 +12,8 @@
 ///    conntrack mark and passes, or is reset (TCP) / dropped;
 /// 5. a flow marked *dropped* is reset (TCP) or dropped; one marked *dropped quietly* (netextd
 ///    answered it with the block page) is dropped without a reset;
-/// 6. everything else goes to the queue (with `--queue-bypass` when the filter fails open, so
+/// 6. TCP segments without payload of undecided flows pass (handshakes carry nothing to judge);
+/// 7. everything else goes to the queue, packets of the answering side marked as such (with `--queue-bypass` when the filter fails open, so
 ///    packets pass while netextd has no reader bound).
 public struct FilterSteering: Sendable, Hashable {
     public static let outputChain = "NETEXTD-FLT-OUT"
@@ -23,7 +24,27 @@ public struct FilterSteering: Sendable, Hashable {
     public static let dropMark: UInt32 = 0x4000_0000
     /// Dropped without a reset: netextd answered the flow itself (the block page).
     public static let quietDropMark: UInt32 = 0x6000_0000
+    /// Set on queued packets that come from the side that answered the connection (conntrack's
+    /// reply direction), so netextd knows who opened a flow it first sees mid-way.
+    public static let replyMark: UInt32 = 0x0800_0000
 
+    /// A classic BPF program (`xt_bpf`, run on the IPv4 header) that matches TCP segments with
+    /// no payload: total length − 4·IHL − 4·data offset = 0. Handshakes and bare acknowledgements
+    /// of undecided flows pass without a trip to netextd; any byte of data is still queued.
+    static let emptyTCPv4 = [
+        "40 0 0 2", "2 0 0 0", "177 0 0 0", "96 0 0 0", "28 0 0 0", "2 0 0 0", "80 0 0 12",
+        "116 0 0 4", "100 0 0 2", "7 0 0 0", "96 0 0 0", "28 0 0 0", "21 0 1 0", "6 0 0 1", "6 0 0 0",
+    ]
+    /// The same for IPv6 when TCP follows the fixed header directly (next header 6): payload
+    /// length − 4·data offset = 0. With extension headers it does not match (the packet is queued).
+    static let emptyTCPv6 = [
+        "48 0 0 6", "21 0 10 6", "40 0 0 4", "2 0 0 0", "48 0 0 52", "116 0 0 4", "100 0 0 2",
+        "7 0 0 0", "96 0 0 0", "28 0 0 0", "21 0 1 0", "6 0 0 1", "6 0 0 0",
+    ]
+
+    static func bytecode(_ program: [String]) -> String {
+        "\"\(program.count),\(program.joined(separator: ","))\""
+    }
     public var queueNumber: UInt16
     public var failOpen: Bool
     /// Users whose own connections are not filtered (the control provider's), marked allowed
@@ -45,9 +66,9 @@ public struct FilterSteering: Sendable, Hashable {
 
     private static func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16) }
 
-    /// The `iptables-restore --noflush` input (the same for iptables and ip6tables): both chains
-    /// created (or emptied) and filled, and jumped to first.
-    public var restoreInput: String {
+    /// The `iptables-restore --noflush` input for iptables (or, with `ipv6`, ip6tables): both
+    /// chains created (or emptied) and filled, and jumped to first.
+    public func restoreInput(ipv6: Bool = false) -> String {
         let mask = Self.hex(Self.verdictMask)
         let allow = "\(Self.hex(Self.allowMark))/\(mask)"
         let drop = "\(Self.hex(Self.dropMark))/\(mask)"
@@ -83,6 +104,8 @@ public struct FilterSteering: Sendable, Hashable {
                     lines.append("-A \(chain) -m owner --uid-owner \(uid) -j RETURN")
                 }
             }
+            lines.append("-A \(chain) -p tcp -m bpf --bytecode \(Self.bytecode(ipv6 ? Self.emptyTCPv6 : Self.emptyTCPv4)) -j RETURN")
+            lines.append("-A \(chain) -m conntrack --ctdir REPLY -j MARK --set-xmark \(Self.hex(Self.replyMark))/\(Self.hex(Self.replyMark))")
             lines.append("-A \(chain) \(queue)")
         }
         lines += ["-I OUTPUT 1 -j \(Self.outputChain)", "-I INPUT 1 -j \(Self.inputChain)", "COMMIT", ""]

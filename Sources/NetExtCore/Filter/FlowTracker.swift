@@ -38,14 +38,17 @@ public struct FlowTracker: Sendable {
         /// The first bytes the opening side sent, for the TLS server name or HTTP request.
         var opening: [UInt8] = []
         var lastSeen: ContinuousClock.Instant
+        /// TCP: the opener's sequence number after the bytes seen, to tell a later connection
+        /// on the same addresses and ports from this one.
+        var openerSequence: UInt32?
     }
 
     private var entries: [Key: Entry] = [:]
     private var keysByID: [UInt64: Key] = [:]
     private var nextID: UInt64 = 1
     /// How long a decided flow is remembered (packets queued before the kernel cached the
-    /// verdict may still arrive).
-    public var decidedMemory: Duration = .seconds(10)
+    /// verdict may still arrive, within moments).
+    public var decidedMemory: Duration = .seconds(1)
     /// How long an undecided flow may sit idle before it is forgotten.
     public var idleLimit: Duration = .seconds(120)
     /// The most opening bytes read for a server name or URL.
@@ -55,13 +58,19 @@ public struct FlowTracker: Sendable {
 
     public var count: Int { entries.count }
 
-    /// Classifies one queued packet. `isOutbound`: it leaves this machine (output hook).
+    /// Classifies one queued packet. `isOutbound`: it leaves this machine (output hook);
+    /// `isReply`: it comes from the side that answered the connection (conntrack's reply
+    /// direction), which tells who opened a flow first seen mid-way.
     public mutating func classify(
-        _ packet: FlowPacket, bytes: UnsafeRawBufferPointer, isOutbound: Bool, owner: SourceApplication?, now: ContinuousClock.Instant
+        _ packet: FlowPacket, bytes: UnsafeRawBufferPointer, isOutbound: Bool, isReply: Bool = false, owner: SourceApplication?, now: ContinuousClock.Instant
     ) -> Decision {
         let key = isOutbound
             ? Key(protocolNumber: packet.protocolNumber, local: packet.source, localPort: packet.sourcePort, remote: packet.destination, remotePort: packet.destinationPort)
             : Key(protocolNumber: packet.protocolNumber, local: packet.destination, localPort: packet.destinationPort, remote: packet.source, remotePort: packet.sourcePort)
+        if let existing = entries[key], case .decided = existing.phase, Self.isLaterConnection(packet, of: existing, isOutbound: isOutbound, isReply: isReply) {
+            // The same addresses and ports reused by a new TCP connection: a new flow.
+            remove(key)
+        }
         if var entry = entries[key] {
             entry.lastSeen = now
             if entry.flow.sourceApplication == nil, let owner { entry.flow.sourceApplication = owner }
@@ -70,11 +79,11 @@ public struct FlowTracker: Sendable {
             case .decided(let verdict, _): return .apply(verdict)
             case .asked: return .wait(flowID: entry.flow.id)
             case .inspecting:
-                return inspect(&entry, packet: packet, bytes: bytes, fromOpener: isOutbound == (entry.flow.direction == .outbound), now: now)
+                return inspect(&entry, packet: packet, bytes: bytes, fromOpener: !isReply && isOutbound == (entry.flow.direction == .outbound), now: now)
             }
         }
         let flow = FilterFlow(
-            id: nextID, direction: isOutbound ? .outbound : .inbound, transport: packet.transport,
+            id: nextID, direction: isOutbound != isReply ? .outbound : .inbound, transport: packet.transport,
             localAddress: IPPrefix.format(key.local), localPort: key.localPort,
             remoteAddress: IPPrefix.format(key.remote), remotePort: key.remotePort, sourceApplication: owner)
         nextID += 1
@@ -85,10 +94,23 @@ public struct FlowTracker: Sendable {
             // A new connection: its destination shows in the first bytes after the handshake.
             decision = .pass
         } else {
-            decision = inspect(&entry, packet: packet, bytes: bytes, fromOpener: true, now: now)
+            decision = inspect(&entry, packet: packet, bytes: bytes, fromOpener: !isReply, now: now)
         }
         entries[key] = entry
         return decision
+    }
+
+    /// Whether a TCP packet from the opener lies far (over 1 MiB) from where the decided
+    /// connection's sequence numbers were: a later connection on the same ports. Packets of the
+    /// decided connection still in flight lie within its window (well under 1 MiB); a new
+    /// connection's initial sequence number moves on by about 16 MiB a second for the same
+    /// addresses and ports (RFC 6528 §3; Linux counts in 64 ns steps), so a connection reusing
+    /// the ports more than ~70 ms later is told apart.
+    private static func isLaterConnection(_ packet: FlowPacket, of entry: Entry, isOutbound: Bool, isReply: Bool) -> Bool {
+        guard packet.transport == .tcp, let sequence = entry.openerSequence,
+              !isReply, isOutbound == (entry.flow.direction == .outbound) else { return false }
+        let distance = packet.sequenceNumber &- sequence
+        return distance > 1 << 20 && distance < UInt32.max - (1 << 20)
     }
 
     private func ask(_ entry: inout Entry, now: ContinuousClock.Instant) -> Decision {
@@ -105,6 +127,7 @@ public struct FlowTracker: Sendable {
         }
         // The answering side speaking first (SSH, SMTP banners): judge with what is known.
         guard fromOpener else { return ask(&entry, now: now) }
+        entry.openerSequence = packet.sequenceNumber &+ UInt32(packet.payloadLength)
         let end = min(packet.payloadOffset + packet.payloadLength, bytes.count)
         let room = Self.openingLimit - entry.opening.count
         entry.opening.append(contentsOf: bytes[packet.payloadOffset..<min(end, packet.payloadOffset + max(room, 0))])

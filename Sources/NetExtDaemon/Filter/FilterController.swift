@@ -85,7 +85,7 @@ public actor FilterController {
             controlProvider: active.control?.manifest.bundleIdentifier, failClosed: active.settings.failClosed,
             providerPID: await active.data.pid, controlProviderPID: await active.control?.pid,
             providerRestarts: await active.data.restarts, trackedFlows: active.engine.trackedFlows, counters: active.engine.counters,
-            lastError: await active.data.lastError)
+            lastError: await active.data.lastError, verdictLatency: active.engine.verdictLatency)
     }
 
     public func log(limit: Int) -> [FilterLogEntry] {
@@ -130,7 +130,8 @@ public actor FilterController {
                 default: break
                 }
             },
-            ended: { engineBox.engine?.failWaitingFlows() })
+            ended: { engineBox.engine?.failWaitingFlows() },
+            verdict: { flowID, verdict in engineBox.engine?.dataVerdict(flowID: flowID, verdict: verdict) })
         let control = controlManifest.map { manifest in
             FilterProviderSupervisor(
                 role: .control, manifest: manifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
@@ -149,7 +150,6 @@ public actor FilterController {
                 },
                 ended: {})
         }
-        let dataSlot = data.current
         let controlSlot = control?.current
         let engine = FilterEngine(
             queue: queue, failOpen: !settings.failClosed, deadline: verdictDeadline, logger: logger, injector: injector,
@@ -157,7 +157,7 @@ public actor FilterController {
                 flow.url.map { BlockPage(organization: settings.organization, blockedURL: $0, requestAccessText: settings.requestAccessText, requestAccessURL: settings.requestAccessURL) }
             },
             askControl: { flow in Self.send(.newFlow(flow), through: controlSlot) },
-            ask: { flow in Self.send(.newFlow(flow), through: dataSlot) })
+            ask: { flow in data.sendFlow(flow) })
         engineBox.engine = engine
         engine.start()
         active = Active(configuration: configuration, settings: settings, engine: engine, data: data, control: control)

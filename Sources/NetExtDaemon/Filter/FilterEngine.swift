@@ -25,6 +25,11 @@ final class FilterEngine: Sendable {
         /// For cleartext HTTP flows being judged: the client's last request segment, from which
         /// a block page continues the connection.
         var requests: [UInt64: FlowPacket] = [:]
+        /// When each flow was first asked about, for the verdict latency.
+        var askedAt: [UInt64: ContinuousClock.Instant] = [:]
+        /// The most recent verdict latencies (microseconds), a ring.
+        var latencies: [Int] = []
+        var latencyCursor = 0
         var counters = FilterCounters()
         var log = FilterLog()
         var stopped = false
@@ -64,6 +69,9 @@ final class FilterEngine: Sendable {
     }
 
     var counters: FilterCounters { state.withLock { $0.counters } }
+    /// Verdict latencies kept for the percentiles.
+    static let latencySamples = 10_000
+    var verdictLatency: FilterStatus.LatencySummary? { FilterStatus.LatencySummary(state.withLock { $0.latencies }) }
     var trackedFlows: Int { state.withLock { $0.tracker.count } }
     func logEntries(limit: Int) -> [FilterLogEntry] { state.withLock { $0.log.latest(limit) } }
 
@@ -72,6 +80,7 @@ final class FilterEngine: Sendable {
         let thread = Thread { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
             defer { buffer.deallocate() }
+            var lastExpiry = ContinuousClock.now
             while !state.withLock({ $0.stopped }) {
                 do {
                     let malformed = try queue.receive(into: buffer, timeoutMilliseconds: 200) { packet in handle(packet) }
@@ -80,7 +89,12 @@ final class FilterEngine: Sendable {
                     if !state.withLock({ $0.stopped }) { logger.error("filter queue failed", metadata: ["error": "\(error)"]) }
                     break
                 }
-                expireOverdue()
+                // Deadlines are checked at most every 100 ms, not per received batch.
+                let now = ContinuousClock.now
+                if now - lastExpiry >= .milliseconds(100) {
+                    lastExpiry = now
+                    expireOverdue()
+                }
             }
             threadDone.store(true, ordering: .releasing)
             finished.withLock { continuation in
@@ -130,11 +144,13 @@ final class FilterEngine: Sendable {
         let now = ContinuousClock.now
         let decision = state.withLock { state -> FlowTracker.Decision in
             state.counters.packetsQueued += 1
-            let decision = state.tracker.classify(parsed, bytes: packet.bytes, isOutbound: packet.isOutbound, owner: owner, now: now)
+            let isReply = packet.mark & FilterSteering.replyMark != 0
+            let decision = state.tracker.classify(parsed, bytes: packet.bytes, isOutbound: packet.isOutbound, isReply: isReply, owner: owner, now: now)
             switch decision {
             case .ask(let flow):
                 state.counters.flowsAsked += 1
                 state.held[flow.id] = [packet.id]
+                state.askedAt[flow.id] = now
                 if flow.url != nil, flow.direction == .outbound, parsed.transport == .tcp, parsed.payloadLength > 0 {
                     state.requests[flow.id] = parsed
                 }
@@ -145,7 +161,11 @@ final class FilterEngine: Sendable {
                     state.counters.malformedPackets += 1
                     return .apply(.drop)
                 }
-            default:
+            case .pass:
+                state.counters.packetsPassedWhileLearning += 1
+            case .apply:
+                state.counters.packetsOfDecidedFlows += 1
+            case .malformed:
                 break
             }
             return decision
@@ -213,6 +233,16 @@ final class FilterEngine: Sendable {
             if verdict == .allow { state.counters.flowsAllowed += 1 } else { state.counters.flowsDropped += 1 }
             if reason == .failurePolicy { state.counters.decidedByFailurePolicy += 1 }
             state.awaitingRules.remove(flowID)
+            if let asked = state.askedAt.removeValue(forKey: flowID) {
+                let elapsed = now - asked
+                let microseconds = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+                if state.latencies.count < Self.latencySamples {
+                    state.latencies.append(microseconds)
+                } else {
+                    state.latencies[state.latencyCursor] = microseconds
+                    state.latencyCursor = (state.latencyCursor + 1) % Self.latencySamples
+                }
+            }
             return (state.held.removeValue(forKey: flowID) ?? [], flow, state.requests.removeValue(forKey: flowID))
         }
         guard let decided else { return }

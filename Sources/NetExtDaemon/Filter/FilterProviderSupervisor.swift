@@ -25,6 +25,8 @@ actor FilterProviderSupervisor {
     private let handle: @Sendable (ProviderMessage) async -> Void
     /// Called when the provider ended (flows waiting on it follow the failure policy).
     private let ended: @Sendable () async -> Void
+    /// For a data provider: called on the channel's reading thread for each verdict.
+    private let verdict: (@Sendable (UInt64, FilterVerdict) -> Void)?
     private var provider: ProviderProcess?
     private var generation = 0
     private var stopped = false
@@ -43,8 +45,10 @@ actor FilterProviderSupervisor {
 
     init(
         role: Role, manifest: ProviderManifest, start: ProviderStart, environment: [String: String], logger: Logger, startDeadline: Duration,
-        handle: @escaping @Sendable (ProviderMessage) async -> Void, ended: @escaping @Sendable () async -> Void
+        handle: @escaping @Sendable (ProviderMessage) async -> Void, ended: @escaping @Sendable () async -> Void,
+        verdict: (@Sendable (UInt64, FilterVerdict) -> Void)? = nil
     ) {
+        self.verdict = verdict
         self.role = role
         self.manifest = manifest
         self.start = start
@@ -67,7 +71,7 @@ actor FilterProviderSupervisor {
         Task {
             let provider: ProviderProcess
             do throws(NetExtError) {
-                provider = try await ProviderProcess.launch(manifest, isolateNetwork: isolate, environment: environment)
+                provider = try await ProviderProcess.launch(manifest, isolateNetwork: isolate, flowChannel: isolate, environment: environment)
             } catch {
                 await self.providerEnded(generation: generation, how: "could not be started: \(error)")
                 return
@@ -76,6 +80,7 @@ actor FilterProviderSupervisor {
                 provider.terminate()
                 return
             }
+            if let verdict = self.verdict { Self.readVerdicts(from: provider, logger: self.logger, into: verdict) }
             Task {
                 let status = await provider.waitForExit()
                 await self.providerEnded(generation: generation, how: ProcessSpawner.describe(exitStatus: status))
@@ -94,6 +99,38 @@ actor FilterProviderSupervisor {
             try? await Task.sleep(for: startDeadline)
             self.startDeadlinePassed(generation: generation)
         }
+    }
+
+    /// Reads the data provider's verdicts from its flow channel on a thread of its own until
+    /// the provider closes it. A malformed message ends the provider (it is restarted).
+    private nonisolated static func readVerdicts(from provider: ProviderProcess, logger: Logger, into deliver: @escaping @Sendable (UInt64, FilterVerdict) -> Void) {
+        let thread = Thread {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 8)
+            defer { buffer.deallocate() }
+            while true {
+                let length: Int
+                do { length = try SocketPair.receiveMessage(into: buffer, over: provider.flowChannel) } catch { return }
+                if length == 0 { return }
+                do {
+                    let (flowID, verdict) = try FlowChannelCodec.decodeVerdict(UnsafeRawBufferPointer(rebasing: buffer[..<length]))
+                    deliver(flowID, verdict)
+                } catch {
+                    logger.error("filter data provider sent a malformed verdict; restarting it", metadata: ["error": "\(error)"])
+                    provider.terminate(grace: .seconds(1))
+                    return
+                }
+            }
+        }
+        thread.name = "netextd-filter-verdicts"
+        thread.start()
+    }
+
+    /// Sends a flow to the ready data provider on its flow channel without blocking; false when
+    /// there is no provider or it is not keeping up (the failure policy then decides).
+    nonisolated func sendFlow(_ flow: FilterFlow) -> Bool {
+        guard let provider = current.get() else { return false }
+        do { try SocketPair.sendMessage(FlowChannelCodec.encode(flow), over: provider.flowChannel, wait: false) } catch { return false }
+        return true
     }
 
     /// Stops the provider for good (the filter is going off).

@@ -20,12 +20,12 @@ struct FilterSteeringApplier: Sendable {
     /// Replaces any earlier steering with `steering`; on failure nothing of it stays.
     func apply(_ steering: FilterSteering) throws(NetExtError) {
         remove()
-        for (restore, _) in Self.tools {
+        for (index, (restore, _)) in Self.tools.enumerated() {
             guard let restore else {
                 remove()
                 throw NetExtError(.connectionFailed, "the content filter needs iptables-nft to queue packets (apt-get install iptables)")
             }
-            let result = CommandRunner.run(restore, ["--noflush", "-w"], input: steering.restoreInput)
+            let result = CommandRunner.run(restore, ["--noflush", "-w"], input: steering.restoreInput(ipv6: index == 1))
             guard result.status == 0 else {
                 remove()
                 throw NetExtError(.connectionFailed, "\(restore) refused the filter rules: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")

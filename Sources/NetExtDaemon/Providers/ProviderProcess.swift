@@ -26,6 +26,9 @@ public final class ProviderProcess: Sendable {
         self.descriptorSocket = descriptorSocket
     }
 
+    /// netextd's end of the flow channel (when launched with `flowChannel`).
+    public var flowChannel: Int32 { descriptorSocket }
+
     /// Hands a descriptor to the provider (it receives it on its descriptor 4).
     public func send(descriptor: Int32) throws(NetExtError) {
         do { try SocketPair.send(descriptor: descriptor, over: descriptorSocket) } catch {
@@ -44,7 +47,11 @@ public final class ProviderProcess: Sendable {
     /// Starts the provider as its manifest's user with one end of a socketpair as descriptor 3.
     /// With `isolateNetwork` it runs in a network namespace of its own with nothing in it (a
     /// filter data provider: it sees flows and must not be able to send them anywhere).
-    public static func launch(_ manifest: ProviderManifest, isolateNetwork: Bool = false, environment extra: [String: String] = [:]) async throws(NetExtError) -> ProviderProcess {
+    /// With `flowChannel`, descriptor 4 is a sequenced-packet socket carrying the filter's flows
+    /// and verdicts (`FlowChannelCodec`) instead of passed descriptors.
+    public static func launch(
+        _ manifest: ProviderManifest, isolateNetwork: Bool = false, flowChannel: Bool = false, environment extra: [String: String] = [:]
+    ) async throws(NetExtError) -> ProviderProcess {
         // Running as root is allowed only when the manifest says "root" explicitly, and only
         // when netextd itself is root; otherwise privileges are dropped to the named user.
         let user: UserDatabase.User?
@@ -59,7 +66,7 @@ public final class ProviderProcess: Sendable {
         let descriptorPair: (Int32, Int32)
         do {
             pair = try SocketPair.make()
-            do { descriptorPair = try SocketPair.make() } catch {
+            do { descriptorPair = flowChannel ? try SocketPair.makePackets() : try SocketPair.make() } catch {
                 SocketPair.close(pair.0)
                 SocketPair.close(pair.1)
                 throw error
