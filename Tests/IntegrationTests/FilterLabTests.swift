@@ -15,4 +15,16 @@ struct FilterLabTests {
     func controlProvider() throws {
         try runChecks("scripts/e2e/filter-control.sh", checks: 18, timeout: 240)
     }
+
+    @Test("scripts/demo-filter prints one verdict line per URL of the check file")
+    func demo() throws {
+        let result = try run("/bin/bash", [repositoryRoot + "/scripts/demo-filter"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        let expected = [
+            "https://www.games.test/ blocked", "https://games.test/play blocked", "https://videogames.test/ allowed",
+            "http://social.test/feed blocked", "https://library.test/ allowed", "http://library.test/restricted/book.html blocked",
+            "http://library.test/public/book.html allowed", "https://school.test/homework allowed",
+        ]
+        #expect(result.stdout.split(separator: "\n").map(String.init) == expected, "\(result.stdout)")
+    }
 }
