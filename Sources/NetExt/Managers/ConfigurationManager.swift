@@ -56,4 +56,13 @@ extension ConfigurationManager {
     static func loadConfigurations(client: ControlClient) async throws(NetExtError) -> [Configuration] {
         try await client.call(.listConfigurations, expecting: ConfigurationList.self).configurations
     }
+
+    /// The app's one configuration of `settings`' kind (Apple's `shared()` managers), or a new,
+    /// unsaved one named after the app with `settings`.
+    static func sharedConfiguration(client: ControlClient, newSettings settings: ProtocolConfiguration) async throws(NetExtError) -> Configuration {
+        if let existing = try await loadConfigurations(client: client).first(where: { $0.kind == settings.kind }) { return existing }
+        return Configuration(
+            owner: Owner(uid: client.hello.uid, appIdentifier: client.appIdentifier),
+            localizedDescription: client.appIdentifier, protocolConfiguration: settings)
+    }
 }

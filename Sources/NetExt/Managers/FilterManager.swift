@@ -17,13 +17,8 @@ public struct FilterManager: ConfigurationManager {
 
     /// Loads the app's content filter configuration, or returns a new unsaved one.
     public static func shared(client: ControlClient, defaultDataProvider: String) async throws(NetExtError) -> FilterManager {
-        if let existing = try await loadConfigurations(client: client).first(where: { $0.kind == .contentFilter }) {
-            return FilterManager(client: client, configuration: existing)
-        }
-        return FilterManager(client: client, configuration: Configuration(
-            owner: Owner(uid: client.hello.uid, appIdentifier: client.appIdentifier),
-            localizedDescription: client.appIdentifier,
-            protocolConfiguration: .contentFilter(ContentFilterProtocol(filterDataProviderBundleIdentifier: defaultDataProvider))))
+        FilterManager(client: client, configuration: try await sharedConfiguration(
+            client: client, newSettings: .contentFilter(ContentFilterProtocol(filterDataProviderBundleIdentifier: defaultDataProvider))))
     }
 
     /// The filter settings (`providerConfiguration`, Apple's `NEFilterProviderConfiguration`).

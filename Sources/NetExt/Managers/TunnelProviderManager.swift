@@ -55,13 +55,8 @@ public struct VPNManager: ConfigurationManager {
 
     /// Loads the app's personal VPN configuration, or returns a new unsaved one for `serverAddress`.
     public static func shared(client: ControlClient, defaultServerAddress: String = "") async throws(NetExtError) -> VPNManager {
-        if let existing = try await loadConfigurations(client: client).first(where: { $0.kind == .personalVPN }) {
-            return VPNManager(client: client, configuration: existing)
-        }
-        return VPNManager(client: client, configuration: Configuration(
-            owner: Owner(uid: client.hello.uid, appIdentifier: client.appIdentifier),
-            localizedDescription: client.appIdentifier,
-            protocolConfiguration: .personalVPN(IKEv2Protocol(serverAddress: defaultServerAddress))))
+        VPNManager(client: client, configuration: try await sharedConfiguration(
+            client: client, newSettings: .personalVPN(IKEv2Protocol(serverAddress: defaultServerAddress))))
     }
 
     /// The IKEv2 settings.

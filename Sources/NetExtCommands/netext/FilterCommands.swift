@@ -9,7 +9,7 @@ struct FilterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "filter",
         abstract: "Create, enable and watch the content filter (flow verdicts from a data provider).",
-        subcommands: [FilterCreateCommand.self, FilterEnableCommand.self, FilterDisableCommand.self, FilterStatusCommand.self, FilterLogCommand.self])
+        subcommands: [FilterCreateCommand.self, EnableCommand.self, DisableCommand.self, FilterStatusCommand.self, FilterLogCommand.self])
 }
 
 struct FilterCreateCommand: AsyncParsableCommand {
@@ -52,26 +52,6 @@ struct FilterCreateCommand: AsyncParsableCommand {
                 }
             }
         }
-    }
-}
-
-struct FilterEnableCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a content filter configuration (netextd starts filtering at once).")
-    @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
-
-    func run() async throws {
-        try await reportingFailures { try await SetEnabled.run(options: options, name: name, enabled: true) }
-    }
-}
-
-struct FilterDisableCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a content filter configuration (its rules are removed).")
-    @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
-
-    func run() async throws {
-        try await reportingFailures { try await SetEnabled.run(options: options, name: name, enabled: false) }
     }
 }
 
