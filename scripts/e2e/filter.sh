@@ -134,6 +134,18 @@ check "the provider's namespace has no interface up" bash -c "! nsenter -t $pid 
 check "a connection from the provider's namespace fails" bash -c "! nsenter -t $pid -n curl -sS --max-time 3 -o /dev/null http://203.0.113.2/ 2>/dev/null"
 check "the provider cannot write its rules directory" bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups touch '$rules_dir/x' 2>/dev/null"
 
+# netextd killed: with fail-open the queue rules let traffic pass (--queue-bypass); a new netextd
+# removes the old chains and starts the enabled filter again.
+kill -9 "$NETEXTD_PID"
+lab_wait "! kill -0 $NETEXTD_PID 2>/dev/null" 5
+check "netextd killed: fail-open traffic still flows" fetch https://school.test/ school.test 203.0.113.2
+pkill -9 -f '[n]etext-filter-provider school' 2>/dev/null
+e2e_start_netextd
+lab_wait "'$bin/netext' filter status | grep -q 'content filter: running'" 15
+check "restarted netextd runs the enabled filter again" refused https://blocked.test/ blocked.test 203.0.113.2
+check "with one set of steering rules" bash -c "[ \$(ip netns exec $LAB_LAPTOP iptables-nft -S OUTPUT | grep -c NETEXTD-FLT-OUT) -eq 1 ]"
+pid="$(provider_pid)"
+
 # Rules change on the fly (as a control provider would write them).
 echo "late.test" > "$rules_dir/blocklist.txt"
 sleep 0.6
