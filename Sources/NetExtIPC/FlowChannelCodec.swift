@@ -6,8 +6,9 @@ import NetExtCore
 ///
 /// flow (netextd → provider): `0x01 | flow id u64 | direction u8 (0 out, 1 in) | transport u8
 /// (0 tcp, 1 udp, 2 icmp, 3 icmpv6, 4 other) | local port u16 | remote port u16 | local address
-/// length u8 (4/16) + bytes | remote address length u8 + bytes | flags u8 (bit 0: owner known)
-/// | uid u32 | gid u32 | host name length u16 + UTF-8 | URL length u16 + UTF-8`
+/// length u8 (4/16) + bytes | remote address length u8 + bytes | flags u8 (bit 0: owner known,
+/// bit 1: process known) | uid u32 | gid u32 | [process: pid u32 | executable length u16 + UTF-8
+/// | cgroup length u16 + UTF-8] | host name length u16 + UTF-8 | URL length u16 + UTF-8`
 ///
 /// verdict (provider → netextd): `0x02 | flow id u64 | verdict u8 (0 allow, 1 drop, 2 needRules)`
 ///
@@ -45,14 +46,18 @@ public enum FlowChannelCodec {
             bytes.append(UInt8(address.count))
             bytes += address
         }
-        bytes.append(flow.sourceApplication == nil ? 0 : 1)
-        append(flow.sourceApplication?.uid ?? 0, to: &bytes)
-        append(flow.sourceApplication?.gid ?? 0, to: &bytes)
-        for text in [flow.remoteHostname ?? "", flow.url ?? ""] {
-            let utf8 = Array(text.utf8.prefix(maximumText))
-            append(UInt16(utf8.count), to: &bytes)
-            bytes += utf8
+        let application = flow.sourceApplication
+        let process = application?.pid
+        bytes.append((application == nil ? 0 : 1) | (process == nil ? 0 : 2))
+        append(application?.uid ?? 0, to: &bytes)
+        append(application?.gid ?? 0, to: &bytes)
+        if let process {
+            append(UInt32(bitPattern: process), to: &bytes)
+            appendText(application?.executable ?? "", to: &bytes)
+            appendText(application?.cgroup ?? "", to: &bytes)
         }
+        appendText(flow.remoteHostname ?? "", to: &bytes)
+        appendText(flow.url ?? "", to: &bytes)
         return bytes
     }
 
@@ -69,10 +74,18 @@ public enum FlowChannelCodec {
         let local = try reader.address()
         let remote = try reader.address()
         let flags = try reader.uint8()
-        guard flags <= 1 else { throw .invalid("flags \(flags)", at: reader.offset - 1) }
+        guard flags <= 1 || flags == 3 else { throw .invalid("flags \(flags)", at: reader.offset - 1) }
         let uid = try reader.uint32()
         let gid = try reader.uint32()
-        guard flags == 1 || (uid == 0 && gid == 0) else { throw .invalid("an owner without the owner flag", at: reader.offset - 8) }
+        guard flags & 1 == 1 || (uid == 0 && gid == 0) else { throw .invalid("an owner without the owner flag", at: reader.offset - 8) }
+        var application = flags & 1 == 1 ? SourceApplication(uid: uid, gid: gid) : nil
+        if flags & 2 == 2 {
+            application?.pid = Int32(bitPattern: try reader.uint32())
+            let executable = try reader.text()
+            let cgroup = try reader.text()
+            application?.executable = executable.isEmpty ? nil : executable
+            application?.cgroup = cgroup.isEmpty ? nil : cgroup
+        }
         let host = try reader.text()
         let url = try reader.text()
         guard reader.offset == bytes.count else { throw .invalid("\(bytes.count - reader.offset) bytes after the end", at: reader.offset) }
@@ -80,7 +93,7 @@ public enum FlowChannelCodec {
             id: id, direction: directionByte == 0 ? .outbound : .inbound, transport: transports[Int(transportByte)],
             localAddress: IPPrefix.format(local), localPort: localPort, remoteAddress: IPPrefix.format(remote), remotePort: remotePort,
             remoteHostname: host.isEmpty ? nil : host, url: url.isEmpty ? nil : url,
-            sourceApplication: flags & 1 == 1 ? SourceApplication(uid: uid, gid: gid) : nil)
+            sourceApplication: application)
     }
 
     public static func encodeVerdict(flowID: UInt64, _ verdict: FilterVerdict) -> [UInt8] {
@@ -98,6 +111,18 @@ public enum FlowChannelCodec {
         guard Int(value) < verdicts.count else { throw .invalid("verdict \(value)", at: reader.offset - 1) }
         guard reader.offset == bytes.count else { throw .invalid("\(bytes.count - reader.offset) bytes after the end", at: reader.offset) }
         return (id, verdicts[Int(value)])
+    }
+
+    private static func appendText(_ text: String, to bytes: inout [UInt8]) {
+        // Cut at a character boundary, so what is sent is still UTF-8.
+        var utf8: [UInt8] = []
+        for scalar in text.unicodeScalars {
+            let encoded = Array(String(scalar).utf8)
+            if utf8.count + encoded.count > maximumText { break }
+            utf8 += encoded
+        }
+        append(UInt16(utf8.count), to: &bytes)
+        bytes += utf8
     }
 
     private static func append<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {

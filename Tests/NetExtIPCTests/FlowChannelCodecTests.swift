@@ -13,7 +13,17 @@ struct FlowChannelCodecTests {
         FilterFlow(id: 42, direction: .outbound, transport: .icmpv6, localAddress: "::1", localPort: 0, remoteAddress: "::", remotePort: 0),
         FilterFlow(id: 7, direction: .outbound, transport: .tcp, localAddress: "10.0.0.1", localPort: 1, remoteAddress: "10.0.0.2", remotePort: 80,
                    remoteHostname: "école.test", url: "http://school.test/ünï/?q=1", sourceApplication: SourceApplication(uid: 0, gid: 0)),
+        FilterFlow(id: 8, direction: .outbound, transport: .udp, localAddress: "10.0.0.1", localPort: 53000, remoteAddress: "10.0.0.2", remotePort: 53,
+                   sourceApplication: SourceApplication(uid: 1000, gid: 1000, pid: 4242, executable: "/usr/bin/curl", cgroup: "/user.slice/session-1.scope")),
     ]
+
+    @Test("texts longer than the limit are cut at a character boundary and stay UTF-8")
+    func longText() throws {
+        let flow = FilterFlow(id: 9, direction: .outbound, transport: .tcp, localAddress: "10.0.0.1", localPort: 1, remoteAddress: "10.0.0.2",
+                              remotePort: 80, url: "http://x.test/" + String(repeating: "é", count: 3_000))
+        let decoded = try FlowChannelCodec.encode(flow).withUnsafeBytes { try FlowChannelCodec.decodeFlow($0) }
+        #expect(decoded.url.map { $0.utf8.count <= FlowChannelCodec.maximumText && $0.hasPrefix("http://x.test/éé") } == true)
+    }
 
     @Test("flows round-trip", arguments: flows)
     func flowRoundTrip(flow: FilterFlow) throws {

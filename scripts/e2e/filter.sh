@@ -100,7 +100,7 @@ check "its packets after the verdict never left the kernel (< 16 queued)" test $
 log="$("$bin/netext" filter log --limit 200)"
 check "the log names the blocked TLS server name" grep -q "drop.*www.blocked.test" <<<"$log"
 check "the log names the blocked URL and the block page" grep -q "drop.*http://school.test/private/report.html.*block page" <<<"$log"
-check "the log shows the owning user (uid 0 for curl as root)" grep -q "drop.*uid 0" <<<"$log"
+check "the log shows the owning program, its pid and user (curl as root)" grep -q "drop.*www.blocked.test.*curl\[[0-9]*\] uid 0" <<<"$log"
 check "the filter log is refused to other users" bash -c "! ip netns exec $LAB_LAPTOP setpriv --reuid=65534 --regid=65534 --clear-groups '$bin/netext' filter log 2>/dev/null"
 
 # The block page in a real browser (headless Chromium; every other host name resolves to nothing,

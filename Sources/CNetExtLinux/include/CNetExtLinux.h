@@ -131,3 +131,12 @@ int netext_raw_open(int ipv6);
 
 /// Sends one whole IP packet to its own destination address. Returns the length or -errno.
 long netext_raw_send(int fd, const unsigned char *packet, unsigned long length);
+
+/// A NETLINK_SOCK_DIAG socket for netext_socket_inode (200 ms answer timeout), or -errno.
+int netext_sock_diag_open(void);
+
+/// The inode and owner uid of the local socket of a TCP or UDP flow (IPPROTO_TCP/IPPROTO_UDP;
+/// addresses of 4 or, with `ipv6`, 16 bytes), asked on `fd` (netext_sock_diag_open; one thread
+/// at a time). Returns 0 or -errno (-ENOENT: no such socket).
+int netext_socket_inode(int fd, int ipv6, int protocol, const unsigned char *local, unsigned short local_port,
+                        const unsigned char *remote, unsigned short remote_port, unsigned int *inode, unsigned int *uid);

@@ -98,7 +98,7 @@ struct FilterLogCommand: AsyncParsableCommand {
             let rows = entries.map { entry in
                 [formatter.string(from: entry.date), entry.verdict.rawValue, entry.flow.direction.rawValue, entry.flow.transport.rawValue,
                  entry.flow.remoteEndpoint, entry.flow.url ?? entry.flow.remoteHostname ?? "-",
-                 entry.flow.sourceApplication.map { "uid \($0.uid)" } ?? "-", entry.reason + (entry.servedBlockPage == true ? ", block page" : "")]
+                 entry.flow.sourceApplication?.summary ?? "-", entry.reason + (entry.servedBlockPage == true ? ", block page" : "")]
             }
             print(TextTable.render(header: ["TIME", "VERDICT", "DIRECTION", "PROTO", "REMOTE", "HOST/URL", "OWNER", "BY"], rows: rows))
         }

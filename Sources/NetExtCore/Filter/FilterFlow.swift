@@ -47,14 +47,30 @@ public struct FilterFlow: Sendable, Hashable, Codable, Identifiable {
 }
 
 /// The Linux "source application" of a flow: the owning socket's user and group, which the
-/// kernel reports for every queued packet of a local socket.
+/// kernel reports for every queued packet of a local socket, and for TCP and UDP the process
+/// that holds the socket (found by netextd through sock_diag and /proc).
 public struct SourceApplication: Sendable, Hashable, Codable {
     public var uid: UInt32
     public var gid: UInt32
+    public var pid: Int32?
+    /// The program's path (`/proc/PID/exe`).
+    public var executable: String?
+    /// The program's cgroup v2 path (e.g. a systemd unit's), if any.
+    public var cgroup: String?
 
-    public init(uid: UInt32, gid: UInt32) {
+    public init(uid: UInt32, gid: UInt32, pid: Int32? = nil, executable: String? = nil, cgroup: String? = nil) {
         self.uid = uid
         self.gid = gid
+        self.pid = pid
+        self.executable = executable
+        self.cgroup = cgroup
+    }
+
+    /// "curl[4242] uid 1000", or "uid 1000" without a process.
+    public var summary: String {
+        guard let pid else { return "uid \(uid)" }
+        let name = executable.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "?"
+        return "\(name)[\(pid)] uid \(uid)"
     }
 }
 

@@ -174,6 +174,12 @@ public struct FlowTracker: Sendable {
         return entry.flow
     }
 
+    /// Adds what netextd learned of the flow's program (its pid and executable).
+    public mutating func setSourceApplication(_ application: SourceApplication, of flowID: UInt64) {
+        guard let key = keysByID[flowID] else { return }
+        entries[key]?.flow.sourceApplication = application
+    }
+
     /// The flow a number names, if still known.
     public func flow(id: UInt64) -> FilterFlow? {
         keysByID[id].flatMap { entries[$0]?.flow }

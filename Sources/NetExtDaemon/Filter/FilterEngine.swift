@@ -81,9 +81,10 @@ final class FilterEngine: Sendable {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
             defer { buffer.deallocate() }
             var lastExpiry = ContinuousClock.now
+            let owners = SocketOwnerLookup()
             while !state.withLock({ $0.stopped }) {
                 do {
-                    let malformed = try queue.receive(into: buffer, timeoutMilliseconds: 200) { packet in handle(packet) }
+                    let malformed = try queue.receive(into: buffer, timeoutMilliseconds: 200) { packet in handle(packet, owners: owners) }
                     if malformed > 0 { state.withLock { $0.counters.malformedPackets += malformed } }
                 } catch {
                     if !state.withLock({ $0.stopped }) { logger.error("filter queue failed", metadata: ["error": "\(error)"]) }
@@ -125,7 +126,7 @@ final class FilterEngine: Sendable {
         queue.close()
     }
 
-    private func handle(_ packet: NetfilterQueue.Packet) {
+    private func handle(_ packet: NetfilterQueue.Packet, owners: SocketOwnerLookup) {
         // A re-injected packet that came back: its flow could not keep the mark. Decide this
         // packet directly instead of repeating it again.
         let returned = packet.mark & FilterSteering.verdictMask
@@ -175,7 +176,19 @@ final class FilterEngine: Sendable {
         case .apply(let verdict): setVerdict(.repeatWithMark(FilterSteering.mark(for: verdict)), for: packet.id)
         case .malformed: setVerdict(failOpen ? .accept : .drop, for: packet.id)
         case .wait: break
-        case .ask(let flow):
+        case .ask(var flow):
+            // The program behind a TCP or UDP flow: its socket's inode (sock_diag) in /proc.
+            if var application = flow.sourceApplication, parsed.transport == .tcp || parsed.transport == .udp,
+               let process = owners.process(
+                   isIPv6: parsed.isIPv6, isTCP: parsed.transport == .tcp,
+                   local: packet.isOutbound ? parsed.source : parsed.destination, localPort: flow.localPort,
+                   remote: packet.isOutbound ? parsed.destination : parsed.source, remotePort: flow.remotePort) {
+                application.pid = process.pid
+                application.executable = process.executable.isEmpty ? nil : process.executable
+                application.cgroup = process.cgroup
+                flow.sourceApplication = application
+                state.withLock { $0.tracker.setSourceApplication(application, of: flow.id) }
+            }
             if !ask(flow) { deliver(flowID: flow.id, verdict: failOpen ? .allow : .drop, reason: .failurePolicy) }
         }
     }
