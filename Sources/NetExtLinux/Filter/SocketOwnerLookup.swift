@@ -69,17 +69,18 @@ public final class SocketOwnerLookup {
         return process
     }
 
+    /// Looks through /proc newest process first: a flow's program that is not among the recent
+    /// ones has most likely just started (pids are handed out in increasing order until they
+    /// wrap).
     private static func scan(for target: String, skipping: Set<Int32>) -> Int32? {
         guard let directory = opendir("/proc") else { return nil }
-        defer { closedir(directory) }
-        var looked = 0
-        while let entry = readdir(directory), looked < scanLimit {
+        var pids: [Int32] = []
+        while let entry = readdir(directory), pids.count < scanLimit {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let pid = Int32(name), !skipping.contains(pid) else { continue }
-            looked += 1
-            if process(pid, holds: target) { return pid }
+            if let pid = Int32(name), !skipping.contains(pid) { pids.append(pid) }
         }
-        return nil
+        closedir(directory)
+        return pids.sorted(by: >).first { process($0, holds: target) }
     }
 
     private static func process(_ pid: Int32, holds target: String) -> Bool {
