@@ -53,6 +53,11 @@ public enum SocketPair {
         return result
     }
 
+    /// Shuts a socket down both ways (readers see the end, writers get EPIPE); it stays open.
+    public static func shutdown(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
     /// Closes a descriptor.
     public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)

@@ -36,12 +36,19 @@ public final class ProviderProcess: Sendable {
         }
     }
 
+    /// Shuts the descriptor socket down (a thread blocked reading it wakes up, later sends
+    /// fail); the descriptor itself is closed only when this object goes away, so no thread that
+    /// still holds the provider can reach a reused descriptor number.
     private func closeDescriptorSocket() {
         let wasClosed = descriptorSocketClosed.withLock { closed in
             defer { closed = true }
             return closed
         }
-        if !wasClosed { SocketPair.close(descriptorSocket) }
+        if !wasClosed { SocketPair.shutdown(descriptorSocket) }
+    }
+
+    deinit {
+        SocketPair.close(descriptorSocket)
     }
 
     /// Starts the provider as its manifest's user with one end of a socketpair as descriptor 3.
