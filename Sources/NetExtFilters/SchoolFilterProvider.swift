@@ -18,6 +18,8 @@ public final class SchoolFilterProvider: FilterDataProvider {
         var lastCheck: ContinuousClock.Instant?
         /// A control provider supplies the rules: until its list has been read, flows need rules.
         var waitsForControlRules = false
+        /// `blocklist.txt` in the rules directory.
+        var file: String?
     }
 
     private let state = Mutex(State())
@@ -42,16 +44,10 @@ public final class SchoolFilterProvider: FilterDataProvider {
             state.fileStamp = fromFile?.stamp
             state.lastCheck = .now
             state.waitsForControlRules = context.filterConfiguration?.filterControlProviderBundleIdentifier != nil && fromFile == nil
+            state.file = file
         }
-        rulesFile = file
         let count = state.withLock { $0.rules.count }
         FileHandle.standardError.write(Data("school filter: started with \(count) rules\n".utf8))
-    }
-
-    private let rulesFileBox = Mutex<String?>(nil)
-    private var rulesFile: String? {
-        get { rulesFileBox.withLock { $0 } }
-        set { rulesFileBox.withLock { $0 = newValue } }
     }
 
     public func stopFilter(reason: ProviderMessage.StopReason) async {}
@@ -70,7 +66,7 @@ public final class SchoolFilterProvider: FilterDataProvider {
     /// Re-reads the rules file when its modification time changed; a malformed file keeps the
     /// rules in force (and says why on standard error).
     private func reloadIfChanged(force: Bool = false) {
-        guard let file = rulesFile else { return }
+        guard let file = state.withLock({ $0.file }) else { return }
         let now = ContinuousClock.now
         let due = state.withLock { state -> Bool in
             if !force, let last = state.lastCheck, now - last < Self.recheckInterval { return false }
