@@ -31,11 +31,9 @@ public enum ProviderMessage: Sendable, Hashable {
     case appMessage(id: Int, data: Data)
     /// provider → netextd: the answer of `handleAppMessage` (nil = no answer).
     case appMessageReply(id: Int, data: Data?)
-    /// netextd → filter data provider: judge this new flow (`handleNewFlow`); answered with
-    /// `flowVerdict` naming the same flow.
+    /// netextd → filter control provider: a flow the data provider answered `needRules` for
+    /// (data providers get their flows on the flow channel, `FlowChannelCodec`).
     case newFlow(FilterFlow)
-    /// filter data provider → netextd: the verdict for a flow.
-    case flowVerdict(flowID: UInt64, verdict: FilterVerdict)
     /// filter control provider → netextd: its verdict for a flow the data provider sent it
     /// (`needRules`).
     case controlVerdict(flowID: UInt64, verdict: FilterControlVerdict)
@@ -96,8 +94,6 @@ extension ProviderMessage: Codable {
         case "appMessage": self = .appMessage(id: try container.decode(Int.self, forKey: .id), data: try container.decode(Data.self, forKey: .data))
         case "appMessageReply": self = .appMessageReply(id: try container.decode(Int.self, forKey: .id), data: try container.decodeIfPresent(Data.self, forKey: .data))
         case "newFlow": self = .newFlow(try container.decode(FilterFlow.self, forKey: .flow))
-        case "flowVerdict":
-            self = .flowVerdict(flowID: try container.decode(UInt64.self, forKey: .flowID), verdict: try container.decode(FilterVerdict.self, forKey: .verdict))
         case "controlVerdict":
             self = .controlVerdict(flowID: try container.decode(UInt64.self, forKey: .flowID), verdict: try container.decode(FilterControlVerdict.self, forKey: .verdict))
         case "rulesChanged": self = .rulesChanged
@@ -148,10 +144,6 @@ extension ProviderMessage: Codable {
         case .newFlow(let flow):
             try container.encode("newFlow", forKey: .type)
             try container.encode(flow, forKey: .flow)
-        case .flowVerdict(let flowID, let verdict):
-            try container.encode("flowVerdict", forKey: .type)
-            try container.encode(flowID, forKey: .flowID)
-            try container.encode(verdict, forKey: .verdict)
         case .controlVerdict(let flowID, let verdict):
             try container.encode("controlVerdict", forKey: .type)
             try container.encode(flowID, forKey: .flowID)

@@ -55,7 +55,7 @@ struct MessageCodingTests {
         .newFlow(FilterFlow(
             id: 7, direction: .outbound, transport: .tcp, localAddress: "198.51.100.2", localPort: 40000, remoteAddress: "2001:db8::1",
             remotePort: 443, remoteHostname: "school.test", url: nil, sourceApplication: SourceApplication(uid: 1000, gid: 100))),
-        .flowVerdict(flowID: 7, verdict: .drop), .flowVerdict(flowID: UInt64.max, verdict: .allow),
+        .controlVerdict(flowID: 7, verdict: .updateRules), .controlVerdict(flowID: UInt64.max, verdict: .drop), .rulesChanged, .rulesApplied,
     ])
     func providerMessages(message: ProviderMessage) throws {
         let data = try ControlProtocol.makeEncoder().encode(message)

@@ -37,7 +37,6 @@ public enum ProviderHost {
                 },
                 stop: { reason in await provider.stopFilter(reason: reason) },
                 appMessage: { _ in nil },
-                newFlow: { flow in .flowVerdict(flowID: flow.id, verdict: provider.handleNewFlow(flow)) },
                 rulesChanged: {
                     await provider.handleRulesChanged()
                     return .rulesApplied

@@ -13,8 +13,6 @@ public struct FlowTracker: Sendable {
         case wait(flowID: UInt64)
         /// The flow is decided: apply this verdict (and cache it in the kernel).
         case apply(FilterVerdict)
-        /// The packet could not be read (counted as malformed).
-        case malformed
     }
 
     /// A flow's identity seen from this machine: protocol and both endpoints.

@@ -124,11 +124,7 @@ public actor FilterController {
         let data = FilterProviderSupervisor(
             role: .data, manifest: dataManifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
             handle: { message in
-                switch message {
-                case .flowVerdict(let flowID, let verdict): engineBox.engine?.dataVerdict(flowID: flowID, verdict: verdict)
-                case .rulesApplied: engineBox.engine?.rulesApplied()
-                default: break
-                }
+                if case .rulesApplied = message { engineBox.engine?.rulesApplied() }
             },
             ended: { engineBox.engine?.failWaitingFlows() },
             verdict: { flowID, verdict in engineBox.engine?.dataVerdict(flowID: flowID, verdict: verdict) })

@@ -166,15 +166,12 @@ final class FilterEngine: Sendable {
                 state.counters.packetsPassedWhileLearning += 1
             case .apply:
                 state.counters.packetsOfDecidedFlows += 1
-            case .malformed:
-                break
             }
             return decision
         }
         switch decision {
         case .pass: setVerdict(.accept, for: packet.id)
         case .apply(let verdict): setVerdict(.repeatWithMark(FilterSteering.mark(for: verdict)), for: packet.id)
-        case .malformed: setVerdict(failOpen ? .accept : .drop, for: packet.id)
         case .wait: break
         case .ask(var flow):
             // The program behind a TCP or UDP flow: its socket's inode (sock_diag) in /proc.

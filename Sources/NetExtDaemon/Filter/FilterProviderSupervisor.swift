@@ -182,7 +182,7 @@ actor FilterProviderSupervisor {
             provider.terminate(grace: .seconds(1))
         case .stopped, .appMessageReply:
             break
-        case .flowVerdict where role == .data, .rulesApplied where role == .data,
+        case .rulesApplied where role == .data,
              .controlVerdict where role == .control, .rulesChanged where role == .control:
             await handle(message)
         default:
