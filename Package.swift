@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "NetExt", targets: ["NetExt"]),
         .library(name: "NetExtCore", targets: ["NetExtCore"]),
         .library(name: "BloomFilter", targets: ["BloomFilter"]),
+        .library(name: "HomomorphicEncryption", targets: ["HomomorphicEncryption"]),
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
@@ -53,6 +54,8 @@ let package = Package(
         .target(name: "NetExtFilters", dependencies: ["NetExt", "NetExtCore", "NetExtIPC"], swiftSettings: strict),
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
         .target(name: "BloomFilter", swiftSettings: strict),
+        // BFV homomorphic encryption over RNS with NTT arithmetic (the URL filter's PIR).
+        .target(name: "HomomorphicEncryption", swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
@@ -100,6 +103,7 @@ let package = Package(
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "BloomFilterTests", dependencies: ["BloomFilter"]),
+        .testTarget(name: "HomomorphicEncryptionTests", dependencies: ["HomomorphicEncryption"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(
             name: "NetExtDaemonTests",

@@ -1,0 +1,101 @@
+extension BFVContext {
+    /// A key-switching key from `source` (NTT form over every key prime) to `secretKey`.
+    /// The a_i are expanded from one seed, so the key can travel as (seed, b_0 … b_{L−1}).
+    func generateKeySwitchingKey(
+        from source: RNSPolynomial, secretKey: SecretKey, using generator: inout ChaCha20Generator
+    ) -> KeySwitchingKey {
+        let seed = (0..<ChaCha20Generator.seedByteCount).map { _ in UInt8(truncatingIfNeeded: generator.nextWord()) }
+        var expander = ChaCha20Generator(seed: seed)
+        let special = moduli[specialIndex]
+        var bs: [RNSPolynomial] = [], as_: [RNSPolynomial] = []
+        for i in 0..<maximumLevel {
+            let a = Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, using: &expander)
+            var b = a
+            b.multiply(secretKey.poly, moduli: moduli)
+            b.negate(moduli: moduli)
+            var e = Sampling.lift(Sampling.centeredBinomial(degree: degree, using: &generator), moduli: moduli[...])
+            e.forwardNTT(transforms)
+            b.add(e, moduli: moduli)
+            // + P·s' in row i only (the CRT indicator of q_i; P ≡ 0 in the special row).
+            let q = moduli[i]
+            let p = special.value % q.value, pShoup = q.shoup(p)
+            let n = degree
+            source.storage.withUnsafeBufferPointer { s in
+                b.storage.withUnsafeMutableBufferPointer { out in
+                    for j in 0..<n {
+                        out[i * n + j] = q.add(out[i * n + j], q.multiplyShoup(s[i * n + j], p, pShoup))
+                    }
+                }
+            }
+            bs.append(b)
+            as_.append(a)
+        }
+        return KeySwitchingKey(b: bs, a: as_, seed: seed)
+    }
+
+    /// Re-creates the a_i of a key from its seed (after receiving only b_i).
+    public func expandKeySwitchingKey(seed: [UInt8], b: [RNSPolynomial]) -> KeySwitchingKey {
+        var expander = ChaCha20Generator(seed: seed)
+        let as_ = (0..<maximumLevel).map { _ in
+            Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, using: &expander)
+        }
+        return KeySwitchingKey(b: b, a: as_, seed: seed)
+    }
+
+    /// Switches `c` (coefficient form over the first `c.moduliCount` ciphertext primes), which
+    /// multiplies the key's source secret, into (u_0, u_1) with u_0 + u_1·s ≈ c·s', NTT form.
+    func switchKey(_ c: RNSPolynomial, key: KeySwitchingKey) -> (RNSPolynomial, RNSPolynomial) {
+        precondition(!c.isNTT)
+        let level = c.moduliCount
+        let n = degree
+        let targets = Array(0..<level) + [specialIndex]
+        // Accumulators over the level's primes plus the special prime, without reduction:
+        // each product is below 2^60 and at most 16 are summed.
+        var acc0 = [UInt64](repeating: 0, count: (level + 1) * n)
+        var acc1 = [UInt64](repeating: 0, count: (level + 1) * n)
+        var digit = [UInt32](repeating: 0, count: n)
+        for i in 0..<level {
+            let source = c.row(i)
+            for (slot, m) in targets.enumerated() {
+                let q = moduli[m]
+                var k = 0
+                for value in source { digit[k] = value % q.value; k += 1 }
+                digit.withUnsafeMutableBufferPointer { transforms[m].forward($0) }
+                key.b[i].storage.withUnsafeBufferPointer { b in
+                    key.a[i].storage.withUnsafeBufferPointer { a in
+                        let base = m * n, out = slot * n
+                        for j in 0..<n {
+                            let d = UInt64(digit[j])
+                            acc0[out + j] &+= d &* UInt64(b[base + j])
+                            acc1[out + j] &+= d &* UInt64(a[base + j])
+                        }
+                    }
+                }
+            }
+        }
+        func finish(_ acc: [UInt64]) -> RNSPolynomial {
+            var poly = RNSPolynomial(degree: n, moduliCount: level + 1, isNTT: true)
+            poly.forEachRow { row, slot in
+                let q = moduli[targets[slot]]
+                for j in 0..<n { row[j] = q.reduce(acc[slot * n + j]) }
+            }
+            divideAndDropLast(&poly, inverses: specialInverse, half: specialHalf, lastModulusIndex: specialIndex)
+            return poly
+        }
+        return (finish(acc0), finish(acc1))
+    }
+
+    /// Relinearizes (c_0, c_1, c_2) to (c_0 + u_0, c_1 + u_1) where u switches c_2 from s² to s.
+    public func relinearize(_ ciphertext: Ciphertext, key: EvaluationKey) throws(HomomorphicEncryptionError) -> Ciphertext {
+        guard ciphertext.polys.count == 3 else { throw .wrongPolynomialCount(got: ciphertext.polys.count, expected: 3) }
+        guard let relin = key.relinearizationKey else { throw .missingRelinearizationKey }
+        var polys = ciphertext.polys
+        var c2 = polys.removeLast()
+        convert(&c2, toNTT: false)
+        let (u0, u1) = switchKey(c2, key: relin)
+        for k in 0..<2 { convert(&polys[k], toNTT: true) }
+        polys[0].add(u0, moduli: moduli)
+        polys[1].add(u1, moduli: moduli)
+        return Ciphertext(polys: polys)
+    }
+}
