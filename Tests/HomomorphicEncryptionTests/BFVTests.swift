@@ -230,3 +230,61 @@ struct BFVNoiseFigures {
         #expect(switched >= 10 && switched <= 24, "after switching \(switched)")
     }
 }
+
+@Suite("BFV ciphertext products")
+struct BFVProductTests {
+    @Test(arguments: BFVTests.parameterSets)
+    func productOfCiphertextsDecryptsToThePlaintextProduct(parameters: EncryptionParameters) throws {
+        let context = try BFVContext(parameters: parameters)
+        let t = UInt64(parameters.plaintextModulus)
+        let secretKey = context.generateSecretKey()
+        let key = try context.generateEvaluationKey(galoisElements: [], relinearization: true, secretKey: secretKey)
+        var rng = ChaCha20Generator.systemSeeded()
+        let a = randomValues(context.degree, below: parameters.plaintextModulus, &rng)
+        let b = randomValues(context.degree, below: parameters.plaintextModulus, &rng)
+        let ca = context.encrypt(try context.encode(coefficients: a), secretKey: secretKey)
+        let cb = context.encrypt(try context.encode(coefficients: b), secretKey: secretKey)
+        let product = try context.multiply(ca, cb)
+        #expect(product.polys.count == 3)
+        let expected = plaintextProduct(a, b, t: t)
+        #expect(context.decodeCoefficients(context.decrypt(product, secretKey: secretKey)) == expected)
+        let relinearized = try context.relinearize(product, key: key)
+        #expect(context.decodeCoefficients(context.decrypt(relinearized, secretKey: secretKey)) == expected)
+        let budget = context.noiseBudget(relinearized, secretKey: secretKey)
+        #expect(budget > 0, "budget after one product: \(budget)")
+        // At a lower level too.
+        let lowA = try context.modSwitchDown(ca), lowB = try context.modSwitchDown(cb)
+        if lowA.level >= 1, context.noiseBudget(lowA, secretKey: secretKey) > 15 {
+            let low = try context.multiply(lowA, lowB)
+            #expect(context.decodeCoefficients(context.decrypt(low, secretKey: secretKey)) == expected)
+        }
+    }
+
+    @Test func accumulatedProductsEqualTheSumOfProducts() throws {
+        let context = try BFVContext(parameters: .insecureN64)
+        let secretKey = context.generateSecretKey()
+        var rng = ChaCha20Generator.systemSeeded()
+        var accumulator = context.makeProductAccumulator(level: context.maximumLevel)
+        var expected = [UInt64](repeating: 0, count: 64)
+        for _ in 0..<8 {
+            let a = randomValues(64, below: 257, &rng), b = randomValues(64, below: 257, &rng)
+            let ca = context.encrypt(try context.encode(coefficients: a), secretKey: secretKey)
+            let cb = context.encrypt(try context.encode(coefficients: b), secretKey: secretKey)
+            try context.accumulateProduct(context.extendForMultiplication(ca), context.extendForMultiplication(cb), into: &accumulator)
+            expected = zip(expected, plaintextProduct(a, b, t: 257)).map { ($0 + $1) % 257 }
+        }
+        #expect(accumulator.count == 8)
+        #expect(context.decodeCoefficients(context.decrypt(context.finish(accumulator), secretKey: secretKey)) == expected)
+    }
+
+    @Test func simdProductsMultiplySlots() throws {
+        let context = try BFVContext(parameters: .insecureN64)
+        let secretKey = context.generateSecretKey()
+        var rng = ChaCha20Generator.systemSeeded()
+        let a = randomValues(64, below: 257, &rng), b = randomValues(64, below: 257, &rng)
+        let ca = context.encrypt(try context.encode(simd: a), secretKey: secretKey)
+        let cb = context.encrypt(try context.encode(simd: b), secretKey: secretKey)
+        let product = try context.multiply(ca, cb)
+        #expect(try context.decodeSIMD(context.decrypt(product, secretKey: secretKey)) == zip(a, b).map { $0 * $1 % 257 })
+    }
+}

@@ -17,6 +17,14 @@ public final class BFVContext: Sendable {
     /// P^−1 mod q_i and ⌊P/2⌋, for dividing key-switching results by P with rounding.
     let specialInverse: [UInt32]
     let specialHalf: UInt32
+    /// The auxiliary base B for ciphertext products, its transforms, and per-level constants.
+    let auxiliaryModuli: [Modulus]
+    let auxiliaryTransforms: [NTT]
+    let multiplication: [MultiplicationConstants]
+
+    /// How many ciphertext products one accumulator may sum before scaling (the auxiliary base
+    /// is sized for it).
+    public static let maximumAccumulatedProducts = 1024
 
     /// The number of ciphertext primes at the top level.
     public var maximumLevel: Int { parameters.coefficientModuli.count }
@@ -45,6 +53,29 @@ public final class BFVContext: Sendable {
         for q in moduli.dropLast() { inverses.append(try q.inverse(special.value % q.value)) }
         specialInverse = inverses
         specialHalf = special.value / 2
+        // B must exceed A·t·N·Q with margin (A accumulated products), so that the tensor is
+        // exact in Q·B and round(t·x/Q) is centered in B.
+        let needed = log2(Double(BFVContext.maximumAccumulatedProducts)) + log2(Double(parameters.plaintextModulus))
+            + log2(Double(parameters.polyDegree)) + parameters.logQ + 3
+        var auxiliary: [Modulus] = []
+        var bits = 0.0
+        var used = Set(parameters.coefficientModuli + [parameters.specialModulus])
+        while bits < needed {
+            let next = try Primes.nttFriendly(bits: 30, degree: parameters.polyDegree, count: 1, excluding: used)[0]
+            used.insert(next)
+            auxiliary.append(try Modulus(next))
+            bits += log2(Double(next))
+        }
+        auxiliaryModuli = auxiliary
+        var auxiliaryTransforms: [NTT] = []
+        for b in auxiliary { auxiliaryTransforms.append(try NTT(degree: parameters.polyDegree, modulus: b)) }
+        self.auxiliaryTransforms = auxiliaryTransforms
+        var multiplication: [MultiplicationConstants] = []
+        for count in 1...parameters.coefficientModuli.count {
+            multiplication.append(try MultiplicationConstants(
+                ciphertextModuli: Array(moduli.prefix(count)), auxiliary: auxiliary, plaintextModulus: plaintextModulus))
+        }
+        self.multiplication = multiplication
     }
 
     /// The ciphertext primes of a level.
@@ -53,6 +84,12 @@ public final class BFVContext: Sendable {
     /// The key primes: every ciphertext prime and the special prime.
     var keyModuli: [Modulus] { moduli }
 }
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Constants for ciphertexts with `count` primes, Q = q_0 ⋯ q_{count−1}.
 struct LevelConstants: Sendable {
