@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "netext-server", targets: ["netext-server"]),
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
         .executable(name: "netext-bench-connect", targets: ["netext-bench-connect"]),
+        .executable(name: "netext-bench-he", targets: ["netext-bench-he"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
@@ -96,6 +97,8 @@ let package = Package(
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
+        // BFV primitive timings at the PIR parameters (scripts/bench-pir).
+        .executableTarget(name: "netext-bench-he", dependencies: ["HomomorphicEncryption"], path: "Benchmarks/HomomorphicEncryption"),
         // TCP connection-rate tool for the content filter benchmark (scripts/bench-filter).
         .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
         // The README's manager example, built (and run by the integration tests) so it stays true.

@@ -91,7 +91,7 @@ extension BFVContext {
         poly.forEachRow { row, i in
             let q = moduli[i]
             let halfModQ = half % q.value
-            for j in 0..<n { scratch[j] = q.subtract(last[j] % q.value, halfModQ) }
+            for j in 0..<n { scratch[j] = q.subtract(q.reduce(UInt64(last[j])), halfModQ) }
             if isNTT { scratch.withUnsafeMutableBufferPointer { transforms[i].forward($0) } }
             let inverse = inverses[i], inverseShoup = q.shoup(inverse)
             for j in 0..<n {

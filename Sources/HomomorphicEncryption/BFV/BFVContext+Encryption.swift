@@ -131,7 +131,7 @@ extension BFVContext {
                 var fraction = 0.0
                 for i in 0..<constants.count {
                     let r = rows[i * degree + j]
-                    integral &+= UInt64(r % t.value) &* UInt64(constants.decryptIntegral[i])
+                    integral &+= UInt64(r) &* UInt64(constants.decryptIntegral[i])
                     fraction += Double(r) * constants.decryptFraction[i]
                 }
                 let rounded = UInt64(fraction.rounded())

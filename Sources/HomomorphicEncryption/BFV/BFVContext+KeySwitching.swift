@@ -59,7 +59,7 @@ extension BFVContext {
             for (slot, m) in targets.enumerated() {
                 let q = moduli[m]
                 var k = 0
-                for value in source { digit[k] = value % q.value; k += 1 }
+                for value in source { digit[k] = q.reduce(UInt64(value)); k += 1 }
                 digit.withUnsafeMutableBufferPointer { transforms[m].forward($0) }
                 key.b[i].storage.withUnsafeBufferPointer { b in
                     key.a[i].storage.withUnsafeBufferPointer { a in

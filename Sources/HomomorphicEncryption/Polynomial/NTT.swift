@@ -64,25 +64,44 @@ public struct NTT: Sendable {
         precondition(values.count == degree)
         let q = modulus.value, twoQ = q &* 2
         let n = degree
-        forwardTwiddles.withUnsafeBufferPointer { w in
-            forwardShoup.withUnsafeBufferPointer { ws in
+        forwardTwiddles.withUnsafeBufferPointer { wBuffer in
+            forwardShoup.withUnsafeBufferPointer { wsBuffer in
                 let a = values.baseAddress!
+                let w = wBuffer.baseAddress!, ws = wsBuffer.baseAddress!
                 var t = n
                 var m = 1
                 while m < n {
                     t >>= 1
-                    for i in 0..<m {
-                        let j1 = 2 &* i &* t
-                        let s = w[m &+ i], sp = ws[m &+ i]
-                        var x = a + j1
-                        var y = x + t
-                        for _ in 0..<t {
-                            var u = x.pointee
-                            u = u >= twoQ ? u &- twoQ : u
-                            let v = modulus.multiplyShoupLazy(y.pointee, s, sp)
-                            x.pointee = u &+ v
-                            y.pointee = u &+ twoQ &- v
-                            x += 1; y += 1
+                    if t >= 4 {
+                        for i in 0..<m {
+                            let s = w[m &+ i], sp = UInt64(ws[m &+ i])
+                            let x = a + 2 &* i &* t
+                            let y = x + t
+                            var j = 0
+                            while j < t {
+                                var u = x[j]
+                                u = u >= twoQ ? u &- twoQ : u
+                                let v = y[j]
+                                let estimate = UInt32(truncatingIfNeeded: (UInt64(v) &* sp) &>> 32)
+                                let product = v &* s &- estimate &* q
+                                x[j] = u &+ product
+                                y[j] = u &+ twoQ &- product
+                                j &+= 1
+                            }
+                        }
+                    } else {
+                        for i in 0..<m {
+                            let s = w[m &+ i], sp = UInt64(ws[m &+ i])
+                            let x = a + 2 &* i &* t
+                            for j in 0..<t {
+                                var u = x[j]
+                                u = u >= twoQ ? u &- twoQ : u
+                                let v = x[j &+ t]
+                                let estimate = UInt32(truncatingIfNeeded: (UInt64(v) &* sp) &>> 32)
+                                let product = v &* s &- estimate &* q
+                                x[j] = u &+ product
+                                x[j &+ t] = u &+ twoQ &- product
+                            }
                         }
                     }
                     m <<= 1
@@ -101,40 +120,50 @@ public struct NTT: Sendable {
         precondition(values.count == degree)
         let q = modulus.value, twoQ = q &* 2
         let n = degree
-        inverseTwiddles.withUnsafeBufferPointer { w in
-            inverseShoup.withUnsafeBufferPointer { ws in
+        inverseTwiddles.withUnsafeBufferPointer { wBuffer in
+            inverseShoup.withUnsafeBufferPointer { wsBuffer in
                 let a = values.baseAddress!
+                let w = wBuffer.baseAddress!, ws = wsBuffer.baseAddress!
                 var t = 1
                 var m = n
                 while m > 2 {
-                    var j1 = 0
                     let h = m >> 1
                     for i in 0..<h {
-                        let s = w[h &+ i], sp = ws[h &+ i]
-                        var x = a + j1
-                        var y = x + t
-                        for _ in 0..<t {
-                            let u = x.pointee, v = y.pointee
+                        let s = w[h &+ i], sp = UInt64(ws[h &+ i])
+                        let x = a + 2 &* i &* t
+                        let y = x + t
+                        var j = 0
+                        while j < t {
+                            let u = x[j], v = y[j]
                             var sum = u &+ v
                             sum = sum >= twoQ ? sum &- twoQ : sum
-                            x.pointee = sum
-                            y.pointee = modulus.multiplyShoupLazy(u &+ twoQ &- v, s, sp)
-                            x += 1; y += 1
+                            x[j] = sum
+                            let d = u &+ twoQ &- v
+                            let estimate = UInt32(truncatingIfNeeded: (UInt64(d) &* sp) &>> 32)
+                            y[j] = d &* s &- estimate &* q
+                            j &+= 1
                         }
-                        j1 = j1 &+ 2 &* t
                     }
                     t <<= 1
                     m = h
                 }
                 // Last stage with N^−1 folded in.
                 let half = n >> 1
+                let f = inverseDegree, fs = UInt64(inverseDegreeShoup)
+                let g = inverseDegreeTimesLast, gs = UInt64(inverseDegreeTimesLastShoup)
                 for j in 0..<half {
                     let u = a[j], v = a[j &+ half]
                     var sum = u &+ v
                     sum = sum >= twoQ ? sum &- twoQ : sum
-                    a[j] = modulus.multiplyShoup(sum, inverseDegree, inverseDegreeShoup)
-                    a[j &+ half] = modulus.multiplyShoup(
-                        u &+ twoQ &- v, inverseDegreeTimesLast, inverseDegreeTimesLastShoup)
+                    let e1 = UInt32(truncatingIfNeeded: (UInt64(sum) &* fs) &>> 32)
+                    var r1 = sum &* f &- e1 &* q
+                    r1 = r1 >= q ? r1 &- q : r1
+                    let d = u &+ twoQ &- v
+                    let e2 = UInt32(truncatingIfNeeded: (UInt64(d) &* gs) &>> 32)
+                    var r2 = d &* g &- e2 &* q
+                    r2 = r2 >= q ? r2 &- q : r2
+                    a[j] = r1
+                    a[j &+ half] = r2
                 }
             }
         }

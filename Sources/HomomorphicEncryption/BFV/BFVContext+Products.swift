@@ -1,0 +1,78 @@
+extension BFVContext {
+    /// Σ plaintexts[i] · ciphertexts[i] (nil plaintexts skipped), with the products of each
+    /// prime summed in 64-bit lanes and reduced once every `lazyTerms` terms.
+    public func dotProduct(
+        _ plaintexts: [PreparedPlaintext?], _ ciphertexts: [Ciphertext]
+    ) throws(HomomorphicEncryptionError) -> Ciphertext {
+        guard plaintexts.count == ciphertexts.count, let first = ciphertexts.first else {
+            throw .invalidParameters("dot product of \(plaintexts.count) plaintexts and \(ciphertexts.count) ciphertexts")
+        }
+        let level = first.level
+        let n = degree
+        for c in ciphertexts {
+            guard c.level == level else { throw .levelMismatch(left: level, right: c.level) }
+            guard c.polys.count == 2, c.polys[0].isNTT, c.polys[1].isNTT else {
+                throw .wrongPolynomialCount(got: c.polys.count, expected: 2)
+            }
+        }
+        // Products are below q² < 2^(2·bits); 2^64 / q² of them fit in a UInt64.
+        let widest = moduli.prefix(level).map(\.bitWidth).max() ?? 30
+        let lazyTerms = max(1, 1 << max(0, 64 - 2 * widest))
+        var result = Ciphertext(polys: [RNSPolynomial(degree: n, moduliCount: level, isNTT: true),
+                                        RNSPolynomial(degree: n, moduliCount: level, isNTT: true)])
+        var lanes = [UInt64](repeating: 0, count: n * level)
+        for k in 0..<2 {
+            for j in lanes.indices { lanes[j] = 0 }
+            var pending = 0
+            lanes.withUnsafeMutableBufferPointer { acc in
+                for (index, maybePlaintext) in plaintexts.enumerated() {
+                    guard let plaintext = maybePlaintext else { continue }
+                    plaintext.poly.storage.withUnsafeBufferPointer { p in
+                        ciphertexts[index].polys[k].storage.withUnsafeBufferPointer { c in
+                            for j in 0..<(n * level) { acc[j] &+= UInt64(p[j]) &* UInt64(c[j]) }
+                        }
+                    }
+                    pending += 1
+                    if pending == lazyTerms {
+                        for i in 0..<level {
+                            let q = moduli[i]
+                            for j in (i * n)..<((i + 1) * n) { acc[j] = UInt64(q.reduce(acc[j])) }
+                        }
+                        pending = 1
+                    }
+                }
+            }
+            result.polys[k].forEachRow { row, i in
+                let q = moduli[i]
+                for j in 0..<n { row[j] = q.reduce(lanes[i * n + j]) }
+            }
+        }
+        return result
+    }
+
+    /// a · X^power (X^N = −1), on either form.
+    public func multiplyByMonomial(_ a: Ciphertext, power: Int) -> Ciphertext {
+        let twoN = 2 * degree
+        let p = ((power % twoN) + twoN) % twoN
+        var out = a
+        for k in out.polys.indices {
+            let wasNTT = out.polys[k].isNTT
+            convert(&out.polys[k], toNTT: false)
+            let source = out.polys[k]
+            let n = degree
+            out.polys[k].forEachRow { row, r in
+                let q = moduli[r]
+                source.storage.withUnsafeBufferPointer { input in
+                    for i in 0..<n {
+                        let target = (i + p) % twoN
+                        let v = input[r * n + i]
+                        if target < n { row[target] = v } else { row[target - n] = q.negate(v) }
+                    }
+                }
+            }
+            if wasNTT { convert(&out.polys[k], toNTT: true) }
+        }
+        out.seed = nil
+        return out
+    }
+}
