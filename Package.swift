@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "NetExtCore", targets: ["NetExtCore"]),
         .library(name: "BloomFilter", targets: ["BloomFilter"]),
         .library(name: "HomomorphicEncryption", targets: ["HomomorphicEncryption"]),
+        .library(name: "PrivateInformationRetrieval", targets: ["PrivateInformationRetrieval"]),
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
@@ -57,6 +58,11 @@ let package = Package(
         .target(name: "BloomFilter", swiftSettings: strict),
         // BFV homomorphic encryption over RNS with NTT arithmetic (the URL filter's PIR).
         .target(name: "HomomorphicEncryption", swiftSettings: strict),
+        // Index and keyword PIR (MulPIR over BFV, cuckoo-hashed keywords, shards), generic over HeScheme.
+        .target(
+            name: "PrivateInformationRetrieval",
+            dependencies: ["HomomorphicEncryption", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
@@ -107,6 +113,7 @@ let package = Package(
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "BloomFilterTests", dependencies: ["BloomFilter"]),
         .testTarget(name: "HomomorphicEncryptionTests", dependencies: ["HomomorphicEncryption"]),
+        .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(
             name: "NetExtDaemonTests",

@@ -1,0 +1,67 @@
+import HomomorphicEncryption
+
+/// An index-PIR database encoded for a scheme: for each plaintext-sized chunk of the entries,
+/// one prepared plaintext per grid cell (nil where the cell holds no entry).
+public struct IndexPirDatabase<Scheme: HeScheme>: Sendable {
+    public let parameters: IndexPirParameters
+    /// chunks[k][p]: chunk k (bytes k·B ..< (k+1)·B of each entry when entries span several
+    /// plaintexts) of plaintext p.
+    public let chunks: [[Scheme.PreparedPlaintextType?]]
+
+    /// Encodes `entries` (each at most `parameters.entrySize` bytes; missing trailing entries
+    /// are empty).
+    public init(entries: [[UInt8]], parameters: IndexPirParameters, scheme: Scheme) throws(PirError) {
+        guard entries.count <= parameters.entryCount else {
+            throw .indexOutOfRange(index: entries.count - 1, entryCount: parameters.entryCount)
+        }
+        for (i, entry) in entries.enumerated() where entry.count > parameters.entrySize {
+            throw .entryTooLarge(index: i, size: entry.count, maximum: parameters.entrySize)
+        }
+        guard scheme.degree == parameters.degree, scheme.plaintextModulusValue == parameters.plaintextModulus else {
+            throw .invalidParameters("database for N = \(parameters.degree), t = \(parameters.plaintextModulus); scheme has N = \(scheme.degree), t = \(scheme.plaintextModulusValue)")
+        }
+        self.parameters = parameters
+        let packing = parameters.packing
+        let cells = parameters.dimensions.reduce(1, *)
+        var chunks: [[Scheme.PreparedPlaintextType?]] = []
+        if parameters.plaintextsPerEntry == 1 {
+            var chunk = [Scheme.PreparedPlaintextType?](repeating: nil, count: cells)
+            let perPlaintext = parameters.entriesPerPlaintext, width = parameters.coefficientsPerEntry
+            var p = 0
+            while p * perPlaintext < entries.count {
+                var coefficients: [UInt64] = []
+                coefficients.reserveCapacity(parameters.degree)
+                var any = false
+                for slot in 0..<perPlaintext {
+                    let index = p * perPlaintext + slot
+                    guard index < entries.count else { break }
+                    let start = coefficients.count
+                    packing.pack(entries[index], into: &coefficients)
+                    any = any || entries[index].contains { $0 != 0 }
+                    coefficients.append(contentsOf: repeatElement(0, count: start + width - coefficients.count))
+                }
+                if any {
+                    chunk[p] = try he { () throws(HomomorphicEncryptionError) in try scheme.preparePlaintext(coefficients: coefficients) }
+                }
+                p += 1
+            }
+            chunks.append(chunk)
+        } else {
+            let bytesPerPlaintext = parameters.bytesPerPlaintext
+            for k in 0..<parameters.plaintextsPerEntry {
+                var chunk = [Scheme.PreparedPlaintextType?](repeating: nil, count: cells)
+                for (index, entry) in entries.enumerated() {
+                    let start = k * bytesPerPlaintext
+                    guard start < entry.count else { continue }
+                    let bytes = entry[start..<min(entry.count, start + bytesPerPlaintext)]
+                    guard bytes.contains(where: { $0 != 0 }) else { continue }
+                    var coefficients: [UInt64] = []
+                    packing.pack(bytes, into: &coefficients)
+                    chunk[index] = try he { () throws(HomomorphicEncryptionError) in try scheme.preparePlaintext(coefficients: coefficients) }
+                }
+                chunks.append(chunk)
+            }
+        }
+        self.chunks = chunks
+    }
+}
