@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
         .executable(name: "netext-bench-connect", targets: ["netext-bench-connect"]),
         .executable(name: "netext-bench-he", targets: ["netext-bench-he"]),
+        .executable(name: "netext-bench-pir", targets: ["netext-bench-pir"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
@@ -57,7 +58,9 @@ let package = Package(
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
         .target(name: "BloomFilter", swiftSettings: strict),
         // BFV homomorphic encryption over RNS with NTT arithmetic (the URL filter's PIR).
-        .target(name: "HomomorphicEncryption", swiftSettings: strict),
+        .target(name: "HomomorphicEncryption", dependencies: ["CHomomorphicKernels"], swiftSettings: strict),
+        // NTT butterflies and multiply-accumulate loops, compiled per x86 level with runtime dispatch.
+        .target(name: "CHomomorphicKernels", cSettings: [.unsafeFlags(["-O3"])]),
         // Index and keyword PIR (MulPIR over BFV, cuckoo-hashed keywords, shards), generic over HeScheme.
         .target(
             name: "PrivateInformationRetrieval",
@@ -105,6 +108,10 @@ let package = Package(
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
         // BFV primitive timings at the PIR parameters (scripts/bench-pir).
         .executableTarget(name: "netext-bench-he", dependencies: ["HomomorphicEncryption"], path: "Benchmarks/HomomorphicEncryption"),
+        // Keyword-PIR server/client timings at the URL filter's parameters (scripts/bench-pir).
+        .executableTarget(
+            name: "netext-bench-pir", dependencies: ["HomomorphicEncryption", "PrivateInformationRetrieval"],
+            path: "Benchmarks/PIR"),
         // TCP connection-rate tool for the content filter benchmark (scripts/bench-filter).
         .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
         // The README's manager example, built (and run by the integration tests) so it stays true.

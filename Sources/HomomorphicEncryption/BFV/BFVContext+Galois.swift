@@ -55,6 +55,13 @@ extension BFVContext {
     }
 
     func automorphismPermutation(element k: Int) -> [Int] {
+        if let cached = permutationCache.withLock({ $0[k] }) { return cached }
+        let permutation = computeAutomorphismPermutation(element: k)
+        permutationCache.withLock { $0[k] = permutation }
+        return permutation
+    }
+
+    func computeAutomorphismPermutation(element k: Int) -> [Int] {
         let n = degree, logN = degree.trailingZeroBitCount, mask = 2 * degree - 1
         return (0..<n).map { j in
             let exponent = 2 * NTT.bitReverse(j, bits: logN) + 1
@@ -71,10 +78,12 @@ extension BFVContext {
         guard let galois = key.galoisKeys[element] else { throw .missingGaloisKey(element: element) }
         var c0 = ciphertext.polys[0], c1 = ciphertext.polys[1]
         convert(&c0, toNTT: true)
-        convert(&c1, toNTT: false)
+        convert(&c1, toNTT: true)
         let rotated0 = applyAutomorphismToEvaluations(c0, element: element)
-        let rotated1 = applyAutomorphismToCoefficients(c1, element: element)
-        var (u0, u1) = switchKey(rotated1, key: galois)
+        let rotated1 = applyAutomorphismToEvaluations(c1, element: element)
+        var coefficients1 = rotated1
+        coefficients1.inverseNTT(transforms)
+        var (u0, u1) = switchKey(coefficients1, evaluations: rotated1, key: galois)
         u0.add(rotated0, moduli: moduli)
         u1.isNTT = true
         return Ciphertext(polys: [u0, u1])

@@ -44,7 +44,9 @@ extension BFVContext {
 
     /// Switches `c` (coefficient form over the first `c.moduliCount` ciphertext primes), which
     /// multiplies the key's source secret, into (u_0, u_1) with u_0 + u_1·s ≈ c·s', NTT form.
-    func switchKey(_ c: RNSPolynomial, key: KeySwitchingKey) -> (RNSPolynomial, RNSPolynomial) {
+    /// `evaluations`, when given, is `c` in NTT form: its rows stand in for the digit
+    /// transforms modulo each digit's own prime.
+    func switchKey(_ c: RNSPolynomial, evaluations: RNSPolynomial? = nil, key: KeySwitchingKey) -> (RNSPolynomial, RNSPolynomial) {
         precondition(!c.isNTT)
         let level = c.moduliCount
         let n = degree
@@ -54,20 +56,32 @@ extension BFVContext {
         var acc0 = [UInt64](repeating: 0, count: (level + 1) * n)
         var acc1 = [UInt64](repeating: 0, count: (level + 1) * n)
         var digit = [UInt32](repeating: 0, count: n)
-        for i in 0..<level {
-            let source = c.row(i)
-            for (slot, m) in targets.enumerated() {
-                let q = moduli[m]
-                var k = 0
-                for value in source { digit[k] = q.reduce(UInt64(value)); k += 1 }
-                digit.withUnsafeMutableBufferPointer { transforms[m].forward($0) }
-                key.b[i].storage.withUnsafeBufferPointer { b in
-                    key.a[i].storage.withUnsafeBufferPointer { a in
-                        let base = m * n, out = slot * n
-                        for j in 0..<n {
-                            let d = UInt64(digit[j])
-                            acc0[out + j] &+= d &* UInt64(b[base + j])
-                            acc1[out + j] &+= d &* UInt64(a[base + j])
+        c.storage.withUnsafeBufferPointer { source in
+            digit.withUnsafeMutableBufferPointer { d in
+                acc0.withUnsafeMutableBufferPointer { a0 in
+                    acc1.withUnsafeMutableBufferPointer { a1 in
+                        for i in 0..<level {
+                            for (slot, m) in targets.enumerated() {
+                                if m == i, let evaluations {
+                                    evaluations.storage.withUnsafeBufferPointer { e in
+                                        for j in 0..<n { d[j] = e[i &* n &+ j] }
+                                    }
+                                } else {
+                                    let q = moduli[m]
+                                    for j in 0..<n { d[j] = q.reduce(UInt64(source[i &* n &+ j])) }
+                                    transforms[m].forward(d)
+                                }
+                                key.b[i].storage.withUnsafeBufferPointer { b in
+                                    key.a[i].storage.withUnsafeBufferPointer { a in
+                                        let base = m &* n, out = slot &* n
+                                        for j in 0..<n {
+                                            let x = UInt64(d[j])
+                                            a0[out &+ j] &+= x &* UInt64(b[base &+ j])
+                                            a1[out &+ j] &+= x &* UInt64(a[base &+ j])
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -75,9 +89,11 @@ extension BFVContext {
         }
         func finish(_ acc: [UInt64]) -> RNSPolynomial {
             var poly = RNSPolynomial(degree: n, moduliCount: level + 1, isNTT: true)
-            poly.forEachRow { row, slot in
-                let q = moduli[targets[slot]]
-                for j in 0..<n { row[j] = q.reduce(acc[slot * n + j]) }
+            acc.withUnsafeBufferPointer { a in
+                poly.forEachRow { row, slot in
+                    let q = moduli[targets[slot]]
+                    for j in 0..<n { row[j] = q.reduce(a[slot &* n &+ j]) }
+                }
             }
             divideAndDropLast(&poly, inverses: specialInverse, half: specialHalf, lastModulusIndex: specialIndex)
             return poly

@@ -50,27 +50,26 @@ extension BFVContext {
         return result
     }
 
-    /// a · X^power (X^N = −1), on either form.
+    /// a · X^power (X^N = −1), on either form. In NTT form it is a pointwise product: position
+    /// j holds the evaluation at ψ^(2·rev(j)+1), where X^p evaluates to ψ^((2·rev(j)+1)·p).
     public func multiplyByMonomial(_ a: Ciphertext, power: Int) -> Ciphertext {
         let twoN = 2 * degree
         let p = ((power % twoN) + twoN) % twoN
+        let logN = degree.trailingZeroBitCount
         var out = a
         for k in out.polys.indices {
             let wasNTT = out.polys[k].isNTT
-            convert(&out.polys[k], toNTT: false)
-            let source = out.polys[k]
-            let n = degree
+            convert(&out.polys[k], toNTT: true)
             out.polys[k].forEachRow { row, r in
                 let q = moduli[r]
-                source.storage.withUnsafeBufferPointer { input in
-                    for i in 0..<n {
-                        let target = (i + p) % twoN
-                        let v = input[r * n + i]
-                        if target < n { row[target] = v } else { row[target - n] = q.negate(v) }
+                rootPowers[r].withUnsafeBufferPointer { powers in
+                    for j in 0..<row.count {
+                        let exponent = ((2 &* NTT.bitReverse(j, bits: logN) &+ 1) &* p) & (twoN &- 1)
+                        row[j] = q.multiply(row[j], powers[exponent])
                     }
                 }
             }
-            if wasNTT { convert(&out.polys[k], toNTT: true) }
+            if !wasNTT { convert(&out.polys[k], toNTT: false) }
         }
         out.seed = nil
         return out

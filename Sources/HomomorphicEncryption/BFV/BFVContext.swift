@@ -21,6 +21,10 @@ public final class BFVContext: Sendable {
     let auxiliaryModuli: [Modulus]
     let auxiliaryTransforms: [NTT]
     let multiplication: [MultiplicationConstants]
+    /// Per prime, ψ^k for k in 0 ..< 2N (monomial products in NTT form).
+    let rootPowers: [[UInt32]]
+    /// NTT-order permutations of Galois automorphisms, computed on first use.
+    let permutationCache = Mutex<[Int: [Int]]>([:])
 
     /// How many ciphertext products one accumulator may sum before scaling (the auxiliary base
     /// is sized for it).
@@ -76,6 +80,11 @@ public final class BFVContext: Sendable {
                 ciphertextModuli: Array(moduli.prefix(count)), auxiliary: auxiliary, plaintextModulus: plaintextModulus))
         }
         self.multiplication = multiplication
+        rootPowers = transforms.map { ntt in
+            var powers = [UInt32](repeating: 1, count: 2 * parameters.polyDegree)
+            for k in 1..<powers.count { powers[k] = ntt.modulus.multiply(powers[k - 1], ntt.root) }
+            return powers
+        }
     }
 
     /// The ciphertext primes of a level.
@@ -85,6 +94,7 @@ public final class BFVContext: Sendable {
     var keyModuli: [Modulus] { moduli }
 }
 
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,9 +1,13 @@
+import CHomomorphicKernels
+
 /// The negacyclic number-theoretic transform over `Z_q[X]/(X^N + 1)` for one prime `q`.
 ///
 /// Forward: Cooley–Tukey, natural order in, bit-reversed order out; inverse: Gentleman–Sande,
 /// bit-reversed in, natural out (Longa and Naehrig, "Speeding up the Number Theoretic Transform
 /// for Faster Ideal Lattice-Based Cryptography", Algorithms 1 and 2), with Harvey's lazy
 /// butterflies (values kept below `4q`) and Shoup multiplication by precomputed twiddles.
+/// The butterfly loops are in `CHomomorphicKernels` (C, dispatched at run time to AVX-512,
+/// AVX2 or baseline code), since Swift cannot compile one function for several CPU levels.
 public struct NTT: Sendable {
     public let degree: Int
     public let modulus: Modulus
@@ -62,55 +66,9 @@ public struct NTT: Sendable {
     /// Transforms `values` (N coefficients below q) in place into evaluation form.
     public func forward(_ values: UnsafeMutableBufferPointer<UInt32>) {
         precondition(values.count == degree)
-        let q = modulus.value, twoQ = q &* 2
-        let n = degree
-        forwardTwiddles.withUnsafeBufferPointer { wBuffer in
-            forwardShoup.withUnsafeBufferPointer { wsBuffer in
-                let a = values.baseAddress!
-                let w = wBuffer.baseAddress!, ws = wsBuffer.baseAddress!
-                var t = n
-                var m = 1
-                while m < n {
-                    t >>= 1
-                    if t >= 4 {
-                        for i in 0..<m {
-                            let s = w[m &+ i], sp = UInt64(ws[m &+ i])
-                            let x = a + 2 &* i &* t
-                            let y = x + t
-                            var j = 0
-                            while j < t {
-                                var u = x[j]
-                                u = u >= twoQ ? u &- twoQ : u
-                                let v = y[j]
-                                let estimate = UInt32(truncatingIfNeeded: (UInt64(v) &* sp) &>> 32)
-                                let product = v &* s &- estimate &* q
-                                x[j] = u &+ product
-                                y[j] = u &+ twoQ &- product
-                                j &+= 1
-                            }
-                        }
-                    } else {
-                        for i in 0..<m {
-                            let s = w[m &+ i], sp = UInt64(ws[m &+ i])
-                            let x = a + 2 &* i &* t
-                            for j in 0..<t {
-                                var u = x[j]
-                                u = u >= twoQ ? u &- twoQ : u
-                                let v = x[j &+ t]
-                                let estimate = UInt32(truncatingIfNeeded: (UInt64(v) &* sp) &>> 32)
-                                let product = v &* s &- estimate &* q
-                                x[j] = u &+ product
-                                x[j &+ t] = u &+ twoQ &- product
-                            }
-                        }
-                    }
-                    m <<= 1
-                }
-                for j in 0..<n {
-                    var v = a[j]
-                    v = v >= twoQ ? v &- twoQ : v
-                    a[j] = v >= q ? v &- q : v
-                }
+        forwardTwiddles.withUnsafeBufferPointer { w in
+            forwardShoup.withUnsafeBufferPointer { ws in
+                netext_he_ntt_forward(values.baseAddress!, degree, w.baseAddress!, ws.baseAddress!, modulus.value)
             }
         }
     }
@@ -118,53 +76,11 @@ public struct NTT: Sendable {
     /// Transforms `values` (N evaluations below q) in place back into coefficient form.
     public func inverse(_ values: UnsafeMutableBufferPointer<UInt32>) {
         precondition(values.count == degree)
-        let q = modulus.value, twoQ = q &* 2
-        let n = degree
-        inverseTwiddles.withUnsafeBufferPointer { wBuffer in
-            inverseShoup.withUnsafeBufferPointer { wsBuffer in
-                let a = values.baseAddress!
-                let w = wBuffer.baseAddress!, ws = wsBuffer.baseAddress!
-                var t = 1
-                var m = n
-                while m > 2 {
-                    let h = m >> 1
-                    for i in 0..<h {
-                        let s = w[h &+ i], sp = UInt64(ws[h &+ i])
-                        let x = a + 2 &* i &* t
-                        let y = x + t
-                        var j = 0
-                        while j < t {
-                            let u = x[j], v = y[j]
-                            var sum = u &+ v
-                            sum = sum >= twoQ ? sum &- twoQ : sum
-                            x[j] = sum
-                            let d = u &+ twoQ &- v
-                            let estimate = UInt32(truncatingIfNeeded: (UInt64(d) &* sp) &>> 32)
-                            y[j] = d &* s &- estimate &* q
-                            j &+= 1
-                        }
-                    }
-                    t <<= 1
-                    m = h
-                }
-                // Last stage with N^−1 folded in.
-                let half = n >> 1
-                let f = inverseDegree, fs = UInt64(inverseDegreeShoup)
-                let g = inverseDegreeTimesLast, gs = UInt64(inverseDegreeTimesLastShoup)
-                for j in 0..<half {
-                    let u = a[j], v = a[j &+ half]
-                    var sum = u &+ v
-                    sum = sum >= twoQ ? sum &- twoQ : sum
-                    let e1 = UInt32(truncatingIfNeeded: (UInt64(sum) &* fs) &>> 32)
-                    var r1 = sum &* f &- e1 &* q
-                    r1 = r1 >= q ? r1 &- q : r1
-                    let d = u &+ twoQ &- v
-                    let e2 = UInt32(truncatingIfNeeded: (UInt64(d) &* gs) &>> 32)
-                    var r2 = d &* g &- e2 &* q
-                    r2 = r2 >= q ? r2 &- q : r2
-                    a[j] = r1
-                    a[j &+ half] = r2
-                }
+        inverseTwiddles.withUnsafeBufferPointer { w in
+            inverseShoup.withUnsafeBufferPointer { ws in
+                netext_he_ntt_inverse(
+                    values.baseAddress!, degree, w.baseAddress!, ws.baseAddress!, modulus.value,
+                    inverseDegree, inverseDegreeShoup, inverseDegreeTimesLast, inverseDegreeTimesLastShoup)
             }
         }
     }

@@ -1,0 +1,90 @@
+#include "he_kernels.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+#define NETEXT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NETEXT_CLONES
+#endif
+
+static inline uint32_t shoup_lazy(uint32_t x, uint32_t w, uint64_t wshoup, uint32_t q) {
+    uint32_t estimate = (uint32_t)(((uint64_t)x * wshoup) >> 32);
+    return x * w - estimate * q;  // in [0, 2q)
+}
+
+NETEXT_CLONES
+void netext_he_ntt_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
+    const uint32_t twoq = 2 * q;
+    size_t t = n;
+    for (size_t m = 1; m < n; m <<= 1) {
+        t >>= 1;
+        for (size_t i = 0; i < m; i++) {
+            const uint32_t s = w[m + i];
+            const uint64_t sp = ws[m + i];
+            uint32_t *restrict x = a + 2 * i * t;
+            uint32_t *restrict y = x + t;
+            for (size_t j = 0; j < t; j++) {
+                uint32_t u = x[j];
+                u = u >= twoq ? u - twoq : u;
+                const uint32_t p = shoup_lazy(y[j], s, sp, q);
+                x[j] = u + p;
+                y[j] = u + twoq - p;
+            }
+        }
+    }
+    for (size_t j = 0; j < n; j++) {
+        uint32_t v = a[j];
+        v = v >= twoq ? v - twoq : v;
+        a[j] = v >= q ? v - q : v;
+    }
+}
+
+NETEXT_CLONES
+void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
+                           uint32_t f, uint32_t fs, uint32_t g, uint32_t gs) {
+    const uint32_t twoq = 2 * q;
+    size_t t = 1;
+    for (size_t m = n; m > 2; m >>= 1) {
+        const size_t h = m >> 1;
+        for (size_t i = 0; i < h; i++) {
+            const uint32_t s = w[h + i];
+            const uint64_t sp = ws[h + i];
+            uint32_t *restrict x = a + 2 * i * t;
+            uint32_t *restrict y = x + t;
+            for (size_t j = 0; j < t; j++) {
+                const uint32_t u = x[j], v = y[j];
+                uint32_t sum = u + v;
+                x[j] = sum >= twoq ? sum - twoq : sum;
+                y[j] = shoup_lazy(u + twoq - v, s, sp, q);
+            }
+        }
+        t <<= 1;
+    }
+    const size_t half = n >> 1;
+    uint32_t *restrict x = a;
+    uint32_t *restrict y = a + half;
+    for (size_t j = 0; j < half; j++) {
+        const uint32_t u = x[j], v = y[j];
+        uint32_t sum = u + v;
+        sum = sum >= twoq ? sum - twoq : sum;
+        uint32_t r1 = shoup_lazy(sum, f, fs, q);
+        uint32_t r2 = shoup_lazy(u + twoq - v, g, gs, q);
+        x[j] = r1 >= q ? r1 - q : r1;
+        y[j] = r2 >= q ? r2 - q : r2;
+    }
+}
+
+NETEXT_CLONES
+void netext_he_multiply_accumulate(uint64_t *restrict acc, const uint32_t *restrict x, const uint32_t *restrict y,
+                                   size_t count) {
+    for (size_t j = 0; j < count; j++) acc[j] += (uint64_t)x[j] * y[j];
+}
+
+NETEXT_CLONES
+void netext_he_multiply_accumulate_pair(uint64_t *restrict acc0, uint64_t *restrict acc1, const uint32_t *restrict x,
+                                        const uint32_t *restrict b, const uint32_t *restrict a, size_t count) {
+    for (size_t j = 0; j < count; j++) {
+        const uint64_t v = x[j];
+        acc0[j] += v * b[j];
+        acc1[j] += v * a[j];
+    }
+}
