@@ -128,13 +128,13 @@ extension BFVContext {
         x.storage.withUnsafeBufferPointer { rows in
             for j in 0..<degree {
                 var integral: UInt64 = 0
-                var fraction = 0.0
+                var fraction = 0.5
                 for i in 0..<constants.count {
                     let r = rows[i * degree + j]
                     integral &+= UInt64(r) &* UInt64(constants.decryptIntegral[i])
                     fraction += Double(r) * constants.decryptFraction[i]
                 }
-                let rounded = UInt64(fraction.rounded())
+                let rounded = UInt64(fraction)  // ⌊· + 0.5⌋
                 out[j] = t.reduce(integral &+ rounded)
             }
         }

@@ -1,3 +1,5 @@
+import CHomomorphicKernels
+
 extension BFVContext {
     /// A key-switching key from `source` (NTT form over every key prime) to `secretKey`.
     /// The a_i are expanded from one seed, so the key can travel as (seed, b_0 … b_{L−1}).
@@ -74,11 +76,9 @@ extension BFVContext {
                                 key.b[i].storage.withUnsafeBufferPointer { b in
                                     key.a[i].storage.withUnsafeBufferPointer { a in
                                         let base = m &* n, out = slot &* n
-                                        for j in 0..<n {
-                                            let x = UInt64(d[j])
-                                            a0[out &+ j] &+= x &* UInt64(b[base &+ j])
-                                            a1[out &+ j] &+= x &* UInt64(a[base &+ j])
-                                        }
+                                        netext_he_multiply_accumulate_pair(
+                                            a0.baseAddress! + out, a1.baseAddress! + out, d.baseAddress!,
+                                            b.baseAddress! + base, a.baseAddress! + base, n)
                                     }
                                 }
                             }

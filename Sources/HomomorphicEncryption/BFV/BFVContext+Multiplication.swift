@@ -29,12 +29,20 @@ extension BFVContext {
     public func extendForMultiplication(_ ciphertext: Ciphertext) throws(HomomorphicEncryptionError) -> ExtendedCiphertext {
         guard ciphertext.polys.count == 2 else { throw .wrongPolynomialCount(got: ciphertext.polys.count, expected: 2) }
         let level = ciphertext.level
-        let allTransforms = extendedTransforms(level: level)
+        let n = degree
         let polys = ciphertext.polys.map { poly -> RNSPolynomial in
-            var coefficients = poly
+            var evaluations = poly, coefficients = poly
+            convert(&evaluations, toNTT: true)
             convert(&coefficients, toNTT: false)
             var lifted = liftToAuxiliary(coefficients)
-            lifted.forwardNTT(allTransforms)
+            // The Q rows keep the evaluations we already have; only the B rows are transformed.
+            lifted.storage.replaceSubrange(0..<(level * n), with: evaluations.storage)
+            lifted.storage.withUnsafeMutableBufferPointer { rows in
+                for a in 0..<auxiliaryModuli.count {
+                    auxiliaryTransforms[a].forward(UnsafeMutableBufferPointer(rebasing: rows[((level + a) * n)..<((level + a + 1) * n)]))
+                }
+            }
+            lifted.isNTT = true
             return lifted
         }
         return ExtendedCiphertext(polys: polys, level: level)
@@ -45,27 +53,50 @@ extension BFVContext {
         precondition(!poly.isNTT)
         let level = poly.moduliCount
         let constants = multiplication[level - 1]
-        let crt = levels[level - 1].crtInverse
         let n = degree, k = auxiliaryModuli.count
         var out = RNSPolynomial(degree: n, moduliCount: level + k, isNTT: false)
         out.storage.replaceSubrange(0..<(level * n), with: poly.storage)
-        var terms = [UInt32](repeating: 0, count: level)
-        out.storage.withUnsafeMutableBufferPointer { rows in
-            for j in 0..<n {
-                var v = 0.0
-                for i in 0..<level {
-                    let term = moduli[i].multiply(rows[i * n + j], crt[i])
-                    terms[i] = term
-                    v += Double(term) * constants.inverseQ[i]
+        // terms[i·n + j] = [x_i·y_i]_{q_i}; v[j] = round(Σ_i terms/q_i), the multiple of Q to remove.
+        var terms = [UInt32](repeating: 0, count: level * n)
+        var overflow = [UInt32](repeating: 0, count: n)
+        let crt = levels[level - 1].crtInverse
+        poly.storage.withUnsafeBufferPointer { x in
+            terms.withUnsafeMutableBufferPointer { terms in
+                overflow.withUnsafeMutableBufferPointer { overflow in
+                    var fraction = [Double](repeating: 0.5, count: n)
+                    for i in 0..<level {
+                        let q = moduli[i], y = crt[i], yShoup = q.shoup(y), inverse = constants.inverseQ[i]
+                        for j in 0..<n {
+                            let term = q.multiplyShoup(x[i &* n &+ j], y, yShoup)
+                            terms[i &* n &+ j] = term
+                            fraction[j] += Double(term) * inverse
+                        }
+                    }
+                    for j in 0..<n { overflow[j] = UInt32(fraction[j]) }  // ⌊· + 0.5⌋ = round
                 }
-                let overflow = UInt64(v.rounded())
-                for a in 0..<k {
-                    let b = auxiliaryModuli[a]
-                    var sum: UInt64 = 0
-                    for i in 0..<level { sum &+= UInt64(terms[i]) &* UInt64(constants.qHatModB[a][i]) }
-                    let positive = b.reduce(sum)
-                    let negative = b.reduce(overflow &* UInt64(constants.qModB[a]))
-                    rows[(level + a) * n + j] = b.subtract(positive, negative)
+            }
+        }
+        terms.withUnsafeBufferPointer { terms in
+            overflow.withUnsafeBufferPointer { overflow in
+                out.storage.withUnsafeMutableBufferPointer { rows in
+                    var sums = [UInt64](repeating: 0, count: n)
+                    for a in 0..<k {
+                        let b = auxiliaryModuli[a]
+                        let qModB = UInt64(constants.qModB[a])
+                        sums.withUnsafeMutableBufferPointer { sums in
+                            for j in 0..<n { sums[j] = 0 }
+                            for i in 0..<level {
+                                let factor = UInt64(constants.qHatModB[a][i])
+                                for j in 0..<n { sums[j] &+= UInt64(terms[i &* n &+ j]) &* factor }
+                            }
+                            let base = (level &+ a) &* n
+                            for j in 0..<n {
+                                let positive = b.reduce(sums[j])
+                                let negative = b.reduce(UInt64(overflow[j]) &* qModB)
+                                rows[base &+ j] = b.subtract(positive, negative)
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -115,32 +146,58 @@ extension BFVContext {
         let constants = multiplication[level - 1]
         let n = degree, k = auxiliaryModuli.count
         var out = RNSPolynomial(degree: n, moduliCount: level, isNTT: false)
-        var inB = [UInt32](repeating: 0, count: k)
+        // Step 1: rounded[j] = round(Σ_i x_i·θ_i).
+        var rounded = [UInt64](repeating: 0, count: n)
+        // Step 2: inB[a·n + j] = [d_a·z_a]_{b_a} with d = round(t·x/Q) mod b_a; overflow = round(Σ_a inB/b_a).
+        var inB = [UInt32](repeating: 0, count: k * n)
+        var overflow = [UInt64](repeating: 0, count: n)
         poly.storage.withUnsafeBufferPointer { rows in
-            out.storage.withUnsafeMutableBufferPointer { result in
-                for j in 0..<n {
-                    var fraction = 0.0
-                    for i in 0..<level { fraction += Double(rows[i * n + j]) * constants.theta[i] }
-                    let rounded = UInt64(fraction.rounded())
-                    // round(t·x/Q) mod b_a
-                    var v = 0.0
-                    for a in 0..<k {
-                        let b = auxiliaryModuli[a]
-                        var sum: UInt64 = rounded
-                        for i in 0..<level { sum &+= UInt64(rows[i * n + j]) &* UInt64(constants.omegaModB[a][i]) }
-                        let own = b.multiply(rows[(level + a) * n + j], constants.tOverQModB[a])
-                        let d = b.add(b.reduce(sum), own)
-                        let term = b.multiply(d, constants.bHatInverse[a])
-                        inB[a] = term
-                        v += Double(term) * constants.inverseB[a]
-                    }
-                    // centered B → Q
-                    let overflow = UInt64(v.rounded())
+            rounded.withUnsafeMutableBufferPointer { rounded in
+                var fraction = [Double](repeating: 0.5, count: n)
+                for i in 0..<level {
+                    let theta = constants.theta[i]
+                    for j in 0..<n { fraction[j] += Double(rows[i &* n &+ j]) * theta }
+                }
+                for j in 0..<n { rounded[j] = UInt64(fraction[j]) }
+            }
+            inB.withUnsafeMutableBufferPointer { inB in
+                var vFraction = [Double](repeating: 0.5, count: n)
+                var sums = [UInt64](repeating: 0, count: n)
+                for a in 0..<k {
+                    let b = auxiliaryModuli[a]
+                    for j in 0..<n { sums[j] = rounded[j] }
                     for i in 0..<level {
-                        let q = moduli[i]
-                        var sum: UInt64 = 0
-                        for a in 0..<k { sum &+= UInt64(inB[a]) &* UInt64(constants.bHatModQ[i][a]) }
-                        result[i * n + j] = q.subtract(q.reduce(sum), q.reduce(overflow &* UInt64(constants.bModQ[i])))
+                        let omega = UInt64(constants.omegaModB[a][i])
+                        for j in 0..<n { sums[j] &+= UInt64(rows[i &* n &+ j]) &* omega }
+                    }
+                    let tOverQ = constants.tOverQModB[a], tOverQShoup = b.shoup(tOverQ)
+                    let z = constants.bHatInverse[a], zShoup = b.shoup(z)
+                    let inverse = constants.inverseB[a]
+                    let own = (level &+ a) &* n
+                    for j in 0..<n {
+                        let d = b.add(b.reduce(sums[j]), b.multiplyShoup(rows[own &+ j], tOverQ, tOverQShoup))
+                        let term = b.multiplyShoup(d, z, zShoup)
+                        inB[a &* n &+ j] = term
+                        vFraction[j] += Double(term) * inverse
+                    }
+                }
+                for j in 0..<n { overflow[j] = UInt64(vFraction[j]) }
+            }
+        }
+        // Step 3: centered B → Q.
+        inB.withUnsafeBufferPointer { inB in
+            out.storage.withUnsafeMutableBufferPointer { result in
+                var sums = [UInt64](repeating: 0, count: n)
+                for i in 0..<level {
+                    let q = moduli[i]
+                    for j in 0..<n { sums[j] = 0 }
+                    for a in 0..<k {
+                        let factor = UInt64(constants.bHatModQ[i][a])
+                        for j in 0..<n { sums[j] &+= UInt64(inB[a &* n &+ j]) &* factor }
+                    }
+                    let bModQ = UInt64(constants.bModQ[i])
+                    for j in 0..<n {
+                        result[i &* n &+ j] = q.subtract(q.reduce(sums[j]), q.reduce(overflow[j] &* bModQ))
                     }
                 }
             }

@@ -1,3 +1,5 @@
+import CHomomorphicKernels
+
 extension BFVContext {
     /// Σ plaintexts[i] · ciphertexts[i] (nil plaintexts skipped), with the products of each
     /// prime summed in 64-bit lanes and reduced once every `lazyTerms` terms.
@@ -29,7 +31,7 @@ extension BFVContext {
                     guard let plaintext = maybePlaintext else { continue }
                     plaintext.poly.storage.withUnsafeBufferPointer { p in
                         ciphertexts[index].polys[k].storage.withUnsafeBufferPointer { c in
-                            for j in 0..<(n * level) { acc[j] &+= UInt64(p[j]) &* UInt64(c[j]) }
+                            netext_he_multiply_accumulate(acc.baseAddress!, p.baseAddress!, c.baseAddress!, n * level)
                         }
                     }
                     pending += 1
@@ -55,17 +57,17 @@ extension BFVContext {
     public func multiplyByMonomial(_ a: Ciphertext, power: Int) -> Ciphertext {
         let twoN = 2 * degree
         let p = ((power % twoN) + twoN) % twoN
-        let logN = degree.trailingZeroBitCount
+        let (values, companions) = monomialEvaluations(power: p)
         var out = a
+        let n = degree
         for k in out.polys.indices {
             let wasNTT = out.polys[k].isNTT
             convert(&out.polys[k], toNTT: true)
-            out.polys[k].forEachRow { row, r in
-                let q = moduli[r]
-                rootPowers[r].withUnsafeBufferPointer { powers in
-                    for j in 0..<row.count {
-                        let exponent = ((2 &* NTT.bitReverse(j, bits: logN) &+ 1) &* p) & (twoN &- 1)
-                        row[j] = q.multiply(row[j], powers[exponent])
+            values.withUnsafeBufferPointer { m in
+                companions.withUnsafeBufferPointer { ms in
+                    out.polys[k].forEachRow { row, r in
+                        let q = moduli[r]
+                        for j in 0..<n { row[j] = q.multiplyShoup(row[j], m[r &* n &+ j], ms[r &* n &+ j]) }
                     }
                 }
             }
@@ -73,5 +75,22 @@ extension BFVContext {
         }
         out.seed = nil
         return out
+    }
+
+    /// X^p in NTT form modulo every prime, with Shoup companions (cached per power).
+    func monomialEvaluations(power p: Int) -> ([UInt32], [UInt32]) {
+        if let cached = monomialCache.withLock({ $0[p] }) { return cached }
+        let n = degree, logN = degree.trailingZeroBitCount, mask = 2 * degree - 1
+        var values = [UInt32](repeating: 0, count: n * moduli.count)
+        var companions = values
+        for (r, q) in moduli.enumerated() {
+            for j in 0..<n {
+                let exponent = ((2 * NTT.bitReverse(j, bits: logN) + 1) * p) & mask
+                values[r * n + j] = rootPowers[r][exponent]
+                companions[r * n + j] = q.shoup(rootPowers[r][exponent])
+            }
+        }
+        monomialCache.withLock { $0[p] = (values, companions) }
+        return (values, companions)
     }
 }

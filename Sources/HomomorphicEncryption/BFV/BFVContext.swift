@@ -25,6 +25,8 @@ public final class BFVContext: Sendable {
     let rootPowers: [[UInt32]]
     /// NTT-order permutations of Galois automorphisms, computed on first use.
     let permutationCache = Mutex<[Int: [Int]]>([:])
+    /// NTT forms of monomials X^p, computed on first use.
+    let monomialCache = Mutex<[Int: ([UInt32], [UInt32])]>([:])
 
     /// How many ciphertext products one accumulator may sum before scaling (the auxiliary base
     /// is sized for it).
