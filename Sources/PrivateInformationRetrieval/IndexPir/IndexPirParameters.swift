@@ -19,7 +19,7 @@ public struct IndexPirParameters: Sendable, Hashable, Codable {
     /// row, the second a ciphertext product per column), or one for tiny databases.
     public init(
         entryCount: Int, entrySize: Int, batchSize: Int, degree: Int, plaintextModulus: UInt32,
-        dimensionCount: Int = 2, dimensionRatio: Double = 2
+        dimensionCount: Int = 2, dimensionRatio: Double = 4
     ) throws(PirError) {
         guard entryCount > 0, entrySize > 0, batchSize > 0, dimensionCount == 1 || dimensionCount == 2 else {
             throw .invalidParameters("entries \(entryCount), entry size \(entrySize), batch \(batchSize), dimensions \(dimensionCount)")

@@ -9,30 +9,33 @@ import HomomorphicEncryption
 enum QueryExpansion {
     static func expand<Scheme: HeScheme>(
         _ ciphertext: Scheme.CiphertextType, outputCount: Int, levels: Int,
-        key: Scheme.EvaluationKeyType, scheme: Scheme
-    ) throws(PirError) -> [Scheme.CiphertextType] {
+        key: Scheme.EvaluationKeyType, scheme: Scheme, threads: Int = 1
+    ) throws(PirError) -> [Scheme.CiphertextType] where Scheme.EvaluationKeyType: Sendable {
         var nodes: [Scheme.CiphertextType?] = [ciphertext]
         for level in 0..<levels {
             let stride = 1 << level
             let element = scheme.degree / stride + 1
-            var next = [Scheme.CiphertextType?](repeating: nil, count: 2 * stride)
-            for (position, node) in nodes.enumerated() {
-                guard let node, position < outputCount else { continue }
+            let current = nodes
+            let children = try ParallelWork.map(count: min(current.count, outputCount), threads: threads) {
+                (position) throws(PirError) -> (Scheme.CiphertextType, Scheme.CiphertextType?) in
+                let node = current[position]!
                 if position + stride >= outputCount {
                     // Every coefficient of the odd half (positions ≡ position + stride) is an
                     // unused selector, i.e. zero: the even half is the node itself, doubled as
                     // c + σ(c) would. No automorphism needed.
-                    next[position] = try he { () throws(HomomorphicEncryptionError) in try scheme.add(node, node) }
-                    continue
+                    return (try he { () throws(HomomorphicEncryptionError) in try scheme.add(node, node) }, nil)
                 }
                 let rotated = try he { () throws(HomomorphicEncryptionError) in
                     try scheme.applyGalois(node, element: element, key: key)
                 }
-                next[position] = try he { () throws(HomomorphicEncryptionError) in try scheme.add(node, rotated) }
-                if position + stride < outputCount {
-                    let difference = try he { () throws(HomomorphicEncryptionError) in try scheme.subtract(node, rotated) }
-                    next[position + stride] = scheme.multiplyByMonomial(difference, power: -stride)
-                }
+                let even = try he { () throws(HomomorphicEncryptionError) in try scheme.add(node, rotated) }
+                let difference = try he { () throws(HomomorphicEncryptionError) in try scheme.subtract(node, rotated) }
+                return (even, scheme.multiplyByMonomial(difference, power: -stride))
+            }
+            var next = [Scheme.CiphertextType?](repeating: nil, count: 2 * stride)
+            for (position, pair) in children.enumerated() {
+                next[position] = pair.0
+                next[position + stride] = pair.1
             }
             nodes = next
         }

@@ -23,7 +23,7 @@ public struct KeywordDatabase<Scheme: HeScheme>: Sendable {
     /// called as shards finish.
     public init(
         rows: [KeywordValuePair], parameters: KeywordPirParameters, scheme: Scheme,
-        dimensionCount: Int = 2, progress: (Int, Int) -> Void = { _, _ in }
+        dimensionCount: Int = 2, dimensionRatio: Double = 4, progress: (Int, Int) -> Void = { _, _ in }
     ) throws(PirError) {
         self.parameters = parameters
         var seen = Set<[UInt8]>()
@@ -42,7 +42,8 @@ public struct KeywordDatabase<Scheme: HeScheme>: Sendable {
             let table = try Self.buildTable(items, parameters: parameters)
             let indexParameters = try IndexPirParameters(
                 entryCount: table.bucketCount, entrySize: parameters.bucketSize, batchSize: parameters.hashFunctionCount,
-                degree: scheme.degree, plaintextModulus: scheme.plaintextModulusValue, dimensionCount: dimensionCount)
+                degree: scheme.degree, plaintextModulus: scheme.plaintextModulusValue, dimensionCount: dimensionCount,
+                dimensionRatio: dimensionRatio)
             let entries = (0..<table.bucketCount).map { table.serializedBucket($0, valueSize: parameters.valueSize) }
             shards.append(try IndexPirDatabase(entries: entries, parameters: indexParameters, scheme: scheme))
             configurations.append(KeywordPirShardConfiguration(bucketCount: table.bucketCount, indexParameters: indexParameters))

@@ -65,11 +65,11 @@ public struct KeywordPirClient<Scheme: HeScheme>: Sendable {
 }
 
 /// Answers keyword queries: each goes to its shard's index-PIR server.
-public struct KeywordPirServer<Scheme: HeScheme>: Sendable {
+public struct KeywordPirServer<Scheme: HeScheme>: Sendable where Scheme.EvaluationKeyType: Sendable {
     public let shards: [IndexPirServer<Scheme>]
 
-    public init(scheme: Scheme, database: KeywordDatabase<Scheme>) {
-        shards = database.shards.map { IndexPirServer(scheme: scheme, database: $0) }
+    public init(scheme: Scheme, database: KeywordDatabase<Scheme>, threads: Int = 1) {
+        shards = database.shards.map { IndexPirServer(scheme: scheme, database: $0, threads: threads) }
     }
 
     public func respond(
