@@ -14,6 +14,7 @@ public enum HomomorphicEncryptionError: Error, Equatable, Sendable, CustomString
     case invalidGaloisElement(element: Int, degree: Int)
     case wrongPolynomialCount(got: Int, expected: Int)
     case unsupportedEncoding(String)
+    case malformed(String)
 
     public var description: String {
         switch self {
@@ -34,6 +35,7 @@ public enum HomomorphicEncryptionError: Error, Equatable, Sendable, CustomString
             "Galois element \(element) must be odd and below \(2 * degree)"
         case let .wrongPolynomialCount(got, expected): "ciphertext has \(got) polynomials, expected \(expected)"
         case let .unsupportedEncoding(reason): "encoding unsupported: \(reason)"
+        case let .malformed(reason): "malformed input: \(reason)"
         }
     }
 }

@@ -8,15 +8,17 @@ func randomEntries(count: Int, size: Int, _ rng: inout ChaCha20Generator) -> [[U
 
 /// Builds a database, asks for `indices` in batches, and checks every answer and the noise left.
 func checkIndexPir<Scheme: HeScheme>(
-    _ scheme: Scheme, entryCount: Int, entrySize: Int, batchSize: Int, dimensionCount: Int, queries: Int = 2
-) throws {
+    _ scheme: Scheme, entryCount: Int, entrySize: Int, batchSize: Int, dimensionCount: Int, queries: Int = 2,
+    threads: Int = 1
+) throws where Scheme.EvaluationKeyType: Sendable {
     var rng = ChaCha20Generator.systemSeeded()
     let entries = randomEntries(count: entryCount, size: entrySize, &rng)
     let parameters = try IndexPirParameters(
         entryCount: entryCount, entrySize: entrySize, batchSize: batchSize, degree: scheme.degree,
         plaintextModulus: scheme.plaintextModulusValue, dimensionCount: dimensionCount)
     #expect(parameters.dimensions.count == dimensionCount || parameters.plaintextCount == 1)
-    let server = IndexPirServer(scheme: scheme, database: try IndexPirDatabase(entries: entries, parameters: parameters, scheme: scheme))
+    let server = IndexPirServer(
+        scheme: scheme, database: try IndexPirDatabase(entries: entries, parameters: parameters, scheme: scheme), threads: threads)
     let client = try IndexPirClient(scheme: scheme, parameters: parameters)
     let secretKey = scheme.generateSecretKey()
     let evaluationKey = try client.generateEvaluationKey(secretKey: secretKey)
@@ -57,6 +59,12 @@ struct IndexPirTests {
     func bfv(dimensions: Int) throws {
         let scheme = try BFVContext(parameters: .insecureN256T17)
         try checkIndexPir(scheme, entryCount: 600, entrySize: 9, batchSize: 2, dimensionCount: dimensions, queries: 1)
+    }
+
+    @Test func bfvOnTwoThreads() throws {
+        let scheme = try BFVContext(parameters: .insecureN256T17)
+        try checkIndexPir(scheme, entryCount: 900, entrySize: 9, batchSize: 2, dimensionCount: 2, queries: 1, threads: 2)
+        try checkIndexPir(Self.fake, entryCount: 300, entrySize: 3, batchSize: 3, dimensionCount: 2, threads: 2)
     }
 
     @Test func bfvLargeEntries() throws {

@@ -4,7 +4,7 @@ import Testing
 
 func checkKeywordPir<Scheme: HeScheme>(
     _ scheme: Scheme, keywordCount: Int, parameters: KeywordPirParameters, lookups: Int
-) throws {
+) throws where Scheme.EvaluationKeyType: Sendable {
     let rows = (0..<keywordCount).map { KeywordValuePair(keyword: "site-\($0).example/path", value: [UInt8(1 + $0 % 250)]) }
     let database = try KeywordDatabase(rows: rows, parameters: parameters, scheme: scheme)
     let server = KeywordPirServer(scheme: scheme, database: database)

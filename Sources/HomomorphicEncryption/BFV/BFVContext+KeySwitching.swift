@@ -2,15 +2,16 @@ import CHomomorphicKernels
 
 extension BFVContext {
     /// A key-switching key from `source` (NTT form over every key prime) to `secretKey`.
-    /// The a_i are expanded from one seed, so the key can travel as (seed, b_0 … b_{L−1}).
+    /// Each a_i is expanded from its own seed, so the key travels as (seed_i, b_i) pairs.
     func generateKeySwitchingKey(
         from source: RNSPolynomial, secretKey: SecretKey, using generator: inout ChaCha20Generator
     ) -> KeySwitchingKey {
-        let seed = (0..<ChaCha20Generator.seedByteCount).map { _ in UInt8(truncatingIfNeeded: generator.nextWord()) }
-        var expander = ChaCha20Generator(seed: seed)
         let special = moduli[specialIndex]
-        var bs: [RNSPolynomial] = [], as_: [RNSPolynomial] = []
+        var bs: [RNSPolynomial] = [], as_: [RNSPolynomial] = [], seeds: [[UInt8]] = []
         for i in 0..<maximumLevel {
+            let seed = (0..<ChaCha20Generator.seedByteCount).map { _ in UInt8(truncatingIfNeeded: generator.nextWord()) }
+            seeds.append(seed)
+            var expander = ChaCha20Generator(seed: seed)
             let a = Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, using: &expander)
             var b = a
             b.multiply(secretKey.poly, moduli: moduli)
@@ -32,16 +33,16 @@ extension BFVContext {
             bs.append(b)
             as_.append(a)
         }
-        return KeySwitchingKey(b: bs, a: as_, seed: seed)
+        return KeySwitchingKey(b: bs, a: as_, seeds: seeds)
     }
 
-    /// Re-creates the a_i of a key from its seed (after receiving only b_i).
-    public func expandKeySwitchingKey(seed: [UInt8], b: [RNSPolynomial]) -> KeySwitchingKey {
-        var expander = ChaCha20Generator(seed: seed)
-        let as_ = (0..<maximumLevel).map { _ in
-            Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, using: &expander)
+    /// Re-creates the a_i of a key from their seeds (after receiving only the b_i).
+    public func expandKeySwitchingKey(seeds: [[UInt8]], b: [RNSPolynomial]) -> KeySwitchingKey {
+        let as_ = seeds.map { seed in
+            var expander = ChaCha20Generator(seed: seed)
+            return Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, using: &expander)
         }
-        return KeySwitchingKey(b: b, a: as_, seed: seed)
+        return KeySwitchingKey(b: b, a: as_, seeds: seeds)
     }
 
     /// Switches `c` (coefficient form over the first `c.moduliCount` ciphertext primes), which

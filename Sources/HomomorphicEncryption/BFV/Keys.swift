@@ -15,10 +15,10 @@ public final class SecretKey: @unchecked Sendable {
 public struct KeySwitchingKey: Sendable, Equatable {
     /// b_i in NTT form over every key prime.
     public var b: [RNSPolynomial]
-    /// a_i in NTT form over every key prime; reproducible from `seed` when present.
+    /// a_i in NTT form over every key prime, reproducible from `seeds[i]`.
     public var a: [RNSPolynomial]
-    /// The seed `a` was expanded from (uniform NTT residues, one generator for all i).
-    public var seed: [UInt8]?
+    /// The seed each a_i was expanded from (uniform NTT residues).
+    public var seeds: [[UInt8]]
 }
 
 /// A public key (b, a) = (−a·s + e, a) over the top-level ciphertext primes, NTT form.

@@ -1,0 +1,87 @@
+/// A ciphertext as bytes, in the two shapes of the PIR protocol (`docs/pir-protocol.md`).
+public enum SerializedCiphertext: Sendable, Equatable {
+    /// c_0 in full and the 32-byte seed c_1 expands from (fresh secret-key encryptions).
+    case seeded(poly0: [UInt8], seed: [UInt8])
+    /// Every polynomial, concatenated; `skipLSBs[k]` low bits dropped (after rounding) from each
+    /// coefficient of polynomial k — only for ciphertexts that are decrypted next.
+    case full(polys: [UInt8], skipLSBs: [UInt32])
+
+    /// Size on the wire, without protobuf framing.
+    public var byteCount: Int {
+        switch self {
+        case let .seeded(poly0, seed): poly0.count + seed.count
+        case let .full(polys, _): polys.count
+        }
+    }
+}
+
+extension BFVContext {
+    /// Serializes a ciphertext: seeded when it still has its seed, else full; with
+    /// `forDecryption` the low bits that cannot change the decrypted value are dropped.
+    public func serialize(_ ciphertext: Ciphertext, forDecryption: Bool = false) -> SerializedCiphertext {
+        var polys = ciphertext.polys
+        for k in polys.indices { convert(&polys[k], toNTT: false) }
+        let list = ciphertextModuli(level: ciphertext.level)
+        if let seed = ciphertext.seed, polys.count == 2, !forDecryption {
+            return .seeded(poly0: PolynomialCoding.encode(polys[0], moduli: list), seed: seed)
+        }
+        let skips = forDecryption ? decryptionSkips(level: ciphertext.level, count: polys.count) : Array(repeating: 0, count: polys.count)
+        var bytes: [UInt8] = []
+        for (k, poly) in polys.enumerated() { bytes += PolynomialCoding.encode(poly, moduli: list, skip: skips[k]) }
+        return .full(polys: bytes, skipLSBs: skips.map(UInt32.init))
+    }
+
+    /// Low bits that can be dropped from a ciphertext about to be decrypted, for c_0 and for the
+    /// polynomials multiplied by the secret: rounding adds at most 2^(k−1) per coefficient to
+    /// c_0, and ≈ 2^(k−1)·√N·3 (a sum of N ternary terms, 6σ) for c_1·s; both are kept below
+    /// Δ/16 so that a ciphertext with noise below Δ/4 still decrypts. Only for one prime.
+    func decryptionSkips(level: Int, count: Int) -> [Int] {
+        guard level == 1 else { return Array(repeating: 0, count: count) }
+        let logDelta = Int((Double(moduli[0].value) / Double(plaintextModulus.value)).exponent)  // ⌊log2 Δ⌋
+        let first = max(0, logDelta - 3)
+        let rest = max(0, logDelta - 3 - (degree.trailingZeroBitCount + 1) / 2 - 3)
+        return [first] + Array(repeating: rest, count: count - 1)
+    }
+
+    /// Reads a ciphertext; the level is inferred from the byte count (one of the levels of
+    /// this parameter set must match exactly).
+    public func deserialize(_ serialized: SerializedCiphertext) throws(HomomorphicEncryptionError) -> Ciphertext {
+        switch serialized {
+        case let .seeded(poly0, seed):
+            guard seed.count == ChaCha20Generator.seedByteCount else {
+                throw .malformed("ciphertext seed has \(seed.count) bytes, expected \(ChaCha20Generator.seedByteCount)")
+            }
+            let level = try inferLevel(byteCount: poly0.count, polynomials: 1, skips: [0])
+            var c0 = try PolynomialCoding.decode(poly0, degree: degree, moduli: ciphertextModuli(level: level), what: "seeded ciphertext")
+            c0.forwardNTT(transforms)
+            return Ciphertext(polys: [c0, expandSeededPolynomial(seed: seed, level: level)], seed: seed)
+        case let .full(bytes, skipLSBs):
+            guard (2...3).contains(skipLSBs.count) else {
+                throw .malformed("full ciphertext lists \(skipLSBs.count) polynomials, expected 2 or 3")
+            }
+            let skips = skipLSBs.map { Int($0) }
+            guard skips.allSatisfy({ $0 < 30 }) else { throw .malformed("skipped bits \(skipLSBs) exceed the prime size") }
+            let level = try inferLevel(byteCount: bytes.count, polynomials: skips.count, skips: skips)
+            let list = ciphertextModuli(level: level)
+            var polys: [RNSPolynomial] = []
+            var offset = bytes.startIndex
+            for (k, skip) in skips.enumerated() {
+                let size = PolynomialCoding.byteCount(degree: degree, moduli: list, skip: skip)
+                var poly = try PolynomialCoding.decode(bytes[offset..<(offset + size)], degree: degree, moduli: list, skip: skip, what: "ciphertext polynomial \(k)")
+                poly.forwardNTT(transforms)
+                polys.append(poly)
+                offset += size
+            }
+            return Ciphertext(polys: polys)
+        }
+    }
+
+    private func inferLevel(byteCount: Int, polynomials: Int, skips: [Int]) throws(HomomorphicEncryptionError) -> Int {
+        for level in stride(from: maximumLevel, through: 1, by: -1) {
+            let list = ciphertextModuli(level: level)
+            let size = skips.reduce(0) { $0 + PolynomialCoding.byteCount(degree: degree, moduli: list, skip: $1) }
+            if size == byteCount { return level }
+        }
+        throw .malformed("\(byteCount) bytes match no level of \(parameters.name) for \(polynomials) polynomial(s)")
+    }
+}
