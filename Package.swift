@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // Pure models: addresses, configurations, on-demand rules, profiles, errors.
@@ -65,6 +66,16 @@ let package = Package(
         .target(
             name: "PrivateInformationRetrieval",
             dependencies: ["HomomorphicEncryption", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
+        // The PIR wire format: generated protobuf code (Protos/, scripts/generate-protos) and
+        // conversions to the HE/PIR types; the math modules never import it.
+        .target(
+            name: "PIRProtobuf",
+            dependencies: [
+                "HomomorphicEncryption", "PrivateInformationRetrieval",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),

@@ -38,4 +38,9 @@ public struct KeywordPirParameters: Sendable, Hashable, Codable {
 public struct KeywordPirShardConfiguration: Sendable, Hashable, Codable {
     public let bucketCount: Int
     public let indexParameters: IndexPirParameters
+
+    public init(bucketCount: Int, indexParameters: IndexPirParameters) {
+        self.bucketCount = bucketCount
+        self.indexParameters = indexParameters
+    }
 }

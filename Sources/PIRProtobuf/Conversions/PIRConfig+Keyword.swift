@@ -1,0 +1,84 @@
+import Crypto
+import Foundation
+import HomomorphicEncryption
+import PrivateInformationRetrieval
+import SwiftProtobuf
+
+/// What a server publishes for one keyword-PIR use case, and what a client rebuilds from it.
+public struct KeywordPirConfiguration: Sendable, Equatable {
+    public let encryptionParameters: EncryptionParameters
+    public let keywordParameters: KeywordPirParameters
+    public let shards: [KeywordPirShardConfiguration]
+
+    public init(encryptionParameters: EncryptionParameters, keywordParameters: KeywordPirParameters, shards: [KeywordPirShardConfiguration]) {
+        self.encryptionParameters = encryptionParameters
+        self.keywordParameters = keywordParameters
+        self.shards = shards
+    }
+
+    /// Galois elements and relinearization the client's evaluation key must cover.
+    public var evaluationKeyConfig: ProtoEvaluationKeyConfig {
+        var config = ProtoEvaluationKeyConfig()
+        config.encryptionParameters = encryptionParameters.proto
+        config.galoisElements = Set(shards.flatMap(\.indexParameters.galoisElements)).sorted().map(UInt32.init)
+        config.hasRelinKey_p = shards.contains { $0.indexParameters.needsRelinearization }
+        return config
+    }
+
+    /// SHA-256 of the serialized evaluation-key configuration: the key's identifier.
+    public var evaluationKeyConfigHash: [UInt8] {
+        Array(SHA256.hash(data: (try? evaluationKeyConfig.serializedBytes() as [UInt8]) ?? []))
+    }
+
+    public var proto: ProtoPIRConfig {
+        var message = ProtoPIRConfig()
+        message.encryptionParameters = encryptionParameters.proto
+        message.shardConfigs = shards.map { shard in
+            var config = ProtoPIRShardConfig()
+            config.numEntries = UInt64(shard.indexParameters.entryCount)
+            config.entrySize = UInt64(shard.indexParameters.entrySize)
+            config.dimensions = shard.indexParameters.dimensions.map(UInt64.init)
+            return config
+        }
+        message.keywordPirParams.numHashFunctions = UInt64(keywordParameters.hashFunctionCount)
+        message.keywordPirParams.netextBucketCapacity = UInt64(keywordParameters.bucketCapacity)
+        message.keywordPirParams.netextValueSize = UInt64(keywordParameters.valueSize)
+        message.algorithm = .mulPir
+        message.batchSize = UInt64(keywordParameters.hashFunctionCount)
+        message.evaluationKeyConfigHash = Data(evaluationKeyConfigHash)
+        return message
+    }
+
+    /// SHA-256 of the serialized configuration: the config id clients send back.
+    public var configID: [UInt8] { Array(SHA256.hash(data: (try? proto.serializedBytes() as [UInt8]) ?? [])) }
+
+    /// Rebuilds the configuration from a server's message, checking every number.
+    public init(proto message: ProtoPIRConfig) throws(PirError) {
+        let parameters: EncryptionParameters
+        do { parameters = try EncryptionParameters(proto: message.encryptionParameters) } catch { throw .homomorphic(error) }
+        guard message.algorithm == .mulPir else { throw .invalidParameters("algorithm \(message.algorithm); NetExt serves MulPIR") }
+        let keyword = message.keywordPirParams
+        guard keyword.numHashFunctions <= 2, keyword.netextBucketCapacity <= 1 << 16, keyword.netextValueSize <= 1 << 16 else {
+            throw .invalidParameters("keyword parameters \(keyword.numHashFunctions) hash functions, capacity \(keyword.netextBucketCapacity), value size \(keyword.netextValueSize)")
+        }
+        let keywordParameters = try KeywordPirParameters(
+            hashFunctionCount: Int(keyword.numHashFunctions), bucketCapacity: Int(keyword.netextBucketCapacity),
+            valueSize: Int(keyword.netextValueSize), shardCount: max(1, message.shardConfigs.count))
+        guard !message.shardConfigs.isEmpty, message.shardConfigs.count <= 1 << 16 else {
+            throw .invalidParameters("\(message.shardConfigs.count) shards")
+        }
+        var shards: [KeywordPirShardConfiguration] = []
+        for config in message.shardConfigs {
+            guard config.numEntries > 0, config.numEntries < 1 << 32, config.entrySize == UInt64(keywordParameters.bucketSize),
+                  config.dimensions.allSatisfy({ $0 > 0 && $0 < 1 << 24 })
+            else {
+                throw .invalidParameters("shard with \(config.numEntries) entries of \(config.entrySize) bytes, dimensions \(config.dimensions)")
+            }
+            let index = try IndexPirParameters(
+                entryCount: Int(config.numEntries), entrySize: Int(config.entrySize), dimensions: config.dimensions.map { Int($0) },
+                batchSize: keywordParameters.hashFunctionCount, degree: parameters.polyDegree, plaintextModulus: parameters.plaintextModulus)
+            shards.append(KeywordPirShardConfiguration(bucketCount: index.entryCount, indexParameters: index))
+        }
+        self.init(encryptionParameters: parameters, keywordParameters: keywordParameters, shards: shards)
+    }
+}
