@@ -10,6 +10,12 @@ public struct Plaintext: Sendable, Equatable {
 /// form a PIR server keeps its database in.
 public struct PreparedPlaintext: Sendable, Equatable {
     public var poly: RNSPolynomial
+
+    /// Wraps residues already in NTT form (e.g. loaded from a processed database).
+    public init(poly: RNSPolynomial) {
+        precondition(poly.isNTT)
+        self.poly = poly
+    }
 }
 
 /// A BFV ciphertext: polynomials (c_0, c_1[, c_2]) with c_0 + c_1·s (+ c_2·s²) ≈ Δ·m mod Q.

@@ -25,6 +25,11 @@ public struct RNSPolynomial: Sendable, Equatable {
         self.isNTT = isNTT
     }
 
+    /// A polynomial from NTT residues (row after row); the caller checks each is below its prime.
+    public init(ntt storage: [UInt32], degree: Int, moduliCount: Int) {
+        self.init(degree: degree, moduliCount: moduliCount, isNTT: true, storage: storage)
+    }
+
     init(degree: Int, moduliCount: Int, isNTT: Bool, storage: [UInt32]) {
         precondition(storage.count == degree * moduliCount)
         self.degree = degree

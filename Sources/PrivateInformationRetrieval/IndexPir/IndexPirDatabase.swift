@@ -8,6 +8,12 @@ public struct IndexPirDatabase<Scheme: HeScheme>: Sendable {
     /// plaintexts) of plaintext p.
     public let chunks: [[Scheme.PreparedPlaintextType?]]
 
+    /// A database from already prepared chunks (as loaded from a processed file).
+    public init(parameters: IndexPirParameters, chunks: [[Scheme.PreparedPlaintextType?]]) {
+        self.parameters = parameters
+        self.chunks = chunks
+    }
+
     /// Encodes `entries` (each at most `parameters.entrySize` bytes; missing trailing entries
     /// are empty).
     public init(entries: [[UInt8]], parameters: IndexPirParameters, scheme: Scheme) throws(PirError) {

@@ -1,0 +1,151 @@
+import Dispatch
+import Foundation
+import HomomorphicEncryption
+import PIRProtobuf
+import PrivateInformationRetrieval
+import SwiftProtobuf
+import Synchronization
+
+/// The PIR service's logic, bytes in and bytes out (the HTTP layer is `PIRHTTPServer`):
+/// `/config`, `/key` and `/queries` as in Apple's PIR service protocol (docs/pir-protocol.md).
+/// It never logs or stores query contents; the only per-user state is the evaluation key.
+public final class PIRRequestHandler: Sendable {
+    private let useCases: Mutex<[String: PIRUseCase]>
+    public let keys: EvaluationKeyStore
+    public let metrics: PIRMetrics
+
+    /// Body size limits per endpoint.
+    public static let limits = ["/config": 64 << 10, "/key": 16 << 20, "/queries": 8 << 20]
+
+    public init(useCases: [String: PIRUseCase], keyCapacity: Int = 256, metrics: PIRMetrics = PIRMetrics()) {
+        self.useCases = Mutex(useCases)
+        keys = EvaluationKeyStore(capacity: keyCapacity)
+        self.metrics = metrics
+    }
+
+    /// Swaps in freshly loaded use cases (SIGHUP).
+    public func replaceUseCases(_ new: [String: PIRUseCase]) { useCases.withLock { $0 = new } }
+
+    public var useCaseNames: [String] { useCases.withLock { $0.keys.sorted() } }
+
+    private func useCase(_ name: String) throws(PIRServiceError) -> PIRUseCase {
+        guard let found = useCases.withLock({ $0[name] }) else { throw .unknownUseCase(name) }
+        return found
+    }
+
+    /// POST /config: configurations for the named use cases (all when none named), and the
+    /// status of this user's keys.
+    public func handleConfig(body: [UInt8], user: String?) throws(PIRServiceError) -> [UInt8] {
+        let request: ProtoConfigRequest
+        do { request = try ProtoConfigRequest(serializedBytes: body) } catch { throw .malformedRequest("ConfigRequest: \(error)") }
+        let all = useCases.withLock { $0 }
+        let names = request.usecases.isEmpty ? all.keys.sorted() : request.usecases
+        var response = ProtoConfigResponse()
+        var keyConfigs: [[UInt8]: ProtoEvaluationKeyConfig] = [:]
+        for (index, name) in names.enumerated() {
+            guard let useCase = all[name] else { throw .unknownUseCase(name) }
+            var config = ProtoConfig()
+            config.configID = Data(useCase.configID)
+            if index < request.existingConfigIds.count, Array(request.existingConfigIds[index]) == useCase.configID {
+                config.reuseExistingConfig = true
+            } else {
+                config.pirConfig = useCase.configuration.proto
+            }
+            response.configs[name] = config
+            keyConfigs[useCase.evaluationKeyConfigHash] = useCase.configuration.evaluationKeyConfig
+        }
+        for (hash, keyConfig) in keyConfigs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            var status = ProtoKeyStatus()
+            status.keyConfig = keyConfig
+            status.timestamp = user.map { keys.timestamp(user: $0, configHash: hash) } ?? 0
+            response.keyInfo.append(status)
+        }
+        return serialize(response)
+    }
+
+    /// POST /key: stores each evaluation key under (user, key-config hash) after checking it
+    /// deserializes for a configuration this server has.
+    public func handleKey(body: [UInt8], user: String?) throws(PIRServiceError) {
+        guard let user, !user.isEmpty else { throw .missingUserIdentifier }
+        let upload: ProtoEvaluationKeys
+        do { upload = try ProtoEvaluationKeys(serializedBytes: body) } catch { throw .malformedRequest("EvaluationKeys: \(error)") }
+        guard !upload.keys.isEmpty, upload.keys.count <= 16 else { throw .malformedRequest("\(upload.keys.count) keys in one upload (1–16)") }
+        let all = useCases.withLock { $0 }
+        for key in upload.keys {
+            let hash = Array(key.metadata.identifier)
+            guard let useCase = all.values.first(where: { $0.evaluationKeyConfigHash == hash }) else {
+                throw .malformedRequest("evaluation key for an unknown configuration")
+            }
+            keys.store(try deserializeKey(key.evaluationKey, for: useCase), user: user, configHash: hash, timestamp: key.metadata.timestamp)
+        }
+    }
+
+    private func deserializeKey(_ message: ProtoSerializedEvaluationKey, for useCase: PIRUseCase) throws(PIRServiceError) -> EvaluationKey {
+        do {
+            let key = try useCase.context.deserialize(try SerializedEvaluationKey(proto: message))
+            let config = useCase.configuration.evaluationKeyConfig
+            guard Set(config.galoisElements.map(Int.init)).isSubset(of: key.galoisKeys.keys),
+                  !config.hasRelinKey_p || key.relinearizationKey != nil
+            else { throw HomomorphicEncryptionError.malformed("evaluation key lacks elements the configuration needs") }
+            return key
+        } catch { throw .malformedRequest("evaluation key: \(error)") }
+    }
+
+    /// POST /queries: answers each request with the user's stored (or inline) key.
+    public func handleQueries(body: [UInt8], user: String?) throws(PIRServiceError) -> [UInt8] {
+        let requests: ProtoRequests
+        do { requests = try ProtoRequests(serializedBytes: body) } catch { throw .malformedRequest("Requests: \(error)") }
+        guard !requests.requests.isEmpty, requests.requests.count <= 64 else {
+            throw .malformedRequest("\(requests.requests.count) requests in one message (1–64)")
+        }
+        var responses = ProtoResponses()
+        for request in requests.requests {
+            guard case let .pirRequest(pir) = request.request else { throw .malformedRequest("request without a PIR request") }
+            let useCase = try useCase(request.usecase)
+            guard Array(pir.configurationHash) == useCase.configID else { throw .configurationChanged(useCase: useCase.name) }
+            guard Int(pir.shardIndex) < useCase.shards.count else {
+                throw .malformedRequest("shard \(pir.shardIndex) of \(useCase.shards.count)")
+            }
+            let evaluationKey: EvaluationKey
+            if pir.hasEvaluationKey {
+                evaluationKey = try deserializeKey(pir.evaluationKey.evaluationKey, for: useCase)
+            } else {
+                guard let user, !user.isEmpty else { throw .missingUserIdentifier }
+                guard Array(pir.evaluationKeyMetadata.identifier) == useCase.evaluationKeyConfigHash,
+                      let stored = keys.key(user: user, configHash: useCase.evaluationKeyConfigHash)
+                else { throw .evaluationKeyNotFound }
+                evaluationKey = stored
+            }
+            let server = useCase.shards[Int(pir.shardIndex)]
+            guard pir.query.ciphertexts.count == server.parameters.queryCiphertextCount else {
+                throw .malformedRequest("query has \(pir.query.ciphertexts.count) ciphertexts, expected \(server.parameters.queryCiphertextCount)")
+            }
+            var ciphertexts: [Ciphertext] = []
+            for (index, message) in pir.query.ciphertexts.enumerated() {
+                do {
+                    let ciphertext = try useCase.context.deserialize(try SerializedCiphertext(proto: message))
+                    guard ciphertext.polys.count == 2, ciphertext.level == useCase.context.maximumLevel else {
+                        throw HomomorphicEncryptionError.malformed("query ciphertexts must be fresh (2 polynomials, top level)")
+                    }
+                    ciphertexts.append(ciphertext)
+                } catch { throw .malformedRequest("query ciphertext \(index): \(error)") }
+            }
+            let start = DispatchTime.now().uptimeNanoseconds
+            let answer: IndexPirResponse<BFVContext>
+            do throws(PirError) {
+                answer = try server.respond(to: IndexPirQuery(ciphertexts: ciphertexts), evaluationKey: evaluationKey)
+            } catch { throw .pir(error) }
+            metrics.recordQuery(microseconds: Int((DispatchTime.now().uptimeNanoseconds - start) / 1000))
+            var reply = ProtoSerializedCiphertextVec()
+            reply.ciphertexts = answer.ciphertexts.map { useCase.context.serialize($0, forDecryption: true).proto }
+            var response = ProtoResponse()
+            response.pirResponse.replies = [reply]
+            responses.responses.append(response)
+        }
+        return serialize(responses)
+    }
+
+    private func serialize(_ message: some SwiftProtobuf.Message) -> [UInt8] {
+        (try? message.serializedBytes()) ?? []
+    }
+}

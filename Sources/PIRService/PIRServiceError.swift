@@ -1,0 +1,39 @@
+import HomomorphicEncryption
+import PrivateInformationRetrieval
+
+/// Errors of the PIR service; each maps to an HTTP status and names what was wrong. Never
+/// carries query contents.
+public enum PIRServiceError: Error, Equatable, Sendable, CustomStringConvertible {
+    case malformedRequest(String)
+    case unknownUseCase(String)
+    case missingUserIdentifier
+    case evaluationKeyNotFound
+    case configurationChanged(useCase: String)
+    case requestTooLarge(bytes: Int, limit: Int)
+    case databaseFile(path: String, reason: String)
+    case pir(PirError)
+
+    /// The HTTP status this error is answered with.
+    public var httpStatus: Int {
+        switch self {
+        case .malformedRequest, .missingUserIdentifier, .pir: 400
+        case .unknownUseCase: 404
+        case .evaluationKeyNotFound, .configurationChanged: 409
+        case .requestTooLarge: 413
+        case .databaseFile: 500
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .malformedRequest(reason): "malformed request: \(reason)"
+        case let .unknownUseCase(name): "unknown use case '\(name)'"
+        case .missingUserIdentifier: "the User-Identifier header is required"
+        case .evaluationKeyNotFound: "no evaluation key stored for this user and configuration; upload one to /key"
+        case let .configurationChanged(useCase): "the configuration of '\(useCase)' changed; fetch /config again"
+        case let .requestTooLarge(bytes, limit): "request body of \(bytes) bytes exceeds the \(limit)-byte limit"
+        case let .databaseFile(path, reason): "database file \(path): \(reason)"
+        case let .pir(error): error.description
+        }
+    }
+}
