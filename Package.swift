@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
         .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
         .executable(name: "netext-server", targets: ["netext-server"]),
+        .executable(name: "netext-urlfilter-db", targets: ["netext-urlfilter-db"]),
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
         .executable(name: "netext-bench-connect", targets: ["netext-bench-connect"]),
         .executable(name: "netext-bench-he", targets: ["netext-bench-he"]),
@@ -91,6 +92,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The URL filter's keys (normalization, the 24-key expansion, Punycode), database
+        // builder (prefilter + PIR) and PIR HTTP client.
+        .target(
+            name: "URLFilter",
+            dependencies: [
+                "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "PIRService",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
@@ -119,6 +129,7 @@ let package = Package(
             name: "NetExtCommands",
             dependencies: [
                 "NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol",
+                "URLFilter", "PIRService", "BloomFilter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -128,6 +139,7 @@ let package = Package(
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
         .executableTarget(name: "netext-tunnel-provider", dependencies: ["NetExt", "NetExtTunnel"]),
         .executableTarget(name: "netext-server", dependencies: ["NetExtCommands"]),
+        .executableTarget(name: "netext-urlfilter-db", dependencies: ["NetExtCommands"]),
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),

@@ -100,7 +100,8 @@ final class PIRHTTPChannelHandler: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         let service = self.service
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(context, eventLoop: eventLoop)
         let keepAlive = head.isKeepAlive
         queue.async {
             let result: Result<[UInt8], PIRServiceError>
@@ -113,7 +114,7 @@ final class PIRHTTPChannelHandler: ChannelInboundHandler, @unchecked Sendable {
             } catch {
                 result = .failure(error)
             }
-            bound.value.eventLoop.execute {
+            eventLoop.execute {
                 switch result {
                 case let .success(bytes):
                     self.respond(context: bound.value, status: 200, body: bytes, contentType: "application/x-protobuf", close: !keepAlive, endpoint: path)
@@ -135,7 +136,10 @@ final class PIRHTTPChannelHandler: ChannelInboundHandler, @unchecked Sendable {
         buffer.writeBytes(body)
         context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if close { done.whenComplete { _ in context.close(promise: nil) } }
+        if close {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
         let path = endpoint ?? self.head?.uri ?? "?"
         let known = ["/config", "/key", "/queries", "/metrics"]
         service.metrics.countRequest(endpoint: known.contains(path) ? path : "other", status: status)

@@ -11,9 +11,9 @@ import TunnelProtocol
 public struct ServerCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "netext-server",
-        abstract: "NetExt's servers: the tunnel server, and key tools.",
+        abstract: "NetExt's servers: the tunnel server, the PIR server, and key tools.",
         version: "0.1.0",
-        subcommands: [TunnelCommand.self, GenerateKeyCommand.self, PublicKeyCommand.self])
+        subcommands: [TunnelCommand.self, PIRCommand.self, GenerateKeyCommand.self, PublicKeyCommand.self])
 
     public init() {}
 }

@@ -1,0 +1,136 @@
+import BloomFilter
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HomomorphicEncryption
+import PIRProtobuf
+import PrivateInformationRetrieval
+import SwiftProtobuf
+
+/// Whether a URL may load.
+public enum URLFilterVerdict: String, Sendable {
+    case allow
+    case deny
+}
+
+/// Talks to a PIR service (`POST /config`, `/key`, `/queries`) for one use case: fetches the
+/// configuration, uploads an evaluation key under a random pseudonymous user identifier, and
+/// checks URLs by asking for each of their keys privately. Keys the prefilter rules out are
+/// not asked for, as the system does.
+public actor PIRHTTPClient {
+    public let server: URL
+    public let useCase: String
+    /// A random identifier, not linked to anything else about the client.
+    public let userIdentifier: String
+    let session: URLSession
+    var state: (configuration: KeywordPirConfiguration, configID: [UInt8], context: BFVContext, client: KeywordPirClient<BFVContext>, secretKey: SecretKey)?
+
+    public init(server: URL, useCase: String, userIdentifier: String = UUID().uuidString, session: URLSession = .shared) {
+        self.server = server
+        self.useCase = useCase
+        self.userIdentifier = userIdentifier
+        self.session = session
+    }
+
+    func post(_ path: String, _ body: [UInt8]) async throws(URLFilterError) -> [UInt8] {
+        var request = URLRequest(url: server.appendingPathComponent(String(path.dropFirst())))
+        request.httpMethod = "POST"
+        request.httpBody = Data(body)
+        request.setValue("application/x-protobuf", forHTTPHeaderField: "Content-Type")
+        request.setValue(userIdentifier, forHTTPHeaderField: "User-Identifier")
+        request.timeoutInterval = 30
+        let data: Data, response: URLResponse
+        do { (data, response) = try await session.data(for: request) } catch { throw .transport(error.localizedDescription) }
+        guard let http = response as? HTTPURLResponse else { throw .transport("not an HTTP response") }
+        guard http.statusCode == 200 else {
+            throw .server(status: http.statusCode, message: String(decoding: data.prefix(500), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        return [UInt8](data)
+    }
+
+    /// Fetches the configuration and uploads a fresh evaluation key (once per client).
+    public func setUp() async throws(URLFilterError) {
+        if state != nil { return }
+        var configRequest = ProtoConfigRequest()
+        configRequest.usecases = [useCase]
+        let answer: ProtoConfigResponse
+        do { answer = try ProtoConfigResponse(serializedBytes: try await post("/config", try configRequest.serializedBytes())) } catch let error as URLFilterError {
+            throw error
+        } catch { throw .protocolMismatch("ConfigResponse: \(error)") }
+        guard let config = answer.configs[useCase], case .pirConfig = config.config else {
+            throw .protocolMismatch("no configuration for '\(useCase)'")
+        }
+        let configuration: KeywordPirConfiguration
+        let context: BFVContext
+        let client: KeywordPirClient<BFVContext>
+        do {
+            configuration = try KeywordPirConfiguration(proto: config.pirConfig)
+            context = try BFVContext(parameters: configuration.encryptionParameters)
+            client = try KeywordPirClient(scheme: context, parameters: configuration.keywordParameters, shards: configuration.shards)
+        } catch { throw .protocolMismatch("configuration: \(error)") }
+        guard Array(config.configID) == configuration.configID else { throw .protocolMismatch("config id does not match the configuration") }
+        let secretKey = context.generateSecretKey()
+        let evaluationKey: EvaluationKey
+        do { evaluationKey = try client.generateEvaluationKey(secretKey: secretKey) } catch { throw .protocolMismatch("\(error)") }
+        var upload = ProtoEvaluationKeys()
+        var key = ProtoEvaluationKey()
+        key.metadata.identifier = Data(configuration.evaluationKeyConfigHash)
+        key.metadata.timestamp = UInt64(Date().timeIntervalSince1970)
+        key.evaluationKey = context.serialize(evaluationKey).proto
+        upload.keys = [key]
+        do { _ = try await post("/key", try upload.serializedBytes()) } catch let error as URLFilterError { throw error } catch {
+            throw .protocolMismatch("\(error)")
+        }
+        state = (configuration, Array(config.configID), context, client, secretKey)
+    }
+
+    /// The verdict for each URL: deny when any of its keys is in the database.
+    public func check(_ urls: [String], prefilter: BloomFilter? = nil) async throws(URLFilterError) -> [URLFilterVerdict] {
+        try await setUp()
+        guard let state else { throw .protocolMismatch("not set up") }
+        var verdicts: [URLFilterVerdict] = []
+        for url in urls {
+            let keys = try URLFilterKey(parsing: url).checkedKeys.filter { prefilter?.contains($0) ?? true }
+            var denied = false
+            for batch in stride(from: 0, to: keys.count, by: 16).map({ Array(keys[$0..<min(keys.count, $0 + 16)]) }) where !denied {
+                var requests = ProtoRequests()
+                var queries: [KeywordPirQuery<BFVContext>] = []
+                for key in batch {
+                    let query: KeywordPirQuery<BFVContext>
+                    do { query = try state.client.generateQuery(keyword: Array(key.utf8), secretKey: state.secretKey) } catch {
+                        throw .protocolMismatch("\(error)")
+                    }
+                    queries.append(query)
+                    var request = ProtoRequest()
+                    request.usecase = useCase
+                    request.pirRequest.shardIndex = UInt32(query.shard)
+                    request.pirRequest.query.ciphertexts = query.query.ciphertexts.map { state.context.serialize($0).proto }
+                    request.pirRequest.query.numPirCalls = 1
+                    request.pirRequest.evaluationKeyMetadata.identifier = Data(state.configuration.evaluationKeyConfigHash)
+                    request.pirRequest.configurationHash = Data(state.configID)
+                    requests.requests.append(request)
+                }
+                let responses: ProtoResponses
+                do { responses = try ProtoResponses(serializedBytes: try await post("/queries", try requests.serializedBytes())) } catch let error as URLFilterError {
+                    throw error
+                } catch { throw .protocolMismatch("Responses: \(error)") }
+                guard responses.responses.count == queries.count else {
+                    throw .protocolMismatch("\(responses.responses.count) responses to \(queries.count) requests")
+                }
+                for (response, query) in zip(responses.responses, queries) {
+                    do {
+                        let ciphertexts = try response.pirResponse.replies.flatMap(\.ciphertexts).map {
+                            try state.context.deserialize(try SerializedCiphertext(proto: $0))
+                        }
+                        if try state.client.decrypt(IndexPirResponse(ciphertexts: ciphertexts), for: query, secretKey: state.secretKey) != nil {
+                            denied = true
+                        }
+                    } catch { throw .protocolMismatch("response: \(error)") }
+                }
+            }
+            verdicts.append(denied ? .deny : .allow)
+        }
+        return verdicts
+    }
+}

@@ -1,0 +1,8 @@
+import NetExtCommands
+
+@main
+enum URLFilterDatabaseMain {
+    static func main() async {
+        await URLFilterDatabaseCommand.main()
+    }
+}
