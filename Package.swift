@@ -157,6 +157,13 @@ let package = Package(
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "BloomFilterTests", dependencies: ["BloomFilter"]),
         .testTarget(name: "HomomorphicEncryptionTests", dependencies: ["HomomorphicEncryption"]),
+        .testTarget(
+            name: "URLFilterTests",
+            dependencies: [
+                "URLFilter", "PIRService", "PIRProtobuf", "PrivateInformationRetrieval", "HomomorphicEncryption", "BloomFilter",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(

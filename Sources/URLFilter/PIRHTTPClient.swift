@@ -24,16 +24,24 @@ public actor PIRHTTPClient {
     /// A random identifier, not linked to anything else about the client.
     public let userIdentifier: String
     let session: URLSession
+    /// Sees every request body this client sends (path, bytes): for audits and tests of what
+    /// the server learns.
+    let observer: (@Sendable (String, [UInt8]) -> Void)?
     var state: (configuration: KeywordPirConfiguration, configID: [UInt8], context: BFVContext, client: KeywordPirClient<BFVContext>, secretKey: SecretKey)?
 
-    public init(server: URL, useCase: String, userIdentifier: String = UUID().uuidString, session: URLSession = .shared) {
+    public init(
+        server: URL, useCase: String, userIdentifier: String = UUID().uuidString, session: URLSession = .shared,
+        observer: (@Sendable (String, [UInt8]) -> Void)? = nil
+    ) {
         self.server = server
         self.useCase = useCase
         self.userIdentifier = userIdentifier
         self.session = session
+        self.observer = observer
     }
 
     func post(_ path: String, _ body: [UInt8]) async throws(URLFilterError) -> [UInt8] {
+        observer?(path, body)
         var request = URLRequest(url: server.appendingPathComponent(String(path.dropFirst())))
         request.httpMethod = "POST"
         request.httpBody = Data(body)

@@ -47,7 +47,9 @@ public struct URLFilterDatabaseBuilder: Sendable {
         var seen = Set<String>()
         var duplicates = 0
         var lineNumber = 0
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }  // the newline ending the last line
+        for line in lines {
             lineNumber += 1
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }

@@ -151,7 +151,8 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// RFC 3986 §5.2.4 remove_dot_segments.
+    /// RFC 3986 §5.2.4 remove_dot_segments, and runs of "/" collapsed to one (so every
+    /// record's own form is among the keys checked for it).
     static func removeDotSegments(_ path: String) -> String {
         guard path.hasPrefix("/") else { return path }
         var output: [Substring] = []
@@ -160,6 +161,7 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
         for (index, part) in parts.enumerated().dropFirst() {
             let last = index == parts.count - 1
             switch part {
+            case "" where !last: continue  // "//" collapses to "/"
             case ".": trailingSlash = last
             case "..":
                 if !output.isEmpty { output.removeLast() }
