@@ -2,12 +2,12 @@
 /// parameter set's order), each coefficient as an unsigned big-endian bit field of
 /// `bitWidth(q_i) − skip` bits, fields packed most significant bit first with no padding
 /// between rows; the last byte is zero-padded. With `skip > 0` the stored value is
-/// `round(c / 2^skip)` (the low bits are dropped after rounding; see `docs/pir-protocol.md`).
+/// `round(c / 2^skip) mod 2^width` (the low bits are dropped after rounding; a value that rounds
+/// up to 2^width wraps to 0, which is within 2^(skip−1) of c modulo q; see `docs/pir-protocol.md`).
 enum PolynomialCoding {
-    /// Stored bits per coefficient of a row.
+    /// Stored bits per coefficient of a row: bitWidth(q) − skip.
     static func fieldWidth(modulus q: Modulus, skip: Int) -> Int {
-        let largest = (UInt64(q.value) - 1 + (skip > 0 ? UInt64(1) << UInt64(skip - 1) : 0)) >> UInt64(skip)
-        return max(1, 64 - largest.leadingZeroBitCount)
+        max(1, q.bitWidth - skip)
     }
 
     /// Byte count of a polynomial over `moduli` with per-row skips.
@@ -25,8 +25,9 @@ enum PolynomialCoding {
         let half: UInt64 = skip > 0 ? UInt64(1) << UInt64(skip - 1) : 0
         for i in 0..<poly.moduliCount {
             let width = fieldWidth(modulus: moduli[i], skip: skip)
+            let mask = (UInt64(1) << UInt64(width)) - 1
             for j in 0..<poly.degree {
-                let value = (UInt64(poly.storage[i * poly.degree + j]) + half) >> UInt64(skip)
+                let value = ((UInt64(poly.storage[i * poly.degree + j]) + half) >> UInt64(skip)) & mask
                 buffer = buffer << UInt64(width) | value
                 bits += width
                 while bits >= 8 {

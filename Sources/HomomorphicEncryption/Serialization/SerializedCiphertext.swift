@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A ciphertext as bytes, in the two shapes of the PIR protocol (`docs/pir-protocol.md`).
 public enum SerializedCiphertext: Sendable, Equatable {
     /// c_0 in full and the 32-byte seed c_1 expands from (fresh secret-key encryptions).
@@ -31,15 +37,19 @@ extension BFVContext {
         return .full(polys: bytes, skipLSBs: skips.map(UInt32.init))
     }
 
-    /// Low bits that can be dropped from a ciphertext about to be decrypted, for c_0 and for the
-    /// polynomials multiplied by the secret: rounding adds at most 2^(k−1) per coefficient to
-    /// c_0, and ≈ 2^(k−1)·√N·3 (a sum of N ternary terms, 6σ) for c_1·s; both are kept below
-    /// Δ/16 so that a ciphertext with noise below Δ/4 still decrypts. Only for one prime.
+    /// Low bits that can be dropped from a ciphertext about to be decrypted (one prime only).
+    /// Decryption succeeds while the total error stays below Δ/2. Dropping k_0 bits of c_0 adds
+    /// at most 2^(k_0−1); dropping k_1 bits of c_1 adds δ·s with |δ_i| ≤ 2^(k_1−1), whose
+    /// coefficients (sums of ≈ 2N/3 signed terms) have σ = 2^(k_1−1)·√(2N)/3. With k_0 = ⌊log2 Δ⌋ − 2
+    /// (≤ Δ/8) and k_1 = k_0 − ⌈log2(√(2N)/3)⌉ − 3 (σ ≤ Δ/128) the rounding stays under Δ/3 even
+    /// at 30σ, leaving the rest for the ciphertext's own noise. N = 4096, t = 17,
+    /// q ≈ 2^27: k_0 = 20, k_1 = 12, so 7 + 15 bits per coefficient pair instead of 54.
     func decryptionSkips(level: Int, count: Int) -> [Int] {
         guard level == 1 else { return Array(repeating: 0, count: count) }
         let logDelta = Int((Double(moduli[0].value) / Double(plaintextModulus.value)).exponent)  // ⌊log2 Δ⌋
-        let first = max(0, logDelta - 3)
-        let rest = max(0, logDelta - 3 - (degree.trailingZeroBitCount + 1) / 2 - 3)
+        let first = max(0, logDelta - 2)
+        let spread = Int(log2(Double(2 * degree).squareRoot() / 3).rounded(.up))
+        let rest = max(0, first - spread - 3)
         return [first] + Array(repeating: rest, count: count - 1)
     }
 
