@@ -69,13 +69,17 @@ public struct BloomFilter: Sendable, Hashable {
         return copy.withUTF8 { contains(bytes: UnsafeRawBufferPointer($0)) }
     }
 
+    /// The first probe, (h1 + 0·h2) mod m, needs only FNV-1a: MurmurHash3 is computed only for
+    /// keys that pass it (about half of absent keys stop there).
     @inlinable
     public func contains(bytes: UnsafeRawBufferPointer) -> Bool {
         let h1 = FNV1a.hash32(bytes)
-        let h2 = MurmurHash3.x86_32(bytes, seed: murmurSeed)
         let modulus = UInt32(truncatingIfNeeded: bitCount)
         return data.withUnsafeBufferPointer { filter in
-            for i in 0..<UInt32(hashCount) {
+            let first = Int(h1 % modulus)
+            if filter[first >> 3] & (1 << UInt8(first & 7)) == 0 { return false }
+            let h2 = MurmurHash3.x86_32(bytes, seed: murmurSeed)
+            for i in 1..<UInt32(max(hashCount, 1)) {
                 let bit = Int((h1 &+ i &* h2) % modulus)
                 if filter[bit >> 3] & (1 << UInt8(bit & 7)) == 0 { return false }
             }
