@@ -17,7 +17,7 @@ func naiveNegacyclicProduct(_ a: [UInt32], _ b: [UInt32], modulus q: Modulus) ->
 
 @Suite("Number-theoretic transform")
 struct NTTTests {
-    @Test(arguments: [(16, UInt32(97)), (64, UInt32(0)), (256, UInt32(0)), (1024, UInt32(0))])
+    @Test(arguments: [(2, UInt32(5)), (4, UInt32(17)), (8, UInt32(17)), (16, UInt32(97)), (64, UInt32(0)), (256, UInt32(0)), (1024, UInt32(0))])
     func productByNTTMatchesSchoolbook(degree: Int, small: UInt32) throws {
         let value = small != 0 ? small : try Primes.nttFriendly(bits: 30, degree: degree, count: 1)[0]
         let q = try Modulus(value)
