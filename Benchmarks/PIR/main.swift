@@ -72,4 +72,4 @@ print(String(format: "evaluation_key_kb=%.1f query_kb=%.1f response_kb=%.1f", Do
 print(String(format: "server_ms_1thread=%.1f (min %.1f) server_ms_2threads=%.1f (min %.1f)",
              median(times1) * 1000, times1.min()! * 1000, median(times2) * 1000, times2.min()! * 1000))
 print(String(format: "client_keygen_ms=%.1f client_query_ms=%.2f client_decrypt_ms=%.2f", keygenTime * 1000, median(queryTimes) * 1000, median(decryptTimes) * 1000))
-print("response_noise_budget_bits=\(budgets)")
+print("response_noise_budget_bits=\(budgets.map(String.init).joined(separator: "/"))")
