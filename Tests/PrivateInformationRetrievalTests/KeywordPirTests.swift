@@ -68,3 +68,23 @@ struct KeywordPirTests {
         #expect(hash.bucketHashes.1 == 0xAD15_00F2_61FF_10B4)
     }
 }
+
+@Suite("README example")
+struct ReadmeKeywordExample {
+    /// The README's library example, verbatim apart from the expectations.
+    @Test func readmeExampleRuns() throws {
+        let context = try BFVContext(parameters: .n4096LogQ27_28_28LogT5)     // HomomorphicEncryption
+        let database = try KeywordDatabase(rows: [KeywordValuePair(keyword: "ads.example", value: [1])],
+                                           parameters: try KeywordPirParameters(), scheme: context)
+        let server = KeywordPirServer(scheme: context, database: database)   // PrivateInformationRetrieval
+        let client = try KeywordPirClient(scheme: context, parameters: database.parameters, shards: database.configurations)
+        let secretKey = context.generateSecretKey()
+        let query = try client.generateQuery(keyword: Array("ads.example".utf8), secretKey: secretKey)
+        let response = try server.respond(to: query.query, shard: query.shard,
+                                          evaluationKey: try client.generateEvaluationKey(secretKey: secretKey))
+        #expect(try client.decrypt(response, for: query, secretKey: secretKey) == [1])
+        let other = try client.generateQuery(keyword: Array("news.example".utf8), secretKey: secretKey)
+        let answer = try server.respond(to: other.query, shard: other.shard, evaluationKey: try client.generateEvaluationKey(secretKey: secretKey))
+        #expect(try client.decrypt(answer, for: other, secretKey: secretKey) == nil)
+    }
+}
