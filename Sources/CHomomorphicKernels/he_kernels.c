@@ -150,3 +150,45 @@ void netext_he_multiply_accumulate_pair(uint64_t *restrict acc0, uint64_t *restr
         acc1[j] += v * a[j];
     }
 }
+
+static inline uint32_t reduce64(uint64_t x, uint32_t q, uint32_t c, uint32_t cs, uint32_t r) {
+    const uint32_t hi = (uint32_t)(x >> 32), lo = (uint32_t)x;
+    uint32_t v = shoup_lazy(hi, c, cs, q) + shoup_lazy(lo, 1, r, q);  // < 4q < 2^32
+    v = v >= 2 * q ? v - 2 * q : v;
+    return v >= q ? v - q : v;
+}
+
+NETEXT_CLONES
+void netext_he_reduce64(uint32_t *restrict out, const uint64_t *restrict x, size_t count, uint32_t q, uint32_t c,
+                        uint32_t cs, uint32_t r) {
+    for (size_t j = 0; j < count; j++) out[j] = reduce64(x[j], q, c, cs, r);
+}
+
+NETEXT_CLONES
+void netext_he_reduce64_in_place(uint64_t *x, size_t count, uint32_t q, uint32_t c, uint32_t cs, uint32_t r) {
+    for (size_t j = 0; j < count; j++) x[j] = reduce64(x[j], q, c, cs, r);
+}
+
+NETEXT_CLONES
+void netext_he_reduce_once(uint32_t *values, size_t count, uint32_t q) {
+    for (size_t j = 0; j < count; j++) values[j] = values[j] >= q ? values[j] - q : values[j];
+}
+
+NETEXT_CLONES
+void netext_he_reduce32(uint32_t *restrict out, const uint32_t *restrict x, size_t count, uint32_t q, uint32_t r) {
+    for (size_t j = 0; j < count; j++) {
+        uint32_t v = shoup_lazy(x[j], 1, r, q);
+        out[j] = v >= q ? v - q : v;
+    }
+}
+
+NETEXT_CLONES
+void netext_he_subtract_multiply(uint32_t *restrict row, const uint32_t *restrict correction, size_t count, uint32_t q,
+                                 uint32_t inv, uint32_t invs) {
+    for (size_t j = 0; j < count; j++) {
+        uint32_t d = row[j] + q - correction[j];
+        uint32_t v = shoup_lazy(d, inv, invs, q);
+        v = v >= q ? v - q : v;
+        row[j] = v;
+    }
+}

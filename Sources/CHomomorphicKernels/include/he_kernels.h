@@ -22,4 +22,22 @@ void netext_he_multiply_accumulate(uint64_t *acc, const uint32_t *x, const uint3
 /// acc0[j] += x[j] · b[j]; acc1[j] += x[j] · a[j].
 void netext_he_multiply_accumulate_pair(uint64_t *acc0, uint64_t *acc1, const uint32_t *x,
                                         const uint32_t *b, const uint32_t *a, size_t count);
+/// out[j] = x[j] mod q for 64-bit x[j] (q < 2^30): x = hi·2^32 + lo, hi·(2^32 mod q) by Shoup's
+/// method (c, cs = companion), lo by Shoup with w = 1 (r = floor(2^32 / q)); all 32×32-bit
+/// products, so it vectorizes where a 64-bit Barrett reduction does not.
+void netext_he_reduce64(uint32_t *out, const uint64_t *x, size_t count, uint32_t q, uint32_t c, uint32_t cs, uint32_t r);
+
+/// The same, writing the residues back into the 64-bit lanes.
+void netext_he_reduce64_in_place(uint64_t *x, size_t count, uint32_t q, uint32_t c, uint32_t cs, uint32_t r);
+
+/// values[j] = values[j] mod q for values below 2q.
+void netext_he_reduce_once(uint32_t *values, size_t count, uint32_t q);
+
+/// out[j] = x[j] mod q for any 32-bit x[j] (Shoup with w = 1: r = floor(2^32 / q)).
+void netext_he_reduce32(uint32_t *out, const uint32_t *x, size_t count, uint32_t q, uint32_t r);
+
+/// row[j] = (row[j] − correction[j]) · inv mod q (inv with Shoup companion invs); all inputs
+/// below q.
+void netext_he_subtract_multiply(uint32_t *row, const uint32_t *correction, size_t count, uint32_t q,
+                                 uint32_t inv, uint32_t invs);
 #endif

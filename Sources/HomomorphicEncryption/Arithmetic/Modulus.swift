@@ -23,6 +23,13 @@ public struct Modulus: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { String(value) }
 
+    /// Constants of the vectorized 64-bit reduction (`netext_he_reduce64`): 2^32 mod q, its Shoup
+    /// companion, and ⌊2^32 / q⌋ (the Shoup companion of 1).
+    public var wideReductionConstants: (c: UInt32, cShoup: UInt32, r: UInt32) {
+        let c = UInt32((UInt64(1) << 32) % UInt64(value))
+        return (c, shoup(c), shoup(1))
+    }
+
     /// Number of significant bits of `q`.
     public var bitWidth: Int { 32 - value.leadingZeroBitCount }
 

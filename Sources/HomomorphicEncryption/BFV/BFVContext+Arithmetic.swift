@@ -1,3 +1,5 @@
+import CHomomorphicKernels
+
 extension BFVContext {
     /// `a + b`; both at the same level and with the same number of polynomials.
     public func add(_ a: Ciphertext, _ b: Ciphertext) throws(HomomorphicEncryptionError) -> Ciphertext {
@@ -88,14 +90,17 @@ extension BFVContext {
         let isNTT = poly.isNTT
         poly.dropLastRow()
         var scratch = [UInt32](repeating: 0, count: n)
-        poly.forEachRow { row, i in
-            let q = moduli[i]
-            let halfModQ = half % q.value
-            for j in 0..<n { scratch[j] = q.subtract(q.reduce(UInt64(last[j])), halfModQ) }
-            if isNTT { scratch.withUnsafeMutableBufferPointer { transforms[i].forward($0) } }
-            let inverse = inverses[i], inverseShoup = q.shoup(inverse)
-            for j in 0..<n {
-                row[j] = q.multiplyShoup(q.subtract(row[j], scratch[j]), inverse, inverseShoup)
+        last.withUnsafeBufferPointer { last in
+            scratch.withUnsafeMutableBufferPointer { scratch in
+                poly.forEachRow { row, i in
+                    let q = moduli[i]
+                    let halfModQ = half % q.value
+                    netext_he_reduce32(scratch.baseAddress!, last.baseAddress!, n, q.value, q.shoup(1))
+                    for j in 0..<n { scratch[j] = q.subtract(scratch[j], halfModQ) }
+                    if isNTT { transforms[i].forward(scratch) }
+                    let inverse = inverses[i]
+                    netext_he_subtract_multiply(row.baseAddress!, scratch.baseAddress!, n, q.value, inverse, q.shoup(inverse))
+                }
             }
         }
     }

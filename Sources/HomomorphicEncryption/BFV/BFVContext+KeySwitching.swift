@@ -93,7 +93,8 @@ extension BFVContext {
             acc.withUnsafeBufferPointer { a in
                 poly.forEachRow { row, slot in
                     let q = moduli[targets[slot]]
-                    for j in 0..<n { row[j] = q.reduce(a[slot &* n &+ j]) }
+                    let (c, cs, r) = q.wideReductionConstants
+                    netext_he_reduce64(row.baseAddress!, a.baseAddress! + slot &* n, n, q.value, c, cs, r)
                 }
             }
             divideAndDropLast(&poly, inverses: specialInverse, half: specialHalf, lastModulusIndex: specialIndex)

@@ -38,15 +38,19 @@ extension BFVContext {
                     if pending == lazyTerms {
                         for i in 0..<level {
                             let q = moduli[i]
-                            for j in (i * n)..<((i + 1) * n) { acc[j] = UInt64(q.reduce(acc[j])) }
+                            let (c, cs, r) = q.wideReductionConstants
+                            netext_he_reduce64_in_place(acc.baseAddress! + i &* n, n, q.value, c, cs, r)
                         }
                         pending = 1
                     }
                 }
             }
-            result.polys[k].forEachRow { row, i in
-                let q = moduli[i]
-                for j in 0..<n { row[j] = q.reduce(lanes[i * n + j]) }
+            lanes.withUnsafeBufferPointer { lanes in
+                result.polys[k].forEachRow { row, i in
+                    let q = moduli[i]
+                    let (c, cs, r) = q.wideReductionConstants
+                    netext_he_reduce64(row.baseAddress!, lanes.baseAddress! + i &* n, n, q.value, c, cs, r)
+                }
             }
         }
         return result
