@@ -192,3 +192,50 @@ void netext_he_subtract_multiply(uint32_t *restrict row, const uint32_t *restric
         row[j] = v;
     }
 }
+
+NETEXT_CLONES
+void netext_he_multiply_add_mod(uint32_t *restrict out, const uint32_t *restrict x, const uint32_t *restrict y, size_t count,
+                                uint32_t q, uint32_t c, uint32_t cs, uint32_t r) {
+    for (size_t j = 0; j < count; j++) {
+        uint32_t v = out[j] + reduce64((uint64_t)x[j] * y[j], q, c, cs, r);
+        out[j] = v >= q ? v - q : v;
+    }
+}
+
+NETEXT_CLONES
+void netext_he_lift(const uint32_t *restrict x, uint32_t *restrict out, size_t n, size_t levels, size_t auxiliary,
+                    const uint32_t *q, const uint32_t *y, const uint32_t *ys, const double *inverse_q,
+                    const uint32_t *b, const uint32_t *b_c, const uint32_t *b_cs, const uint32_t *b_r,
+                    const uint32_t *q_hat_mod_b, const uint32_t *q_mod_b, uint32_t *restrict terms,
+                    double *restrict fraction, uint64_t *restrict sums) {
+    for (size_t j = 0; j < n; j++) fraction[j] = 0.5;
+    for (size_t i = 0; i < levels; i++) {
+        const uint32_t qi = q[i], yi = y[i], ysi = ys[i];
+        const double inv = inverse_q[i];
+        const uint32_t *restrict row = x + i * n;
+        uint32_t *restrict t = terms + i * n;
+        for (size_t j = 0; j < n; j++) {
+            uint32_t v = shoup_lazy(row[j], yi, ysi, qi);
+            v = v >= qi ? v - qi : v;
+            t[j] = v;
+            fraction[j] += (double)v * inv;
+        }
+    }
+    for (size_t a = 0; a < auxiliary; a++) {
+        const uint32_t ba = b[a], c = b_c[a], cs = b_cs[a], r = b_r[a];
+        const uint64_t qmb = q_mod_b[a];
+        uint32_t *restrict o = out + a * n;
+        for (size_t j = 0; j < n; j++) sums[j] = 0;
+        for (size_t i = 0; i < levels; i++) {
+            const uint64_t factor = q_hat_mod_b[a * levels + i];
+            const uint32_t *restrict t = terms + i * n;
+            for (size_t j = 0; j < n; j++) sums[j] += (uint64_t)t[j] * factor;
+        }
+        for (size_t j = 0; j < n; j++) {
+            const uint32_t positive = reduce64(sums[j], ba, c, cs, r);
+            const uint32_t negative = reduce64((uint64_t)(uint32_t)fraction[j] * qmb, ba, c, cs, r);
+            const uint32_t d = positive + ba - negative;
+            o[j] = d >= ba ? d - ba : d;
+        }
+    }
+}

@@ -30,6 +30,22 @@ void netext_he_reduce64(uint32_t *out, const uint64_t *x, size_t count, uint32_t
 /// The same, writing the residues back into the 64-bit lanes.
 void netext_he_reduce64_in_place(uint64_t *x, size_t count, uint32_t q, uint32_t c, uint32_t cs, uint32_t r);
 
+/// out[j] = (out[j] + x[j]·y[j]) mod q, all below q (c, cs, r as for netext_he_reduce64).
+void netext_he_multiply_add_mod(uint32_t *out, const uint32_t *x, const uint32_t *y, size_t count, uint32_t q,
+                                uint32_t c, uint32_t cs, uint32_t r);
+
+/// The centered lift of one coefficient-form polynomial from Q = q_0⋯q_{L−1} to the
+/// auxiliary primes b_0…b_{K−1} (Halevi–Polyakov–Shoup §4): with t_i = [x_i·y_i]_{q_i} and
+/// v = round(Σ t_i/q_i), out_a = Σ t_i·(Q/q_i mod b_a) − v·(Q mod b_a) mod b_a.
+/// x: L rows of n; out: K rows of n; q, y, ys (Shoup companions of y), inverse_q: L entries;
+/// b, b_c, b_cs, b_r (reduce64 constants), q_mod_b: K entries; q_hat_mod_b: K×L (row a, column i);
+/// terms: L·n scratch; fraction, sums: n scratch each.
+void netext_he_lift(const uint32_t *x, uint32_t *out, size_t n, size_t levels, size_t auxiliary,
+                    const uint32_t *q, const uint32_t *y, const uint32_t *ys, const double *inverse_q,
+                    const uint32_t *b, const uint32_t *b_c, const uint32_t *b_cs, const uint32_t *b_r,
+                    const uint32_t *q_hat_mod_b, const uint32_t *q_mod_b, uint32_t *terms, double *fraction,
+                    uint64_t *sums);
+
 /// values[j] = values[j] mod q for values below 2q.
 void netext_he_reduce_once(uint32_t *values, size_t count, uint32_t q);
 

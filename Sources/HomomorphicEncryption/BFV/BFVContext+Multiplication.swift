@@ -1,3 +1,5 @@
+import CHomomorphicKernels
+
 /// A ciphertext lifted to Q·B in NTT form, ready to be tensored with another.
 public struct ExtendedCiphertext: Sendable {
     public var polys: [RNSPolynomial]
@@ -48,7 +50,8 @@ extension BFVContext {
         return ExtendedCiphertext(polys: polys, level: level)
     }
 
-    /// Q → Q·B: appends rows for B holding the centered representative of each coefficient.
+    /// Q → Q·B: appends rows for B holding the centered representative of each coefficient
+    /// (the arithmetic is `netext_he_lift`).
     func liftToAuxiliary(_ poly: RNSPolynomial) -> RNSPolynomial {
         precondition(!poly.isNTT)
         let level = poly.moduliCount
@@ -56,49 +59,20 @@ extension BFVContext {
         let n = degree, k = auxiliaryModuli.count
         var out = RNSPolynomial(degree: n, moduliCount: level + k, isNTT: false)
         out.storage.replaceSubrange(0..<(level * n), with: poly.storage)
-        // terms[i·n + j] = [x_i·y_i]_{q_i}; v[j] = round(Σ_i terms/q_i), the multiple of Q to remove.
+        let q = moduli.prefix(level).map(\.value)
+        let y = levels[level - 1].crtInverse
+        let ys = zip(moduli.prefix(level), y).map { $0.shoup($1) }
+        let b = auxiliaryModuli.map(\.value)
+        let wide = auxiliaryModuli.map(\.wideReductionConstants)
+        let (bc, bcs, br) = (wide.map(\.c), wide.map(\.cShoup), wide.map(\.r))
+        let qHat = constants.qHatModB.flatMap { $0 }
         var terms = [UInt32](repeating: 0, count: level * n)
-        var overflow = [UInt32](repeating: 0, count: n)
-        let crt = levels[level - 1].crtInverse
-        poly.storage.withUnsafeBufferPointer { x in
-            terms.withUnsafeMutableBufferPointer { terms in
-                overflow.withUnsafeMutableBufferPointer { overflow in
-                    var fraction = [Double](repeating: 0.5, count: n)
-                    for i in 0..<level {
-                        let q = moduli[i], y = crt[i], yShoup = q.shoup(y), inverse = constants.inverseQ[i]
-                        for j in 0..<n {
-                            let term = q.multiplyShoup(x[i &* n &+ j], y, yShoup)
-                            terms[i &* n &+ j] = term
-                            fraction[j] += Double(term) * inverse
-                        }
-                    }
-                    for j in 0..<n { overflow[j] = UInt32(fraction[j]) }  // ⌊· + 0.5⌋ = round
-                }
-            }
-        }
-        terms.withUnsafeBufferPointer { terms in
-            overflow.withUnsafeBufferPointer { overflow in
-                out.storage.withUnsafeMutableBufferPointer { rows in
-                    var sums = [UInt64](repeating: 0, count: n)
-                    for a in 0..<k {
-                        let b = auxiliaryModuli[a]
-                        let qModB = UInt64(constants.qModB[a])
-                        sums.withUnsafeMutableBufferPointer { sums in
-                            for j in 0..<n { sums[j] = 0 }
-                            for i in 0..<level {
-                                let factor = UInt64(constants.qHatModB[a][i])
-                                for j in 0..<n { sums[j] &+= UInt64(terms[i &* n &+ j]) &* factor }
-                            }
-                            let base = (level &+ a) &* n
-                            for j in 0..<n {
-                                let positive = b.reduce(sums[j])
-                                let negative = b.reduce(UInt64(overflow[j]) &* qModB)
-                                rows[base &+ j] = b.subtract(positive, negative)
-                            }
-                        }
-                    }
-                }
-            }
+        var fraction = [Double](repeating: 0, count: n)
+        var sums = [UInt64](repeating: 0, count: n)
+        out.storage.withUnsafeMutableBufferPointer { rows in
+            netext_he_lift(
+                rows.baseAddress!, rows.baseAddress! + level * n, n, level, k, q, y, ys, constants.inverseQ,
+                b, bc, bcs, br, qHat, constants.qModB, &terms, &fraction, &sums)
         }
         return out
     }

@@ -1,3 +1,4 @@
+import CHomomorphicKernels
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -144,10 +145,9 @@ public struct RNSPolynomial: Sendable, Equatable {
             b.storage.withUnsafeBufferPointer { y in
                 forEachRow { row, i in
                     let q = moduli[i]
-                    let base = i &* n
-                    for j in 0..<n {
-                        row[j] = q.add(row[j], q.multiply(x[base &+ j], y[base &+ j]))
-                    }
+                    let (c, cs, r) = q.wideReductionConstants
+                    netext_he_multiply_add_mod(
+                        row.baseAddress!, x.baseAddress! + i &* n, y.baseAddress! + i &* n, n, q.value, c, cs, r)
                 }
             }
         }
