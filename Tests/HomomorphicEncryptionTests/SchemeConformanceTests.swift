@@ -55,3 +55,48 @@ struct SchemeConformanceTests {
         try checkSchemeMatchesPlaintextArithmetic(try BFVContext(parameters: parameters))
     }
 }
+
+@Suite("Production parameter sets")
+struct ProductionParameterTests {
+    /// Every operation at the secure parameter sets, with sparse plaintexts so the exact model
+    /// stays cheap in debug builds.
+    @Test(arguments: [EncryptionParameters.n4096LogQ27_28_28LogT5, .n8192LogQ6x30LogT17])
+    func everyOperationRoundTrips(parameters: EncryptionParameters) throws {
+        let context = try BFVContext(parameters: parameters)
+        let n = context.degree, t = parameters.plaintextModulus
+        let model = FakeScheme(degree: n, plaintextModulus: t, levels: context.maximumLevel)
+        var rng = ChaCha20Generator.systemSeeded()
+        func sparse() -> [UInt64] {
+            var values = [UInt64](repeating: 0, count: n)
+            for _ in 0..<12 { values[Int(rng.nextWord()) % n] = UInt64(rng.nextWord() % t) }
+            return values
+        }
+        let secretKey = context.generateSecretKey()
+        let key = try context.generateEvaluationKey(galoisElements: [n + 1, 3], relinearization: true, secretKey: secretKey)
+        let modelKey = model.generateEvaluationKey(galoisElements: [n + 1, 3], relinearization: true, secretKey: ())
+        let a = sparse(), b = sparse()
+        let ca = try context.encrypt(coefficients: a, secretKey: secretKey)
+        let cb = context.encrypt(try context.encode(coefficients: b), publicKey: context.generatePublicKey(secretKey: secretKey))
+        let ma = try model.encrypt(coefficients: a, secretKey: ()), mb = try model.encrypt(coefficients: b, secretKey: ())
+        #expect(context.decryptCoefficients(ca, secretKey: secretKey) == a)
+        #expect(context.decryptCoefficients(try context.add(ca, cb), secretKey: secretKey) == (try model.add(ma, mb)).coefficients)
+        let product = try context.multiply(ca, plaintext: context.prepare(try context.encode(coefficients: b)))
+        #expect(context.decryptCoefficients(product, secretKey: secretKey) == model.product(a, b))
+        let squared = try context.relinearize(try context.multiply(ca, cb), key: key)
+        #expect(context.decryptCoefficients(squared, secretKey: secretKey) == model.product(a, b))
+        #expect(context.noiseBudget(squared, secretKey: secretKey) > 0)
+        for element in [n + 1, 3] {
+            #expect(context.decryptCoefficients(try context.applyGalois(ca, element: element, key: key), secretKey: secretKey)
+                    == (try model.applyGalois(ma, element: element, key: modelKey)).coefficients)
+        }
+        let low = try context.modSwitchDown(ca, toLevel: 1)
+        #expect(context.decryptCoefficients(low, secretKey: secretKey) == a)
+        #expect(context.decrypt(try context.deserialize(context.serialize(low, forDecryption: true)), secretKey: secretKey)
+                == context.decrypt(low, secretKey: secretKey))
+        if context.plaintextTransform != nil {
+            let slots = (0..<n).map { _ in UInt64(rng.nextWord() % t) }
+            let encrypted = context.encrypt(try context.encode(simd: slots), secretKey: secretKey)
+            #expect(try context.decodeSIMD(context.decrypt(encrypted, secretKey: secretKey)) == slots)
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import HomomorphicEncryption
 import PIRService
+import PIRProtobuf
 import PrivateInformationRetrieval
 import Testing
 
@@ -34,5 +35,56 @@ struct ProcessedShardFileTests {
         try ProcessedShardFile.write(database, context: context, to: path)
         let other = try BFVContext(parameters: .insecureN64)
         #expect(throws: PIRServiceError.self) { try ProcessedShardFile.read(path: path, context: other) }
+    }
+}
+
+@Suite("PIR configuration from a server")
+struct PIRConfigurationParsingTests {
+    /// A server's PIRConfig is untrusted input: random field values give a configuration or a
+    /// PirError, never a crash or an unbounded allocation.
+    @Test func randomConfigurationsAreValidatedOrRefused() throws {
+        var state: UInt64 = 0xDEADBEEF
+        func next(_ bound: UInt64) -> UInt64 { state = state &* 6364136223846793005 &+ 1442695040888963407; return (state >> 20) % bound }
+        let valid = EncryptionParameters.n4096LogQ27_28_28LogT5.proto
+        var accepted = 0
+        for trial in 0..<2000 {
+            var message = ProtoPIRConfig()
+            message.encryptionParameters = valid
+            if trial % 7 == 0 { message.encryptionParameters.coefficientModuli = [next(1 << 31), next(1 << 31)] }
+            if trial % 11 == 0 { message.encryptionParameters.polynomialDegree = next(1 << 20) }
+            message.algorithm = trial % 13 == 0 ? .aclsPir : .mulPir
+            message.keywordPirParams.numHashFunctions = next(4)
+            message.keywordPirParams.netextBucketCapacity = next(20)
+            message.keywordPirParams.netextValueSize = next(4)
+            let plausible = trial % 3 == 0
+            if plausible {
+                message.keywordPirParams.numHashFunctions = 1 + next(2)
+                message.keywordPirParams.netextBucketCapacity = 8
+                message.keywordPirParams.netextValueSize = 1
+            }
+            for _ in 0..<Int(plausible ? 1 + next(3) : next(4)) {
+                var shard = ProtoPIRShardConfig()
+                if plausible {
+                    shard.numEntries = 1 + next(2000)
+                    shard.entrySize = 72
+                    let plaintexts = (shard.numEntries + 27) / 28
+                    shard.dimensions = next(2) == 0 ? [plaintexts] : [(plaintexts + 1) / 2, 2]
+                } else {
+                    shard.numEntries = next(1 << 34)
+                    shard.entrySize = next(200)
+                    shard.dimensions = (0..<Int(next(4))).map { _ in next(1 << 26) }
+                }
+                message.shardConfigs.append(shard)
+            }
+            do {
+                let configuration = try KeywordPirConfiguration(proto: message)
+                accepted += 1
+                for shard in configuration.shards {
+                    #expect(shard.indexParameters.queryCiphertextCount <= 64)
+                    #expect(shard.indexParameters.dimensions.reduce(1, *) >= shard.indexParameters.plaintextCount)
+                }
+            } catch {}
+        }
+        #expect(accepted > 0)
     }
 }
