@@ -73,7 +73,34 @@ public struct BloomFilter: Sendable, Hashable {
     /// keys that pass it (about half of absent keys stop there).
     @inlinable
     public func contains(bytes: UnsafeRawBufferPointer) -> Bool {
-        let h1 = FNV1a.hash32(bytes)
+        contains(bytes: bytes, fnv: FNV1a.hash32(bytes))
+    }
+
+    /// Four lookups at once: the four FNV-1a chains (one serial multiply per byte each) run
+    /// interleaved, so the processor overlaps them — how a URL's keys are checked together.
+    @inlinable
+    public func contains(
+        _ k0: UnsafeRawBufferPointer, _ k1: UnsafeRawBufferPointer, _ k2: UnsafeRawBufferPointer, _ k3: UnsafeRawBufferPointer
+    ) -> (Bool, Bool, Bool, Bool) {
+        let prime = FNV1a.prime
+        var h0 = FNV1a.offsetBasis, h1 = h0, h2 = h0, h3 = h0
+        let common = min(min(k0.count, k1.count), min(k2.count, k3.count))
+        for i in 0..<common {
+            h0 = (h0 ^ UInt32(k0[i])) &* prime
+            h1 = (h1 ^ UInt32(k1[i])) &* prime
+            h2 = (h2 ^ UInt32(k2[i])) &* prime
+            h3 = (h3 ^ UInt32(k3[i])) &* prime
+        }
+        for i in common..<k0.count { h0 = (h0 ^ UInt32(k0[i])) &* prime }
+        for i in common..<k1.count { h1 = (h1 ^ UInt32(k1[i])) &* prime }
+        for i in common..<k2.count { h2 = (h2 ^ UInt32(k2[i])) &* prime }
+        for i in common..<k3.count { h3 = (h3 ^ UInt32(k3[i])) &* prime }
+        return (contains(bytes: k0, fnv: h0), contains(bytes: k1, fnv: h1), contains(bytes: k2, fnv: h2), contains(bytes: k3, fnv: h3))
+    }
+
+    /// A lookup whose FNV-1a hash is already known.
+    @inlinable
+    func contains(bytes: UnsafeRawBufferPointer, fnv h1: UInt32) -> Bool {
         let modulus = UInt32(truncatingIfNeeded: bitCount)
         return data.withUnsafeBufferPointer { filter in
             let first = Int(h1 % modulus)
