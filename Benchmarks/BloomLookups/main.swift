@@ -12,9 +12,8 @@ let buildStart = ContinuousClock.now
 for index in 0..<keyCount { filter.insert("blocked-\(index).example.com/") }
 let buildTime = ContinuousClock.now - buildStart
 
-/// Lookups per second over prepared keys (so the loop measures lookups, not key building).
-func measure(_ keys: [String], in filter: BloomFilter) -> (millionsPerSecond: Double, hits: Int, averageLength: Int) {
-    // All keys in one contiguous buffer; offsets into it.
+/// All keys in one contiguous buffer, and each key's range in it.
+func prepare(_ keys: [String]) -> (storage: [UInt8], ranges: [Range<Int>]) {
     var storage: [UInt8] = []
     var ranges: [Range<Int>] = []
     for key in keys {
@@ -22,6 +21,12 @@ func measure(_ keys: [String], in filter: BloomFilter) -> (millionsPerSecond: Do
         storage.append(contentsOf: key.utf8)
         ranges.append(start..<storage.count)
     }
+    return (storage, ranges)
+}
+
+/// Lookups per second over prepared keys (so the loop measures lookups, not key building).
+func measure(_ keys: [String], in filter: BloomFilter) -> (millionsPerSecond: Double, hits: Int, averageLength: Int) {
+    let (storage, ranges) = prepare(keys)
     var hits = 0
     let start = ContinuousClock.now
     storage.withUnsafeBytes { all in
@@ -37,13 +42,7 @@ func measure(_ keys: [String], in filter: BloomFilter) -> (millionsPerSecond: Do
 
 /// The same lookups four at a time (`contains(_:_:_:_:)`), as a URL's keys are checked.
 func measureBatched(_ keys: [String], in filter: BloomFilter) -> (millionsPerSecond: Double, hits: Int) {
-    var storage: [UInt8] = []
-    var ranges: [Range<Int>] = []
-    for key in keys {
-        let start = storage.count
-        storage.append(contentsOf: key.utf8)
-        ranges.append(start..<storage.count)
-    }
+    let (storage, ranges) = prepare(keys)
     var hits = 0
     let start = ContinuousClock.now
     storage.withUnsafeBytes { all in

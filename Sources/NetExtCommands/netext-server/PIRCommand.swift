@@ -19,11 +19,7 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "Log level.") var logLevel = "info"
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            return handler
-        }
+        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "netext-server.pir")
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
             throw ValidationError("--listen must be HOST:PORT, got \(listen)")

@@ -28,11 +28,7 @@ struct TunnelCommand: AsyncParsableCommand {
     @Option(help: "Log level.") var logLevel = "info"
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            return handler
-        }
+        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "netext-server.tunnel")
         let server: TunnelServer
         do throws(NetExtError) {

@@ -31,11 +31,7 @@ public struct NetextdCommand: AsyncParsableCommand {
         if let providersDir { settings.providersDirectory = providersDir }
         settings.adminGroup = adminGroup
         settings.providerStartDeadline = .milliseconds(Int(providerStartTimeout * 1000))
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        bootstrapStandardErrorLogging(level: level)
         let logger = Logger(label: "netextd")
         do {
             try await Daemon(settings: settings, logger: logger).run()
