@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "BloomFilter", targets: ["BloomFilter"]),
         .library(name: "HomomorphicEncryption", targets: ["HomomorphicEncryption"]),
         .library(name: "PrivateInformationRetrieval", targets: ["PrivateInformationRetrieval"]),
+        .library(name: "ObliviousHTTP", targets: ["ObliviousHTTP"]),
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
@@ -101,6 +102,8 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: strict),
+        // Oblivious HTTP (RFC 9458) and known-length Binary HTTP (RFC 9292), on swift-crypto's HPKE.
+        .target(name: "ObliviousHTTP", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
@@ -164,6 +167,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
+        .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(
