@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "HomomorphicEncryption", targets: ["HomomorphicEncryption"]),
         .library(name: "PrivateInformationRetrieval", targets: ["PrivateInformationRetrieval"]),
         .library(name: "ObliviousHTTP", targets: ["ObliviousHTTP"]),
+        .library(name: "PrivacyPass", targets: ["PrivacyPass"]),
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
@@ -104,6 +105,11 @@ let package = Package(
             swiftSettings: strict),
         // Oblivious HTTP (RFC 9458) and known-length Binary HTTP (RFC 9292), on swift-crypto's HPKE.
         .target(name: "ObliviousHTTP", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // Privacy Pass (RFC 9577 structures, RFC 9578 type 0x0002 blind-RSA issuance) on swift-crypto.
+        .target(
+            name: "PrivacyPass",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
@@ -167,6 +173,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
+        .testTarget(
+            name: "PrivacyPassTests",
+            dependencies: ["PrivacyPass", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
