@@ -56,9 +56,8 @@ public enum PIRDatabaseDirectory {
             throw .databaseFile(path: directory, reason: "cannot encode the configuration")
         }
         let path = "\(directory)/config.binpb"
-        let temporary = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)), rename(temporary, path) == 0 else {
-            throw .databaseFile(path: path, reason: "cannot write")
+        do throws(AtomicFile.Failure) { try AtomicFile.write(bytes, to: path) } catch {
+            throw .databaseFile(path: path, reason: error.reason)
         }
     }
 

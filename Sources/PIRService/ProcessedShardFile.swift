@@ -39,15 +39,8 @@ public enum ProcessedShardFile {
             }
         }
         out += SHA256.hash(data: out)
-        let temporary = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(out)) else {
-            throw .databaseFile(path: path, reason: "cannot create \(temporary)")
-        }
-        let fd = open(temporary, O_RDONLY)
-        if fd >= 0 { fsync(fd); close(fd) }
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw .databaseFile(path: path, reason: "rename failed: \(String(cString: strerror(errno)))")
+        do throws(AtomicFile.Failure) { try AtomicFile.write(out, to: path) } catch {
+            throw .databaseFile(path: path, reason: error.reason)
         }
     }
 

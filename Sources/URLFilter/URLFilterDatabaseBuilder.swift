@@ -118,10 +118,8 @@ public struct URLFilterDatabaseBuilder: Sendable {
     }
 
     func writeAtomically(_ data: Data, to path: String) throws(URLFilterError) {
-        let temporary = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: data) else { throw .io(path: path, reason: "cannot write") }
-        let fd = open(temporary, O_RDONLY)
-        if fd >= 0 { fsync(fd); close(fd) }
-        guard rename(temporary, path) == 0 else { throw .io(path: path, reason: "cannot rename into place") }
+        do throws(AtomicFile.Failure) { try AtomicFile.write([UInt8](data), to: path) } catch {
+            throw .io(path: path, reason: error.reason)
+        }
     }
 }

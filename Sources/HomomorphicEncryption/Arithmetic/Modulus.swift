@@ -8,6 +8,7 @@ public struct Modulus: Sendable, Hashable, CustomStringConvertible {
     public let value: UInt32
     /// `floor(2^64 / q)`, for Barrett reduction of 64-bit values.
     @usableFromInline let barrett: UInt64
+    let wideC: UInt32, wideCShoup: UInt32, wideR: UInt32
 
     /// The largest modulus this type accepts (exclusive).
     public static let limit: UInt32 = 1 << 30
@@ -19,6 +20,10 @@ public struct Modulus: Sendable, Hashable, CustomStringConvertible {
         }
         self.value = value
         self.barrett = UInt64.max / UInt64(value) &+ (UInt64.max % UInt64(value) == UInt64(value) &- 1 ? 1 : 0)
+        let c = UInt32((UInt64(1) << 32) % UInt64(value))
+        wideC = c
+        wideCShoup = UInt32((UInt64(c) << 32) / UInt64(value))
+        wideR = UInt32((UInt64(1) << 32) / UInt64(value))
     }
 
     public var description: String { String(value) }
@@ -26,8 +31,7 @@ public struct Modulus: Sendable, Hashable, CustomStringConvertible {
     /// Constants of the vectorized 64-bit reduction (`netext_he_reduce64`): 2^32 mod q, its Shoup
     /// companion, and ⌊2^32 / q⌋ (the Shoup companion of 1).
     public var wideReductionConstants: (c: UInt32, cShoup: UInt32, r: UInt32) {
-        let c = UInt32((UInt64(1) << 32) % UInt64(value))
-        return (c, shoup(c), shoup(1))
+        (wideC, wideCShoup, wideR)
     }
 
     /// Number of significant bits of `q`.
