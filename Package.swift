@@ -80,17 +80,25 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        // A small HTTP/1.1 server and upstream client shared by netext-server's roles.
+        .target(
+            name: "HTTPServing",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         // The PIR service: processed database files, use cases, evaluation-key store, request
         // handling and its HTTP/1.1 server (netext-server pir).
         .target(
             name: "PIRService",
             dependencies: [
-                "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf",
+                "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "HTTPServing", "NetExtCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -99,7 +107,8 @@ let package = Package(
         .target(
             name: "URLFilter",
             dependencies: [
-                "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "PIRService",
+                "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "PIRService", "NetExtCore",
+                "ObliviousHTTP", "PrivacyPass",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: strict),
@@ -109,6 +118,17 @@ let package = Package(
         .target(
             name: "PrivacyPass",
             dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
+        // The servers around the URL filter's privacy: the Privacy Pass issuer and origin-side
+        // token verification (spent tokens in SQLite), the Oblivious HTTP gateway and relay.
+        .target(
+            name: "PrivacyServices",
+            dependencies: [
+                "PrivacyPass", "ObliviousHTTP", "HTTPServing", "NetExtCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
@@ -138,7 +158,7 @@ let package = Package(
             name: "NetExtCommands",
             dependencies: [
                 "NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol",
-                "URLFilter", "PIRService", "BloomFilter",
+                "URLFilter", "PIRService", "BloomFilter", "HTTPServing", "PrivacyServices", "PrivacyPass",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -170,12 +190,19 @@ let package = Package(
             name: "URLFilterTests",
             dependencies: [
                 "URLFilter", "PIRService", "PIRProtobuf", "PrivateInformationRetrieval", "HomomorphicEncryption", "BloomFilter",
+                "PrivacyServices", "HTTPServing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
         .testTarget(
             name: "PrivacyPassTests",
             dependencies: ["PrivacyPass", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]),
+        .testTarget(
+            name: "PrivacyServicesTests",
+            dependencies: [
+                "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "URLFilter",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),

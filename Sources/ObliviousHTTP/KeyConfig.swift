@@ -66,3 +66,31 @@ public struct OHTTPKeyConfig: Sendable, Equatable {
         symmetricAlgorithms.contains { $0.kdf == Self.kdfHKDFSHA256 && $0.aead == Self.aeadAES128GCM }
     }
 }
+
+extension OHTTPKeyConfig {
+    public static let listMediaType = "application/ohttp-keys"
+
+    /// A list of configurations as `application/ohttp-keys` carries them (RFC 9540 §3): each
+    /// prefixed by a 2-byte length. Configurations for KEMs this implementation lacks are
+    /// skipped; a truncated list is refused at the offset where it breaks.
+    public static func decodeList(_ bytes: [UInt8]) throws(ObliviousHTTPError) -> [OHTTPKeyConfig] {
+        var configs: [OHTTPKeyConfig] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard offset + 2 <= bytes.count else { throw .truncated(what: "key configuration list", offset: offset) }
+            let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+            guard offset + 2 + length <= bytes.count else { throw .truncated(what: "key configuration list", offset: offset) }
+            if let config = try? OHTTPKeyConfig(decoding: Array(bytes[(offset + 2)..<(offset + 2 + length)])) { configs.append(config) }
+            offset += 2 + length
+        }
+        return configs
+    }
+
+    /// Encodes configurations as `application/ohttp-keys`.
+    public static func encodeList(_ configs: [OHTTPKeyConfig]) -> [UInt8] {
+        configs.flatMap { config -> [UInt8] in
+            let bytes = config.encoded()
+            return [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes
+        }
+    }
+}

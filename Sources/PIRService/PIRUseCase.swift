@@ -1,4 +1,5 @@
 import Foundation
+import NetExtCore
 import HomomorphicEncryption
 import PIRProtobuf
 import PrivateInformationRetrieval

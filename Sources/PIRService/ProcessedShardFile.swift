@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NetExtCore
 import HomomorphicEncryption
 import PrivateInformationRetrieval
 

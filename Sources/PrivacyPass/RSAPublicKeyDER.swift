@@ -18,6 +18,39 @@ enum RSAPublicKeyDER {
         return (modulus, exponent)
     }
 
+    /// AlgorithmIdentifier of id-RSASSA-PSS with RSASSA-PSS-params {SHA-384, MGF1(SHA-384),
+    /// saltLength 48} (RFC 4055 §3.1), as RFC 9578 §6.5 requires for published issuer keys.
+    static let pssAlgorithmIdentifier: [UInt8] = [
+        0x30, 0x3d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a,
+        0x30, 0x30,
+        0xa0, 0x0d, 0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02,
+        0xa1, 0x1a, 0x30, 0x18, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x08,
+        0x30, 0x0b, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02,
+        0xa2, 0x03, 0x02, 0x01, 0x30,
+    ]
+
+    /// The SubjectPublicKeyInfo an issuer publishes for its key (what token key ids hash).
+    static func pssSubjectPublicKeyInfo(modulus: [UInt8], exponent: [UInt8]) -> [UInt8] {
+        func integer(_ bytes: [UInt8]) -> [UInt8] {
+            var value = Array(bytes.drop { $0 == 0 })
+            if value.isEmpty { value = [0] }
+            if value[0] & 0x80 != 0 { value.insert(0, at: 0) }
+            return element(0x02, value)
+        }
+        let rsaPublicKey = element(0x30, integer(modulus) + integer(exponent))
+        return element(0x30, pssAlgorithmIdentifier + element(0x03, [0] + rsaPublicKey))
+    }
+
+    /// A DER element with a definite length.
+    static func element(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
+        let count = contents.count
+        let length: [UInt8] = count < 0x80 ? [UInt8(count)]
+            : count <= 0xFF ? [0x81, UInt8(count)]
+            : count <= 0xFFFF ? [0x82, UInt8(count >> 8), UInt8(count & 0xFF)]
+            : [0x83, UInt8(count >> 16), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)]
+        return [tag] + length + contents
+    }
+
     /// The blind-signing public key for issuer key bytes, with RFC 9578's parameters.
     static func blindSigningKey(_ der: [UInt8]) throws(PrivacyPassError) -> _RSA.BlindSigning.PublicKey<SHA384> {
         let (n, e) = try components(der)

@@ -9,52 +9,49 @@ import PrivateInformationRetrieval
 import SwiftProtobuf
 
 /// Whether a URL may load.
-public enum URLFilterVerdict: String, Sendable {
+public enum URLFilterVerdict: String, Sendable, Codable {
     case allow
     case deny
+    /// No decision was possible (the PIR service unreachable or refusing); the filter then
+    /// allows or denies as `shouldFailClosed` says, and reports this where asked.
+    case unknown
 }
 
 /// Talks to a PIR service (`POST /config`, `/key`, `/queries`) for one use case: fetches the
 /// configuration, uploads an evaluation key under a random pseudonymous user identifier, and
-/// checks URLs by asking for each of their keys privately. Keys the prefilter rules out are
+/// checks URLs by asking for each of their keys privately. Requests go through a
+/// `ServiceTransport`: directly, or through an Oblivious HTTP relay with Privacy Pass tokens. Keys the prefilter rules out are
 /// not asked for, as the system does.
 public actor PIRHTTPClient {
     public let server: URL
     public let useCase: String
     /// A random identifier, not linked to anything else about the client.
     public let userIdentifier: String
-    let session: URLSession
+    let transport: any ServiceTransport
     /// Sees every request body this client sends (path, bytes): for audits and tests of what
     /// the server learns.
     let observer: (@Sendable (String, [UInt8]) -> Void)?
     var state: (configuration: KeywordPirConfiguration, configID: [UInt8], context: BFVContext, client: KeywordPirClient<BFVContext>, secretKey: SecretKey)?
 
     public init(
-        server: URL, useCase: String, userIdentifier: String = UUID().uuidString, session: URLSession = .shared,
+        server: URL, useCase: String, userIdentifier: String = UUID().uuidString, transport: any ServiceTransport = DirectTransport(),
         observer: (@Sendable (String, [UInt8]) -> Void)? = nil
     ) {
         self.server = server
         self.useCase = useCase
         self.userIdentifier = userIdentifier
-        self.session = session
+        self.transport = transport
         self.observer = observer
     }
 
     func post(_ path: String, _ body: [UInt8]) async throws(URLFilterError) -> [UInt8] {
         observer?(path, body)
-        var request = URLRequest(url: server.appendingPathComponent(String(path.dropFirst())))
-        request.httpMethod = "POST"
-        request.httpBody = Data(body)
-        request.setValue("application/x-protobuf", forHTTPHeaderField: "Content-Type")
-        request.setValue(userIdentifier, forHTTPHeaderField: "User-Identifier")
-        request.timeoutInterval = 30
-        let data: Data, response: URLResponse
-        do { (data, response) = try await session.data(for: request) } catch { throw .transport(error.localizedDescription) }
-        guard let http = response as? HTTPURLResponse else { throw .transport("not an HTTP response") }
-        guard http.statusCode == 200 else {
-            throw .server(status: http.statusCode, message: String(decoding: data.prefix(500), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        return [UInt8](data)
+        let request = ServiceRequest(
+            method: "POST", url: server.appendingPathComponent(String(path.dropFirst())),
+            headers: [("Content-Type", "application/x-protobuf"), ("User-Identifier", userIdentifier)], body: body)
+        let answer = try await transport.send(request)
+        guard answer.status == 200 else { throw .server(status: answer.status, message: answer.message) }
+        return answer.body
     }
 
     /// Fetches the configuration and uploads a fresh evaluation key (once per client).

@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import HomomorphicEncryption
+import HTTPServing
 import Logging
 import PIRProtobuf
 import PIRService
@@ -39,12 +40,12 @@ struct ServedDatabase {
     let port: Int
     let prefilter: BloomFilter
 
-    static func start(urls: [String], logs: LogCollector) async throws -> ServedDatabase {
+    static func start(urls: [String], logs: LogCollector, authorizer: (any HTTPRequestAuthorizer)? = nil) async throws -> ServedDatabase {
         let directory = NSTemporaryDirectory() + "netext-pir-test-\(UUID().uuidString)"
         let builder = URLFilterDatabaseBuilder(falsePositiveRate: 0.001, useCase: useCase)
         let summary = try builder.build(list: urls.joined(separator: "\n"), output: directory)
         let useCases = try PIRDatabaseDirectory.load(root: directory, threads: 2)
-        let server = PIRHTTPServer(handler: PIRRequestHandler(useCases: useCases), logger: logs.logger)
+        let server = PIRHTTPServer(handler: PIRRequestHandler(useCases: useCases), logger: logs.logger, authorizer: authorizer)
         let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/prefilter.bin"))
         let prefilter = try BloomFilter(data: [UInt8](data), bitCount: summary.bitCount, hashCount: summary.hashCount, murmurSeed: 0)

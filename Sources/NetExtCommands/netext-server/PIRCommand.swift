@@ -3,7 +3,10 @@ import Dispatch
 import Foundation
 import Logging
 import NetExtLinux
+import HTTPServing
 import PIRService
+import PrivacyPass
+import PrivacyServices
 
 /// `netext-server pir`: serves the PIR databases a build wrote.
 struct PIRCommand: AsyncParsableCommand {
@@ -16,24 +19,38 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "Address and port to listen on, e.g. 127.0.0.1:8080.") var listen: String
     @Option(help: "Threads per query.") var threads = ProcessInfo.processInfo.activeProcessorCount
     @Option(help: "Evaluation keys kept (least recently used dropped first).") var keyCapacity = 256
+    @Option(help: "Require Privacy Pass tokens from this issuer (its base URL, e.g. http://10.0.0.2:8081).") var privacyPassIssuer: String?
+    @Option(help: "The issuer name in token challenges (default: the issuer URL's host).") var issuerName: String?
+    @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
+    @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
     @Option(help: "Log level.") var logLevel = "info"
 
     func run() async throws {
         bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "netext-server.pir")
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
-            throw ValidationError("--listen must be HOST:PORT, got \(listen)")
-        }
-        let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let address = try HTTPServiceRunner.parseListen(listen)
         let useCases: [String: PIRUseCase]
         do throws(PIRServiceError) { useCases = try PIRDatabaseDirectory.load(root: database, threads: threads) } catch {
             FileHandle.standardError.write(Data("netext-server: \(error)\n".utf8))
             throw ExitCode(3)
         }
         let handler = PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity)
-        let server = PIRHTTPServer(handler: handler, logger: logger)
-        let (channel, boundPort) = try await server.start(host: host, port: port)
-        logger.info("serving", metadata: ["listen": "\(host):\(boundPort)", "use_cases": "\(useCases.keys.sorted().joined(separator: ","))"])
+        var verifier: PrivateTokenVerifier?
+        if let privacyPassIssuer {
+            guard let base = URL(string: privacyPassIssuer), let host = base.host else { throw ValidationError("--privacy-pass-issuer must be a URL, got \(privacyPassIssuer)") }
+            let directoryURL = URL(string: base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + IssuerDirectory.wellKnownPath)!
+            do throws(PrivacyServiceError) {
+                let store = try SpentTokenStore(path: spentTokens ?? database + "/spent-tokens.sqlite")
+                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, logger: logger)
+            } catch { throw HTTPServiceRunner.fail("\(error)") }
+            if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
+        }
+        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier)
+        let (channel, boundPort) = try await server.start(host: address.host, port: address.port)
+        logger.info("serving", metadata: [
+            "listen": "\(ListenAddress(host: address.host, port: boundPort))", "use_cases": "\(useCases.keys.sorted().joined(separator: ","))",
+            "privacy_pass": "\(verifier == nil ? "off" : "required")",
+        ])
         // SIGHUP: reload from disk; keep serving the old databases when the new ones fail to load.
         signal(SIGHUP, SIG_IGN)
         let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "netext.pir.reload"))

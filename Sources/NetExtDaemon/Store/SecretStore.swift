@@ -24,22 +24,9 @@ public final class SecretStore: Sendable {
     public func store(_ secret: String) throws(NetExtError) -> String {
         let reference = "secret-" + UUID().uuidString.lowercased()
         let path = try self.path(for: reference)
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .readWrite("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        let bytes = Array(secret.utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd)
-        close(fd)
-        guard written == bytes.count, synced == 0 else {
-            unlink(temporary)
-            throw .readWrite("cannot write \(temporary): \(String(cString: strerror(errno)))")
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(secret.utf8), to: path, mode: 0o600) } catch {
+            throw .readWrite("cannot store a secret: \(error.reason)")
         }
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw .readWrite("cannot rename \(temporary): \(String(cString: strerror(errno)))")
-        }
-        syncDirectory()
         return reference
     }
 
@@ -62,7 +49,7 @@ public final class SecretStore: Sendable {
     public func collectGarbage(keeping referenced: Set<String>) -> Int {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var removed = 0
-        for name in names where name.hasSuffix(".tmp") || (name.hasPrefix("secret-") && !referenced.contains(name)) {
+        for name in names where name.contains(".tmp") || (name.hasPrefix("secret-") && !referenced.contains(name)) {
             unlink(directory + "/" + name)
             removed += 1
         }
@@ -75,13 +62,5 @@ public final class SecretStore: Sendable {
             throw .invalid("'\(reference)' is not a secret reference")
         }
         return directory + "/" + reference
-    }
-
-    private func syncDirectory() {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
     }
 }

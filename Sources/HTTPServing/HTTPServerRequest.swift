@@ -1,0 +1,38 @@
+/// One HTTP request as a handler sees it: method, path, query, headers and the whole body.
+/// It deliberately carries no peer address, so nothing downstream can log or forward one.
+public struct HTTPServerRequest: Sendable {
+    public var method: String
+    /// The path without the query string.
+    public var path: String
+    /// What followed `?`, if anything.
+    public var query: String?
+    /// Header fields in arrival order; names as sent.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of a header (names compare case-insensitively).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) }?.value
+    }
+
+    /// Every value of a header, in order.
+    public func headerValues(_ name: String) -> [String] {
+        headers.filter { $0.name.caseInsensitiveCompare(name) }.map(\.value)
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive equality (header names are ASCII).
+    func caseInsensitiveCompare(_ other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        return zip(utf8, other.utf8).allSatisfy { a, b in a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A) }
+    }
+}

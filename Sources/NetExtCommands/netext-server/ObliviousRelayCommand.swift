@@ -1,0 +1,31 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PrivacyServices
+
+/// `netext-server ohttp-relay`: the Oblivious HTTP relay in front of one gateway.
+struct ObliviousRelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ohttp-relay",
+        abstract: "Relay Oblivious HTTP requests (RFC 9458) to one gateway without identifying their senders.",
+        discussion: """
+            POST /relay (message/ohttp-req) is forwarded to --gateway with only its body and Content-Type; GET /ohttp-keys \
+            passes the gateway's key configurations through; GET /metrics. Nothing about the client is added or logged.
+            """)
+
+    @Option(help: "Address and port to listen on.") var listen: String
+    @Option(help: "The gateway's request URL, e.g. http://10.0.0.2:8082/gateway.") var gateway: String
+    @Option(help: "The gateway's key configuration URL (default: /ohttp-keys beside --gateway).") var gatewayKeys: String?
+    @Option(help: "Log level.") var logLevel = "info"
+
+    func run() async throws {
+        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
+        let logger = Logger(label: "netext-server.ohttp-relay")
+        let address = try HTTPServiceRunner.parseListen(listen)
+        guard let gatewayURL = URL(string: gateway), ["http", "https"].contains(gatewayURL.scheme ?? ""), gatewayURL.host != nil else {
+            throw ValidationError("--gateway must be an http(s) URL, got \(gateway)")
+        }
+        let keysURL = gatewayKeys.flatMap(URL.init(string:)) ?? gatewayURL.deletingLastPathComponent().appendingPathComponent("ohttp-keys")
+        try await HTTPServiceRunner.run(RelayResponder(gatewayURL: gatewayURL, keysURL: keysURL), listen: address, logger: logger)
+    }
+}

@@ -1,0 +1,74 @@
+import Crypto
+import Foundation
+import NetExtCore
+import ObliviousHTTP
+import Synchronization
+
+/// The Oblivious HTTP gateway's keys in a directory of its own (`ohttp-key-<id>-<not-before>.key`,
+/// 32 raw X25519 bytes, mode 0600), rotated on a `KeyRotationSchedule`: each new key takes the
+/// next key id (mod 256); keys in their overlap still open requests; only keys whose
+/// not-before has passed are published.
+public final class GatewayKeyRing: Sendable {
+    public struct Entry: Sendable {
+        public let keyID: UInt8
+        public let notBefore: UInt64
+        public let privateKey: Curve25519.KeyAgreement.PrivateKey
+        public var config: OHTTPKeyConfig { OHTTPKeyConfig(keyID: keyID, publicKey: privateKey.publicKey) }
+    }
+
+    public let directory: String
+    public let schedule: KeyRotationSchedule
+    private let entries = Mutex([Entry]())
+
+    public init(directory: String, schedule: KeyRotationSchedule, now: UInt64 = UInt64(Date().timeIntervalSince1970)) throws(PrivacyServiceError) {
+        self.directory = directory
+        self.schedule = schedule
+        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw .file(path: directory, reason: String(cString: strerror(errno))) }
+        var loaded: [Entry] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix("ohttp-key-") && name.hasSuffix(".key") {
+            let path = directory + "/" + name
+            let fields = name.dropFirst("ohttp-key-".count).dropLast(".key".count).split(separator: "-")
+            guard fields.count == 2, let id = UInt8(fields[0]), let notBefore = UInt64(fields[1]) else {
+                throw .file(path: path, reason: "name must be ohttp-key-<key id 0–255>-<unix seconds>.key")
+            }
+            guard let data = FileManager.default.contents(atPath: path), data.count == 32,
+                  let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: data)
+            else { throw .file(path: path, reason: "must hold a 32-byte X25519 private key") }
+            loaded.append(Entry(keyID: id, notBefore: notBefore, privateKey: key))
+        }
+        entries.withLock { $0 = loaded.sorted { $0.notBefore < $1.notBefore } }
+        try rotate(now: now)
+    }
+
+    public var keys: [Entry] { entries.withLock { $0 } }
+
+    /// Creates and retires keys as the schedule says; returns whether anything changed.
+    @discardableResult
+    public func rotate(now: UInt64) throws(PrivacyServiceError) -> Bool {
+        var current = keys
+        let plan = schedule.plan(notBefores: current.map(\.notBefore), now: now)
+        for notBefore in plan.create {
+            let id = current.last.map { $0.keyID &+ 1 } ?? 1
+            let key = Curve25519.KeyAgreement.PrivateKey()
+            let path = directory + "/ohttp-key-\(id)-\(notBefore).key"
+            do throws(AtomicFile.Failure) { try AtomicFile.write(Array(key.rawRepresentation), to: path, mode: 0o600) } catch {
+                throw .file(path: path, reason: error.reason)
+            }
+            current.append(Entry(keyID: id, notBefore: notBefore, privateKey: key))
+        }
+        for retired in current.prefix(plan.retire) { unlink(directory + "/ohttp-key-\(retired.keyID)-\(retired.notBefore).key") }
+        current.removeFirst(plan.retire)
+        let result = current
+        entries.withLock { $0 = result }
+        return !plan.create.isEmpty || plan.retire > 0
+    }
+
+    /// The key for a request's key id.
+    public func key(id: UInt8) -> Entry? { keys.last { $0.keyID == id } }
+
+    /// `application/ohttp-keys` (RFC 9540 §3): each published configuration prefixed by its
+    /// 2-byte length, newest first.
+    public func publishedConfigs(now: UInt64) -> [UInt8] {
+        OHTTPKeyConfig.encodeList(keys.reversed().filter { $0.notBefore <= now }.map(\.config))
+    }
+}

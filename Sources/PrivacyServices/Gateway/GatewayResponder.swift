@@ -1,0 +1,122 @@
+import Foundation
+import HTTPServing
+import ObliviousHTTP
+import Synchronization
+
+/// The Oblivious HTTP gateway (RFC 9458 §5–§6):
+/// - `GET /ohttp-keys`: the key configurations (`application/ohttp-keys`, RFC 9540 §3);
+/// - `POST /gateway` (`message/ohttp-req`): opens the request, forwards the Binary HTTP
+///   request inside to its target if the target's authority is allow-listed, and returns the
+///   target's answer encapsulated (`message/ohttp-res`).
+/// Forwarded requests carry only the inner request's method, path, body and a fixed set of
+/// header fields; the gateway sees the relay's connection, never a client address, and logs
+/// no payloads or targets' answers. A request it cannot open is answered 400 in the clear
+/// (§5.2); a target it will not reach is answered with an encapsulated 403.
+public struct GatewayResponder: HTTPResponder {
+    public static let requestMediaType = "message/ohttp-req"
+    public static let responseMediaType = "message/ohttp-res"
+    /// Header fields passed to targets and back; everything else is dropped.
+    static let forwardedRequestHeaders: Set<String> = ["content-type", "accept", "authorization", "user-identifier"]
+    static let returnedResponseHeaders: Set<String> = ["content-type", "www-authenticate", "retry-after", "cache-control"]
+
+    public let keys: GatewayKeyRing
+    /// Allowed target authorities (as the inner request names them) and where each is reached.
+    public let targets: [String: URL]
+    let upstream: HTTPUpstream
+    public let metrics = GatewayMetrics()
+
+    public init(keys: GatewayKeyRing, targets: [String: URL], upstream: HTTPUpstream = HTTPUpstream()) {
+        self.keys = keys
+        self.targets = targets
+        self.upstream = upstream
+    }
+
+    public func bodyLimit(method: String, path: String) -> Int { path == "/gateway" ? 4 << 20 : 0 }
+
+    public func endpointLabel(path: String) -> String { ["/ohttp-keys", "/gateway", "/metrics"].contains(path) ? path : "other" }
+
+    public func didRespond(endpoint: String, status: Int, microseconds: Int) { metrics.count("requests", labels: "endpoint=\"\(endpoint)\",status=\"\(status)\"") }
+
+    public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
+        switch (request.method, request.path) {
+        case ("GET", "/ohttp-keys"):
+            return HTTPServerResponse(contentType: OHTTPKeyConfig.listMediaType, body: keys.publishedConfigs(now: UInt64(Date().timeIntervalSince1970)),
+                                      headers: [("Cache-Control", "max-age=3600")])
+        case ("POST", "/gateway"):
+            return await forward(request)
+        case ("GET", "/metrics"):
+            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(prefix: "netext_gateway").utf8))
+        case (_, "/ohttp-keys"), (_, "/gateway"):
+            return .text(405, "\(request.path) does not take \(request.method)")
+        default:
+            return .text(404, "no such endpoint \(request.path)")
+        }
+    }
+
+    func forward(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        guard request.header("Content-Type")?.lowercased() == Self.requestMediaType else {
+            return .text(415, "Content-Type must be \(Self.requestMediaType)")
+        }
+        guard let keyID = request.body.first, let key = keys.key(id: keyID) else {
+            metrics.count("decapsulation_failed")
+            return .text(400, "no key with the request's key id; fetch /ohttp-keys again")
+        }
+        let opened: (request: [UInt8], context: ObliviousHTTP.GatewayContext)
+        let inner: BinaryHTTPRequest
+        do throws(ObliviousHTTPError) {
+            opened = try ObliviousHTTP.decapsulateRequest(request.body, keyID: keyID, privateKey: key.privateKey)
+            inner = try BinaryHTTPRequest(decoding: opened.request)
+        } catch {
+            metrics.count("decapsulation_failed")
+            return .text(400, "cannot open the request: \(error)")
+        }
+        let answer: BinaryHTTPResponse
+        if let base = targets[inner.authority.lowercased()], inner.path.hasPrefix("/"),
+           let url = URL(string: base.absoluteString.trimmingSuffix("/") + inner.path) {
+            let headers = inner.headers.filter { Self.forwardedRequestHeaders.contains($0.0.lowercased()) }.map { (name: $0.0, value: $0.1) }
+            let response = await upstream.send(method: inner.method, url: url, headers: headers, body: inner.content)
+            metrics.count("forwarded")
+            answer = BinaryHTTPResponse(
+                status: response.status,
+                headers: response.headers.filter { Self.returnedResponseHeaders.contains($0.name.lowercased()) }.map { ($0.name.lowercased(), $0.value) },
+                content: response.body)
+        } else {
+            metrics.count("target_refused")
+            answer = BinaryHTTPResponse(status: 403, headers: [("content-type", "text/plain")], content: Array("target not allowed\n".utf8))
+        }
+        do throws(ObliviousHTTPError) {
+            return HTTPServerResponse(contentType: Self.responseMediaType, body: try opened.context.sealResponse(answer.encoded()))
+        } catch {
+            return .text(500, "cannot encapsulate the response")
+        }
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        var text = self
+        while text.hasSuffix(suffix) { text.removeLast(suffix.count) }
+        return text
+    }
+}
+
+/// Counters of the gateway and relay (`GET /metrics`); nothing identifies a client or a
+/// target's content.
+public final class GatewayMetrics: Sendable {
+    private let counts = Mutex([String: Int]())
+
+    /// Counts one event; `labels` is Prometheus label text such as `status="200"`.
+    func count(_ name: String, labels: String = "") { counts.withLock { $0[name + "|" + labels, default: 0] += 1 } }
+
+    public func value(_ name: String, labels: String = "") -> Int { counts.withLock { $0[name + "|" + labels] ?? 0 } }
+
+    func render(prefix: String) -> String {
+        counts.withLock { counts in
+            counts.sorted { $0.key < $1.key }.map { key, value in
+                let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false)
+                let labels = parts.count > 1 && !parts[1].isEmpty ? "{\(parts[1])}" : ""
+                return "\(prefix)_\(parts[0])_total\(labels) \(value)"
+            }.joined(separator: "\n") + "\n"
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import NetExtCore
+import PrivacyPass
+import Synchronization
+
+/// The issuer's signing keys in a directory of its own (`token-key-<not-before>.pem`, mode
+/// 0600), rotated with overlap: a successor is generated and published `overlap` seconds
+/// before it takes over (`lifetime` after its predecessor's not-before), and a key keeps
+/// signing until `overlap` after its successor took over, so clients holding the directory
+/// and origins holding its keys never see a gap. Retired key files are deleted.
+public final class IssuerKeyRing: Sendable {
+    public struct Entry: Sendable {
+        public let key: IssuerKey
+        public let notBefore: UInt64
+    }
+
+    public let directory: String
+    public let schedule: KeyRotationSchedule
+    private let entries = Mutex([Entry]())
+
+    /// Loads the keys in `directory` (created 0700 if missing) and rotates as of `now`.
+    public init(directory: String, schedule: KeyRotationSchedule, now: UInt64 = UInt64(Date().timeIntervalSince1970)) throws(PrivacyServiceError) {
+        self.directory = directory
+        self.schedule = schedule
+        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw .file(path: directory, reason: String(cString: strerror(errno))) }
+        var loaded: [Entry] = []
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix("token-key-") && name.hasSuffix(".pem") {
+            let path = directory + "/" + name
+            guard let notBefore = UInt64(name.dropFirst("token-key-".count).dropLast(".pem".count)) else {
+                throw .file(path: path, reason: "name must be token-key-<unix seconds>.pem")
+            }
+            guard let data = FileManager.default.contents(atPath: path) else { throw .file(path: path, reason: "cannot read") }
+            do throws(PrivacyPassError) { loaded.append(Entry(key: try IssuerKey(pem: String(decoding: data, as: UTF8.self)), notBefore: notBefore)) } catch {
+                throw .file(path: path, reason: "\(error)")
+            }
+        }
+        entries.withLock { $0 = loaded.sorted { $0.notBefore < $1.notBefore } }
+        try rotate(now: now)
+    }
+
+    /// Every key still in service, oldest first.
+    public var keys: [Entry] { entries.withLock { $0 } }
+
+    /// Generates a successor when one is due, retires keys whose overlap has passed.
+    /// Returns whether anything changed.
+    @discardableResult
+    public func rotate(now: UInt64) throws(PrivacyServiceError) -> Bool {
+        var current = keys
+        let plan = schedule.plan(notBefores: current.map(\.notBefore), now: now)
+        for notBefore in plan.create { current.append(try create(notBefore: notBefore, avoiding: Set(current.map { $0.key.keyID[31] }))) }
+        for retired in current.prefix(plan.retire) { unlink(path(notBefore: retired.notBefore)) }
+        current.removeFirst(plan.retire)
+        let changed = !plan.create.isEmpty || plan.retire > 0
+        let result = current
+        entries.withLock { $0 = result }
+        return changed
+    }
+
+    /// The key a token request names by the last byte of its key id (several may share it).
+    public func keys(truncatedKeyID: UInt8) -> [IssuerKey] {
+        keys.map(\.key).filter { $0.keyID[31] == truncatedKeyID }
+    }
+
+    /// The key clients should use now: the newest whose not-before has passed.
+    public func currentKey(now: UInt64) -> IssuerKey? {
+        keys.last { $0.notBefore <= now }?.key ?? keys.first?.key
+    }
+
+    /// The directory document (RFC 9578 §4) listing every key in service.
+    public func directoryDocument(requestURI: String) -> IssuerDirectory {
+        IssuerDirectory(issuerRequestURI: requestURI, tokenKeys: keys.map { .init(publicKeyDER: $0.key.publicKeyDER, notBefore: $0.notBefore) })
+    }
+
+    private func path(notBefore: UInt64) -> String { directory + "/token-key-\(notBefore).pem" }
+
+    /// A new key whose truncated id (the byte token requests name it by, RFC 9578 §6.1) differs
+    /// from those of the keys still in service.
+    private func create(notBefore: UInt64, avoiding truncatedIDs: Set<UInt8>) throws(PrivacyServiceError) -> Entry {
+        var key: IssuerKey
+        repeat {
+            do throws(PrivacyPassError) { key = try IssuerKey.generate() } catch { throw .invalidSetting(name: "issuer key", reason: "\(error)") }
+        } while truncatedIDs.contains(key.keyID[31])
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(key.pem.utf8), to: path(notBefore: notBefore), mode: 0o600) } catch {
+            throw .file(path: path(notBefore: notBefore), reason: error.reason)
+        }
+        return Entry(key: key, notBefore: notBefore)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import HTTPServing
+import PrivacyPass
+import Synchronization
+
+/// The Privacy Pass issuer's HTTP face (RFC 9578 §4–§6, with the endpoints Apple's URL filter
+/// clients use):
+/// - `GET /.well-known/private-token-issuer-directory`: the directory of keys in service;
+/// - `GET /token-key-for-user-token` (Bearer): the key this credential's tokens are issued under;
+/// - `POST /issue` (Bearer, `application/private-token-request`): one TokenRequest (RFC 9578
+///   §6.1), or several concatenated (a NetExt batch: requests of type 0x0002 have a fixed
+///   length), answered by the blind signatures in the same order.
+/// The issuer sees credentials and blinded messages only: it cannot link a token to its
+/// redemption, and it never sees an origin or a challenge.
+public struct IssuerResponder: HTTPResponder {
+    public static let requestMediaType = "application/private-token-request"
+    public static let responseMediaType = "application/private-token-response"
+    public static let maximumBatch = 64
+    static let requestLength = 3 + PrivateToken.authenticatorLength
+
+    public let keys: IssuerKeyRing
+    public let credentials: BearerCredentials
+    public let limiter: IssuanceRateLimiter
+    public let metrics = IssuerMetrics()
+
+    public init(keys: IssuerKeyRing, credentials: BearerCredentials, limiter: IssuanceRateLimiter) {
+        self.keys = keys
+        self.credentials = credentials
+        self.limiter = limiter
+    }
+
+    static let endpoints = [IssuerDirectory.wellKnownPath, "/token-key-for-user-token", "/issue", "/metrics"]
+
+    public func bodyLimit(method: String, path: String) -> Int { path == "/issue" ? Self.maximumBatch * Self.requestLength : 0 }
+
+    public func endpointLabel(path: String) -> String { Self.endpoints.contains(path) ? path : "other" }
+
+    public func didRespond(endpoint: String, status: Int, microseconds: Int) { metrics.countRequest(endpoint: endpoint, status: status) }
+
+    public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
+        let now = UInt64(Date().timeIntervalSince1970)
+        switch (request.method, request.path) {
+        case ("GET", IssuerDirectory.wellKnownPath):
+            return HTTPServerResponse(contentType: IssuerDirectory.mediaType, body: keys.directoryDocument(requestURI: "/issue").encoded(),
+                                      headers: [("Cache-Control", "max-age=300")])
+        case ("GET", "/token-key-for-user-token"):
+            guard credentials.match(authorization: request.header("Authorization")) != nil else { return Self.unauthorized }
+            guard let key = keys.currentKey(now: now) else { return .text(503, "no token key in service") }
+            return HTTPServerResponse(contentType: "application/octet-stream", body: key.publicKeyDER)
+        case ("POST", "/issue"):
+            return issue(request)
+        case ("GET", "/metrics"):
+            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(keys: keys.keys.count).utf8))
+        case (_, let path) where Self.endpoints.contains(path):
+            return .text(405, "\(path) does not take \(request.method)")
+        default:
+            return .text(404, "no such endpoint \(request.path)")
+        }
+    }
+
+    static let unauthorized = HTTPServerResponse.text(401, "a valid credential is required (Authorization: Bearer …)", headers: [("WWW-Authenticate", "Bearer")])
+
+    func issue(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        guard let credential = credentials.match(authorization: request.header("Authorization")) else { return Self.unauthorized }
+        guard request.header("Content-Type")?.lowercased().hasPrefix(Self.requestMediaType) == true else {
+            return .text(415, "Content-Type must be \(Self.requestMediaType)")
+        }
+        let body = request.body
+        guard !body.isEmpty, body.count % Self.requestLength == 0 else {
+            return .text(400, "body of \(body.count) bytes is not a whole number of \(Self.requestLength)-byte token requests")
+        }
+        let count = body.count / Self.requestLength
+        if let wait = limiter.take(count, credential: credential) {
+            metrics.countRateLimited()
+            return .text(429, "issuance limit reached for this credential", headers: wait == Int.max ? [] : [("Retry-After", String(wait))])
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(count * PrivateToken.authenticatorLength)
+        for index in 0..<count {
+            let bytes = Array(body[(index * Self.requestLength)..<((index + 1) * Self.requestLength)])
+            do throws(PrivacyPassError) {
+                let tokenRequest = try BlindRSAIssuance.TokenRequest(decoding: bytes)
+                let candidates = keys.keys(truncatedKeyID: tokenRequest.truncatedKeyID)
+                guard let key = candidates.first else { return .text(400, "token request \(index): no key in service has truncated id \(tokenRequest.truncatedKeyID)") }
+                out += try key.respond(to: tokenRequest)
+            } catch {
+                return .text(400, "token request \(index): \(error)")
+            }
+        }
+        metrics.countIssued(count)
+        return HTTPServerResponse(contentType: Self.responseMediaType, body: out)
+    }
+}
+
+/// The issuer's counters (`GET /metrics`); nothing identifies a credential.
+public final class IssuerMetrics: Sendable {
+    private let state = Mutex((requests: [String: Int](), issued: 0, rateLimited: 0))
+
+    func countRequest(endpoint: String, status: Int) { state.withLock { $0.requests["\(endpoint)\",status=\"\(status)", default: 0] += 1 } }
+    func countIssued(_ count: Int) { state.withLock { $0.issued += count } }
+    func countRateLimited() { state.withLock { $0.rateLimited += 1 } }
+
+    public var issued: Int { state.withLock { $0.issued } }
+
+    func render(keys: Int) -> String {
+        state.withLock { state in
+            var lines = ["# TYPE netext_issuer_requests_total counter"]
+            for (key, count) in state.requests.sorted(by: { $0.key < $1.key }) { lines.append("netext_issuer_requests_total{endpoint=\"\(key)\"} \(count)") }
+            lines += [
+                "# TYPE netext_issuer_tokens_issued_total counter", "netext_issuer_tokens_issued_total \(state.issued)",
+                "# TYPE netext_issuer_rate_limited_total counter", "netext_issuer_rate_limited_total \(state.rateLimited)",
+                "# TYPE netext_issuer_keys gauge", "netext_issuer_keys \(keys)",
+            ]
+            return lines.joined(separator: "\n") + "\n"
+        }
+    }
+}

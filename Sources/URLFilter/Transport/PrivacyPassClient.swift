@@ -1,0 +1,89 @@
+import Foundation
+import PrivacyPass
+
+/// Fetches Privacy Pass tokens (RFC 9578 type 0x0002) from the issuer in batches, through any
+/// transport (the URL filter uses the Oblivious HTTP one), presenting the long-term credential
+/// as `Authorization: Bearer …`; keeps the unused ones in a `PrivateTokenStore`. Before using an
+/// origin's token key it checks that the issuer publishes it, so an origin cannot single a
+/// client out with a key of its own (RFC 9576 §6.2 key consistency).
+public actor PrivacyPassClient {
+    public let issuerURL: URL
+    public let batchSize: Int
+    let credential: String
+    let transport: any ServiceTransport
+    public let store: PrivateTokenStore
+    var directory: (value: IssuerDirectory, fetched: Date)?
+    /// Tokens obtained from the issuer so far (for status and tests).
+    public private(set) var fetchedTokens = 0
+
+    public init(issuerURL: URL, credential: String, transport: any ServiceTransport, store: PrivateTokenStore, batchSize: Int = 16) {
+        self.issuerURL = issuerURL
+        self.credential = credential
+        self.transport = transport
+        self.store = store
+        self.batchSize = max(1, min(batchSize, 64))
+    }
+
+    /// The issuer's directory, cached for five minutes.
+    public func issuerDirectory(refresh: Bool = false) async throws(URLFilterError) -> IssuerDirectory {
+        if !refresh, let directory, Date().timeIntervalSince(directory.fetched) < 300 { return directory.value }
+        let url = issuerURL.appendingPathComponent(String(IssuerDirectory.wellKnownPath.dropFirst()))
+        let answer = try await transport.send(ServiceRequest(method: "GET", url: url, headers: [("Accept", IssuerDirectory.mediaType)]))
+        guard answer.status == 200 else { throw .server(status: answer.status, message: "issuer directory: \(answer.message)") }
+        do throws(PrivacyPassError) {
+            let value = try IssuerDirectory(decoding: answer.body)
+            directory = (value, Date())
+            return value
+        } catch { throw .protocolMismatch("\(error)") }
+    }
+
+    /// A token for this challenge, from the store or from a new batch.
+    public func token(for challenge: TokenChallenge, tokenKeyDER: [UInt8]) async throws(URLFilterError) -> PrivateToken {
+        guard challenge.issuerName.lowercased() == issuerURL.host?.lowercased() else {
+            throw .protocolMismatch("the challenge names issuer '\(challenge.issuerName)', not the configured '\(issuerURL.host ?? "")'")
+        }
+        let keyID = PrivateToken.keyID(publicKeyDER: tokenKeyDER)
+        if let stored = try store.take(challengeDigest: challenge.digest, keyID: keyID) { return stored }
+        var published = try await issuerDirectory()
+        if !published.tokenKeys.contains(where: { $0.publicKeyDER == tokenKeyDER }) { published = try await issuerDirectory(refresh: true) }
+        guard published.tokenKeys.contains(where: { $0.publicKeyDER == tokenKeyDER }) else {
+            throw .protocolMismatch("the origin's token key is not one the issuer publishes; refusing to use it")
+        }
+        let fresh = try await issue(count: batchSize, challenge: challenge, tokenKeyDER: tokenKeyDER, directory: published)
+        let keep = Set(published.tokenKeys.compactMap(\.publicKeyDER).map { PrivateToken.keyID(publicKeyDER: $0) })
+        try store.add(Array(fresh.dropFirst()), keepKeyIDs: keep)
+        return fresh[0]
+    }
+
+    /// One issuance round trip for `count` tokens.
+    func issue(count: Int, challenge: TokenChallenge, tokenKeyDER: [UInt8], directory: IssuerDirectory) async throws(URLFilterError) -> [PrivateToken] {
+        var body: [UInt8] = []
+        var pending: [BlindRSAIssuance.PendingToken] = []
+        for _ in 0..<count {
+            do throws(PrivacyPassError) {
+                let (request, state) = try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: tokenKeyDER)
+                body += request.encoded()
+                pending.append(state)
+            } catch { throw .protocolMismatch("token request: \(error)") }
+        }
+        guard let url = URL(string: directory.issuerRequestURI, relativeTo: issuerURL)?.absoluteURL else {
+            throw .protocolMismatch("issuer-request-uri '\(directory.issuerRequestURI)' is not a URL")
+        }
+        let answer = try await transport.send(ServiceRequest(
+            method: "POST", url: url,
+            headers: [("Content-Type", "application/private-token-request"), ("Authorization", "Bearer \(credential)")], body: body))
+        guard answer.status == 200 else { throw .server(status: answer.status, message: "issuer: \(answer.message)") }
+        guard answer.body.count == count * PrivateToken.authenticatorLength else {
+            throw .protocolMismatch("issuer answered \(answer.body.count) bytes for \(count) token requests")
+        }
+        var tokens: [PrivateToken] = []
+        for (index, state) in pending.enumerated() {
+            let signature = Array(answer.body[(index * PrivateToken.authenticatorLength)..<((index + 1) * PrivateToken.authenticatorLength)])
+            do throws(PrivacyPassError) { tokens.append(try BlindRSAIssuance.finalize(state, response: signature)) } catch {
+                throw .protocolMismatch("token \(index): \(error)")
+            }
+        }
+        fetchedTokens += tokens.count
+        return tokens
+    }
+}

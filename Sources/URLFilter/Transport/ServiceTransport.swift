@@ -1,0 +1,46 @@
+import Foundation
+
+/// One request to a URL filter service (PIR server, issuer), independent of how it travels.
+public struct ServiceRequest: Sendable {
+    public var method: String
+    public var url: URL
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(method: String, url: URL, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A service's answer.
+public struct ServiceResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of a header (case-insensitive name).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// The body as one line of text, for error messages.
+    var message: String {
+        String(decoding: body.prefix(500), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// How requests reach the services: directly (`DirectTransport`), or encapsulated through an
+/// Oblivious HTTP relay (`ObliviousTransport`), optionally with Privacy Pass tokens attached
+/// (`TokenAuthenticatingTransport`).
+public protocol ServiceTransport: Sendable {
+    func send(_ request: ServiceRequest) async throws(URLFilterError) -> ServiceResponse
+}

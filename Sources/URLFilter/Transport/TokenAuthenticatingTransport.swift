@@ -1,0 +1,35 @@
+import Foundation
+import PrivacyPass
+import Synchronization
+
+/// Answers Privacy Pass challenges (RFC 9577): when a service replies 401 with
+/// `WWW-Authenticate: PrivateToken …`, a token for that challenge is attached and the request
+/// sent once more. The challenge is remembered per origin, so later requests carry a token
+/// from the start and cost no extra round trip.
+public final class TokenAuthenticatingTransport: ServiceTransport {
+    let inner: any ServiceTransport
+    let tokens: PrivacyPassClient
+    private let challenges = Mutex([String: (challenge: TokenChallenge, key: [UInt8])]())
+
+    public init(inner: any ServiceTransport, tokens: PrivacyPassClient) {
+        self.inner = inner
+        self.tokens = tokens
+    }
+
+    public func send(_ request: ServiceRequest) async throws(URLFilterError) -> ServiceResponse {
+        let origin = "\(request.url.host ?? ""):\(request.url.port ?? 0)"
+        var attempt = request
+        if let known = challenges.withLock({ $0[origin] }) {
+            attempt.headers.append(("Authorization", PrivateTokenHeader.authorization(try await tokens.token(for: known.challenge, tokenKeyDER: known.key))))
+        }
+        let first = try await inner.send(attempt)
+        guard first.status == 401, let header = first.header("WWW-Authenticate") else { return first }
+        let offered: [(challenge: TokenChallenge, tokenKeyDER: [UInt8])]
+        do throws(PrivacyPassError) { offered = try PrivateTokenHeader.parseChallenges(header) } catch { throw .protocolMismatch("\(error)") }
+        guard let chosen = offered.first(where: { $0.challenge.tokenType == PrivateToken.blindRSAType }) else { return first }
+        challenges.withLock { $0[origin] = (chosen.challenge, chosen.tokenKeyDER) }
+        var retry = request
+        retry.headers.append(("Authorization", PrivateTokenHeader.authorization(try await tokens.token(for: chosen.challenge, tokenKeyDER: chosen.tokenKeyDER))))
+        return try await inner.send(retry)
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import HTTPServing
+import PrivacyPass
+import Testing
+@testable import PrivacyServices
+@testable import URLFilter
+
+@Suite("Privacy Pass issuer")
+struct IssuerTests {
+    static let credential = "credential-abcdefghijklmnop"
+
+    struct Issuer {
+        let directory: TemporaryDirectory
+        let ring: IssuerKeyRing
+        let served: Served
+        let responder: IssuerResponder
+
+        static func start(perHour: Double = 1000, burst: Double = 100) async throws -> Issuer {
+            let directory = TemporaryDirectory()
+            let ring = try IssuerKeyRing(directory: directory.path + "/keys", schedule: try KeyRotationSchedule(lifetime: 86400, overlap: 3600))
+            let responder = IssuerResponder(keys: ring, credentials: BearerCredentials(credentials: [IssuerTests.credential]),
+                                            limiter: IssuanceRateLimiter(perHour: perHour, burst: burst))
+            return Issuer(directory: directory, ring: ring, served: try await Served.start(responder), responder: responder)
+        }
+
+        func stop() async {
+            await served.stop()
+            directory.remove()
+        }
+
+        func client(store: PrivateTokenStore, credential: String = IssuerTests.credential, batch: Int = 4) -> PrivacyPassClient {
+            PrivacyPassClient(issuerURL: served.url(""), credential: credential, transport: DirectTransport(), store: store, batchSize: batch)
+        }
+
+        var challenge: TokenChallenge { TokenChallenge(issuerName: "127.0.0.1", originInfo: ["pir.test"]) }
+    }
+
+    @Test func directoryPublishesThePSSKeyAndKeyFilesArePrivate() async throws {
+        let issuer = try await Issuer.start()
+        defer { Task { await issuer.stop() } }
+        let answer = try await DirectTransport().send(ServiceRequest(method: "GET", url: issuer.served.url(IssuerDirectory.wellKnownPath)))
+        #expect(answer.header("Content-Type") == IssuerDirectory.mediaType)
+        let directory = try IssuerDirectory(decoding: answer.body)
+        #expect(directory.issuerRequestURI == "/issue")
+        #expect(directory.tokenKeys.count == 1)
+        let key = try #require(directory.tokenKeys.first?.publicKeyDER)
+        // id-RSASSA-PSS with SHA-384 parameters (RFC 9578 §6.5), as in the RFC's own vectors.
+        #expect(Array(key.prefix(72)) == Array(RSAPublicKeyDERPrefix.bytes))
+        #expect(key == issuer.ring.keys[0].key.publicKeyDER)
+        let files = try FileManager.default.contentsOfDirectory(atPath: issuer.ring.directory)
+        #expect(files.count == 1)
+        for file in files {
+            let mode = try FileManager.default.attributesOfItem(atPath: issuer.ring.directory + "/" + file)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+        }
+        let directoryMode = try FileManager.default.attributesOfItem(atPath: issuer.ring.directory)[.posixPermissions] as? Int
+        #expect(directoryMode == 0o700)
+    }
+
+    @Test func batchIssuanceGivesTokensThatVerifyAndPersistsTheRest() async throws {
+        let issuer = try await Issuer.start()
+        defer { Task { await issuer.stop() } }
+        let storePath = issuer.directory.path + "/tokens"
+        let store = try PrivateTokenStore(path: storePath)
+        let client = issuer.client(store: store, batch: 4)
+        let key = issuer.ring.keys[0].key.publicKeyDER
+        let token = try await client.token(for: issuer.challenge, tokenKeyDER: key)
+        #expect(token.verify(publicKeyDER: key, challenge: issuer.challenge))
+        #expect(!token.verify(publicKeyDER: key, challenge: TokenChallenge(issuerName: "127.0.0.1", originInfo: ["other.test"])))
+        #expect(store.count == 3)
+        #expect(await client.fetchedTokens == 4)
+        #expect(issuer.responder.metrics.issued == 4)
+        let mode = try FileManager.default.attributesOfItem(atPath: storePath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        // The unused tokens survive a restart, and each comes out once.
+        let reopened = try PrivateTokenStore(path: storePath)
+        #expect(reopened.count == 3)
+        var nonces = Set([token.nonce])
+        for _ in 0..<3 {
+            let next = try #require(try reopened.take(challengeDigest: issuer.challenge.digest, keyID: token.tokenKeyID))
+            #expect(next.verify(publicKeyDER: key, challenge: issuer.challenge))
+            nonces.insert(next.nonce)
+        }
+        #expect(nonces.count == 4)
+        #expect(try reopened.take(challengeDigest: issuer.challenge.digest, keyID: token.tokenKeyID) == nil)
+        #expect(try PrivateTokenStore(path: storePath).count == 0)
+    }
+
+    @Test func refusesBadCredentialsBodiesAndTypes() async throws {
+        let issuer = try await Issuer.start()
+        defer { Task { await issuer.stop() } }
+        func post(_ body: [UInt8], bearer: String? = IssuerTests.credential, type: String = "application/private-token-request") async throws -> (Int, String) {
+            var request = ServiceRequest(method: "POST", url: issuer.served.url("/issue"), headers: [("Content-Type", type)], body: body)
+            if let bearer { request.headers.append(("Authorization", "Bearer \(bearer)")) }
+            let answer = try await DirectTransport().send(request)
+            return (answer.status, answer.message)
+        }
+        let key = issuer.ring.keys[0].key.publicKeyDER
+        let (good, _) = try BlindRSAIssuance.makeRequest(challenge: issuer.challenge, issuerKeyDER: key)
+        #expect(try await post(good.encoded(), bearer: nil).0 == 401)
+        #expect(try await post(good.encoded(), bearer: "credential-wrong-wrong-wrong").0 == 401)
+        #expect(try await post(good.encoded(), type: "application/json").0 == 415)
+        let (status, message) = try await post(Array(good.encoded().dropLast()))
+        #expect(status == 400)
+        #expect(message.contains("258 bytes"))
+        var wrongKey = good
+        wrongKey.truncatedKeyID &+= 1
+        let (wrongStatus, wrongMessage) = try await post(wrongKey.encoded())
+        #expect(wrongStatus == 400)
+        #expect(wrongMessage.contains("token request 0"))
+        #expect(try await post(good.encoded()).0 == 200)
+        // The wrong credential never appears in the metrics text.
+        let metrics = try await DirectTransport().send(ServiceRequest(method: "GET", url: issuer.served.url("/metrics")))
+        #expect(metrics.message.contains("netext_issuer_tokens_issued_total 1"))
+        #expect(!metrics.message.contains("credential"))
+    }
+
+    @Test func rateLimitPerCredential() async throws {
+        let issuer = try await Issuer.start(perHour: 1, burst: 5)
+        defer { Task { await issuer.stop() } }
+        let store = try PrivateTokenStore(path: nil)
+        let client = issuer.client(store: store, batch: 4)
+        let key = issuer.ring.keys[0].key.publicKeyDER
+        _ = try await client.token(for: issuer.challenge, tokenKeyDER: key)
+        for _ in 0..<3 { _ = try await client.token(for: issuer.challenge, tokenKeyDER: key) }
+        // The store is empty and 4 more exceed the one token left in the bucket.
+        do {
+            _ = try await client.token(for: issuer.challenge, tokenKeyDER: key)
+            Issue.record("the fifth batch should be refused")
+        } catch {
+            #expect(error == .server(status: 429, message: "issuer: issuance limit reached for this credential"))
+        }
+        #expect(issuer.responder.limiter.take(1, credential: 0) == nil)
+    }
+
+    @Test func clientRefusesAKeyTheIssuerDoesNotPublish() async throws {
+        let issuer = try await Issuer.start()
+        defer { Task { await issuer.stop() } }
+        let client = issuer.client(store: try PrivateTokenStore(path: nil))
+        let rogue = try IssuerKey.generate()
+        await #expect(throws: URLFilterError.self) { _ = try await client.token(for: issuer.challenge, tokenKeyDER: rogue.publicKeyDER) }
+        let otherIssuer = TokenChallenge(issuerName: "issuer.elsewhere", originInfo: ["pir.test"])
+        await #expect(throws: URLFilterError.self) { _ = try await client.token(for: otherIssuer, tokenKeyDER: issuer.ring.keys[0].key.publicKeyDER) }
+    }
+
+    @Test func keyRingRotatesWithOverlapAndDeletesRetiredKeys() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let start: UInt64 = 1_800_000_000
+        let ring = try IssuerKeyRing(directory: directory.path, schedule: try KeyRotationSchedule(lifetime: 1000, overlap: 100), now: start)
+        #expect(ring.keys.map(\.notBefore) == [start])
+        #expect(try !ring.rotate(now: start + 899))
+        #expect(try ring.rotate(now: start + 900))
+        #expect(ring.keys.map(\.notBefore) == [start, start + 1000])
+        #expect(ring.currentKey(now: start + 999)?.keyID == ring.keys[0].key.keyID)
+        #expect(ring.currentKey(now: start + 1000)?.keyID == ring.keys[1].key.keyID)
+        #expect(ring.keys[0].key.keyID[31] != ring.keys[1].key.keyID[31])
+        #expect(try !ring.rotate(now: start + 1099))
+        #expect(try ring.rotate(now: start + 1100))
+        #expect(ring.keys.map(\.notBefore) == [start + 1000])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["token-key-\(start + 1000).pem"])
+        // A restart loads the same key.
+        let reloaded = try IssuerKeyRing(directory: directory.path, schedule: try KeyRotationSchedule(lifetime: 1000, overlap: 100), now: start + 1100)
+        #expect(reloaded.keys.map(\.key.keyID) == ring.keys.map(\.key.keyID))
+    }
+
+    @Test func credentialFileRefusesShortLinesByNumber() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/credentials"
+        try "# comment\n\ncredential-abcdefghijklmnop\nshort\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: PrivacyServiceError.file(path: path, reason: "line 4: a credential needs at least 16 characters")) { _ = try BearerCredentials(file: path) }
+        let credentials = BearerCredentials(credentials: ["credential-abcdefghijklmnop", "credential-2-abcdefghijklm"])
+        #expect(credentials.match(authorization: "Bearer credential-2-abcdefghijklm") == 1)
+        #expect(credentials.match(authorization: "bearer credential-abcdefghijklmnop") == 0)
+        #expect(credentials.match(authorization: "Bearer credential-abcdefghijklmno") == nil)
+        #expect(credentials.match(authorization: "Basic credential-abcdefghijklmnop") == nil)
+        #expect(credentials.match(authorization: nil) == nil)
+    }
+}
+
+/// The first 72 bytes of RFC 9578 Appendix A.2's public key: SEQUENCE, id-RSASSA-PSS
+/// AlgorithmIdentifier with SHA-384/MGF1-SHA-384/salt 48, and the BIT STRING header.
+enum RSAPublicKeyDERPrefix {
+    static let hex = "30820152303d06092a864886f70d01010a3030a00d300b0609608648016503040202a11a301806092a864886f70d010108300b0609608648016503040202a2030201300382010f00"
+    static var bytes: [UInt8] {
+        stride(from: 0, to: hex.count, by: 2).map { UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)! }
+    }
+}

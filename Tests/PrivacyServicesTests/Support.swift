@@ -1,0 +1,72 @@
+import Foundation
+import HTTPServing
+import Logging
+import NIOCore
+import Synchronization
+
+/// A temporary directory with a unique name, removed by `remove()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init() {
+        path = NSTemporaryDirectory() + "netext-privacy-test-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A responder served on 127.0.0.1 with a kernel-chosen port.
+struct Served {
+    let server: HTTPServer
+    let port: Int
+
+    static func start(_ responder: any HTTPResponder) async throws -> Served {
+        let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
+        return Served(server: server, port: port)
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+    func url(_ path: String) -> URL { URL(string: base + path)! }
+    func stop() async { await server.shutdown() }
+}
+
+/// A target that records every request it gets and answers with its body reversed.
+final class RecordingTarget: HTTPResponder, @unchecked Sendable {
+    let requests = Mutex<[HTTPServerRequest]>([])
+    var status = 200
+
+    func bodyLimit(method: String, path: String) -> Int { 8 << 20 }
+    func endpointLabel(path: String) -> String { "any" }
+    func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
+        requests.withLock { $0.append(request) }
+        return HTTPServerResponse(status: status, contentType: "application/octet-stream", body: request.body.reversed(), headers: [("X-Target-Secret", "leak")])
+    }
+}
+
+/// Wraps a responder and records the bodies it is sent (what a relay or gateway sees).
+final class Wiretap: HTTPResponder, @unchecked Sendable {
+    let inner: any HTTPResponder
+    let bodies = Mutex<[[UInt8]]>([])
+    let headers = Mutex<[[(name: String, value: String)]]>([])
+
+    init(_ inner: any HTTPResponder) { self.inner = inner }
+
+    func bodyLimit(method: String, path: String) -> Int { inner.bodyLimit(method: method, path: path) }
+    func endpointLabel(path: String) -> String { inner.endpointLabel(path: path) }
+    func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
+        bodies.withLock { $0.append(request.body) }
+        headers.withLock { $0.append(request.headers) }
+        return await inner.respond(to: request)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Whether `needle` occurs anywhere in these bytes.
+    func contains(bytes needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= count else { return false }
+        for start in 0...(count - needle.count) where self[start..<(start + needle.count)].elementsEqual(needle) { return true }
+        return false
+    }
+}
