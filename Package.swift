@@ -146,7 +146,7 @@ let package = Package(
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC", "NetExtLinux",
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtLinux", "URLFilter", "BloomFilter",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

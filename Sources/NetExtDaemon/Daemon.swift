@@ -43,7 +43,12 @@ public final class Daemon: Sendable {
         await sessions.restoreGuards(try store.allConfigurations())
         let filters = FilterController(registry: registry, logger: logger, rulesRoot: settings.filterRulesRoot)
         await filters.restore(try store.allConfigurations())
-        let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters)
+        let urlFilters = URLFilterController(
+            registry: registry, secrets: secrets, logger: logger, stateDirectory: settings.stateDirectory,
+            fetchIntervalOverride: settings.prefilterFetchIntervalOverride)
+        await urlFilters.restore(try store.allConfigurations())
+        let service = ControlService(
+            store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters, urlFilters: urlFilters)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {
             logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])
@@ -70,6 +75,7 @@ public final class Daemon: Sendable {
         await onDemand.stop()
         await sessions.stopAll()
         await filters.stopAll()
+        await urlFilters.stopAll()
         await server.close(path: settings.socketPath)
         logger.info("netextd stopped")
     }

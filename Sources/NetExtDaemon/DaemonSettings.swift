@@ -21,6 +21,9 @@ public struct DaemonSettings: Sendable {
     /// data provider reads its rules from `<root>/<bundle identifier>` (world-readable, written
     /// by root and control providers; outside the private state directory).
     public var filterRulesRoot: String = "/var/lib/netext-filter-rules"
+    /// `$NETEXT_PREFILTER_INTERVAL` (seconds): replaces every URL filter's
+    /// `prefilterFetchInterval`, whose minimum of 2700 s is too long for labs and tests.
+    public var prefilterFetchIntervalOverride: Double?
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -39,6 +42,7 @@ public struct DaemonSettings: Sendable {
         if let resolver = environment["NETEXT_RESOLV_CONF"] { settings.resolverPath = resolver }
         if let stub = environment["NETEXT_DNS_STUB"] { settings.dnsStubAddress = stub }
         if let rules = environment["NETEXT_FILTER_RULES_ROOT"] { settings.filterRulesRoot = rules }
+        if let interval = environment["NETEXT_PREFILTER_INTERVAL"].flatMap(Double.init), interval >= 1 { settings.prefilterFetchIntervalOverride = interval }
         return settings
     }
 

@@ -28,6 +28,10 @@ public enum ControlRequest: Sendable, Hashable {
     /// The content filter's latest verdicts, oldest first (root or the admin group only: the
     /// entries name other users' destinations).
     case getFilterLog(limit: Int)
+    /// The URL filter's verdict for a URL (anyone may ask; the answer names only that URL's verdict).
+    case urlFilterVerdict(url: String)
+    /// The URL filter's state and counters.
+    case getURLFilterStatus
 
     public struct ProviderMessageRequest: Sendable, Hashable, Codable {
         public var id: UUID
@@ -95,6 +99,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .sendProviderMessage: "sendProviderMessage"
         case .getFilterStatus: "getFilterStatus"
         case .getFilterLog: "getFilterLog"
+        case .urlFilterVerdict: "urlFilterVerdict"
+        case .getURLFilterStatus: "getURLFilterStatus"
         }
     }
 
@@ -102,7 +108,7 @@ public enum ControlRequest: Sendable, Hashable {
     public var modifiesState: Bool {
         switch self {
         case .saveConfiguration, .removeConfiguration, .startConnection, .stopConnection, .installProfile, .removeProfile, .sendProviderMessage: true
-        case .hello, .listConfigurations, .loadConfiguration, .getStatus, .subscribe, .listProfiles, .listProviders, .getFilterStatus, .getFilterLog: false
+        case .hello, .listConfigurations, .loadConfiguration, .getStatus, .subscribe, .listProfiles, .listProviders, .getFilterStatus, .getFilterLog, .urlFilterVerdict, .getURLFilterStatus: false
         }
     }
 }
@@ -124,6 +130,7 @@ extension RequestEnvelope: Codable {
     private struct IdentifierParams: Codable { var identifier: String }
     private struct Empty: Codable {}
     private struct LimitParams: Codable { var limit: Int }
+    private struct URLParams: Codable { var url: String }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -146,6 +153,8 @@ extension RequestEnvelope: Codable {
         case "sendProviderMessage": request = .sendProviderMessage(try container.decode(ControlRequest.ProviderMessageRequest.self, forKey: .params))
         case "getFilterStatus": request = .getFilterStatus
         case "getFilterLog": request = .getFilterLog(limit: try container.decode(LimitParams.self, forKey: .params).limit)
+        case "urlFilterVerdict": request = .urlFilterVerdict(url: try container.decode(URLParams.self, forKey: .params).url)
+        case "getURLFilterStatus": request = .getURLFilterStatus
         default:
             throw DecodingError.dataCorruptedError(forKey: .method, in: container, debugDescription: "unknown method '\(method)'")
         }
@@ -166,7 +175,8 @@ extension RequestEnvelope: Codable {
         case .removeProfile(let identifier): try container.encode(IdentifierParams(identifier: identifier), forKey: .params)
         case .sendProviderMessage(let message): try container.encode(message, forKey: .params)
         case .getFilterLog(let limit): try container.encode(LimitParams(limit: limit), forKey: .params)
-        case .listConfigurations, .subscribe, .listProfiles, .listProviders, .getFilterStatus: try container.encode(Empty(), forKey: .params)
+        case .urlFilterVerdict(let url): try container.encode(URLParams(url: url), forKey: .params)
+        case .listConfigurations, .subscribe, .listProfiles, .listProviders, .getFilterStatus, .getURLFilterStatus: try container.encode(Empty(), forKey: .params)
         }
     }
 }

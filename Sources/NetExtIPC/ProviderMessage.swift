@@ -42,6 +42,12 @@ public enum ProviderMessage: Sendable, Hashable {
     case rulesChanged
     /// filter data provider → netextd: `handleRulesChanged()` returned; flows are asked again.
     case rulesApplied
+    /// netextd → URL filter control provider: call `fetchPrefilter()`; answered with
+    /// `prefilterFetched` carrying the same `id`.
+    case fetchPrefilter(id: Int)
+    /// URL filter control provider → netextd: the prefilter (nil: keep the current one), or the
+    /// error `fetchPrefilter()` threw.
+    case prefilterFetched(id: Int, prefilter: URLFilterPrefilter?, error: NetExtError?)
 
     /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
     public enum StopReason: String, Sendable, Hashable, Codable {
@@ -71,7 +77,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -98,6 +104,11 @@ extension ProviderMessage: Codable {
             self = .controlVerdict(flowID: try container.decode(UInt64.self, forKey: .flowID), verdict: try container.decode(FilterControlVerdict.self, forKey: .verdict))
         case "rulesChanged": self = .rulesChanged
         case "rulesApplied": self = .rulesApplied
+        case "fetchPrefilter": self = .fetchPrefilter(id: try container.decode(Int.self, forKey: .id))
+        case "prefilterFetched":
+            self = .prefilterFetched(
+                id: try container.decode(Int.self, forKey: .id), prefilter: try container.decodeIfPresent(URLFilterPrefilter.self, forKey: .prefilter),
+                error: try container.decodeIfPresent(NetExtError.self, forKey: .error))
         default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
         }
     }
@@ -150,6 +161,14 @@ extension ProviderMessage: Codable {
             try container.encode(verdict, forKey: .verdict)
         case .rulesChanged: try container.encode("rulesChanged", forKey: .type)
         case .rulesApplied: try container.encode("rulesApplied", forKey: .type)
+        case .fetchPrefilter(let id):
+            try container.encode("fetchPrefilter", forKey: .type)
+            try container.encode(id, forKey: .id)
+        case .prefilterFetched(let id, let prefilter, let error):
+            try container.encode("prefilterFetched", forKey: .type)
+            try container.encode(id, forKey: .id)
+            try container.encodeIfPresent(prefilter, forKey: .prefilter)
+            try container.encodeIfPresent(error, forKey: .error)
         }
     }
 }

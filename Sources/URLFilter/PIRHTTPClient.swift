@@ -90,8 +90,18 @@ public actor PIRHTTPClient {
         state = (configuration, Array(config.configID), context, client, secretKey)
     }
 
-    /// The verdict for each URL: deny when any of its keys is in the database.
+    /// The verdict for each URL: deny when any of its keys is in the database. When the server
+    /// answers 409 (its database changed, or it no longer holds this client's evaluation key),
+    /// the configuration is fetched and a key uploaded again, and the URLs asked once more.
     public func check(_ urls: [String], prefilter: BloomFilter? = nil) async throws(URLFilterError) -> [URLFilterVerdict] {
+        do { return try await checkOnce(urls, prefilter: prefilter) } catch {
+            guard case .server(409, _) = error else { throw error }
+            state = nil
+            return try await checkOnce(urls, prefilter: prefilter)
+        }
+    }
+
+    func checkOnce(_ urls: [String], prefilter: BloomFilter?) async throws(URLFilterError) -> [URLFilterVerdict] {
         try await setUp()
         guard let state else { throw .protocolMismatch("not set up") }
         var verdicts: [URLFilterVerdict] = []

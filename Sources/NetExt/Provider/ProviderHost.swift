@@ -59,6 +59,23 @@ public enum ProviderHost {
             bundleIdentifier: bundleIdentifier, descriptor: descriptor)
     }
 
+    /// Runs a URL filter's control provider until it is stopped: `start`, then one
+    /// `fetchPrefilter()` per request from netextd.
+    public static func run(urlFilterControl provider: any URLFilterControlProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+        try await serve(
+            Lifecycle(
+                start: { start, _ in try await provider.start(configuration: start.configuration) },
+                stop: { reason in await provider.stop(reason: reason) },
+                appMessage: { _ in nil },
+                fetchPrefilter: { id in
+                    do { return .prefilterFetched(id: id, prefilter: try await provider.fetchPrefilter(), error: nil) } catch {
+                        let reported = (error as? NetExtError) ?? NetExtError(.providerFailed, "\(error)")
+                        return .prefilterFetched(id: id, prefilter: nil, error: reported)
+                    }
+                }),
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+    }
+
     /// Answers the flows netextd sends on the flow channel (descriptor 4, `FlowChannelCodec`) on
     /// a thread of its own: one `handleNewFlow` call and one verdict message per flow.
     private static func serveFlows(_ provider: any FilterDataProvider, channel: Int32) {
@@ -91,6 +108,8 @@ public enum ProviderHost {
         var newFlow: (@Sendable (FilterFlow) async -> ProviderMessage)? = nil
         /// New rules: runs before any later message is handled; returns the answer to send.
         var rulesChanged: (@Sendable () async -> ProviderMessage)? = nil
+        /// A prefilter request; returns the answer to send.
+        var fetchPrefilter: (@Sendable (Int) async -> ProviderMessage)? = nil
     }
 
     private static func serve(_ lifecycle: Lifecycle, bundleIdentifier: String, descriptor: Int32) async throws {
@@ -140,6 +159,9 @@ public enum ProviderHost {
                     let verdict = await judge(flow)
                     try? await session.send(verdict)
                 }
+            case .fetchPrefilter(let id) where lifecycle.fetchPrefilter != nil && started:
+                let fetch = lifecycle.fetchPrefilter!
+                Task { try? await session.send(await fetch(id)) }
             case .rulesChanged where lifecycle.rulesChanged != nil:
                 // Handled before the next message, so flows asked again see the new rules.
                 let answer = await lifecycle.rulesChanged!()

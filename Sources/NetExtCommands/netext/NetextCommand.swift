@@ -11,7 +11,7 @@ public struct NetextCommand: AsyncParsableCommand {
         subcommands: [
             ListCommand.self, ShowCommand.self, CreateCommand.self, EnableCommand.self, DisableCommand.self,
             RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, MessageCommand.self, OnDemandCommand.self, ProxyEnvCommand.self,
-            ProfileCommand.self, ProvidersCommand.self, FilterCommand.self,
+            ProfileCommand.self, ProvidersCommand.self, FilterCommand.self, URLFilterCommand.self,
         ])
 
     public init() {}

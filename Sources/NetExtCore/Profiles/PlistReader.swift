@@ -51,6 +51,15 @@ struct PlistReader {
         }
     }
 
+    /// A number (integer or real).
+    func number(_ key: String) throws(NetExtError) -> Double? {
+        guard let value = dictionary[key] else { return nil }
+        switch PlistValueKind(value) {
+        case .integer, .real: return (value as? NSNumber)?.doubleValue
+        default: throw mismatch(key, expected: "a number", found: value)
+        }
+    }
+
     func dictionaryValue(_ key: String) throws(NetExtError) -> PlistReader? {
         guard let value = dictionary[key] else { return nil }
         guard PlistValueKind(value) == .dictionary, let dictionary = value as? [String: Any] else {

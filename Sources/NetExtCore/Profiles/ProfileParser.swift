@@ -1,11 +1,12 @@
 import Foundation
 
 /// Reads Apple configuration profiles (`.mobileconfig`, XML or binary property lists) and turns
-/// their VPN payloads (`com.apple.vpn.managed`, `com.apple.vpn.managed.applayer`) into
-/// configurations. Key names follow Apple's "VPN" payload reference.
+/// their VPN payloads (`com.apple.vpn.managed`, `com.apple.vpn.managed.applayer`) and URL
+/// filter payloads (`com.apple.webcontent-filter` with `FilterURLs`) into configurations. Key names follow Apple's "VPN" payload reference.
 public enum ProfileParser {
     public static let vpnPayloadType = "com.apple.vpn.managed"
     public static let appLayerVPNPayloadType = "com.apple.vpn.managed.applayer"
+    public static let contentFilterPayloadType = "com.apple.webcontent-filter"
 
     /// Parses a profile. `owner` becomes the owner of every configuration it yields.
     /// Errors name the payload and key at fault.
@@ -44,13 +45,21 @@ public enum ProfileParser {
                 parsed.configuration.profileIdentifier = identifier
                 if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
                 configurations.append(parsed)
+            case contentFilterPayloadType where try reader.flag("FilterURLs") == true:
+                var parsed = try URLFilterPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner)
+                parsed.configuration.profileIdentifier = identifier
+                if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
+                configurations.append(parsed)
+            case contentFilterPayloadType:
+                skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier,
+                                              reason: "only URL filter payloads (FilterURLs true) are installed from profiles so far"))
             default:
                 skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier, reason: "payload type not supported by NetExt"))
             }
         }
         let ids = configurations.map(\.configuration.id)
         if Set(ids).count != ids.count {
-            throw .invalid("profile '\(identifier)': two VPN payloads share the same PayloadUUID")
+            throw .invalid("profile '\(identifier)': two payloads share the same PayloadUUID")
         }
         return ConfigurationProfile(
             identifier: identifier,

@@ -16,12 +16,15 @@ public final class ControlService: Sendable {
     let logger: Logger
     /// The content filter, when this netextd runs one.
     let filters: FilterController?
+    /// The URL filter, when this netextd runs one.
+    let urlFilters: URLFilterController?
 
     public init(
         store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
-        filters: FilterController? = nil
+        filters: FilterController? = nil, urlFilters: URLFilterController? = nil
     ) {
         self.filters = filters
+        self.urlFilters = urlFilters
         self.store = store
         self.secrets = secrets
         self.sessions = sessions
@@ -34,6 +37,7 @@ public final class ControlService: Sendable {
     func configurationChanged(_ configuration: Configuration, removed: Bool) async {
         await sessions.configurationChanged(configuration, removed: removed)
         await filters?.configurationChanged(configuration, removed: removed)
+        await urlFilters?.configurationChanged(configuration, removed: removed)
     }
 
     /// Handles one request (other than `hello` and `subscribe`, which the connection handles)
@@ -132,6 +136,13 @@ public final class ControlService: Sendable {
             }
             let entries = await filters?.log(limit: min(max(limit, 0), 2_000)) ?? []
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: FilterLogResult(entries: entries)))
+        case .urlFilterVerdict(let url):
+            guard url.utf8.count <= 8192 else { throw NetExtError.invalid("the URL is longer than 8192 bytes") }
+            let verdict = await urlFilters?.verdict(for: url) ?? URLFilterVerdictResult(verdict: .allow, effective: .allow)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: verdict))
+        case .getURLFilterStatus:
+            let status = await urlFilters?.status() ?? URLFilterStatus(state: .off)
+            return try ControlProtocol.framed(ResultEnvelope(id: id, result: status))
         }
     }
 

@@ -5,14 +5,16 @@ import NetExtIPC
 import NetExtLinux
 import Synchronization
 
-/// Keeps one filter provider process running while the filter is on: launches it (sandboxed
+/// Keeps one filter provider process (content filter data or control provider, or URL filter
+/// control provider) running while its filter is on: launches it (sandboxed
 /// for a data provider), says start, and after a crash, a failed start or a missed start
 /// deadline launches it again with a backoff of 1 s doubling to 30 s. Messages other than the
 /// lifecycle ones go to `handle`.
 actor FilterProviderSupervisor {
     enum Role: String, Sendable {
-        case data = "data provider"
-        case control = "control provider"
+        case data = "filter data provider"
+        case control = "filter control provider"
+        case urlFilterControl = "URL filter control provider"
     }
 
     let role: Role
@@ -88,7 +90,7 @@ actor FilterProviderSupervisor {
             let decoder = ControlProtocol.makeDecoder()
             for await frame in provider.connection.frames {
                 guard let message = try? decoder.decode(ProviderMessage.self, from: Data(frame)) else {
-                    self.logger.error("filter \(self.role.rawValue) sent a malformed message; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
+                    self.logger.error("\(self.role.rawValue) sent a malformed message; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
                     provider.terminate(grace: .seconds(1))
                     return
                 }
@@ -155,7 +157,7 @@ actor FilterProviderSupervisor {
     private func attach(_ provider: ProviderProcess, generation: Int) -> Bool {
         guard !stopped, generation == self.generation else { return false }
         self.provider = provider
-        logger.info("filter \(role.rawValue) started", metadata: [
+        logger.info("\(role.rawValue) started", metadata: [
             "provider": "\(manifest.bundleIdentifier)", "pid": "\(provider.pid)", "user": "\(manifest.user)",
             "network": "\(role == .data ? "isolated" : "host")",
         ])
@@ -167,7 +169,7 @@ actor FilterProviderSupervisor {
         switch message {
         case .hello(let bundleIdentifier, let version):
             guard bundleIdentifier == manifest.bundleIdentifier, version == ControlProtocol.version else {
-                logger.error("filter \(role.rawValue) said hello under another name or protocol", metadata: ["said": "\(bundleIdentifier)", "version": "\(version)"])
+                logger.error("\(role.rawValue) said hello under another name or protocol", metadata: ["said": "\(bundleIdentifier)", "version": "\(version)"])
                 provider.terminate(grace: .seconds(1))
                 return
             }
@@ -175,25 +177,26 @@ actor FilterProviderSupervisor {
         case .started:
             isReady = true
             current.set(provider)
-            logger.info("filter \(role.rawValue) ready", metadata: ["provider": "\(manifest.bundleIdentifier)"])
+            logger.info("\(role.rawValue) ready", metadata: ["provider": "\(manifest.bundleIdentifier)"])
         case .failed(let error):
             lastError = error.description
-            logger.error("filter \(role.rawValue) failed", metadata: ["error": "\(error)"])
+            logger.error("\(role.rawValue) failed", metadata: ["error": "\(error)"])
             provider.terminate(grace: .seconds(1))
         case .stopped, .appMessageReply:
             break
         case .rulesApplied where role == .data,
-             .controlVerdict where role == .control, .rulesChanged where role == .control:
+             .controlVerdict where role == .control, .rulesChanged where role == .control,
+             .prefilterFetched where role == .urlFilterControl:
             await handle(message)
         default:
-            logger.error("filter \(role.rawValue) sent a message it may not send; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
+            logger.error("\(role.rawValue) sent a message it may not send; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
             provider.terminate(grace: .seconds(1))
         }
     }
 
     private func startDeadlinePassed(generation: Int) {
         guard !stopped, generation == self.generation, !isReady else { return }
-        logger.error("filter \(role.rawValue) did not start in time; restarting it", metadata: ["deadline": "\(startDeadline)"])
+        logger.error("\(role.rawValue) did not start in time; restarting it", metadata: ["deadline": "\(startDeadline)"])
         provider?.terminate(grace: .seconds(1))
         if provider == nil { launchAfterBackoff() }
     }
@@ -212,7 +215,7 @@ actor FilterProviderSupervisor {
     private func launchAfterBackoff() {
         generation += 1
         let delay = Duration.seconds(min(30, 1 << min(max(restarts - 1, 0), 5)))
-        logger.error("filter \(role.rawValue) ended; restarting", metadata: ["how": "\(lastError ?? "?")", "in": "\(delay)", "restarts": "\(restarts)"])
+        logger.error("\(role.rawValue) ended; restarting", metadata: ["how": "\(lastError ?? "?")", "in": "\(delay)", "restarts": "\(restarts)"])
         Task {
             try? await Task.sleep(for: delay)
             self.launch()
