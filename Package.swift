@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "netext-bench-connect", targets: ["netext-bench-connect"]),
         .executable(name: "netext-bench-he", targets: ["netext-bench-he"]),
         .executable(name: "netext-bench-pir", targets: ["netext-bench-pir"]),
+        .executable(name: "netext-bench-urlfilter", targets: ["netext-bench-urlfilter"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
@@ -178,6 +179,14 @@ let package = Package(
         .executableTarget(
             name: "netext-bench-pir", dependencies: ["HomomorphicEncryption", "PrivateInformationRetrieval"],
             path: "Benchmarks/PIR"),
+        // URL filter II: verdict latency, the private path, issuer and gateway rates (scripts/bench-urlfilter).
+        .executableTarget(
+            name: "netext-bench-urlfilter",
+            dependencies: [
+                "URLFilter", "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "PIRService", "BloomFilter",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/URLFilter"),
         // TCP connection-rate tool for the content filter benchmark (scripts/bench-filter).
         .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
         // The README's manager example, built (and run by the integration tests) so it stays true.

@@ -98,6 +98,15 @@ public struct BloomFilter: Sendable, Hashable {
         return (contains(bytes: k0, fnv: h0), contains(bytes: k1, fnv: h1), contains(bytes: k2, fnv: h2), contains(bytes: k3, fnv: h3))
     }
 
+    /// The first probe alone, (h1 + 0·h2) mod m, from a key's FNV-1a hash: false means the key
+    /// is certainly absent; true means `contains(bytes:)` must decide. Lets a caller that hashes
+    /// many nested keys in one streaming FNV-1a pass skip MurmurHash3 for nearly all of them.
+    @inlinable
+    public func passesFirstProbe(fnv h1: UInt32) -> Bool {
+        let first = Int(h1 % UInt32(truncatingIfNeeded: bitCount))
+        return data.withUnsafeBufferPointer { $0[first >> 3] & (1 << UInt8(first & 7)) != 0 }
+    }
+
     /// A lookup whose FNV-1a hash is already known.
     @inlinable
     func contains(bytes: UnsafeRawBufferPointer, fnv h1: UInt32) -> Bool {

@@ -14,6 +14,15 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
     public let fragment: String?
 
     public init(parsing text: String) throws(URLFilterError) {
+        if let fast = Self.parseASCII(text) {
+            self = fast
+        } else {
+            try self.init(parsingGeneral: text)
+        }
+    }
+
+    /// The general path: any Unicode, user parts, IPv6 literals, and every error.
+    init(parsingGeneral text: String) throws(URLFilterError) {
         var rest = Substring(text.trimmingCharacters(in: .whitespaces))
         guard !rest.isEmpty else { throw .invalidURL(text, reason: "empty") }
         guard !rest.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == " " || $0.value == 0x7F }) else {
@@ -118,15 +127,25 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
         return keys
     }
 
-    static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-    /// Bytes kept literally besides unreserved ones (RFC 3986 sub-delims, ":", "@", "/", "?").
-    static let allowed = unreserved.union("!$&'()*+,;=:@/?".utf8)
+    /// Byte classes as 256-entry tables: 1 = unreserved (RFC 3986 §2.3), 2 = kept literally
+    /// besides (sub-delims, ":", "@", "/", "?"), 0 = escaped.
+    static let byteClass: [UInt8] = {
+        var table = [UInt8](repeating: 0, count: 256)
+        for byte in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8 { table[Int(byte)] = 1 }
+        for byte in "!$&'()*+,;=:@/?".utf8 { table[Int(byte)] = 2 }
+        return table
+    }()
+    static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     /// RFC 3986 §6.2.2.1–2: decode %XX of unreserved bytes, upper-case other escapes, and escape
-    /// bytes outside `allowed` (including every non-ASCII UTF-8 byte).
+    /// bytes outside the allowed set (including every non-ASCII UTF-8 byte). Text that needs
+    /// none of that is returned as it is.
     static func normalizePercentEncoding(_ text: Substring) -> String {
+        let table = byteClass
+        if text.utf8.allSatisfy({ table[Int($0)] != 0 }) { return String(text) }
         let bytes = Array(text.utf8)
         var out = [UInt8]()
+        out.reserveCapacity(bytes.count + 8)
         var i = 0
         func hex(_ b: UInt8) -> UInt8? {
             switch b {
@@ -136,15 +155,15 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
             default: nil
             }
         }
-        func escape(_ b: UInt8) { out += Array(String(format: "%%%02X", b).utf8) }
+        func escape(_ b: UInt8) { out += [0x25, hexDigits[Int(b >> 4)], hexDigits[Int(b & 0xF)]] }
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "%"), i + 2 < bytes.count, let hi = hex(bytes[i + 1]), let lo = hex(bytes[i + 2]) {
                 let value = hi << 4 | lo
-                if unreserved.contains(value) { out.append(value) } else { escape(value) }
+                if table[Int(value)] == 1 { out.append(value) } else { escape(value) }
                 i += 3
             } else {
-                if allowed.contains(b) { out.append(b) } else { escape(b) }
+                if table[Int(b)] != 0 { out.append(b) } else { escape(b) }
                 i += 1
             }
         }
@@ -155,6 +174,7 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
     /// record's own form is among the keys checked for it).
     static func removeDotSegments(_ path: String) -> String {
         guard path.hasPrefix("/") else { return path }
+        if !needsDotSegmentRemoval(path.utf8) { return path }
         var output: [Substring] = []
         var trailingSlash = false
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
@@ -172,5 +192,23 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
             }
         }
         return "/" + output.joined(separator: "/") + (trailingSlash && !output.isEmpty ? "/" : "")
+    }
+
+    /// Whether a path has a "." or ".." segment or an empty one ("//"): the only inputs the
+    /// removal changes.
+    static func needsDotSegmentRemoval(_ bytes: String.UTF8View) -> Bool {
+        var previous: UInt8 = 0, segmentLength = 0, dots = 0
+        for byte in bytes {
+            if byte == 0x2F {
+                if previous == 0x2F || (segmentLength > 0 && segmentLength == dots && dots <= 2) { return true }
+                segmentLength = 0
+                dots = 0
+            } else {
+                segmentLength += 1
+                if byte == 0x2E { dots += 1 }
+            }
+            previous = byte
+        }
+        return segmentLength > 0 && segmentLength == dots && dots <= 2
     }
 }

@@ -1,3 +1,4 @@
+import BloomFilter
 import Testing
 @testable import URLFilter
 
@@ -88,5 +89,61 @@ struct URLFilterKeyTests {
             #expect(key.checkedKeys.contains(key.description), "\(key.description) not among its own checked keys")
         }
         #expect(parsed > 100)
+    }
+}
+
+@Suite("URL keys: fast paths agree with the general ones")
+struct URLFilterKeyFastPathTests {
+    /// Random URL-ish strings from pieces that exercise schemes, ports, case, dots, percent
+    /// escapes, empty segments, queries and fragments.
+    static func randomURL(_ generator: inout some RandomNumberGenerator) -> String {
+        let schemes = ["https://", "http://", "//", "", "ftp+x://", "1http://", "://"]
+        let labels = ["www", "Example", "a", "b-c", "x_y", "com", "CO", "uk", "1", "255", "0", "xn--bcher-kva", ""]
+        let segments = ["", "a", "B", ".", "..", "%41", "%2f", "%e2%82%ac", "x y", "~u", "index.html", "a:b", "@"]
+        var url = schemes.randomElement(using: &generator)!
+        let labelCount = Int.random(in: 1...6, using: &generator)
+        url += (0..<labelCount).map { _ in labels.randomElement(using: &generator)! }.joined(separator: ".")
+        if Bool.random(using: &generator) { url += ["", ".", ":8080", ":", ":x"].randomElement(using: &generator)! }
+        for _ in 0..<Int.random(in: 0...4, using: &generator) { url += "/" + segments.randomElement(using: &generator)! }
+        if Int.random(in: 0..<3, using: &generator) == 0 { url += "?" + ["q=1", "", "a=%7e&b", "x/y"].randomElement(using: &generator)! }
+        if Int.random(in: 0..<4, using: &generator) == 0 { url += "#" + ["top", "", "a/b", "%20"].randomElement(using: &generator)! }
+        return url
+    }
+
+    @Test func asciiParseMatchesTheGeneralParse() {
+        var generator = SystemRandomNumberGenerator()
+        var fastHits = 0
+        for _ in 0..<20_000 {
+            let url = Self.randomURL(&generator)
+            let general = try? URLFilterKey(parsingGeneral: url)
+            if let fast = URLFilterKey.parseASCII(url) {
+                fastHits += 1
+                #expect(fast == general, "\(url)")
+            }
+            #expect((try? URLFilterKey(parsing: url)) == general, "\(url)")
+        }
+        #expect(fastHits > 5_000)
+    }
+
+    @Test func streamingPrefilterCheckMatchesTheKeys() throws {
+        var generator = SystemRandomNumberGenerator()
+        var agreedPositive = 0, agreedNegative = 0
+        for round in 0..<300 {
+            // Small filters with many keys inserted give plenty of positives and negatives.
+            var filter = try BloomFilter(capacity: 64, falsePositiveRate: 0.2, murmurSeed: UInt32(round))
+            var inserted = 0
+            while inserted < 40 {
+                guard let key = try? URLFilterKey(parsing: Self.randomURL(&generator)) else { continue }
+                if let some = key.checkedKeys.randomElement(using: &generator) { filter.insert(some) }
+                inserted += 1
+            }
+            for _ in 0..<100 {
+                guard let key = try? URLFilterKey(parsing: Self.randomURL(&generator)) else { continue }
+                let reference = key.checkedKeys.contains(where: filter.contains)
+                #expect(key.mayBeListed(in: filter) == reference, "\(key)")
+                if reference { agreedPositive += 1 } else { agreedNegative += 1 }
+            }
+        }
+        #expect(agreedPositive > 1000 && agreedNegative > 1000)
     }
 }

@@ -42,8 +42,7 @@ public actor URLFilterLookup {
     public func decision(for url: String) async -> Decision {
         let key: URLFilterKey
         do throws(URLFilterError) { key = try URLFilterKey(parsing: url) } catch { return unknown("\(error)") }
-        let keys = key.checkedKeys
-        if let prefilter, !keys.contains(where: prefilter.contains) {
+        if let prefilter, !key.mayBeListed(in: prefilter) {
             return Decision(verdict: .allow, effective: .allow, source: .prefilter)
         }
         let normalized = key.description

@@ -32,8 +32,8 @@ public struct ServiceResponse: Sendable {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 
-    /// The body as one line of text, for error messages.
-    var message: String {
+    /// The body as one line of text (at most 500 bytes), for error messages.
+    public var message: String {
         String(decoding: body.prefix(500), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

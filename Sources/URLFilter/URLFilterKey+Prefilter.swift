@@ -1,0 +1,99 @@
+import BloomFilter
+
+/// Checking every key of a URL against the prefilter in one streaming FNV-1a pass per host.
+/// A URL's keys for one host are nested prefixes of host + path + "?" query + "#" fragment,
+/// each also with "/" appended (`checkedKeys`), so the FNV-1a state after each cut is that
+/// key's hash and the "/" variant is one more step. Only keys whose first Bloom probe is set —
+/// at most a few per URL, and for most absent URLs none — are rebuilt and checked in full.
+extension URLFilterKey {
+    /// Whether any of `checkedKeys` may be in `prefilter` (the same answer as
+    /// `checkedKeys.contains(where: prefilter.contains)`, without building the keys).
+    public func mayBeListed(in prefilter: BloomFilter) -> Bool {
+        // One buffer: host ‖ path ‖ "?" query ‖ "#" fragment.
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(host.utf8.count + path.utf8.count + (query?.utf8.count ?? -1) + (fragment?.utf8.count ?? -1) + 2)
+        bytes += host.utf8
+        let hostEnd = bytes.count
+        bytes += path.utf8
+        let pathEnd = bytes.count
+        if let query { bytes.append(0x3F); bytes += query.utf8 }
+        let queryEnd = bytes.count
+        if let fragment { bytes.append(0x23); bytes += fragment.utf8 }
+        return bytes.withUnsafeBufferPointer { buffer in
+            var found = false
+            Self.forEachCheckedHostStart(buffer[..<hostEnd]) { start in
+                if !found {
+                    found = Self.streamMatches(buffer, start: start, hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter)
+                }
+            }
+            return found
+        }
+    }
+
+    /// Calls `body` with where each of `checkedHosts` starts in the host's bytes (the hosts are
+    /// its suffixes), shortest first.
+    static func forEachCheckedHostStart(_ host: Slice<UnsafeBufferPointer<UInt8>>, _ body: (Int) -> Void) {
+        var dotCount = 0, digitsAndDots = true
+        for byte in host {
+            if byte == 0x2E { dotCount += 1 } else if byte < 0x30 || byte > 0x39 { digitsAndDots = false }
+        }
+        if host.first == 0x5B || (dotCount == 3 && digitsAndDots) || dotCount < 2 {
+            body(host.startIndex)
+            return
+        }
+        // Suffixes with at least two labels: after the second-to-last dot, …, after the first
+        // dot, the whole host; more than eight: the seven shortest and the whole host.
+        var seen = 0, emitted = 0
+        var index = host.endIndex
+        while index > host.startIndex {
+            index -= 1
+            guard host[index] == 0x2E else { continue }
+            seen += 1
+            if seen >= 2, emitted < 7 {
+                body(index + 1)
+                emitted += 1
+            }
+        }
+        body(host.startIndex)
+    }
+
+    private static func streamMatches(
+        _ bytes: UnsafeBufferPointer<UInt8>, start: Int, hostEnd: Int, pathEnd: Int, queryEnd: Int, prefilter: BloomFilter
+    ) -> Bool {
+        let prime = FNV1a.prime
+        var hash = FNV1a.offsetBasis
+        for index in start..<hostEnd { hash = (hash ^ UInt32(bytes[index])) &* prime }
+        // Each cut: the key bytes[start..<cut], and the same with "/" appended.
+        func probe(_ hash: UInt32, cut: Int) -> Bool {
+            if prefilter.passesFirstProbe(fnv: hash), fullCheck(bytes, start: start, cut: cut, slash: false, prefilter: prefilter) { return true }
+            let slashed = (hash ^ 0x2F) &* prime
+            return prefilter.passesFirstProbe(fnv: slashed) && fullCheck(bytes, start: start, cut: cut, slash: true, prefilter: prefilter)
+        }
+        if probe(hash, cut: hostEnd) { return true }
+        // Path segments: a cut before each "/" that follows a segment, and at the end of the path.
+        var index = hostEnd
+        while index < pathEnd {
+            let byte = bytes[index]
+            if byte == 0x2F, index > hostEnd, bytes[index - 1] != 0x2F, probe(hash, cut: index) { return true }
+            hash = (hash ^ UInt32(byte)) &* prime
+            index += 1
+        }
+        if pathEnd > hostEnd, bytes[pathEnd - 1] != 0x2F, probe(hash, cut: pathEnd) { return true }
+        // The query and the fragment, each with everything before it.
+        if queryEnd > pathEnd {
+            while index < queryEnd { hash = (hash ^ UInt32(bytes[index])) &* prime; index += 1 }
+            if probe(hash, cut: queryEnd) { return true }
+        }
+        if bytes.count > queryEnd {
+            while index < bytes.count { hash = (hash ^ UInt32(bytes[index])) &* prime; index += 1 }
+            if probe(hash, cut: bytes.count) { return true }
+        }
+        return false
+    }
+
+    private static func fullCheck(_ bytes: UnsafeBufferPointer<UInt8>, start: Int, cut: Int, slash: Bool, prefilter: BloomFilter) -> Bool {
+        var key = Array(bytes[start..<cut])
+        if slash { key.append(0x2F) }
+        return key.withUnsafeBytes { prefilter.contains(bytes: $0) }
+    }
+}
