@@ -39,6 +39,26 @@ func rate(workers: Int, _ body: @escaping @Sendable () async throws -> Int) asyn
     return Double(total) / (now() - start)
 }
 
+// `netext-bench-urlfilter SECONDS negatives`: only the in-process Bloom-negative path, repeated
+// (for profilers).
+if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "negatives" {
+    var filter = try BloomFilter(capacity: 20_000, falsePositiveRate: 0.001, murmurSeed: 0)
+    for index in 0..<20_000 { filter.insert("blocked\(index).example/") }
+    let urls = (0..<100_000).map { index in
+        index % 2 == 0 ? "https://www.allowed\(index).example/" : "https://news.allowed\(index).example/section/article-\(index).html?ref=\(index)"
+    }
+    let keys = try urls.map { try URLFilterKey(parsing: $0) }
+    var positives = 0
+    let begin = now()
+    var rounds = 0
+    while now() - begin < seconds * 5 {
+        for key in keys where key.mayBeListed(in: filter) { positives += 1 }
+        rounds += 1
+    }
+    print(String(format: "streaming_prefilter_ns=%.0f positives=%d", (now() - begin) / Double(rounds * keys.count) * 1e9, positives))
+    exit(0)
+}
+
 // MARK: Blind RSA: raw signing vs the issuer over HTTP.
 let issuerKeys = try IssuerKeyRing(directory: root + "/issuer-keys", schedule: try KeyRotationSchedule(lifetime: 86400, overlap: 3600))
 let issuerKey = issuerKeys.keys[0].key

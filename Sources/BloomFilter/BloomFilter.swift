@@ -107,9 +107,9 @@ public struct BloomFilter: Sendable, Hashable {
         return data.withUnsafeBufferPointer { $0[first >> 3] & (1 << UInt8(first & 7)) != 0 }
     }
 
-    /// A lookup whose FNV-1a hash is already known.
+    /// A lookup whose FNV-1a hash is already known (a streaming caller computed it).
     @inlinable
-    func contains(bytes: UnsafeRawBufferPointer, fnv h1: UInt32) -> Bool {
+    public func contains(bytes: UnsafeRawBufferPointer, fnv h1: UInt32) -> Bool {
         let modulus = UInt32(truncatingIfNeeded: bitCount)
         return data.withUnsafeBufferPointer { filter in
             let first = Int(h1 % modulus)

@@ -20,41 +20,43 @@ extension URLFilterKey {
         let queryEnd = bytes.count
         if let fragment { bytes.append(0x23); bytes += fragment.utf8 }
         return bytes.withUnsafeBufferPointer { buffer in
-            var found = false
-            Self.forEachCheckedHostStart(buffer[..<hostEnd]) { start in
-                if !found {
-                    found = Self.streamMatches(buffer, start: start, hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter)
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: 8) { starts in
+                let count = Self.checkedHostStarts(buffer[..<hostEnd], into: starts)
+                for index in 0..<count
+                where Self.streamMatches(buffer, start: starts[index], hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter) {
+                    return true
                 }
+                return false
             }
-            return found
         }
     }
 
-    /// Calls `body` with where each of `checkedHosts` starts in the host's bytes (the hosts are
-    /// its suffixes), shortest first.
-    static func forEachCheckedHostStart(_ host: Slice<UnsafeBufferPointer<UInt8>>, _ body: (Int) -> Void) {
+    /// Writes where each of `checkedHosts` starts in the host's bytes (the hosts are its
+    /// suffixes), shortest first, into `starts` (room for 8); returns how many.
+    static func checkedHostStarts(_ host: Slice<UnsafeBufferPointer<UInt8>>, into starts: UnsafeMutableBufferPointer<Int>) -> Int {
         var dotCount = 0, digitsAndDots = true
         for byte in host {
             if byte == 0x2E { dotCount += 1 } else if byte < 0x30 || byte > 0x39 { digitsAndDots = false }
         }
         if host.first == 0x5B || (dotCount == 3 && digitsAndDots) || dotCount < 2 {
-            body(host.startIndex)
-            return
+            starts[0] = host.startIndex
+            return 1
         }
         // Suffixes with at least two labels: after the second-to-last dot, …, after the first
         // dot, the whole host; more than eight: the seven shortest and the whole host.
-        var seen = 0, emitted = 0
+        var seen = 0, count = 0
         var index = host.endIndex
-        while index > host.startIndex {
+        while index > host.startIndex, count < 7 {
             index -= 1
             guard host[index] == 0x2E else { continue }
             seen += 1
-            if seen >= 2, emitted < 7 {
-                body(index + 1)
-                emitted += 1
+            if seen >= 2 {
+                starts[count] = index + 1
+                count += 1
             }
         }
-        body(host.startIndex)
+        starts[count] = host.startIndex
+        return count + 1
     }
 
     private static func streamMatches(
@@ -65,9 +67,9 @@ extension URLFilterKey {
         for index in start..<hostEnd { hash = (hash ^ UInt32(bytes[index])) &* prime }
         // Each cut: the key bytes[start..<cut], and the same with "/" appended.
         func probe(_ hash: UInt32, cut: Int) -> Bool {
-            if prefilter.passesFirstProbe(fnv: hash), fullCheck(bytes, start: start, cut: cut, slash: false, prefilter: prefilter) { return true }
+            if prefilter.passesFirstProbe(fnv: hash), fullCheck(bytes, start: start, cut: cut, slash: false, fnv: hash, prefilter: prefilter) { return true }
             let slashed = (hash ^ 0x2F) &* prime
-            return prefilter.passesFirstProbe(fnv: slashed) && fullCheck(bytes, start: start, cut: cut, slash: true, prefilter: prefilter)
+            return prefilter.passesFirstProbe(fnv: slashed) && fullCheck(bytes, start: start, cut: cut, slash: true, fnv: slashed, prefilter: prefilter)
         }
         if probe(hash, cut: hostEnd) { return true }
         // Path segments: a cut before each "/" that follows a segment, and at the end of the path.
@@ -91,9 +93,17 @@ extension URLFilterKey {
         return false
     }
 
-    private static func fullCheck(_ bytes: UnsafeBufferPointer<UInt8>, start: Int, cut: Int, slash: Bool, prefilter: BloomFilter) -> Bool {
-        var key = Array(bytes[start..<cut])
-        if slash { key.append(0x2F) }
-        return key.withUnsafeBytes { prefilter.contains(bytes: $0) }
+    /// The remaining probes for a key whose FNV-1a hash is known; the key is copied to the
+    /// stack only when it needs the "/" appended.
+    private static func fullCheck(
+        _ bytes: UnsafeBufferPointer<UInt8>, start: Int, cut: Int, slash: Bool, fnv: UInt32, prefilter: BloomFilter
+    ) -> Bool {
+        guard slash else { return prefilter.contains(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[start..<cut])), fnv: fnv) }
+        let length = cut - start
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length + 1) { key in
+            for index in 0..<length { key[index] = bytes[start + index] }
+            key[length] = 0x2F
+            return prefilter.contains(bytes: UnsafeRawBufferPointer(key), fnv: fnv)
+        }
     }
 }
