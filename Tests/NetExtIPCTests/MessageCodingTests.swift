@@ -18,6 +18,7 @@ struct MessageCodingTests {
         .getStatus(id: nil), .getStatus(id: UUID()), .subscribe, .installProfile(.init(data: Data([0, 1, 2]))),
         .removeProfile(identifier: "com.example.profile"), .listProfiles, .listProviders,
         .sendProviderMessage(.init(id: UUID(), data: Data("status".utf8))), .getFilterStatus, .getFilterLog(limit: 20),
+        .urlFilterVerdict(url: "https://www.example.test/a?b=c"), .getURLFilterStatus,
     ]
 
     @Test("every request round-trips", arguments: requests)
@@ -56,6 +57,10 @@ struct MessageCodingTests {
             id: 7, direction: .outbound, transport: .tcp, localAddress: "198.51.100.2", localPort: 40000, remoteAddress: "2001:db8::1",
             remotePort: 443, remoteHostname: "school.test", url: nil, sourceApplication: SourceApplication(uid: 1000, gid: 100))),
         .controlVerdict(flowID: 7, verdict: .updateRules), .controlVerdict(flowID: UInt64.max, verdict: .drop), .rulesChanged, .rulesApplied,
+        .fetchPrefilter(id: 3), .prefilterFetched(id: 3, prefilter: nil, error: nil),
+        .prefilterFetched(id: 4, prefilter: URLFilterPrefilter(data: Data([1, 2, 3]), bitCount: 20, hashCount: 3, murmurSeed: 7), error: nil),
+        .prefilterFetched(id: 5, prefilter: URLFilterPrefilter(path: "/tmp/p.bin", bitCount: 8, hashCount: 1, murmurSeed: 0), error: nil),
+        .prefilterFetched(id: 6, prefilter: nil, error: NetExtError(.providerFailed, "HTTP 500")),
     ])
     func providerMessages(message: ProviderMessage) throws {
         let data = try ControlProtocol.makeEncoder().encode(message)

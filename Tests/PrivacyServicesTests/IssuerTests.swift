@@ -187,3 +187,36 @@ enum RSAPublicKeyDERPrefix {
         stride(from: 0, to: hex.count, by: 2).map { UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)! }
     }
 }
+
+@Suite("Key rotation schedule")
+struct KeyRotationScheduleTests {
+    /// Random histories: at every moment some key is in force, keys never pile up, and a key
+    /// never retires before its successor has been in force for the overlap.
+    @Test func invariantsHoldOverRandomHistories() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let lifetime = UInt64.random(in: 60...10_000, using: &generator)
+            let overlap = UInt64.random(in: 0..<lifetime, using: &generator)
+            let schedule = try KeyRotationSchedule(lifetime: lifetime, overlap: overlap)
+            var now = UInt64.random(in: 1_000_000...2_000_000, using: &generator)
+            var keys: [UInt64] = []
+            for _ in 0..<40 {
+                let plan = schedule.plan(notBefores: keys, now: now)
+                keys += plan.create
+                #expect(plan.retire < keys.count)
+                let retired = Array(keys.prefix(plan.retire))
+                keys.removeFirst(plan.retire)
+                #expect(keys == keys.sorted())
+                #expect(keys.contains { $0 <= now }, "no key in force at \(now): \(keys)")
+                #expect(keys.count <= 3)
+                for old in retired {
+                    let successor = keys.first { $0 > old } ?? now
+                    #expect(successor + overlap <= now)
+                }
+                now += UInt64.random(in: 0...(2 * lifetime), using: &generator)
+            }
+        }
+        #expect(throws: PrivacyServiceError.self) { try KeyRotationSchedule(lifetime: 30, overlap: 0) }
+        #expect(throws: PrivacyServiceError.self) { try KeyRotationSchedule(lifetime: 100, overlap: 100) }
+    }
+}

@@ -46,7 +46,7 @@ public enum ProfileParser {
                 if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
                 configurations.append(parsed)
             case contentFilterPayloadType where try reader.flag("FilterURLs") == true:
-                var parsed = try URLFilterPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner)
+                var parsed = try URLFilterPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName)
                 parsed.configuration.profileIdentifier = identifier
                 if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
                 configurations.append(parsed)

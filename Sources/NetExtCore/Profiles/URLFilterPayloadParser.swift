@@ -7,7 +7,7 @@ import Foundation
 /// `URLFilterFailClosed` and `URLPrefilterFetchFrequency` (seconds). NetExt adds
 /// `NetExtRelayURL`, the Oblivious HTTP relay to send queries through.
 enum URLFilterPayloadParser {
-    static func parse(_ payload: PlistReader, payloadIdentifier: String, owner: Owner) throws(NetExtError) -> ProfileConfiguration {
+    static func parse(_ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String) throws(NetExtError) -> ProfileConfiguration {
         guard let parameters = try payload.dictionaryValue("URLFilterParameters") else {
             throw payload.fail("URLFilterParameters", "is required when FilterURLs is true")
         }
@@ -26,12 +26,11 @@ enum URLFilterPayloadParser {
             relayURL: try parameters.string("NetExtRelayURL"))
         let userDefinedName = try payload.string("UserDefinedName")
         let displayName = try payload.string("PayloadDisplayName")
-        let name = userDefinedName ?? displayName ?? ""
+        let name = userDefinedName ?? displayName ?? defaultName
         let configuration = Configuration(id: id, owner: owner, localizedDescription: name, isEnabled: true, protocolConfiguration: .urlFilter(settings))
-        var result = ProfileConfiguration(
+        let result = ProfileConfiguration(
             payloadIdentifier: payloadIdentifier, payloadType: ProfileParser.contentFilterPayloadType, configuration: configuration,
             password: try parameters.string("PIRAuthenticationToken"), sharedSecret: nil)
-        if result.configuration.localizedDescription.isEmpty { result.configuration.localizedDescription = "URL filter" }
         do { try result.configuration.validate() } catch {
             if interval < URLFilterProtocol.minimumPrefilterFetchInterval {
                 throw parameters.fail("URLPrefilterFetchFrequency", "\(Int(interval)) s is below the minimum of 2700 s")
