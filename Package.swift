@@ -109,7 +109,7 @@ let package = Package(
             name: "URLFilter",
             dependencies: [
                 "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "PIRService", "NetExtCore",
-                "ObliviousHTTP", "PrivacyPass",
+                "ObliviousHTTP", "PrivacyPass", "HTTPServing",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: strict),

@@ -105,6 +105,14 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     }
 
     private func write(_ response: HTTPServerResponse, context: ChannelHandlerContext, head: HTTPRequestHead, close: Bool) {
+        // Counted and logged before the bytes go out, so whoever reads the answer can rely on
+        // the log line being there.
+        let endpoint = responder.endpointLabel(path: Self.split(head.uri).path)
+        let microseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        responder.didRespond(endpoint: endpoint, status: response.status, microseconds: microseconds)
+        logger.info("request", metadata: [
+            "method": "\(head.method.rawValue)", "path": "\(endpoint)", "status": "\(response.status)", "ms": "\(microseconds / 1000)",
+        ])
         var headers = HTTPHeaders()
         for (name, value) in response.headers where name.lowercased() != "content-length" { headers.add(name: name, value: value) }
         headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
@@ -120,11 +128,5 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             let channel = context.channel
             done.whenComplete { _ in channel.close(promise: nil) }
         }
-        let endpoint = responder.endpointLabel(path: Self.split(head.uri).path)
-        let microseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1000)
-        responder.didRespond(endpoint: endpoint, status: response.status, microseconds: microseconds)
-        logger.info("request", metadata: [
-            "method": "\(head.method.rawValue)", "path": "\(endpoint)", "status": "\(response.status)", "ms": "\(microseconds / 1000)",
-        ])
     }
 }

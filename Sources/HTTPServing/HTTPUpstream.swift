@@ -4,11 +4,13 @@ import FoundationNetworking
 #endif
 
 /// Sends requests on to an upstream server (the relay to its gateway, the gateway to its
-/// targets, an origin to its issuer's directory). Only the headers the caller names are sent;
+/// targets, an origin to its issuer's directory): plain HTTP over pooled keep-alive
+/// connections (`PooledHTTPClient`), HTTPS through URLSession. Only the headers the caller names are sent;
 /// no cookies, no cache, no credentials of its own. Upstream failures come back as 502/504
 /// responses rather than errors, so a forwarding role always has an answer.
 public final class HTTPUpstream: Sendable {
     let session: URLSession
+    let pool: PooledHTTPClient
     let timeout: Double
 
     public init(timeout: Double = 30) {
@@ -20,11 +22,22 @@ public final class HTTPUpstream: Sendable {
         configuration.httpMaximumConnectionsPerHost = 16
         configuration.timeoutIntervalForRequest = timeout
         session = URLSession(configuration: configuration)
+        pool = PooledHTTPClient(timeout: timeout)
         self.timeout = timeout
     }
 
     /// Sends one request; `headers` are the only header fields added by the caller.
     public func send(method: String, url: URL, headers: [(name: String, value: String)], body: [UInt8]) async -> HTTPServerResponse {
+        if url.scheme == "http", let host = url.host {
+            var target = url.path.isEmpty ? "/" : url.path
+            if let query = url.query { target += "?" + query }
+            do throws(PooledHTTPClient.Failure) {
+                let answer = try await pool.send(method: method, host: host, port: url.port ?? 80, target: target, headers: headers, body: body)
+                return HTTPServerResponse(status: answer.status, headers: answer.headers, body: answer.body)
+            } catch {
+                return error == .timedOut ? .text(504, "upstream did not answer within \(Int(timeout)) s") : .text(502, "upstream unreachable")
+            }
+        }
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.timeoutInterval = timeout

@@ -2,11 +2,14 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HTTPServing
 
-/// Sends requests straight to the service over HTTP (the server sees the client's address;
-/// `ObliviousTransport` is the private alternative).
+/// Sends requests straight to the service (the server sees the client's address;
+/// `ObliviousTransport` is the private alternative): plain HTTP over pooled keep-alive
+/// connections, HTTPS through URLSession.
 public struct DirectTransport: ServiceTransport {
     let session: URLSession
+    let pool: PooledHTTPClient
     let timeout: Double
 
     public init(timeout: Double = 30) {
@@ -15,10 +18,19 @@ public struct DirectTransport: ServiceTransport {
         configuration.urlCache = nil
         configuration.timeoutIntervalForRequest = timeout
         session = URLSession(configuration: configuration)
+        pool = PooledHTTPClient(timeout: timeout)
         self.timeout = timeout
     }
 
     public func send(_ request: ServiceRequest) async throws(URLFilterError) -> ServiceResponse {
+        if request.url.scheme == "http", let host = request.url.host {
+            var target = request.url.path.isEmpty ? "/" : request.url.path
+            if let query = request.url.query { target += "?" + query }
+            do throws(PooledHTTPClient.Failure) {
+                let answer = try await pool.send(method: request.method, host: host, port: request.url.port ?? 80, target: target, headers: request.headers, body: request.body)
+                return ServiceResponse(status: answer.status, headers: answer.headers, body: answer.body)
+            } catch { throw .transport("\(request.url.host ?? ""): \(error)") }
+        }
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         urlRequest.timeoutInterval = timeout
