@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServing
 
 /// One request to a URL filter service (PIR server, issuer), independent of how it travels.
 public struct ServiceRequest: Sendable {
@@ -15,23 +16,10 @@ public struct ServiceRequest: Sendable {
     }
 }
 
-/// A service's answer.
-public struct ServiceResponse: Sendable {
-    public var status: Int
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
+/// A service's answer: status, headers and body (the same shape the servers answer with).
+public typealias ServiceResponse = HTTPServerResponse
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
-    /// The first value of a header (case-insensitive name).
-    public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-
+extension HTTPServerResponse {
     /// The body as one line of text (at most 500 bytes), for error messages.
     public var message: String {
         String(decoding: body.prefix(500), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
