@@ -198,6 +198,9 @@ let parsed = try negatives.map { try URLFilterKey(parsing: $0) }
 start = now()
 for key in parsed where key.mayBeListed(in: prefilter) { hits += 1 }
 print(String(format: "streaming_prefilter_ns=%.0f", (now() - start) / Double(negatives.count) * 1e9))
+start = now()
+for url in negatives where URLFilterKey.mayBeListed(url: url, in: prefilter) != false { hits += 1 }
+print(String(format: "check_from_text_ns=%.0f", (now() - start) / Double(negatives.count) * 1e9))
 
 // Positives: the first warms up (config, key upload, first token batch), then distinct URLs.
 start = now()

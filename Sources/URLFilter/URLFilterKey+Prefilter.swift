@@ -31,6 +31,48 @@ extension URLFilterKey {
         }
     }
 
+    /// The same answer as `URLFilterKey(parsing: url).mayBeListed(in:)` for an ASCII URL that
+    /// needs no percent-encoding or dot-segment normalization, computed straight from its bytes
+    /// without building the key; nil for any other URL (the caller parses it).
+    public static func mayBeListed(url: String, in prefilter: BloomFilter) -> Bool? {
+        var copy = url
+        return copy.withUTF8 { text -> Bool? in
+            guard let layout = asciiLayout(text) else { return nil }
+            let table = byteClass
+            for index in layout.path where table[Int(text[index])] == 0 { return nil }
+            for index in layout.query ?? 0..<0 where table[Int(text[index])] == 0 { return nil }
+            for index in layout.fragment ?? 0..<0 where table[Int(text[index])] == 0 { return nil }
+            let path = text[layout.path]
+            if path.first == 0x2F, needsDotSegmentRemoval(path) { return nil }
+            let length = layout.host.count + layout.path.count + (layout.query.map { $0.count + 1 } ?? 0) + (layout.fragment.map { $0.count + 1 } ?? 0)
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(length, 1)) { buffer in
+                var end = 0
+                for index in layout.host { let byte = text[index]; buffer[end] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte; end += 1 }
+                let hostEnd = end
+                for index in layout.path { buffer[end] = text[index]; end += 1 }
+                let pathEnd = end
+                if let query = layout.query {
+                    buffer[end] = 0x3F; end += 1
+                    for index in query { buffer[end] = text[index]; end += 1 }
+                }
+                let queryEnd = end
+                if let fragment = layout.fragment {
+                    buffer[end] = 0x23; end += 1
+                    for index in fragment { buffer[end] = text[index]; end += 1 }
+                }
+                let bytes = UnsafeBufferPointer(rebasing: buffer[..<end])
+                return withUnsafeTemporaryAllocation(of: Int.self, capacity: 8) { starts in
+                    let count = checkedHostStarts(bytes[..<hostEnd], into: starts)
+                    for index in 0..<count
+                    where streamMatches(bytes, start: starts[index], hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter) {
+                        return true
+                    }
+                    return false
+                }
+            }
+        }
+    }
+
     /// Writes where each of `checkedHosts` starts in the host's bytes (the hosts are its
     /// suffixes), shortest first, into `starts` (room for 8); returns how many.
     static func checkedHostStarts(_ host: Slice<UnsafeBufferPointer<UInt8>>, into starts: UnsafeMutableBufferPointer<Int>) -> Int {

@@ -196,7 +196,7 @@ public struct URLFilterKey: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether a path has a "." or ".." segment or an empty one ("//"): the only inputs the
     /// removal changes.
-    static func needsDotSegmentRemoval(_ bytes: String.UTF8View) -> Bool {
+    static func needsDotSegmentRemoval(_ bytes: some Sequence<UInt8>) -> Bool {
         var previous: UInt8 = 0, segmentLength = 0, dots = 0
         for byte in bytes {
             if byte == 0x2F {

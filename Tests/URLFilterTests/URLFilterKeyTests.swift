@@ -146,4 +146,23 @@ struct URLFilterKeyFastPathTests {
         }
         #expect(agreedPositive > 1000 && agreedNegative > 1000)
     }
+
+    @Test func checkStraightFromTheTextMatchesParseThenCheck() throws {
+        var generator = SystemRandomNumberGenerator()
+        var fused = 0
+        for round in 0..<200 {
+            var filter = try BloomFilter(capacity: 64, falsePositiveRate: 0.2, murmurSeed: UInt32(round))
+            for _ in 0..<40 {
+                if let key = try? URLFilterKey(parsing: Self.randomURL(&generator)), let some = key.checkedKeys.randomElement(using: &generator) { filter.insert(some) }
+            }
+            for _ in 0..<100 {
+                let url = Self.randomURL(&generator)
+                guard let direct = URLFilterKey.mayBeListed(url: url, in: filter) else { continue }
+                fused += 1
+                let key = try #require(try? URLFilterKey(parsing: url), "\(url) was checked directly but does not parse")
+                #expect(direct == key.mayBeListed(in: filter), "\(url)")
+            }
+        }
+        #expect(fused > 3000)
+    }
 }

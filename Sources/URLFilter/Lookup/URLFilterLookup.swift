@@ -40,6 +40,10 @@ public actor URLFilterLookup {
 
     /// The decision for `url`. Never throws: a URL that cannot be parsed is `.unknown`.
     public func decision(for url: String) async -> Decision {
+        // The common URL is ruled out straight from its bytes.
+        if let prefilter, URLFilterKey.mayBeListed(url: url, in: prefilter) == false {
+            return Decision(verdict: .allow, effective: .allow, source: .prefilter)
+        }
         let key: URLFilterKey
         do throws(URLFilterError) { key = try URLFilterKey(parsing: url) } catch { return unknown("\(error)") }
         if let prefilter, !key.mayBeListed(in: prefilter) {
