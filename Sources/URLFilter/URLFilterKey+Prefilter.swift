@@ -19,16 +19,7 @@ extension URLFilterKey {
         if let query { bytes.append(0x3F); bytes += query.utf8 }
         let queryEnd = bytes.count
         if let fragment { bytes.append(0x23); bytes += fragment.utf8 }
-        return bytes.withUnsafeBufferPointer { buffer in
-            withUnsafeTemporaryAllocation(of: Int.self, capacity: 8) { starts in
-                let count = Self.checkedHostStarts(buffer[..<hostEnd], into: starts)
-                for index in 0..<count
-                where Self.streamMatches(buffer, start: starts[index], hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter) {
-                    return true
-                }
-                return false
-            }
-        }
+        return bytes.withUnsafeBufferPointer { Self.anyKeyMayBeListed($0, hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter) }
     }
 
     /// The same answer as `URLFilterKey(parsing: url).mayBeListed(in:)` for an ASCII URL that
@@ -60,16 +51,20 @@ extension URLFilterKey {
                     buffer[end] = 0x23; end += 1
                     for index in fragment { buffer[end] = text[index]; end += 1 }
                 }
-                let bytes = UnsafeBufferPointer(rebasing: buffer[..<end])
-                return withUnsafeTemporaryAllocation(of: Int.self, capacity: 8) { starts in
-                    let count = checkedHostStarts(bytes[..<hostEnd], into: starts)
-                    for index in 0..<count
-                    where streamMatches(bytes, start: starts[index], hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter) {
-                        return true
-                    }
-                    return false
-                }
+                return anyKeyMayBeListed(UnsafeBufferPointer(rebasing: buffer[..<end]), hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter)
             }
+        }
+    }
+
+    /// For a key laid out as host ‖ path ‖ "?" query ‖ "#" fragment (ends given): whether any of
+    /// its keys, for any of its checked hosts, may be in the prefilter.
+    static func anyKeyMayBeListed(_ bytes: UnsafeBufferPointer<UInt8>, hostEnd: Int, pathEnd: Int, queryEnd: Int, prefilter: BloomFilter) -> Bool {
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: 8) { starts in
+            let count = checkedHostStarts(bytes[..<hostEnd], into: starts)
+            for index in 0..<count where streamMatches(bytes, start: starts[index], hostEnd: hostEnd, pathEnd: pathEnd, queryEnd: queryEnd, prefilter: prefilter) {
+                return true
+            }
+            return false
         }
     }
 

@@ -40,13 +40,12 @@ public actor URLFilterLookup {
 
     /// The decision for `url`. Never throws: a URL that cannot be parsed is `.unknown`.
     public func decision(for url: String) async -> Decision {
-        // The common URL is ruled out straight from its bytes.
-        if let prefilter, URLFilterKey.mayBeListed(url: url, in: prefilter) == false {
-            return Decision(verdict: .allow, effective: .allow, source: .prefilter)
-        }
+        // The common URL is checked straight from its bytes; others after parsing.
+        let checkedFromText = prefilter.flatMap { URLFilterKey.mayBeListed(url: url, in: $0) }
+        if checkedFromText == false { return Decision(verdict: .allow, effective: .allow, source: .prefilter) }
         let key: URLFilterKey
         do throws(URLFilterError) { key = try URLFilterKey(parsing: url) } catch { return unknown("\(error)") }
-        if let prefilter, !key.mayBeListed(in: prefilter) {
+        if checkedFromText == nil, let prefilter, !key.mayBeListed(in: prefilter) {
             return Decision(verdict: .allow, effective: .allow, source: .prefilter)
         }
         let normalized = key.description
