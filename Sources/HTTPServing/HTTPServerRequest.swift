@@ -20,18 +20,18 @@ public struct HTTPServerRequest: Sendable {
 
     /// The first value of a header (names compare case-insensitively).
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) }?.value
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Every value of a header, in order.
     public func headerValues(_ name: String) -> [String] {
-        headers.filter { $0.name.caseInsensitiveCompare(name) }.map(\.value)
+        headers.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 }
 
 extension String {
     /// ASCII case-insensitive equality (header names are ASCII).
-    func caseInsensitiveCompare(_ other: String) -> Bool {
+    func equalsIgnoringASCIICase(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         return zip(utf8, other.utf8).allSatisfy { a, b in a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A) }
     }

@@ -22,6 +22,6 @@ public struct HTTPServerResponse: Sendable {
 
     /// The first value of a header (names compare case-insensitively).
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) }?.value
+        headers.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 }

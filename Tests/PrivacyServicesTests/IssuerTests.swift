@@ -69,7 +69,7 @@ struct IssuerTests {
         #expect(!token.verify(publicKeyDER: key, challenge: TokenChallenge(issuerName: "127.0.0.1", originInfo: ["other.test"])))
         #expect(store.count == 3)
         #expect(await client.fetchedTokens == 4)
-        #expect(issuer.responder.metrics.issued == 4)
+        #expect(issuer.responder.metrics.value("tokens_issued") == 4)
         let mode = try FileManager.default.attributesOfItem(atPath: storePath)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         // The unused tokens survive a restart, and each comes out once.

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPServing
 import ObliviousHTTP
-import Synchronization
 
 /// The Oblivious HTTP gateway (RFC 9458 §5–§6):
 /// - `GET /ohttp-keys`: the key configurations (`application/ohttp-keys`, RFC 9540 §3);
@@ -23,7 +22,7 @@ public struct GatewayResponder: HTTPResponder {
     /// Allowed target authorities (as the inner request names them) and where each is reached.
     public let targets: [String: URL]
     let upstream: HTTPUpstream
-    public let metrics = GatewayMetrics()
+    public let metrics = ServiceCounters()
 
     public init(keys: GatewayKeyRing, targets: [String: URL], upstream: HTTPUpstream = HTTPUpstream()) {
         self.keys = keys
@@ -35,7 +34,7 @@ public struct GatewayResponder: HTTPResponder {
 
     public func endpointLabel(path: String) -> String { ["/ohttp-keys", "/gateway", "/metrics"].contains(path) ? path : "other" }
 
-    public func didRespond(endpoint: String, status: Int, microseconds: Int) { metrics.count("requests", labels: "endpoint=\"\(endpoint)\",status=\"\(status)\"") }
+    public func didRespond(endpoint: String, status: Int, microseconds: Int) { metrics.countRequest(endpoint: endpoint, status: status) }
 
     public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
         switch (request.method, request.path) {
@@ -97,26 +96,5 @@ extension String {
         var text = self
         while text.hasSuffix(suffix) { text.removeLast(suffix.count) }
         return text
-    }
-}
-
-/// Counters of the gateway and relay (`GET /metrics`); nothing identifies a client or a
-/// target's content.
-public final class GatewayMetrics: Sendable {
-    private let counts = Mutex([String: Int]())
-
-    /// Counts one event; `labels` is Prometheus label text such as `status="200"`.
-    func count(_ name: String, labels: String = "") { counts.withLock { $0[name + "|" + labels, default: 0] += 1 } }
-
-    public func value(_ name: String, labels: String = "") -> Int { counts.withLock { $0[name + "|" + labels] ?? 0 } }
-
-    func render(prefix: String) -> String {
-        counts.withLock { counts in
-            counts.sorted { $0.key < $1.key }.map { key, value in
-                let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false)
-                let labels = parts.count > 1 && !parts[1].isEmpty ? "{\(parts[1])}" : ""
-                return "\(prefix)_\(parts[0])_total\(labels) \(value)"
-            }.joined(separator: "\n") + "\n"
-        }
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPServing
 import PrivacyPass
-import Synchronization
 
 /// The Privacy Pass issuer's HTTP face (RFC 9578 §4–§6, with the endpoints Apple's URL filter
 /// clients use):
@@ -21,7 +20,7 @@ public struct IssuerResponder: HTTPResponder {
     public let keys: IssuerKeyRing
     public let credentials: BearerCredentials
     public let limiter: IssuanceRateLimiter
-    public let metrics = IssuerMetrics()
+    public let metrics = ServiceCounters()
 
     public init(keys: IssuerKeyRing, credentials: BearerCredentials, limiter: IssuanceRateLimiter) {
         self.keys = keys
@@ -50,7 +49,7 @@ public struct IssuerResponder: HTTPResponder {
         case ("POST", "/issue"):
             return issue(request)
         case ("GET", "/metrics"):
-            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(keys: keys.keys.count).utf8))
+            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(prefix: "netext_issuer", extra: ["netext_issuer_keys \(keys.keys.count)"]).utf8))
         case (_, let path) where Self.endpoints.contains(path):
             return .text(405, "\(path) does not take \(request.method)")
         default:
@@ -71,7 +70,7 @@ public struct IssuerResponder: HTTPResponder {
         }
         let count = body.count / Self.requestLength
         if let wait = limiter.take(count, credential: credential) {
-            metrics.countRateLimited()
+            metrics.count("rate_limited")
             return .text(429, "issuance limit reached for this credential", headers: wait == Int.max ? [] : [("Retry-After", String(wait))])
         }
         var out: [UInt8] = []
@@ -87,31 +86,7 @@ public struct IssuerResponder: HTTPResponder {
                 return .text(400, "token request \(index): \(error)")
             }
         }
-        metrics.countIssued(count)
+        metrics.add("tokens_issued", count)
         return HTTPServerResponse(contentType: Self.responseMediaType, body: out)
-    }
-}
-
-/// The issuer's counters (`GET /metrics`); nothing identifies a credential.
-public final class IssuerMetrics: Sendable {
-    private let state = Mutex((requests: [String: Int](), issued: 0, rateLimited: 0))
-
-    func countRequest(endpoint: String, status: Int) { state.withLock { $0.requests["\(endpoint)\",status=\"\(status)", default: 0] += 1 } }
-    func countIssued(_ count: Int) { state.withLock { $0.issued += count } }
-    func countRateLimited() { state.withLock { $0.rateLimited += 1 } }
-
-    public var issued: Int { state.withLock { $0.issued } }
-
-    func render(keys: Int) -> String {
-        state.withLock { state in
-            var lines = ["# TYPE netext_issuer_requests_total counter"]
-            for (key, count) in state.requests.sorted(by: { $0.key < $1.key }) { lines.append("netext_issuer_requests_total{endpoint=\"\(key)\"} \(count)") }
-            lines += [
-                "# TYPE netext_issuer_tokens_issued_total counter", "netext_issuer_tokens_issued_total \(state.issued)",
-                "# TYPE netext_issuer_rate_limited_total counter", "netext_issuer_rate_limited_total \(state.rateLimited)",
-                "# TYPE netext_issuer_keys gauge", "netext_issuer_keys \(keys)",
-            ]
-            return lines.joined(separator: "\n") + "\n"
-        }
     }
 }

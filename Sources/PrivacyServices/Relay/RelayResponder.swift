@@ -12,7 +12,7 @@ public struct RelayResponder: HTTPResponder {
     public let gatewayURL: URL
     public let keysURL: URL?
     let upstream: HTTPUpstream
-    public let metrics = GatewayMetrics()
+    public let metrics = ServiceCounters()
 
     public init(gatewayURL: URL, keysURL: URL?, upstream: HTTPUpstream = HTTPUpstream()) {
         self.gatewayURL = gatewayURL
@@ -25,7 +25,7 @@ public struct RelayResponder: HTTPResponder {
     public func endpointLabel(path: String) -> String { ["/relay", "/ohttp-keys", "/metrics"].contains(path) ? path : "other" }
 
     public func didRespond(endpoint: String, status: Int, microseconds: Int) {
-        metrics.count("requests", labels: "endpoint=\"\(endpoint)\",status=\"\(status)\"")
+        metrics.countRequest(endpoint: endpoint, status: status)
     }
 
     public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
