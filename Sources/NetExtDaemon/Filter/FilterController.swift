@@ -56,16 +56,17 @@ public actor FilterController {
     /// Follows a saved or removed configuration.
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
         guard case .contentFilter(let settings) = configuration.protocolConfiguration else { return }
-        let isActive = active?.configuration.id == configuration.id
-        if removed || !configuration.isEnabled {
-            if isActive { await deactivate(reason: removed ? .configurationRemoved : .configurationDisabled) }
+        switch ActiveConfigurationChange(active: active?.configuration, incoming: configuration, removed: removed) {
+        case .ignore: return
+        case let .stop(reason):
+            await deactivate(reason: reason)
             return
-        }
-        if isActive, active?.configuration.protocolConfiguration == configuration.protocolConfiguration {
+        case .refresh:
             active?.configuration = configuration
             return
+        case let .start(stopping):
+            if let stopping { await deactivate(reason: stopping) }
         }
-        if active != nil { await deactivate(reason: .superceded) }
         do throws(NetExtError) { try await activate(configuration, settings: settings) } catch {
             logger.error("content filter could not start", metadata: ["configuration": "\(configuration.id)", "error": "\(error)"])
         }
