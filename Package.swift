@@ -203,16 +203,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
+        // Shared by the test targets: the RFC test-vector loader.
+        .target(name: "NetExtTestSupport", path: "Tests/Support"),
         .testTarget(
             name: "PrivacyPassTests",
-            dependencies: ["PrivacyPass", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]),
+            dependencies: ["PrivacyPass", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]),
         .testTarget(
             name: "PrivacyServicesTests",
             dependencies: [
-                "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "URLFilter",
+                "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "URLFilter", "NetExtTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
         .testTarget(

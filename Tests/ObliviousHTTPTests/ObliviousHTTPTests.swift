@@ -2,29 +2,7 @@ import Crypto
 import Foundation
 import Testing
 @testable import ObliviousHTTP
-
-/// Test vectors from the RFCs, as JSON files in Tests/Fixtures/vectors (each names its source).
-enum Vectors {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/vectors")
-
-    static func load(_ name: String) throws -> [String: Any] {
-        let data = try Data(contentsOf: directory.appendingPathComponent(name))
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    }
-
-    static func hex(_ text: Any?) throws -> [UInt8] {
-        let string = try #require(text as? String)
-        var out: [UInt8] = []
-        var index = string.startIndex
-        while index < string.endIndex {
-            let next = string.index(index, offsetBy: 2)
-            out.append(try #require(UInt8(string[index..<next], radix: 16)))
-            index = next
-        }
-        return out
-    }
-}
+import NetExtTestSupport
 
 @Suite("Binary HTTP and Oblivious HTTP")
 struct ObliviousHTTPTests {
@@ -43,11 +21,11 @@ struct ObliviousHTTPTests {
     }
 
     @Test func binaryHTTPFromRFC9458AppendixA() throws {
-        let vector = try Vectors.load("rfc9458-ohttp-appendix-a.json")
-        let request = try BinaryHTTPRequest(decoding: try Vectors.hex(vector["bhttp_request"]))
+        let vector = try RFCVectors.file("rfc9458-ohttp-appendix-a.json")
+        let request = try BinaryHTTPRequest(decoding: try RFCVectors.hex(vector["bhttp_request"]))
         #expect(request == BinaryHTTPRequest(method: "GET", scheme: "https", authority: "example.com", path: "/"))
         #expect(try BinaryHTTPRequest(decoding: request.encoded()) == request)
-        let response = try BinaryHTTPResponse(decoding: try Vectors.hex(vector["bhttp_response"]))
+        let response = try BinaryHTTPResponse(decoding: try RFCVectors.hex(vector["bhttp_response"]))
         #expect(response == BinaryHTTPResponse(status: 200))
         let full = BinaryHTTPRequest(method: "POST", scheme: "https", authority: "pir.example", path: "/queries",
                                      headers: [("content-type", "application/x-protobuf")], content: [1, 2, 3])
@@ -58,18 +36,18 @@ struct ObliviousHTTPTests {
     }
 
     @Test func gatewayReproducesRFC9458AppendixA() throws {
-        let vector = try Vectors.load("rfc9458-ohttp-appendix-a.json")
-        let privateKey = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: try Vectors.hex(vector["skR"]))
+        let vector = try RFCVectors.file("rfc9458-ohttp-appendix-a.json")
+        let privateKey = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: try RFCVectors.hex(vector["skR"]))
         // The example's gateway offers AES-128-GCM (0x0001) and ChaCha20-Poly1305 (0x0003).
         let config = OHTTPKeyConfig(keyID: 1, publicKey: privateKey.publicKey, symmetricAlgorithms: [(1, 1), (1, 3)])
-        #expect(config.encoded() == (try Vectors.hex(vector["key_config"])))
+        #expect(config.encoded() == (try RFCVectors.hex(vector["key_config"])))
         #expect(config.offersSupportedSuite)
         #expect(try OHTTPKeyConfig(decoding: config.encoded()) == config)
         let (request, context) = try ObliviousHTTP.decapsulateRequest(
-            try Vectors.hex(vector["encapsulated_request"]), keyID: 1, privateKey: privateKey)
-        #expect(request == (try Vectors.hex(vector["bhttp_request"])))
-        let response = try context.sealResponse(try Vectors.hex(vector["bhttp_response"]), responseNonce: try Vectors.hex(vector["response_nonce"]))
-        #expect(response == (try Vectors.hex(vector["encapsulated_response"])))
+            try RFCVectors.hex(vector["encapsulated_request"]), keyID: 1, privateKey: privateKey)
+        #expect(request == (try RFCVectors.hex(vector["bhttp_request"])))
+        let response = try context.sealResponse(try RFCVectors.hex(vector["bhttp_response"]), responseNonce: try RFCVectors.hex(vector["response_nonce"]))
+        #expect(response == (try RFCVectors.hex(vector["encapsulated_response"])))
     }
 
     @Test func clientAndGatewayRoundTripAndTamperingFails() throws {
@@ -93,17 +71,17 @@ struct ObliviousHTTPTests {
     }
 
     @Test func hpkeBaseModeMatchesRFC9180() throws {
-        let file = try Vectors.load("rfc9180-hpke-base-mode-x25519-p256-hkdfsha256.json")
+        let file = try RFCVectors.file("rfc9180-hpke-base-mode-x25519-p256-hkdfsha256.json")
         let vectors = try #require(file["vectors"] as? [[String: Any]])
         let x25519 = try #require(vectors.first { ($0["kem_id"] as? Int) == 32 && ($0["aead_id"] as? Int) == 1 })
-        let key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: try Vectors.hex(x25519["skRm"]))
+        let key = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: try RFCVectors.hex(x25519["skRm"]))
         var recipient = try HPKE.Recipient(
             privateKey: key, ciphersuite: HPKE.Ciphersuite(kem: .Curve25519_HKDF_SHA256, kdf: .HKDF_SHA256, aead: .AES_GCM_128),
-            info: Data(try Vectors.hex(x25519["info"])), encapsulatedKey: Data(try Vectors.hex(x25519["enc"])))
+            info: Data(try RFCVectors.hex(x25519["info"])), encapsulatedKey: Data(try RFCVectors.hex(x25519["enc"])))
         let encryptions = try #require(x25519["encryptions"] as? [[String: Any]])
         for encryption in encryptions.prefix(4) {
-            let plaintext = try recipient.open(Data(try Vectors.hex(encryption["ct"])), authenticating: Data(try Vectors.hex(encryption["aad"])))
-            #expect(Array(plaintext) == (try Vectors.hex(encryption["pt"])))
+            let plaintext = try recipient.open(Data(try RFCVectors.hex(encryption["ct"])), authenticating: Data(try RFCVectors.hex(encryption["aad"])))
+            #expect(Array(plaintext) == (try RFCVectors.hex(encryption["pt"])))
         }
     }
 

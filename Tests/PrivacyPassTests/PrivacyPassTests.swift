@@ -1,63 +1,41 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import NetExtTestSupport
 import Testing
 @testable import PrivacyPass
-
-enum Vectors {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/vectors")
-
-    static func load(_ name: String) throws -> [[String: Any]] {
-        let data = try Data(contentsOf: directory.appendingPathComponent(name))
-        let file = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        return try #require(file["vectors"] as? [[String: Any]])
-    }
-
-    static func hex(_ text: Any?) throws -> [UInt8] {
-        let string = try #require(text as? String)
-        var out: [UInt8] = []
-        var index = string.startIndex
-        while index < string.endIndex {
-            let next = string.index(index, offsetBy: 2)
-            out.append(try #require(UInt8(string[index..<next], radix: 16)))
-            index = next
-        }
-        return out
-    }
-}
 
 @Suite("Privacy Pass")
 struct PrivacyPassTests {
     @Test func challengeAndAuthenticatorInputMatchRFC9577() throws {
         var checked = 0
-        for vector in try Vectors.load("rfc9577-privacypass-challenge-redemption-structure.json") where vector["issuer_name"] != nil {
+        for vector in try RFCVectors.list("rfc9577-privacypass-challenge-redemption-structure.json") where vector["issuer_name"] != nil {
             checked += 1
-            let type = UInt16(try Vectors.hex(vector["token_type"]).reduce(0) { $0 << 8 | Int($1) })
-            let originBytes = try Vectors.hex(vector["origin_info"])
+            let type = UInt16(try RFCVectors.hex(vector["token_type"]).reduce(0) { $0 << 8 | Int($1) })
+            let originBytes = try RFCVectors.hex(vector["origin_info"])
             let origins = originBytes.isEmpty ? [] : String(decoding: originBytes, as: UTF8.self).split(separator: ",").map(String.init)
             let challenge = TokenChallenge(
-                tokenType: type, issuerName: String(decoding: try Vectors.hex(vector["issuer_name"]), as: UTF8.self),
-                redemptionContext: try Vectors.hex(vector["redemption_context"]), originInfo: origins)
+                tokenType: type, issuerName: String(decoding: try RFCVectors.hex(vector["issuer_name"]), as: UTF8.self),
+                redemptionContext: try RFCVectors.hex(vector["redemption_context"]), originInfo: origins)
             #expect(try TokenChallenge(decoding: challenge.encoded()) == challenge)
-            let input = PrivateToken.bigEndian(type) + (try Vectors.hex(vector["nonce"])) + challenge.digest + (try Vectors.hex(vector["token_key_id"]))
-            #expect(input == (try Vectors.hex(vector["token_authenticator_input"])), "vector \(vector["test_vector"] ?? "?")")
+            let input = PrivateToken.bigEndian(type) + (try RFCVectors.hex(vector["nonce"])) + challenge.digest + (try RFCVectors.hex(vector["token_key_id"]))
+            #expect(input == (try RFCVectors.hex(vector["token_authenticator_input"])), "vector \(vector["test_vector"] ?? "?")")
         }
         #expect(checked == 5)
     }
 
     @Test func issuerAndOriginMatchRFC9578() throws {
-        for vector in try Vectors.load("rfc9578-privacypass-type2-blindrsa-issuance.json") {
-            let pem = String(decoding: try Vectors.hex(vector["skS"]), as: UTF8.self)
+        for vector in try RFCVectors.list("rfc9578-privacypass-type2-blindrsa-issuance.json") {
+            let pem = String(decoding: try RFCVectors.hex(vector["skS"]), as: UTF8.self)
             let privateKey = try _RSA.BlindSigning.PrivateKey<SHA384>(pemRepresentation: pem, parameters: .RSABSSA_SHA384_PSS_Deterministic)
-            let publicKeyDER = try Vectors.hex(vector["pkS"])
-            let request = try BlindRSAIssuance.TokenRequest(decoding: try Vectors.hex(vector["token_request"]))
+            let publicKeyDER = try RFCVectors.hex(vector["pkS"])
+            let request = try BlindRSAIssuance.TokenRequest(decoding: try RFCVectors.hex(vector["token_request"]))
             #expect(request.truncatedKeyID == PrivateToken.keyID(publicKeyDER: publicKeyDER)[31])
             // Blind RSA signing is deterministic: the issuer reproduces the vector's response.
-            #expect(try BlindRSAIssuance.respond(to: request, privateKey: privateKey, publicKeyDER: publicKeyDER) == (try Vectors.hex(vector["token_response"])))
-            let challenge = try TokenChallenge(decoding: try Vectors.hex(vector["token_challenge"]))
-            let token = try PrivateToken(decoding: try Vectors.hex(vector["token"]))
-            #expect(token.nonce == (try Vectors.hex(vector["nonce"])))
+            #expect(try BlindRSAIssuance.respond(to: request, privateKey: privateKey, publicKeyDER: publicKeyDER) == (try RFCVectors.hex(vector["token_response"])))
+            let challenge = try TokenChallenge(decoding: try RFCVectors.hex(vector["token_challenge"]))
+            let token = try PrivateToken(decoding: try RFCVectors.hex(vector["token"]))
+            #expect(token.nonce == (try RFCVectors.hex(vector["nonce"])))
             #expect(token.challengeDigest == challenge.digest)
             #expect(token.verify(publicKeyDER: publicKeyDER, challenge: challenge))
             var forged = token
@@ -67,10 +45,10 @@ struct PrivacyPassTests {
     }
 
     @Test func clientIssuerOriginRoundTrip() throws {
-        let vector = try #require(try Vectors.load("rfc9578-privacypass-type2-blindrsa-issuance.json").first)
+        let vector = try #require(try RFCVectors.list("rfc9578-privacypass-type2-blindrsa-issuance.json").first)
         let privateKey = try _RSA.BlindSigning.PrivateKey<SHA384>(
-            pemRepresentation: String(decoding: try Vectors.hex(vector["skS"]), as: UTF8.self), parameters: .RSABSSA_SHA384_PSS_Deterministic)
-        let publicKeyDER = try Vectors.hex(vector["pkS"])
+            pemRepresentation: String(decoding: try RFCVectors.hex(vector["skS"]), as: UTF8.self), parameters: .RSABSSA_SHA384_PSS_Deterministic)
+        let publicKeyDER = try RFCVectors.hex(vector["pkS"])
         let challenge = TokenChallenge(issuerName: "issuer.example", originInfo: ["pir.example"])
         let (request, pending) = try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: publicKeyDER)
         let wire = try BlindRSAIssuance.TokenRequest(decoding: request.encoded())

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import NetExtTestSupport
 import Testing
 
 /// RFC 9474 Appendix A: the four RSABSSA-SHA384 variants. What can be reproduced without
@@ -20,25 +21,25 @@ struct RFC9474Tests {
     }
 
     @Test func signerAndVerifierMatchEveryVariant() throws {
-        let vectors = try Vectors.load("rfc9474-rsabssa-test-vectors.json")
+        let vectors = try RFCVectors.list("rfc9474-rsabssa-test-vectors.json")
         #expect(vectors.count == 4)
         for vector in vectors {
             let name = try #require(vector["name"] as? String)
             let parameters = try #require(Self.parameters(name), "unknown variant \(name)")
             let key = try _RSA.BlindSigning.PrivateKey<SHA384>(
-                n: try Vectors.hex(vector["n"]), e: try Vectors.hex(vector["e"]), d: try Vectors.hex(vector["d"]),
-                p: try Vectors.hex(vector["p"]), q: try Vectors.hex(vector["q"]), parameters: parameters)
-            let blinded = try Vectors.hex(vector["blinded_msg"])
+                n: try RFCVectors.hex(vector["n"]), e: try RFCVectors.hex(vector["e"]), d: try RFCVectors.hex(vector["d"]),
+                p: try RFCVectors.hex(vector["p"]), q: try RFCVectors.hex(vector["q"]), parameters: parameters)
+            let blinded = try RFCVectors.hex(vector["blinded_msg"])
             let blindSignature = try key.blindSignature(for: blinded)
-            #expect(Array(blindSignature.rawRepresentation) == (try Vectors.hex(vector["blind_sig"])), "\(name)")
+            #expect(Array(blindSignature.rawRepresentation) == (try RFCVectors.hex(vector["blind_sig"])), "\(name)")
             var tampered = blinded
             tampered[tampered.count - 1] ^= 1
-            #expect(Array(try key.blindSignature(for: tampered).rawRepresentation) != (try Vectors.hex(vector["blind_sig"])))
+            #expect(Array(try key.blindSignature(for: tampered).rawRepresentation) != (try RFCVectors.hex(vector["blind_sig"])))
 
-            let message = try Vectors.hex(vector["msg"]), prefix = try Vectors.hex(vector["msg_prefix"])
-            let prepared = try Vectors.hex(vector["prepared_msg"])
+            let message = try RFCVectors.hex(vector["msg"]), prefix = try RFCVectors.hex(vector["msg_prefix"])
+            let prepared = try RFCVectors.hex(vector["prepared_msg"])
             #expect(prepared == prefix + message, "\(name)")
-            let signature = _RSA.Signing.RSASignature(rawRepresentation: try Vectors.hex(vector["sig"]))
+            let signature = _RSA.Signing.RSASignature(rawRepresentation: try RFCVectors.hex(vector["sig"]))
             if name.hasSuffix("Deterministic") {
                 #expect(prefix.isEmpty)
                 #expect(key.publicKey.isValidSignature(signature, for: key.publicKey.prepare(message)), "\(name)")
@@ -46,7 +47,7 @@ struct RFC9474Tests {
             } else if name.contains("-PSS-") {
                 // The random prefix cannot be given to `prepare`; RSASSA-PSS (salt 48 = SHA-384's
                 // length) over the prepared message is the same check.
-                let publicKey = try _RSA.Signing.PublicKey(n: try Vectors.hex(vector["n"]), e: try Vectors.hex(vector["e"]))
+                let publicKey = try _RSA.Signing.PublicKey(n: try RFCVectors.hex(vector["n"]), e: try RFCVectors.hex(vector["e"]))
                 #expect(publicKey.isValidSignature(signature, for: SHA384.hash(data: prepared), padding: .PSS), "\(name)")
                 #expect(!publicKey.isValidSignature(signature, for: SHA384.hash(data: message), padding: .PSS))
             }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServing
+import NetExtTestSupport
 import PrivacyPass
 import Testing
 @testable import PrivacyServices
@@ -44,8 +45,10 @@ struct IssuerTests {
         #expect(directory.issuerRequestURI == "/issue")
         #expect(directory.tokenKeys.count == 1)
         let key = try #require(directory.tokenKeys.first?.publicKeyDER)
-        // id-RSASSA-PSS with SHA-384 parameters (RFC 9578 §6.5), as in the RFC's own vectors.
-        #expect(Array(key.prefix(72)) == Array(RSAPublicKeyDERPrefix.bytes))
+        // id-RSASSA-PSS with SHA-384 parameters (RFC 9578 §6.5): the same 72 bytes (SEQUENCE,
+        // AlgorithmIdentifier, BIT STRING header) as the RFC's own Appendix A.2 key.
+        let rfcKey = try RFCVectors.hex(try RFCVectors.list("rfc9578-privacypass-type2-blindrsa-issuance.json")[0]["pkS"])
+        #expect(Array(key.prefix(72)) == Array(rfcKey.prefix(72)))
         #expect(key == issuer.ring.keys[0].key.publicKeyDER)
         let files = try FileManager.default.contentsOfDirectory(atPath: issuer.ring.directory)
         #expect(files.count == 1)
@@ -179,14 +182,6 @@ struct IssuerTests {
     }
 }
 
-/// The first 72 bytes of RFC 9578 Appendix A.2's public key: SEQUENCE, id-RSASSA-PSS
-/// AlgorithmIdentifier with SHA-384/MGF1-SHA-384/salt 48, and the BIT STRING header.
-enum RSAPublicKeyDERPrefix {
-    static let hex = "30820152303d06092a864886f70d01010a3030a00d300b0609608648016503040202a11a301806092a864886f70d010108300b0609608648016503040202a2030201300382010f00"
-    static var bytes: [UInt8] {
-        stride(from: 0, to: hex.count, by: 2).map { UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)! }
-    }
-}
 
 @Suite("Key rotation schedule")
 struct KeyRotationScheduleTests {
