@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import NetExtCore
 import ObliviousHTTP
 import Synchronization
 
@@ -16,24 +15,23 @@ public final class GatewayKeyRing: Sendable {
         public var config: OHTTPKeyConfig { OHTTPKeyConfig(keyID: keyID, publicKey: privateKey.publicKey) }
     }
 
-    public let directory: String
+    let storage: KeyDirectory
+    public var directory: String { storage.path }
     public let schedule: KeyRotationSchedule
     private let entries = Mutex([Entry]())
 
     public init(directory: String, schedule: KeyRotationSchedule, now: UInt64 = UInt64(Date().timeIntervalSince1970)) throws(PrivacyServiceError) {
-        self.directory = directory
+        storage = try KeyDirectory(path: directory, prefix: "ohttp-key-", suffix: ".key")
         self.schedule = schedule
-        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw .file(path: directory, reason: String(cString: strerror(errno))) }
         var loaded: [Entry] = []
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix("ohttp-key-") && name.hasSuffix(".key") {
-            let path = directory + "/" + name
-            let fields = name.dropFirst("ohttp-key-".count).dropLast(".key".count).split(separator: "-")
+        for (stem, path, contents) in try storage.files() {
+            let fields = stem.split(separator: "-")
             guard fields.count == 2, let id = UInt8(fields[0]), let notBefore = UInt64(fields[1]) else {
                 throw .file(path: path, reason: "name must be ohttp-key-<key id 0–255>-<unix seconds>.key")
             }
-            guard let data = FileManager.default.contents(atPath: path), data.count == 32,
-                  let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: data)
-            else { throw .file(path: path, reason: "must hold a 32-byte X25519 private key") }
+            guard contents.count == 32, let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: contents) else {
+                throw .file(path: path, reason: "must hold a 32-byte X25519 private key")
+            }
             loaded.append(Entry(keyID: id, notBefore: notBefore, privateKey: key))
         }
         entries.withLock { $0 = loaded.sorted { $0.notBefore < $1.notBefore } }
@@ -50,13 +48,10 @@ public final class GatewayKeyRing: Sendable {
         for notBefore in plan.create {
             let id = current.last.map { $0.keyID &+ 1 } ?? 1
             let key = Curve25519.KeyAgreement.PrivateKey()
-            let path = directory + "/ohttp-key-\(id)-\(notBefore).key"
-            do throws(AtomicFile.Failure) { try AtomicFile.write(Array(key.rawRepresentation), to: path, mode: 0o600) } catch {
-                throw .file(path: path, reason: error.reason)
-            }
+            try storage.write(Array(key.rawRepresentation), stem: "\(id)-\(notBefore)")
             current.append(Entry(keyID: id, notBefore: notBefore, privateKey: key))
         }
-        for retired in current.prefix(plan.retire) { unlink(directory + "/ohttp-key-\(retired.keyID)-\(retired.notBefore).key") }
+        for retired in current.prefix(plan.retire) { storage.remove("\(retired.keyID)-\(retired.notBefore)") }
         current.removeFirst(plan.retire)
         let result = current
         entries.withLock { $0 = result }

@@ -1,5 +1,4 @@
 import Foundation
-import NetExtCore
 import PrivacyPass
 import Synchronization
 
@@ -14,24 +13,19 @@ public final class IssuerKeyRing: Sendable {
         public let notBefore: UInt64
     }
 
-    public let directory: String
+    let storage: KeyDirectory
+    public var directory: String { storage.path }
     public let schedule: KeyRotationSchedule
     private let entries = Mutex([Entry]())
 
     /// Loads the keys in `directory` (created 0700 if missing) and rotates as of `now`.
     public init(directory: String, schedule: KeyRotationSchedule, now: UInt64 = UInt64(Date().timeIntervalSince1970)) throws(PrivacyServiceError) {
-        self.directory = directory
+        storage = try KeyDirectory(path: directory, prefix: "token-key-", suffix: ".pem")
         self.schedule = schedule
-        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw .file(path: directory, reason: String(cString: strerror(errno))) }
         var loaded: [Entry] = []
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        for name in names where name.hasPrefix("token-key-") && name.hasSuffix(".pem") {
-            let path = directory + "/" + name
-            guard let notBefore = UInt64(name.dropFirst("token-key-".count).dropLast(".pem".count)) else {
-                throw .file(path: path, reason: "name must be token-key-<unix seconds>.pem")
-            }
-            guard let data = FileManager.default.contents(atPath: path) else { throw .file(path: path, reason: "cannot read") }
-            do throws(PrivacyPassError) { loaded.append(Entry(key: try IssuerKey(pem: String(decoding: data, as: UTF8.self)), notBefore: notBefore)) } catch {
+        for (stem, path, contents) in try storage.files() {
+            guard let notBefore = UInt64(stem) else { throw .file(path: path, reason: "name must be token-key-<unix seconds>.pem") }
+            do throws(PrivacyPassError) { loaded.append(Entry(key: try IssuerKey(pem: String(decoding: contents, as: UTF8.self)), notBefore: notBefore)) } catch {
                 throw .file(path: path, reason: "\(error)")
             }
         }
@@ -49,7 +43,7 @@ public final class IssuerKeyRing: Sendable {
         var current = keys
         let plan = schedule.plan(notBefores: current.map(\.notBefore), now: now)
         for notBefore in plan.create { current.append(try create(notBefore: notBefore, avoiding: Set(current.map { $0.key.keyID[31] }))) }
-        for retired in current.prefix(plan.retire) { unlink(path(notBefore: retired.notBefore)) }
+        for retired in current.prefix(plan.retire) { storage.remove(String(retired.notBefore)) }
         current.removeFirst(plan.retire)
         let changed = !plan.create.isEmpty || plan.retire > 0
         let result = current
@@ -72,8 +66,6 @@ public final class IssuerKeyRing: Sendable {
         IssuerDirectory(issuerRequestURI: requestURI, tokenKeys: keys.map { .init(publicKeyDER: $0.key.publicKeyDER, notBefore: $0.notBefore) })
     }
 
-    private func path(notBefore: UInt64) -> String { directory + "/token-key-\(notBefore).pem" }
-
     /// A new key whose truncated id (the byte token requests name it by, RFC 9578 §6.1) differs
     /// from those of the keys still in service.
     private func create(notBefore: UInt64, avoiding truncatedIDs: Set<UInt8>) throws(PrivacyServiceError) -> Entry {
@@ -81,9 +73,7 @@ public final class IssuerKeyRing: Sendable {
         repeat {
             do throws(PrivacyPassError) { key = try IssuerKey.generate() } catch { throw .invalidSetting(name: "issuer key", reason: "\(error)") }
         } while truncatedIDs.contains(key.keyID[31])
-        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(key.pem.utf8), to: path(notBefore: notBefore), mode: 0o600) } catch {
-            throw .file(path: path(notBefore: notBefore), reason: error.reason)
-        }
+        try storage.write(Array(key.pem.utf8), stem: String(notBefore))
         return Entry(key: key, notBefore: notBefore)
     }
 }
