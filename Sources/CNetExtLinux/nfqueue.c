@@ -82,8 +82,11 @@ int netext_nfq_open(unsigned short queue, unsigned int copy_range, unsigned int 
     start_message(message, NFQNL_MSG_CONFIG, NLM_F_ACK, queue, AF_UNSPEC);
     put_attribute(message, NFQA_CFG_QUEUE_MAXLEN, &length, sizeof(length));
     if ((result = send_config(fd, message, 3)) != 0) goto fail;
-    // The owning socket's uid/gid, unsegmented GSO packets, and (fail open) accept on overflow.
-    unsigned int flags = NFQA_CFG_F_UID_GID | NFQA_CFG_F_GSO | (fail_open ? NFQA_CFG_F_FAIL_OPEN : 0);
+    // The owning socket's uid/gid and (fail open) accept on overflow. Without NFQA_CFG_F_GSO the
+    // kernel segments GSO/GRO packets before queueing them: a super-packet can exceed the largest
+    // copy range (0xffff less a netlink header), and a flow whose data a provider reads needs
+    // every byte. Only undecided flows are queued, so the extra segments cost little.
+    unsigned int flags = NFQA_CFG_F_UID_GID | (fail_open ? NFQA_CFG_F_FAIL_OPEN : 0);
     unsigned int mask = NFQA_CFG_F_UID_GID | NFQA_CFG_F_GSO | NFQA_CFG_F_FAIL_OPEN;
     flags = htonl(flags);
     mask = htonl(mask);

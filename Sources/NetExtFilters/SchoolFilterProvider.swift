@@ -9,7 +9,9 @@ import Synchronization
 /// `vendorConfiguration["rules"]` (a list of rule strings) plus the file `blocklist.txt` in its
 /// rules directory, which a control provider or an administrator may replace at any time: the
 /// file is re-read when it changes, and new rules apply to new flows. With a control provider
-/// configured, flows are answered `needRules` until its first list has been read.
+/// configured, flows are answered `needRules` until its first list has been read. With keyword
+/// rules, the answers to cleartext HTTP requests are read (`filterData`) for them: a keyword in
+/// the first chunk of an answer gets the block page, one found later resets the connection.
 public final class SchoolFilterProvider: FilterDataProvider {
     private struct State {
         var configured = FilterRules()
@@ -20,6 +22,9 @@ public final class SchoolFilterProvider: FilterDataProvider {
         var waitsForControlRules = false
         /// `blocklist.txt` in the rules directory.
         var file: String?
+        /// For answers being read for keywords: the last bytes already passed, so a keyword
+        /// across two chunks is still found.
+        var tails: [UInt64: [UInt8]] = [:]
     }
 
     private let state = Mutex(State())
@@ -52,9 +57,82 @@ public final class SchoolFilterProvider: FilterDataProvider {
 
     public func stopFilter(reason: ProviderMessage.StopReason) async {}
 
-    public func handleNewFlow(_ flow: FilterFlow) -> FilterVerdict {
+    /// How much of an answer is shown per call while reading it for keywords.
+    static let keywordWindow = 16_384
+    /// The most of an answer's start held back until it is all there. Held bytes are not
+    /// acknowledged, so a sender stops after its initial congestion window (Linux: 10 segments,
+    /// about 14 KB on a 1500-byte link) until some are passed: a larger first chunk would never
+    /// fill.
+    static let firstChunk = 8_192
+    /// Answers read for keywords at once, at most (the oldest are forgotten).
+    static let keywordFlowsLimit = 4_096
+
+    public func handleNewFlow(_ flow: FilterFlow) -> FilterNewFlowVerdict {
         reloadIfChanged()
-        return state.withLock { state in state.waitsForControlRules ? .needRules : state.rules.verdict(for: flow) }
+        return state.withLock { state in
+            if state.waitsForControlRules { return .needRules }
+            let verdict = state.rules.verdict(for: flow)
+            if verdict == .allow, !state.rules.keywords.isEmpty, flow.transport == .tcp, flow.url != nil {
+                if state.tails.count >= Self.keywordFlowsLimit, let oldest = state.tails.keys.min() { state.tails[oldest] = nil }
+                state.tails[flow.id] = []
+                return .filterData(peekInboundBytes: Self.firstChunk, peekOutboundBytes: nil)
+            }
+            return FilterNewFlowVerdict(verdict)
+        }
+    }
+
+    /// Reads an HTTP answer for keywords. Its first chunk (the head and the body up to the
+    /// window, or the whole answer when it is shorter) is held until it is all there, so a
+    /// keyword in it gets the block page; later chunks are passed as they are read, and a keyword
+    /// in one of them resets the connection. Beyond the scan limit the flow is allowed.
+    public func handleInboundData(from flow: FilterFlow, readBytesStartOffset offset: Int, readBytes: [UInt8]) -> FilterDataVerdict {
+        state.withLock { state in
+            let tail = state.tails[flow.id] ?? []
+            if state.rules.keyword(in: tail + readBytes) != nil {
+                state.tails[flow.id] = nil
+                return .remediate(FilterRemediation())
+            }
+            if offset == 0, readBytes.count < Self.firstChunk, !Self.isWhole(answerStart: readBytes) {
+                // Hold the first chunk until it is all there (it is shown again with the rest).
+                return .data(passBytes: 0, peekBytes: Self.firstChunk)
+            }
+            if offset + readBytes.count >= FilterRules.keywordScanLimit {
+                state.tails[flow.id] = nil
+                return .allow
+            }
+            let keep = max(state.rules.longestKeyword - 1, 0)
+            state.tails[flow.id] = Array((tail + readBytes).suffix(keep))
+            return .data(passBytes: readBytes.count, peekBytes: Self.keywordWindow)
+        }
+    }
+
+    /// Whether `bytes`, the start of an HTTP answer, hold its whole head and as much of its body
+    /// as its `Content-Length` says (or a chunked body's last chunk). An answer that cannot be
+    /// read this way counts as whole: it is judged on what is there.
+    static func isWhole(answerStart bytes: [UInt8]) -> Bool {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard bytes.count >= 4 else { return false }
+        guard let headEnd = (0...(bytes.count - 4)).first(where: { bytes[$0..<($0 + 4)].elementsEqual(separator) }) else {
+            // No end of head yet: more is coming unless this is not HTTP at all.
+            return !bytes.starts(with: Array("HTTP/".utf8))
+        }
+        let head = String(decoding: bytes[..<headEnd], as: UTF8.self).lowercased()
+        let bodyStart = headEnd + 4
+        for line in head.split(separator: "\r\n") {
+            if line.hasPrefix("content-length:"), let length = Int(line.dropFirst(15).trimmingCharacters(in: .whitespaces)) {
+                return bytes.count - bodyStart >= length
+            }
+            if line.hasPrefix("transfer-encoding:"), line.contains("chunked") {
+                return bytes.suffix(5).elementsEqual(Array("0\r\n\r\n".utf8))
+            }
+        }
+        // No length: the body runs to the end of the connection (the completion says so).
+        return false
+    }
+
+    public func handleInboundDataComplete(for flow: FilterFlow) -> FilterDataVerdict {
+        _ = state.withLock { $0.tails.removeValue(forKey: flow.id) }
+        return .allow
     }
 
     /// The control provider wrote new rules: read them now.
@@ -108,6 +186,7 @@ public final class SchoolFilterProvider: FilterDataProvider {
         for host in file.hosts { try? merged.add(host, at: "file") }
         for prefix in file.prefixes { try? merged.add(prefix.description, at: "file") }
         for url in file.urlPrefixes { try? merged.add(url, at: "file") }
+        for keyword in file.keywords { try? merged.add("keyword:" + String(decoding: keyword, as: UTF8.self), at: "file") }
         return merged
     }
 }

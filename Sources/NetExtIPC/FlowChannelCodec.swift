@@ -10,7 +10,18 @@ import NetExtCore
 /// bit 1: process known) | uid u32 | gid u32 | [process: pid u32 | executable length u16 + UTF-8
 /// | cgroup length u16 + UTF-8] | host name length u16 + UTF-8 | URL length u16 + UTF-8`
 ///
-/// verdict (provider → netextd): `0x02 | flow id u64 | verdict u8 (0 allow, 1 drop, 2 needRules)`
+/// verdict (provider → netextd): `0x02 | flow id u64 | verdict u8 (0 allow, 1 drop, 2 needRules,
+/// 3 filterData) | [filterData: peek outbound u32 | peek inbound u32]`, a peek of `0xFFFFFFFF`
+/// leaving that direction unfiltered
+///
+/// data (netextd → provider): `0x03 | flow id u64 | side u8 (0 outbound, 1 inbound) | offset u64 |
+/// the bytes (the rest of the message)`
+///
+/// data complete (netextd → provider): `0x04 | flow id u64 | side u8`
+///
+/// data verdict (provider → netextd): `0x05 | flow id u64 | side u8 | verdict u8 (0 allow, 1 drop,
+/// 2 data, 3 remediate) | [data: pass u64 | peek u32] | [remediate: link text length u16 + UTF-8 |
+/// link URL length u16 + UTF-8]`
 ///
 /// Everything else between them stays on the JSON control connection (descriptor 3).
 public enum FlowChannelCodec {
@@ -27,11 +38,30 @@ public enum FlowChannelCodec {
 
     public static let flowTag: UInt8 = 1
     public static let verdictTag: UInt8 = 2
+    public static let dataTag: UInt8 = 3
+    public static let completeTag: UInt8 = 4
+    public static let dataVerdictTag: UInt8 = 5
+    /// A peek window meaning "this direction is not filtered".
+    static let unfiltered: UInt32 = .max
+
+    /// A message netextd sends the data provider.
+    public enum ToProvider: Sendable, Hashable {
+        case flow(FilterFlow)
+        case data(flowID: UInt64, side: FlowDataFilter.Side, offset: Int, bytes: [UInt8])
+        case complete(flowID: UInt64, side: FlowDataFilter.Side)
+    }
+
+    /// A message the data provider sends netextd.
+    public enum FromProvider: Sendable, Hashable {
+        case verdict(flowID: UInt64, FilterNewFlowVerdict)
+        case dataVerdict(flowID: UInt64, side: FlowDataFilter.Side, FilterDataVerdict)
+    }
     /// Host names and URLs longer than this are cut (URLs are for matching, not fetching).
     public static let maximumText = 4_096
+    /// The longest message either side sends (a data message with a full peek window).
+    public static let maximumMessage = FlowDataFilter.maximumPeek + 64
 
     private static let transports: [FlowProtocol] = [.tcp, .udp, .icmp, .icmpv6, .other]
-    private static let verdicts: [FilterVerdict] = [.allow, .drop, .needRules]
 
     public static func encode(_ flow: FilterFlow) -> [UInt8] {
         var bytes: [UInt8] = [flowTag]
@@ -96,21 +126,131 @@ public enum FlowChannelCodec {
             sourceApplication: application)
     }
 
-    public static func encodeVerdict(flowID: UInt64, _ verdict: FilterVerdict) -> [UInt8] {
-        var bytes: [UInt8] = [verdictTag]
-        append(flowID, to: &bytes)
-        bytes.append(UInt8(verdicts.firstIndex(of: verdict)!))
-        return bytes
+    public static func encode(_ message: ToProvider) -> [UInt8] {
+        switch message {
+        case .flow(let flow): return encode(flow)
+        case .data(let flowID, let side, let offset, let data):
+            var bytes: [UInt8] = [dataTag]
+            bytes.reserveCapacity(18 + data.count)
+            append(flowID, to: &bytes)
+            bytes.append(side.rawValue)
+            append(UInt64(offset), to: &bytes)
+            bytes += data
+            return bytes
+        case .complete(let flowID, let side):
+            var bytes: [UInt8] = [completeTag]
+            append(flowID, to: &bytes)
+            bytes.append(side.rawValue)
+            return bytes
+        }
     }
 
-    public static func decodeVerdict(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> (flowID: UInt64, verdict: FilterVerdict) {
-        var reader = Reader(bytes: bytes)
-        guard try reader.uint8() == verdictTag else { throw .invalid("not a verdict message", at: 0) }
-        let id = try reader.uint64()
-        let value = try reader.uint8()
-        guard Int(value) < verdicts.count else { throw .invalid("verdict \(value)", at: reader.offset - 1) }
-        guard reader.offset == bytes.count else { throw .invalid("\(bytes.count - reader.offset) bytes after the end", at: reader.offset) }
-        return (id, verdicts[Int(value)])
+    public static func decodeToProvider(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> ToProvider {
+        guard let tag = bytes.first else { throw .truncated(at: 0) }
+        var reader = Reader(bytes: bytes, offset: 1)
+        switch tag {
+        case flowTag: return .flow(try decodeFlow(bytes))
+        case dataTag:
+            let id = try reader.uint64()
+            let side = try reader.side()
+            let offset = try reader.uint64()
+            guard offset <= UInt64(FlowDataFilter.passAll) else { throw .invalid("offset \(offset)", at: reader.offset - 8) }
+            let data = Array(UnsafeRawBufferPointer(rebasing: bytes[reader.offset...]))
+            guard data.count <= FlowDataFilter.maximumPeek else { throw .invalid("\(data.count) bytes of data", at: reader.offset) }
+            return .data(flowID: id, side: side, offset: Int(offset), bytes: data)
+        case completeTag:
+            let id = try reader.uint64()
+            let side = try reader.side()
+            try reader.finish()
+            return .complete(flowID: id, side: side)
+        default:
+            throw .invalid("message type \(tag)", at: 0)
+        }
+    }
+
+    public static func encode(_ message: FromProvider) -> [UInt8] {
+        switch message {
+        case .verdict(let flowID, let verdict):
+            var bytes: [UInt8] = [verdictTag]
+            append(flowID, to: &bytes)
+            switch verdict {
+            case .allow: bytes.append(0)
+            case .drop: bytes.append(1)
+            case .needRules: bytes.append(2)
+            case .filterData(let inbound, let outbound):
+                bytes.append(3)
+                append(outbound.map(peekWindow) ?? unfiltered, to: &bytes)
+                append(inbound.map(peekWindow) ?? unfiltered, to: &bytes)
+            }
+            return bytes
+        case .dataVerdict(let flowID, let side, let verdict):
+            var bytes: [UInt8] = [dataVerdictTag]
+            append(flowID, to: &bytes)
+            bytes.append(side.rawValue)
+            switch verdict {
+            case .allow: bytes.append(0)
+            case .drop: bytes.append(1)
+            case .data(let pass, let peek):
+                bytes.append(2)
+                append(UInt64(min(max(pass, 0), FlowDataFilter.passAll)), to: &bytes)
+                append(peekWindow(peek), to: &bytes)
+            case .remediate(let remediation):
+                bytes.append(3)
+                appendText(remediation.requestAccessText ?? "", to: &bytes)
+                appendText(remediation.requestAccessURL ?? "", to: &bytes)
+            }
+            return bytes
+        }
+    }
+
+    /// A peek window as sent: cut to `FlowDataFilter.maximumPeek`.
+    private static func peekWindow(_ bytes: Int) -> UInt32 { UInt32(min(max(bytes, 0), FlowDataFilter.maximumPeek)) }
+
+    public static func decodeFromProvider(_ bytes: UnsafeRawBufferPointer) throws(DecodeError) -> FromProvider {
+        guard let tag = bytes.first else { throw .truncated(at: 0) }
+        var reader = Reader(bytes: bytes, offset: 1)
+        switch tag {
+        case verdictTag:
+            let id = try reader.uint64()
+            let value = try reader.uint8()
+            let verdict: FilterNewFlowVerdict
+            switch value {
+            case 0: verdict = .allow
+            case 1: verdict = .drop
+            case 2: verdict = .needRules
+            case 3:
+                let outbound = try reader.peek(orUnfiltered: true)
+                let inbound = try reader.peek(orUnfiltered: true)
+                verdict = .filterData(
+                    peekInboundBytes: inbound == unfiltered ? nil : Int(inbound), peekOutboundBytes: outbound == unfiltered ? nil : Int(outbound))
+            default: throw .invalid("verdict \(value)", at: reader.offset - 1)
+            }
+            try reader.finish()
+            return .verdict(flowID: id, verdict)
+        case dataVerdictTag:
+            let id = try reader.uint64()
+            let side = try reader.side()
+            let value = try reader.uint8()
+            let verdict: FilterDataVerdict
+            switch value {
+            case 0: verdict = .allow
+            case 1: verdict = .drop
+            case 2:
+                let pass = try reader.uint64()
+                guard pass <= UInt64(FlowDataFilter.passAll) else { throw .invalid("pass \(pass)", at: reader.offset - 8) }
+                let peek = try reader.peek(orUnfiltered: false)
+                verdict = .data(passBytes: Int(pass), peekBytes: Int(peek))
+            case 3:
+                let text = try reader.text()
+                let url = try reader.text()
+                verdict = .remediate(FilterRemediation(requestAccessText: text.isEmpty ? nil : text, requestAccessURL: url.isEmpty ? nil : url))
+            default: throw .invalid("data verdict \(value)", at: reader.offset - 1)
+            }
+            try reader.finish()
+            return .dataVerdict(flowID: id, side: side, verdict)
+        default:
+            throw .invalid("message type \(tag)", at: 0)
+        }
     }
 
     private static func appendText(_ text: String, to bytes: inout [UInt8]) {
@@ -148,6 +288,26 @@ public enum FlowChannelCodec {
         mutating func uint16() throws(DecodeError) -> UInt16 { try integer(UInt16.self) }
         mutating func uint32() throws(DecodeError) -> UInt32 { try integer(UInt32.self) }
         mutating func uint64() throws(DecodeError) -> UInt64 { try integer(UInt64.self) }
+
+        mutating func side() throws(DecodeError) -> FlowDataFilter.Side {
+            let value = try uint8()
+            guard let side = FlowDataFilter.Side(rawValue: value) else { throw .invalid("side \(value)", at: offset - 1) }
+            return side
+        }
+
+        /// A peek window: at most `FlowDataFilter.maximumPeek`, or (where allowed) the
+        /// "unfiltered" value.
+        mutating func peek(orUnfiltered: Bool) throws(DecodeError) -> UInt32 {
+            let value = try uint32()
+            guard value <= UInt32(FlowDataFilter.maximumPeek) || (orUnfiltered && value == FlowChannelCodec.unfiltered) else {
+                throw .invalid("peek window \(value)", at: offset - 4)
+            }
+            return value
+        }
+
+        func finish() throws(DecodeError) {
+            guard offset == bytes.count else { throw .invalid("\(bytes.count - offset) bytes after the end", at: offset) }
+        }
 
         mutating func address() throws(DecodeError) -> [UInt8] {
             let count = Int(try uint8())

@@ -29,10 +29,10 @@ struct FilterDecisionTests {
         #expect(flow.localAddress == "198.51.100.2" && flow.remoteEndpoint == "203.0.113.2:443")
         #expect(flow.sourceApplication == SourceApplication(uid: 1000, gid: 1000))
         #expect(classify(&tracker, FilterParsingTests.tcp4(flags: FlowPacket.ack)) == .wait(flowID: flow.id))
-        let decided = tracker.decide(flowID: flow.id, .drop, now: start)
+        let decided = tracker.decide(flowID: flow.id, .drop, now: start) != nil
         #expect(decided)
         #expect(classify(&tracker, FilterParsingTests.tcp4(flags: FlowPacket.ack)) == .apply(.drop))
-        let decidedAgain = tracker.decide(flowID: flow.id, .allow, now: start)
+        let decidedAgain = tracker.decide(flowID: flow.id, .allow, now: start) != nil
         #expect(!decidedAgain, "a verdict is given once")
     }
 

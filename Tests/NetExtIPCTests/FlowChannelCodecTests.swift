@@ -31,12 +31,68 @@ struct FlowChannelCodecTests {
         #expect(try bytes.withUnsafeBytes { try FlowChannelCodec.decodeFlow($0) } == flow)
     }
 
-    @Test("verdicts round-trip", arguments: [FilterVerdict.allow, .drop, .needRules])
-    func verdictRoundTrip(verdict: FilterVerdict) throws {
-        let bytes = FlowChannelCodec.encodeVerdict(flowID: 0x0102_0304_0506_0708, verdict)
-        #expect(bytes == [2, 1, 2, 3, 4, 5, 6, 7, 8, UInt8([FilterVerdict.allow, .drop, .needRules].firstIndex(of: verdict)!)])
-        let decoded = try bytes.withUnsafeBytes { try FlowChannelCodec.decodeVerdict($0) }
-        #expect(decoded.flowID == 0x0102_0304_0506_0708 && decoded.verdict == verdict)
+    static let answers: [FlowChannelCodec.FromProvider] = [
+        .verdict(flowID: 0x0102_0304_0506_0708, .allow), .verdict(flowID: 1, .drop), .verdict(flowID: 2, .needRules),
+        .verdict(flowID: 3, .filterData(peekInboundBytes: 4_096, peekOutboundBytes: nil)),
+        .verdict(flowID: 4, .filterData(peekInboundBytes: nil, peekOutboundBytes: 0)),
+        .dataVerdict(flowID: 5, side: .inbound, .allow), .dataVerdict(flowID: 6, side: .outbound, .drop),
+        .dataVerdict(flowID: 7, side: .inbound, .data(passBytes: 1_500, peekBytes: 65_536)),
+        .dataVerdict(flowID: 8, side: .outbound, .data(passBytes: FlowDataFilter.passAll, peekBytes: 0)),
+        .dataVerdict(flowID: 9, side: .inbound, .remediate(FilterRemediation())),
+        .dataVerdict(flowID: 10, side: .inbound, .remediate(FilterRemediation(requestAccessText: "Ask Ms Dupré", requestAccessURL: "mailto:it@school.test"))),
+    ]
+
+    static let questions: [FlowChannelCodec.ToProvider] = [
+        .data(flowID: 11, side: .outbound, offset: 0, bytes: Array("GET / HTTP/1.1\r\n".utf8)),
+        .data(flowID: 12, side: .inbound, offset: 70_000, bytes: []),
+        .data(flowID: 13, side: .inbound, offset: 1, bytes: [UInt8](repeating: 0xab, count: FlowDataFilter.maximumPeek)),
+        .complete(flowID: 14, side: .outbound), .complete(flowID: 15, side: .inbound),
+    ]
+
+    @Test("the provider's answers round-trip", arguments: answers)
+    func answerRoundTrip(answer: FlowChannelCodec.FromProvider) throws {
+        let bytes = FlowChannelCodec.encode(answer)
+        #expect(try bytes.withUnsafeBytes { try FlowChannelCodec.decodeFromProvider($0) } == answer)
+        for cut in 0..<bytes.count {
+            #expect(throws: FlowChannelCodec.DecodeError.self) { try Array(bytes[..<cut]).withUnsafeBytes { try FlowChannelCodec.decodeFromProvider($0) } }
+        }
+        #expect(throws: FlowChannelCodec.DecodeError.self) { try (bytes + [0]).withUnsafeBytes { try FlowChannelCodec.decodeFromProvider($0) } }
+    }
+
+    @Test("a new-flow verdict keeps its documented layout")
+    func verdictLayout() {
+        #expect(FlowChannelCodec.encode(.verdict(flowID: 0x0102_0304_0506_0708, .needRules)) == [2, 1, 2, 3, 4, 5, 6, 7, 8, 2])
+        #expect(FlowChannelCodec.encode(.verdict(flowID: 1, .filterData(peekInboundBytes: 256, peekOutboundBytes: nil)))
+            == [2, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0xff, 0xff, 0xff, 0xff, 0, 0, 1, 0])
+        // Windows beyond the maximum are cut to it rather than read as "unfiltered".
+        #expect(FlowChannelCodec.encode(.verdict(flowID: 1, .filterData(peekInboundBytes: Int.max, peekOutboundBytes: nil)))
+            == FlowChannelCodec.encode(.verdict(flowID: 1, .filterData(peekInboundBytes: FlowDataFilter.maximumPeek, peekOutboundBytes: nil))))
+    }
+
+    @Test("data and completions round-trip; truncated headers are refused", arguments: questions)
+    func questionRoundTrip(question: FlowChannelCodec.ToProvider) throws {
+        let bytes = FlowChannelCodec.encode(question)
+        #expect(try bytes.withUnsafeBytes { try FlowChannelCodec.decodeToProvider($0) } == question)
+        let header = if case .complete = question { bytes.count } else { 18 }
+        for cut in 0..<header {
+            #expect(throws: FlowChannelCodec.DecodeError.self) { try Array(bytes[..<cut]).withUnsafeBytes { try FlowChannelCodec.decodeToProvider($0) } }
+        }
+    }
+
+    @Test("out-of-range fields in answers are named")
+    func badAnswers() {
+        #expect(throws: FlowChannelCodec.DecodeError.invalid("verdict 9", at: 9)) {
+            try [UInt8]([2, 0, 0, 0, 0, 0, 0, 0, 1, 9]).withUnsafeBytes { try FlowChannelCodec.decodeFromProvider($0) }
+        }
+        #expect(throws: FlowChannelCodec.DecodeError.invalid("side 2", at: 9)) {
+            try [UInt8]([5, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0]).withUnsafeBytes { try FlowChannelCodec.decodeFromProvider($0) }
+        }
+        #expect(throws: FlowChannelCodec.DecodeError.invalid("peek window 65537", at: 19)) {
+            try [UInt8]([5, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1]).withUnsafeBytes { try FlowChannelCodec.decodeFromProvider($0) }
+        }
+        #expect(throws: FlowChannelCodec.DecodeError.invalid("message type 7", at: 0)) {
+            try [UInt8]([7]).withUnsafeBytes { try FlowChannelCodec.decodeToProvider($0) }
+        }
     }
 
     @Test("every truncation of a flow is refused with the offset")
@@ -48,7 +104,7 @@ struct FlowChannelCodecTests {
         #expect(throws: FlowChannelCodec.DecodeError.self) { try (bytes + [0]).withUnsafeBytes { try FlowChannelCodec.decodeFlow($0) } }
     }
 
-    @Test("bad fields are named: tag, address length, verdict, UTF-8")
+    @Test("bad fields are named: tag, address length, UTF-8")
     func badFields() throws {
         var bytes = FlowChannelCodec.encode(Self.flows[0])
         bytes[0] = 9
@@ -56,7 +112,6 @@ struct FlowChannelCodecTests {
         bytes = FlowChannelCodec.encode(Self.flows[0])
         bytes[15] = 5  // local address length
         #expect(throws: FlowChannelCodec.DecodeError.invalid("address length 5", at: 15)) { try bytes.withUnsafeBytes { try FlowChannelCodec.decodeFlow($0) } }
-        #expect(throws: FlowChannelCodec.DecodeError.self) { try [UInt8]([2, 0, 0, 0, 0, 0, 0, 0, 1, 9]).withUnsafeBytes { try FlowChannelCodec.decodeVerdict($0) } }
         bytes = FlowChannelCodec.encode(Self.flows[3])
         let hostStart = bytes.count - 2 - Array("http://school.test/ünï/?q=1".utf8).count - Array("école.test".utf8).count
         bytes[hostStart] = 0xff
@@ -66,7 +121,8 @@ struct FlowChannelCodecTests {
     @Test("random and mutated messages never crash the decoders", arguments: 0..<4)
     func fuzz(seed: Int) {
         var generator = SeededRandom(state: UInt64(seed) &+ 77)
-        let valid = Self.flows.map(FlowChannelCodec.encode)
+        let valid = Self.flows.map(FlowChannelCodec.encode) + Self.answers.map(FlowChannelCodec.encode)
+            + Self.questions.filter { if case .data(_, _, _, let bytes) = $0 { bytes.count < 100 } else { true } }.map(FlowChannelCodec.encode)
         for round in 0..<4_000 {
             var bytes = valid[round % valid.count]
             for _ in 0..<Int.random(in: 1...6, using: &generator) {
@@ -76,7 +132,12 @@ struct FlowChannelCodecTests {
             if let flow = try? bytes.withUnsafeBytes({ try FlowChannelCodec.decodeFlow($0) }) {
                 #expect(FlowChannelCodec.encode(flow) == bytes, "what decodes re-encodes to the same bytes")
             }
-            _ = try? bytes.withUnsafeBytes { try FlowChannelCodec.decodeVerdict($0) }
+            if let answer = try? bytes.withUnsafeBytes({ try FlowChannelCodec.decodeFromProvider($0) }) {
+                #expect(FlowChannelCodec.encode(answer) == bytes, "an answer that decodes re-encodes to the same bytes")
+            }
+            if let question = try? bytes.withUnsafeBytes({ try FlowChannelCodec.decodeToProvider($0) }) {
+                #expect(FlowChannelCodec.encode(question) == bytes, "a question that decodes re-encodes to the same bytes")
+            }
         }
     }
 }

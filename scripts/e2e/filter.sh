@@ -2,7 +2,8 @@
 # End-to-end checks of the content filter in a namespace lab: netextd in the laptop queues new
 # flows, the reference school filter (sandboxed) judges them by host name (TLS server name, HTTP
 # Host), URL prefix and address; decided flows stay in the kernel; rules change on the fly; a
-# stalled or crashed provider fails open or closed as configured; disabling removes every rule.
+# stalled or crashed provider fails open or closed as configured; keyword rules read HTTP answers
+# through peek windows (filterData); disabling removes every rule.
 # The web server (HTTP, HTTPS with a self-signed certificate, UDP echo) is the office. Needs root.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/filter.sh   Prints one line per check; exits non-zero on failure.
 cd "$(dirname "$0")/../.."
@@ -17,7 +18,14 @@ chmod 644 "$NETEXT_PROVIDERS_DIR/school.json"
 # A second office address that the rules block by address, for UDP and ICMP.
 lab_in "$LAB_OFFICE" sh -c 'ip addr add 203.0.113.9/24 dev eth0 && ip -6 addr add 2001:db8:2::9/64 dev eth0 nodad'
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=lab.test -days 1 -keyout "$work/web.key" -out "$work/web.crt" 2>/dev/null
-lab_spawn "$LAB_OFFICE" python3 scripts/e2e/web-server.py "$work/web.crt" "$work/web.key" "$work/web.log"
+# Pages for the keyword rules: one with the phrase, one without, one with it after the first
+# chunk, one with it beyond the 64 KiB the filter reads.
+mkdir -p "$work/site"
+printf '<html><body>Play the CASINO Bonus now!</body></html>\n' > "$work/site/casino.html"
+printf '<html><body>Homework for Monday.</body></html>\n' > "$work/site/clean.html"
+python3 -c 'import sys; sys.stdout.write("a" * 40000 + " casino bonus " + "b" * 40000)' > "$work/site/mid.txt"
+python3 -c 'import sys, random; random.seed(7); sys.stdout.write("".join(random.choice("xyz ") for _ in range(100000)) + " casino bonus " + "c" * 100000)' > "$work/site/late.txt"
+lab_spawn "$LAB_OFFICE" python3 scripts/e2e/web-server.py "$work/web.crt" "$work/web.key" "$work/web.log" "$work/site"
 lab_spawn "$LAB_LAPTOP" python3 -m http.server --bind :: --directory "$work" 8080 2>/dev/null
 lab_wait "grep -q 'web server ready' '$work/web.log'" 10
 lab_wait "ip netns exec $LAB_LAPTOP ss -ltn | grep -q ':8080'" 10
@@ -151,6 +159,25 @@ echo "late.test" > "$rules_dir/blocklist.txt"
 sleep 0.6
 check "a rule added while running applies to new flows" refused https://late.test/ late.test 203.0.113.2
 check "the earlier rules still apply" refused https://blocked.test/ blocked.test 203.0.113.2
+
+# Peek windows: a keyword rule makes the provider read cleartext HTTP answers (filterData) before
+# any byte of them reaches the program.
+printf 'late.test\nkeyword:Casino Bonus\n' > "$rules_dir/blocklist.txt"
+sleep 0.6
+reading_before=$("$bin/netext" filter status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["flowsReadingData"])')
+check "peek: an answer containing the keyword gets the block page" block_page http://school.test/files/casino.html school.test 203.0.113.2
+check "peek: the web server did answer it (the answer was blocked, not the request)" grep -q "/files/casino.html" "$work/web.log"
+check "peek: an answer without it arrives" fetched_has http://school.test/files/clean.html school.test 203.0.113.2 "Homework for Monday"
+# mid_reset: the phrase after the first 16 KiB chunk (already passed): the connection is reset
+# and the program never gets the whole answer.
+mid_reset() { fetch http://school.test/files/mid.txt school.test 203.0.113.2; local s=$?; [ $s -eq 56 ] || [ $s -eq 18 ] || { echo "  (curl exit status $s)"; return 1; }; }
+check "peek: the phrase later in the answer resets the connection" mid_reset
+check "peek: beyond the 64 KiB read the answer passes byte for byte (200 KB)" bash -c "ip netns exec $LAB_LAPTOP curl -sS --max-time 8 --resolve school.test:80:203.0.113.2 -o '$work/late.got' http://school.test/files/late.txt && cmp -s '$work/late.got' '$work/site/late.txt'"
+check "peek: IPv6 too" block_page http://school.test/files/casino.html school.test 2001:db8:2::2
+reading_after=$("$bin/netext" filter status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["flowsReadingData"])')
+check "peek: filter status counts the flows read as data" test $((reading_after - reading_before)) -ge 5
+check "peek: the log names the URL whose answer was blocked" bash -c "'$bin/netext' filter log | grep -q 'drop.*http://school.test/files/casino.html.*block page'"
+check "peek: HTTPS flows are not read (the keyword cannot be seen)" fetch https://school.test/ school.test 203.0.113.2
 
 # A stalled provider: the failure policy (open) decides after the verdict deadline.
 kill -STOP "$pid"

@@ -15,8 +15,20 @@ public protocol FilterDataProvider: AnyObject, Sendable {
     /// The verdict for a new flow, as Apple's synchronous `handleNewFlow(_:)`. netextd holds the
     /// flow's packets until it returns, up to the verdict deadline (then the failure policy
     /// decides), so it should answer at once; `.needRules` hands the flow to the control
-    /// provider. Called on the flow channel's thread, one flow after another.
-    func handleNewFlow(_ flow: FilterFlow) -> FilterVerdict
+    /// provider; `.filterData` asks to see its bytes first. Called on the flow channel's thread,
+    /// one message after another.
+    func handleNewFlow(_ flow: FilterFlow) -> FilterNewFlowVerdict
+    /// Bytes the program sent on a flow answered `.filterData`: `readBytes` start at
+    /// `readBytesStartOffset`, the first byte not yet passed, and reach at most the peek window.
+    /// Bytes not passed are shown again in the next call with more behind them. The default
+    /// allows the flow.
+    func handleOutboundData(from flow: FilterFlow, readBytesStartOffset offset: Int, readBytes: [UInt8]) -> FilterDataVerdict
+    /// Bytes the program received, as `handleOutboundData`.
+    func handleInboundData(from flow: FilterFlow, readBytesStartOffset offset: Int, readBytes: [UInt8]) -> FilterDataVerdict
+    /// The program closed its sending side and every byte of it was shown. The default allows.
+    func handleOutboundDataComplete(for flow: FilterFlow) -> FilterDataVerdict
+    /// The remote side closed and every byte of it was shown. The default allows.
+    func handleInboundDataComplete(for flow: FilterFlow) -> FilterDataVerdict
     /// The control provider changed the rules (`notifyRulesChanged`); flows waiting for rules
     /// are asked again after this returns. The default does nothing.
     func handleRulesChanged() async
@@ -24,6 +36,10 @@ public protocol FilterDataProvider: AnyObject, Sendable {
 
 extension FilterDataProvider {
     public func handleRulesChanged() async {}
+    public func handleOutboundData(from flow: FilterFlow, readBytesStartOffset offset: Int, readBytes: [UInt8]) -> FilterDataVerdict { .allow }
+    public func handleInboundData(from flow: FilterFlow, readBytesStartOffset offset: Int, readBytes: [UInt8]) -> FilterDataVerdict { .allow }
+    public func handleOutboundDataComplete(for flow: FilterFlow) -> FilterDataVerdict { .allow }
+    public func handleInboundDataComplete(for flow: FilterFlow) -> FilterDataVerdict { .allow }
 }
 
 /// A content filter's control provider, as Apple's `NEFilterControlProvider`: a separate

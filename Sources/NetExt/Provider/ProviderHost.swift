@@ -76,23 +76,25 @@ public enum ProviderHost {
             bundleIdentifier: bundleIdentifier, descriptor: descriptor)
     }
 
-    /// Answers the flows netextd sends on the flow channel (descriptor 4, `FlowChannelCodec`) on
-    /// a thread of its own: one `handleNewFlow` call and one verdict message per flow.
+    /// Answers what netextd sends on the flow channel (descriptor 4, `FlowChannelCodec`) on a
+    /// thread of its own: one `handleNewFlow` call and one verdict per flow; for flows answered
+    /// `.filterData`, one data handler call and one data verdict per batch of bytes shown.
     private static func serveFlows(_ provider: any FilterDataProvider, channel: Int32) {
         let thread = Thread {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 8)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FlowChannelCodec.maximumMessage, alignment: 8)
             defer { buffer.deallocate() }
+            var reading = FlowsReadingData()
             while true {
                 let length: Int
                 do { length = try SocketPair.receiveMessage(into: buffer, over: channel) } catch { return }
                 if length == 0 { return }
-                let flow: FilterFlow
-                do { flow = try FlowChannelCodec.decodeFlow(UnsafeRawBufferPointer(rebasing: buffer[..<length])) } catch {
-                    FileHandle.standardError.write(Data("filter provider: malformed flow from netextd: \(error)\n".utf8))
+                let message: FlowChannelCodec.ToProvider
+                do { message = try FlowChannelCodec.decodeToProvider(UnsafeRawBufferPointer(rebasing: buffer[..<length])) } catch {
+                    FileHandle.standardError.write(Data("filter provider: malformed message from netextd: \(error)\n".utf8))
                     continue
                 }
-                let verdict = provider.handleNewFlow(flow)
-                do { try SocketPair.sendMessage(FlowChannelCodec.encodeVerdict(flowID: flow.id, verdict), over: channel, wait: true) } catch { return }
+                guard let answer = reading.answer(message, provider: provider) else { continue }
+                do { try SocketPair.sendMessage(FlowChannelCodec.encode(answer), over: channel, wait: true) } catch { return }
             }
         }
         thread.name = "netext-provider-flows"

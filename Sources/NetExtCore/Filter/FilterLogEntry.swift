@@ -39,6 +39,12 @@ public struct FilterCounters: Sendable, Hashable, Codable {
     /// Queued packets of flows already decided (queued just before the verdict reached the
     /// kernel).
     public var packetsOfDecidedFlows = 0
+    /// Flows whose data the provider asked to see (`filterData`).
+    public var flowsReadingData = 0
+    /// Data and completion calls sent to the provider for them.
+    public var dataQuestions = 0
+    /// Queued packets of flows in their data phase.
+    public var packetsOfDataFlows = 0
 
     public init() {}
 }

@@ -1,13 +1,21 @@
 /// A block list for the reference school filter, one rule a line:
 /// - a host name (`example.com`) blocks it and its subdomains, on label boundaries;
 /// - an address or prefix (`10.77.0.3`, `fd00:77::/64`) blocks flows to it, whatever protocol;
-/// - a URL prefix (`http://example.com/private/`) blocks cleartext HTTP requests under it.
+/// - a URL prefix (`http://example.com/private/`) blocks cleartext HTTP requests under it;
+/// - `keyword:` and a phrase (`keyword:casino bonus`) blocks cleartext HTTP answers whose first
+///   `FilterRules.keywordScanLimit` bytes contain it (ASCII letters compared case-insensitively).
 /// Blank lines and `#` comments are ignored. Matching is case-insensitive for host names;
 /// paths compare byte for byte.
 public struct FilterRules: Sendable, Hashable {
     public private(set) var hosts: Set<String> = []
     public private(set) var prefixes: [IPPrefix] = []
     public private(set) var urlPrefixes: [String] = []
+    /// Phrases looked for in cleartext HTTP answers, ASCII-lowercased.
+    public private(set) var keywords: [[UInt8]] = []
+    /// How much of an answer is read for keywords; beyond it the flow is allowed.
+    public static let keywordScanLimit = 65_536
+    /// The longest keyword accepted.
+    public static let keywordLimit = 256
 
     public init() {}
 
@@ -24,7 +32,13 @@ public struct FilterRules: Sendable, Hashable {
     /// Adds one rule; `place` names it in an error.
     public mutating func add(_ rule: String, at place: String) throws(NetExtError) {
         let lowered = rule.lowercased()
-        if lowered.hasPrefix("http://") {
+        if lowered.hasPrefix("keyword:") {
+            let phrase = Array(rule.dropFirst(8).trimmingCharacters(in: .whitespaces).utf8).map(Self.asciiLowercased)
+            guard !phrase.isEmpty, phrase.count <= Self.keywordLimit else {
+                throw .invalid("\(place): '\(rule)' needs a phrase of 1–\(Self.keywordLimit) bytes after keyword:")
+            }
+            if !keywords.contains(phrase) { keywords.append(phrase) }
+        } else if lowered.hasPrefix("http://") {
             let rest = rule.dropFirst(7)
             let hostEnd = rest.firstIndex(of: "/") ?? rest.endIndex
             let authority = rest[..<hostEnd].split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
@@ -48,7 +62,29 @@ public struct FilterRules: Sendable, Hashable {
         }
     }
 
-    public var count: Int { hosts.count + prefixes.count + urlPrefixes.count }
+    public var count: Int { hosts.count + prefixes.count + urlPrefixes.count + keywords.count }
+
+    /// The longest keyword's length (0 without keywords).
+    public var longestKeyword: Int { keywords.map(\.count).max() ?? 0 }
+
+    /// The first keyword found in `bytes` (ASCII letters compared case-insensitively), if any.
+    public func keyword(in bytes: [UInt8]) -> String? {
+        guard !keywords.isEmpty else { return nil }
+        let lowered = bytes.map(Self.asciiLowercased)
+        for keyword in keywords where keyword.count <= lowered.count {
+            let first = keyword[0]
+            var index = 0
+            while index <= lowered.count - keyword.count {
+                if lowered[index] == first, lowered[index..<(index + keyword.count)].elementsEqual(keyword) {
+                    return String(decoding: keyword, as: UTF8.self)
+                }
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    static func asciiLowercased(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5a ? byte | 0x20 : byte }
 
     /// The rule that blocks `flow`, if any (for the log), else nil.
     public func blockingRule(for flow: FilterFlow) -> String? {

@@ -13,6 +13,43 @@ public struct FlowTracker: Sendable {
         case wait(flowID: UInt64)
         /// The flow is decided: apply this verdict (and cache it in the kernel).
         case apply(FilterVerdict)
+        /// The provider is looking at the flow's data (`filterData`): do `action` with this
+        /// packet and send the provider `questions`.
+        case data(flowID: UInt64, action: FlowDataFilter.PacketAction, questions: [FlowDataFilter.Question])
+    }
+
+    /// What became of a flow that got its final verdict.
+    public struct Decided: Sendable, Hashable {
+        /// Packets the tracker held for it (in its data phase), to release with the verdict.
+        public var held: [UInt32]
+        /// Bytes of the remote side already let through to the program (a block page can
+        /// only answer a request whose answer has not begun to arrive).
+        public var inboundPassed: Int
+        /// TCP, when the remote side's data was read: the sequence number the program expects
+        /// next from it (a reset to the program must carry it).
+        public var inboundNextSequence: UInt32?
+
+        public init(held: [UInt32], inboundPassed: Int, inboundNextSequence: UInt32? = nil) {
+            self.held = held
+            self.inboundPassed = inboundPassed
+            self.inboundNextSequence = inboundNextSequence
+        }
+    }
+
+    /// What a data verdict that is not final leaves to do.
+    public struct DataProgress: Sendable, Hashable {
+        /// Packets whose bytes are now passed.
+        public var release: [UInt32]
+        /// Further questions for the provider.
+        public var questions: [FlowDataFilter.Question]
+        /// Every filtered direction passes everything: allow the flow outright.
+        public var passesEverything: Bool
+
+        public init(release: [UInt32], questions: [FlowDataFilter.Question], passesEverything: Bool) {
+            self.release = release
+            self.questions = questions
+            self.passesEverything = passesEverything
+        }
     }
 
     /// A flow's identity seen from this machine: protocol and both endpoints.
@@ -27,6 +64,8 @@ public struct FlowTracker: Sendable {
     private enum Phase: Sendable {
         case inspecting
         case asked(since: ContinuousClock.Instant)
+        /// The provider reads the flow's data; `since`: when the oldest open question was sent.
+        case filteringData(FlowDataFilter, since: ContinuousClock.Instant?)
         case decided(FilterVerdict, at: ContinuousClock.Instant)
     }
 
@@ -39,6 +78,10 @@ public struct FlowTracker: Sendable {
         /// TCP: the opener's sequence number after the bytes seen, to tell a later connection
         /// on the same addresses and ports from this one.
         var openerSequence: UInt32?
+        /// TCP: the sequence number of the opener's first byte of data.
+        var openingBase: UInt32?
+        /// In the data phase: when bytes were last shown to or answered by the provider.
+        var lastProgress: ContinuousClock.Instant?
     }
 
     private var entries: [Key: Entry] = [:]
@@ -60,7 +103,8 @@ public struct FlowTracker: Sendable {
     /// `isReply`: it comes from the side that answered the connection (conntrack's reply
     /// direction), which tells who opened a flow first seen mid-way.
     public mutating func classify(
-        _ packet: FlowPacket, bytes: UnsafeRawBufferPointer, isOutbound: Bool, isReply: Bool = false, owner: SourceApplication?, now: ContinuousClock.Instant
+        _ packet: FlowPacket, bytes: UnsafeRawBufferPointer, isOutbound: Bool, isReply: Bool = false, owner: SourceApplication?,
+        packetID: UInt32 = 0, now: ContinuousClock.Instant
     ) -> Decision {
         let key = isOutbound
             ? Key(protocolNumber: packet.protocolNumber, local: packet.source, localPort: packet.sourcePort, remote: packet.destination, remotePort: packet.destinationPort)
@@ -76,6 +120,12 @@ public struct FlowTracker: Sendable {
             switch entry.phase {
             case .decided(let verdict, _): return .apply(verdict)
             case .asked: return .wait(flowID: entry.flow.id)
+            case .filteringData(var filter, let since):
+                let decision = Self.filterData(&filter, packet: packet, bytes: bytes, isOutbound: isOutbound, packetID: packetID, flowID: entry.flow.id)
+                let asked = if case .data(_, _, let questions) = decision, !questions.isEmpty { true } else { false }
+                entry.phase = .filteringData(filter, since: since ?? (asked ? now : nil))
+                if asked { entry.lastProgress = now }
+                return decision
             case .inspecting:
                 return inspect(&entry, packet: packet, bytes: bytes, fromOpener: !isReply && isOutbound == (entry.flow.direction == .outbound), now: now)
             }
@@ -117,6 +167,20 @@ public struct FlowTracker: Sendable {
         return .ask(entry.flow)
     }
 
+    private static func filterData(
+        _ filter: inout FlowDataFilter, packet: FlowPacket, bytes: UnsafeRawBufferPointer, isOutbound: Bool, packetID: UInt32, flowID: UInt64
+    ) -> Decision {
+        let isTCP = packet.transport == .tcp
+        // A reset ends the flow whatever the provider thinks; it carries no data.
+        if isTCP, packet.tcpFlags & FlowPacket.rst != 0 { return .data(flowID: flowID, action: .accept, questions: []) }
+        let end = min(packet.payloadOffset + packet.payloadLength, bytes.count)
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[min(packet.payloadOffset, end)..<end])
+        let action = filter.receive(
+            packetID: packetID, side: isOutbound ? .outbound : .inbound, sequence: isTCP ? packet.sequenceNumber : nil,
+            payload: payload, fin: isTCP && packet.tcpFlags & FlowPacket.fin != 0)
+        return .data(flowID: flowID, action: action, questions: filter.nextQuestions())
+    }
+
     private func inspect(_ entry: inout Entry, packet: FlowPacket, bytes: UnsafeRawBufferPointer, fromOpener: Bool, now: ContinuousClock.Instant) -> Decision {
         guard packet.transport == .tcp else { return ask(&entry, now: now) }
         if packet.payloadLength == 0 {
@@ -125,6 +189,7 @@ public struct FlowTracker: Sendable {
         }
         // The answering side speaking first (SSH, SMTP banners): judge with what is known.
         guard fromOpener else { return ask(&entry, now: now) }
+        if entry.openingBase == nil { entry.openingBase = packet.sequenceNumber }
         entry.openerSequence = packet.sequenceNumber &+ UInt32(packet.payloadLength)
         let end = min(packet.payloadOffset + packet.payloadLength, bytes.count)
         let room = Self.openingLimit - entry.opening.count
@@ -155,12 +220,49 @@ public struct FlowTracker: Sendable {
     /// Records the verdict for a flow that was asked about. Returns false if the flow is unknown
     /// (forgotten, or never asked).
     @discardableResult
-    public mutating func decide(flowID: UInt64, _ verdict: FilterVerdict, now: ContinuousClock.Instant) -> Bool {
-        guard let key = keysByID[flowID], var entry = entries[key] else { return false }
-        if case .decided = entry.phase { return false }
+    public mutating func decide(flowID: UInt64, _ verdict: FilterVerdict, now: ContinuousClock.Instant) -> Decided? {
+        guard let key = keysByID[flowID], var entry = entries[key] else { return nil }
+        var decided = Decided(held: [], inboundPassed: 0)
+        switch entry.phase {
+        case .decided: return nil
+        case .filteringData(let filter, _):
+            decided = Decided(
+                held: filter.heldPackets, inboundPassed: filter.passedBytes(.inbound),
+                inboundNextSequence: entry.flow.transport == .tcp ? filter.nextSequence(.inbound) : nil)
+        default: break
+        }
         entry.phase = .decided(verdict, at: now)
         entries[key] = entry
+        return decided
+    }
+
+    /// The provider asked to see the flow's data (`filterData`): from now on its packets are
+    /// read into peek windows. nil leaves a direction unfiltered. Returns false if the flow is
+    /// unknown or not waiting for its first verdict. The packets held while it was asked should
+    /// be queued again (they are then read as data).
+    public mutating func beginDataFiltering(flowID: UInt64, peekOutboundBytes: Int?, peekInboundBytes: Int?, now: ContinuousClock.Instant) -> Bool {
+        guard let key = keysByID[flowID], var entry = entries[key], case .asked = entry.phase else { return false }
+        // The opener's data counts from its first byte seen; the other side's from its first.
+        let openerIsLocal = entry.flow.direction == .outbound
+        let filter = FlowDataFilter(
+            peekOutboundBytes: peekOutboundBytes, peekInboundBytes: peekInboundBytes,
+            outboundBase: openerIsLocal ? entry.openingBase : nil, inboundBase: openerIsLocal ? nil : entry.openingBase)
+        entry.phase = .filteringData(filter, since: nil)
+        entry.lastProgress = now
+        entries[key] = entry
         return true
+    }
+
+    /// The provider's `dataVerdict(passBytes:peekBytes:)` for one direction of a flow in its data
+    /// phase; nil if the flow is unknown or not in it.
+    public mutating func passData(flowID: UInt64, side: FlowDataFilter.Side, passBytes: Int, peekBytes: Int, now: ContinuousClock.Instant) -> DataProgress? {
+        guard let key = keysByID[flowID], var entry = entries[key], case .filteringData(var filter, _) = entry.phase else { return nil }
+        let release = filter.pass(side, bytes: passBytes, peek: peekBytes)
+        let questions = filter.nextQuestions()
+        entry.phase = .filteringData(filter, since: filter.isAsking ? now : nil)
+        entry.lastProgress = now
+        entries[key] = entry
+        return DataProgress(release: release, questions: questions, passesEverything: filter.passesEverything)
     }
 
     /// Restarts the deadline of a flow that is being asked again (after new rules). Returns
@@ -191,6 +293,15 @@ public struct FlowTracker: Sendable {
             switch entry.phase {
             case .asked(let since) where now - since >= deadline:
                 overdue.append(entry.flow)
+            case .filteringData(_, let since?) where now - since >= deadline:
+                overdue.append(entry.flow)
+            case .filteringData(let filter, nil) where !filter.heldPackets.isEmpty && now - (entry.lastProgress ?? entry.lastSeen) >= deadline:
+                // Bytes held, nothing new to show, no question out: the sender waits for
+                // acknowledgements of what is held, the provider for more data. Stalled.
+                overdue.append(entry.flow)
+            case .filteringData(let filter, _) where now - entry.lastSeen >= idleLimit:
+                // Idle while reading data: packets still held follow the failure policy.
+                if filter.heldPackets.isEmpty { remove(key) } else { overdue.append(entry.flow) }
             case .decided(_, let at) where now - at >= decidedMemory:
                 remove(key)
             case .inspecting where now - entry.lastSeen >= idleLimit:
@@ -205,8 +316,10 @@ public struct FlowTracker: Sendable {
     /// Every flow waiting for the provider (to re-ask a restarted provider, or fail them).
     public var waitingFlows: [FilterFlow] {
         entries.values.compactMap { entry in
-            if case .asked = entry.phase { return entry.flow }
-            return nil
+            switch entry.phase {
+            case .asked, .filteringData: return entry.flow
+            default: return nil
+            }
         }.sorted { $0.id < $1.id }
     }
 

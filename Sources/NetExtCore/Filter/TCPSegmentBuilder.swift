@@ -33,6 +33,16 @@ public enum TCPSegmentBuilder {
             sequence: request.sequenceNumber, acknowledgement: 0, flags: FlowPacket.rst, payload: [])
     }
 
+    /// A reset to the program on this machine, as if from the remote end, at `sequence` (what the
+    /// program expects next): ends a connection whose remote data netextd held and dropped.
+    public static func resetToProgram(of flow: FilterFlow, sequence: UInt32) -> [UInt8]? {
+        guard let local = IPPrefix.parseAddress(flow.localAddress), let remote = IPPrefix.parseAddress(flow.remoteAddress),
+              local.count == remote.count else { return nil }
+        return segment(
+            source: remote, destination: local, sourcePort: flow.remotePort, destinationPort: flow.localPort,
+            sequence: sequence, acknowledgement: 0, flags: FlowPacket.rst, payload: [])
+    }
+
     /// One IP packet with a TCP header of 20 bytes (no options), window 65535.
     public static func segment(
         source: [UInt8], destination: [UInt8], sourcePort: UInt16, destinationPort: UInt16,

@@ -128,7 +128,12 @@ public actor FilterController {
                 if case .rulesApplied = message { engineBox.engine?.rulesApplied() }
             },
             ended: { engineBox.engine?.failWaitingFlows() },
-            verdict: { flowID, verdict in engineBox.engine?.dataVerdict(flowID: flowID, verdict: verdict) })
+            verdict: { answer in
+                switch answer {
+                case .verdict(let flowID, let verdict): engineBox.engine?.newFlowVerdict(flowID: flowID, verdict: verdict)
+                case .dataVerdict(let flowID, let side, let verdict): engineBox.engine?.dataVerdict(flowID: flowID, side: side, verdict: verdict)
+                }
+            })
         let control = controlManifest.map { manifest in
             FilterProviderSupervisor(
                 role: .control, manifest: manifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
@@ -150,11 +155,22 @@ public actor FilterController {
         let controlSlot = control?.current
         let engine = FilterEngine(
             queue: queue, failOpen: !settings.failClosed, deadline: verdictDeadline, logger: logger, injector: injector,
-            blockPage: { flow in
-                flow.url.map { BlockPage(organization: settings.organization, blockedURL: $0, requestAccessText: settings.requestAccessText, requestAccessURL: settings.requestAccessURL) }
+            blockPage: { flow, remediation in
+                flow.url.map {
+                    BlockPage(
+                        organization: settings.organization, blockedURL: $0,
+                        requestAccessText: remediation?.requestAccessText ?? settings.requestAccessText,
+                        requestAccessURL: remediation?.requestAccessURL ?? settings.requestAccessURL)
+                }
             },
             askControl: { flow in Self.send(.newFlow(flow), through: controlSlot) },
-            ask: { flow in data.sendFlow(flow) })
+            ask: { flow in data.sendOnFlowChannel(.flow(flow)) },
+            askData: { flowID, question in
+                switch question {
+                case .data(let side, let offset, let bytes): data.sendOnFlowChannel(.data(flowID: flowID, side: side, offset: offset, bytes: bytes))
+                case .complete(let side): data.sendOnFlowChannel(.complete(flowID: flowID, side: side))
+                }
+            })
         engineBox.engine = engine
         engine.start()
         active = Active(configuration: configuration, settings: settings, engine: engine, data: data, control: control)

@@ -41,11 +41,14 @@ final class FilterEngine: Sendable {
     private let logger: Logger
     /// Sends a new flow to the provider; false when no provider is there to ask.
     private let ask: @Sendable (FilterFlow) -> Bool
+    /// Shows the provider data of a flow it reads (`filterData`); false when it cannot.
+    private let askData: @Sendable (UInt64, FlowDataFilter.Question) -> Bool
     /// Sends a flow the data provider could not judge to the control provider; false when there
     /// is none to ask.
     private let askControl: @Sendable (FilterFlow) -> Bool
-    /// The block page for a blocked HTTP flow (nil: reset it like any other).
-    private let blockPage: @Sendable (FilterFlow) -> BlockPage?
+    /// The block page for a blocked HTTP flow, with a provider's remediation link if it gave
+    /// one (nil: reset it like any other).
+    private let blockPage: @Sendable (FilterFlow, FilterRemediation?) -> BlockPage?
     private let injector: RawPacketSender?
     private let state = Mutex(State())
     private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
@@ -55,9 +58,10 @@ final class FilterEngine: Sendable {
 
     init(
         queue: NetfilterQueue, failOpen: Bool, deadline: Duration, logger: Logger, injector: RawPacketSender?,
-        blockPage: @escaping @Sendable (FilterFlow) -> BlockPage?, askControl: @escaping @Sendable (FilterFlow) -> Bool,
-        ask: @escaping @Sendable (FilterFlow) -> Bool
+        blockPage: @escaping @Sendable (FilterFlow, FilterRemediation?) -> BlockPage?, askControl: @escaping @Sendable (FilterFlow) -> Bool,
+        ask: @escaping @Sendable (FilterFlow) -> Bool, askData: @escaping @Sendable (UInt64, FlowDataFilter.Question) -> Bool
     ) {
+        self.askData = askData
         self.askControl = askControl
         self.queue = queue
         self.injector = injector
@@ -146,7 +150,8 @@ final class FilterEngine: Sendable {
         let decision = state.withLock { state -> FlowTracker.Decision in
             state.counters.packetsQueued += 1
             let isReply = packet.mark & FilterSteering.replyMark != 0
-            let decision = state.tracker.classify(parsed, bytes: packet.bytes, isOutbound: packet.isOutbound, isReply: isReply, owner: owner, now: now)
+            let decision = state.tracker.classify(
+                parsed, bytes: packet.bytes, isOutbound: packet.isOutbound, isReply: isReply, owner: owner, packetID: packet.id, now: now)
             switch decision {
             case .ask(let flow):
                 state.counters.flowsAsked += 1
@@ -166,11 +171,22 @@ final class FilterEngine: Sendable {
                 state.counters.packetsPassedWhileLearning += 1
             case .apply:
                 state.counters.packetsOfDecidedFlows += 1
+            case .data(_, let action, let questions):
+                state.counters.packetsOfDataFlows += 1
+                state.counters.dataQuestions += questions.count
+                if action == .drop { state.counters.malformedPackets += 1 }
             }
             return decision
         }
         switch decision {
         case .pass: setVerdict(.accept, for: packet.id)
+        case .data(let flowID, let action, let questions):
+            switch action {
+            case .accept: setVerdict(.accept, for: packet.id)
+            case .drop: setVerdict(.drop, for: packet.id)
+            case .hold: break
+            }
+            send(questions, of: flowID)
         case .apply(let verdict): setVerdict(.repeatWithMark(FilterSteering.mark(for: verdict)), for: packet.id)
         case .wait: break
         case .ask(var flow):
@@ -190,13 +206,56 @@ final class FilterEngine: Sendable {
         }
     }
 
-    /// The data provider's verdict for a flow: applied, or for `needRules` the flow goes to the
-    /// control provider (a second `needRules` for the same flow falls to the failure policy).
-    func dataVerdict(flowID: UInt64, verdict: FilterVerdict) {
-        guard verdict == .needRules else {
-            deliver(flowID: flowID, verdict: verdict, reason: .provider)
+    /// Sends questions about a flow's data to the provider; if one cannot be sent the failure
+    /// policy decides the flow.
+    private func send(_ questions: [FlowDataFilter.Question], of flowID: UInt64) {
+        for question in questions where !askData(flowID, question) {
+            failByPolicy(flowID)
             return
         }
+    }
+
+    /// The data provider's verdict for a new flow: applied; for `filterData` the flow's data is
+    /// read into peek windows from now on; for `needRules` the flow goes to the control provider
+    /// (a second `needRules` for the same flow falls to the failure policy).
+    func newFlowVerdict(flowID: UInt64, verdict: FilterNewFlowVerdict) {
+        switch verdict {
+        case .allow: deliver(flowID: flowID, verdict: .allow, reason: .provider)
+        case .drop: deliver(flowID: flowID, verdict: .drop, reason: .provider)
+        case .needRules: askForRules(flowID)
+        case .filterData(nil, nil): deliver(flowID: flowID, verdict: .allow, reason: .provider)
+        case .filterData(let inbound, let outbound):
+            let requeue = state.withLock { state -> [UInt32]? in
+                guard state.tracker.beginDataFiltering(flowID: flowID, peekOutboundBytes: outbound, peekInboundBytes: inbound, now: .now) else { return nil }
+                state.counters.flowsReadingData += 1
+                recordLatency(of: flowID, in: &state, now: .now)
+                return state.held.removeValue(forKey: flowID) ?? []
+            }
+            // The packets held while the provider decided go through the queue again and are
+            // read as the flow's first data.
+            for id in requeue ?? [] { setVerdict(.repeatWithMark(0), for: id) }
+        }
+    }
+
+    /// The data provider's verdict after seeing some of a flow's data.
+    func dataVerdict(flowID: UInt64, side: FlowDataFilter.Side, verdict: FilterDataVerdict) {
+        switch verdict {
+        case .allow: deliver(flowID: flowID, verdict: .allow, reason: .provider)
+        case .drop: deliver(flowID: flowID, verdict: .drop, reason: .provider, blockPage: false)
+        case .remediate(let remediation): deliver(flowID: flowID, verdict: .drop, reason: .provider, remediation: remediation)
+        case .data(let pass, let peek):
+            guard let progress = state.withLock({ $0.tracker.passData(flowID: flowID, side: side, passBytes: pass, peekBytes: peek, now: .now) }) else { return }
+            for id in progress.release { setVerdict(.accept, for: id) }
+            if progress.passesEverything {
+                deliver(flowID: flowID, verdict: .allow, reason: .provider)
+            } else {
+                state.withLock { $0.counters.dataQuestions += progress.questions.count }
+                send(progress.questions, of: flowID)
+            }
+        }
+    }
+
+    private func askForRules(_ flowID: UInt64) {
         let flow = state.withLock { state -> FilterFlow? in
             guard !state.awaitingRules.contains(flowID) else { return nil }
             state.awaitingRules.insert(flowID)
@@ -236,37 +295,49 @@ final class FilterEngine: Sendable {
     /// Applies a verdict to a flow: its held packets are re-injected with the verdict's mark. A
     /// blocked cleartext HTTP request is answered with the block page (and its server reset),
     /// and the flow is then dropped without a reset of its own.
-    func deliver(flowID: UInt64, verdict: FilterVerdict, reason: Reason) {
+    /// `blockPage`: a dropped cleartext HTTP request may get the block page (a provider's plain
+    /// `drop` after reading data does not); `remediation`: the provider's link for it.
+    func deliver(flowID: UInt64, verdict: FilterVerdict, reason: Reason, blockPage pageAllowed: Bool = true, remediation: FilterRemediation? = nil) {
         let now = ContinuousClock.now
-        let decided = state.withLock { state -> (held: [UInt32], flow: FilterFlow, request: FlowPacket?)? in
-            guard state.tracker.decide(flowID: flowID, verdict, now: now), let flow = state.tracker.flow(id: flowID) else { return nil }
+        let decided = state.withLock { state -> (held: [UInt32], flow: FilterFlow, request: FlowPacket?, resetSequence: UInt32?)? in
+            guard let decided = state.tracker.decide(flowID: flowID, verdict, now: now), let flow = state.tracker.flow(id: flowID) else { return nil }
             if verdict == .allow { state.counters.flowsAllowed += 1 } else { state.counters.flowsDropped += 1 }
             if reason == .failurePolicy { state.counters.decidedByFailurePolicy += 1 }
             state.awaitingRules.remove(flowID)
-            if let asked = state.askedAt.removeValue(forKey: flowID) {
-                let elapsed = now - asked
-                let microseconds = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
-                if state.latencies.count < Self.latencySamples {
-                    state.latencies.append(microseconds)
-                } else {
-                    state.latencies[state.latencyCursor] = microseconds
-                    state.latencyCursor = (state.latencyCursor + 1) % Self.latencySamples
-                }
-            }
-            return (state.held.removeValue(forKey: flowID) ?? [], flow, state.requests.removeValue(forKey: flowID))
+            recordLatency(of: flowID, in: &state, now: now)
+            let request = state.requests.removeValue(forKey: flowID)
+            // A page can only answer a request whose answer has not begun to reach the program.
+            return ((state.held.removeValue(forKey: flowID) ?? []) + decided.held, flow, decided.inboundPassed == 0 ? request : nil, decided.inboundNextSequence)
         }
         guard let decided else { return }
         var mark = FilterSteering.mark(for: verdict)
         var servedPage = false
-        if verdict == .drop, let request = decided.request, let page = blockPage(decided.flow), serve(page, answering: request) {
+        if verdict == .drop, pageAllowed, let request = decided.request, let page = blockPage(decided.flow, remediation), serve(page, answering: request) {
             mark = FilterSteering.quietDropMark
             servedPage = true
+        } else if verdict == .drop, let sequence = decided.resetSequence, let injector,
+                  let reset = TCPSegmentBuilder.resetToProgram(of: decided.flow, sequence: sequence) {
+            // The program waits for remote data netextd held: tell it the connection is over
+            // (the kernel's own reset answers only the program's next segment).
+            try? injector.send(reset)
         }
         state.withLock { state in
             if servedPage { state.counters.blockPagesServed += 1 }
             state.log.append(FilterLogEntry(date: Date(), flow: decided.flow, verdict: verdict, reason: reason.rawValue, servedBlockPage: servedPage))
         }
         for id in decided.held { setVerdict(.repeatWithMark(mark), for: id) }
+    }
+
+    private func recordLatency(of flowID: UInt64, in state: inout State, now: ContinuousClock.Instant) {
+        guard let asked = state.askedAt.removeValue(forKey: flowID) else { return }
+        let elapsed = now - asked
+        let microseconds = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        if state.latencies.count < Self.latencySamples {
+            state.latencies.append(microseconds)
+        } else {
+            state.latencies[state.latencyCursor] = microseconds
+            state.latencyCursor = (state.latencyCursor + 1) % Self.latencySamples
+        }
     }
 
     /// Sends the block page to the client and a reset to the server. False if it could not.

@@ -28,7 +28,7 @@ actor FilterProviderSupervisor {
     /// Called when the provider ended (flows waiting on it follow the failure policy).
     private let ended: @Sendable () async -> Void
     /// For a data provider: called on the channel's reading thread for each verdict.
-    private let verdict: (@Sendable (UInt64, FilterVerdict) -> Void)?
+    private let verdict: (@Sendable (FlowChannelCodec.FromProvider) -> Void)?
     private var provider: ProviderProcess?
     private var generation = 0
     private var stopped = false
@@ -48,7 +48,7 @@ actor FilterProviderSupervisor {
     init(
         role: Role, manifest: ProviderManifest, start: ProviderStart, environment: [String: String], logger: Logger, startDeadline: Duration,
         handle: @escaping @Sendable (ProviderMessage) async -> Void, ended: @escaping @Sendable () async -> Void,
-        verdict: (@Sendable (UInt64, FilterVerdict) -> Void)? = nil
+        verdict: (@Sendable (FlowChannelCodec.FromProvider) -> Void)? = nil
     ) {
         self.verdict = verdict
         self.role = role
@@ -105,17 +105,18 @@ actor FilterProviderSupervisor {
 
     /// Reads the data provider's verdicts from its flow channel on a thread of its own until
     /// the provider closes it. A malformed message ends the provider (it is restarted).
-    private nonisolated static func readVerdicts(from provider: ProviderProcess, logger: Logger, into deliver: @escaping @Sendable (UInt64, FilterVerdict) -> Void) {
+    private nonisolated static func readVerdicts(
+        from provider: ProviderProcess, logger: Logger, into deliver: @escaping @Sendable (FlowChannelCodec.FromProvider) -> Void
+    ) {
         let thread = Thread {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 8)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FlowChannelCodec.maximumMessage, alignment: 8)
             defer { buffer.deallocate() }
             while true {
                 let length: Int
                 do { length = try SocketPair.receiveMessage(into: buffer, over: provider.flowChannel) } catch { return }
                 if length == 0 { return }
                 do {
-                    let (flowID, verdict) = try FlowChannelCodec.decodeVerdict(UnsafeRawBufferPointer(rebasing: buffer[..<length]))
-                    deliver(flowID, verdict)
+                    deliver(try FlowChannelCodec.decodeFromProvider(UnsafeRawBufferPointer(rebasing: buffer[..<length])))
                 } catch {
                     logger.error("filter data provider sent a malformed verdict; restarting it", metadata: ["error": "\(error)"])
                     provider.terminate(grace: .seconds(1))
@@ -127,11 +128,12 @@ actor FilterProviderSupervisor {
         thread.start()
     }
 
-    /// Sends a flow to the ready data provider on its flow channel without blocking; false when
-    /// there is no provider or it is not keeping up (the failure policy then decides).
-    nonisolated func sendFlow(_ flow: FilterFlow) -> Bool {
+    /// Sends a flow, or data of a flow, to the ready data provider on its flow channel without
+    /// blocking; false when there is no provider or it is not keeping up (the failure policy
+    /// then decides).
+    nonisolated func sendOnFlowChannel(_ message: FlowChannelCodec.ToProvider) -> Bool {
         guard let provider = current.get() else { return false }
-        do { try SocketPair.sendMessage(FlowChannelCodec.encode(flow), over: provider.flowChannel, wait: false) } catch { return false }
+        do { try SocketPair.sendMessage(FlowChannelCodec.encode(message), over: provider.flowChannel, wait: false) } catch { return false }
         return true
     }
 

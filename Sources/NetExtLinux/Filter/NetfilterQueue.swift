@@ -32,8 +32,9 @@ public final class NetfilterQueue: Sendable {
     public let number: UInt16
     private let fd: Int32
     private let closed = Atomic<Bool>(false)
-    /// Bytes of each packet copied to user space: enough for headers and a first TLS record.
-    public static let copyRange: UInt32 = 4_096
+    /// Bytes of each packet copied to user space: all of it (a flow whose data the provider reads
+    /// needs every byte; only the first packets of other flows are queued at all).
+    public static let copyRange: UInt32 = 65_535
     private static let nfAccept: UInt32 = 1, nfDrop: UInt32 = 0, nfRepeat: UInt32 = 4
     private static let localOutHook: UInt8 = 3
 
