@@ -16,20 +16,16 @@ public final class SchoolFilterProvider: FilterDataProvider {
     private struct State {
         var configured = FilterRules()
         var rules = FilterRules()
-        var fileStamp: Date?
-        var lastCheck: ContinuousClock.Instant?
         /// A control provider supplies the rules: until its list has been read, flows need rules.
         var waitsForControlRules = false
         /// `blocklist.txt` in the rules directory.
-        var file: String?
+        var watcher: RulesFileWatcher?
         /// For answers being read for keywords: the last bytes already passed, so a keyword
         /// across two chunks is still found.
         var tails: [UInt64: [UInt8]] = [:]
     }
 
     private let state = Mutex(State())
-    /// How often the rules file is checked for changes, at most.
-    static let recheckInterval: Duration = .milliseconds(500)
 
     public init() {}
 
@@ -41,15 +37,14 @@ public final class SchoolFilterProvider: FilterDataProvider {
                 try configured.add(text, at: "vendorConfiguration.rules[\(index)]")
             }
         }
-        let file = context.rulesDirectory.map { $0 + "/blocklist.txt" }
-        let fromFile = try file.flatMap(Self.readRules)
-        state.withLock { state in
+        var watcher = context.rulesDirectory.map { RulesFileWatcher(path: $0 + "/blocklist.txt") }
+        var fromFile: FilterRules?
+        if let path = watcher?.path, case .changed(let text)? = try watcher?.poll(force: true) { fromFile = try Self.parse(text, path: path) }
+        state.withLock { [watcher] state in
             state.configured = configured
-            state.rules = Self.merge(configured, fromFile?.rules)
-            state.fileStamp = fromFile?.stamp
-            state.lastCheck = .now
+            state.rules = Self.merge(configured, fromFile)
             state.waitsForControlRules = context.filterConfiguration?.filterControlProviderBundleIdentifier != nil && fromFile == nil
-            state.file = file
+            state.watcher = watcher
         }
         let count = state.withLock { $0.rules.count }
         FileHandle.standardError.write(Data("school filter: started with \(count) rules\n".utf8))
@@ -137,45 +132,33 @@ public final class SchoolFilterProvider: FilterDataProvider {
 
     /// The control provider wrote new rules: read them now.
     public func handleRulesChanged() async {
-        state.withLock { $0.lastCheck = nil }
         reloadIfChanged(force: true)
     }
 
-    /// Re-reads the rules file when its modification time changed; a malformed file keeps the
-    /// rules in force (and says why on standard error).
+    /// Re-reads the rules file when it changed; a malformed file keeps the rules in force (and
+    /// says why on standard error).
     private func reloadIfChanged(force: Bool = false) {
-        guard let file = state.withLock({ $0.file }) else { return }
-        let now = ContinuousClock.now
-        let due = state.withLock { state -> Bool in
-            if !force, let last = state.lastCheck, now - last < Self.recheckInterval { return false }
-            state.lastCheck = now
-            return true
-        }
-        guard due else { return }
-        let stamp = (try? FileManager.default.attributesOfItem(atPath: file))?[.modificationDate] as? Date
-        guard force || stamp != state.withLock({ $0.fileStamp }) else { return }
-        do {
-            let loaded = try Self.readRules(file)
-            state.withLock { state in
-                state.rules = Self.merge(state.configured, loaded?.rules)
-                state.fileStamp = loaded?.stamp
-                if loaded != nil { state.waitsForControlRules = false }
+        let outcome = state.withLock { state -> String? in
+            guard var watcher = state.watcher else { return nil }
+            defer { state.watcher = watcher }
+            do {
+                switch try watcher.poll(force: force) {
+                case .unchanged: return nil
+                case .absent: state.rules = state.configured
+                case .changed(let text):
+                    state.rules = Self.merge(state.configured, try Self.parse(text, path: watcher.path))
+                    state.waitsForControlRules = false
+                }
+                return "rules reloaded (\(state.rules.count) rules)"
+            } catch {
+                return "\(watcher.path): \(error); keeping the rules in force"
             }
-            FileHandle.standardError.write(Data("school filter: rules reloaded (\(state.withLock { $0.rules.count }) rules)\n".utf8))
-        } catch {
-            state.withLock { $0.fileStamp = stamp }
-            FileHandle.standardError.write(Data("school filter: \(file): \(error); keeping the rules in force\n".utf8))
         }
+        if let outcome { FileHandle.standardError.write(Data("school filter: \(outcome)\n".utf8)) }
     }
 
-    private static func readRules(_ path: String) throws -> (rules: FilterRules, stamp: Date?)? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let stamp = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
-        let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw NetExtError.readWrite("cannot read \(path): \(error.localizedDescription)")
-        }
-        do throws(NetExtError) { return (try FilterRules(text: text), stamp) } catch {
+    private static func parse(_ text: String, path: String) throws(NetExtError) -> FilterRules {
+        do throws(NetExtError) { return try FilterRules(text: text) } catch {
             throw NetExtError.invalid("\(path): \(error.message)")
         }
     }

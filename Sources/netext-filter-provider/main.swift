@@ -1,5 +1,6 @@
 // The reference content filter providers: `netext-filter-provider school` (data provider),
-// `netext-filter-provider school-control` (control provider) and
+// `netext-filter-provider school-control` (control provider), the personal firewall
+// (`firewall`, `firewall-control`) and
 // `netext-filter-provider url-prefilter --from URL` (URL filter control provider), started by
 // netextd from their manifests.
 import Foundation
@@ -14,12 +15,16 @@ do {
         try await ProviderHost.run(filter: SchoolFilterProvider(), bundleIdentifier: bundleIdentifier ?? "org.netext.filter.school")
     case "school-control":
         try await ProviderHost.run(filterControl: SchoolControlProvider(), bundleIdentifier: bundleIdentifier ?? "org.netext.filter.school.control")
+    case "firewall":
+        try await ProviderHost.run(filter: PersonalFirewallProvider(), bundleIdentifier: bundleIdentifier ?? "org.netext.filter.firewall")
+    case "firewall-control":
+        try await ProviderHost.run(filterControl: PersonalFirewallControlProvider(), bundleIdentifier: bundleIdentifier ?? "org.netext.filter.firewall.control")
     case "url-prefilter":
         try await ProviderHost.run(
             urlFilterControl: try PrefilterDownloadProvider(arguments: Array(CommandLine.arguments.dropFirst(2))),
             bundleIdentifier: bundleIdentifier ?? "org.netext.urlfilter.control")
     default:
-        FileHandle.standardError.write(Data("usage: netext-filter-provider school|school-control|url-prefilter --from URL   (started by netextd from a manifest)\n".utf8))
+        FileHandle.standardError.write(Data("usage: netext-filter-provider school|school-control|firewall|firewall-control|url-prefilter --from URL   (started by netextd from a manifest)\n".utf8))
         exit(64)
     }
 } catch {

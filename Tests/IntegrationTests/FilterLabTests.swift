@@ -5,15 +5,20 @@ import Testing
 /// of this build: netextd, the sandboxed reference school filter, curl, ping and UDP probes.
 @Suite("Content filter in the lab", .enabled(if: isRoot, "needs root: creates network namespaces"), .serialized)
 struct FilterLabTests {
-    @Test("verdicts by TLS server name, HTTP Host and URL, address; block page (curl and headless Chromium); TCP/UDP/ICMP, IPv4/IPv6, both directions; kernel-kept verdicts; sandbox; rules on the fly; stall and crash; clean disable")
+    @Test("verdicts by TLS server name, HTTP Host and URL, address; block page (curl and headless Chromium); TCP/UDP/ICMP, IPv4/IPv6, both directions; kernel-kept verdicts; sandbox; rules on the fly; peek windows (keyword rules on HTTP answers); stall and crash; clean disable")
     func endToEnd() throws {
-        let result = try runChecks("scripts/e2e/filter.sh", checks: 50, timeout: 300)
+        let result = try runChecks("scripts/e2e/filter.sh", checks: 59, timeout: 300)
         #expect(result.stdout.contains("packets queued for the 20 MB flow"))
     }
 
     @Test("control provider: needRules, then the fetched list; changes on the fly; malformed lists refused; its own traffic unfiltered")
     func controlProvider() throws {
         try runChecks("scripts/e2e/filter-control.sh", checks: 18, timeout: 240)
+    }
+
+    @Test("personal firewall: per-program rules, one question per program and destination, answered by netext filter prompt (by number, while the flow waits, on the terminal); broken rules files left alone")
+    func personalFirewall() throws {
+        try runChecks("scripts/e2e/firewall.sh", checks: 23, timeout: 240)
     }
 
     @Test("scripts/demo-filter prints one verdict line per URL of the check file")

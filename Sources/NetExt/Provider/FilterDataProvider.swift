@@ -51,6 +51,13 @@ public protocol FilterControlProvider: AnyObject, Sendable {
     func stopFilter(reason: ProviderMessage.StopReason) async
     /// A flow the data provider could not judge (`needRules`).
     func handleNewFlow(_ flow: FilterFlow) async -> FilterControlVerdict
+    /// A message from a program (`FilterManager`'s configuration, through netextd's
+    /// `sendProviderMessage`, admin only); the reply goes back to it. The default answers nil.
+    func handleAppMessage(_ data: Data) async -> Data?
+}
+
+extension FilterControlProvider {
+    public func handleAppMessage(_ data: Data) async -> Data? { nil }
 }
 
 /// What a started control provider knows and can ask of netextd.

@@ -54,7 +54,7 @@ public enum ProviderHost {
                     try await provider.startFilter(context: FilterControlContext(configuration: start.configuration, session: session))
                 },
                 stop: { reason in await provider.stopFilter(reason: reason) },
-                appMessage: { _ in nil },
+                appMessage: { data in await provider.handleAppMessage(data) },
                 newFlow: { flow in .controlVerdict(flowID: flow.id, verdict: await provider.handleNewFlow(flow)) }),
             bundleIdentifier: bundleIdentifier, descriptor: descriptor)
     }

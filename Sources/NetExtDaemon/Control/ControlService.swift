@@ -125,7 +125,14 @@ public final class ControlService: Sendable {
             guard message.data.count <= Self.maximumAppMessage else {
                 throw NetExtError(.configurationInvalid, "the message is \(message.data.count) bytes; at most \(Self.maximumAppMessage) are accepted")
             }
-            let reply = try await sessions.sendProviderMessage(message.data, to: configuration)
+            let reply: Data?
+            if configuration.kind == .contentFilter, let filters {
+                // A filter's app messages go to its control provider (the data provider is
+                // sandboxed and talks to no one).
+                reply = try await filters.sendControlMessage(message.data, to: configuration)
+            } else {
+                reply = try await sessions.sendProviderMessage(message.data, to: configuration)
+            }
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProviderMessageReply(data: reply)))
         case .getFilterStatus:
             let status = await filters?.status() ?? FilterStatus(state: .off)

@@ -30,6 +30,11 @@ public actor FilterController {
     private let startDeadline: Duration
     private let steering = FilterSteeringApplier()
     private var active: Active?
+    /// App messages relayed to the control provider, waiting for its reply.
+    private var pendingMessages: [Int: CheckedContinuation<Result<Data?, NetExtError>, Never>] = [:]
+    private var nextMessageID = 1
+    /// How long the control provider has to answer an app message.
+    static let messageDeadline: Duration = .seconds(5)
 
     /// `rulesRoot`: the directory under which each data provider gets its rules directory
     /// (`rulesRoot/<data provider's bundle identifier>`), writable only by the control provider.
@@ -93,6 +98,34 @@ public actor FilterController {
         active?.engine.logEntries(limit: limit) ?? []
     }
 
+    /// Relays an app message to the running filter's control provider and returns its reply
+    /// (how `netext filter prompt` talks to the personal firewall).
+    public func sendControlMessage(_ data: Data, to configuration: Configuration) async throws(NetExtError) -> Data? {
+        guard let active, active.configuration.id == configuration.id else {
+            throw NetExtError(.configurationDisabled, "'\(configuration.localizedDescription)' is not the running content filter; enable it first")
+        }
+        guard let control = active.control else {
+            throw NetExtError(.configurationInvalid, "'\(configuration.localizedDescription)' has no control provider to send a message to")
+        }
+        let id = nextMessageID
+        nextMessageID += 1
+        let result = await withCheckedContinuation { (waiter: CheckedContinuation<Result<Data?, NetExtError>, Never>) in
+            pendingMessages[id] = waiter
+            Task {
+                if await control.send(.appMessage(id: id, data: data)) == false {
+                    self.finishMessage(id, .failure(NetExtError(.configurationDisabled, "the filter's control provider is not running")))
+                }
+                try? await Task.sleep(for: Self.messageDeadline)
+                self.finishMessage(id, .failure(NetExtError(.timedOut, "the filter's control provider did not answer within \(Self.messageDeadline)")))
+            }
+        }
+        return try result.get()
+    }
+
+    private func finishMessage(_ id: Int, _ result: Result<Data?, NetExtError>) {
+        pendingMessages.removeValue(forKey: id)?.resume(returning: result)
+    }
+
     // MARK: Activation
 
     private func activate(_ configuration: Configuration, settings: ContentFilterProtocol) async throws(NetExtError) {
@@ -147,6 +180,8 @@ public actor FilterController {
                     case .rulesChanged:
                         // The data provider reloads first; its `rulesApplied` re-asks waiting flows.
                         if await data.send(.rulesChanged) == false { engineBox.engine?.rulesApplied() }
+                    case .appMessageReply(let id, let reply):
+                        await self.finishMessage(id, .success(reply))
                     default: break
                     }
                 },

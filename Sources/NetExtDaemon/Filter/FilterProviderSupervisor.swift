@@ -184,12 +184,12 @@ actor FilterProviderSupervisor {
             lastError = error.description
             logger.error("\(role.rawValue) failed", metadata: ["error": "\(error)"])
             provider.terminate(grace: .seconds(1))
-        case .stopped, .appMessageReply:
-            break
         case .rulesApplied where role == .data,
-             .controlVerdict where role == .control, .rulesChanged where role == .control,
+             .controlVerdict where role == .control, .rulesChanged where role == .control, .appMessageReply where role == .control,
              .prefilterFetched where role == .urlFilterControl:
             await handle(message)
+        case .stopped, .appMessageReply:
+            break
         default:
             logger.error("\(role.rawValue) sent a message it may not send; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
             provider.terminate(grace: .seconds(1))
