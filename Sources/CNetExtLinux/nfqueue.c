@@ -1,5 +1,6 @@
-// The netfilter queue (nfnetlink_queue) spoken directly over a NETLINK_NETFILTER socket.
-// Message layout: include/uapi/linux/netfilter/nfnetlink_queue.h and nfnetlink.h.
+// The netfilter queue (nfnetlink_queue) and log (nfnetlink_log) spoken directly over
+// NETLINK_NETFILTER sockets. Message layout: include/uapi/linux/netfilter/nfnetlink_queue.h,
+// nfnetlink_log.h and nfnetlink.h.
 #include "CNetExtLinux.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,6 +8,8 @@
 #include <linux/netlink.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_queue.h>
+#include <linux/netfilter/nfnetlink_log.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -21,10 +24,10 @@ static void put_attribute(unsigned char *message, unsigned short type, const voi
     header->nlmsg_len = NLMSG_ALIGN(header->nlmsg_len) + NLA_ALIGN(attribute->nla_len);
 }
 
-static void start_message(unsigned char *message, unsigned short type, unsigned short flags, unsigned short queue, unsigned char family) {
+static void start_subsystem_message(unsigned char *message, unsigned char subsystem, unsigned short type, unsigned short flags, unsigned short queue, unsigned char family) {
     struct nlmsghdr *header = (struct nlmsghdr *)message;
     header->nlmsg_len = NLMSG_LENGTH(sizeof(struct nfgenmsg));
-    header->nlmsg_type = (NFNL_SUBSYS_QUEUE << 8) | type;
+    header->nlmsg_type = (subsystem << 8) | type;
     header->nlmsg_flags = NLM_F_REQUEST | flags;
     header->nlmsg_seq = 0;
     header->nlmsg_pid = 0;
@@ -32,6 +35,10 @@ static void start_message(unsigned char *message, unsigned short type, unsigned 
     generic->nfgen_family = family;
     generic->version = NFNETLINK_V0;
     generic->res_id = htons(queue);
+}
+
+static void start_message(unsigned char *message, unsigned short type, unsigned short flags, unsigned short queue, unsigned char family) {
+    start_subsystem_message(message, NFNL_SUBSYS_QUEUE, type, flags, queue, family);
 }
 
 /// Sends a configuration message that asks for an acknowledgement and returns 0 or -errno.
@@ -186,4 +193,77 @@ int netext_nfq_verdict(int fd, unsigned short queue, unsigned int id, unsigned i
         n = sendto(fd, message, ((struct nlmsghdr *)message)->nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel));
     } while (n < 0 && errno == EINTR);
     return n < 0 ? -errno : 0;
+}
+
+int netext_nflog_open(unsigned short group, unsigned int copy_range) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+    if (fd < 0) return -errno;
+    struct sockaddr_nl local = { .nl_family = AF_NETLINK };
+    if (bind(fd, (struct sockaddr *)&local, sizeof(local)) != 0) { int saved = errno; close(fd); return -saved; }
+    int size = 4 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
+    int one = 1;
+    setsockopt(fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof(one));
+    struct timeval timeout = { .tv_sec = 2, .tv_usec = 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    unsigned char message[256];
+    int result;
+    struct nfulnl_msg_config_cmd command = { .command = NFULNL_CFG_CMD_BIND };
+    start_subsystem_message(message, NFNL_SUBSYS_ULOG, NFULNL_MSG_CONFIG, NLM_F_ACK, group, AF_UNSPEC);
+    put_attribute(message, NFULA_CFG_CMD, &command, sizeof(command));
+    if ((result = send_config(fd, message, 1)) != 0) goto fail;
+    struct nfulnl_msg_config_mode mode = { .copy_range = htonl(copy_range), .copy_mode = NFULNL_COPY_PACKET };
+    start_subsystem_message(message, NFNL_SUBSYS_ULOG, NFULNL_MSG_CONFIG, NLM_F_ACK, group, AF_UNSPEC);
+    put_attribute(message, NFULA_CFG_MODE, &mode, sizeof(mode));
+    // One packet a message, sent at once (the default batches up to 100 or a second).
+    unsigned int threshold = htonl(1);
+    put_attribute(message, NFULA_CFG_QTHRESH, &threshold, sizeof(threshold));
+    if ((result = send_config(fd, message, 2)) != 0) goto fail;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+fail:
+    close(fd);
+    return result;
+}
+
+int netext_nflog_next(const unsigned char *buffer, unsigned long length, unsigned long *offset,
+                      const unsigned char **payload, unsigned int *payload_length, unsigned char *hook) {
+    while (*offset + NLMSG_HDRLEN <= length) {
+        const struct nlmsghdr *header = (const struct nlmsghdr *)(buffer + *offset);
+        if (header->nlmsg_len < NLMSG_HDRLEN || *offset + header->nlmsg_len > length) {
+            *offset = length;
+            return -1;
+        }
+        *offset += NLMSG_ALIGN(header->nlmsg_len);
+        if (header->nlmsg_type != ((NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_PACKET)) continue;
+        if (header->nlmsg_len < NLMSG_LENGTH(sizeof(struct nfgenmsg))) return -1;
+        *payload = 0;
+        *payload_length = 0;
+        *hook = 0;
+        const unsigned char *cursor = (const unsigned char *)NLMSG_DATA(header) + NLMSG_ALIGN(sizeof(struct nfgenmsg));
+        const unsigned char *end = (const unsigned char *)header + header->nlmsg_len;
+        while (cursor + NLA_HDRLEN <= end) {
+            const struct nlattr *attribute = (const struct nlattr *)cursor;
+            if (attribute->nla_len < NLA_HDRLEN || cursor + attribute->nla_len > end) return -1;
+            unsigned int attribute_length = attribute->nla_len - NLA_HDRLEN;
+            switch (attribute->nla_type & NLA_TYPE_MASK) {
+            case NFULA_PACKET_HDR:
+                if (attribute_length >= sizeof(struct nfulnl_msg_packet_hdr)) {
+                    struct nfulnl_msg_packet_hdr packet_header;
+                    memcpy(&packet_header, cursor + NLA_HDRLEN, sizeof(packet_header));
+                    *hook = packet_header.hook;
+                }
+                break;
+            case NFULA_PAYLOAD:
+                *payload = cursor + NLA_HDRLEN;
+                *payload_length = attribute_length;
+                break;
+            default: break;
+            }
+            cursor += NLA_ALIGN(attribute->nla_len);
+        }
+        if (*payload == 0) return -1;
+        return 1;
+    }
+    return 0;
 }

@@ -24,6 +24,14 @@ struct FilterParsingTests {
         return packet + payload
     }
 
+    /// An IPv4 UDP packet from 198.51.100.2:40000 to 203.0.113.2:7.
+    static func udp4(payload: [UInt8]) -> [UInt8] {
+        let total = 20 + 8 + payload.count
+        var packet: [UInt8] = [0x45, 0, UInt8(total >> 8), UInt8(total & 0xff), 0, 0, 0x40, 0, 64, 17, 0, 0, 198, 51, 100, 2, 203, 0, 113, 2]
+        packet += [0x9c, 0x40, 0, 7, UInt8((8 + payload.count) >> 8), UInt8((8 + payload.count) & 0xff), 0, 0]
+        return packet + payload
+    }
+
     /// An IPv6 packet (with a hop-by-hop header first) carrying UDP from port 5353 to 7.
     static func udp6WithHopByHop(payload: [UInt8]) -> [UInt8] {
         let udpLength = 8 + payload.count

@@ -17,6 +17,8 @@ printf '{"bundleIdentifier": "com.netext.filter.school", "extensionPoint": "filt
 chmod 644 "$NETEXT_PROVIDERS_DIR/school.json"
 # A second office address that the rules block by address, for UDP and ICMP.
 lab_in "$LAB_OFFICE" sh -c 'ip addr add 203.0.113.9/24 dev eth0 && ip -6 addr add 2001:db8:2::9/64 dev eth0 nodad'
+# A third address no rule names, known to DNS as names under blocked.test (the office answers).
+lab_in "$LAB_OFFICE" ip addr add 203.0.113.7/24 dev eth0
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=lab.test -days 1 -keyout "$work/web.key" -out "$work/web.crt" 2>/dev/null
 # Pages for the keyword rules: one with the phrase, one without, one with it after the first
 # chunk, one with it beyond the 64 KiB the filter reads.
@@ -27,6 +29,7 @@ python3 -c 'import sys; sys.stdout.write("a" * 40000 + " casino bonus " + "b" * 
 python3 -c 'import sys, random; random.seed(7); sys.stdout.write("".join(random.choice("xyz ") for _ in range(100000)) + " casino bonus " + "c" * 100000)' > "$work/site/late.txt"
 lab_spawn "$LAB_OFFICE" python3 scripts/e2e/web-server.py "$work/web.crt" "$work/web.key" "$work/web.log" "$work/site"
 lab_spawn "$LAB_LAPTOP" python3 -m http.server --bind :: --directory "$work" 8080 2>/dev/null
+lab_spawn "$LAB_OFFICE" python3 scripts/e2e/dns-responder.py 203.0.113.2 dns.blocked.test 203.0.113.7 "$work/dns.log"
 lab_wait "grep -q 'web server ready' '$work/web.log'" 10
 lab_wait "ip netns exec $LAB_LAPTOP ss -ltn | grep -q ':8080'" 10
 e2e_start_netextd
@@ -93,6 +96,20 @@ check "UDP to a blocked address is dropped" bash -c "! ip netns exec $LAB_LAPTOP
 check "IPv6 UDP: allowed echoed, blocked dropped" bash -c "ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::2 7 && ! ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::9 7"
 check "ICMP: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.9 >/dev/null"
 check "ICMPv6: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::9 >/dev/null"
+# Names from DNS answers: a flow with no name of its own (UDP, ICMP) is judged by the name its
+# address was looked up as.
+# resolve NAME: one A query to the office's DNS server from the laptop; succeeds with an answer.
+resolve() {
+  laptop python3 -c 'import socket, struct, sys
+query = struct.pack(">HHHHHH", 0x2b2b, 0x0100, 1, 0, 0, 0) + b"".join(bytes([len(l)]) + l.encode() for l in sys.argv[1].split(".")) + b"\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.sendto(query, ("203.0.113.2", 53))
+sys.exit(0 if s.recv(1500)[7] > 0 else 1)' "$1"
+}
+check "DNS: before any lookup, UDP to the unnamed address is echoed" udp 203.0.113.7 7
+check "DNS: the laptop looks up udp.dns.blocked.test (answer 203.0.113.7)" resolve udp.dns.blocked.test
+check "DNS: now UDP to that address is judged by the name and dropped" bash -c "! ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 203.0.113.7 7"
+check "DNS: ICMP to it too" bash -c "! ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.7 >/dev/null"
+check "DNS: the log names the flow by the looked-up name" bash -c "'$bin/netext' filter log | grep -q 'drop.*udp.*203.0.113.7:7.*udp.dns.blocked.test'"
 check "inbound: a connection from an allowed address reaches the laptop's server" office curl -sS --max-time 5 -o /dev/null http://198.51.100.2:8080/
 # (an inbound connection is judged at its first data, so curl sees its request reset: 56)
 inbound_refused() { office curl -sS --max-time 5 --interface 203.0.113.9 -o /dev/null http://198.51.100.2:8080/ 2>/dev/null; local s=$?; [ $s -eq 7 ] || [ $s -eq 56 ]; }

@@ -106,7 +106,7 @@ typedef struct {
 } netext_nfq_packet;
 
 /// Opens a netfilter queue socket bound to queue `queue`: whole packets up to `copy_range`
-/// bytes, at most `max_length` packets waiting, with owner uid/gid, GSO packets unsegmented,
+/// bytes, at most `max_length` packets waiting, with owner uid/gid (GSO packets segmented),
 /// and with `fail_open` packets accepted instead of dropped when the queue is full.
 /// Returns the descriptor or -errno (-EBUSY: another program has the queue).
 int netext_nfq_open(unsigned short queue, unsigned int copy_range, unsigned int max_length, int fail_open);
@@ -124,6 +124,17 @@ int netext_nfq_next(const unsigned char *buffer, unsigned long length, unsigned 
 /// Issues a verdict (NF_DROP 0, NF_ACCEPT 1, NF_REPEAT 4) for packet `id`, optionally setting
 /// the packet's mark. Returns 0 or -errno.
 int netext_nfq_verdict(int fd, unsigned short queue, unsigned int id, unsigned int verdict, int set_mark, unsigned int mark);
+
+/// Opens a netfilter log socket (nfnetlink_log) bound to group `group`, copying whole packets
+/// up to `copy_range` bytes, each delivered at once (queue threshold 1). Non-blocking.
+/// Returns the descriptor or -errno.
+int netext_nflog_open(unsigned short group, unsigned int copy_range);
+
+/// Parses the next logged packet of a received datagram from `*offset` on. Returns 1 with the
+/// packet's bytes in `*payload`/`*payload_length` and its hook, 0 at the end, -1 for a
+/// malformed message (skipped).
+int netext_nflog_next(const unsigned char *buffer, unsigned long length, unsigned long *offset,
+                      const unsigned char **payload, unsigned int *payload_length, unsigned char *hook);
 
 /// A raw socket for sending whole IPv4 (ipv6 = 0) or IPv6 packets, headers included.
 /// Returns the descriptor or -errno.

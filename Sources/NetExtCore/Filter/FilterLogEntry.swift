@@ -45,6 +45,8 @@ public struct FilterCounters: Sendable, Hashable, Codable {
     public var dataQuestions = 0
     /// Queued packets of flows in their data phase.
     public var packetsOfDataFlows = 0
+    /// DNS answers read for host names.
+    public var dnsAnswersSeen = 0
 
     public init() {}
 }

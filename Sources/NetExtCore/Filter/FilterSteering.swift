@@ -50,11 +50,15 @@ public struct FilterSteering: Sendable, Hashable {
     /// Users whose own connections are not filtered (the control provider's), marked allowed
     /// at their first packet.
     public var exemptUIDs: [UInt32]
+    /// The netfilter log group that gets a copy of every DNS answer (UDP from port 53) arriving,
+    /// decided flow or not, so netextd learns which name each address was looked up as.
+    public var dnsLogGroup: UInt16?
 
-    public init(queueNumber: UInt16, failOpen: Bool, exemptUIDs: [UInt32] = []) {
+    public init(queueNumber: UInt16, failOpen: Bool, exemptUIDs: [UInt32] = [], dnsLogGroup: UInt16? = nil) {
         self.queueNumber = queueNumber
         self.failOpen = failOpen
         self.exemptUIDs = exemptUIDs
+        self.dnsLogGroup = dnsLogGroup
     }
 
     public static func mark(for verdict: FilterVerdict) -> UInt32 {
@@ -76,6 +80,10 @@ public struct FilterSteering: Sendable, Hashable {
         let quiet = "\(Self.hex(Self.quietDropMark))/\(mask)"
         for (chain, loopback) in [(Self.outputChain, "-o lo"), (Self.inputChain, "-i lo")] {
             let queue = "-j NFQUEUE --queue-num \(queueNumber)" + (failOpen ? " --queue-bypass" : "")
+            if chain == Self.inputChain, let dnsLogGroup {
+                // First, before decided flows return: answers belong to flows long decided.
+                lines.append("-A \(chain) -p udp --sport 53 -j NFLOG --nflog-group \(dnsLogGroup)")
+            }
             lines += [
                 "-A \(chain) -m connmark --mark \(allow) -j RETURN",
                 // Loopback is not filtered (this also lets the kernel's own resets of rejected

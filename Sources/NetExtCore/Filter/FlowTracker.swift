@@ -85,6 +85,9 @@ public struct FlowTracker: Sendable {
     }
 
     private var entries: [Key: Entry] = [:]
+    /// Host names from the DNS answers seen: a new flow's remote host name until its TLS server
+    /// name or HTTP Host says otherwise.
+    public var dnsNames = DNSNameCache()
     private var keysByID: [UInt64: Key] = [:]
     private var nextID: UInt64 = 1
     /// How long a decided flow is remembered (packets queued before the kernel cached the
@@ -133,7 +136,8 @@ public struct FlowTracker: Sendable {
         let flow = FilterFlow(
             id: nextID, direction: isOutbound != isReply ? .outbound : .inbound, transport: packet.transport,
             localAddress: IPPrefix.format(key.local), localPort: key.localPort,
-            remoteAddress: IPPrefix.format(key.remote), remotePort: key.remotePort, sourceApplication: owner)
+            remoteAddress: IPPrefix.format(key.remote), remotePort: key.remotePort, remoteHostname: dnsNames.name(for: key.remote, now: now),
+            sourceApplication: owner)
         nextID += 1
         var entry = Entry(flow: flow, phase: .inspecting, lastSeen: now)
         keysByID[flow.id] = key

@@ -188,8 +188,14 @@ public actor FilterController {
                 ended: {})
         }
         let controlSlot = control?.current
+        // DNS answers name the addresses of flows that carry no name of their own.
+        let dnsLog: NetfilterLog?
+        do { dnsLog = try NetfilterLog(group: queueNumber) } catch {
+            dnsLog = nil
+            logger.warning("no netfilter log: flows are judged without names from DNS answers", metadata: ["error": "\(error)"])
+        }
         let engine = FilterEngine(
-            queue: queue, failOpen: !settings.failClosed, deadline: verdictDeadline, logger: logger, injector: injector,
+            queue: queue, dnsLog: dnsLog, failOpen: !settings.failClosed, deadline: verdictDeadline, logger: logger, injector: injector,
             blockPage: { flow, remediation in
                 flow.url.map {
                     BlockPage(
@@ -210,7 +216,8 @@ public actor FilterController {
         engine.start()
         active = Active(configuration: configuration, settings: settings, engine: engine, data: data, control: control)
         let exempt = controlUser.flatMap { $0.map { [$0.uid] } } ?? []
-        do { try steering.apply(FilterSteering(queueNumber: queueNumber, failOpen: !settings.failClosed, exemptUIDs: exempt)) } catch {
+        do { try steering.apply(FilterSteering(
+                queueNumber: queueNumber, failOpen: !settings.failClosed, exemptUIDs: exempt, dnsLogGroup: dnsLog.map { _ in queueNumber })) } catch {
             active = nil
             await engine.stop()
             throw error

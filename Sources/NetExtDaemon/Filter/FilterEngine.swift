@@ -36,6 +36,8 @@ final class FilterEngine: Sendable {
     }
 
     private let queue: NetfilterQueue
+    /// DNS answers (copies), read before each batch of queued packets.
+    private let dnsLog: NetfilterLog?
     private let failOpen: Bool
     private let deadline: Duration
     private let logger: Logger
@@ -57,11 +59,12 @@ final class FilterEngine: Sendable {
     static let heldPerFlowLimit = 512
 
     init(
-        queue: NetfilterQueue, failOpen: Bool, deadline: Duration, logger: Logger, injector: RawPacketSender?,
+        queue: NetfilterQueue, dnsLog: NetfilterLog?, failOpen: Bool, deadline: Duration, logger: Logger, injector: RawPacketSender?,
         blockPage: @escaping @Sendable (FilterFlow, FilterRemediation?) -> BlockPage?, askControl: @escaping @Sendable (FilterFlow) -> Bool,
         ask: @escaping @Sendable (FilterFlow) -> Bool, askData: @escaping @Sendable (UInt64, FlowDataFilter.Question) -> Bool
     ) {
         self.askData = askData
+        self.dnsLog = dnsLog
         self.askControl = askControl
         self.queue = queue
         self.injector = injector
@@ -83,12 +86,26 @@ final class FilterEngine: Sendable {
     func start() {
         let thread = Thread { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
-            defer { buffer.deallocate() }
+            let logBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+            defer {
+                buffer.deallocate()
+                logBuffer.deallocate()
+            }
             var lastExpiry = ContinuousClock.now
             let owners = SocketOwnerLookup()
             while !state.withLock({ $0.stopped }) {
                 do {
-                    let malformed = try queue.receive(into: buffer, timeoutMilliseconds: 200) { packet in handle(packet, owners: owners) }
+                    // A DNS answer is logged before the program that asked can connect: reading
+                    // the log before each batch puts its names in place for the new flows.
+                    var readLog = false
+                    let malformed = try queue.receive(into: buffer, timeoutMilliseconds: 200) { packet in
+                        if !readLog {
+                            readLog = true
+                            readDNSAnswers(into: logBuffer)
+                        }
+                        handle(packet, owners: owners)
+                    }
+                    if !readLog { readDNSAnswers(into: logBuffer) }
                     if malformed > 0 { state.withLock { $0.counters.malformedPackets += malformed } }
                 } catch {
                     if !state.withLock({ $0.stopped }) { logger.error("filter queue failed", metadata: ["error": "\(error)"]) }
@@ -128,6 +145,25 @@ final class FilterEngine: Sendable {
             if resumeNow { continuation.resume() }
         }
         queue.close()
+        dnsLog?.close()
+    }
+
+    /// Records the names in the DNS answers logged since the last look.
+    private func readDNSAnswers(into buffer: UnsafeMutableRawBufferPointer) {
+        guard let dnsLog else { return }
+        var answers: [DNSAnswerAddresses] = []
+        let malformed = dnsLog.drain(into: buffer) { bytes in
+            guard let packet = FlowPacket(bytes), packet.transport == .udp, packet.payloadLength > 0 else { return }
+            let payload = Array(bytes[packet.payloadOffset..<min(packet.payloadOffset + packet.payloadLength, bytes.count)])
+            if let answer = try? DNSAnswerAddresses(parsing: payload) { answers.append(answer) }
+        }
+        guard !answers.isEmpty || malformed > 0 else { return }
+        let now = ContinuousClock.now
+        state.withLock { state in
+            for answer in answers { state.tracker.dnsNames.record(answer, now: now) }
+            state.counters.dnsAnswersSeen += answers.count
+            state.counters.malformedPackets += malformed
+        }
     }
 
     private func handle(_ packet: NetfilterQueue.Packet, owners: SocketOwnerLookup) {
