@@ -23,6 +23,12 @@ public final class SchoolFilterProvider: FilterDataProvider {
         /// For answers being read for keywords: the last bytes already passed, so a keyword
         /// across two chunks is still found.
         var tails: [UInt64: [UInt8]] = [:]
+        var context: FilterContext?
+        /// `vendorConfiguration["filterPorts"]`: only flows to these TCP/UDP ports are judged
+        /// here; the kernel lets the rest pass. nil: every flow is judged.
+        var filterPorts: [UInt16]?
+        /// The address rules last handed to the kernel.
+        var kernelPrefixes: [IPPrefix]?
     }
 
     private let state = Mutex(State())
@@ -40,7 +46,10 @@ public final class SchoolFilterProvider: FilterDataProvider {
         var watcher = context.rulesDirectory.map { RulesFileWatcher(path: $0 + "/blocklist.txt") }
         var fromFile: FilterRules?
         if let path = watcher?.path, case .changed(let text)? = try watcher?.poll(force: true) { fromFile = try Self.parse(text, path: path) }
+        let filterPorts = try Self.ports(context.vendorConfiguration["filterPorts"])
         state.withLock { [watcher] state in
+            state.context = context
+            state.filterPorts = filterPorts
             state.configured = configured
             state.rules = Self.merge(configured, fromFile)
             state.waitsForControlRules = context.filterConfiguration?.filterControlProviderBundleIdentifier != nil && fromFile == nil
@@ -48,6 +57,50 @@ public final class SchoolFilterProvider: FilterDataProvider {
         }
         let count = state.withLock { $0.rules.count }
         FileHandle.standardError.write(Data("school filter: started with \(count) rules\n".utf8))
+        await applyKernelRules()
+    }
+
+    /// "80,443" or [80, 443].
+    static func ports(_ value: JSONValue?) throws -> [UInt16]? {
+        guard let value else { return nil }
+        let items: [String]
+        if case .array(let values) = value {
+            items = values.map { $0.numberValue.map { String(Int($0)) } ?? $0.stringValue ?? "" }
+        } else if let text = value.stringValue {
+            items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        } else {
+            throw NetExtError.invalid("vendorConfiguration.filterPorts must be a list of ports or a string like \"80,443\"")
+        }
+        return try items.map { item in
+            guard let port = UInt16(item), port > 0 else { throw NetExtError.invalid("vendorConfiguration.filterPorts: '\(item)' is not a port") }
+            return port
+        }
+    }
+
+    /// What the kernel can decide without this provider (`FilterSettings`): flows to blocked
+    /// addresses are dropped at their first packet; with `filterPorts`, only flows to those ports
+    /// come here and the rest pass.
+    static func kernelSettings(prefixes: [IPPrefix], filterPorts: [UInt16]?) -> FilterSettings {
+        var rules = prefixes.map { FilterSettings.Rule(remotePrefix: $0, action: .drop) }
+        for port in filterPorts ?? [] {
+            rules.append(FilterSettings.Rule(remotePort: port, transport: .tcp, direction: .outbound, action: .filterData))
+            rules.append(FilterSettings.Rule(remotePort: port, transport: .udp, direction: .outbound, action: .filterData))
+        }
+        return FilterSettings(rules: rules, defaultAction: filterPorts == nil ? .filterData : .allow)
+    }
+
+    /// Hands the address rules (and ports) to the kernel when they changed.
+    private func applyKernelRules() async {
+        let pending = state.withLock { state -> (FilterContext, FilterSettings)? in
+            guard let context = state.context, state.kernelPrefixes != state.rules.prefixes else { return nil }
+            state.kernelPrefixes = state.rules.prefixes
+            return (context, Self.kernelSettings(prefixes: state.rules.prefixes, filterPorts: state.filterPorts))
+        }
+        guard let (context, settings) = pending else { return }
+        do throws(NetExtError) { try await context.apply(settings) } catch {
+            state.withLock { $0.kernelPrefixes = nil }
+            FileHandle.standardError.write(Data("school filter: the kernel rules were not applied (\(error.message)); every flow is judged here\n".utf8))
+        }
     }
 
     public func stopFilter(reason: ProviderMessage.StopReason) async {}
@@ -154,7 +207,10 @@ public final class SchoolFilterProvider: FilterDataProvider {
                 return "\(watcher.path): \(error); keeping the rules in force"
             }
         }
-        if let outcome { FileHandle.standardError.write(Data("school filter: \(outcome)\n".utf8)) }
+        if let outcome {
+            FileHandle.standardError.write(Data("school filter: \(outcome)\n".utf8))
+            Task { await applyKernelRules() }
+        }
     }
 
     private static func parse(_ text: String, path: String) throws(NetExtError) -> FilterRules {

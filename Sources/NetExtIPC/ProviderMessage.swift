@@ -48,6 +48,11 @@ public enum ProviderMessage: Sendable, Hashable {
     /// URL filter control provider → netextd: the prefilter (nil: keep the current one), or the
     /// error `fetchPrefilter()` threw.
     case prefilterFetched(id: Int, prefilter: URLFilterPrefilter?, error: NetExtError?)
+    /// Data provider → netextd: decide these flows in the kernel (`FilterSettings`); nil removes
+    /// earlier settings. Answered `filterSettingsApplied` or `filterSettingsRefused`.
+    case applyFilterSettings(FilterSettings?)
+    case filterSettingsApplied
+    case filterSettingsRefused(NetExtError)
 
     /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
     public enum StopReason: String, Sendable, Hashable, Codable {
@@ -77,7 +82,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter, filterSettings }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -109,6 +114,9 @@ extension ProviderMessage: Codable {
             self = .prefilterFetched(
                 id: try container.decode(Int.self, forKey: .id), prefilter: try container.decodeIfPresent(URLFilterPrefilter.self, forKey: .prefilter),
                 error: try container.decodeIfPresent(NetExtError.self, forKey: .error))
+        case "applyFilterSettings": self = .applyFilterSettings(try container.decodeIfPresent(FilterSettings.self, forKey: .filterSettings))
+        case "filterSettingsApplied": self = .filterSettingsApplied
+        case "filterSettingsRefused": self = .filterSettingsRefused(try container.decode(NetExtError.self, forKey: .error))
         default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
         }
     }
@@ -169,6 +177,13 @@ extension ProviderMessage: Codable {
             try container.encode(id, forKey: .id)
             try container.encodeIfPresent(prefilter, forKey: .prefilter)
             try container.encodeIfPresent(error, forKey: .error)
+        case .applyFilterSettings(let settings):
+            try container.encode("applyFilterSettings", forKey: .type)
+            try container.encodeIfPresent(settings, forKey: .filterSettings)
+        case .filterSettingsApplied: try container.encode("filterSettingsApplied", forKey: .type)
+        case .filterSettingsRefused(let error):
+            try container.encode("filterSettingsRefused", forKey: .type)
+            try container.encode(error, forKey: .error)
         }
     }
 }

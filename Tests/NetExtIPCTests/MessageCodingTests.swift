@@ -61,6 +61,11 @@ struct MessageCodingTests {
         .prefilterFetched(id: 4, prefilter: URLFilterPrefilter(data: Data([1, 2, 3]), bitCount: 20, hashCount: 3, murmurSeed: 7), error: nil),
         .prefilterFetched(id: 5, prefilter: URLFilterPrefilter(path: "/tmp/p.bin", bitCount: 8, hashCount: 1, murmurSeed: 0), error: nil),
         .prefilterFetched(id: 6, prefilter: nil, error: NetExtError(.providerFailed, "HTTP 500")),
+        .applyFilterSettings(FilterSettings(rules: [
+            FilterSettings.Rule(remotePrefix: try! IPPrefix("203.0.113.0/24"), action: .drop),
+            FilterSettings.Rule(remotePort: 443, transport: .tcp, direction: .outbound, action: .filterData),
+        ], defaultAction: .allow)),
+        .applyFilterSettings(nil), .filterSettingsApplied, .filterSettingsRefused(NetExtError(.configurationInvalid, "rule 1")),
     ])
     func providerMessages(message: ProviderMessage) throws {
         let data = try ControlProtocol.makeEncoder().encode(message)

@@ -96,6 +96,8 @@ check "UDP to a blocked address is dropped" bash -c "! ip netns exec $LAB_LAPTOP
 check "IPv6 UDP: allowed echoed, blocked dropped" bash -c "ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::2 7 && ! ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::9 7"
 check "ICMP: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.9 >/dev/null"
 check "ICMPv6: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::9 >/dev/null"
+check "address rules are decided in the kernel (FilterSettings: drop rules in netextd's settings chain)" bash -c "ip netns exec $LAB_LAPTOP iptables-nft -S NETEXTD-FLT-SET-OUT | grep -q -- '-d 203.0.113.9/32 -j CONNMARK' && ip netns exec $LAB_LAPTOP ip6tables-nft -S NETEXTD-FLT-SET-IN | grep -q -- '-s 2001:db8:2::9/128 -j CONNMARK'"
+check "so the provider never saw those flows" bash -c "! '$bin/netext' filter log --limit 2000 | grep -q '203.0.113.9\\|2001:db8:2::9'"
 # Names from DNS answers: a flow with no name of its own (UDP, ICMP) is judged by the name its
 # address was looked up as.
 # resolve NAME: one A query to the office's DNS server from the laptop; succeeds with an answer.

@@ -91,10 +91,29 @@ public struct FilterControlContext: Sendable {
 public struct FilterContext: Sendable {
     public let configuration: Configuration
     public let options: [String: JSONValue]
+    let session: ProviderSession?
 
     public init(configuration: Configuration, options: [String: JSONValue]) {
+        self.init(configuration: configuration, options: options, session: nil)
+    }
+
+    init(configuration: Configuration, options: [String: JSONValue], session: ProviderSession?) {
         self.configuration = configuration
         self.options = options
+        self.session = session
+    }
+
+    /// Tells netextd which flows to decide in the kernel without asking this provider (Apple's
+    /// `NEFilterDataProvider.apply(_:)`): they cost no trip to user space. nil removes earlier
+    /// settings. Throws what netextd refused (an invalid rule, no running filter).
+    public func apply(_ settings: FilterSettings?) async throws(NetExtError) {
+        if let settings { try settings.validate() }
+        guard let session else { throw NetExtError(.daemonUnavailable, "this context is not connected to netextd") }
+        switch await session.requestFilterSettings(settings) {
+        case .filterSettingsApplied: return
+        case .filterSettingsRefused(let error): throw error
+        default: throw NetExtError(.protocolError, "netextd answered the filter settings with something else")
+        }
     }
 
     /// The content filter settings.

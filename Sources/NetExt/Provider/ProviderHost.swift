@@ -31,8 +31,8 @@ public enum ProviderHost {
     public static func run(filter provider: any FilterDataProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
         try await serve(
             Lifecycle(
-                start: { start, _ in
-                    try await provider.startFilter(context: FilterContext(configuration: start.configuration, options: start.options))
+                start: { start, session in
+                    try await provider.startFilter(context: FilterContext(configuration: start.configuration, options: start.options, session: session))
                     serveFlows(provider, channel: descriptorPassingDescriptor)
                 },
                 stop: { reason in await provider.stopFilter(reason: reason) },
@@ -147,7 +147,7 @@ public enum ProviderHost {
                     try? await session.send(.stopped)
                     session.finish()
                 }
-            case .networkSettingsApplied, .networkSettingsRefused:
+            case .networkSettingsApplied, .networkSettingsRefused, .filterSettingsApplied, .filterSettingsRefused:
                 session.answer(message)
             case .appMessage(let id, let data):
                 let isStarted = started

@@ -4,7 +4,7 @@ import NetExtIPC
 import Synchronization
 
 /// A provider's live link to netextd: sends messages and matches netextd's answers to the one
-/// outstanding network-settings request.
+/// outstanding settings request (network settings of a tunnel, or a filter's kernel rules).
 final class ProviderSession: Sendable {
     let connection: FramedConnection
     private let pendingSettings = Mutex<CheckedContinuation<ProviderMessage, Never>?>(nil)
@@ -22,23 +22,32 @@ final class ProviderSession: Sendable {
 
     /// Sends a settings request and waits for netextd's answer.
     func requestSettings(_ settings: PacketTunnelNetworkSettings?) async throws(NetExtError) -> ProviderMessage {
-        let answer = await withCheckedContinuation { (continuation: CheckedContinuation<ProviderMessage, Never>) in
-            let busy = pendingSettings.withLock { pending in
+        await request(.setNetworkSettings(settings), busy: "another setTunnelNetworkSettings call is still in progress") { .networkSettingsRefused($0) }
+    }
+
+    /// Sends a filter's kernel rules and waits for netextd's answer.
+    func requestFilterSettings(_ settings: FilterSettings?) async -> ProviderMessage {
+        await request(.applyFilterSettings(settings), busy: "another apply(settings) call is still in progress") { .filterSettingsRefused($0) }
+    }
+
+    /// Sends `message` and waits for the answer `answer(_:)` delivers; one request at a time.
+    private func request(_ message: ProviderMessage, busy: String, refusal: @escaping @Sendable (NetExtError) -> ProviderMessage) async -> ProviderMessage {
+        await withCheckedContinuation { (continuation: CheckedContinuation<ProviderMessage, Never>) in
+            let isBusy = pendingSettings.withLock { pending in
                 if pending != nil { return true }
                 pending = continuation
                 return false
             }
-            if busy {
-                continuation.resume(returning: .networkSettingsRefused(NetExtError(.configurationInvalid, "another setTunnelNetworkSettings call is still in progress")))
+            if isBusy {
+                continuation.resume(returning: refusal(NetExtError(.configurationInvalid, busy)))
                 return
             }
             Task {
-                do throws(NetExtError) { try await self.send(.setNetworkSettings(settings)) } catch {
-                    self.answer(.networkSettingsRefused(error))
+                do throws(NetExtError) { try await self.send(message) } catch {
+                    self.answer(refusal(error))
                 }
             }
         }
-        return answer
     }
 
     /// Delivers netextd's answer to the waiting settings request.

@@ -18,6 +18,9 @@
 public struct FilterSteering: Sendable, Hashable {
     public static let outputChain = "NETEXTD-FLT-OUT"
     public static let inputChain = "NETEXTD-FLT-IN"
+    /// The provider's `FilterSettings` rules, called at a flow's first packet.
+    public static let settingsOutputChain = "NETEXTD-FLT-SET-OUT"
+    public static let settingsInputChain = "NETEXTD-FLT-SET-IN"
     /// Conntrack/packet mark bits netextd owns for verdicts.
     public static let verdictMask: UInt32 = 0x6000_0000
     public static let allowMark: UInt32 = 0x2000_0000
@@ -53,12 +56,41 @@ public struct FilterSteering: Sendable, Hashable {
     /// The netfilter log group that gets a copy of every DNS answer (UDP from port 53) arriving,
     /// decided flow or not, so netextd learns which name each address was looked up as.
     public var dnsLogGroup: UInt16?
+    /// The data provider's kernel rules, if it applied any.
+    public var settings: FilterSettings?
 
-    public init(queueNumber: UInt16, failOpen: Bool, exemptUIDs: [UInt32] = [], dnsLogGroup: UInt16? = nil) {
+    public init(queueNumber: UInt16, failOpen: Bool, exemptUIDs: [UInt32] = [], dnsLogGroup: UInt16? = nil, settings: FilterSettings? = nil) {
         self.queueNumber = queueNumber
         self.failOpen = failOpen
         self.exemptUIDs = exemptUIDs
         self.dnsLogGroup = dnsLogGroup
+        self.settings = settings
+    }
+
+    /// The settings chains' rules for one family and direction: each rule sets the flow's
+    /// conntrack mark (allow, drop) or returns to the queue path (filterData); the default
+    /// allow marks what no rule matched.
+    func settingsLines(_ settings: FilterSettings, chain: String, outbound: Bool, ipv6: Bool, allow: String, drop: String) -> [String] {
+        var lines: [String] = []
+        for rule in settings.rules {
+            if let direction = rule.direction, (direction == .outbound) != outbound { continue }
+            if let prefix = rule.remotePrefix, prefix.isIPv6 != ipv6 { continue }
+            if rule.transport == .icmp && ipv6 || rule.transport == .icmpv6 && !ipv6 { continue }
+            var match = "-A \(chain)"
+            if let transport = rule.transport {
+                match += " -p " + (transport == .icmpv6 ? "ipv6-icmp" : transport.rawValue)
+            }
+            if let prefix = rule.remotePrefix { match += (outbound ? " -d " : " -s ") + prefix.description }
+            if let port = rule.remotePort { match += (outbound ? " --dport " : " --sport ") + String(port) }
+            if let port = rule.localPort { match += (outbound ? " --sport " : " --dport ") + String(port) }
+            switch rule.action {
+            case .allow: lines += ["\(match) -j CONNMARK --set-xmark \(allow)", "\(match) -j RETURN"]
+            case .drop: lines += ["\(match) -j CONNMARK --set-xmark \(drop)", "\(match) -j RETURN"]
+            case .filterData: lines.append("\(match) -j RETURN")
+            }
+        }
+        if settings.defaultAction == .allow { lines.append("-A \(chain) -j CONNMARK --set-xmark \(allow)") }
+        return lines
     }
 
     public static func mark(for verdict: FilterVerdict) -> UInt32 {
@@ -72,11 +104,17 @@ public struct FilterSteering: Sendable, Hashable {
 
     /// The `iptables-restore --noflush` input for iptables (or, with `ipv6`, ip6tables): both
     /// chains created (or emptied) and filled, and jumped to first.
-    public func restoreInput(ipv6: Bool = false) -> String {
+    /// Without `jumps`, only the chains are (re)written: for changing installed rules in place.
+    public func restoreInput(ipv6: Bool = false, jumps: Bool = true) -> String {
         let mask = Self.hex(Self.verdictMask)
         let allow = "\(Self.hex(Self.allowMark))/\(mask)"
         let drop = "\(Self.hex(Self.dropMark))/\(mask)"
         var lines = ["*filter", ":\(Self.outputChain) - [0:0]", ":\(Self.inputChain) - [0:0]"]
+        if let settings {
+            lines += [":\(Self.settingsOutputChain) - [0:0]", ":\(Self.settingsInputChain) - [0:0]"]
+            lines += settingsLines(settings, chain: Self.settingsOutputChain, outbound: true, ipv6: ipv6, allow: allow, drop: drop)
+            lines += settingsLines(settings, chain: Self.settingsInputChain, outbound: false, ipv6: ipv6, allow: allow, drop: drop)
+        }
         let quiet = "\(Self.hex(Self.quietDropMark))/\(mask)"
         for (chain, loopback) in [(Self.outputChain, "-o lo"), (Self.inputChain, "-i lo")] {
             let queue = "-j NFQUEUE --queue-num \(queueNumber)" + (failOpen ? " --queue-bypass" : "")
@@ -112,11 +150,23 @@ public struct FilterSteering: Sendable, Hashable {
                     lines.append("-A \(chain) -m owner --uid-owner \(uid) -j RETURN")
                 }
             }
+            if settings != nil {
+                // A flow's first packet (original direction) meets the provider's rules; what
+                // they decide returns or is refused here, what they leave goes on to the queue.
+                let settingsChain = chain == Self.outputChain ? Self.settingsOutputChain : Self.settingsInputChain
+                lines += [
+                    "-A \(chain) -m conntrack --ctdir ORIGINAL -j \(settingsChain)",
+                    "-A \(chain) -m connmark --mark \(allow) -j RETURN",
+                    "-A \(chain) -p tcp -m connmark --mark \(drop) -j REJECT --reject-with tcp-reset",
+                    "-A \(chain) -m connmark --mark \(drop) -j DROP",
+                ]
+            }
             lines.append("-A \(chain) -p tcp -m bpf --bytecode \(Self.bytecode(ipv6 ? Self.emptyTCPv6 : Self.emptyTCPv4)) -j RETURN")
             lines.append("-A \(chain) -m conntrack --ctdir REPLY -j MARK --set-xmark \(Self.hex(Self.replyMark))/\(Self.hex(Self.replyMark))")
             lines.append("-A \(chain) \(queue)")
         }
-        lines += ["-I OUTPUT 1 -j \(Self.outputChain)", "-I INPUT 1 -j \(Self.inputChain)", "COMMIT", ""]
+        if jumps { lines += ["-I OUTPUT 1 -j \(Self.outputChain)", "-I INPUT 1 -j \(Self.inputChain)"] }
+        lines += ["COMMIT", ""]
         return lines.joined(separator: "\n")
     }
 
@@ -130,6 +180,10 @@ public struct FilterSteering: Sendable, Hashable {
             ["-t", "filter", "-F", inputChain],
             ["-t", "filter", "-X", outputChain],
             ["-t", "filter", "-X", inputChain],
+            ["-t", "filter", "-F", settingsOutputChain],
+            ["-t", "filter", "-F", settingsInputChain],
+            ["-t", "filter", "-X", settingsOutputChain],
+            ["-t", "filter", "-X", settingsInputChain],
         ]
     }
 }

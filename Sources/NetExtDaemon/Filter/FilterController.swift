@@ -20,6 +20,8 @@ public actor FilterController {
         var engine: FilterEngine
         var data: FilterProviderSupervisor
         var control: FilterProviderSupervisor?
+        /// The steering rules in force (with the data provider's kernel rules, if any).
+        var steering: FilterSteering
     }
 
     private let registry: ProviderRegistry
@@ -122,6 +124,26 @@ public actor FilterController {
         return try result.get()
     }
 
+    /// The data provider's kernel rules (`FilterSettings`): the steering is rebuilt with them in
+    /// one step (no moment without rules), and the provider told whether it worked.
+    private func applyFilterSettings(_ filterSettings: FilterSettings?, for configurationID: UUID) async {
+        guard var current = active, current.configuration.id == configurationID else { return }
+        let answer: ProviderMessage
+        do throws(NetExtError) {
+            try filterSettings?.validate()
+            current.steering.settings = filterSettings
+            try steering.update(current.steering)
+            active?.steering = current.steering
+            answer = .filterSettingsApplied
+            logger.info("filter settings applied", metadata: [
+                "rules": "\(filterSettings?.rules.count ?? 0)", "default": "\(filterSettings?.defaultAction.rawValue ?? "filterData")",
+            ])
+        } catch {
+            answer = .filterSettingsRefused(error)
+        }
+        _ = await current.data.answer(answer)
+    }
+
     private func finishMessage(_ id: Int, _ result: Result<Data?, NetExtError>) {
         pendingMessages.removeValue(forKey: id)?.resume(returning: result)
     }
@@ -158,7 +180,11 @@ public actor FilterController {
         let data = FilterProviderSupervisor(
             role: .data, manifest: dataManifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
             handle: { message in
-                if case .rulesApplied = message { engineBox.engine?.rulesApplied() }
+                switch message {
+                case .rulesApplied: engineBox.engine?.rulesApplied()
+                case .applyFilterSettings(let filterSettings): await self.applyFilterSettings(filterSettings, for: configuration.id)
+                default: break
+                }
             },
             ended: { engineBox.engine?.failWaitingFlows() },
             verdict: { answer in
@@ -214,10 +240,11 @@ public actor FilterController {
             })
         engineBox.engine = engine
         engine.start()
-        active = Active(configuration: configuration, settings: settings, engine: engine, data: data, control: control)
         let exempt = controlUser.flatMap { $0.map { [$0.uid] } } ?? []
-        do { try steering.apply(FilterSteering(
-                queueNumber: queueNumber, failOpen: !settings.failClosed, exemptUIDs: exempt, dnsLogGroup: dnsLog.map { _ in queueNumber })) } catch {
+        let steeringRules = FilterSteering(
+            queueNumber: queueNumber, failOpen: !settings.failClosed, exemptUIDs: exempt, dnsLogGroup: dnsLog.map { _ in queueNumber })
+        active = Active(configuration: configuration, settings: settings, engine: engine, data: data, control: control, steering: steeringRules)
+        do { try steering.apply(steeringRules) } catch {
             active = nil
             await engine.stop()
             throw error

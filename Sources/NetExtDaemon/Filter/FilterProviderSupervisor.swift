@@ -149,6 +149,14 @@ actor FilterProviderSupervisor {
         provider = nil
     }
 
+    /// Answers a request of the current provider, ready or still starting (its `startFilter`
+    /// may be waiting for the answer); false if there is none.
+    func answer(_ message: ProviderMessage) async -> Bool {
+        guard let provider else { return false }
+        do { try await provider.send(message) } catch { return false }
+        return true
+    }
+
     /// Sends a message to the ready provider; false if there is none.
     func send(_ message: ProviderMessage) async -> Bool {
         guard isReady, let provider else { return false }
@@ -184,7 +192,7 @@ actor FilterProviderSupervisor {
             lastError = error.description
             logger.error("\(role.rawValue) failed", metadata: ["error": "\(error)"])
             provider.terminate(grace: .seconds(1))
-        case .rulesApplied where role == .data,
+        case .rulesApplied where role == .data, .applyFilterSettings where role == .data,
              .controlVerdict where role == .control, .rulesChanged where role == .control, .appMessageReply where role == .control,
              .prefilterFetched where role == .urlFilterControl:
             await handle(message)

@@ -33,6 +33,18 @@ struct FilterSteeringApplier: Sendable {
         }
     }
 
+    /// Rewrites the installed chains with `steering` (one atomic restore per family, the jumps
+    /// to them kept): no packet meets a moment without rules.
+    func update(_ steering: FilterSteering) throws(NetExtError) {
+        for (index, (restore, _)) in Self.tools.enumerated() {
+            guard let restore else { throw NetExtError(.connectionFailed, "the content filter needs iptables-nft (apt-get install iptables)") }
+            let result = CommandRunner.run(restore, ["--noflush", "-w"], input: steering.restoreInput(ipv6: index == 1, jumps: false))
+            guard result.status == 0 else {
+                throw NetExtError(.configurationInvalid, "\(restore) refused the filter rules: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+            }
+        }
+    }
+
     /// Removes every steering rule and chain (harmless when there are none).
     func remove() {
         for (_, plain) in Self.tools {

@@ -274,7 +274,8 @@ public actor SessionManager {
         case .started: apply(.providerStarted, to: id, generation: generation)
         case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
         case .stopped: apply(.providerStopped, to: id, generation: generation)
-        case .start, .stop, .networkSettingsApplied, .networkSettingsRefused, .appMessage, .newFlow, .controlVerdict, .rulesChanged, .rulesApplied, .fetchPrefilter, .prefilterFetched:
+        case .start, .stop, .networkSettingsApplied, .networkSettingsRefused, .appMessage, .newFlow, .controlVerdict, .rulesChanged, .rulesApplied, .fetchPrefilter, .prefilterFetched,
+             .applyFilterSettings, .filterSettingsApplied, .filterSettingsRefused:
             apply(.providerFailed(NetExtError(.protocolError, "provider sent a daemon-only message")), to: id, generation: generation)
         }
     }
