@@ -57,6 +57,7 @@ check "no rule for curl to games.test: unanswered, the flow is dropped" refused 
 check "it became a question naming curl and games.test" has_question "$curl_path" games.test
 check "netext filter prompt lists it" bash -c "'$bin/netext' filter prompt | grep -q \"$curl_path.*games.test tcp/443\""
 refused games.test
+"$bin/netext" filter prompt | sed 's/^/  /'
 check "asking again joins the same question (2 flows), not a new one" one_question_with 2
 id="$(question_id "$curl_path" games.test)"
 check "answering allow adds a rule for curl and games.test" answer_gives "$id" allow "allow $curl_path games.test"
@@ -76,7 +77,9 @@ check "the log says the data provider judged it after the answer" bash -c "'$bin
 
 # --ask on the terminal: deny.
 refused videos.test
-check "--ask puts the question on the terminal and takes the answer from its input" bash -c "printf 'deny\n' | '$bin/netext' filter prompt --ask | grep -q 'added rule: deny $curl_path videos.test'"
+printf 'deny\n' | "$bin/netext" filter prompt --ask > "$work/ask.out"
+sed 's/^/  /' "$work/ask.out"
+check "--ask puts the question on the terminal and takes the answer from its input" grep -q "added rule: deny $curl_path videos.test" "$work/ask.out"
 check "a denied destination is reset, without a new question" denied_without_question videos.test
 check "only an administrator may list or answer questions" bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups '$bin/netext' filter prompt 2>/dev/null"
 
