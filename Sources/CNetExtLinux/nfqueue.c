@@ -61,17 +61,24 @@ static int send_config(int fd, unsigned char *message, unsigned int sequence) {
     return -ETIMEDOUT;
 }
 
-int netext_nfq_open(unsigned short queue, unsigned int copy_range, unsigned int max_length, int fail_open) {
+/// A bound NETLINK_NETFILTER socket with a receive buffer of `buffer` bytes, no ENOBUFS errors
+/// and a 2 s receive timeout for the configuration exchange. Returns it or -errno.
+static int open_netfilter_socket(int buffer) {
     int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
     if (fd < 0) return -errno;
     struct sockaddr_nl local = { .nl_family = AF_NETLINK };
     if (bind(fd, (struct sockaddr *)&local, sizeof(local)) != 0) { int saved = errno; close(fd); return -saved; }
-    int size = 8 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof(buffer));
     int one = 1;
     setsockopt(fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof(one));
     struct timeval timeout = { .tv_sec = 2, .tv_usec = 0 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    return fd;
+}
+
+int netext_nfq_open(unsigned short queue, unsigned int copy_range, unsigned int max_length, int fail_open) {
+    int fd = open_netfilter_socket(8 << 20);
+    if (fd < 0) return fd;
 
     unsigned char message[256];
     int result;
@@ -196,16 +203,8 @@ int netext_nfq_verdict(int fd, unsigned short queue, unsigned int id, unsigned i
 }
 
 int netext_nflog_open(unsigned short group, unsigned int copy_range) {
-    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-    if (fd < 0) return -errno;
-    struct sockaddr_nl local = { .nl_family = AF_NETLINK };
-    if (bind(fd, (struct sockaddr *)&local, sizeof(local)) != 0) { int saved = errno; close(fd); return -saved; }
-    int size = 4 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
-    int one = 1;
-    setsockopt(fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof(one));
-    struct timeval timeout = { .tv_sec = 2, .tv_usec = 0 };
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    int fd = open_netfilter_socket(4 << 20);
+    if (fd < 0) return fd;
     unsigned char message[256];
     int result;
     struct nfulnl_msg_config_cmd command = { .command = NFULNL_CFG_CMD_BIND };
