@@ -40,6 +40,11 @@ let package = Package(
     targets: [
         // Pure models: addresses, configurations, on-demand rules, profiles, errors.
         .target(name: "NetExtCore", swiftSettings: strict),
+        // Reads the server name from a QUIC client's Initial packets (RFC 9001 initial keys).
+        .target(
+            name: "QUICInitial",
+            dependencies: ["NetExtCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
         // The control protocol: versioned messages and framing, no sockets.
         .target(name: "NetExtIPC", dependencies: ["NetExtCore"], swiftSettings: strict),
         // Our encrypted UDP tunnel protocol without I/O: handshake, keys, framing, replay window.
@@ -147,7 +152,7 @@ let package = Package(
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC", "NetExtLinux", "URLFilter", "BloomFilter",
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtLinux", "URLFilter", "BloomFilter", "QUICInitial",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -192,6 +197,7 @@ let package = Package(
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),
+        .testTarget(name: "QUICInitialTests", dependencies: ["QUICInitial", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "BloomFilterTests", dependencies: ["BloomFilter"]),
         .testTarget(name: "HomomorphicEncryptionTests", dependencies: ["HomomorphicEncryption"]),

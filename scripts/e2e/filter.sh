@@ -59,6 +59,7 @@ seen_before=$(wc -l < "$work/web.log")
 cat > "$work/rules.txt" <<'RULES'
 # host names cover their subdomains
 blocked.test
+example.com
 # a cleartext URL prefix
 http://school.test/private/
 # addresses, whatever the protocol
@@ -96,6 +97,10 @@ check "UDP to a blocked address is dropped" bash -c "! ip netns exec $LAB_LAPTOP
 check "IPv6 UDP: allowed echoed, blocked dropped" bash -c "ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::2 7 && ! ip netns exec $LAB_LAPTOP python3 scripts/e2e/udp-probe.py 2001:db8:2::9 7"
 check "ICMP: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -c1 -W2 203.0.113.9 >/dev/null"
 check "ICMPv6: allowed address answers, blocked does not" bash -c "ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::2 >/dev/null && ! ip netns exec $LAB_LAPTOP ping -6 -c1 -W2 2001:db8:2::9 >/dev/null"
+# QUIC: the server name from a client's Initial packet (the RFC 9001 A.2 packet names example.com).
+check "QUIC: an Initial whose ClientHello names a blocked host is dropped" bash -c "! ip netns exec $LAB_LAPTOP python3 scripts/e2e/quic-probe.py 203.0.113.2"
+check "QUIC: the log names the host from the ClientHello" bash -c "'$bin/netext' filter log | grep -q 'drop.*udp.*203.0.113.2:443.*example.com'"
+check "QUIC: other UDP to port 443 of the same server is echoed" udp 203.0.113.2 443
 check "address rules are decided in the kernel (FilterSettings: drop rules in netextd's settings chain)" bash -c "ip netns exec $LAB_LAPTOP iptables-nft -S NETEXTD-FLT-SET-OUT | grep -q -- '-d 203.0.113.9/32 -j CONNMARK' && ip netns exec $LAB_LAPTOP ip6tables-nft -S NETEXTD-FLT-SET-IN | grep -q -- '-s 2001:db8:2::9/128 -j CONNMARK'"
 check "so the provider never saw those flows" bash -c "! '$bin/netext' filter log --limit 2000 | grep -q '203.0.113.9\\|2001:db8:2::9'"
 # Names from DNS answers: a flow with no name of its own (UDP, ICMP) is judged by the name its

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The lab's web server: answers HTTP (port 80) and HTTPS (port 443, the given certificate) for
 any host name with "hello from HOST PATH", serves /big (N bytes, ?n=) and /files/NAME (from
-DIR, 404 if absent), and echoes UDP on port 7. Listens on every address of its namespace (IPv4
+DIR, 404 if absent), and echoes UDP on ports 7 and 443. Listens on every address of its namespace (IPv4
 and IPv6). Usage: web-server.py CERT KEY LOG [DIR]"""
 import socket, ssl, subprocess, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,10 +69,10 @@ def serve(port, scheme):
         server.context = context
     server.serve_forever()
 
-def udp_echo(address):
+def udp_echo(address, port):
     # One socket per address, so that each echo leaves from the address the probe was sent to.
     sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind((address, 7))
+    sock.bind((address, port))
     while True:
         data, peer = sock.recvfrom(2048)
         log.write(f"udp {len(data)} from {peer[0]} to {address}\n")
@@ -82,7 +82,9 @@ addresses = [line.split()[3].split("/")[0] for line in
              subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True).stdout.splitlines()
              if " scope global" in line or " scope host" in line]
 targets = [lambda: serve(80, "http"), lambda: serve(443, "https")]
-targets += [(lambda a: lambda: udp_echo(a))(address) for address in addresses if not address.startswith("127.") and address != "::1"]
+# UDP echo on port 7 and on 443 (where QUIC goes: the lab's QUIC probes expect their datagram back).
+targets += [(lambda a, p: lambda: udp_echo(a, p))(address, port) for address in addresses if not address.startswith("127.") and address != "::1"
+            for port in (7, 443)]
 for target in targets:
     threading.Thread(target=target, daemon=True).start()
 log.write("web server ready\n")

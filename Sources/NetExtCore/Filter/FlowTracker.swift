@@ -80,6 +80,8 @@ public struct FlowTracker: Sendable {
         var openerSequence: UInt32?
         /// TCP: the sequence number of the opener's first byte of data.
         var openingBase: UInt32?
+        /// QUIC: the ClientHello's CRYPTO stream so far.
+        var quic: QUICCryptoStream?
         /// In the data phase: when bytes were last shown to or answered by the provider.
         var lastProgress: ContinuousClock.Instant?
     }
@@ -88,6 +90,9 @@ public struct FlowTracker: Sendable {
     /// Host names from the DNS answers seen: a new flow's remote host name until its TLS server
     /// name or HTTP Host says otherwise.
     public var dnsNames = DNSNameCache()
+    /// Reads the CRYPTO frames of a QUIC client's Initial packets from a UDP datagram (nil: not
+    /// one), so an outbound UDP flow to port 443 is judged by the server name of its ClientHello.
+    public var quicInitialFrames: (@Sendable ([UInt8]) -> [QUICCryptoStream.Frame]?)?
     private var keysByID: [UInt64: Key] = [:]
     private var nextID: UInt64 = 1
     /// How long a decided flow is remembered (packets queued before the kernel cached the
@@ -186,7 +191,12 @@ public struct FlowTracker: Sendable {
     }
 
     private func inspect(_ entry: inout Entry, packet: FlowPacket, bytes: UnsafeRawBufferPointer, fromOpener: Bool, now: ContinuousClock.Instant) -> Decision {
-        guard packet.transport == .tcp else { return ask(&entry, now: now) }
+        guard packet.transport == .tcp else {
+            if packet.transport == .udp, fromOpener, entry.flow.direction == .outbound, entry.flow.remotePort == 443, let reader = quicInitialFrames {
+                return inspectQUIC(&entry, packet: packet, bytes: bytes, reader: reader, now: now)
+            }
+            return ask(&entry, now: now)
+        }
         if packet.payloadLength == 0 {
             // Handshake and bare acknowledgements pass; a closing flow is judged as it is.
             return packet.tcpFlags & (FlowPacket.fin | FlowPacket.rst) != 0 ? ask(&entry, now: now) : .pass
@@ -220,6 +230,32 @@ public struct FlowTracker: Sendable {
             return ask(&entry, now: now)
         }
     }
+
+    /// A QUIC client's first datagrams: while its ClientHello is incomplete (a large one spans
+    /// several Initial packets) they pass, as a TCP ClientHello's first segments do.
+    private func inspectQUIC(
+        _ entry: inout Entry, packet: FlowPacket, bytes: UnsafeRawBufferPointer, reader: @Sendable ([UInt8]) -> [QUICCryptoStream.Frame]?,
+        now: ContinuousClock.Instant
+    ) -> Decision {
+        let end = min(packet.payloadOffset + packet.payloadLength, bytes.count)
+        guard let frames = reader(Array(bytes[min(packet.payloadOffset, end)..<end])) else { return ask(&entry, now: now) }
+        var stream = entry.quic ?? QUICCryptoStream()
+        stream.add(frames)
+        switch TLSClientHello.parse(handshake: stream.prefix) {
+        case .serverName(let name):
+            entry.flow.remoteHostname = name
+        case .needMoreData where stream.datagrams < Self.quicDatagramLimit:
+            entry.quic = stream
+            return .pass
+        default:
+            break
+        }
+        entry.quic = nil
+        return ask(&entry, now: now)
+    }
+
+    /// QUIC Initial datagrams read for one ClientHello at most.
+    static let quicDatagramLimit = 4
 
     /// Records the verdict for a flow that was asked about. Returns false if the flow is unknown
     /// (forgotten, or never asked).

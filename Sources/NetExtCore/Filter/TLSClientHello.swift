@@ -44,6 +44,17 @@ public enum TLSClientHello {
         return sawRecord ? .needMoreData : .notTLS
     }
 
+    /// The same for handshake bytes without the record layer (QUIC carries the ClientHello in
+    /// CRYPTO frames, RFC 9001 §4.1): `bytes` are the stream from its first byte.
+    public static func parse(handshake bytes: [UInt8]) -> Outcome {
+        guard bytes.count >= 4 else { return bytes.isEmpty || bytes[0] == 1 ? .needMoreData : .notTLS }
+        guard bytes[0] == 1 else { return .notTLS }
+        let messageLength = Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
+        guard messageLength <= limit else { return .notTLS }
+        guard bytes.count >= 4 + messageLength else { return .needMoreData }
+        return serverName(inClientHello: bytes[4..<(4 + messageLength)])
+    }
+
     private static func serverName(inClientHello body: ArraySlice<UInt8>) -> Outcome {
         var reader = ByteReader(body)
         guard reader.skip(2 + 32),                       // legacy_version, random

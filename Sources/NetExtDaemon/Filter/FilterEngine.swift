@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NetExtCore
 import NetExtLinux
+import QUICInitial
 import Synchronization
 
 /// The content filter's packet loop: reads the netfilter queue on a thread of its own, keeps the
@@ -65,6 +66,7 @@ final class FilterEngine: Sendable {
     ) {
         self.askData = askData
         self.dnsLog = dnsLog
+        state.withLock { $0.tracker.quicInitialFrames = { QUICInitialReader.cryptoFrames(in: $0) } }
         self.askControl = askControl
         self.queue = queue
         self.injector = injector
