@@ -121,7 +121,14 @@ public final class ControlService: Sendable {
         case .listProviders:
             return try ControlProtocol.framed(ResultEnvelope(id: id, result: registry.load()))
         case .sendProviderMessage(let message):
-            let configuration = try visibleConfiguration(message.id, identity: identity)
+            let configuration: Configuration
+            if identity.mayModify, let stored = try store.configuration(id: message.id), stored.kind == .contentFilter {
+                // The content filter is the machine's, not one app's: any administrator may talk
+                // to its control provider (`netext filter prompt`), whoever created it.
+                configuration = stored
+            } else {
+                configuration = try visibleConfiguration(message.id, identity: identity)
+            }
             guard message.data.count <= Self.maximumAppMessage else {
                 throw NetExtError(.configurationInvalid, "the message is \(message.data.count) bytes; at most \(Self.maximumAppMessage) are accepted")
             }
