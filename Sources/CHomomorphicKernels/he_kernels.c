@@ -6,6 +6,15 @@
 #define NETEXT_CLONES
 #endif
 
+/// `x - bound` when `x >= bound`, else `x`, without a branch at any optimization level: the
+/// borrow of `x - bound` (its top bit) selects. Exact for `bound <= 2^31` and
+/// `x < bound + 2^31`, which holds here (moduli are below 2^30, values below 4q).
+/// scripts/check-constant-time verifies the emitted code at -O0 to -O3.
+static inline uint32_t subtract_if_at_least(uint32_t x, uint32_t bound) {
+    const uint32_t d = x - bound;
+    return d + (bound & (0u - (d >> 31)));
+}
+
 static inline uint32_t shoup_lazy(uint32_t x, uint32_t w, uint64_t wshoup, uint32_t q) {
     uint32_t estimate = (uint32_t)(((uint64_t)x * wshoup) >> 32);
     return x * w - estimate * q;  // in [0, 2q)
@@ -27,7 +36,7 @@ void netext_he_ntt_forward(uint32_t *a, size_t n, const uint32_t *w, const uint3
             uint32_t *restrict y = x + t;
             for (size_t j = 0; j < t; j++) {
                 uint32_t u = x[j];
-                u = u >= twoq ? u - twoq : u;
+                u = subtract_if_at_least(u, twoq);
                 const uint32_t p = shoup_lazy(y[j], s, sp, q);
                 x[j] = u + p;
                 y[j] = u + twoq - p;
@@ -40,8 +49,8 @@ void netext_he_ntt_forward(uint32_t *a, size_t n, const uint32_t *w, const uint3
             const uint64_t sp = ws[m + i];
             uint32_t *b = a + 4 * i;
             uint32_t u0 = b[0], u1 = b[1];
-            u0 = u0 >= twoq ? u0 - twoq : u0;
-            u1 = u1 >= twoq ? u1 - twoq : u1;
+            u0 = subtract_if_at_least(u0, twoq);
+            u1 = subtract_if_at_least(u1, twoq);
             const uint32_t p0 = shoup_lazy(b[2], s, sp, q), p1 = shoup_lazy(b[3], s, sp, q);
             b[0] = u0 + p0;
             b[1] = u1 + p1;
@@ -56,13 +65,13 @@ void netext_he_ntt_forward(uint32_t *a, size_t n, const uint32_t *w, const uint3
         const uint64_t sp = ws[m + i];
         uint32_t *b = a + 2 * i;
         uint32_t u = b[0];
-        u = u >= twoq ? u - twoq : u;
+        u = subtract_if_at_least(u, twoq);
         const uint32_t p = shoup_lazy(b[1], s, sp, q);
         uint32_t x = u + p, y = u + twoq - p;
-        x = x >= twoq ? x - twoq : x;
-        x = x >= q ? x - q : x;
-        y = y >= twoq ? y - twoq : y;
-        y = y >= q ? y - q : y;
+        x = subtract_if_at_least(x, twoq);
+        x = subtract_if_at_least(x, q);
+        y = subtract_if_at_least(y, twoq);
+        y = subtract_if_at_least(y, q);
         b[0] = x;
         b[1] = y;
     }
@@ -82,7 +91,7 @@ void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint3
             uint32_t *b = a + 2 * i;
             const uint32_t u = b[0], v = b[1];
             const uint32_t sum = u + v;
-            b[0] = sum >= twoq ? sum - twoq : sum;
+            b[0] = subtract_if_at_least(sum, twoq);
             b[1] = shoup_lazy(u + twoq - v, s, sp, q);
         }
         t = 2;
@@ -97,8 +106,8 @@ void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint3
             uint32_t *b = a + 4 * i;
             const uint32_t u0 = b[0], u1 = b[1], v0 = b[2], v1 = b[3];
             const uint32_t s0 = u0 + v0, s1 = u1 + v1;
-            b[0] = s0 >= twoq ? s0 - twoq : s0;
-            b[1] = s1 >= twoq ? s1 - twoq : s1;
+            b[0] = subtract_if_at_least(s0, twoq);
+            b[1] = subtract_if_at_least(s1, twoq);
             b[2] = shoup_lazy(u0 + twoq - v0, s, sp, q);
             b[3] = shoup_lazy(u1 + twoq - v1, s, sp, q);
         }
@@ -115,7 +124,7 @@ void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint3
             for (size_t j = 0; j < t; j++) {
                 const uint32_t u = x[j], v = y[j];
                 uint32_t sum = u + v;
-                x[j] = sum >= twoq ? sum - twoq : sum;
+                x[j] = subtract_if_at_least(sum, twoq);
                 y[j] = shoup_lazy(u + twoq - v, s, sp, q);
             }
         }
@@ -127,11 +136,11 @@ void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint3
     for (size_t j = 0; j < half; j++) {
         const uint32_t u = x[j], v = y[j];
         uint32_t sum = u + v;
-        sum = sum >= twoq ? sum - twoq : sum;
+        sum = subtract_if_at_least(sum, twoq);
         uint32_t r1 = shoup_lazy(sum, f, fs, q);
         uint32_t r2 = shoup_lazy(u + twoq - v, g, gs, q);
-        x[j] = r1 >= q ? r1 - q : r1;
-        y[j] = r2 >= q ? r2 - q : r2;
+        x[j] = subtract_if_at_least(r1, q);
+        y[j] = subtract_if_at_least(r2, q);
     }
 }
 
@@ -154,8 +163,8 @@ void netext_he_multiply_accumulate_pair(uint64_t *restrict acc0, uint64_t *restr
 static inline uint32_t reduce64(uint64_t x, uint32_t q, uint32_t c, uint32_t cs, uint32_t r) {
     const uint32_t hi = (uint32_t)(x >> 32), lo = (uint32_t)x;
     uint32_t v = shoup_lazy(hi, c, cs, q) + shoup_lazy(lo, 1, r, q);  // < 4q < 2^32
-    v = v >= 2 * q ? v - 2 * q : v;
-    return v >= q ? v - q : v;
+    v = subtract_if_at_least(v, 2 * q);
+    return subtract_if_at_least(v, q);
 }
 
 NETEXT_CLONES
@@ -171,14 +180,14 @@ void netext_he_reduce64_in_place(uint64_t *x, size_t count, uint32_t q, uint32_t
 
 NETEXT_CLONES
 void netext_he_reduce_once(uint32_t *values, size_t count, uint32_t q) {
-    for (size_t j = 0; j < count; j++) values[j] = values[j] >= q ? values[j] - q : values[j];
+    for (size_t j = 0; j < count; j++) values[j] = subtract_if_at_least(values[j], q);
 }
 
 NETEXT_CLONES
 void netext_he_reduce32(uint32_t *restrict out, const uint32_t *restrict x, size_t count, uint32_t q, uint32_t r) {
     for (size_t j = 0; j < count; j++) {
         uint32_t v = shoup_lazy(x[j], 1, r, q);
-        out[j] = v >= q ? v - q : v;
+        out[j] = subtract_if_at_least(v, q);
     }
 }
 
@@ -188,7 +197,7 @@ void netext_he_subtract_multiply(uint32_t *restrict row, const uint32_t *restric
     for (size_t j = 0; j < count; j++) {
         uint32_t d = row[j] + q - correction[j];
         uint32_t v = shoup_lazy(d, inv, invs, q);
-        v = v >= q ? v - q : v;
+        v = subtract_if_at_least(v, q);
         row[j] = v;
     }
 }
@@ -198,7 +207,7 @@ void netext_he_multiply_add_mod(uint32_t *restrict out, const uint32_t *restrict
                                 uint32_t q, uint32_t c, uint32_t cs, uint32_t r) {
     for (size_t j = 0; j < count; j++) {
         uint32_t v = out[j] + reduce64((uint64_t)x[j] * y[j], q, c, cs, r);
-        out[j] = v >= q ? v - q : v;
+        out[j] = subtract_if_at_least(v, q);
     }
 }
 
@@ -216,7 +225,7 @@ void netext_he_lift(const uint32_t *restrict x, uint32_t *restrict out, size_t n
         uint32_t *restrict t = terms + i * n;
         for (size_t j = 0; j < n; j++) {
             uint32_t v = shoup_lazy(row[j], yi, ysi, qi);
-            v = v >= qi ? v - qi : v;
+            v = subtract_if_at_least(v, qi);
             t[j] = v;
             fraction[j] += (double)v * inv;
         }
@@ -235,7 +244,7 @@ void netext_he_lift(const uint32_t *restrict x, uint32_t *restrict out, size_t n
             const uint32_t positive = reduce64(sums[j], ba, c, cs, r);
             const uint32_t negative = reduce64((uint64_t)(uint32_t)fraction[j] * qmb, ba, c, cs, r);
             const uint32_t d = positive + ba - negative;
-            o[j] = d >= ba ? d - ba : d;
+            o[j] = subtract_if_at_least(d, ba);
         }
     }
 }
