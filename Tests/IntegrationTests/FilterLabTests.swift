@@ -7,7 +7,7 @@ import Testing
 struct FilterLabTests {
     @Test("verdicts by TLS server name, HTTP Host and URL, address, names from DNS answers and QUIC Initials; block page (curl and headless Chromium); TCP/UDP/ICMP, IPv4/IPv6, both directions; kernel-kept verdicts; sandbox; rules on the fly; peek windows (keyword rules on HTTP answers); stall and crash; clean disable")
     func endToEnd() throws {
-        let result = try runChecks("scripts/e2e/filter.sh", checks: 69, timeout: 300)
+        let result = try runChecks("scripts/e2e/filter.sh", checks: 71, timeout: 300)
         #expect(result.stdout.contains("packets queued for the 20 MB flow"))
     }
 

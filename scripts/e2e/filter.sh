@@ -201,6 +201,8 @@ check "peek: IPv6 too" block_page http://school.test/files/casino.html school.te
 reading_after=$("$bin/netext" filter status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["flowsReadingData"])')
 check "peek: filter status counts the flows read as data" test $((reading_after - reading_before)) -ge 5
 check "peek: the log names the URL whose answer was blocked" bash -c "'$bin/netext' filter log | grep -q 'drop.*http://school.test/files/casino.html.*block page'"
+check "peek: an answer without a length is held until the server closes, then judged at its completion" fetched_has http://school.test/unsized school.test 203.0.113.2 "an answer without a length"
+check "peek: (by the provider at the completion, not by the failure policy after a stall)" bash -c "'$bin/netext' filter log | grep 'http://school.test/unsized' | grep -q 'allow.*provider\$'"
 check "peek: HTTPS flows are not read (the keyword cannot be seen)" fetch https://school.test/ school.test 203.0.113.2
 
 # A stalled provider: the failure policy (open) decides after the verdict deadline.

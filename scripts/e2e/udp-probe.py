@@ -6,9 +6,10 @@ host, port = sys.argv[1], int(sys.argv[2])
 family = socket.AF_INET6 if ":" in host else socket.AF_INET
 sock = socket.socket(family, socket.SOCK_DGRAM)
 sock.settimeout(1.5)
-sock.sendto(b"netext filter probe", (host, port))
 try:
+    sock.sendto(b"netext filter probe", (host, port))
     data, _ = sock.recvfrom(2048)
-except socket.timeout:
+except (socket.timeout, PermissionError):
+    # (PermissionError: the filter's kernel rule refused the datagram as it left)
     sys.exit(1)
 sys.exit(0 if data == b"netext filter probe" else 2)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The lab's web server: answers HTTP (port 80) and HTTPS (port 443, the given certificate) for
 any host name with "hello from HOST PATH", serves /big (N bytes, ?n=) and /files/NAME (from
-DIR, 404 if absent), and echoes UDP on ports 7 and 443. Listens on every address of its namespace (IPv4
+DIR, 404 if absent), /unsized (no Content-Length, closed after), and echoes UDP on ports 7 and
+443. Listens on every address of its namespace (IPv4
 and IPv6). Usage: web-server.py CERT KEY LOG [DIR]"""
 import socket, ssl, subprocess, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +28,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
             self.send_response(200); self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+            return
+        if url.path == "/unsized":
+            # No length: the answer ends when the server closes the connection.
+            self.send_response(200); self.send_header("Content-Type", "text/plain"); self.send_header("Connection", "close")
+            self.end_headers(); self.wfile.write(b"an answer without a length\n"); self.close_connection = True
             return
         if url.path == "/big":
             size = int(parse_qs(url.query).get("n", ["1000000"])[0])

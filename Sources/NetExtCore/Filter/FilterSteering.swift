@@ -12,7 +12,8 @@
 ///    conntrack mark and passes, or is reset (TCP) / dropped;
 /// 5. a flow marked *dropped* is reset (TCP) or dropped; one marked *dropped quietly* (netextd
 ///    answered it with the block page) is dropped without a reset;
-/// 6. TCP segments without payload of undecided flows pass (handshakes carry nothing to judge);
+/// 6. TCP segments without payload (and without FIN or RST) of undecided flows pass (handshakes
+///    carry nothing to judge);
 /// 7. everything else goes to the queue, packets of the answering side marked as such (with `--queue-bypass` when the filter fails open, so
 ///    packets pass while netextd has no reader bound).
 public struct FilterSteering: Sendable, Hashable {
@@ -161,7 +162,8 @@ public struct FilterSteering: Sendable, Hashable {
                     "-A \(chain) -m connmark --mark \(drop) -j DROP",
                 ]
             }
-            lines.append("-A \(chain) -p tcp -m bpf --bytecode \(Self.bytecode(ipv6 ? Self.emptyTCPv6 : Self.emptyTCPv4)) -j RETURN")
+            // (FIN and RST segments are queued: they end a flow a provider may be reading.)
+            lines.append("-A \(chain) -p tcp --tcp-flags FIN,RST NONE -m bpf --bytecode \(Self.bytecode(ipv6 ? Self.emptyTCPv6 : Self.emptyTCPv4)) -j RETURN")
             lines.append("-A \(chain) -m conntrack --ctdir REPLY -j MARK --set-xmark \(Self.hex(Self.replyMark))/\(Self.hex(Self.replyMark))")
             lines.append("-A \(chain) \(queue)")
         }
