@@ -12,11 +12,8 @@ source scripts/lib/e2e.sh filter-control
 lab_up || { echo "FAIL lab"; exit 1; }
 e2e_netextd_environment
 export NETEXT_FILTER_RULES_ROOT="$work/filter-rules"
-printf '{"bundleIdentifier": "com.netext.filter.school", "extensionPoint": "filter-data", "executable": "%s", "arguments": ["school"], "user": "nobody"}\n' \
-  "$bin/netext-filter-provider" > "$NETEXT_PROVIDERS_DIR/school.json"
-printf '{"bundleIdentifier": "com.netext.filter.school.control", "extensionPoint": "filter-control", "executable": "%s", "arguments": ["school-control"], "user": "daemon"}\n' \
-  "$bin/netext-filter-provider" > "$NETEXT_PROVIDERS_DIR/school-control.json"
-chmod 644 "$NETEXT_PROVIDERS_DIR"/*.json
+e2e_filter_provider com.netext.filter.school filter-data school nobody
+e2e_filter_provider com.netext.filter.school.control filter-control school-control daemon
 mkdir -p "$work/files"
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=lab.test -days 1 -keyout "$work/web.key" -out "$work/web.crt" 2>/dev/null
 lab_spawn "$LAB_OFFICE" python3 scripts/e2e/web-server.py "$work/web.crt" "$work/web.key" "$work/web.log" "$work/files"

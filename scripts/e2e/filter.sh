@@ -12,9 +12,7 @@ source scripts/lib/e2e.sh filter
 lab_up || { echo "FAIL lab"; exit 1; }
 e2e_netextd_environment
 export NETEXT_FILTER_RULES_ROOT="$work/filter-rules"
-printf '{"bundleIdentifier": "com.netext.filter.school", "extensionPoint": "filter-data", "executable": "%s", "arguments": ["school"], "user": "nobody"}\n' \
-  "$bin/netext-filter-provider" > "$NETEXT_PROVIDERS_DIR/school.json"
-chmod 644 "$NETEXT_PROVIDERS_DIR/school.json"
+e2e_filter_provider com.netext.filter.school filter-data school nobody
 # A second office address that the rules block by address, for UDP and ICMP.
 lab_in "$LAB_OFFICE" sh -c 'ip addr add 203.0.113.9/24 dev eth0 && ip -6 addr add 2001:db8:2::9/64 dev eth0 nodad'
 # A third address no rule names, known to DNS as names under blocked.test (the office answers).

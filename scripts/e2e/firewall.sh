@@ -12,11 +12,8 @@ source scripts/lib/e2e.sh firewall
 lab_up || { echo "FAIL lab"; exit 1; }
 e2e_netextd_environment
 export NETEXT_FILTER_RULES_ROOT="$work/filter-rules"
-printf '{"bundleIdentifier": "com.netext.filter.firewall", "extensionPoint": "filter-data", "executable": "%s", "arguments": ["firewall"], "user": "nobody"}\n' \
-  "$bin/netext-filter-provider" > "$NETEXT_PROVIDERS_DIR/firewall.json"
-printf '{"bundleIdentifier": "com.netext.filter.firewall.control", "extensionPoint": "filter-control", "executable": "%s", "arguments": ["firewall-control"], "user": "daemon"}\n' \
-  "$bin/netext-filter-provider" > "$NETEXT_PROVIDERS_DIR/firewall-control.json"
-chmod 644 "$NETEXT_PROVIDERS_DIR"/*.json
+e2e_filter_provider com.netext.filter.firewall filter-data firewall nobody
+e2e_filter_provider com.netext.filter.firewall.control filter-control firewall-control daemon
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=lab.test -days 1 -keyout "$work/web.key" -out "$work/web.crt" 2>/dev/null
 lab_spawn "$LAB_OFFICE" python3 scripts/e2e/web-server.py "$work/web.crt" "$work/web.key" "$work/web.log"
 lab_wait "grep -q 'web server ready' '$work/web.log'" 10

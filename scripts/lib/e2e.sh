@@ -31,6 +31,14 @@ e2e_netextd_environment() {
   chmod 644 "$NETEXT_PROVIDERS_DIR/tunnel.json"
 }
 
+# Registers one of netext-filter-provider's reference providers with netextd:
+# e2e_filter_provider BUNDLE EXTENSION_POINT ROLE USER (the manifest is $NETEXT_PROVIDERS_DIR/ROLE.json).
+e2e_filter_provider() {
+  printf '{"bundleIdentifier": "%s", "extensionPoint": "%s", "executable": "%s", "arguments": ["%s"], "user": "%s"}\n' \
+    "$1" "$2" "$bin/netext-filter-provider" "$3" "$4" > "$NETEXT_PROVIDERS_DIR/$3.json"
+  chmod 644 "$NETEXT_PROVIDERS_DIR/$3.json"
+}
+
 # Starts netext-server tunnel in the office with $work/server.json, logging to $1 (default
 # $work/server.log), and waits until it is ready. Sets SERVER_PID.
 e2e_start_server() {
