@@ -21,7 +21,9 @@ struct LibraryAPITests {
         var manager = TunnelProviderManager(client: app, providerBundleIdentifier: DaemonHarness.testProviderBundle, serverAddress: "vpn.example.test")
         manager.localizedDescription = "App VPN"
         manager.isEnabled = true
-        manager.onDemandRules = [.connect(interfaceTypeMatch: .ethernet)]
+        // A rule that never matches here (no cellular interface): netextd must not connect on its
+        // own while the test drives the connection (it did, once, between a save and the start).
+        manager.onDemandRules = [.connect(interfaceTypeMatch: .cellular)]
         manager.protocolConfiguration?.providerConfiguration = ["requirePassword": .string("pw")]
         try await manager.saveToPreferences(password: "pw")
         #expect(manager.configuration.revision == 1)
@@ -57,25 +59,37 @@ struct LibraryAPITests {
         #expect(try await manager.connection.status == .connected)
         try await manager.connection.stopVPNTunnel()
         #expect(try await manager.connection.status == .disconnected)
-        var seen: [ConnectionStatus] = []
-        for await info in updates {
-            seen.append(info.status)
-            if seen.count == 4 { break }
-        }
+        let seen = await Self.first(4, of: updates.map(\.status))
         #expect(seen == [.connecting, .connected, .disconnecting, .disconnected])
 
         // The configuration-changed notifications of the three saves came on the first stream.
-        var revisions: [Int] = []
-        for await notification in notifications {
-            if case .configurationChanged(let change) = notification, let configuration = change.configuration {
-                revisions.append(configuration.revision)
-            }
-            if revisions.count == 3 { break }
-        }
+        let revisions = await Self.first(3, of: notifications.compactMap { notification -> Int? in
+            if case .configurationChanged(let change) = notification { return change.configuration?.revision }
+            return nil
+        })
         #expect(revisions == [1, 2, 3])
 
         try await manager.removeFromPreferences()
         #expect(try await TunnelProviderManager.loadAllFromPreferences(client: app).isEmpty)
+    }
+
+    /// The first `count` elements of `sequence`, or fewer if `limit` passes first (bounded: a
+    /// missing notification fails the expectation instead of hanging the run).
+    static func first<Element: Sendable>(_ count: Int, of sequence: some AsyncSequence<Element, Never> & Sendable, limit: Duration = .seconds(20)) async -> [Element] {
+        let collector = Task {
+            var elements: [Element] = []
+            for await element in sequence {
+                elements.append(element)
+                if elements.count == count { break }
+            }
+            return elements
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            collector.cancel()
+        }
+        defer { timer.cancel() }
+        return await collector.value
     }
 
     @Test("the personal VPN manager holds one configuration per app")
