@@ -49,6 +49,13 @@ public struct IPPrefix: Sendable, Hashable, Codable, CustomStringConvertible, Co
         other.address.count == address.count && other.length >= length && IPPrefix.mask(other.address, length: length) == IPPrefix.mask(address, length: length)
     }
 
+    /// Whether the address written as `text` lies inside this prefix (false for text that is no
+    /// address, or an address of the other family).
+    public func contains(address text: String) -> Bool {
+        guard let address = IPPrefix.parseAddress(text) else { return false }
+        return contains(IPPrefix(address: address, length: address.count * 8))
+    }
+
     public var addressText: String { IPPrefix.format(address) }
     public var description: String { "\(addressText)/\(length)" }
 

@@ -96,10 +96,7 @@ public struct FilterRules: Sendable, Hashable {
                 candidate = candidate[candidate.index(after: dot)...]
             }
         }
-        if let address = IPPrefix.parseAddress(flow.remoteAddress) {
-            let host = IPPrefix(address: address, length: address.count * 8)
-            if let match = prefixes.first(where: { $0.isIPv6 == host.isIPv6 && $0.contains(host) }) { return match.description }
-        }
+        if let match = prefixes.first(where: { $0.contains(address: flow.remoteAddress) }) { return match.description }
         if let url = flow.url.flatMap(Self.normalizedURL) {
             if let match = urlPrefixes.first(where: { url.hasPrefix($0) }) { return match }
         }

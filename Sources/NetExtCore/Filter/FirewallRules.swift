@@ -51,9 +51,7 @@ public struct FirewallRules: Sendable, Hashable {
             case .host(let domain):
                 return flow.remoteHostname.map { HostName.host($0, isWithin: domain) } ?? false
             case .prefix(let prefix):
-                guard let address = IPPrefix.parseAddress(flow.remoteAddress) else { return false }
-                let host = IPPrefix(address: address, length: address.count * 8)
-                return prefix.isIPv6 == host.isIPv6 && prefix.contains(host)
+                return prefix.contains(address: flow.remoteAddress)
             }
         }
     }

@@ -125,7 +125,8 @@ public struct FlowDataFilter: Sendable {
             guard distance < 1 << 31 else { return .accept }
             start = Int(distance)
         } else {
-            start = stream.received + stream.pending.values.reduce(0) { $0 + $1.count }
+            // Datagrams are never out of order: each continues the stream.
+            start = stream.received
         }
         let end = start + payload.count
         if fin { stream.finOffset = end }

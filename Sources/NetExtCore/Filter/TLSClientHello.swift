@@ -33,12 +33,8 @@ public enum TLSClientHello {
             handshake.append(contentsOf: data[(offset + 5)..<(offset + 5 + available)])
             offset += 5 + length
             if handshake.count >= 4 {
-                guard handshake[0] == 1 else { return .notTLS }
-                let messageLength = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
-                guard messageLength <= limit else { return .notTLS }
-                if handshake.count >= 4 + messageLength {
-                    return serverName(inClientHello: handshake[4..<(4 + messageLength)])
-                }
+                let outcome = parse(handshake: handshake)
+                if outcome != .needMoreData { return outcome }
             }
         }
         return sawRecord ? .needMoreData : .notTLS
