@@ -196,7 +196,7 @@ let package = Package(
         .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
-        .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore"]),
+        .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "QUICInitialTests", dependencies: ["QUICInitial", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "BloomFilterTests", dependencies: ["BloomFilter"]),
@@ -222,7 +222,7 @@ let package = Package(
             ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
-        .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore"]),
+        .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(
             name: "NetExtDaemonTests",
             dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", .product(name: "GRDB", package: "GRDB.swift")]),

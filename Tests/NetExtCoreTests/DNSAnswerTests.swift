@@ -1,4 +1,5 @@
 import NetExtCore
+import NetExtTestSupport
 import Testing
 
 /// DNS answers as the content filter reads them, and the names it keeps from them.

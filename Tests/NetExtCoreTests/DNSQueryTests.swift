@@ -1,4 +1,5 @@
 import NetExtCore
+import NetExtTestSupport
 import Testing
 
 @Suite("DNS stub: query parsing and routing")

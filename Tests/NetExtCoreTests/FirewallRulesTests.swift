@@ -1,5 +1,6 @@
 import Foundation
 import NetExtCore
+import NetExtTestSupport
 import Testing
 
 /// The personal firewall's rules and questions.

@@ -1,5 +1,6 @@
 import Foundation
 import NetExtCore
+import NetExtTestSupport
 import Testing
 
 /// Peek windows: what a provider reading a flow's data is shown, what is held, what leaves.

@@ -1,17 +1,7 @@
 import NetExtCore
+import NetExtTestSupport
 import Testing
 
-/// A deterministic generator so a failing case can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}
 
 /// RFC 1071 written the slow, obvious way: big-endian 16-bit words, end-around carry.
 func referenceChecksum(_ bytes: ArraySlice<UInt8>, initial: UInt32 = 0) -> UInt16 {

@@ -1,5 +1,6 @@
 import Foundation
 import NetExtCore
+import NetExtTestSupport
 import Testing
 @testable import NetExtIPC
 
@@ -120,7 +121,7 @@ struct FlowChannelCodecTests {
 
     @Test("random and mutated messages never crash the decoders", arguments: 0..<4)
     func fuzz(seed: Int) {
-        var generator = SeededRandom(state: UInt64(seed) &+ 77)
+        var generator = SplitMix64(state: UInt64(seed) &+ 77)
         let valid = Self.flows.map(FlowChannelCodec.encode) + Self.answers.map(FlowChannelCodec.encode)
             + Self.questions.filter { if case .data(_, _, _, let bytes) = $0 { bytes.count < 100 } else { true } }.map(FlowChannelCodec.encode)
         for round in 0..<4_000 {
@@ -139,17 +140,5 @@ struct FlowChannelCodecTests {
                 #expect(FlowChannelCodec.encode(question) == bytes, "a question that decodes re-encodes to the same bytes")
             }
         }
-    }
-}
-
-/// SplitMix64, so fuzz failures repeat.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

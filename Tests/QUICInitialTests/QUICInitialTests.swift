@@ -60,14 +60,8 @@ struct QUICInitialTests {
 
     @Test("property: random payloads never crash the frame reader", arguments: 0..<4)
     func frameFuzz(seed: Int) {
-        var state = UInt64(seed) &* 0x9e37_79b9_7f4a_7c15 &+ 11
-        func next() -> UInt64 {
-            state &+= 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return z ^ (z >> 31)
-        }
+        var random = SplitMix64(state: UInt64(seed) &* 0x9e37_79b9_7f4a_7c15 &+ 11)
+        func next() -> UInt64 { random.next() }
         let kinds: [UInt8] = [0x00, 0x01, 0x02, 0x03, 0x06, 0x1c, 0x40, 0x80, 0xc0, 0x3f]
         for _ in 0..<4_000 {
             let count = Int(next() % 64)
