@@ -38,7 +38,8 @@ public final class Daemon: Sendable {
         let stubAddress = SocketAddress(settings.dnsStubAddress)
         if stubAddress == nil { logger.warning("NETEXT_DNS_STUB is not ADDRESS:PORT; DNS match domains will be ignored", metadata: ["value": "\(settings.dnsStubAddress)"]) }
         let sessions = SessionManager(
-            registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline)
+            registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline,
+            ikev2Directory: settings.stateDirectory + "/ikev2", secretLookup: { (reference) throws(NetExtError) in try secrets.secret(for: reference) })
         await sessions.removeStaleState()
         await sessions.restoreGuards(try store.allConfigurations())
         let filters = FilterController(registry: registry, logger: logger, rulesRoot: settings.filterRulesRoot)
@@ -65,8 +66,11 @@ public final class Daemon: Sendable {
         let onDemand = OnDemandController(
             store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
             password: { configuration in
-                guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
-                return try settings.passwordReference.flatMap(secrets.secret(for:))
+                switch configuration.protocolConfiguration {
+                case .tunnelProvider(let settings): return try settings.passwordReference.flatMap(secrets.secret(for:))
+                case .personalVPN(let settings): return try settings.passwordReference.flatMap(secrets.secret(for:))
+                default: return nil
+                }
             })
         await onDemand.start()
 

@@ -3,7 +3,8 @@ import CNetExtLinux
 import Glibc
 #endif
 
-/// A blocking TCP socket for small request/response exchanges (netextd's DNS stub over TCP):
+/// A blocking stream socket (TCP, or Unix with `connect(unixPath:)`) for small request/response
+/// exchanges (netextd's DNS stub over TCP, charon's VICI socket):
 /// listen, accept, connect with a deadline, exact reads and full writes with timeouts. One
 /// thread uses a socket at a time (it is handed over, never shared).
 public final class TCPSocket: @unchecked Sendable {

@@ -33,6 +33,11 @@ struct TunnelLabTests {
         try runChecks("scripts/e2e/ondemand.sh", checks: 32)
     }
 
+    @Test("a personal VPN (built-in IKEv2 through strongSwan) beside the enterprise tunnel: the enterprise tunnel wins where both route, the rest goes through the personal VPN; stop, server delete, killed charon, wrong secret")
+    func personalAndEnterprise() throws {
+        try runChecks("scripts/e2e/personal-vpn.sh", checks: 48, timeout: 180)
+    }
+
     @Test("scripts/leak-test: nothing leaks through kill -9, on-demand restart and an uplink move")
     func leakTest() throws {
         let result = try run("/bin/bash", [Self.root + "/scripts/leak-test"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)

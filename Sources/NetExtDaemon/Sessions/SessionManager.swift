@@ -7,7 +7,7 @@ import NetExtLinux
 /// Owns the connection of every configuration: one `SessionStateMachine` each, the provider
 /// process behind it, and the waiters of `start`. Performs the machine's actions.
 public actor SessionManager {
-    private struct Session {
+    struct Session {
         var machine = SessionStateMachine()
         var configuration: Configuration
         var provider: ProviderProcess?
@@ -19,6 +19,8 @@ public actor SessionManager {
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         /// The TUN interface and applied plan, once the provider set network settings.
         var tunnel: TunnelInterface?
+        /// A personal VPN's IKEv2 client (strongSwan's charon), instead of a provider process.
+        var ikev2: IKEv2Client?
     }
 
     /// A session's TUN interface: netextd keeps a descriptor so the interface lives exactly as
@@ -33,7 +35,7 @@ public actor SessionManager {
         var routedDNS = false
     }
 
-    private var sessions: [UUID: Session] = [:]
+    var sessions: [UUID: Session] = [:]
     /// Configurations whose kill switch or enforced routes are in force (see `TrafficGuard`).
     private var guardMembers: [UUID: TrafficGuard.Member] = [:]
     /// Apps' messages waiting for their provider's answer: message id → (configuration, waiter).
@@ -43,31 +45,42 @@ public actor SessionManager {
     public static let appMessageDeadline: Duration = .seconds(10)
     private let registry: ProviderRegistry
     private let hub: NotificationHub
-    private let logger: Logger
+    let logger: Logger
     /// How long a provider has to say hello and finish `startTunnel`.
-    private let startDeadline: Duration
+    let startDeadline: Duration
     /// How long a provider has to acknowledge a stop before it is terminated.
     private let stopDeadline: Duration
     private let applier: any NetworkApplier
-    private let resolver: ResolverConfiguration?
+    let resolver: ResolverConfiguration?
     private let dnsStubAddress: SocketAddress?
     /// Runs while at least one tunnel has DNS match domains, or on-demand watches names.
     private var dnsStub: DNSStub?
     /// Whether on-demand (EvaluateConnection) needs to see the names programs resolve.
     private var watchingNames = false
     private var nameObserver: (@Sendable (String) -> Void)?
-    private var usedSlots = Set<Int>()
+    var usedSlots = Set<Int>()
 
     /// Routing tables and rule priorities netextd owns: table `firstTable + slot`, rules at
     /// `firstTable + 4·slot …+2`.
     public static let firstTable = 7100
     public static let slotCount = 64
+    /// The last slot belongs to the personal VPN (one at a time, as on Apple's systems): its rule
+    /// comes after every packet tunnel's, so an enterprise tunnel wins where both route a
+    /// destination, and everything else still takes the personal VPN.
+    public static let personalSlot = slotCount - 1
+    /// Where the personal VPN's charon keeps its files (nil: personal VPNs cannot start).
+    let ikev2Directory: String?
+    /// Reads a secret from the store by reference (the IKEv2 shared secret).
+    let secretLookup: (@Sendable (String) throws(NetExtError) -> String?)?
 
     public init(
         registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
         applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil, dnsStubAddress: SocketAddress? = nil,
-        startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5)
+        startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5),
+        ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil
     ) {
+        self.ikev2Directory = ikev2Directory
+        self.secretLookup = secretLookup
         self.dnsStubAddress = dnsStubAddress
         self.registry = registry
         self.hub = hub
@@ -84,6 +97,7 @@ public actor SessionManager {
             tables: Self.firstTable...(Self.firstTable + Self.slotCount - 1),
             priorities: Self.firstTable...(Self.firstTable + 4 * Self.slotCount))
         resolver?.restore()
+        if let ikev2Directory { IKEv2Client.endLeftover(in: ikev2Directory + "/run") }
     }
 
     // MARK: Requests
@@ -94,12 +108,18 @@ public actor SessionManager {
         guard configuration.isEnabled else {
             throw .disabled("configuration '\(configuration.localizedDescription)' is not enabled; enable it first (`netext enable`)")
         }
-        let manifest: ProviderManifest
+        let manifest: ProviderManifest?
         switch configuration.protocolConfiguration {
         case .tunnelProvider(let settings):
             manifest = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
         case .personalVPN:
-            throw .connectionFailed("the built-in IKEv2 client is not available in this build (it arrives with the IKEv2/strongSwan work)")
+            guard ikev2Directory != nil else { throw .connectionFailed("this netextd has no directory for the IKEv2 client") }
+            manifest = nil
+            // One personal VPN at a time: starting another one ends the one that runs.
+            for other in sessions.values where other.configuration.id != configuration.id && other.ikev2 != nil && other.machine.status.isActive {
+                logger.info("personal VPN: another one starts; stopping this one", metadata: ["configuration": "\(other.configuration.localizedDescription)"])
+                await stop(other.configuration, reason: .userInitiated)
+            }
         default:
             throw .invalid("configuration '\(configuration.localizedDescription)' is a \(configuration.kind.rawValue) configuration; it has no VPN connection to start")
         }
@@ -165,7 +185,7 @@ public actor SessionManager {
 
     // MARK: The machine and its actions
 
-    private func apply(_ event: SessionStateMachine.Event, to id: UUID, generation: Int? = nil) {
+    func apply(_ event: SessionStateMachine.Event, to id: UUID, generation: Int? = nil) {
         guard var session = sessions[id] else { return }
         if let generation, generation != session.generation { return }
         let actions = session.machine.handle(event)
@@ -183,6 +203,16 @@ public actor SessionManager {
             launch(id: id, generation: session.generation)
         case .sendStop(let reason):
             let generation = session.generation
+            if let client = session.ikev2 {
+                // The server hears a DELETE; charon is then ended, so that nothing of it outlives
+                // the stop (not even when netextd is shutting down).
+                Thread.detachNewThread {
+                    client.disconnect()
+                    client.terminate()
+                    Task { await self.apply(.providerStopped, to: id, generation: generation) }
+                }
+                return
+            }
             if let provider = session.provider {
                 Task { try? await provider.send(.stop(reason: reason)) }
             } else {
@@ -200,8 +230,12 @@ public actor SessionManager {
             session.provider?.terminate(patience: clean ? .seconds(2) : .zero)
             session.provider = nil
             sessions[id] = session
+            endIKEv2Client(of: id)
         case .publishStatus(let previous):
-            if session.machine.status == .disconnected { removeTunnel(id: id) }
+            if session.machine.status == .disconnected {
+                removeTunnel(id: id)
+                endIKEv2Client(of: id)
+            }
             let info = statusInfo(for: session.configuration)
             logger.info("status changed", metadata: ["configuration": "\(session.configuration.localizedDescription)", "from": "\(previous.rawValue)", "to": "\(info.status.rawValue)", "error": "\(info.lastDisconnectError?.description ?? "-")"])
             hub.statusChanged(previous: previous, current: info)
@@ -214,7 +248,12 @@ public actor SessionManager {
     }
 
     private func launch(id: UUID, generation: Int) {
-        guard let session = sessions[id], let start = session.pendingStart, let manifest = session.pendingManifest else { return }
+        guard let session = sessions[id], let start = session.pendingStart else { return }
+        if case .personalVPN(let settings) = session.configuration.protocolConfiguration {
+            launchIKEv2(settings, id: id, generation: generation, start: start)
+            return
+        }
+        guard let manifest = session.pendingManifest else { return }
         Task {
             let provider: ProviderProcess
             do throws(NetExtError) {
@@ -280,7 +319,7 @@ public actor SessionManager {
         }
     }
 
-    private func providerExited(id: UUID, generation: Int, status: Int32) {
+    func providerExited(id: UUID, generation: Int, status: Int32) {
         let how = ProcessSpawner.describe(exitStatus: status)
         failAppMessages(of: id, NetExtError(.providerFailed, "the provider exited (\(how)) before answering"))
         logger.info("provider exited", metadata: ["configuration": "\(id)", "how": "\(how)"])
@@ -339,8 +378,8 @@ public actor SessionManager {
             if let existing = session.tunnel {
                 tunnel = existing
             } else {
-                guard let slot = (0..<Self.slotCount).first(where: { !usedSlots.contains($0) }) else {
-                    throw NetExtError(.connectionFailed, "all \(Self.slotCount) tunnel slots are in use")
+                guard let slot = (0..<Self.personalSlot).first(where: { !usedSlots.contains($0) }) else {
+                    throw NetExtError(.connectionFailed, "all \(Self.personalSlot) tunnel slots are in use")
                 }
                 // With offloads: the provider's PacketFlow sees them on the descriptor and either
                 // segments for itself (fast data paths) or hands out ordinary packets.

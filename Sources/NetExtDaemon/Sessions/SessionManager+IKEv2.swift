@@ -1,0 +1,76 @@
+import Foundation
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+
+/// Personal VPNs: the session's "provider" is the built-in IKEv2 client (strongSwan's charon),
+/// driven by the same state machine as a packet tunnel provider.
+extension SessionManager {
+    func launchIKEv2(_ settings: IKEv2Protocol, id: UUID, generation: Int, start: ProviderStart) {
+        guard let directory = ikev2Directory else { return }
+        let plan = IKEv2ClientPlan(
+            settings: settings, routingTable: Self.firstTable + Self.personalSlot, rulePriority: Self.firstTable + 4 * Self.personalSlot + 2)
+        let client = IKEv2Client(plan: plan, directory: directory, logger: logger)
+        sessions[id]?.ikev2 = client
+        let sharedSecret: String
+        do throws(NetExtError) {
+            sharedSecret = try settings.sharedSecretReference.flatMap { (reference) throws(NetExtError) in try secretLookup?(reference) } ?? ""
+        } catch {
+            apply(.providerFailed(error), to: id, generation: generation)
+            return
+        }
+        let password = start.password
+        // Leave a second for the state machine's own start deadline to report a slow server.
+        let deadline = ContinuousClock.now + startDeadline - .seconds(1)
+        Thread.detachNewThread {
+            do throws(NetExtError) {
+                try client.launch()
+                let pid = client.processID
+                Thread.detachNewThread {
+                    let status = ProcessSpawner.waitForExit(pid: pid)
+                    Task { await self.providerExited(id: id, generation: generation, status: status) }
+                }
+                let connected = try client.connect(sharedSecret: sharedSecret, password: password, deadline: deadline)
+                try client.watch { reason in
+                    Task { await self.apply(.providerFailed(NetExtError(.connectionFailed, reason)), to: id, generation: generation) }
+                }
+                Task { await self.ikev2Connected(connected, id: id, generation: generation) }
+            } catch {
+                Task { await self.apply(.providerFailed(error), to: id, generation: generation) }
+            }
+        }
+    }
+
+    /// Ends a session's charon, if it still runs (it stopped, failed, or charon itself died:
+    /// then what it left in the routing tables is removed too).
+    func endIKEv2Client(of id: UUID) {
+        guard let client = sessions[id]?.ikev2 else { return }
+        sessions[id]?.ikev2 = nil
+        Thread.detachNewThread { client.terminate() }
+    }
+
+    private func ikev2Connected(_ connected: IKEv2Client.Connected, id: UUID, generation: Int) {
+        guard let session = sessions[id], session.generation == generation, session.machine.status == .connecting else { return }
+        // The interface is charon's (its TUN device); netextd records it for status and traffic
+        // counters, and takes the DNS servers the server assigned unless another tunnel's are in
+        // force (an enterprise tunnel's DNS wins, like its routes).
+        var tunnel = TunnelInterface(fd: -1, name: connected.interface, slot: Self.personalSlot)
+        let othersHaveDNS = sessions.contains { $0.key != id && $0.value.tunnel?.changedResolver == true }
+        if !connected.nameServers.isEmpty, !othersHaveDNS, let resolver {
+            do throws(NetExtError) {
+                try resolver.install(DNSSettings(servers: connected.nameServers))
+                tunnel.changedResolver = true
+            } catch {
+                logger.warning("personal VPN: cannot install its DNS servers", metadata: ["error": "\(error.message)"])
+            }
+        }
+        usedSlots.insert(Self.personalSlot)
+        sessions[id]?.tunnel = tunnel
+        logger.info("personal VPN (IKEv2) connected", metadata: [
+            "interface": "\(connected.interface)", "addresses": "\(connected.virtualAddresses)",
+            "routes": "\(connected.remoteTrafficSelectors)", "dns": "\(connected.nameServers)",
+            "table": "\(Self.firstTable + Self.personalSlot)", "priority": "\(Self.firstTable + 4 * Self.personalSlot + 2)",
+        ])
+        apply(.providerStarted, to: id, generation: generation)
+    }
+}
