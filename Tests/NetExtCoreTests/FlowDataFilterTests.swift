@@ -50,6 +50,27 @@ struct FlowDataFilterTests {
         #expect(got13 == .accept)
     }
 
+    @Test("the sequence number the receiver expects is the end of what reached it: a packet straddling the pass offset has not")
+    func expectedSequence() {
+        var filter = FlowDataFilter(peekOutboundBytes: nil, peekInboundBytes: 4_000)
+        let first = [UInt8](repeating: 0x61, count: 1_000)
+        #expect(Self.receive(&filter, 1, sequence: 70_000, first) == .hold)
+        #expect(Self.receive(&filter, 2, sequence: 71_000, first) == .hold)
+        #expect(filter.nextSequence(.inbound) == 70_000, "nothing reached the program yet")
+        // 1,500 bytes passed: packet 1 leaves, packet 2 (1,000..<2,000) stays held.
+        let leaving = filter.pass(.inbound, bytes: 1_500, peek: 4_000)
+        #expect(leaving == [1])
+        #expect(filter.passedBytes(.inbound) == 1_500)
+        #expect(filter.nextSequence(.inbound) == 71_000, "a reset must name packet 2's first byte, not the pass offset")
+        let rest = filter.pass(.inbound, bytes: 500, peek: 4_000)
+        #expect(rest == [2])
+        #expect(filter.nextSequence(.inbound) == 72_000)
+        // A retransmission of what already arrived changes nothing.
+        #expect(Self.receive(&filter, 3, sequence: 70_000, first) == .accept)
+        #expect(filter.nextSequence(.inbound) == 72_000)
+        #expect(filter.nextSequence(.outbound) == nil, "the outbound side is not filtered")
+    }
+
     @Test("segments out of order wait for the gap; the shown bytes are in stream order")
     func reordering() {
         var filter = FlowDataFilter(peekOutboundBytes: 100, peekInboundBytes: nil, outboundBase: 1_000)

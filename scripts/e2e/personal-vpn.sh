@@ -191,5 +191,26 @@ check "... naming the authentication failure" grep -qi 'auth' "$work/mistyped.ou
 check "... and no charon is left" lab_wait "test -z \"\$(charon_pids)\"" 5
 
 no_netext_rules() { ! laptop ip rule | grep -qE '^7[1-3][0-9]{2}:' && ! laptop ip -6 rule | grep -qE '^7[1-3][0-9]{2}:'; }
+# netextd killed -9 with the personal VPN up: the next netextd ends the charon it left and
+# removes its rule and routes.
+profile Personal personal "lab personal secret" > "$work/personal.mobileconfig"
+"$bin/netext" profile remove test.lab.mistyped > /dev/null
+"$bin/netext" profile install "$work/personal.mobileconfig" > /dev/null
+netext start Personal > /dev/null
+kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
+check "netextd killed -9: its charon is still there until netextd returns" test -n "$(charon_pids)"
+e2e_start_netextd
+check "netextd restarted: the charon it left is ended" lab_wait "test -z \"\$(charon_pids)\"" 5
+check "netextd restarted: the rule and routes it left are removed" routing_clean
+
+# A server that does not answer: the start fails, with charon's last words, in about 12 s.
+kill -9 "$(lab_in "$LAB_INTERNET" cat "$server/run/charon.pid")" 2>/dev/null
+started=$SECONDS
+"$bin/netext" start Personal > "$work/silent.out" 2>&1
+[ -n "${PERSONAL_VPN_DEBUG:-}" ] && cat "$work/silent.out"
+check "the server does not answer: start fails, saying why" grep -q "peer not responding" "$work/silent.out"
+check "... within 20 s ($((SECONDS - started)) s)" test $((SECONDS - started)) -le 20
+check "... and no charon is left" lab_wait "test -z \"\$(charon_pids)\"" 5
+
 check "nothing of netextd's is left in the routing policy" no_netext_rules
 e2e_finish "$work/netextd.log" "$server/run/charon.log" "$work/state/ikev2/run/charon.log"

@@ -65,8 +65,10 @@ public struct FlowDataFilter: Sendable {
         /// The offset of the closing FIN (TCP) once seen.
         var finOffset: Int?
         var completeShown = false
-        /// Queue ids of held packets and the offset each ends at.
-        var held: [(id: UInt32, end: Int)] = []
+        /// Where the bytes that reached the other end (accepted packets, contiguous from 0) end.
+        var delivered = 0
+        /// Queue ids of held packets and the offsets each starts and ends at.
+        var held: [(id: UInt32, start: Int, end: Int)] = []
         /// A question is out and not answered yet.
         var asking = false
 
@@ -91,12 +93,14 @@ public struct FlowDataFilter: Sendable {
     /// The bytes of `side` already passed to the other end.
     public func passedBytes(_ side: Side) -> Int { streams[Int(side.rawValue)].passed }
 
-    /// TCP: the sequence number of the first byte of `side` not passed (what the receiving end
-    /// expects next), when that side is filtered and has begun.
+    /// TCP: the sequence number the receiving end of `side` expects next — the end of what
+    /// reached it, not of what was passed: a held packet that carries passed bytes and some not
+    /// passed has not arrived. A reset must carry exactly this number (RFC 5961 §3.2).
+    /// nil when that side is not filtered or has not begun.
     public func nextSequence(_ side: Side) -> UInt32? {
         let stream = streams[Int(side.rawValue)]
         guard stream.filtered, let base = stream.base else { return nil }
-        return base &+ UInt32(truncatingIfNeeded: stream.passed)
+        return base &+ UInt32(truncatingIfNeeded: stream.delivered)
     }
 
     /// Every filtered direction passes everything: the flow may be allowed outright.
@@ -130,7 +134,10 @@ public struct FlowDataFilter: Sendable {
         }
         let end = start + payload.count
         if fin { stream.finOffset = end }
-        if end <= stream.passed { return .accept }
+        if end <= stream.passed {
+            Self.deliver(start: start, end: end, in: &stream)
+            return .accept
+        }
         guard stream.held.count < Self.heldLimit else { return .drop }
         if end > stream.received {
             if stream.buffered + payload.count > Self.bufferLimit { return .drop }
@@ -141,7 +148,7 @@ public struct FlowDataFilter: Sendable {
                 stream.pending[start] = Array(payload)
             }
         }
-        stream.held.append((packetID, end))
+        stream.held.append((packetID, start, end))
         return .hold
     }
 
@@ -198,8 +205,15 @@ public struct FlowDataFilter: Sendable {
             stream.bufferOffset = stream.passed
         }
         stream.shownEnd = max(stream.shownEnd, stream.passed)
-        let leaving = stream.held.filter { $0.end <= stream.passed }.map(\.id)
+        let leaving = stream.held.filter { $0.end <= stream.passed }.sorted { $0.start < $1.start }
         stream.held.removeAll { $0.end <= stream.passed }
-        return leaving
+        for packet in leaving { Self.deliver(start: packet.start, end: packet.end, in: &stream) }
+        return leaving.map(\.id)
+    }
+
+    /// A packet of `start..<end` goes to the other end: what has reached it grows if the packet
+    /// continues it.
+    private static func deliver(start: Int, end: Int, in stream: inout Stream) {
+        if start <= stream.delivered { stream.delivered = max(stream.delivered, end) }
     }
 }

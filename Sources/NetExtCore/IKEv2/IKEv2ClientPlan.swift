@@ -75,8 +75,10 @@ public struct IKEv2ClientPlan: Sendable, Hashable {
           install_virtual_ip = yes
           routing_table = \(routingTable)
           routing_table_prio = \(rulePriority)
-          retransmit_tries = 3
+          # A server that does not answer is given up after about 12 s (2 s, 3.6 s, 6.5 s).
+          retransmit_tries = 2
           retransmit_timeout = 2.0
+          retransmit_base = 1.8
           filelog {
             netext {
               path = \(Self.logPath)

@@ -102,10 +102,30 @@ final class IKEv2Client: @unchecked Sendable {
         guard let interface = Self.interface(holding: sa.virtualAddresses) else {
             throw NetExtError(.connectionFailed, "IKEv2: no interface holds the virtual address \(sa.virtualAddresses.joined(separator: ", "))")
         }
+        // charon installs the routes and the rule as the child SA goes in, not always before
+        // `initiate` answers: "connected" waits for them, so no packet meant for the tunnel can
+        // take the main table.
+        guard waitForRouting(until: min(deadline, .now + .seconds(3))) else {
+            throw NetExtError(.connectionFailed, "IKEv2: charon did not install its routes (table \(plan.routingTable), rule \(plan.rulePriority))\(logTail())")
+        }
         let resolver = (try? String(contentsOfFile: outside(IKEv2ClientPlan.resolverPath), encoding: .utf8)) ?? ""
         return Connected(
             interface: interface, virtualAddresses: sa.virtualAddresses,
             nameServers: IKEv2ClientPlan.nameServers(inResolverFile: resolver), remoteTrafficSelectors: sa.remoteTrafficSelectors)
+    }
+
+    /// Whether charon's rule and at least one route in its table are in place (polled until `deadline`).
+    private func waitForRouting(until deadline: ContinuousClock.Instant) -> Bool {
+        while true {
+            let rule = CommandRunner.run(CommandRunner.ipPath, ["rule", "show", "priority", "\(plan.rulePriority)"])
+            let routes = CommandRunner.run(CommandRunner.ipPath, ["route", "show", "table", "\(plan.routingTable)"])
+            let routes6 = CommandRunner.run(CommandRunner.ipPath, ["-6", "route", "show", "table", "\(plan.routingTable)"])
+            let hasRule = rule.status == 0 && rule.output.contains("lookup \(plan.routingTable)")
+            let hasRoute = [routes, routes6].contains { $0.status == 0 && $0.output.contains("dev ") }
+            if hasRule && hasRoute { return true }
+            guard ContinuousClock.now < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
     }
 
     private func waitForSocket(until deadline: ContinuousClock.Instant) throws(NetExtError) -> VICIConnection {
