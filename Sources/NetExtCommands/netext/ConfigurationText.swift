@@ -51,7 +51,9 @@ enum ConfigurationText {
             }
         case .personalVPN(let settings):
             lines.append("IKEv2 server: \(settings.serverAddress)")
-            lines.append("authentication: \(settings.authenticationMethod.rawValue)")
+            let extended = settings.useExtendedAuthentication ? " + EAP-MSCHAPv2 as \(settings.username ?? "?")" : ""
+            lines.append("authentication: \(settings.authenticationMethod.rawValue)\(extended)")
+            lines.append("identities:  local \(settings.localIdentifier ?? "(its address)"), remote \(settings.remoteIdentifier ?? settings.serverAddress)")
         default:
             break
         }
