@@ -83,7 +83,9 @@ profile() { # NAME IDENTIFIER SECRET
       <key>RemoteIdentifier</key><string>vpn.lab.test</string>
       <key>LocalIdentifier</key><string>laptop.lab.test</string>
       <key>AuthenticationMethod</key><string>SharedSecret</string>
-      <key>SharedSecret</key><string>$3</string>
+      <key>SharedSecret</key><string>$3</string>${4:+
+      <key>OnDemandEnabled</key><integer>1</integer>
+      <key>OnDemandRules</key><array><dict><key>Action</key><string>Connect</string></dict></array>}
     </dict>
   </dict></array>
 </dict></plist>
@@ -202,6 +204,18 @@ check "netextd killed -9: its charon is still there until netextd returns" test 
 e2e_start_netextd
 check "netextd restarted: the charon it left is ended" lab_wait "test -z \"\$(charon_pids)\"" 5
 check "netextd restarted: the rule and routes it left are removed" routing_clean
+
+# Connect on demand drives a personal VPN too: a Connect rule brings it up by itself and back
+# after charon dies; an explicit stop turns on-demand off.
+netext stop Personal > /dev/null
+"$bin/netext" profile remove test.lab.personal > /dev/null
+profile Personal personal "lab personal secret" ondemand > "$work/personal-ondemand.mobileconfig"
+"$bin/netext" profile install "$work/personal-ondemand.mobileconfig" > /dev/null
+check "on demand: the personal VPN connects by itself" lab_wait "status_is Personal connected" 15
+check "on demand: traffic flows" public4
+kill -9 $(charon_pids) 2>/dev/null
+check "on demand: charon killed -9, the personal VPN comes back" lab_wait "status_is Personal connected" 15
+check "on demand: an explicit stop turns it off" bash -c "'$bin/netext' stop Personal > /dev/null && sleep 3 && '$bin/netext' status Personal | grep -q 'Personal: disconnected'"
 
 # A server that does not answer: the start fails, with charon's last words, in about 12 s.
 kill -9 "$(lab_in "$LAB_INTERNET" cat "$server/run/charon.pid")" 2>/dev/null

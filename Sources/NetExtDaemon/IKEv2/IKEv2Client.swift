@@ -92,9 +92,18 @@ final class IKEv2Client: @unchecked Sendable {
             let narration = attempt.events.compactMap { $0[text: "msg"] }
             throw NetExtError(.connectionFailed, "IKEv2: " + IKEv2ClientPlan.failureReason(narration: narration, errorMessage: attempt.response[text: "errmsg"]))
         }
-        let events = try vici.request("list-sas", IKEv2ClientPlan.listSAs, streaming: "list-sa").events
-        guard let sa = events.lazy.compactMap({ IKEv2SAState(event: $0) }).first, sa.isUp else {
-            throw NetExtError(.connectionFailed, "IKEv2: the connection did not come up\(logTail())")
+        // `initiate` answers as the child SA is established; charon may still be installing it.
+        var state: IKEv2SAState?
+        let settle = min(deadline, .now + .seconds(3))
+        while true {
+            let events = try vici.request("list-sas", IKEv2ClientPlan.listSAs, streaming: "list-sa").events
+            state = events.lazy.compactMap { IKEv2SAState(event: $0) }.first
+            if state?.isUp == true || ContinuousClock.now >= settle { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        guard let sa = state, sa.isUp else {
+            let seen = state.map { "IKE SA \($0.state), child SA \($0.childState ?? "none")" } ?? "no IKE SA"
+            throw NetExtError(.connectionFailed, "IKEv2: the connection did not come up (\(seen))\(logTail())")
         }
         guard !sa.virtualAddresses.isEmpty else {
             throw NetExtError(.connectionFailed, "IKEv2: the server assigned no virtual address (configuration payload); a personal VPN needs one")

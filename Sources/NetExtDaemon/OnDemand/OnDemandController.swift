@@ -82,7 +82,12 @@ public actor OnDemandController {
         let environment = observer.environment()
         var watch: [UUID: (configuration: Configuration, rules: [EvaluateConnectionRule])] = [:]
         for configuration in candidates {
-            guard case .tunnelProvider = configuration.protocolConfiguration else { continue }
+            // Packet tunnels and personal VPNs connect on demand (Apple's `NEVPNManager` has the
+            // same rules).
+            switch configuration.protocolConfiguration {
+            case .tunnelProvider, .personalVPN: break
+            default: continue
+            }
             let (decision, rule) = OnDemandEvaluator.decision(configuration.onDemandRules, in: environment) { url in
                 if url.scheme != "http" { self.logger.notice("on-demand probe URLs must be http here; the rule does not match", metadata: ["url": "\(url)"]) }
                 return HTTPProbe.succeeds(url)
