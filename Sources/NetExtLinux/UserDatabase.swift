@@ -37,4 +37,13 @@ public enum UserDatabase {
         guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
         return entry.gr_gid
     }
+
+    /// A group's name from its id.
+    public static func groupName(id gid: UInt32) -> String? {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 65_536)
+        guard getgrgid_r(gid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return String(cString: entry.gr_name)
+    }
 }

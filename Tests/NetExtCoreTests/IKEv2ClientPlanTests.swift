@@ -77,8 +77,11 @@ struct IKEv2ClientPlanTests {
         #expect(text.contains("routing_table_prio = 7354"))
         #expect(text.contains("kernel-libipsec"))
         #expect(text.contains("socket = unix:///run/charon.vici"))
-        #expect(text.contains("file = /run/resolv.conf"))
+        #expect(text.contains("file = /run/dns/resolv.conf"))
         #expect(!text.contains("vpn.example.test") && !text.contains("ref"))
+        #expect(!text.contains("user ="), "no user named: charon stays root")
+        let dropping = IKEv2ClientPlan(settings: Self.pskSettings, routingTable: 7163, rulePriority: 7354, user: "netext-ikev2", group: "netext-ikev2").daemonSettings
+        #expect(dropping.contains("charon {\n  user = netext-ikev2\n  group = netext-ikev2\n  load = "))
     }
 
     @Test("a failed attempt is explained by the server's notify error, else by the last failure charon narrated")

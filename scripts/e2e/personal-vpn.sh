@@ -10,6 +10,7 @@ cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh personal
 charon="${NETEXT_CHARON:-/usr/lib/ipsec/charon}"
 [ -x "$charon" ] && command -v swanctl > /dev/null || { echo "FAIL strongSwan (charon, swanctl) is not installed"; exit 1; }
+id netext-ikev2 > /dev/null 2>&1 || { echo "FAIL the user netext-ikev2 does not exist (scripts/lib/install-packages.sh creates it)"; exit 1; }
 
 lab_up || { echo "FAIL lab"; exit 1; }
 # Destinations on the internet (a web server for each family, a DNS server) and on the office's
@@ -113,6 +114,13 @@ check "netext show names the IKEv2 server" bash -c "'$bin/netext' show Personal 
 check "the personal VPN starts (IKEv2 with a shared secret)" netext start Personal
 check "status: connected" status_is Personal connected
 check "charon runs for it in the laptop" test -n "$(charon_pids)"
+# charon drops to its own user, keeping network capabilities only (no CAP_SYS_ADMIN, bit 21).
+charon_identity() {
+  local pid; pid="$(charon_pids | head -1)"
+  [ -n "$pid" ] && grep -q "^Uid:[[:space:]]*$(id -u netext-ikev2)[[:space:]]" "/proc/$pid/status" &&
+    (( ((0x$(awk '/^CapEff/ { print $2 }' "/proc/$pid/status") >> 21) & 1) == 0 ))
+}
+check "charon runs as netext-ikev2, without CAP_SYS_ADMIN" charon_identity
 has_rule() { laptop ip rule | grep -q '^7354:.*lookup 7163'; }
 has_address() { laptop ip -4 addr show | grep -q 'inet 10\.77\.0\.'; }
 check "its rule comes after every packet tunnel's (priority 7354, table 7163)" has_rule

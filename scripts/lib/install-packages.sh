@@ -1,4 +1,5 @@
-# Installs the Debian packages NetExt's build, tests and demo use, if missing (needs root).
+# Installs the Debian packages NetExt's build, tests and demo use, if missing (needs root), and
+# creates the system user the personal VPN's charon drops to (netext-ikev2).
 # Another apt-get may hold the dpkg lock: retried. Usage: source it, then netext_install_packages.
 netext_install_packages() {
   local packages=(libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 tcpdump nftables iptables openssl chromium valgrind strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins)
@@ -6,6 +7,7 @@ netext_install_packages() {
   for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
   done
+  netext_create_users
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "installing: ${missing[*]}" >&2
   for attempt in 1 2 3 4 5 6; do
@@ -14,4 +16,9 @@ netext_install_packages() {
     sleep 10
   done
   return 1
+}
+
+# The system user strongSwan's charon runs as for a personal VPN (dist/sysusers.d/netext.conf).
+netext_create_users() {
+  id netext-ikev2 > /dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin netext-ikev2
 }

@@ -12,12 +12,18 @@ public struct IKEv2ClientPlan: Sendable, Hashable {
     public var settings: IKEv2Protocol
     public var routingTable: Int
     public var rulePriority: Int
+    /// The user and group charon drops to once its sockets, TUN device and log are open (it keeps
+    /// only the capabilities it needs: CAP_NET_ADMIN, CAP_NET_RAW, …); nil: it stays root.
+    public var user: String?
+    public var group: String?
 
     /// The IKE and child SA's name in charon.
     public static let connectionName = "netext"
     /// Where charon's files are, as charon sees them (its private `/run`).
     public static let socketPath = "/run/charon.vici"
-    public static let resolverPath = "/run/resolv.conf"
+    /// In a directory of its own, the one place charon writes after dropping privileges.
+    public static let resolverDirectory = "/run/dns"
+    public static let resolverPath = "/run/dns/resolv.conf"
     public static let logPath = "/run/charon.log"
     public static let settingsPath = "/run/strongswan.conf"
 
@@ -29,10 +35,12 @@ public struct IKEv2ClientPlan: Sendable, Hashable {
         "kernel-libipsec", "kernel-netlink", "socket-default", "vici", "resolve", "attr", "eap-identity", "eap-mschapv2",
     ]
 
-    public init(settings: IKEv2Protocol, routingTable: Int, rulePriority: Int) {
+    public init(settings: IKEv2Protocol, routingTable: Int, rulePriority: Int, user: String? = nil, group: String? = nil) {
         self.settings = settings
         self.routingTable = routingTable
         self.rulePriority = rulePriority
+        self.user = user
+        self.group = group
     }
 
     /// How the client proves who it is and checks the server.
@@ -66,10 +74,11 @@ public struct IKEv2ClientPlan: Sendable, Hashable {
 
     /// charon's settings file (`strongswan.conf` syntax). No secret is in it.
     public var daemonSettings: String {
-        """
+        let identity = [user.map { "  user = \($0)\n" }, group.map { "  group = \($0)\n" }].compactMap { $0 }.joined()
+        return """
         # Written by netextd for one personal VPN; charon reads it as \(Self.settingsPath) in its own mount namespace.
         charon {
-          load = \(Self.plugins.joined(separator: " "))
+        \(identity)  load = \(Self.plugins.joined(separator: " "))
           port = 0
           port_nat_t = 0
           install_virtual_ip = yes

@@ -20,6 +20,17 @@ final class IKEv2Client: @unchecked Sendable {
     static var charonPath: String {
         ProcessInfo.processInfo.environment["NETEXT_CHARON"] ?? "/usr/lib/ipsec/charon"
     }
+    /// The user charon drops to (`NETEXT_IKEV2_USER`, default `netext-ikev2`).
+    static var userName: String {
+        ProcessInfo.processInfo.environment["NETEXT_IKEV2_USER"] ?? "netext-ikev2"
+    }
+
+    /// charon's user and group names, if the user exists.
+    static func account() -> (user: String, group: String)? {
+        guard let user = UserDatabase.user(named: userName), user.uid != 0, let group = UserDatabase.groupName(id: user.gid) else { return nil }
+        return (user.name, group)
+    }
+
     static let installHint = "install strongSwan: apt-get install strongswan-charon libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins"
 
     let plan: IKEv2ClientPlan
@@ -54,7 +65,15 @@ final class IKEv2Client: @unchecked Sendable {
         do {
             try FileManager.default.createDirectory(atPath: runDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory)
-            for name in ["charon.vici", "charon.pid", "resolv.conf", "charon.log"] { try? FileManager.default.removeItem(atPath: runDirectory + "/" + name) }
+            for name in ["charon.vici", "charon.pid", "charon.log", "dns"] { try? FileManager.default.removeItem(atPath: runDirectory + "/" + name) }
+            // charon dropped to its user writes only the DNS file; it may pass through /run
+            // (0711) but not list it, and the VICI socket stays root's.
+            let dns = outside(IKEv2ClientPlan.resolverDirectory)
+            try FileManager.default.createDirectory(atPath: dns, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            if let user = plan.user.flatMap(UserDatabase.user(named:)) {
+                guard chown(dns, user.uid, user.gid) == 0 else { throw SystemError("chown", errno: errno, subject: dns) }
+                try FileManager.default.setAttributes([.posixPermissions: 0o711], ofItemAtPath: runDirectory)
+            }
             try Data(plan.daemonSettings.utf8).write(to: URL(fileURLWithPath: outside(IKEv2ClientPlan.settingsPath)))
         } catch {
             throw NetExtError(.connectionFailed, "cannot prepare the IKEv2 client's directory \(directory): \(error)")

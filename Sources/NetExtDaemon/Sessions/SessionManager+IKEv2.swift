@@ -8,8 +8,13 @@ import NetExtLinux
 extension SessionManager {
     func launchIKEv2(_ settings: IKEv2Protocol, id: UUID, generation: Int, start: ProviderStart) {
         guard let directory = ikev2Directory else { return }
+        let account = IKEv2Client.account()
+        if account == nil {
+            logger.warning("personal VPN: charon runs as root; create its user to drop privileges (useradd --system --no-create-home --shell /usr/sbin/nologin \(IKEv2Client.userName))")
+        }
         let plan = IKEv2ClientPlan(
-            settings: settings, routingTable: Self.firstTable + Self.personalSlot, rulePriority: Self.firstTable + 4 * Self.personalSlot + 2)
+            settings: settings, routingTable: Self.firstTable + Self.personalSlot, rulePriority: Self.firstTable + 4 * Self.personalSlot + 2,
+            user: account?.user, group: account?.group)
         let client = IKEv2Client(plan: plan, directory: directory, logger: logger)
         sessions[id]?.ikev2 = client
         let sharedSecret: String
