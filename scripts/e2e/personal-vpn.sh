@@ -161,6 +161,19 @@ check "the personal VPN carried the public traffic" test "$(tcpdump -r "$work/pe
 check "the enterprise tunnel stops; the personal VPN stays" bash -c "'$bin/netext' stop Office > /dev/null && '$bin/netext' status Personal | grep -q 'Personal: connected'"
 check "the internal network is unreachable again" internal_unreachable
 check "public traffic still through the personal VPN" public4
+if [ -n "${PERSONAL_VPN_BENCH:-}" ]; then
+  # Figures for BENCHMARKS.md: TCP through the personal VPN (charon's user-space ESP) and over the
+  # bare underlay in the same run (iperf3, 5 s each), and the time `netext start` takes (5 times).
+  lab_spawn "$LAB_INTERNET" iperf3 -s -B 100.64.0.80 -p 5201 -1
+  lab_spawn "$LAB_INTERNET" iperf3 -s -B 198.51.100.1 -p 5202 -1
+  lab_wait "listening '$LAB_INTERNET' 100.64.0.80:5201 && listening '$LAB_INTERNET' 198.51.100.1:5202" 5
+  echo "bench: through_personal_vpn_mbit=$(laptop iperf3 -c 100.64.0.80 -p 5201 -t 5 -f m 2>/dev/null | awk '/receiver/ { print $7 }')"
+  echo "bench: underlay_mbit=$(laptop iperf3 -c 198.51.100.1 -p 5202 -t 5 -f m 2>/dev/null | awk '/receiver/ { print $7 }')"
+  for _ in 1 2 3 4 5; do
+    netext stop Personal > /dev/null; started=$(date +%s%N); netext start Personal > /dev/null
+    echo "bench: connect_ms=$(( ($(date +%s%N) - started) / 1000000 ))"
+  done
+fi
 pkill -f "tcpdump -i eth0" 2>/dev/null; sleep 0.3
 clear_text=$(tcpdump -r "$work/underlay.pcap" -n 'host 100.64.0.80 or host 2001:db8:ff::80 or host 10.20.0.5 or host fd20::5' 2>/dev/null | wc -l)
 check "nothing to the test destinations crossed the underlay in the clear ($clear_text packets)" test "$clear_text" -eq 0
