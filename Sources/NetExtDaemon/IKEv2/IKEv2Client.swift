@@ -197,6 +197,15 @@ final class IKEv2Client: @unchecked Sendable {
         thread.start()
     }
 
+    /// Whether the SA is up now (asked on a connection of its own): `watch` registers after the
+    /// connection came up, so a drop in between is caught by asking once more.
+    func isUp() -> Bool {
+        guard let vici = VICIConnection.connect(path: outside(IKEv2ClientPlan.socketPath), timeoutMilliseconds: 5000) else { return false }
+        defer { vici.close() }
+        guard let events = try? vici.request("list-sas", IKEv2ClientPlan.listSAs, streaming: "list-sa").events else { return false }
+        return events.lazy.compactMap { IKEv2SAState(event: $0) }.first?.isUp == true
+    }
+
     private static func waitForDown(on vici: VICIConnection) -> String {
         while true {
             let packet: VICIPacket

@@ -39,6 +39,7 @@ extension SessionManager {
                 try client.watch { reason in
                     Task { await self.apply(.providerFailed(NetExtError(.connectionFailed, reason)), to: id, generation: generation) }
                 }
+                guard client.isUp() else { throw NetExtError(.connectionFailed, "IKEv2: the connection ended as it came up") }
                 Task { await self.ikev2Connected(connected, id: id, generation: generation) }
             } catch {
                 Task { await self.apply(.providerFailed(error), to: id, generation: generation) }
