@@ -253,8 +253,10 @@ final class IKEv2Client: @unchecked Sendable {
             while ProcessSpawner.signal(0, to: child), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
             _ = ProcessSpawner.signal(SIGKILL, to: child)
         }
-        // A charon that was killed leaves its policy rule and routes behind.
+        // A charon that was killed leaves its policy rule and routes behind; one that dropped to
+        // its user cannot remove its pid file from the root-owned /run.
         Self.removeRouting(table: plan.routingTable, priority: plan.rulePriority)
+        try? FileManager.default.removeItem(atPath: runDirectory + "/charon.pid")
     }
 
     /// Removes the personal VPN's policy rules and routes (both families), whoever left them.
@@ -270,7 +272,18 @@ final class IKEv2Client: @unchecked Sendable {
     static func endLeftover(in runDirectory: String) {
         guard let text = try? String(contentsOfFile: runDirectory + "/charon.pid", encoding: .utf8),
               let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 1,
-              let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8), command.contains("charon") else { return }
+              let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8), command.contains("charon"),
+              // Ours, not another charon that got the pid: our directory is its /run.
+              let mounts = try? String(contentsOfFile: "/proc/\(pid)/mountinfo", encoding: .utf8),
+              mounts.split(separator: "\n").contains(where: { line in
+                  // mountinfo: ID PARENT MAJOR:MINOR ROOT MOUNTPOINT … (proc(5)); our bind mount's
+                  // root is this directory (relative to its file system, so compare the tail).
+                  let fields = line.split(separator: " ")
+                  guard fields.count > 4, fields[4] == "/run" else { return false }
+                  let tail = fields[3].split(separator: "/").suffix(3).joined(separator: "/")
+                  return tail.hasSuffix("ikev2/run") && runDirectory.hasSuffix("/" + tail)
+              })
+        else { return }
         _ = ProcessSpawner.signal(SIGKILL, to: pid)
     }
 
