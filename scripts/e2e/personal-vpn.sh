@@ -59,7 +59,7 @@ e2e_keys
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
- "routes": ["10.20.0.0/16", "fd20::/64"], "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
+ "routes": ["10.20.0.0/16", "fd20::/64"], "dnsServers": ["10.20.0.53"], "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
 JSON
 umask 022
 e2e_netextd_environment "$work/resolv.conf"
@@ -138,6 +138,7 @@ laptop tcpdump -i eth0 -n -U --immediate-mode -w "$work/underlay.pcap" > /dev/nu
 LAB_PIDS+=($!)
 lab_wait "laptop test -s '$work/underlay.pcap'" 5
 check "the enterprise tunnel starts while the personal VPN is up" netext start Office
+check "DNS: the enterprise tunnel's servers take the resolver file" bash -c "grep -q 'nameserver 10.20.0.53' '$work/resolv.conf' && ! grep -q 'nameserver 100.64.0.53' '$work/resolv.conf'"
 check "both are connected at once" bash -c "'$bin/netext' status Personal | grep -q connected && '$bin/netext' status Office | grep -q connected"
 ipsec_interface="$(laptop ip -o -4 addr show | awk '/inet 10\.77\.0\./ { print $2 }' | head -1)"
 laptop tcpdump -i "$ipsec_interface" -n -U --immediate-mode -w "$work/personal.pcap" > /dev/null 2>&1 &
@@ -160,6 +161,7 @@ check "the personal VPN carried the public traffic" test "$(tcpdump -r "$work/pe
 
 check "the enterprise tunnel stops; the personal VPN stays" bash -c "'$bin/netext' stop Office > /dev/null && '$bin/netext' status Personal | grep -q 'Personal: connected'"
 check "the internal network is unreachable again" internal_unreachable
+check "DNS: the personal VPN's servers are back in the resolver file" bash -c "grep -q 'nameserver 100.64.0.53' '$work/resolv.conf' && ! grep -q 'nameserver 10.20.0.53' '$work/resolv.conf'"
 check "public traffic still through the personal VPN" public4
 if [ -n "${PERSONAL_VPN_BENCH:-}" ]; then
   # Figures for BENCHMARKS.md: TCP through the personal VPN (charon's user-space ESP) and over the

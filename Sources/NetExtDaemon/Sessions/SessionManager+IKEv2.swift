@@ -62,9 +62,10 @@ extension SessionManager {
         // force (an enterprise tunnel's DNS wins, like its routes).
         var tunnel = TunnelInterface(fd: -1, name: connected.interface, slot: Self.personalSlot)
         let othersHaveDNS = sessions.contains { $0.key != id && $0.value.tunnel?.changedResolver == true }
-        if !connected.nameServers.isEmpty, !othersHaveDNS, let resolver {
+        if !connected.nameServers.isEmpty { tunnel.fullDNS = DNSSettings(servers: connected.nameServers) }
+        if let dns = tunnel.fullDNS, !othersHaveDNS, let resolver {
             do throws(NetExtError) {
-                try resolver.install(DNSSettings(servers: connected.nameServers))
+                try resolver.install(dns)
                 tunnel.changedResolver = true
             } catch {
                 logger.warning("personal VPN: cannot install its DNS servers", metadata: ["error": "\(error.message)"])

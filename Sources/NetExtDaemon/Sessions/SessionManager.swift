@@ -31,6 +31,9 @@ public actor SessionManager {
         var slot: Int
         var plan: NetworkPlan?
         var changedResolver = false
+        /// The servers this tunnel wants as the whole resolver file (no match domains), whether or
+        /// not another tunnel's are in force; they take the file when that tunnel goes.
+        var fullDNS: DNSSettings?
         /// Whether the DNS stub routes this tunnel's match domains.
         var routedDNS = false
     }
@@ -414,10 +417,12 @@ public actor SessionManager {
                 unrouteDNS(for: id)
                 tunnel.routedDNS = false
             }
+            tunnel.fullDNS = nil
             if let dns = settings.dnsSettings, !dns.servers.isEmpty, let resolver {
                 if dns.matchDomains.filter({ !$0.isEmpty }).isEmpty {
                     // Every query goes to the tunnel's servers.
                     try resolver.install(dns)
+                    tunnel.fullDNS = dns
                 } else {
                     // Only names within the match domains: the stub routes each query.
                     try routeDNS(dns, for: id, resolver: resolver)
@@ -521,9 +526,26 @@ public actor SessionManager {
     }
 
     /// A tunnel no longer needs the resolver file: put the original back, unless another tunnel
-    /// relies on it or on-demand watches names (then the file points at the stub again).
-    private func releaseResolver(besides id: UUID) {
-        guard !isResolverStillNeeded(besides: id), let resolver else { return }
+    /// relies on it or on-demand watches names (then the file points at the stub again). A
+    /// remaining tunnel with servers of its own gets them into the file (an enterprise tunnel's
+    /// before the personal VPN's), so the file never keeps the servers of a tunnel that is gone.
+    func releaseResolver(besides id: UUID) {
+        guard let resolver else { return }
+        let others = sessions.filter { $0.key != id && $0.value.machine.status.isActive }
+        // A tunnel routing match domains keeps the stub in the file.
+        if others.contains(where: { $0.value.tunnel?.routedDNS == true }) { return }
+        let successor = others.compactMap { entry in entry.value.tunnel.flatMap { tunnel in tunnel.fullDNS.map { (id: entry.key, dns: $0, slot: tunnel.slot) } } }
+            .min { $0.slot < $1.slot }
+        if let successor {
+            do throws(NetExtError) {
+                try resolver.install(successor.dns)
+                sessions[successor.id]?.tunnel?.changedResolver = true
+                return
+            } catch {
+                logger.warning("cannot install the remaining tunnel's DNS servers", metadata: ["error": "\(error.message)"])
+            }
+        }
+        guard !isResolverStillNeeded(besides: id) else { return }
         if watchingNames, dnsStub != nil, let address = dnsStubAddress {
             try? resolver.installStub(nameserver: address.hostText)
         } else {
