@@ -35,7 +35,7 @@ struct TunnelLabTests {
 
     @Test("a personal VPN (built-in IKEv2 through strongSwan) beside the enterprise tunnel: the enterprise tunnel wins where both route, the rest goes through the personal VPN; stop, server delete, killed charon or netextd, wrong secret, silent server, connect on demand")
     func personalAndEnterprise() throws {
-        try runChecks("scripts/e2e/personal-vpn.sh", checks: 61, timeout: 180)
+        try runChecks("scripts/e2e/personal-vpn.sh", checks: 63, timeout: 180)
     }
 
     @Test("scripts/leak-test: nothing leaks through kill -9, on-demand restart and an uplink move")

@@ -93,7 +93,6 @@ profile() { # NAME IDENTIFIER SECRET
 XML
 }
 profile Personal personal "lab personal secret" > "$work/personal.mobileconfig"
-profile Mistyped mistyped "not the secret" > "$work/mistyped.mobileconfig"
 
 public4() { laptop curl -s -m 3 http://100.64.0.80:8080/ 2>/dev/null | grep -q 'public page'; }
 public6() { laptop curl -s -m 3 'http://[2001:db8:ff::80]:8081/' 2>/dev/null | grep -q 'public page'; }
@@ -208,7 +207,9 @@ netext stop Personal > /dev/null
 # A wrong shared secret is refused, with the reason, and leaves nothing running.
 # (One personal VPN per app: the first profile goes.)
 check "removing the profile removes the personal VPN" bash -c "'$bin/netext' profile remove test.lab.personal > /dev/null && ! '$bin/netext' list | grep -q Personal"
-"$bin/netext" profile install "$work/mistyped.mobileconfig" > /dev/null
+# The command line saves a personal VPN as an app would with VPNManager (secret on standard input).
+check "netext create-personal saves one (shared secret from standard input)" bash -c "printf 'not the secret\n' | '$bin/netext' create-personal --name Mistyped --server 198.51.100.1 --remote-id vpn.lab.test --local-id laptop.lab.test --shared-secret-stdin | grep -q 'saved personal VPN Mistyped'"
+check "... netext show lists its identities" bash -c "'$bin/netext' show Mistyped | grep -q 'identities:  local laptop.lab.test, remote vpn.lab.test'"
 "$bin/netext" start Mistyped > "$work/mistyped.out" 2>&1
 [ -n "${PERSONAL_VPN_DEBUG:-}" ] && cat "$work/mistyped.out"
 check "a wrong shared secret: start fails" bash -c "! grep -q ': connected' '$work/mistyped.out' && '$bin/netext' status Mistyped | grep -q 'Mistyped: disconnected'"
@@ -219,7 +220,7 @@ no_netext_rules() { ! laptop ip rule | grep -qE '^7[1-3][0-9]{2}:' && ! laptop i
 # netextd killed -9 with the personal VPN up: the next netextd ends the charon it left and
 # removes its rule and routes.
 profile Personal personal "lab personal secret" > "$work/personal.mobileconfig"
-"$bin/netext" profile remove test.lab.mistyped > /dev/null
+"$bin/netext" remove Mistyped > /dev/null
 "$bin/netext" profile install "$work/personal.mobileconfig" > /dev/null
 netext start Personal > /dev/null
 kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null

@@ -116,9 +116,9 @@ enum KeyValue {
 
 /// Reading a secret from standard input without echoing it anywhere.
 enum StandardInput {
-    static func readSecretLine() throws -> String {
+    static func readSecretLine(option: String = "--password-stdin", what: String = "password") throws -> String {
         guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw NetExtError.invalid("--password-stdin: standard input held no password")
+            throw NetExtError.invalid("\(option): standard input held no \(what)")
         }
         return line
     }

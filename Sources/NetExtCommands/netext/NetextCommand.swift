@@ -9,7 +9,7 @@ public struct NetextCommand: AsyncParsableCommand {
         discussion: "Every command talks to netextd over its control socket. Exit codes are listed in docs/cli.md.",
         version: "0.1.0",
         subcommands: [
-            ListCommand.self, ShowCommand.self, CreateCommand.self, EnableCommand.self, DisableCommand.self,
+            ListCommand.self, ShowCommand.self, CreateCommand.self, CreatePersonalCommand.self, EnableCommand.self, DisableCommand.self,
             RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, MessageCommand.self, OnDemandCommand.self, ProxyEnvCommand.self,
             ProfileCommand.self, ProvidersCommand.self, FilterCommand.self, URLFilterCommand.self,
         ])
