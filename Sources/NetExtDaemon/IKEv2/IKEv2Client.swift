@@ -37,14 +37,17 @@ final class IKEv2Client: @unchecked Sendable {
     /// netextd's directory for this client; charon sees `directory/run` as its `/run`.
     let directory: String
     private let logger: Logger
+    /// Removes what a killed charon left in the routing policy.
+    private let applier: any NetworkApplier
     private let lock = NSLock()
     private var pid: Int32 = 0
     private var watcher: VICIConnection?
 
-    init(plan: IKEv2ClientPlan, directory: String, logger: Logger) {
+    init(plan: IKEv2ClientPlan, directory: String, logger: Logger, applier: any NetworkApplier) {
         self.plan = plan
         self.directory = directory
         self.logger = logger
+        self.applier = applier
     }
 
     var runDirectory: String { directory + "/run" }
@@ -255,17 +258,8 @@ final class IKEv2Client: @unchecked Sendable {
         }
         // A charon that was killed leaves its policy rule and routes behind; one that dropped to
         // its user cannot remove its pid file from the root-owned /run.
-        Self.removeRouting(table: plan.routingTable, priority: plan.rulePriority)
+        applier.removeStale(tables: plan.routingTable...plan.routingTable, priorities: plan.rulePriority...plan.rulePriority)
         try? FileManager.default.removeItem(atPath: runDirectory + "/charon.pid")
-    }
-
-    /// Removes the personal VPN's policy rules and routes (both families), whoever left them.
-    static func removeRouting(table: Int, priority: Int) {
-        for family in ["-4", "-6"] {
-            var removed = 0
-            while removed < 4, CommandRunner.run(CommandRunner.ipPath, [family, "rule", "del", "priority", "\(priority)"]).status == 0 { removed += 1 }
-            _ = CommandRunner.run(CommandRunner.ipPath, [family, "route", "flush", "table", "\(table)"])
-        }
     }
 
     /// A charon that an earlier netextd left running in `runDirectory` (its pid file) is ended.

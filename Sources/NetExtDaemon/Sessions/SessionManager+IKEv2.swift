@@ -15,7 +15,7 @@ extension SessionManager {
         let plan = IKEv2ClientPlan(
             settings: settings, routingTable: Self.firstTable + Self.personalSlot, rulePriority: Self.firstTable + 4 * Self.personalSlot + 2,
             user: account?.user, group: account?.group)
-        let client = IKEv2Client(plan: plan, directory: directory, logger: logger)
+        let client = IKEv2Client(plan: plan, directory: directory, logger: logger, applier: applier)
         sessions[id]?.ikev2 = client
         let sharedSecret: String
         do throws(NetExtError) {
@@ -76,7 +76,7 @@ extension SessionManager {
         logger.info("personal VPN (IKEv2) connected", metadata: [
             "interface": "\(connected.interface)", "addresses": "\(connected.virtualAddresses)",
             "routes": "\(connected.remoteTrafficSelectors)", "dns": "\(connected.nameServers)",
-            "table": "\(Self.firstTable + Self.personalSlot)", "priority": "\(Self.firstTable + 4 * Self.personalSlot + 2)",
+            "table": "\(session.ikev2?.plan.routingTable ?? 0)", "priority": "\(session.ikev2?.plan.rulePriority ?? 0)",
         ])
         apply(.providerStarted, to: id, generation: generation)
     }

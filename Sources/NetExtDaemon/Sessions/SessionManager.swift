@@ -53,7 +53,7 @@ public actor SessionManager {
     let startDeadline: Duration
     /// How long a provider has to acknowledge a stop before it is terminated.
     private let stopDeadline: Duration
-    private let applier: any NetworkApplier
+    let applier: any NetworkApplier
     let resolver: ResolverConfiguration?
     private let dnsStubAddress: SocketAddress?
     /// Runs while at least one tunnel has DNS match domains, or on-demand watches names.
