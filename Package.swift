@@ -68,7 +68,13 @@ let package = Package(
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
         .target(name: "BloomFilter", swiftSettings: strict),
         // BFV homomorphic encryption over RNS with NTT arithmetic (the URL filter's PIR).
-        .target(name: "HomomorphicEncryption", dependencies: ["CHomomorphicKernels"], swiftSettings: strict),
+        .target(
+            name: "HomomorphicEncryption",
+            dependencies: [
+                "CHomomorphicKernels", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
         // NTT butterflies and multiply-accumulate loops, compiled per x86 level with runtime dispatch.
         .target(name: "CHomomorphicKernels", cSettings: [.unsafeFlags(["-O3"])]),
         // Index and keyword PIR (MulPIR over BFV, cuckoo-hashed keywords, shards), generic over HeScheme.

@@ -102,8 +102,8 @@ struct BFVTests {
 
     @Test func automorphismOnEvaluationsEqualsAutomorphismOnCoefficients() throws {
         let context = try BFVContext(parameters: .insecureN64)
-        var rng = ChaCha20Generator.systemSeeded()
-        var poly = Sampling.uniform(degree: 64, moduli: context.moduli[...], isNTT: false, using: &rng)
+        var stream = SeedStream(seed: SeedStream.randomSeed())
+        var poly = Sampling.uniform(degree: 64, moduli: context.moduli[...], isNTT: false, from: &stream)
         for element in [3, 5, 9, 65, 127] {
             var viaCoefficients = context.applyAutomorphismToCoefficients(poly, element: element)
             viaCoefficients.forwardNTT(context.transforms)
@@ -148,7 +148,8 @@ struct BFVTests {
         let values = randomValues(64, below: 257, &rng)
         let fresh = context.encrypt(try context.encode(coefficients: values), secretKey: secretKey)
         // (c_0 − r·s², c_1, r) has the same phase as (c_0, c_1) for any r.
-        let r = Sampling.uniform(degree: 64, moduli: context.moduli[..<fresh.level], isNTT: true, using: &rng)
+        var stream = SeedStream(seed: SeedStream.randomSeed())
+        let r = Sampling.uniform(degree: 64, moduli: context.moduli[..<fresh.level], isNTT: true, from: &stream)
         var rs2 = r
         rs2.multiply(secretKey.poly, moduli: context.moduli)
         rs2.multiply(secretKey.poly, moduli: context.moduli)

@@ -40,10 +40,10 @@ extension BFVContext {
     }
 
     /// Encrypts under the secret key at the top level, as a seeded ciphertext:
-    /// c_1 = a expanded from a fresh seed, c_0 = −a·s + e + Δ·m.
+    /// c_1 = a expanded from a fresh seed (``SeedStream``, NTT evaluations), c_0 = −a·s + e + Δ·m.
     public func encrypt(_ plaintext: Plaintext, secretKey: SecretKey) -> Ciphertext {
         var generator = ChaCha20Generator.systemSeeded()
-        return encrypt(plaintext, secretKey: secretKey, seed: ChaCha20Generator.randomSeed(), using: &generator)
+        return encrypt(plaintext, secretKey: secretKey, seed: SeedStream.randomSeed(), using: &generator)
     }
 
     /// Secret-key encryption with an explicit seed for `a` and a generator for the error.
@@ -51,8 +51,8 @@ extension BFVContext {
         _ plaintext: Plaintext, secretKey: SecretKey, seed: [UInt8], using generator: inout ChaCha20Generator
     ) -> Ciphertext {
         let level = maximumLevel
-        var expander = ChaCha20Generator(seed: seed)
-        let a = Sampling.uniform(degree: degree, moduli: moduli[..<level], isNTT: true, using: &expander)
+        var expander = SeedStream(seed: seed)
+        let a = Sampling.uniform(degree: degree, moduli: moduli[..<level], isNTT: true, from: &expander)
         var c0 = a
         c0.multiply(secretKey.poly, moduli: moduli)
         c0.negate(moduli: moduli)
@@ -62,17 +62,16 @@ extension BFVContext {
 
     /// Regenerates c_1 of a seeded ciphertext from its seed (after deserializing c_0 alone).
     public func expandSeededPolynomial(seed: [UInt8], level: Int) -> RNSPolynomial {
-        var expander = ChaCha20Generator(seed: seed)
-        var a = Sampling.uniform(degree: degree, moduli: moduli[..<maximumLevel], isNTT: true, using: &expander)
-        a.keepRows(level)
-        return a
+        var expander = SeedStream(seed: seed)
+        return Sampling.uniform(degree: degree, moduli: moduli[..<level], isNTT: true, from: &expander)
     }
 
     /// A public key for `secretKey`: (−a·s + e, a) over the top-level primes.
     public func generatePublicKey(secretKey: SecretKey) -> PublicKey {
         var generator = ChaCha20Generator.systemSeeded()
         let level = maximumLevel
-        let a = Sampling.uniform(degree: degree, moduli: moduli[..<level], isNTT: true, using: &generator)
+        var expander = SeedStream(seed: SeedStream.randomSeed())
+        let a = Sampling.uniform(degree: degree, moduli: moduli[..<level], isNTT: true, from: &expander)
         var b = a
         b.multiply(secretKey.poly, moduli: moduli)
         b.negate(moduli: moduli)

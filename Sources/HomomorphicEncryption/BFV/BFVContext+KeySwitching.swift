@@ -9,10 +9,10 @@ extension BFVContext {
         let special = moduli[specialIndex]
         var bs: [RNSPolynomial] = [], as_: [RNSPolynomial] = [], seeds: [[UInt8]] = []
         for i in 0..<maximumLevel {
-            let seed = (0..<ChaCha20Generator.seedByteCount).map { _ in UInt8(truncatingIfNeeded: generator.nextWord()) }
+            let seed = (0..<SeedStream.seedByteCount).map { _ in UInt8(truncatingIfNeeded: generator.nextWord()) }
             seeds.append(seed)
-            var expander = ChaCha20Generator(seed: seed)
-            let a = Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, using: &expander)
+            var expander = SeedStream(seed: seed)
+            let a = Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, from: &expander)
             var b = a
             b.multiply(secretKey.poly, moduli: moduli)
             b.negate(moduli: moduli)
@@ -39,8 +39,8 @@ extension BFVContext {
     /// Re-creates the a_i of a key from their seeds (after receiving only the b_i).
     public func expandKeySwitchingKey(seeds: [[UInt8]], b: [RNSPolynomial]) -> KeySwitchingKey {
         let as_ = seeds.map { seed in
-            var expander = ChaCha20Generator(seed: seed)
-            return Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, using: &expander)
+            var expander = SeedStream(seed: seed)
+            return Sampling.uniform(degree: degree, moduli: moduli[...], isNTT: true, from: &expander)
         }
         return KeySwitchingKey(b: b, a: as_, seeds: seeds)
     }

@@ -1,8 +1,9 @@
 /// A deterministic random stream from a 32-byte seed: the ChaCha20 block function
 /// (RFC 8439 §2.3) with a zero nonce and a counter, as a generator of 32-bit words.
 ///
-/// Used to expand public randomness (the `a` polynomial of seeded ciphertexts and keys) from a
-/// seed, and — seeded from the system's CSPRNG — for secret and error sampling.
+/// Seeded from the system's CSPRNG, it draws secrets, errors and key seeds (tests seed it to
+/// reproduce a run). Public randomness sent as a seed (the `a` of seeded ciphertexts and keys)
+/// is expanded by ``SeedStream`` instead, as Apple's library does.
 public struct ChaCha20Generator: RandomNumberGenerator, Sendable {
     private var key: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
     private var counter: UInt64 = 0

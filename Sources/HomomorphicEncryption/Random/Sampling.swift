@@ -1,20 +1,31 @@
 /// Samplers for the polynomials BFV draws: uniform residues, ternary secrets, and small errors.
 enum Sampling {
-    /// N residues uniform modulo each prime (rejection sampling, so exactly uniform), written as
-    /// the rows of a polynomial. Uniform residues are uniform in either representation, so the
-    /// caller decides whether they are coefficients or NTT evaluations.
+    /// N residues per prime drawn from a seed's stream as Apple's library draws them
+    /// (`PolyRq.randomizeUniform`): row by row in the parameter set's prime order, in runs of
+    /// min(N, 1024) coefficients, each run taking 16·run bytes at once; every coefficient is the
+    /// 16-byte little-endian integer r reduced modulo q (bias below 2^−98 for q < 2^30, NIST
+    /// SP 800-90A Rev. 1 §A.5.3). Uniform residues are uniform in either representation, so the
+    /// caller decides whether they are coefficients or NTT evaluations (seeded ciphertexts and
+    /// keys use NTT evaluations, in ``NTT``'s order).
     static func uniform(
-        degree: Int, moduli: ArraySlice<Modulus>, isNTT: Bool, using generator: inout ChaCha20Generator
+        degree: Int, moduli: ArraySlice<Modulus>, isNTT: Bool, from stream: inout SeedStream
     ) -> RNSPolynomial {
         var poly = RNSPolynomial(degree: degree, moduliCount: moduli.count, isNTT: isNTT)
         let list = Array(moduli)
+        let run = min(degree, 1024)
         poly.forEachRow { row, i in
-            let q = list[i].value
-            let bound = UInt32.max - UInt32.max % q  // accept r < bound: a multiple of q
-            for j in 0..<row.count {
-                var r = generator.nextWord()
-                while r >= bound { r = generator.nextWord() }
-                row[j] = r % q
+            let q = UInt64(list[i].value)
+            // 2^64 mod q, so r = high·2^64 + low reduces as ((high mod q)·(2^64 mod q) + low mod q) mod q.
+            let twoTo64 = (UInt64.max % q + 1) % q
+            for start in stride(from: 0, to: row.count, by: run) {
+                let bytes = stream.next(16 * run)
+                bytes.withUnsafeBytes { raw in
+                    for k in 0..<run {
+                        let low = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 * k, as: UInt64.self))
+                        let high = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 * k + 8, as: UInt64.self))
+                        row[start + k] = UInt32(((high % q) * twoTo64 + low % q) % q)
+                    }
+                }
             }
         }
         return poly

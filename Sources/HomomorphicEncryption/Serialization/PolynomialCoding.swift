@@ -1,33 +1,38 @@
-/// Polynomial bytes on the wire: coefficient form, row by row (one row per prime, in the
-/// parameter set's order), each coefficient as an unsigned big-endian bit field of
-/// `bitWidth(q_i) − skip` bits, fields packed most significant bit first with no padding
-/// between rows; the last byte is zero-padded. With `skip > 0` the stored value is
-/// `round(c / 2^skip) mod 2^width` (the low bits are dropped after rounding; a value that rounds
-/// up to 2^width wraps to 0, which is within 2^(skip−1) of c modulo q; see `docs/pir-protocol.md`).
+/// Polynomial bytes on the wire, as Apple's swift-homomorphic-encryption lays them out
+/// (`PolyRq.serialize`, its `DataFormats` article): row by row (one row per prime, in the
+/// parameter set's order), each coefficient an unsigned big-endian bit field of
+/// `bitWidth(q_i) − skip` bits, fields packed most significant bit first; each row ends on a
+/// byte boundary (zero bits pad its last byte). With `skip > 0` the field holds ⌊c / 2^skip⌋ —
+/// the low bits are dropped, so the value read back, ⌊c / 2^skip⌋·2^skip, is never above c and
+/// always below q. Whether the residues are coefficients or NTT evaluations is the caller's
+/// convention (seeded key ciphertexts carry evaluations; see `docs/pir-protocol.md`).
 enum PolynomialCoding {
     /// Stored bits per coefficient of a row: bitWidth(q) − skip.
     static func fieldWidth(modulus q: Modulus, skip: Int) -> Int {
         max(1, q.bitWidth - skip)
     }
 
-    /// Byte count of a polynomial over `moduli` with per-row skips.
-    static func byteCount(degree: Int, moduli: [Modulus], skip: Int) -> Int {
-        let bits = moduli.reduce(0) { $0 + degree * fieldWidth(modulus: $1, skip: skip) }
-        return (bits + 7) / 8
+    /// Bytes of one row.
+    static func rowByteCount(degree: Int, modulus: Modulus, skip: Int) -> Int {
+        (degree * fieldWidth(modulus: modulus, skip: skip) + 7) / 8
     }
 
+    /// Byte count of a polynomial over `moduli`.
+    static func byteCount(degree: Int, moduli: [Modulus], skip: Int) -> Int {
+        moduli.reduce(0) { $0 + rowByteCount(degree: degree, modulus: $1, skip: skip) }
+    }
+
+    /// The rows of `poly` as stored (coefficients or evaluations alike).
     static func encode(_ poly: RNSPolynomial, moduli: [Modulus], skip: Int = 0) -> [UInt8] {
-        precondition(!poly.isNTT)
+        precondition(skip == 0 || !poly.isNTT, "low bits are dropped only from coefficients")
         var out = [UInt8]()
         out.reserveCapacity(byteCount(degree: poly.degree, moduli: Array(moduli.prefix(poly.moduliCount)), skip: skip))
-        var buffer: UInt64 = 0
-        var bits = 0
-        let half: UInt64 = skip > 0 ? UInt64(1) << UInt64(skip - 1) : 0
         for i in 0..<poly.moduliCount {
+            var buffer: UInt64 = 0
+            var bits = 0
             let width = fieldWidth(modulus: moduli[i], skip: skip)
-            let mask = (UInt64(1) << UInt64(width)) - 1
             for j in 0..<poly.degree {
-                let value = ((UInt64(poly.storage[i * poly.degree + j]) + half) >> UInt64(skip)) & mask
+                let value = UInt64(poly.storage[i * poly.degree + j]) >> UInt64(skip)
                 buffer = buffer << UInt64(width) | value
                 bits += width
                 while bits >= 8 {
@@ -36,25 +41,26 @@ enum PolynomialCoding {
                 }
                 buffer &= (UInt64(1) << UInt64(bits)) &- 1
             }
+            if bits > 0 { out.append(UInt8(truncatingIfNeeded: buffer << UInt64(8 - bits))) }
         }
-        if bits > 0 { out.append(UInt8(truncatingIfNeeded: buffer << UInt64(8 - bits))) }
         return out
     }
 
-    /// Decodes exactly `byteCount(…)` bytes; every value must be below its prime (after
-    /// restoring skipped bits, values are reduced modulo the prime).
+    /// Decodes exactly `byteCount(…)` bytes into rows marked `isNTT`; every value must be below
+    /// its prime (after restoring skipped bits, values are reduced modulo the prime).
     static func decode(
-        _ bytes: some Collection<UInt8>, degree: Int, moduli: [Modulus], skip: Int = 0, what: String
+        _ bytes: some Collection<UInt8>, degree: Int, moduli: [Modulus], skip: Int = 0, isNTT: Bool = false, what: String
     ) throws(HomomorphicEncryptionError) -> RNSPolynomial {
         let expected = byteCount(degree: degree, moduli: moduli, skip: skip)
         guard bytes.count == expected else {
             throw .malformed("\(what): \(bytes.count) bytes, expected \(expected)")
         }
-        var poly = RNSPolynomial(degree: degree, moduliCount: moduli.count, isNTT: false)
+        var poly = RNSPolynomial(degree: degree, moduliCount: moduli.count, isNTT: isNTT)
         var iterator = bytes.makeIterator()
-        var buffer: UInt64 = 0
-        var bits = 0
         for i in 0..<moduli.count {
+            // Each row starts on a byte boundary: the previous row's padding bits are dropped.
+            var buffer: UInt64 = 0
+            var bits = 0
             let q = moduli[i]
             let width = fieldWidth(modulus: q, skip: skip)
             for j in 0..<degree {

@@ -1,5 +1,7 @@
 /// An evaluation key as bytes: each key-switching key is a list of seeded "ciphertexts"
-/// (b_i over every key prime, coefficient form, and the seed of a_i), one per ciphertext prime.
+/// (b_i over every key prime as NTT evaluations, and the seed of a_i, whose expansion is also
+/// read as evaluations), one per ciphertext prime — the layout of Apple's `KeySwitchKey`, whose
+/// ciphertexts are in `Eval` form.
 public struct SerializedEvaluationKey: Sendable, Equatable {
     public var galoisKeys: [Int: [SerializedCiphertext]]
     public var relinearizationKey: [SerializedCiphertext]?
@@ -19,9 +21,8 @@ extension BFVContext {
     public func serialize(_ key: EvaluationKey) -> SerializedEvaluationKey {
         func encode(_ k: KeySwitchingKey) -> [SerializedCiphertext] {
             zip(k.b, k.seeds).map { b, seed in
-                var coefficients = b
-                coefficients.inverseNTT(transforms)
-                return .seeded(poly0: PolynomialCoding.encode(coefficients, moduli: moduli), seed: seed)
+                precondition(b.isNTT)
+                return .seeded(poly0: PolynomialCoding.encode(b, moduli: moduli), seed: seed)
             }
         }
         return SerializedEvaluationKey(
@@ -35,11 +36,10 @@ extension BFVContext {
             }
             var bs: [RNSPolynomial] = [], seeds: [[UInt8]] = []
             for (i, part) in parts.enumerated() {
-                guard case let .seeded(poly0, seed) = part, seed.count == ChaCha20Generator.seedByteCount else {
+                guard case let .seeded(poly0, seed) = part, seed.count == SeedStream.seedByteCount else {
                     throw .malformed("\(what) part \(i) must be seeded with a 32-byte seed")
                 }
-                var b = try PolynomialCoding.decode(poly0, degree: degree, moduli: moduli, what: "\(what) part \(i)")
-                b.forwardNTT(transforms)
+                let b = try PolynomialCoding.decode(poly0, degree: degree, moduli: moduli, isNTT: true, what: "\(what) part \(i)")
                 bs.append(b)
                 seeds.append(seed)
             }
