@@ -31,8 +31,8 @@ let processTime = now() - start
 let shard = database.configurations[0]
 print("rows=\(rowCount) shards=\(shardCount) buckets_shard0=\(shard.bucketCount) plaintexts_shard0=\(shard.indexParameters.plaintextCount) dimensions=\(shard.indexParameters.dimensions)")
 
-let server1 = KeywordPirServer(scheme: context, database: database, threads: 1)
-let server2 = KeywordPirServer(scheme: context, database: database, threads: 2)
+let server1 = try KeywordPirServer(scheme: context, database: database, threads: 1)
+let server2 = try KeywordPirServer(scheme: context, database: database, threads: 2)
 let client = try KeywordPirClient(scheme: context, parameters: parameters, shards: database.configurations)
 start = now()
 let secretKey = context.generateSecretKey()

@@ -120,6 +120,9 @@ public final class PIRRequestHandler: Sendable {
             guard pir.query.ciphertexts.count == server.parameters.queryCiphertextCount else {
                 throw .malformedRequest("query has \(pir.query.ciphertexts.count) ciphertexts, expected \(server.parameters.queryCiphertextCount)")
             }
+            guard pir.query.numPirCalls == UInt64(server.parameters.batchSize) else {
+                throw .malformedRequest("query asks for \(pir.query.numPirCalls) indices (num_pir_calls), this use case answers \(server.parameters.batchSize)")
+            }
             var ciphertexts: [Ciphertext] = []
             for (index, message) in pir.query.ciphertexts.enumerated() {
                 do {
@@ -136,10 +139,14 @@ public final class PIRRequestHandler: Sendable {
                 answer = try server.respond(to: IndexPirQuery(ciphertexts: ciphertexts), evaluationKey: evaluationKey)
             } catch { throw .pir(error) }
             metrics.recordQuery(microseconds: Int((DispatchTime.now().uptimeNanoseconds - start) / 1000))
-            var reply = ProtoSerializedCiphertextVec()
-            reply.ciphertexts = answer.ciphertexts.map { useCase.context.serialize($0, forDecryption: true).proto }
+            // One reply per queried index (cuckoo table), holding that entry's chunk ciphertexts.
+            let perIndex = server.parameters.plaintextsPerEntry
             var response = ProtoResponse()
-            response.pirResponse.replies = [reply]
+            response.pirResponse.replies = stride(from: 0, to: answer.ciphertexts.count, by: perIndex).map { start in
+                var reply = ProtoSerializedCiphertextVec()
+                reply.ciphertexts = answer.ciphertexts[start..<(start + perIndex)].map { useCase.context.serialize($0, forDecryption: true).proto }
+                return reply
+            }
             responses.responses.append(response)
         }
         return serialize(responses)

@@ -92,11 +92,13 @@ public enum PIRDatabaseDirectory {
             var shards: [IndexPirServer<BFVContext>] = []
             for (index, shard) in configuration.shards.enumerated() {
                 let path = shardPath(directory, index)
-                let database = try ProcessedShardFile.read(path: path, context: context)
-                guard database.parameters == shard.indexParameters else {
+                let tables = try ProcessedShardFile.read(path: path, context: context)
+                guard tables[0].parameters == shard.indexParameters else {
                     throw .databaseFile(path: path, reason: "shard parameters differ from config.binpb")
                 }
-                shards.append(IndexPirServer(scheme: context, database: database, threads: threads))
+                do throws(PirError) {
+                    shards.append(try IndexPirServer(scheme: context, databases: tables, threads: threads))
+                } catch { throw .databaseFile(path: path, reason: error.description) }
             }
             useCases[name] = PIRUseCase(name: name, configuration: configuration, context: context, shards: shards)
         }

@@ -11,6 +11,7 @@ public enum PirError: Error, Equatable, Sendable, CustomStringConvertible {
     case duplicateKeyword(String)
     case valueTooLarge(keyword: String, size: Int, maximum: Int)
     case homomorphic(HomomorphicEncryptionError)
+    case malformedBucket(String)
 
     public var description: String {
         switch self {
@@ -23,6 +24,7 @@ public enum PirError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .duplicateKeyword(keyword): "keyword '\(keyword)' appears twice"
         case let .valueTooLarge(keyword, size, maximum): "value of '\(keyword)' has \(size) bytes, more than \(maximum)"
         case let .homomorphic(error): error.description
+        case let .malformedBucket(reason): "malformed bucket in the response: \(reason)"
         }
     }
 }

@@ -121,7 +121,7 @@ public actor PIRHTTPClient {
                     request.usecase = useCase
                     request.pirRequest.shardIndex = UInt32(query.shard)
                     request.pirRequest.query.ciphertexts = query.query.ciphertexts.map { state.context.serialize($0).proto }
-                    request.pirRequest.query.numPirCalls = 1
+                    request.pirRequest.query.numPirCalls = UInt64(state.configuration.keywordParameters.hashFunctionCount)
                     request.pirRequest.evaluationKeyMetadata.identifier = Data(state.configuration.evaluationKeyConfigHash)
                     request.pirRequest.configurationHash = Data(state.configID)
                     requests.requests.append(request)
@@ -135,6 +135,7 @@ public actor PIRHTTPClient {
                 }
                 for (response, query) in zip(responses.responses, queries) {
                     do {
+                        // replies[i]: the chunk ciphertexts of cuckoo table i's bucket.
                         let ciphertexts = try response.pirResponse.replies.flatMap(\.ciphertexts).map {
                             try state.context.deserialize(try SerializedCiphertext(proto: $0))
                         }

@@ -72,6 +72,23 @@ struct IndexPirTests {
         try checkIndexPir(scheme, entryCount: 10, entrySize: 300, batchSize: 1, dimensionCount: 2, queries: 1)
     }
 
+    /// Apple's `CoefficientPackingTests` vectors: most significant bit first.
+    @Test func packingMatchesApple() {
+        var four: [UInt64] = []
+        CoefficientPacking(plaintextModulus: 17).pack([3, 24, 95, 141, 179, 34, 113], into: &four)
+        #expect(four == [0, 3, 1, 8, 5, 15, 8, 13, 11, 3, 2, 2, 7, 1])
+        let five = CoefficientPacking(plaintextModulus: 37)  // ⌊log2 37⌋ = 5
+        #expect(five.unpack([0, 3, 1, 8, 5, 15, 8, 13, 11, 3, 2, 2, 7, 1], byteCount: 9) == [0, 194, 130, 189, 13, 88, 196, 35, 132])
+        var bytes: [UInt64] = []
+        CoefficientPacking(plaintextModulus: 257).pack((0...255).map { UInt8($0) }, into: &bytes)
+        #expect(bytes == (0...255).map { UInt64($0) })
+    }
+
+    /// Entries that straddle coefficients (6-bit coefficients, 5-byte entries) come back intact.
+    @Test func fakeSchemeEntriesStraddlingCoefficients() throws {
+        try checkIndexPir(FakeScheme(degree: 64, plaintextModulus: 97), entryCount: 41, entrySize: 5, batchSize: 2, dimensionCount: 2, queries: 6)
+    }
+
     @Test func packingRoundTripsForEveryWidth() {
         var rng = ChaCha20Generator.systemSeeded()
         for t: UInt32 in [2, 3, 17, 257, 65537, 1 << 20 | 1] {

@@ -19,10 +19,13 @@ struct ProcessedShardFileTests {
         let database = try makeDatabase(context)
         let path = NSTemporaryDirectory() + "netext-shard-\(UUID().uuidString).pirdb"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        try ProcessedShardFile.write(database, context: context, to: path)
+        let second = try makeDatabase(context)
+        try ProcessedShardFile.write([database, second], context: context, to: path)
         let back = try ProcessedShardFile.read(path: path, context: context)
-        #expect(back.parameters == database.parameters)
-        #expect(back.chunks == database.chunks)
+        #expect(back.count == 2)
+        #expect(back[0].parameters == database.parameters)
+        #expect(back[0].chunks == database.chunks)
+        #expect(back[1].chunks == second.chunks)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         bytes[bytes.count / 2] ^= 0x01
         try Data(bytes).write(to: URL(fileURLWithPath: path))
@@ -32,7 +35,7 @@ struct ProcessedShardFileTests {
         try Data(bytes.prefix(100)).write(to: URL(fileURLWithPath: path))
         #expect(throws: PIRServiceError.self) { try ProcessedShardFile.read(path: path, context: context) }
         // A file for other parameters is refused by name.
-        try ProcessedShardFile.write(database, context: context, to: path)
+        try ProcessedShardFile.write([database], context: context, to: path)
         let other = try BFVContext(parameters: .insecureN64)
         #expect(throws: PIRServiceError.self) { try ProcessedShardFile.read(path: path, context: other) }
     }
@@ -61,6 +64,7 @@ struct PIRConfigurationParsingTests {
                 message.keywordPirParams.numHashFunctions = 1 + next(2)
                 message.keywordPirParams.netextBucketCapacity = 8
                 message.keywordPirParams.netextValueSize = 1
+                message.batchSize = message.keywordPirParams.numHashFunctions
             }
             for _ in 0..<Int(plausible ? 1 + next(3) : next(4)) {
                 var shard = ProtoPIRShardConfig()

@@ -58,18 +58,24 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
         do { parameters = try EncryptionParameters(proto: message.encryptionParameters) } catch { throw .homomorphic(error) }
         guard message.algorithm == .mulPir else { throw .invalidParameters("algorithm \(message.algorithm); NetExt serves MulPIR") }
         let keyword = message.keywordPirParams
-        guard keyword.numHashFunctions <= 2, keyword.netextBucketCapacity <= 1 << 16, keyword.netextValueSize <= 1 << 16 else {
-            throw .invalidParameters("keyword parameters \(keyword.numHashFunctions) hash functions, capacity \(keyword.netextBucketCapacity), value size \(keyword.netextValueSize)")
+        // Apple's configurations carry only the hash-function count; NetExt's build parameters
+        // (fields 100 and 101) come back when present and are otherwise irrelevant to a client.
+        guard (1...8).contains(keyword.numHashFunctions), keyword.netextBucketCapacity <= 255, keyword.netextValueSize <= 65535 else {
+            throw .invalidParameters("keyword parameters \(keyword.numHashFunctions) hash functions (1–8), capacity \(keyword.netextBucketCapacity), value size \(keyword.netextValueSize)")
+        }
+        guard message.batchSize == keyword.numHashFunctions else {
+            throw .invalidParameters("batch size \(message.batchSize) differs from the \(keyword.numHashFunctions) hash functions")
         }
         let keywordParameters = try KeywordPirParameters(
-            hashFunctionCount: Int(keyword.numHashFunctions), bucketCapacity: Int(keyword.netextBucketCapacity),
-            valueSize: Int(keyword.netextValueSize), shardCount: max(1, message.shardConfigs.count))
+            hashFunctionCount: Int(keyword.numHashFunctions),
+            bucketCapacity: keyword.netextBucketCapacity == 0 ? 8 : Int(keyword.netextBucketCapacity),
+            valueSize: keyword.netextValueSize == 0 ? 1 : Int(keyword.netextValueSize), shardCount: max(1, message.shardConfigs.count))
         guard !message.shardConfigs.isEmpty, message.shardConfigs.count <= 1 << 16 else {
             throw .invalidParameters("\(message.shardConfigs.count) shards")
         }
         var shards: [KeywordPirShardConfiguration] = []
         for config in message.shardConfigs {
-            guard config.numEntries > 0, config.numEntries < 1 << 32, config.entrySize == UInt64(keywordParameters.bucketSize),
+            guard config.numEntries > 0, config.numEntries < 1 << 32, config.entrySize > 0, config.entrySize < 1 << 24,
                   config.dimensions.allSatisfy({ $0 > 0 && $0 < 1 << 24 })
             else {
                 throw .invalidParameters("shard with \(config.numEntries) entries of \(config.entrySize) bytes, dimensions \(config.dimensions)")

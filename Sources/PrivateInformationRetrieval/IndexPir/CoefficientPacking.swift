@@ -1,5 +1,7 @@
-/// Bytes ↔ plaintext coefficients: each coefficient carries `bitsPerCoefficient` bits
-/// (⌊log2 t⌋), bytes are read least significant bit first.
+/// Bytes ↔ plaintext coefficients as Apple's swift-homomorphic-encryption packs them
+/// (`CoefficientPacking.bytesToCoefficients` / `coefficientsToBytes`): the bytes are one bit
+/// string, most significant bit first, cut into fields of `bitsPerCoefficient` = ⌊log2 t⌋ bits;
+/// a last partial field is padded with zero bits on the right.
 public struct CoefficientPacking: Sendable, Hashable {
     public let bitsPerCoefficient: Int
 
@@ -19,38 +21,41 @@ public struct CoefficientPacking: Sendable, Hashable {
 
     /// Appends the coefficients of `bytes` to `out`.
     public func pack(_ bytes: some Collection<UInt8>, into out: inout [UInt64]) {
+        let width = bitsPerCoefficient
         var buffer: UInt64 = 0
         var bits = 0
-        let mask = (UInt64(1) << UInt64(bitsPerCoefficient)) - 1
         for byte in bytes {
-            buffer |= UInt64(byte) << UInt64(bits)
+            buffer = buffer << 8 | UInt64(byte)
             bits += 8
-            while bits >= bitsPerCoefficient {
-                out.append(buffer & mask)
-                buffer >>= UInt64(bitsPerCoefficient)
-                bits -= bitsPerCoefficient
+            while bits >= width {
+                bits -= width
+                out.append(buffer >> UInt64(bits))
+                buffer &= (UInt64(1) << UInt64(bits)) &- 1
             }
         }
-        if bits > 0 { out.append(buffer & mask) }
+        if bits > 0 { out.append(buffer << UInt64(width - bits)) }
     }
 
-    /// `byteCount` bytes read from `coefficients` (values are masked to the coefficient width).
+    /// The first `byteCount` bytes of the bit string `coefficients` spell (values are masked to
+    /// the field width).
     public func unpack(_ coefficients: some Collection<UInt64>, byteCount: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(byteCount)
+        let width = bitsPerCoefficient
+        let mask = (UInt64(1) << UInt64(width)) - 1
         var buffer: UInt64 = 0
         var bits = 0
-        let mask = (UInt64(1) << UInt64(bitsPerCoefficient)) - 1
         for c in coefficients {
-            buffer |= (c & mask) << UInt64(bits)
-            bits += bitsPerCoefficient
+            buffer = buffer << UInt64(width) | (c & mask)
+            bits += width
             while bits >= 8 {
                 if out.count == byteCount { return out }
-                out.append(UInt8(truncatingIfNeeded: buffer))
-                buffer >>= 8
                 bits -= 8
+                out.append(UInt8(truncatingIfNeeded: buffer >> UInt64(bits)))
+                buffer &= (UInt64(1) << UInt64(bits)) &- 1
             }
         }
+        if bits > 0, out.count < byteCount { out.append(UInt8(truncatingIfNeeded: buffer << UInt64(8 - bits))) }
         return out
     }
 }

@@ -69,8 +69,8 @@ public struct IndexPirClient<Scheme: HeScheme>: Sendable {
             if parameters.plaintextsPerEntry == 1 {
                 let values = scheme.decryptCoefficients(response.ciphertexts[b], secretKey: secretKey)
                 let slot = index % parameters.entriesPerPlaintext
-                let start = slot * parameters.coefficientsPerEntry
-                out.append(packing.unpack(values[start..<(start + parameters.coefficientsPerEntry)], byteCount: parameters.entrySize))
+                let bytes = packing.unpack(values, byteCount: (slot + 1) * parameters.entrySize)
+                out.append(Array(bytes[(slot * parameters.entrySize)...]))
             } else {
                 var bytes: [UInt8] = []
                 for k in 0..<parameters.plaintextsPerEntry {

@@ -32,21 +32,21 @@ public struct IndexPirDatabase<Scheme: HeScheme>: Sendable {
         var chunks: [[Scheme.PreparedPlaintextType?]] = []
         if parameters.plaintextsPerEntry == 1 {
             var chunk = [Scheme.PreparedPlaintextType?](repeating: nil, count: cells)
-            let perPlaintext = parameters.entriesPerPlaintext, width = parameters.coefficientsPerEntry
+            let perPlaintext = parameters.entriesPerPlaintext, size = parameters.entrySize
             var p = 0
             while p * perPlaintext < entries.count {
-                var coefficients: [UInt64] = []
-                coefficients.reserveCapacity(parameters.degree)
-                var any = false
-                for slot in 0..<perPlaintext {
-                    let index = p * perPlaintext + slot
-                    guard index < entries.count else { break }
-                    let start = coefficients.count
-                    packing.pack(entries[index], into: &coefficients)
-                    any = any || entries[index].contains { $0 != 0 }
-                    coefficients.append(contentsOf: repeatElement(0, count: start + width - coefficients.count))
+                // The plaintext's byte string: its entries back to back, each zero-padded to
+                // entrySize (Apple's `processPackEntries`).
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(perPlaintext * size)
+                for index in (p * perPlaintext)..<min(entries.count, (p + 1) * perPlaintext) {
+                    bytes += entries[index]
+                    bytes += repeatElement(0, count: size - entries[index].count)
                 }
-                if any {
+                if bytes.contains(where: { $0 != 0 }) {
+                    var coefficients: [UInt64] = []
+                    coefficients.reserveCapacity(parameters.degree)
+                    packing.pack(bytes, into: &coefficients)
                     chunk[p] = try he { () throws(HomomorphicEncryptionError) in try scheme.preparePlaintext(coefficients: coefficients) }
                 }
                 p += 1

@@ -24,8 +24,8 @@ public struct IndexPirParameters: Sendable, Hashable, Codable {
         guard entryCount > 0, entrySize > 0, batchSize > 0, dimensionCount == 1 || dimensionCount == 2 else {
             throw .invalidParameters("entries \(entryCount), entry size \(entrySize), batch \(batchSize), dimensions \(dimensionCount)")
         }
-        let packing = CoefficientPacking(plaintextModulus: plaintextModulus)
-        let perPlaintext = max(1, degree / packing.coefficientCount(forBytes: entrySize))
+        let bytesPerPlaintext = CoefficientPacking(plaintextModulus: plaintextModulus).byteCount(forCoefficients: degree)
+        let perPlaintext = entrySize <= bytesPerPlaintext ? bytesPerPlaintext / entrySize : 1
         let plaintextCount = (entryCount + perPlaintext - 1) / perPlaintext
         let dimensions: [Int]
         if dimensionCount == 1 || plaintextCount == 1 {
@@ -65,12 +65,12 @@ public struct IndexPirParameters: Sendable, Hashable, Codable {
 
     var packing: CoefficientPacking { CoefficientPacking(plaintextModulus: plaintextModulus) }
 
-    /// Bytes one plaintext holds.
+    /// Bytes one plaintext holds: ⌊N·⌊log2 t⌋ / 8⌋.
     public var bytesPerPlaintext: Int { packing.byteCount(forCoefficients: degree) }
-    /// Coefficients one entry occupies within a plaintext (when entries share plaintexts).
-    public var coefficientsPerEntry: Int { packing.coefficientCount(forBytes: entrySize) }
-    /// Entries per plaintext (1 when an entry spans several plaintexts).
-    public var entriesPerPlaintext: Int { max(1, degree / coefficientsPerEntry) }
+    /// Entries per plaintext (1 when an entry spans several plaintexts). Entries sharing a
+    /// plaintext lie back to back in its byte string (entry i of the plaintext at bytes
+    /// i·entrySize ..< (i+1)·entrySize), as in Apple's MulPIR, so they may straddle coefficients.
+    public var entriesPerPlaintext: Int { entrySize <= bytesPerPlaintext ? bytesPerPlaintext / entrySize : 1 }
     /// Plaintexts per entry (1 unless entries exceed a plaintext); each is a separate response.
     public var plaintextsPerEntry: Int { (entrySize + bytesPerPlaintext - 1) / bytesPerPlaintext }
     /// Plaintexts in each chunk of the database.

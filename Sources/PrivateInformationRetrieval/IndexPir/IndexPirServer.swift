@@ -12,18 +12,32 @@ public struct IndexPirResponse<Scheme: HeScheme>: Sendable {
     public init(ciphertexts: [Scheme.CiphertextType]) { self.ciphertexts = ciphertexts }
 }
 
-/// Answers index-PIR queries over one database. Immutable and `Sendable`: one instance
-/// serves concurrent queries.
+/// Answers index-PIR queries over one database, or over one database per batch entry (keyword
+/// PIR's cuckoo tables: batch entry b is looked up in table b, as in Apple's
+/// `KeywordPirServer`). Immutable and `Sendable`: one instance serves concurrent queries.
 public struct IndexPirServer<Scheme: HeScheme>: Sendable where Scheme.EvaluationKeyType: Sendable {
     public let scheme: Scheme
-    public let database: IndexPirDatabase<Scheme>
+    /// One database, or `batchSize` databases with the same parameters.
+    public let databases: [IndexPirDatabase<Scheme>]
     /// Threads one query may use (expansion nodes, columns and batch entries run in parallel).
     public let threads: Int
-    public var parameters: IndexPirParameters { database.parameters }
+    public var parameters: IndexPirParameters { databases[0].parameters }
 
     public init(scheme: Scheme, database: IndexPirDatabase<Scheme>, threads: Int = 1) {
         self.scheme = scheme
-        self.database = database
+        self.databases = [database]
+        self.threads = max(1, threads)
+    }
+
+    public init(scheme: Scheme, databases: [IndexPirDatabase<Scheme>], threads: Int = 1) throws(PirError) {
+        guard let first = databases.first,
+              databases.count == 1 || databases.count == first.parameters.batchSize,
+              databases.allSatisfy({ $0.parameters == first.parameters })
+        else {
+            throw .invalidParameters("\(databases.count) databases for a batch of \(databases.first?.parameters.batchSize ?? 0): one, or one per batch entry with equal parameters")
+        }
+        self.scheme = scheme
+        self.databases = databases
         self.threads = max(1, threads)
     }
 
@@ -42,15 +56,17 @@ public struct IndexPirServer<Scheme: HeScheme>: Sendable where Scheme.Evaluation
                 ciphertext, outputCount: parameters.usedCoefficients(inQuery: k),
                 levels: parameters.expansionLevels(inQuery: k), key: evaluationKey, scheme: scheme, threads: threads)
         }
-        let scheme = self.scheme, chunks = database.chunks, threads = self.threads
+        let scheme = self.scheme, tables = databases.map(\.chunks), threads = self.threads
+        let chunkCount = tables[0].count
         let d1 = parameters.dimensions[0]
         let d2 = parameters.dimensions.count == 2 ? parameters.dimensions[1] : 1
         let expanded = selectors
         // One task per (batch entry, chunk, column): the first-dimension dot products.
-        let perIndex = chunks.count * d2
+        let perIndex = chunkCount * d2
         let columns = try ParallelWork.map(count: parameters.batchSize * perIndex, threads: threads) {
             (task) throws(PirError) -> Scheme.CiphertextType in
-            let b = task / perIndex, chunk = chunks[(task % perIndex) / d2], column = task % d2
+            let b = task / perIndex, column = task % d2
+            let chunk = tables[tables.count == 1 ? 0 : b][(task % perIndex) / d2]
             let base = b * parameters.selectorsPerIndex
             let cells = (0..<d1).map { chunk[$0 * d2 + column] }
             return try he { () throws(HomomorphicEncryptionError) in
@@ -58,9 +74,9 @@ public struct IndexPirServer<Scheme: HeScheme>: Sendable where Scheme.Evaluation
             }
         }
         // One task per (batch entry, chunk): the second dimension and the final modulus switch.
-        let responses = try ParallelWork.map(count: parameters.batchSize * chunks.count, threads: threads) {
+        let responses = try ParallelWork.map(count: parameters.batchSize * chunkCount, threads: threads) {
             (task) throws(PirError) -> Scheme.CiphertextType in
-            let b = task / chunks.count
+            let b = task / chunkCount
             let first = task * d2
             var result = columns[first]
             if parameters.dimensions.count == 2 {

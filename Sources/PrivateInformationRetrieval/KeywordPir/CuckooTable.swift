@@ -1,26 +1,31 @@
-/// A bucketed cuckoo hash table: each keyword goes into one of its candidate buckets; when
-/// all are full a random occupant is evicted and re-placed (Pagh and Rodler, "Cuckoo Hashing";
-/// bucketed variant as in Dietzfelbinger and Weidling). Deterministic for a given input order.
+/// Cuckoo hashing with one table per hash function (Pagh and Rodler, "Cuckoo Hashing"; bucketed
+/// as in Dietzfelbinger and Weidling): a keyword lives in table i at its i-th candidate bucket
+/// (``KeywordHash/buckets(count:bucketCount:)``); when every candidate is full a random occupant
+/// is evicted and re-placed. This is the shape Apple's keyword PIR queries: batch entry i of a
+/// query reads table i. Deterministic for a given input order.
 struct CuckooTable {
     struct Slot {
-        var hash: KeywordHash
+        var hash: UInt64
         var value: [UInt8]
+        /// The keyword's bucket in each table (computed once).
+        var candidates: [Int]
     }
 
     let bucketCount: Int
     let capacity: Int
-    let hashFunctionCount: Int
-    private(set) var buckets: [[Slot]]
+    let tableCount: Int
+    /// tables[i][bucket]: the slots of one bucket.
+    private(set) var tables: [[[Slot]]]
     private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
 
     /// Evictions tried for one insertion before giving up.
     static let maximumEvictions = 500
 
-    init(bucketCount: Int, capacity: Int, hashFunctionCount: Int) {
+    init(bucketCount: Int, capacity: Int, tableCount: Int) {
         self.bucketCount = bucketCount
         self.capacity = capacity
-        self.hashFunctionCount = hashFunctionCount
-        buckets = Array(repeating: [], count: bucketCount)
+        self.tableCount = tableCount
+        tables = Array(repeating: Array(repeating: [], count: bucketCount), count: tableCount)
     }
 
     private mutating func nextRandom() -> Int {
@@ -37,33 +42,22 @@ struct CuckooTable {
     mutating func insert(_ slot: Slot) -> Bool {
         var item = slot
         for _ in 0...CuckooTable.maximumEvictions {
-            let candidates = (0..<hashFunctionCount).map { item.hash.bucket($0, of: bucketCount) }
-            if let target = candidates.min(by: { buckets[$0].count < buckets[$1].count }), buckets[target].count < capacity {
-                buckets[target].append(item)
+            let target = (0..<tableCount).min { tables[$0][item.candidates[$0]].count < tables[$1][item.candidates[$1]].count }!
+            if tables[target][item.candidates[target]].count < capacity {
+                tables[target][item.candidates[target]].append(item)
                 return true
             }
-            let victimBucket = candidates[nextRandom() % candidates.count]
-            let victimSlot = nextRandom() % capacity
-            swap(&item, &buckets[victimBucket][victimSlot])
+            let table = nextRandom() % tableCount
+            let victim = nextRandom() % capacity
+            swap(&item, &tables[table][item.candidates[table]][victim])
         }
         return false
     }
 
-    /// Candidate buckets of a keyword.
-    func candidates(of hash: KeywordHash) -> [Int] {
-        (0..<hashFunctionCount).map { hash.bucket($0, of: bucketCount) }
+    /// Bucket `index` of table `table` in ``HashBucket`` layout.
+    func serializedBucket(table: Int, _ index: Int) -> [UInt8] {
+        HashBucket.serialize(tables[table][index].map { ($0.hash, $0.value) })
     }
 
-    /// The serialized bucket: `capacity` slots of (keyword hash LE, value), zeros when empty.
-    func serializedBucket(_ index: Int, valueSize: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(capacity * (8 + valueSize))
-        for slot in buckets[index] {
-            for k in 0..<8 { out.append(UInt8(truncatingIfNeeded: slot.hash.keywordHash >> (8 * UInt64(k)))) }
-            out += slot.value + [UInt8](repeating: 0, count: valueSize - slot.value.count)
-        }
-        return out
-    }
-
-    var count: Int { buckets.reduce(0) { $0 + $1.count } }
+    var count: Int { tables.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } } }
 }

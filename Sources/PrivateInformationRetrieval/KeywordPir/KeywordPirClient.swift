@@ -37,7 +37,7 @@ public struct KeywordPirClient<Scheme: HeScheme>: Sendable {
         let hash = KeywordHash(keyword: keyword)
         let shard = hash.shard(of: parameters.shardCount)
         let configuration = shards[shard]
-        let buckets = (0..<parameters.hashFunctionCount).map { hash.bucket($0, of: configuration.bucketCount) }
+        let buckets = hash.buckets(count: parameters.hashFunctionCount, bucketCount: configuration.bucketCount)
         let client = try IndexPirClient(scheme: scheme, parameters: configuration.indexParameters)
         let query = try client.generateQuery(indices: buckets, secretKey: secretKey)
         return KeywordPirQuery(shard: shard, query: query, hash: hash, buckets: buckets)
@@ -49,27 +49,22 @@ public struct KeywordPirClient<Scheme: HeScheme>: Sendable {
     ) throws(PirError) -> [UInt8]? {
         let client = try IndexPirClient(scheme: scheme, parameters: shards[query.shard].indexParameters)
         let buckets = try client.decrypt(response, indices: query.buckets, secretKey: secretKey)
-        let slotSize = parameters.slotSize
         for bucket in buckets {
-            var offset = 0
-            while offset + slotSize <= bucket.count {
-                let stored = (0..<8).reduce(UInt64(0)) { $0 | UInt64(bucket[offset + $1]) << (8 * UInt64($1)) }
-                if stored == query.hash.keywordHash {
-                    return Array(bucket[(offset + 8)..<(offset + slotSize)])
-                }
-                offset += slotSize
+            for slot in try HashBucket.parse(bucket) where slot.hash == query.hash.keywordHash {
+                return slot.value
             }
         }
         return nil
     }
 }
 
-/// Answers keyword queries: each goes to its shard's index-PIR server.
+/// Answers keyword queries: each goes to its shard's index-PIR server, whose batch entry i
+/// reads cuckoo table i.
 public struct KeywordPirServer<Scheme: HeScheme>: Sendable where Scheme.EvaluationKeyType: Sendable {
     public let shards: [IndexPirServer<Scheme>]
 
-    public init(scheme: Scheme, database: KeywordDatabase<Scheme>, threads: Int = 1) {
-        shards = database.shards.map { IndexPirServer(scheme: scheme, database: $0, threads: threads) }
+    public init(scheme: Scheme, database: KeywordDatabase<Scheme>, threads: Int = 1) throws(PirError) {
+        shards = try database.shards.map { (tables) throws(PirError) in try IndexPirServer(scheme: scheme, databases: tables, threads: threads) }
     }
 
     public func respond(

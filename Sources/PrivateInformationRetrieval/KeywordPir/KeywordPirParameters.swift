@@ -1,11 +1,13 @@
-/// How keyword-PIR databases are laid out: keywords sharded by a hash, each shard a cuckoo
-/// table of buckets with `bucketCapacity` slots of (64-bit keyword hash, value).
+/// How keyword-PIR databases are laid out: keywords sharded by their hash, each shard one
+/// cuckoo table per hash function, of buckets holding up to `bucketCapacity` slots of (64-bit
+/// keyword hash, value) in ``HashBucket`` layout. A client needs only `hashFunctionCount` and
+/// `shardCount`; capacity, value size and load factor shape the server's build.
 public struct KeywordPirParameters: Sendable, Hashable, Codable {
-    /// 1 or 2 cuckoo hash functions; a query asks for every candidate bucket at once.
+    /// Cuckoo hash functions (= tables); a query asks for every candidate bucket at once.
     public let hashFunctionCount: Int
-    /// Slots per bucket.
+    /// Slots per bucket (at most 255, the bucket's count byte).
     public let bucketCapacity: Int
-    /// Bytes per value (shorter values are zero-padded; the URL filter stores 1 byte).
+    /// Largest value in bytes (the URL filter stores 1 byte).
     public let valueSize: Int
     /// How many shards the keywords are split into.
     public let shardCount: Int
@@ -16,10 +18,11 @@ public struct KeywordPirParameters: Sendable, Hashable, Codable {
         hashFunctionCount: Int = 2, bucketCapacity: Int = 8, valueSize: Int = 1, shardCount: Int = 1,
         targetLoadFactor: Double = 0.9
     ) throws(PirError) {
-        guard (1...2).contains(hashFunctionCount), bucketCapacity >= 1, valueSize >= 1, shardCount >= 1,
+        guard (1...8).contains(hashFunctionCount), (1...HashBucket.maximumSlots).contains(bucketCapacity),
+              (1...HashBucket.maximumValueSize).contains(valueSize), shardCount >= 1,
               targetLoadFactor > 0, targetLoadFactor <= 1
         else {
-            throw .invalidParameters("hash functions \(hashFunctionCount) (1–2), capacity \(bucketCapacity), value size \(valueSize), shards \(shardCount), load \(targetLoadFactor)")
+            throw .invalidParameters("hash functions \(hashFunctionCount) (1–8), capacity \(bucketCapacity) (1–255), value size \(valueSize) (1–65535), shards \(shardCount), load \(targetLoadFactor)")
         }
         self.hashFunctionCount = hashFunctionCount
         self.bucketCapacity = bucketCapacity
@@ -28,14 +31,13 @@ public struct KeywordPirParameters: Sendable, Hashable, Codable {
         self.targetLoadFactor = targetLoadFactor
     }
 
-    /// Bytes per slot: the keyword hash then the value.
-    public var slotSize: Int { 8 + valueSize }
-    /// Bytes per serialized bucket (one index-PIR entry).
-    public var bucketSize: Int { bucketCapacity * slotSize }
+    /// Bytes of a full bucket of largest values: the most an index-PIR entry can need.
+    public var maximumBucketSize: Int { HashBucket.size(valueSizes: repeatElement(valueSize, count: bucketCapacity)) }
 }
 
 /// What a client needs to know about one shard to query it.
 public struct KeywordPirShardConfiguration: Sendable, Hashable, Codable {
+    /// Buckets per cuckoo table (the index-PIR entry count).
     public let bucketCount: Int
     public let indexParameters: IndexPirParameters
 
