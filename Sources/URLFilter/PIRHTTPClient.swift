@@ -1,4 +1,5 @@
 import BloomFilter
+import Crypto
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -31,7 +32,10 @@ public actor PIRHTTPClient {
     /// Sees every request body this client sends (path, bytes): for audits and tests of what
     /// the server learns.
     let observer: (@Sendable (String, [UInt8]) -> Void)?
-    var state: (configuration: KeywordPirConfiguration, configID: [UInt8], context: BFVContext, client: KeywordPirClient<BFVContext>, secretKey: SecretKey)?
+    var state: (
+        configuration: KeywordPirConfiguration, configID: [UInt8], keyIdentifier: [UInt8], context: BFVContext,
+        client: KeywordPirClient<BFVContext>, secretKey: SecretKey
+    )?
 
     public init(
         server: URL, useCase: String, userIdentifier: String = UUID().uuidString, transport: any ServiceTransport = DirectTransport(),
@@ -74,20 +78,34 @@ public actor PIRHTTPClient {
             context = try BFVContext(parameters: configuration.encryptionParameters)
             client = try KeywordPirClient(scheme: context, parameters: configuration.keywordParameters, shards: configuration.shards)
         } catch { throw .protocolMismatch("configuration: \(error)") }
-        guard Array(config.configID) == configuration.configID else { throw .protocolMismatch("config id does not match the configuration") }
+        // The config id is the server's opaque name for this configuration (echoed in queries).
+        // The key is identified and shaped as the server says when it says so (an Apple-style
+        // server may ask for other Galois elements than NetExt's expansion uses); otherwise as
+        // NetExt derives it from the shards.
+        let keyIdentifier = config.pirConfig.evaluationKeyConfigHash.isEmpty
+            ? configuration.evaluationKeyConfigHash : Array(config.pirConfig.evaluationKeyConfigHash)
+        let requested = answer.keyInfo.first { Array(SHA256.hash(data: (try? $0.keyConfig.serializedBytes() as [UInt8]) ?? [])) == keyIdentifier }
         let secretKey = context.generateSecretKey()
         let evaluationKey: EvaluationKey
-        do { evaluationKey = try client.generateEvaluationKey(secretKey: secretKey) } catch { throw .protocolMismatch("\(error)") }
+        do {
+            if let requested {
+                let elements = requested.keyConfig.galoisElements.map { Int($0) }
+                evaluationKey = try context.generateEvaluationKey(
+                    galoisElements: elements, relinearization: requested.keyConfig.hasRelinKey_p, secretKey: secretKey)
+            } else {
+                evaluationKey = try client.generateEvaluationKey(secretKey: secretKey)
+            }
+        } catch { throw .protocolMismatch("evaluation key: \(error)") }
         var upload = ProtoEvaluationKeys()
         var key = ProtoEvaluationKey()
-        key.metadata.identifier = Data(configuration.evaluationKeyConfigHash)
+        key.metadata.identifier = Data(keyIdentifier)
         key.metadata.timestamp = UInt64(Date().timeIntervalSince1970)
         key.evaluationKey = context.serialize(evaluationKey).proto
         upload.keys = [key]
         do { _ = try await post("/key", try upload.serializedBytes()) } catch let error as URLFilterError { throw error } catch {
             throw .protocolMismatch("\(error)")
         }
-        state = (configuration, Array(config.configID), context, client, secretKey)
+        state = (configuration, Array(config.configID), keyIdentifier, context, client, secretKey)
     }
 
     /// The verdict for each URL: deny when any of its keys is in the database. When the server
@@ -122,7 +140,7 @@ public actor PIRHTTPClient {
                     request.pirRequest.shardIndex = UInt32(query.shard)
                     request.pirRequest.query.ciphertexts = query.query.ciphertexts.map { state.context.serialize($0).proto }
                     request.pirRequest.query.numPirCalls = UInt64(state.configuration.keywordParameters.hashFunctionCount)
-                    request.pirRequest.evaluationKeyMetadata.identifier = Data(state.configuration.evaluationKeyConfigHash)
+                    request.pirRequest.evaluationKeyMetadata.identifier = Data(state.keyIdentifier)
                     request.pirRequest.configurationHash = Data(state.configID)
                     requests.requests.append(request)
                 }

@@ -91,4 +91,32 @@ struct PIRConfigurationParsingTests {
         }
         #expect(accepted > 0)
     }
+
+    /// What an Apple-style server may send: one shard configuration repeated for every shard
+    /// (`pir_shard_configs`) is read; keyword parameters with fields this client does not know
+    /// (symmetric PIR, other sharding functions) are refused instead of silently misread.
+    @Test func appleStyleConfigurations() throws {
+        var message = ProtoPIRConfig()
+        message.encryptionParameters = EncryptionParameters.n4096LogQ27_28_28LogT5.proto
+        message.algorithm = .mulPir
+        message.keywordPirParams.numHashFunctions = 2
+        message.batchSize = 2
+        var shard = ProtoPIRShardConfig()
+        shard.numEntries = 100
+        shard.entrySize = 89
+        shard.dimensions = [5, 1]
+        var repeated = Apple_SwiftHomomorphicEncryption_Api_Pir_V1_PIRFixedShardConfig()
+        repeated.shardConfig = shard
+        repeated.shardCount = 3
+        message.pirShardConfigs.repeatedShardConfig = repeated
+        let configuration = try KeywordPirConfiguration(proto: message)
+        #expect(configuration.shards.count == 3)
+        #expect(configuration.keywordParameters.shardCount == 3)
+        #expect(configuration.shards[2].indexParameters.entriesPerPlaintext == 23)
+
+        var bytes: [UInt8] = try message.keywordPirParams.serializedBytes()
+        bytes += [0x1A, 0x02, 0x08, 0x01]  // field 3 (unknown here): a message holding field 1 = 1
+        message.keywordPirParams = try ProtoKeywordPirParameters(serializedBytes: bytes)
+        #expect(throws: PirError.self) { try KeywordPirConfiguration(proto: message) }
+    }
 }

@@ -14,16 +14,17 @@ enum Sampling {
         let list = Array(moduli)
         let run = min(degree, 1024)
         poly.forEachRow { row, i in
-            let q = UInt64(list[i].value)
-            // 2^64 mod q, so r = high·2^64 + low reduces as ((high mod q)·(2^64 mod q) + low mod q) mod q.
-            let twoTo64 = (UInt64.max % q + 1) % q
+            let q = list[i]
+            // 2^64 mod q, so r = high·2^64 + low reduces as ((high mod q)·(2^64 mod q) + low mod q)
+            // mod q — each step a Barrett reduction of a value below 2^64.
+            let twoTo64 = UInt64((UInt64.max % UInt64(q.value) + 1) % UInt64(q.value))
             for start in stride(from: 0, to: row.count, by: run) {
                 let bytes = stream.next(16 * run)
                 bytes.withUnsafeBytes { raw in
                     for k in 0..<run {
                         let low = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 * k, as: UInt64.self))
                         let high = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 16 * k + 8, as: UInt64.self))
-                        row[start + k] = UInt32(((high % q) * twoTo64 + low % q) % q)
+                        row[start + k] = q.reduce(UInt64(q.reduce(high)) * twoTo64 + UInt64(q.reduce(low)))
                     }
                 }
             }

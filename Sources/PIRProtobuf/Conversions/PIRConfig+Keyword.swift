@@ -58,6 +58,12 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
         do { parameters = try EncryptionParameters(proto: message.encryptionParameters) } catch { throw .homomorphic(error) }
         guard message.algorithm == .mulPir else { throw .invalidParameters("algorithm \(message.algorithm); NetExt serves MulPIR") }
         let keyword = message.keywordPirParams
+        // Fields this client does not know (Apple's symmetric-PIR configuration, other sharding
+        // functions) change how keywords map to entries; ignoring them would make every answer
+        // "absent", so such a configuration is refused.
+        guard keyword.unknownFields.data.isEmpty else {
+            throw .invalidParameters("keyword PIR parameters carry fields this client does not support (symmetric PIR or another sharding function)")
+        }
         // Apple's configurations carry only the hash-function count; NetExt's build parameters
         // (fields 100 and 101) come back when present and are otherwise irrelevant to a client.
         guard (1...8).contains(keyword.numHashFunctions), keyword.netextBucketCapacity <= 255, keyword.netextValueSize <= 65535 else {
@@ -69,12 +75,19 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
         let keywordParameters = try KeywordPirParameters(
             hashFunctionCount: Int(keyword.numHashFunctions),
             bucketCapacity: keyword.netextBucketCapacity == 0 ? 8 : Int(keyword.netextBucketCapacity),
-            valueSize: keyword.netextValueSize == 0 ? 1 : Int(keyword.netextValueSize), shardCount: max(1, message.shardConfigs.count))
-        guard !message.shardConfigs.isEmpty, message.shardConfigs.count <= 1 << 16 else {
-            throw .invalidParameters("\(message.shardConfigs.count) shards")
+            valueSize: keyword.netextValueSize == 0 ? 1 : Int(keyword.netextValueSize),
+            shardCount: max(1, message.shardConfigs.count, Int(message.pirShardConfigs.repeatedShardConfig.shardCount)))
+        // Shards listed one by one, or (Apple's `pir_shard_configs`) one configuration repeated.
+        var shardConfigs = message.shardConfigs
+        if shardConfigs.isEmpty, case let .repeatedShardConfig(repeated)? = message.pirShardConfigs.shardConfigs {
+            guard repeated.shardCount <= 1 << 16 else { throw .invalidParameters("\(repeated.shardCount) shards") }
+            shardConfigs = Array(repeating: repeated.shardConfig, count: Int(repeated.shardCount))
+        }
+        guard !shardConfigs.isEmpty, shardConfigs.count <= 1 << 16 else {
+            throw .invalidParameters("\(shardConfigs.count) shards")
         }
         var shards: [KeywordPirShardConfiguration] = []
-        for config in message.shardConfigs {
+        for config in shardConfigs {
             guard config.numEntries > 0, config.numEntries < 1 << 32, config.entrySize > 0, config.entrySize < 1 << 24,
                   config.dimensions.allSatisfy({ $0 > 0 && $0 < 1 << 24 })
             else {
