@@ -114,7 +114,8 @@ public struct URLFilterDatabaseBuilder: Sendable {
             lines: lines, urls: keys.count, duplicates: duplicates, bitCount: filter.bitCount, hashCount: filter.hashCount,
             murmurSeed: murmurSeed, prefilterBytes: filter.data.count, targetFalsePositiveRate: falsePositiveRate,
             measuredFalsePositiveRate: Double(hits) / Double(trials), shards: shardCount,
-            buckets: database.configurations.reduce(0) { $0 + $1.bucketCount }, databaseBytes: databaseBytes,
+            buckets: database.configurations.reduce(0) { $0 + $1.bucketCount } * database.parameters.hashFunctionCount,
+            databaseBytes: databaseBytes,
             seconds: Date().timeIntervalSince(start))
     }
 
