@@ -18,7 +18,10 @@ public enum PIRServiceError: Error, Equatable, Sendable, CustomStringConvertible
         switch self {
         case .malformedRequest, .missingUserIdentifier, .pir: 400
         case .unknownUseCase: 404
-        case .evaluationKeyNotFound, .configurationChanged: 409
+        // 410 for a configuration id the server no longer serves, as Apple's pir-service-example
+        // answers; 409 when the client's key is not held (upload it again).
+        case .configurationChanged: 410
+        case .evaluationKeyNotFound: 409
         case .requestTooLarge: 413
         case .databaseFile: 500
         }

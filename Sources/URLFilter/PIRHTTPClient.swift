@@ -109,11 +109,17 @@ public actor PIRHTTPClient {
     }
 
     /// The verdict for each URL: deny when any of its keys is in the database. When the server
-    /// answers 409 (its database changed, or it no longer holds this client's evaluation key),
-    /// the configuration is fetched and a key uploaded again, and the URLs asked once more.
+    /// says its configuration changed (410, as Apple's service example answers) or that it no
+    /// longer holds this client's evaluation key (409 here; Apple's example answers 400
+    /// "Evaluation key not found"), the configuration is fetched and a key uploaded again, and
+    /// the URLs asked once more.
     public func check(_ urls: [String], prefilter: BloomFilter? = nil) async throws(URLFilterError) -> [URLFilterVerdict] {
         do { return try await checkOnce(urls, prefilter: prefilter) } catch {
-            guard case .server(409, _) = error else { throw error }
+            switch error {
+            case .server(409, _), .server(410, _): break
+            case let .server(400, message) where message.contains("Evaluation key not found"): break
+            default: throw error
+            }
             state = nil
             return try await checkOnce(urls, prefilter: prefilter)
         }

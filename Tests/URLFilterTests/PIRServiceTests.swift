@@ -141,7 +141,7 @@ struct PIRServiceTests {
         request.pirRequest.configurationHash = Data([1, 2, 3])
         wrongHash.requests = [request]
         (status, text) = try await send("POST", "/queries", try wrongHash.serializedBytes())
-        #expect(status == 409 && text.contains("configuration"))
+        #expect(status == 410 && text.contains("configuration"))
         request.usecase = "no.such.use.case"
         wrongHash.requests = [request]
         (status, _) = try await send("POST", "/queries", try wrongHash.serializedBytes())
