@@ -1,4 +1,5 @@
 #include "he_kernels.h"
+#include "he_ntt_avx512.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #define NETEXT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -24,7 +25,7 @@ static inline uint32_t shoup_lazy(uint32_t x, uint32_t w, uint64_t wshoup, uint3
 // butterfly groups so the compiler vectorizes them with interleaved loads (measured: the NTT of
 // N = 4096 went from 18.5 µs to 9.8 µs with AVX-512).
 NETEXT_CLONES
-void netext_he_ntt_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
+static void ntt_forward_portable(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
     const uint32_t twoq = 2 * q;
     size_t t = n, m = 1;
     for (; t > 4; m <<= 1) {
@@ -78,8 +79,8 @@ void netext_he_ntt_forward(uint32_t *a, size_t n, const uint32_t *w, const uint3
 }
 
 NETEXT_CLONES
-void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
-                           uint32_t f, uint32_t fs, uint32_t g, uint32_t gs) {
+static void ntt_inverse_portable(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
+                                 uint32_t f, uint32_t fs, uint32_t g, uint32_t gs) {
     const uint32_t twoq = 2 * q;
     size_t t = 1, m = n;
     if (n >= 4) {
@@ -142,6 +143,29 @@ void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint3
         x[j] = subtract_if_at_least(r1, q);
         y[j] = subtract_if_at_least(r2, q);
     }
+}
+
+// AVX-512 CPUs take the hand-written transform (he_ntt_avx512.c: the narrow last stages as
+// register permutes), others the portable loops above, compiled for AVX2 or baseline x86-64.
+void netext_he_ntt_forward(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q) {
+#if NETEXT_HAVE_AVX512_NTT
+    if (n >= 32 && netext_he_cpu_has_avx512()) {
+        netext_he_ntt_forward_avx512(a, n, w, ws, q);
+        return;
+    }
+#endif
+    ntt_forward_portable(a, n, w, ws, q);
+}
+
+void netext_he_ntt_inverse(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q,
+                           uint32_t f, uint32_t fs, uint32_t g, uint32_t gs) {
+#if NETEXT_HAVE_AVX512_NTT
+    if (n >= 32 && netext_he_cpu_has_avx512()) {
+        netext_he_ntt_inverse_avx512(a, n, w, ws, q, f, fs, g, gs);
+        return;
+    }
+#endif
+    ntt_inverse_portable(a, n, w, ws, q, f, fs, g, gs);
 }
 
 NETEXT_CLONES
