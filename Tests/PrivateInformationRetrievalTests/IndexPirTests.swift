@@ -72,6 +72,17 @@ struct IndexPirTests {
         try checkIndexPir(scheme, entryCount: 10, entrySize: 300, batchSize: 1, dimensionCount: 2, queries: 1)
     }
 
+    /// A second dimension widened within limits keeps the expansion under a power of two: one
+    /// level and one Galois key fewer; where no such shape exists the ratio's choice stays.
+    @Test func dimensionsFitTheExpansion() throws {
+        let million = try IndexPirParameters(entryCount: 69_445, entrySize: 89, batchSize: 2, degree: 4096, plaintextModulus: 17)
+        #expect(million.plaintextCount == 3020)
+        #expect(million.dimensions == [95, 32])
+        #expect(million.galoisElements.count == 8)
+        let small = try IndexPirParameters(entryCount: 6945, entrySize: 89, batchSize: 2, degree: 4096, plaintextModulus: 17)
+        #expect(small.dimensions == [34, 9])
+    }
+
     /// Apple's `CoefficientPackingTests` vectors: most significant bit first.
     @Test func packingMatchesApple() {
         var four: [UInt64] = []
