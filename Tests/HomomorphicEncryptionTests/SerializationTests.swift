@@ -70,6 +70,12 @@ struct SerializationTests {
         #expect(throws: HomomorphicEncryptionError.self) { try context.deserialize(.full(polys: [1, 2, 3], skipLSBs: [0, 0])) }
         #expect(throws: HomomorphicEncryptionError.self) { try context.deserialize(.full(polys: [], skipLSBs: [0])) }
         #expect(throws: HomomorphicEncryptionError.self) { try context.deserialize(.full(polys: [], skipLSBs: [40, 0])) }
+        // The 2-byte polynomial count must agree with the skip list.
+        guard case let .full(polys, _) = context.serialize(try context.modSwitchDown(ciphertext, toLevel: 1)) else { return }
+        #expect(polys.prefix(2) == [2, 0])
+        #expect(throws: HomomorphicEncryptionError.malformed("full ciphertext says 3 polynomials at offset 0 but lists 2 skip counts")) {
+            try context.deserialize(.full(polys: [3, 0] + polys.dropFirst(2), skipLSBs: [0, 0]))
+        }
     }
 
     @Test func randomBytesNeverCrashTheDecoder() throws {
@@ -83,6 +89,8 @@ struct SerializationTests {
             let bytes = (0..<size).map { _ in UInt8(truncatingIfNeeded: rng.nextWord() >> (trial % 5)) }
             if (try? context.deserialize(.seeded(poly0: bytes, seed: [UInt8](repeating: 1, count: 32)))) != nil { decoded += 1 }
             _ = try? context.deserialize(.full(polys: bytes, skipLSBs: [UInt32(trial % 4), 0]))
+            // With a valid 2-byte count in front, so the polynomial decoder itself is exercised.
+            if (try? context.deserialize(.full(polys: [2, 0] + bytes + bytes, skipLSBs: [0, 0]))) != nil { decoded += 1 }
         }
         #expect(decoded > 0)  // small values (shifted right) do decode
     }

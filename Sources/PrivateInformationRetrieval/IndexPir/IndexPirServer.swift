@@ -23,12 +23,15 @@ public struct IndexPirServer<Scheme: HeScheme>: Sendable where Scheme.Evaluation
     public let threads: Int
     public var parameters: IndexPirParameters { databases[0].parameters }
 
+    /// A server over one database that every batch entry reads.
     public init(scheme: Scheme, database: IndexPirDatabase<Scheme>, threads: Int = 1) {
         self.scheme = scheme
         self.databases = [database]
         self.threads = max(1, threads)
     }
 
+    /// A server over one database per batch entry (or one shared by all); every database must
+    /// have the same parameters.
     public init(scheme: Scheme, databases: [IndexPirDatabase<Scheme>], threads: Int = 1) throws(PirError) {
         guard let first = databases.first,
               databases.count == 1 || databases.count == first.parameters.batchSize,
