@@ -30,9 +30,6 @@ public struct KeywordPirParameters: Sendable, Hashable, Codable {
         self.shardCount = shardCount
         self.targetLoadFactor = targetLoadFactor
     }
-
-    /// Bytes of a full bucket of largest values: the most an index-PIR entry can need.
-    public var maximumBucketSize: Int { HashBucket.size(valueSizes: repeatElement(valueSize, count: bucketCapacity)) }
 }
 
 /// What a client needs to know about one shard to query it.
