@@ -99,72 +99,58 @@ AVX512 static inline __m512i spread(const uint32_t *w, const narrow_stage *s) {
     return _mm512_permutexvar_epi32(s->spread, _mm512_maskz_loadu_epi32(used, w));
 }
 
+/// One stage with t ≥ 16: `m` groups of 2t values, group i's butterflies with twiddle w[i].
+AVX512 static inline __attribute__((always_inline)) void wide_stage(
+    uint32_t *a, size_t t, size_t m, const uint32_t *w, const uint32_t *ws, __m512i q, __m512i twoq, int inverse) {
+    for (size_t i = 0; i < m; i++) {
+        const __m512i s = _mm512_set1_epi32((int)w[i]), sp = _mm512_set1_epi32((int)ws[i]);
+        uint32_t *x = a + 2 * i * t, *y = x + t;
+        for (size_t j = 0; j < t; j += 16) {
+            __m512i vx = _mm512_loadu_si512(x + j), vy = _mm512_loadu_si512(y + j);
+            if (inverse) inverse_butterfly(&vx, &vy, s, sp, q, twoq);
+            else forward_butterfly(&vx, &vy, s, sp, q, twoq);
+            _mm512_storeu_si512(x + j, vx);
+            _mm512_storeu_si512(y + j, vy);
+        }
+    }
+}
+
+/// One stage with t ≤ 8: each pair of registers (32 values) holds 32 / (2t) whole butterfly
+/// groups; group i's twiddle is w[i]. `reduce` brings the outputs below q (the forward
+/// transform's last stage).
+AVX512 static inline __attribute__((always_inline)) void narrow_pass(
+    uint32_t *a, size_t n, int t, const uint32_t *w, const uint32_t *ws, __m512i q, __m512i twoq, int inverse, int reduce) {
+    const narrow_stage s = stage(t);
+    const size_t groups = (size_t)s.twiddles;
+    for (size_t base = 0, i = 0; base < n; base += 32, i += groups) {
+        const __m512i v0 = _mm512_loadu_si512(a + base), v1 = _mm512_loadu_si512(a + base + 16);
+        __m512i x = _mm512_permutex2var_epi32(v0, s.x, v1), y = _mm512_permutex2var_epi32(v0, s.y, v1);
+        const __m512i tw = spread(w + i, &s), tws = spread(ws + i, &s);
+        if (inverse) inverse_butterfly(&x, &y, tw, tws, q, twoq);
+        else forward_butterfly(&x, &y, tw, tws, q, twoq);
+        if (reduce) {
+            x = subtract_if_at_least(subtract_if_at_least(x, twoq), q);
+            y = subtract_if_at_least(subtract_if_at_least(y, twoq), q);
+        }
+        _mm512_storeu_si512(a + base, _mm512_permutex2var_epi32(x, s.low, y));
+        _mm512_storeu_si512(a + base + 16, _mm512_permutex2var_epi32(x, s.high, y));
+    }
+}
+
 AVX512 void netext_he_ntt_forward_avx512(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q32) {
     const __m512i q = _mm512_set1_epi32((int)q32), twoq = _mm512_set1_epi32((int)(2 * q32));
-    size_t t = n, m = 1;
-    for (; t > 16; m <<= 1) {
-        t >>= 1;
-        for (size_t i = 0; i < m; i++) {
-            const __m512i s = _mm512_set1_epi32((int)w[m + i]), sp = _mm512_set1_epi32((int)ws[m + i]);
-            uint32_t *x = a + 2 * i * t, *y = x + t;
-            for (size_t j = 0; j < t; j += 16) {
-                __m512i vx = _mm512_loadu_si512(x + j), vy = _mm512_loadu_si512(y + j);
-                forward_butterfly(&vx, &vy, s, sp, q, twoq);
-                _mm512_storeu_si512(x + j, vx);
-                _mm512_storeu_si512(y + j, vy);
-            }
-        }
-    }
-    // t = 8, 4, 2, 1: each pair of registers (32 values) holds 32 / (2t) whole butterfly groups.
-    for (t = 8; t >= 1; t >>= 1, m <<= 1) {
-        const narrow_stage s = stage((int)t);
-        const size_t groups = (size_t)s.twiddles;
-        for (size_t base = 0, i = 0; base < n; base += 32, i += groups) {
-            const __m512i v0 = _mm512_loadu_si512(a + base), v1 = _mm512_loadu_si512(a + base + 16);
-            __m512i x = _mm512_permutex2var_epi32(v0, s.x, v1), y = _mm512_permutex2var_epi32(v0, s.y, v1);
-            forward_butterfly(&x, &y, spread(w + m + i, &s), spread(ws + m + i, &s), q, twoq);
-            if (t == 1) {  // final reduction to [0, q)
-                x = subtract_if_at_least(subtract_if_at_least(x, twoq), q);
-                y = subtract_if_at_least(subtract_if_at_least(y, twoq), q);
-            }
-            _mm512_storeu_si512(a + base, _mm512_permutex2var_epi32(x, s.low, y));
-            _mm512_storeu_si512(a + base + 16, _mm512_permutex2var_epi32(x, s.high, y));
-        }
-    }
+    size_t m = 1;
+    for (size_t t = n >> 1; t >= 16; t >>= 1, m <<= 1) wide_stage(a, t, m, w + m, ws + m, q, twoq, 0);
+    for (int t = 8; t >= 1; t >>= 1, m <<= 1) narrow_pass(a, n, t, w + m, ws + m, q, twoq, 0, t == 1);
 }
 
 AVX512 void netext_he_ntt_inverse_avx512(uint32_t *a, size_t n, const uint32_t *w, const uint32_t *ws, uint32_t q32,
                                          uint32_t f, uint32_t fs, uint32_t g, uint32_t gs) {
     const __m512i q = _mm512_set1_epi32((int)q32), twoq = _mm512_set1_epi32((int)(2 * q32));
+    // Stage twiddles start at h = m / 2, m halving from n.
     size_t m = n;
-    // t = 1, 2, 4, 8 (m halves each time; stage twiddles start at h = m / 2).
-    for (size_t t = 1; t <= 8; t <<= 1) {
-        const size_t h = m >> 1;
-        const narrow_stage s = stage((int)t);
-        const size_t groups = (size_t)s.twiddles;
-        for (size_t base = 0, i = 0; base < n; base += 32, i += groups) {
-            const __m512i v0 = _mm512_loadu_si512(a + base), v1 = _mm512_loadu_si512(a + base + 16);
-            __m512i x = _mm512_permutex2var_epi32(v0, s.x, v1), y = _mm512_permutex2var_epi32(v0, s.y, v1);
-            inverse_butterfly(&x, &y, spread(w + h + i, &s), spread(ws + h + i, &s), q, twoq);
-            _mm512_storeu_si512(a + base, _mm512_permutex2var_epi32(x, s.low, y));
-            _mm512_storeu_si512(a + base + 16, _mm512_permutex2var_epi32(x, s.high, y));
-        }
-        m = h;
-    }
-    size_t t = 16;
-    for (; m > 2; m >>= 1, t <<= 1) {
-        const size_t h = m >> 1;
-        for (size_t i = 0; i < h; i++) {
-            const __m512i s = _mm512_set1_epi32((int)w[h + i]), sp = _mm512_set1_epi32((int)ws[h + i]);
-            uint32_t *x = a + 2 * i * t, *y = x + t;
-            for (size_t j = 0; j < t; j += 16) {
-                __m512i vx = _mm512_loadu_si512(x + j), vy = _mm512_loadu_si512(y + j);
-                inverse_butterfly(&vx, &vy, s, sp, q, twoq);
-                _mm512_storeu_si512(x + j, vx);
-                _mm512_storeu_si512(y + j, vy);
-            }
-        }
-    }
+    for (int t = 1; t <= 8; t <<= 1, m >>= 1) narrow_pass(a, n, t, w + m / 2, ws + m / 2, q, twoq, 1, 0);
+    for (size_t t = 16; m > 2; m >>= 1, t <<= 1) wide_stage(a, t, m / 2, w + m / 2, ws + m / 2, q, twoq, 1);
     // Last stage with N^−1 folded in: x ← (x + y)·N^−1, y ← (x − y)·N^−1·ψ^−(N/2)… (f, g as given).
     const __m512i vf = _mm512_set1_epi32((int)f), vfs = _mm512_set1_epi32((int)fs);
     const __m512i vg = _mm512_set1_epi32((int)g), vgs = _mm512_set1_epi32((int)gs);
