@@ -1,5 +1,4 @@
 import BloomFilter
-import Crypto
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -84,7 +83,7 @@ public actor PIRHTTPClient {
         // NetExt derives it from the shards.
         let keyIdentifier = config.pirConfig.evaluationKeyConfigHash.isEmpty
             ? configuration.evaluationKeyConfigHash : Array(config.pirConfig.evaluationKeyConfigHash)
-        let requested = answer.keyInfo.first { Array(SHA256.hash(data: (try? $0.keyConfig.serializedBytes() as [UInt8]) ?? [])) == keyIdentifier }
+        let requested = answer.keyInfo.first { $0.keyConfig.sha256 == keyIdentifier }
         let secretKey = context.generateSecretKey()
         let evaluationKey: EvaluationKey
         do {

@@ -27,7 +27,7 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
 
     /// SHA-256 of the serialized evaluation-key configuration: the key's identifier.
     public var evaluationKeyConfigHash: [UInt8] {
-        Array(SHA256.hash(data: (try? evaluationKeyConfig.serializedBytes() as [UInt8]) ?? []))
+        evaluationKeyConfig.sha256
     }
 
     public var proto: ProtoPIRConfig {
@@ -50,7 +50,7 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
     }
 
     /// SHA-256 of the serialized configuration: the config id clients send back.
-    public var configID: [UInt8] { Array(SHA256.hash(data: (try? proto.serializedBytes() as [UInt8]) ?? [])) }
+    public var configID: [UInt8] { proto.sha256 }
 
     /// Rebuilds the configuration from a server's message, checking every number.
     public init(proto message: ProtoPIRConfig) throws(PirError) {
@@ -99,5 +99,13 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
             shards.append(KeywordPirShardConfiguration(bucketCount: index.entryCount, indexParameters: index))
         }
         self.init(encryptionParameters: parameters, keywordParameters: keywordParameters, shards: shards)
+    }
+}
+
+extension SwiftProtobuf.Message {
+    /// SHA-256 of the serialized message: how configurations and evaluation-key configurations
+    /// are named on the wire (Apple's pir-service-example names them the same way).
+    public var sha256: [UInt8] {
+        Array(SHA256.hash(data: (try? serializedBytes() as [UInt8]) ?? []))
     }
 }
