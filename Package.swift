@@ -114,15 +114,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
-        // The URL filter's keys (normalization, the 24-key expansion, Punycode), database
-        // builder (prefilter + PIR) and PIR HTTP client.
+        // The URL filter's client side: keys (normalization, the 24-key expansion, Punycode),
+        // lookups, the PIR HTTP client and its transports. Links no server code.
         .target(
             name: "URLFilter",
             dependencies: [
-                "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "PIRService", "NetExtCore",
+                "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "NetExtCore",
                 "ObliviousHTTP", "PrivacyPass", "HTTPServing",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
+            swiftSettings: strict),
+        // The URL filter database builder (prefilter + processed PIR shards), for
+        // netext-urlfilter-db and tests; kept out of URLFilter so clients do not link the PIR server.
+        .target(
+            name: "URLFilterDatabase",
+            dependencies: ["URLFilter", "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRService", "NetExtCore"],
             swiftSettings: strict),
         // Oblivious HTTP (RFC 9458) and known-length Binary HTTP (RFC 9292), on swift-crypto's HPKE.
         .target(name: "ObliviousHTTP", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
@@ -145,42 +151,79 @@ let package = Package(
         // Every Linux-specific system call, behind one name.
         .target(name: "CNetExtLinux"),
         .target(name: "NetExtLinux", dependencies: ["NetExtCore", "CNetExtLinux"], swiftSettings: strict),
-        // The public API for apps and providers.
+        // The control transport: control-protocol frames over a Unix socket or an inherited
+        // socketpair, on SwiftNIO (netextd's server side, the library's client side).
+        .target(
+            name: "NetExtTransport",
+            dependencies: [
+                "NetExtCore", "NetExtIPC",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        // The public API for apps and providers: the only module they import.
         .target(
             name: "NetExt",
             dependencies: [
-                "NetExtCore", "NetExtIPC", "NetExtLinux",
+                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ],
             swiftSettings: strict),
         // netextd's logic: store, sessions, launcher, control server.
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC", "NetExtLinux", "URLFilter", "BloomFilter", "QUICInitial",
+                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ],
             swiftSettings: strict),
-        // The argument-parser commands of every executable.
+        // One commands target per executable, so that each binary links only what it drives:
+        // the unprivileged `netext` CLI links neither GRDB nor the daemon nor any server.
         .target(
-            name: "NetExtCommands",
+            name: "NetExtCLI",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol",
-                "URLFilter", "PIRService", "BloomFilter", "HTTPServing", "PrivacyServices", "PrivacyPass",
+                "NetExt", "NetExtCore", "NetExtIPC",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "NetExtDaemonCommand",
+            dependencies: [
+                "NetExtDaemon", "NetExtCore", "CommandLogging",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
-        .executableTarget(name: "netext", dependencies: ["NetExtCommands"]),
-        .executableTarget(name: "netextd", dependencies: ["NetExtCommands"]),
+        .target(
+            name: "NetExtServerCommands",
+            dependencies: [
+                "NetExtCore", "NetExtLinux", "NetExtTunnel", "TunnelProtocol", "PIRService", "HTTPServing", "PrivacyServices", "PrivacyPass",
+                "CommandLogging",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        .target(
+            name: "URLFilterDatabaseCommand",
+            dependencies: [
+                "URLFilter", "URLFilterDatabase", "BloomFilter",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+        // Standard-error logging for the daemon and the servers.
+        .target(name: "CommandLogging", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .executableTarget(name: "netext", dependencies: ["NetExtCLI"]),
+        .executableTarget(name: "netextd", dependencies: ["NetExtDaemonCommand"]),
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
         .executableTarget(name: "netext-tunnel-provider", dependencies: ["NetExt", "NetExtTunnel"]),
-        .executableTarget(name: "netext-server", dependencies: ["NetExtCommands"]),
-        .executableTarget(name: "netext-urlfilter-db", dependencies: ["NetExtCommands"]),
+        .executableTarget(name: "netext-server", dependencies: ["NetExtServerCommands"]),
+        .executableTarget(name: "netext-urlfilter-db", dependencies: ["URLFilterDatabaseCommand"]),
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
@@ -194,7 +237,7 @@ let package = Package(
         .executableTarget(
             name: "netext-bench-urlfilter",
             dependencies: [
-                "URLFilter", "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "PIRService", "BloomFilter",
+                "URLFilter", "URLFilterDatabase", "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "PIRService", "BloomFilter",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/URLFilter"),
@@ -210,7 +253,7 @@ let package = Package(
         .testTarget(
             name: "URLFilterTests",
             dependencies: [
-                "URLFilter", "PIRService", "PIRProtobuf", "PrivateInformationRetrieval", "HomomorphicEncryption", "BloomFilter",
+                "URLFilter", "URLFilterDatabase", "PIRService", "PIRProtobuf", "PrivateInformationRetrieval", "HomomorphicEncryption", "BloomFilter",
                 "PrivacyServices", "HTTPServing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),

@@ -13,6 +13,7 @@ import PIRService
 import PrivacyPass
 import PrivacyServices
 import URLFilter
+import URLFilterDatabase
 
 func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 func percentile(_ values: [Double], _ q: Double) -> Double { values.sorted()[min(values.count - 1, Int(Double(values.count) * q))] }

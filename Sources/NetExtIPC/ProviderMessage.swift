@@ -187,3 +187,12 @@ extension ProviderMessage: Codable {
         }
     }
 }
+
+/// The descriptors a provider inherits from netextd (docs/providers.md).
+public enum ProviderDescriptors {
+    /// The socketpair end that carries provider-protocol frames.
+    public static let control: Int32 = 3
+    /// The socketpair end on which netextd passes file descriptors (the TUN device) with
+    /// SCM_RIGHTS, and, for a filter data provider, the flow channel.
+    public static let descriptorPassing: Int32 = 4
+}

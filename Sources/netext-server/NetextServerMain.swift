@@ -1,4 +1,4 @@
-import NetExtCommands
+import NetExtServerCommands
 
 @main
 enum NetextServerMain {

@@ -1,4 +1,4 @@
-import NetExtCommands
+import URLFilterDatabaseCommand
 
 @main
 enum URLFilterDatabaseMain {

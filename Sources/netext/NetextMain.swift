@@ -1,4 +1,4 @@
-import NetExtCommands
+import NetExtCLI
 
 @main
 enum NetextMain {

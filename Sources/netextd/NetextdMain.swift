@@ -1,4 +1,4 @@
-import NetExtCommands
+import NetExtDaemonCommand
 
 @main
 enum NetextdMain {

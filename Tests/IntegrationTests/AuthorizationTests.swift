@@ -19,10 +19,13 @@ struct AuthorizationTests {
         #expect(create.stderr.contains("needs root or membership of netextd's admin group"))
         #expect(create.stderr.contains("[permissionDenied]"))
 
-        // Root's configuration is invisible to nobody's app: list is empty, start cannot find it.
+        // Root's configuration is invisible to nobody's app: list is empty; a start is refused
+        // before its name is looked up (the same answer whether the name exists or not).
         #expect(try daemon.cli(["list"], as: .nobody).stdout.contains("No configurations"))
         let start = try daemon.cli(["start", "Root VPN"], as: .nobody)
-        #expect(start.status == 8, "\(start)")
+        #expect(start.status == 10, "\(start)")
+        let startUnknown = try daemon.cli(["start", "No Such VPN"], as: .nobody)
+        #expect(startUnknown.status == 10 && startUnknown.stderr.contains("startConnection needs root"), "\(startUnknown)")
         let install = try daemon.cli(["profile", "install", fixturesDirectory + "/profiles/enterprise-vpn.mobileconfig"], as: .nobody)
         #expect(install.status == 10, "\(install)")
     }

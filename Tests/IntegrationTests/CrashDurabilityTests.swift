@@ -39,10 +39,10 @@ struct CrashDurabilityTests {
                     step += 1
                     let id = ids[step % ids.count]
                     do {
-                        var configuration = try await client.call(.loadConfiguration(id: id), expecting: ConfigurationResult.self).configuration
+                        var configuration = try await client.call(LoadConfiguration(.id(id))).configuration
                         configuration.localizedDescription = "crash-\(step % ids.count)-\(configuration.revision + 1)"
                         configuration.isEnabled.toggle()
-                        let saved = try await client.call(.saveConfiguration(.init(configuration: configuration, password: step % 5 == 0 ? "rotated-\(step)" : nil)), expecting: ConfigurationResult.self).configuration
+                        let saved = try await client.call(SaveConfiguration(configuration: configuration, password: step % 5 == 0 ? "rotated-\(step)" : nil)).configuration
                         acknowledged.withLock { $0[id] = saved.revision }
                     } catch {
                         return

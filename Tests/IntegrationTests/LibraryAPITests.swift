@@ -108,7 +108,7 @@ struct LibraryAPITests {
         // A second personal configuration for the same app is refused.
         let second = NetExtCore.Configuration(owner: manager.configuration.owner, localizedDescription: "Second", protocolConfiguration: .personalVPN(IKEv2Protocol(serverAddress: "x.test")))
         do {
-            _ = try await app.call(.saveConfiguration(.init(configuration: second)), expecting: ConfigurationResult.self)
+            _ = try await app.call(SaveConfiguration(configuration: second))
             Issue.record("a second personal VPN must be refused")
         } catch {
             #expect(error.code == .configurationInvalid)

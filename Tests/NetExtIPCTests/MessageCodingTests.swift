@@ -11,23 +11,79 @@ struct MessageCodingTests {
         protocolConfiguration: .tunnelProvider(TunnelProviderProtocol(providerBundleIdentifier: "com.example.t", serverAddress: "vpn.example.test", providerConfiguration: ["k": .array([.number(1), .null])])),
         revision: 3)
 
-    static let requests: [ControlRequest] = [
-        .hello(.init(appIdentifier: "com.example.app")), .listConfigurations, .loadConfiguration(id: UUID()),
-        .saveConfiguration(.init(configuration: configuration, password: "pw")), .removeConfiguration(id: UUID()),
-        .startConnection(.init(id: UUID(), options: ["username": .string("u")])), .stopConnection(id: UUID()),
-        .getStatus(id: nil), .getStatus(id: UUID()), .subscribe, .installProfile(.init(data: Data([0, 1, 2]))),
-        .removeProfile(identifier: "com.example.profile"), .listProfiles, .listProviders,
-        .sendProviderMessage(.init(id: UUID(), data: Data("status".utf8))), .getFilterStatus, .getFilterLog(limit: 20),
-        .urlFilterVerdict(url: "https://www.example.test/a?b=c"), .getURLFilterStatus,
-    ]
+    static let requests: [RequestEnvelope] = ([
+        Hello(appIdentifier: "com.example.app"), ListConfigurations(), LoadConfiguration(.id(UUID())), LoadConfiguration(.name("Corp VPN")),
+        SaveConfiguration(configuration: configuration, password: "pw"), RemoveConfiguration(.id(UUID())), RemoveConfiguration(.name("x")),
+        StartConnection(.id(UUID()), options: ["username": .string("u")]), StartConnection(.name("Corp")), StopConnection(.id(UUID())),
+        GetStatus(), GetStatus(.id(UUID())), GetStatus(.name("VPN")), Subscribe(), InstallProfile(data: Data([0, 1, 2])),
+        RemoveProfile(identifier: "com.example.profile"), ListProfiles(), ListProviders(),
+        SendProviderMessage(.id(UUID()), data: Data("status".utf8)), SendProviderMessage(.name("VPN"), data: Data()), GetFilterStatus(), GetFilterLog(limit: 20),
+        GetURLFilterVerdict(url: "https://www.example.test/a?b=c"), GetURLFilterStatus(),
+    ] as [any ControlMethod]).map { RequestEnvelope(id: 42, method: $0) }
 
     @Test("every request round-trips", arguments: requests)
-    func requestRoundTrip(request: ControlRequest) throws {
-        let envelope = RequestEnvelope(id: 42, request: request)
+    func requestRoundTrip(envelope: RequestEnvelope) throws {
         let data = try ControlProtocol.makeEncoder().encode(envelope)
         #expect(try ControlProtocol.makeDecoder().decode(RequestEnvelope.self, from: data) == envelope)
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-        #expect(object?["method"] as? String == request.method)
+        #expect(object?["method"] as? String == envelope.method.name)
+    }
+
+    @Test("every method is in the table once, and every request type is tested")
+    func methodTable() {
+        #expect(ControlMethods.all.count == ControlMethods.list.count)
+        #expect(Set(Self.requests.map(\.method.name)) == Set(ControlMethods.all.keys))
+    }
+
+    /// Version 1 clients sent `{"id": UUID}` and empty `params`; those requests still decode.
+    @Test("version 1 requests decode", arguments: [
+        (#"{"id":1,"method":"startConnection","params":{"id":"6F9C2C4E-1D2B-4E44-9A55-3B8E5B2F1A01","options":{}}}"#, "startConnection"),
+        (#"{"id":2,"method":"getStatus","params":{}}"#, "getStatus"),
+        (#"{"id":3,"method":"listConfigurations","params":{}}"#, "listConfigurations"),
+        (#"{"id":4,"method":"hello","params":{"appIdentifier":"a","version":1}}"#, "hello"),
+    ])
+    func versionOne(json: String, method: String) throws {
+        let envelope = try ControlProtocol.makeDecoder().decode(RequestEnvelope.self, from: Data(json.utf8))
+        #expect(envelope.method.name == method)
+    }
+
+    @Test("a request naming a configuration by both id and name, or by neither, is refused")
+    func ambiguousReference() {
+        for params in [#"{"id":"6F9C2C4E-1D2B-4E44-9A55-3B8E5B2F1A01","name":"x"}"#, #"{}"#] {
+            let data = Data(#"{"id":1,"method":"stopConnection","params":\#(params)}"#.utf8)
+            #expect(throws: DecodingError.self) { try ControlProtocol.makeDecoder().decode(RequestEnvelope.self, from: data) }
+        }
+    }
+
+    @Test("a reply reaches its call while the frame is decoded, with the method's result type")
+    func replyRouting() throws {
+        final class Router: ReplyRouting, @unchecked Sendable {
+            var delivered: [Int: Result<StatusList, NetExtError>] = [:]
+            func takePending(_ id: Int) -> PendingReply? {
+                guard id != 99 else { return nil }
+                return PendingReply(method: "getStatus") { outcome in
+                    switch outcome {
+                    case .success(let decoder): self.delivered[id] = Result { try StatusList(from: decoder) }.mapError { NetExtError(.protocolError, "\($0)") }
+                    case .failure(let error): self.delivered[id] = .failure(error)
+                    }
+                }
+            }
+        }
+        let router = Router()
+        let decoder = ControlProtocol.makeDecoder()
+        decoder.userInfo[ServerFrame.routerKey] = router
+        let status = StatusInfo(id: UUID(), name: "VPN", kind: .tunnelProvider, isEnabled: true, status: .connected)
+        let ok = try ControlProtocol.makeEncoder().encode(ResultEnvelope(id: 1, result: StatusList(statuses: [status])))
+        let refused = try ControlProtocol.makeEncoder().encode(ErrorEnvelope(id: 2, error: .unknown("no such")))
+        let wrongShape = Data(#"{"id":3,"result":{"statuses":7}}"#.utf8)
+        let orphan = Data(#"{"id":99,"result":{}}"#.utf8)
+        guard case .reply(id: 1) = try decoder.decode(ServerFrame.self, from: ok) else { Issue.record("not a reply"); return }
+        guard case .reply(id: 2) = try decoder.decode(ServerFrame.self, from: refused) else { Issue.record("not a reply"); return }
+        guard case .reply(id: 3) = try decoder.decode(ServerFrame.self, from: wrongShape) else { Issue.record("not a reply"); return }
+        guard case .unexpectedReply(id: 99) = try decoder.decode(ServerFrame.self, from: orphan) else { Issue.record("not unexpected"); return }
+        #expect(try router.delivered[1]?.get().statuses == [status])
+        #expect(throws: NetExtError.self) { try router.delivered[2]?.get() }
+        #expect(throws: NetExtError.self) { try router.delivered[3]?.get() }
     }
 
     @Test("an unknown method is a decoding error naming it")
@@ -42,8 +98,11 @@ struct MessageCodingTests {
         for notification in [ControlNotification.statusChanged(.init(previous: .connecting, current: status)), .configurationChanged(.init(id: UUID(), change: .saved, name: "VPN", configuration: Self.configuration))] {
             let data = try ControlProtocol.makeEncoder().encode(NotificationEnvelope(notification))
             #expect(try ControlProtocol.makeDecoder().decode(NotificationEnvelope.self, from: data).notification == notification)
-            let header = try ControlProtocol.makeDecoder().decode(ServerMessageHeader.self, from: data)
-            #expect(header.id == nil && header.event != nil)
+            guard case .notification(let decoded) = try ControlProtocol.makeDecoder().decode(ServerFrame.self, from: data) else {
+                Issue.record("a notification read as a reply")
+                continue
+            }
+            #expect(decoded == notification)
         }
         let error = try ControlProtocol.makeEncoder().encode(ErrorEnvelope(id: 9, error: .stale("changed")))
         #expect(String(decoding: error, as: UTF8.self) == #"{"error":{"code":"configurationStale","message":"changed"},"id":9}"#)
@@ -76,7 +135,7 @@ struct MessageCodingTests {
     @Test("garbage never crashes the request decoder")
     func garbage() throws {
         var generator = SystemRandomNumberGenerator()
-        let valid = try Self.requests.map { try [UInt8](ControlProtocol.makeEncoder().encode(RequestEnvelope(id: 1, request: $0))) }
+        let valid = try Self.requests.map { try [UInt8](ControlProtocol.makeEncoder().encode($0)) }
         var refused = 0
         for index in 0..<3000 {
             var bytes = valid[index % valid.count]

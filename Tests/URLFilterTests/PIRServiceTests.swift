@@ -10,6 +10,7 @@ import PIRProtobuf
 import PIRService
 import Synchronization
 import Testing
+import URLFilterDatabase
 @testable import URLFilter
 
 /// Collects log records so tests can check what the server writes.

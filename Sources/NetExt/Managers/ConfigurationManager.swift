@@ -38,23 +38,23 @@ extension ConfigurationManager {
 
     /// Saves the configuration (creating it if new). `password` goes to the secret store.
     public mutating func saveToPreferences(password: String? = nil, sharedSecret: String? = nil) async throws(NetExtError) {
-        let request = ControlRequest.SaveConfiguration(configuration: configuration, password: password, sharedSecret: sharedSecret)
-        configuration = try await client.call(.saveConfiguration(request), expecting: ConfigurationResult.self).configuration
+        let request = SaveConfiguration(configuration: configuration, password: password, sharedSecret: sharedSecret)
+        configuration = try await client.call(request).configuration
     }
 
     /// Reloads the configuration from netextd, dropping unsaved changes.
     public mutating func loadFromPreferences() async throws(NetExtError) {
-        configuration = try await client.call(.loadConfiguration(id: configuration.id), expecting: ConfigurationResult.self).configuration
+        configuration = try await client.call(LoadConfiguration(.id(configuration.id))).configuration
     }
 
     /// Removes the configuration (stopping its connection first).
     public func removeFromPreferences() async throws(NetExtError) {
-        _ = try await client.call(.removeConfiguration(id: configuration.id), expecting: EmptyResult.self)
+        _ = try await client.call(RemoveConfiguration(.id(configuration.id)))
     }
 
     /// Every configuration of the caller's app, of every kind.
     static func loadConfigurations(client: ControlClient) async throws(NetExtError) -> [Configuration] {
-        try await client.call(.listConfigurations, expecting: ConfigurationList.self).configurations
+        try await client.call(ListConfigurations()).configurations
     }
 
     /// The app's one configuration of `settings`' kind (Apple's `shared()` managers), or a new,

@@ -33,6 +33,6 @@ public struct FilterManager: ConfigurationManager {
 
     /// The running filter's state and counters.
     public func status() async throws(NetExtError) -> FilterStatus {
-        try await client.call(.getFilterStatus, expecting: FilterStatus.self)
+        try await client.call(GetFilterStatus())
     }
 }

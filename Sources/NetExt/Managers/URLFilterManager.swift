@@ -75,14 +75,14 @@ public struct URLFilterManager: ConfigurationManager {
 
     /// Saves, sending a credential given to `setConfiguration` to the secret store.
     public mutating func saveToPreferences() async throws(NetExtError) {
-        let request = ControlRequest.SaveConfiguration(configuration: configuration, password: pendingToken)
-        configuration = try await client.call(.saveConfiguration(request), expecting: ConfigurationResult.self).configuration
+        let request = SaveConfiguration(configuration: configuration, password: pendingToken)
+        configuration = try await client.call(request).configuration
         pendingToken = nil
     }
 
     /// The running filter's state and counters.
     public func status() async throws(NetExtError) -> URLFilterStatus {
-        try await client.call(.getURLFilterStatus, expecting: URLFilterStatus.self)
+        try await client.call(GetURLFilterStatus())
     }
 }
 
@@ -98,6 +98,6 @@ public enum URLFilter {
 
     /// The verdict with the failure policy applied.
     public static func check(_ url: String, client: ControlClient) async throws(NetExtError) -> URLFilterVerdictResult {
-        try await client.call(.urlFilterVerdict(url: url), expecting: URLFilterVerdictResult.self)
+        try await client.call(GetURLFilterVerdict(url: url))
     }
 }

@@ -15,12 +15,12 @@ public struct VPNConnection: Sendable {
     /// Starts the tunnel. `options` reach the provider's `startTunnel(options:)`; a `password`
     /// option is used instead of the stored one and never stored.
     public func startVPNTunnel(options: [String: JSONValue] = [:]) async throws(NetExtError) {
-        _ = try await client.call(.startConnection(.init(id: configurationID, options: options)), expecting: StatusInfo.self, timeout: .seconds(60))
+        _ = try await client.call(StartConnection(.id(configurationID), options: options), timeout: .seconds(60))
     }
 
     /// Stops the tunnel.
     public func stopVPNTunnel() async throws(NetExtError) {
-        _ = try await client.call(.stopConnection(id: configurationID), expecting: StatusInfo.self, timeout: .seconds(60))
+        _ = try await client.call(StopConnection(.id(configurationID)), timeout: .seconds(60))
     }
 
     /// Sends bytes to the running provider's `handleAppMessage` and returns its answer (nil when
@@ -28,12 +28,12 @@ public struct VPNConnection: Sendable {
     /// `configurationDisabled` when the tunnel is not running and `timedOut` when the provider
     /// does not answer within 10 s.
     public func sendProviderMessage(_ data: Data) async throws(NetExtError) -> Data? {
-        try await client.call(.sendProviderMessage(.init(id: configurationID, data: data)), expecting: ProviderMessageReply.self, timeout: .seconds(15)).data
+        try await client.call(SendProviderMessage(.id(configurationID), data: data), timeout: .seconds(15)).data
     }
 
     /// The current status, connected date, last error and byte counts.
     public func statusInfo() async throws(NetExtError) -> StatusInfo {
-        let list = try await client.call(.getStatus(id: configurationID), expecting: StatusList.self)
+        let list = try await client.call(GetStatus(.id(configurationID)))
         guard let info = list.statuses.first else {
             throw .unknown("no configuration \(configurationID)")
         }

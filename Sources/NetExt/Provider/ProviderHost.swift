@@ -1,6 +1,8 @@
 import Foundation
 import NetExtCore
 import NetExtIPC
+import NetExtTransport
+import NIOFoundationCompat
 import NetExtLinux
 
 /// Runs a provider inside the process netextd started: speaks the provider protocol over the
@@ -8,9 +10,9 @@ import NetExtLinux
 /// provider has stopped (or failed to start). netextd passes descriptors on descriptor 4.
 public enum ProviderHost {
     /// The descriptor netextd hands every provider.
-    public static let controlDescriptor: Int32 = 3
+    public static let controlDescriptor: Int32 = ProviderDescriptors.control
     /// The descriptor on which netextd passes file descriptors (the TUN device) with SCM_RIGHTS.
-    public static let descriptorPassingDescriptor: Int32 = 4
+    public static let descriptorPassingDescriptor: Int32 = ProviderDescriptors.descriptorPassing
 
     /// Runs `provider` until it is stopped. Returns normally after a stop or a failed start;
     /// throws if netextd misbehaves or goes away.
@@ -122,7 +124,7 @@ public enum ProviderHost {
         var started = false
         for await frame in connection.frames {
             let message: ProviderMessage
-            do { message = try decoder.decode(ProviderMessage.self, from: Data(frame)) } catch {
+            do { message = try decoder.decode(ProviderMessage.self, from: frame) } catch {
                 session.finish()
                 throw NetExtError(.protocolError, "malformed message from netextd: \(error)")
             }

@@ -1,6 +1,7 @@
 import Foundation
 import NetExtCore
 import NetExtIPC
+import NetExtTransport
 import Synchronization
 
 /// A provider's live link to netextd: sends messages and matches netextd's answers to the one

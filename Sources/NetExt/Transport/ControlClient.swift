@@ -1,6 +1,9 @@
 import Foundation
 import NetExtCore
 import NetExtIPC
+import NetExtTransport
+import NIOCore
+import NIOFoundationCompat
 import Synchronization
 
 /// A client of netextd's control socket: requests with deadlines, and a stream of notifications.
@@ -20,7 +23,7 @@ public final class ControlClient: Sendable {
     private struct State: ~Copyable {
         var nextID = 1
         var hello = HelloResult(version: 0, daemonVersion: "", uid: 0, mayModify: false)
-        var pending: [Int: CheckedContinuation<[UInt8], any Error>] = [:]
+        var pending: [Int: PendingReply] = [:]
         var subscribers: [UUID: AsyncStream<ControlNotification>.Continuation] = [:]
         var subscribed = false
         var closed = false
@@ -47,7 +50,7 @@ public final class ControlClient: Sendable {
         let client = ControlClient(connection: connection, appIdentifier: appIdentifier)
         client.startReading()
         do {
-            let hello = try await client.call(.hello(.init(appIdentifier: appIdentifier)), expecting: HelloResult.self, timeout: timeout)
+            let hello = try await client.call(Hello(appIdentifier: appIdentifier), timeout: timeout)
             client.state.withLock { $0.hello = hello }
         } catch {
             client.close()
@@ -56,34 +59,39 @@ public final class ControlClient: Sendable {
         return client
     }
 
-    /// Sends a request and waits for its result, at most `timeout`.
-    public func call<Result: Codable & Sendable>(
-        _ request: ControlRequest,
-        expecting: Result.Type,
-        timeout: Duration = .seconds(30)
-    ) async throws(NetExtError) -> Result {
+    /// Sends a request and waits for its result, at most `timeout`. The method decides the
+    /// result's type; the reply is decoded once, straight into it.
+    package func call<Method: ControlMethod>(_ method: Method, timeout: Duration = .seconds(30)) async throws(NetExtError) -> Method.Result {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
         }
-        let frame: [UInt8]
+        let payload: Data
         do {
-            frame = try ControlProtocol.framed(RequestEnvelope(id: id, request: request)).dropFirst(4).map { $0 }
+            payload = try ControlProtocol.payload(RequestEnvelope(id: id, method: method))
         } catch {
-            throw NetExtError(.protocolError, "could not encode \(request.method): \(error)")
+            throw NetExtError(.protocolError, "could not encode \(Method.name): \(error)")
         }
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
             guard !Task.isCancelled else { return }
-            self?.fail(id: id, NetExtError(.timedOut, "netextd did not answer \(request.method) within \(timeout)"))
+            self?.fail(id: id, NetExtError(.timedOut, "netextd did not answer \(Method.name) within \(timeout)"))
         }
         defer { timer.cancel() }
-        let reply: [UInt8]
         do {
-            reply = try await withCheckedThrowingContinuation { continuation in
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Method.Result, any Error>) in
+                let pending = PendingReply(method: Method.name) { outcome in
+                    switch outcome {
+                    case .failure(let error): continuation.resume(throwing: error)
+                    case .success(let decoder):
+                        do { continuation.resume(returning: try Method.Result(from: decoder)) } catch {
+                            continuation.resume(throwing: NetExtError(.protocolError, "unexpected reply to \(Method.name): \(error)"))
+                        }
+                    }
+                }
                 let closed = state.withLock { state in
                     if state.closed { return true }
-                    state.pending[id] = continuation
+                    state.pending[id] = pending
                     return false
                 }
                 if closed {
@@ -91,7 +99,7 @@ public final class ControlClient: Sendable {
                     return
                 }
                 Task { [connection] in
-                    do { try await connection.send(frame: frame) } catch {
+                    do { try await connection.send(payload: payload) } catch {
                         self.fail(id: id, NetExtError(.daemonUnavailable, "could not send to netextd: \(error)"))
                     }
                 }
@@ -100,22 +108,6 @@ public final class ControlClient: Sendable {
             throw error
         } catch {
             throw NetExtError(.protocolError, "\(error)")
-        }
-        return try Self.decodeResult(reply, expecting: expecting, method: request.method)
-    }
-
-    private static func decodeResult<Result: Codable & Sendable>(_ reply: [UInt8], expecting: Result.Type, method: String) throws(NetExtError) -> Result {
-        let decoder = ControlProtocol.makeDecoder()
-        let data = Data(reply)
-        let header: ServerMessageHeader
-        do { header = try decoder.decode(ServerMessageHeader.self, from: data) } catch {
-            throw NetExtError(.protocolError, "malformed reply to \(method): \(error)")
-        }
-        if let error = header.error { throw error }
-        do {
-            return try decoder.decode(ResultEnvelope<Result>.self, from: data).result
-        } catch {
-            throw NetExtError(.protocolError, "unexpected reply to \(method): \(error)")
         }
     }
 
@@ -132,7 +124,7 @@ public final class ControlClient: Sendable {
             _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
         }
         if needsSubscribe {
-            _ = try await call(.subscribe, expecting: EmptyResult.self)
+            _ = try await call(Subscribe())
         }
         return stream
     }
@@ -144,8 +136,10 @@ public final class ControlClient: Sendable {
 
     private func startReading() {
         Task { [self] in
+            let decoder = ControlProtocol.makeDecoder()
+            decoder.userInfo[ServerFrame.routerKey] = Router(client: self)
             for await frame in connection.frames {
-                dispatch(frame)
+                dispatch(frame, decoder: decoder)
             }
             let (pending, subscribers) = state.withLock { state in
                 state.closed = true
@@ -155,27 +149,31 @@ public final class ControlClient: Sendable {
                 }
                 return (Array(state.pending.values), Array(state.subscribers.values))
             }
-            for continuation in pending {
-                continuation.resume(throwing: NetExtError(.daemonUnavailable, "netextd closed the connection"))
+            for call in pending {
+                call.deliver(.failure(NetExtError(.daemonUnavailable, "netextd closed the connection")))
             }
             for subscriber in subscribers { subscriber.finish() }
         }
     }
 
-    private func dispatch(_ frame: [UInt8]) {
-        let decoder = ControlProtocol.makeDecoder()
-        guard let header = try? decoder.decode(ServerMessageHeader.self, from: Data(frame)) else { return }
-        if let id = header.id {
-            let continuation = state.withLock { $0.pending.removeValue(forKey: id) }
-            continuation?.resume(returning: frame)
-        } else if header.event != nil, let envelope = try? decoder.decode(NotificationEnvelope.self, from: Data(frame)) {
-            let subscribers = state.withLock { Array($0.subscribers.values) }
-            for subscriber in subscribers { subscriber.yield(envelope.notification) }
+    /// Decodes one frame: a reply reaches its call during the decode; a notification goes to
+    /// every subscriber. A frame that is not JSON of either shape is dropped.
+    private func dispatch(_ frame: ByteBuffer, decoder: JSONDecoder) {
+        guard case .notification(let notification)? = try? decoder.decode(ServerFrame.self, from: frame) else { return }
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(notification) }
+    }
+
+    /// Hands the decoder the call waiting for a reply.
+    private struct Router: ReplyRouting {
+        weak var client: ControlClient?
+        func takePending(_ id: Int) -> PendingReply? {
+            client?.state.withLock { $0.pending.removeValue(forKey: id) }
         }
     }
 
     private func fail(id: Int, _ error: NetExtError) {
-        let continuation = state.withLock { $0.pending.removeValue(forKey: id) }
-        continuation?.resume(throwing: error)
+        let call = state.withLock { $0.pending.removeValue(forKey: id) }
+        call?.deliver(.failure(error))
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-import NetExt
+import NetExtTransport
 import NetExtCore
 import NetExtIPC
 import NetExtLinux
 import NIOCore
+import NIOFoundationCompat
 
 /// One client connection: `hello` first, then requests (each answered concurrently), and
 /// notifications once subscribed.
@@ -20,40 +21,40 @@ struct ControlConnection {
             for await frame in connection.frames {
                 let envelope: RequestEnvelope
                 do {
-                    envelope = try decoder.decode(RequestEnvelope.self, from: Data(frame))
+                    envelope = try decoder.decode(RequestEnvelope.self, from: frame)
                 } catch {
                     await send(ErrorEnvelope(id: 0, error: NetExtError(.protocolError, "malformed request: \(error)")))
                     connection.close()
                     break
                 }
                 guard let current = identity else {
-                    guard case .hello(let hello) = envelope.request else {
+                    guard let hello = envelope.method as? Hello else {
                         await send(ErrorEnvelope(id: envelope.id, error: NetExtError(.protocolError, "the first request must be hello")))
                         connection.close()
                         break
                     }
-                    guard hello.version == ControlProtocol.version else {
+                    guard ControlProtocol.supportedVersions.contains(hello.version) else {
                         await send(ErrorEnvelope(id: envelope.id, error: NetExtError(.protocolError, "protocol version \(hello.version) is not supported; netextd speaks version \(ControlProtocol.version)")))
                         connection.close()
                         break
                     }
                     let app = hello.appIdentifier.trimmingCharacters(in: .whitespaces)
-                    guard !app.isEmpty, app.count <= 255 else {
-                        await send(ErrorEnvelope(id: envelope.id, error: NetExtError.invalid("hello: appIdentifier must be 1 to 255 characters")))
+                    guard !app.isEmpty, app.count <= 255, !LogText.containsControlCharacters(app) else {
+                        await send(ErrorEnvelope(id: envelope.id, error: NetExtError.invalid("hello: appIdentifier must be 1 to 255 characters without control characters")))
                         connection.close()
                         break
                     }
                     let established = ClientIdentity(credentials: credentials, appIdentifier: app, adminGroupID: server.adminGroupID)
                     identity = established
                     await send(ResultEnvelope(id: envelope.id, result: HelloResult(
-                        version: ControlProtocol.version, daemonVersion: ControlService.daemonVersion,
+                        version: hello.version, daemonVersion: ControlService.daemonVersion,
                         uid: credentials.uid, mayModify: established.mayModify)))
                     continue
                 }
-                switch envelope.request {
-                case .hello:
+                switch envelope.method {
+                case is Hello:
                     await send(ErrorEnvelope(id: envelope.id, error: NetExtError(.protocolError, "hello was already sent")))
-                case .subscribe:
+                case is Subscribe:
                     if subscription == nil {
                         let channel = connection.channel
                         subscription = server.service.hub.add(.init(identity: current) { frame in
@@ -61,9 +62,7 @@ struct ControlConnection {
                                 channel.close(promise: nil)
                                 return false
                             }
-                            var buffer = channel.allocator.buffer(capacity: frame.count)
-                            buffer.writeBytes(frame)
-                            channel.writeAndFlush(buffer, promise: nil)
+                            channel.writeAndFlush(FramedConnection.frame(frame, allocator: channel.allocator), promise: nil)
                             return true
                         })
                     }
@@ -71,7 +70,7 @@ struct ControlConnection {
                 default:
                     group.addTask {
                         let reply = await server.service.reply(to: envelope, from: current)
-                        try? await connection.send(frame: Array(reply.dropFirst(4)))
+                        try? await connection.send(payload: reply)
                     }
                 }
             }

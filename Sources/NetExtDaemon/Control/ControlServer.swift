@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Logging
-import NetExt
+import NetExtTransport
 import NetExtCore
 import NetExtIPC
 import NetExtLinux

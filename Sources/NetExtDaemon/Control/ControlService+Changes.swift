@@ -5,7 +5,7 @@ import NetExtIPC
 extension ControlService {
     /// Saves a configuration for `identity`: the owner is the caller (an existing configuration
     /// keeps its owner), secrets go to the secret store, references never come from the client.
-    func save(_ request: ControlRequest.SaveConfiguration, identity: ClientIdentity) async throws -> Configuration {
+    func save(_ request: SaveConfiguration, identity: ClientIdentity) async throws -> Configuration {
         var configuration = request.configuration
         let existing = try store.configuration(id: configuration.id)
         if let existing {

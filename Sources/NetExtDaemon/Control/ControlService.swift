@@ -41,123 +41,143 @@ public final class ControlService: Sendable {
     }
 
     /// Handles one request (other than `hello` and `subscribe`, which the connection handles)
-    /// and returns the encoded reply frame.
-    public func reply(to envelope: RequestEnvelope, from identity: ClientIdentity) async -> [UInt8] {
+    /// and returns the encoded reply (a frame's payload).
+    public func reply(to envelope: RequestEnvelope, from identity: ClientIdentity) async -> Data {
+        let name = envelope.method.name
         do {
-            if envelope.request.modifiesState && !identity.mayModify {
-                throw NetExtError.permissionDenied("\(envelope.request.method) needs root or membership of netextd's admin group (uid \(identity.uid) is neither)")
+            if envelope.modifiesState && !identity.mayModify {
+                throw NetExtError.permissionDenied("\(name) needs root or membership of netextd's admin group (uid \(identity.uid) is neither)")
             }
-            return try await handle(envelope, identity: identity)
+            guard let handler = Self.dispatch.handler(for: name) else {
+                throw NetExtError(.protocolError, "\(name) is handled by the connection")
+            }
+            return try await handler(self, envelope.method, identity, envelope.id)
         } catch {
             let mapped = (error as? NetExtError) ?? NetExtError(.configurationReadWriteFailed, "\(error)")
             if mapped.code != .configurationUnknown {
-                logger.notice("request refused", metadata: ["method": "\(envelope.request.method)", "uid": "\(identity.uid)", "app": "\(identity.appIdentifier)", "error": "\(mapped.code.name)"])
+                logger.notice("request refused", metadata: ["method": "\(name)", "uid": "\(identity.uid)", "app": "\(identity.appIdentifier)", "error": "\(mapped.code.name)"])
             }
-            return (try? ControlProtocol.framed(ErrorEnvelope(id: envelope.id, error: mapped))) ?? []
+            return (try? ControlProtocol.payload(ErrorEnvelope(id: envelope.id, error: mapped))) ?? Data()
         }
     }
 
-    private func handle(_ envelope: RequestEnvelope, identity: ClientIdentity) async throws -> [UInt8] {
-        let id = envelope.id
-        switch envelope.request {
-        case .hello, .subscribe:
-            throw NetExtError(.protocolError, "\(envelope.request.method) is handled by the connection")
-        case .listConfigurations:
-            let visible = try store.allConfigurations().filter(identity.canSee)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ConfigurationList(configurations: visible)))
-        case .loadConfiguration(let configurationID):
-            let configuration = try visibleConfiguration(configurationID, identity: identity)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ConfigurationResult(configuration: configuration)))
-        case .saveConfiguration(let save):
-            let saved = try await self.save(save, identity: identity)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ConfigurationResult(configuration: saved)))
-        case .removeConfiguration(let configurationID):
-            let configuration = try visibleConfiguration(configurationID, identity: identity)
-            let removed = try store.remove(id: configuration.id)
-            removed.secretReferences.forEach(secrets.delete)
-            logger.info("configuration removed", metadata: ["id": "\(removed.id)", "name": "\(removed.localizedDescription)"])
-            await configurationChanged(removed, removed: true)
-            hub.configurationChanged(removed, change: .removed)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: EmptyResult()))
-        case .startConnection(let start):
-            let configuration = try visibleConfiguration(start.id, identity: identity)
-            var options = start.options
-            let optionPassword = options.removeValue(forKey: "password")?.stringValue
-            let password = try optionPassword ?? storedPassword(of: configuration)
-            let info = try await sessions.start(configuration, options: options, password: password)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: info))
-        case .stopConnection(let configurationID):
-            var configuration = try visibleConfiguration(configurationID, identity: identity)
-            if configuration.isOnDemandEnabled {
-                // A person's explicit stop turns connect-on-demand off until it is turned on
-                // again, as on Apple's systems; otherwise the rules would reconnect at once.
-                configuration.isOnDemandEnabled = false
-                let saved = try store.save(configuration).saved
-                configuration = saved
-                logger.notice("on-demand turned off by an explicit stop", metadata: ["configuration": "\(saved.localizedDescription)"])
-                hub.configurationChanged(saved, change: .saved)
-            }
-            let info = await sessions.stop(configuration, reason: .userInitiated)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: info))
-        case .getStatus(let configurationID):
-            // Anyone may read status: every configuration's name and state, nothing more.
-            var configurations = try store.allConfigurations()
-            if let configurationID {
-                configurations = configurations.filter { $0.id == configurationID }
-                if configurations.isEmpty { throw NetExtError.unknown("no configuration with id \(configurationID)") }
-            }
-            var statuses: [StatusInfo] = []
-            for configuration in configurations { statuses.append(await sessions.statusInfo(for: configuration)) }
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: StatusList(statuses: statuses)))
-        case .installProfile(let install):
-            let summary = try await installProfile(install.data, identity: identity)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: summary))
-        case .removeProfile(let identifier):
-            let removal = try await removeProfile(identifier, identity: identity)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: removal))
-        case .listProfiles:
-            let profiles = try store.profiles(installedBy: identity.isRoot ? nil : identity.owner)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProfileList(profiles: profiles)))
-        case .listProviders:
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: registry.load()))
-        case .sendProviderMessage(let message):
-            let configuration: Configuration
-            if identity.mayModify, let stored = try store.configuration(id: message.id), stored.kind == .contentFilter {
-                // The content filter is the machine's, not one app's: any administrator may talk
-                // to its control provider (`netext filter prompt`), whoever created it.
-                configuration = stored
-            } else {
-                configuration = try visibleConfiguration(message.id, identity: identity)
-            }
-            guard message.data.count <= Self.maximumAppMessage else {
-                throw NetExtError(.configurationInvalid, "the message is \(message.data.count) bytes; at most \(Self.maximumAppMessage) are accepted")
-            }
-            let reply: Data?
-            if configuration.kind == .contentFilter, let filters {
-                // A filter's app messages go to its control provider (the data provider is
-                // sandboxed and talks to no one).
-                reply = try await filters.sendControlMessage(message.data, to: configuration)
-            } else {
-                reply = try await sessions.sendProviderMessage(message.data, to: configuration)
-            }
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: ProviderMessageReply(data: reply)))
-        case .getFilterStatus:
-            let status = await filters?.status() ?? FilterStatus(state: .off)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: status))
-        case .getFilterLog(let limit):
+    /// Every method but `hello` and `subscribe` (the connection's own), with its handler.
+    static let dispatch: ControlDispatchTable<ControlService> = {
+        var table = ControlDispatchTable<ControlService>()
+        table.on(ListConfigurations.self) { service, _, identity in
+            ConfigurationList(configurations: try service.store.allConfigurations().filter(identity.canSee))
+        }
+        table.on(LoadConfiguration.self) { service, method, identity in
+            ConfigurationResult(configuration: try service.visibleConfiguration(method.configuration, identity: identity))
+        }
+        table.on(SaveConfiguration.self) { service, method, identity in
+            ConfigurationResult(configuration: try await service.save(method, identity: identity))
+        }
+        table.on(RemoveConfiguration.self) { service, method, identity in
+            try await service.remove(method.configuration, identity: identity)
+            return EmptyResult()
+        }
+        table.on(StartConnection.self) { service, method, identity in
+            try await service.start(method, identity: identity)
+        }
+        table.on(StopConnection.self) { service, method, identity in
+            try await service.stop(method.configuration, identity: identity)
+        }
+        table.on(GetStatus.self) { service, method, _ in
+            try await service.statuses(of: method.configuration)
+        }
+        table.on(InstallProfile.self) { service, method, identity in
+            try await service.installProfile(method.data, identity: identity)
+        }
+        table.on(RemoveProfile.self) { service, method, identity in
+            try await service.removeProfile(method.identifier, identity: identity)
+        }
+        table.on(ListProfiles.self) { service, _, identity in
+            ProfileList(profiles: try service.store.profiles(installedBy: identity.isRoot ? nil : identity.owner))
+        }
+        table.on(ListProviders.self) { service, _, _ in service.registry.load() }
+        table.on(SendProviderMessage.self) { service, method, identity in
+            try await service.sendProviderMessage(method, identity: identity)
+        }
+        table.on(GetFilterStatus.self) { service, _, _ in
+            await service.filters?.status() ?? FilterStatus(state: .off)
+        }
+        table.on(GetFilterLog.self) { service, method, identity in
             guard identity.mayModify else {
                 throw NetExtError.permissionDenied("the filter log names other users' destinations; it needs root or membership of netextd's admin group")
             }
-            let entries = await filters?.log(limit: min(max(limit, 0), 2_000)) ?? []
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: FilterLogResult(entries: entries)))
-        case .urlFilterVerdict(let url):
-            guard url.utf8.count <= 8192 else { throw NetExtError.invalid("the URL is longer than 8192 bytes") }
-            let verdict = await urlFilters?.verdict(for: url) ?? URLFilterVerdictResult(verdict: .allow, effective: .allow)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: verdict))
-        case .getURLFilterStatus:
-            let status = await urlFilters?.status() ?? URLFilterStatus(state: .off)
-            return try ControlProtocol.framed(ResultEnvelope(id: id, result: status))
+            return FilterLogResult(entries: await service.filters?.log(limit: min(max(method.limit, 0), 2_000)) ?? [])
         }
+        table.on(GetURLFilterVerdict.self) { service, method, _ in
+            guard method.url.utf8.count <= 8192 else { throw NetExtError.invalid("the URL is longer than 8192 bytes") }
+            return await service.urlFilters?.verdict(for: method.url) ?? URLFilterVerdictResult(verdict: .allow, effective: .allow)
+        }
+        table.on(GetURLFilterStatus.self) { service, _, _ in
+            await service.urlFilters?.status() ?? URLFilterStatus(state: .off)
+        }
+        return table
+    }()
+
+    private func remove(_ reference: ConfigurationReference, identity: ClientIdentity) async throws {
+        let configuration = try visibleConfiguration(reference, identity: identity)
+        let removed = try store.remove(id: configuration.id)
+        removed.secretReferences.forEach(secrets.delete)
+        logger.info("configuration removed", metadata: ["id": "\(removed.id)", "name": "\(LogText.quoted(removed.localizedDescription))"])
+        await configurationChanged(removed, removed: true)
+        hub.configurationChanged(removed, change: .removed)
+    }
+
+    private func start(_ start: StartConnection, identity: ClientIdentity) async throws -> StatusInfo {
+        let configuration = try visibleConfiguration(start.configuration, identity: identity)
+        var options = start.options
+        let optionPassword = options.removeValue(forKey: "password")?.stringValue
+        let password = try optionPassword ?? storedPassword(of: configuration)
+        return try await sessions.start(configuration, options: options, password: password)
+    }
+
+    private func stop(_ reference: ConfigurationReference, identity: ClientIdentity) async throws -> StatusInfo {
+        var configuration = try visibleConfiguration(reference, identity: identity)
+        if configuration.isOnDemandEnabled {
+            // A person's explicit stop turns connect-on-demand off until it is turned on
+            // again, as on Apple's systems; otherwise the rules would reconnect at once.
+            configuration.isOnDemandEnabled = false
+            let saved = try store.save(configuration).saved
+            configuration = saved
+            logger.notice("on-demand turned off by an explicit stop", metadata: ["configuration": "\(LogText.quoted(saved.localizedDescription))"])
+            hub.configurationChanged(saved, change: .saved)
+        }
+        return await sessions.stop(configuration, reason: .userInitiated)
+    }
+
+    /// Anyone may read status: every configuration's name and state, nothing more; so a name
+    /// is looked up among all configurations, not only the caller's.
+    private func statuses(of reference: ConfigurationReference?) async throws -> StatusList {
+        var configurations = try store.allConfigurations()
+        if let reference { configurations = [try Self.resolve(reference, among: configurations)] }
+        var statuses: [StatusInfo] = []
+        for configuration in configurations { statuses.append(await sessions.statusInfo(for: configuration)) }
+        return StatusList(statuses: statuses)
+    }
+
+    private func sendProviderMessage(_ message: SendProviderMessage, identity: ClientIdentity) async throws -> ProviderMessageReply {
+        let configuration: Configuration
+        let filters = try identity.mayModify ? store.allConfigurations().filter { $0.kind == .contentFilter } : []
+        if let filter = try? Self.resolve(message.configuration, among: filters) {
+            // The content filter is the machine's, not one app's: any administrator may talk
+            // to its control provider (`netext filter prompt`), whoever created it.
+            configuration = filter
+        } else {
+            configuration = try visibleConfiguration(message.configuration, identity: identity)
+        }
+        guard message.data.count <= Self.maximumAppMessage else {
+            throw NetExtError(.configurationInvalid, "the message is \(message.data.count) bytes; at most \(Self.maximumAppMessage) are accepted")
+        }
+        if configuration.kind == .contentFilter, let filters = self.filters {
+            // A filter's app messages go to its control provider (the data provider is
+            // sandboxed and talks to no one).
+            return ProviderMessageReply(data: try await filters.sendControlMessage(message.data, to: configuration))
+        }
+        return ProviderMessageReply(data: try await sessions.sendProviderMessage(message.data, to: configuration))
     }
 
     /// The largest app message netextd relays (the control protocol's frames are larger).
@@ -165,11 +185,32 @@ public final class ControlService: Sendable {
 
     /// A configuration the caller may see; others are reported as unknown, not as forbidden, so
     /// that apps cannot probe each other's configurations.
-    func visibleConfiguration(_ id: UUID, identity: ClientIdentity) throws -> Configuration {
-        guard let configuration = try store.configuration(id: id), identity.canSee(configuration) else {
-            throw NetExtError.unknown("no configuration with id \(id)")
+    func visibleConfiguration(_ reference: ConfigurationReference, identity: ClientIdentity) throws -> Configuration {
+        if case .id(let id) = reference {
+            guard let configuration = try store.configuration(id: id), identity.canSee(configuration) else {
+                throw NetExtError.unknown("no configuration with id \(id)")
+            }
+            return configuration
         }
-        return configuration
+        return try Self.resolve(reference, among: store.allConfigurations().filter(identity.canSee))
+    }
+
+    /// The one configuration `reference` names among `configurations`: by id, or by name
+    /// without regard to case; several with that name are refused, listing their ids.
+    static func resolve(_ reference: ConfigurationReference, among configurations: [Configuration]) throws -> Configuration {
+        switch reference {
+        case .id(let id):
+            guard let match = configurations.first(where: { $0.id == id }) else { throw NetExtError.unknown("no configuration with id \(id)") }
+            return match
+        case .name(let name):
+            let matches = configurations.filter { $0.localizedDescription.caseInsensitiveCompare(name) == .orderedSame }
+            switch matches.count {
+            case 1: return matches[0]
+            case 0: throw NetExtError.unknown("no configuration named '\(LogText.escaped(name))' (see `netext list`)")
+            default:
+                throw NetExtError.invalid("'\(LogText.escaped(name))' names \(matches.count) configurations; use one of their ids: \(matches.map(\.id.uuidString).joined(separator: ", "))")
+            }
+        }
     }
 
     private func storedPassword(of configuration: Configuration) throws -> String? {

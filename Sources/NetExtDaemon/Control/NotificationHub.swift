@@ -8,10 +8,11 @@ import Synchronization
 public final class NotificationHub: Sendable {
     /// A subscribed connection: who it is and how to deliver a frame to it. `deliver` returns
     /// false when the client cannot keep up; it is then dropped.
+    /// `deliver` gets the frame's payload (JSON without the length).
     public struct Subscriber: Sendable {
         public var identity: ClientIdentity
-        public var deliver: @Sendable ([UInt8]) -> Bool
-        public init(identity: ClientIdentity, deliver: @escaping @Sendable ([UInt8]) -> Bool) {
+        public var deliver: @Sendable (Data) -> Bool
+        public init(identity: ClientIdentity, deliver: @escaping @Sendable (Data) -> Bool) {
             self.identity = identity
             self.deliver = deliver
         }
@@ -48,7 +49,7 @@ public final class NotificationHub: Sendable {
     }
 
     private func publish(_ notification: ControlNotification, to isRecipient: (ClientIdentity) -> Bool) {
-        guard let frame = try? ControlProtocol.framed(NotificationEnvelope(notification)) else { return }
+        guard let frame = try? ControlProtocol.payload(NotificationEnvelope(notification)) else { return }
         let recipients = subscribers.withLock { $0.filter { isRecipient($0.value.identity) } }
         for (key, subscriber) in recipients where !subscriber.deliver(frame) {
             remove(key)

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import NetExt
+import NetExtTransport
 import NetExtCore
 import NetExtIPC
 import NetExtLinux

@@ -3,6 +3,7 @@ import Logging
 import NetExtCore
 import NetExtIPC
 import NetExtLinux
+import NIOFoundationCompat
 import Synchronization
 
 /// Keeps one filter provider process (content filter data or control provider, or URL filter
@@ -89,7 +90,7 @@ actor FilterProviderSupervisor {
             }
             let decoder = ControlProtocol.makeDecoder()
             for await frame in provider.connection.frames {
-                guard let message = try? decoder.decode(ProviderMessage.self, from: Data(frame)) else {
+                guard let message = try? decoder.decode(ProviderMessage.self, from: frame) else {
                     self.logger.error("\(self.role.rawValue) sent a malformed message; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
                     provider.terminate(grace: .seconds(1))
                     return

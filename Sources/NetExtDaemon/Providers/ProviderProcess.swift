@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import NetExt
+import NetExtTransport
 import NetExtCore
 import NetExtIPC
 import NetExtLinux
@@ -85,8 +85,8 @@ public final class ProviderProcess: Sendable {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": "/",
             "NETEXT_PROVIDER_BUNDLE_IDENTIFIER": manifest.bundleIdentifier,
-            "NETEXT_PROVIDER_FD": "\(ProviderHost.controlDescriptor)",
-            "NETEXT_PROVIDER_DESCRIPTOR_FD": "\(ProviderHost.descriptorPassingDescriptor)",
+            "NETEXT_PROVIDER_FD": "\(ProviderDescriptors.control)",
+            "NETEXT_PROVIDER_DESCRIPTOR_FD": "\(ProviderDescriptors.descriptorPassing)",
         ]) { _, fixed in fixed }
         let pid: Int32
         do {

@@ -3,6 +3,7 @@ import Logging
 import NetExtCore
 import NetExtIPC
 import NetExtLinux
+import NIOFoundationCompat
 
 /// Owns the connection of every configuration: one `SessionStateMachine` each, the provider
 /// process behind it, and the waiters of `start`. Performs the machine's actions.
@@ -163,13 +164,15 @@ public actor SessionManager {
         if status == .disconnected && !configuration.isEnabled { status = .invalid }
         // Traffic through the tunnel: the kernel's counters of the TUN interface (inner packets).
         let traffic = session?.tunnel.flatMap { TunDevice.traffic(of: $0.name) }
+        var killSwitch: Bool?
+        if case .tunnelProvider(let settings) = configuration.protocolConfiguration, settings.includeAllNetworks, configuration.isEnabled { killSwitch = true }
         return StatusInfo(
             id: configuration.id, name: configuration.localizedDescription, kind: configuration.kind,
             isEnabled: configuration.isEnabled, status: status,
             connectedDate: session?.machine.connectedDate,
             lastDisconnectError: session?.machine.lastDisconnectError,
             bytesIn: traffic?.received ?? 0, bytesOut: traffic?.sent ?? 0,
-            proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil)
+            proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil, killSwitch: killSwitch)
     }
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
@@ -275,7 +278,7 @@ public actor SessionManager {
             }
             let decoder = ControlProtocol.makeDecoder()
             for await frame in provider.connection.frames {
-                guard let message = try? decoder.decode(ProviderMessage.self, from: Data(frame)) else {
+                guard let message = try? decoder.decode(ProviderMessage.self, from: frame) else {
                     self.apply(.providerFailed(NetExtError(.protocolError, "provider '\(manifest.bundleIdentifier)' sent a malformed message")), to: id, generation: generation)
                     return
                 }

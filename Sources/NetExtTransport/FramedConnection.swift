@@ -8,16 +8,17 @@ import NIOPosix
 /// the peer goes away.
 public final class FramedConnection: Sendable {
     public let channel: any Channel
-    public let frames: AsyncStream<[UInt8]>
+    /// Each frame's payload (without the length), as it arrived.
+    public let frames: AsyncStream<ByteBuffer>
 
-    private init(channel: any Channel, frames: AsyncStream<[UInt8]>) {
+    private init(channel: any Channel, frames: AsyncStream<ByteBuffer>) {
         self.channel = channel
         self.frames = frames
     }
 
     /// Installs the frame handlers on a fresh channel and returns the connection.
     public static func attach(to channel: any Channel) throws -> FramedConnection {
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let (stream, continuation) = AsyncStream<ByteBuffer>.makeStream()
         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameChannelDecoder()))
         try channel.pipeline.syncOperations.addHandler(FrameStreamHandler(continuation: continuation))
         return FramedConnection(channel: channel, frames: stream)
@@ -37,17 +38,22 @@ public final class FramedConnection: Sendable {
         return try await channel.eventLoop.submit { try attach(to: channel) }.get()
     }
 
-    /// Sends one frame.
-    public func send(frame payload: [UInt8]) async throws {
-        var buffer = channel.allocator.buffer(capacity: payload.count + 4)
-        buffer.writeInteger(UInt32(payload.count))
-        buffer.writeBytes(payload)
-        try await channel.writeAndFlush(buffer)
+    /// Sends one frame: the length, then `payload`, written into one buffer.
+    public func send<Payload: Collection<UInt8>>(payload: Payload) async throws {
+        try await channel.writeAndFlush(Self.frame(payload, allocator: channel.allocator))
     }
 
     /// Encodes and sends one message.
     public func send<Message: Encodable>(_ message: Message) async throws {
-        try await send(frame: Array(ControlProtocol.makeEncoder().encode(message)))
+        try await send(payload: ControlProtocol.payload(message))
+    }
+
+    /// A frame of `payload` in one buffer (for writers that send without waiting).
+    public static func frame<Payload: Collection<UInt8>>(_ payload: Payload, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: payload.count + 4)
+        buffer.writeInteger(UInt32(payload.count))
+        buffer.writeBytes(payload)
+        return buffer
     }
 
     /// Closes the connection.

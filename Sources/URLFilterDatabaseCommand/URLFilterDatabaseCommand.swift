@@ -2,6 +2,7 @@ import ArgumentParser
 import BloomFilter
 import Foundation
 import URLFilter
+import URLFilterDatabase
 
 /// `netext-urlfilter-db`: builds the URL filter's prefilter and PIR database from a URL list,
 /// and asks a running PIR server about URLs.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandLogging
 import Foundation
 import Logging
 import PrivacyServices

@@ -12,8 +12,8 @@ struct ListCommand: AsyncParsableCommand {
         try await reportingFailures {
             let client = try await options.connect()
             defer { client.close() }
-            let configurations = try await client.call(.listConfigurations, expecting: ConfigurationList.self).configurations
-            let statuses = try await client.call(.getStatus(id: nil), expecting: StatusList.self).statuses
+            let configurations = try await client.call(ListConfigurations()).configurations
+            let statuses = try await client.call(GetStatus()).statuses
             let byID = Dictionary(statuses.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             if options.json {
                 try options.printJSON(configurations.map { ListedConfiguration(configuration: $0, status: byID[$0.id]?.status ?? .invalid) })
@@ -65,7 +65,7 @@ struct ProvidersCommand: AsyncParsableCommand {
         try await reportingFailures {
             let client = try await options.connect()
             defer { client.close() }
-            let list = try await client.call(.listProviders, expecting: ProviderList.self)
+            let list = try await client.call(ListProviders())
             if options.json {
                 try options.printJSON(list)
                 return

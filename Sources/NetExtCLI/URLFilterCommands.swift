@@ -85,7 +85,7 @@ struct URLFilterStatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let status = try await options.withClient { client in try await client.call(.getURLFilterStatus, expecting: URLFilterStatus.self) }
+            let status = try await options.withClient { client in try await client.call(GetURLFilterStatus()) }
             if options.json { try options.printJSON(status); return }
             guard status.state != .off else {
                 print("URL filter: off")

@@ -33,11 +33,66 @@ public struct StatusChange: Sendable, Hashable, Codable {
     }
 }
 
-/// What the client finds out from a message's top-level keys before decoding the rest.
-public struct ServerMessageHeader: Sendable, Decodable {
-    public var id: Int?
-    public var event: String?
-    public var error: NetExtError?
+/// A message from netextd as a client reads it: the answer to one of its calls (delivered to
+/// that call while decoding, so a reply is decoded once, into the type its method names), or a
+/// notification. The calls waiting for answers are found through `ServerFrame.routerKey` in the
+/// decoder's `userInfo`.
+public enum ServerFrame: Sendable, Decodable {
+    /// The answer to call `id`, delivered to it.
+    case reply(id: Int)
+    /// An answer no call waits for (it timed out, or the id is unknown): dropped.
+    case unexpectedReply(id: Int)
+    case notification(ControlNotification)
+
+    /// The `userInfo` key under which the decoder finds the client's `ReplyRouting`.
+    public static let routerKey = CodingUserInfoKey(rawValue: "netext.replyRouter")!
+
+    private enum CodingKeys: String, CodingKey { case id, result, error, event }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        guard let id = try container.decodeIfPresent(Int.self, forKey: .id) else {
+            self = .notification(try NotificationEnvelope(from: decoder).notification)
+            return
+        }
+        guard let router = decoder.userInfo[Self.routerKey] as? any ReplyRouting, let pending = router.takePending(id) else {
+            self = .unexpectedReply(id: id)
+            return
+        }
+        self = .reply(id: id)
+        // Every path below answers the call exactly once.
+        if container.contains(.error) {
+            do { pending.deliver(.failure(try container.decode(NetExtError.self, forKey: .error))) } catch {
+                pending.deliver(.failure(NetExtError(.protocolError, "malformed error in the reply to \(pending.method): \(error)")))
+            }
+        } else if container.contains(.result) {
+            do { pending.deliver(.success(try container.superDecoder(forKey: .result))) } catch {
+                pending.deliver(.failure(NetExtError(.protocolError, "malformed reply to \(pending.method): \(error)")))
+            }
+        } else {
+            pending.deliver(.failure(NetExtError(.protocolError, "the reply to \(pending.method) has neither a result nor an error")))
+        }
+    }
+}
+
+/// Finds the call waiting for an answer while a `ServerFrame` is decoded.
+public protocol ReplyRouting: Sendable {
+    /// Removes and returns the call waiting for reply `id`, if any.
+    func takePending(_ id: Int) -> PendingReply?
+}
+
+/// A call waiting for its answer.
+public struct PendingReply: Sendable {
+    /// The method's wire name, for error messages.
+    public var method: String
+    /// Called once, while the reply is decoded: with a decoder positioned at `result`, or the
+    /// error netextd sent (or a description of what was malformed).
+    public var deliver: @Sendable (Swift.Result<any Decoder, NetExtError>) -> Void
+
+    public init(method: String, deliver: @escaping @Sendable (Swift.Result<any Decoder, NetExtError>) -> Void) {
+        self.method = method
+        self.deliver = deliver
+    }
 }
 
 /// A successful response: `{"id": N, "result": {...}}`.

@@ -54,8 +54,12 @@ public struct StatusInfo: Sendable, Hashable, Codable {
     public var bytesOut: UInt64
     /// The HTTP/HTTPS proxies the connected tunnel set, if any (`netext proxy-env` exports them).
     public var proxy: ProxySettings?
+    /// True when the configuration includes all networks and is enabled: its kill switch keeps
+    /// traffic blocked whenever the tunnel is not connected (absent: false).
+    public var killSwitch: Bool?
 
-    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0, proxy: ProxySettings? = nil) {
+    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0, proxy: ProxySettings? = nil, killSwitch: Bool? = nil) {
+        self.killSwitch = killSwitch
         self.id = id
         self.name = name
         self.kind = kind

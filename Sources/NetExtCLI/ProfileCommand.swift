@@ -28,10 +28,10 @@ struct ProfileCommand: AsyncParsableCommand {
                 }
                 let client = try await options.connect()
                 defer { client.close() }
-                let summary = try await client.call(.installProfile(.init(data: data)), expecting: ProfileSummary.self)
+                let summary = try await client.call(InstallProfile(data: data))
                 if options.json { try options.printJSON(summary); return }
                 print("installed profile \(summary.identifier) (\(summary.displayName)): \(summary.configurationIDs.count) configuration(s)")
-                let configurations = try await client.call(.listConfigurations, expecting: ConfigurationList.self).configurations
+                let configurations = try await client.call(ListConfigurations()).configurations
                 for id in summary.configurationIDs {
                     if let configuration = configurations.first(where: { $0.id == id }) {
                         print("  \(configuration.localizedDescription) [\(configuration.kind.rawValue)] \(id.uuidString)\(configuration.isEnabled ? " enabled" : "")")
@@ -52,7 +52,7 @@ struct ProfileCommand: AsyncParsableCommand {
             try await reportingFailures {
                 let client = try await options.connect()
                 defer { client.close() }
-                let profiles = try await client.call(.listProfiles, expecting: ProfileList.self).profiles
+                let profiles = try await client.call(ListProfiles()).profiles
                 if options.json { try options.printJSON(profiles); return }
                 if profiles.isEmpty { print("No profiles installed."); return }
                 print(TextTable.render(
@@ -71,7 +71,7 @@ struct ProfileCommand: AsyncParsableCommand {
             try await reportingFailures {
                 let client = try await options.connect()
                 defer { client.close() }
-                let removal = try await client.call(.removeProfile(identifier: identifier), expecting: ProfileRemoval.self)
+                let removal = try await client.call(RemoveProfile(identifier: identifier))
                 if options.json { try options.printJSON(removal); return }
                 print("removed profile \(removal.identifier) and \(removal.removedConfigurationIDs.count) configuration(s)")
             }

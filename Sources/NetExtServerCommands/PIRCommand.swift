@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import CommandLogging
 import Foundation
 import Logging
 import NetExtLinux

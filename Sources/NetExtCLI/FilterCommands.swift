@@ -74,7 +74,7 @@ struct FilterStatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let status = try await options.withClient { client in try await client.call(.getFilterStatus, expecting: FilterStatus.self) }
+            let status = try await options.withClient { client in try await client.call(GetFilterStatus()) }
             if options.json { try options.printJSON(status); return }
             guard status.state != .off else {
                 print("content filter: off")
@@ -107,7 +107,7 @@ struct FilterLogCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let entries = try await options.withClient { client in
-                try await client.call(.getFilterLog(limit: limit), expecting: FilterLogResult.self).entries
+                try await client.call(GetFilterLog(limit: limit)).entries
             }
             if options.json { try options.printJSON(entries); return }
             let formatter = ISO8601DateFormatter()
@@ -146,14 +146,13 @@ struct FilterPromptCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             try await options.withClient { client in
-                let status = try await client.call(.getFilterStatus, expecting: FilterStatus.self)
+                let status = try await client.call(GetFilterStatus())
                 guard let configurationID = status.configurationID, status.state != .off else {
                     throw NetExtError(.configurationDisabled, "no content filter is running")
                 }
                 func send(_ command: FirewallPromptCommand) async throws -> FirewallPromptReply {
                     let data = try JSONEncoder().encode(command)
-                    let reply = try await client.call(
-                        .sendProviderMessage(ControlRequest.ProviderMessageRequest(id: configurationID, data: data)), expecting: ProviderMessageReply.self)
+                    let reply = try await client.call(SendProviderMessage(.id(configurationID), data: data))
                     guard let body = reply.data, let decoded = try? JSONDecoder().decode(FirewallPromptReply.self, from: body) else {
                         throw NetExtError(.protocolError, "the filter's control provider does not answer prompts (is it the personal firewall?)")
                     }

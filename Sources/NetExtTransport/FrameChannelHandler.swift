@@ -3,14 +3,15 @@ import NIOCore
 
 /// Splits a byte stream into control-protocol frames (4-byte big-endian length + payload).
 struct FrameChannelDecoder: ByteToMessageDecoder {
-    typealias InboundOut = [UInt8]
+    typealias InboundOut = ByteBuffer
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
         guard Int(length) <= FrameDecoder.maximumFrameLength else { throw FrameError(announcedLength: Int(length)) }
         guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
         buffer.moveReaderIndex(forwardBy: 4)
-        let payload = buffer.readBytes(length: Int(length)) ?? []
+        // A slice shares the received bytes: the frame is not copied.
+        guard let payload = buffer.readSlice(length: Int(length)) else { return .needMoreData }
         context.fireChannelRead(Self.wrapInboundOut(payload))
         return .continue
     }
@@ -18,11 +19,11 @@ struct FrameChannelDecoder: ByteToMessageDecoder {
 
 /// Hands decoded frames to an `AsyncStream` and finishes it when the channel closes.
 final class FrameStreamHandler: ChannelInboundHandler, Sendable {
-    typealias InboundIn = [UInt8]
+    typealias InboundIn = ByteBuffer
 
-    let continuation: AsyncStream<[UInt8]>.Continuation
+    let continuation: AsyncStream<ByteBuffer>.Continuation
 
-    init(continuation: AsyncStream<[UInt8]>.Continuation) {
+    init(continuation: AsyncStream<ByteBuffer>.Continuation) {
         self.continuation = continuation
     }
 

@@ -4,7 +4,12 @@ import NetExtCore
 /// Constants and codecs of the control protocol between netextd and its clients.
 public enum ControlProtocol {
     /// The protocol version this build speaks. A peer must send it in `hello`.
-    public static let version = 1
+    /// Version 2 lets requests name a configuration by `name` instead of `id`; its messages are
+    /// otherwise version 1's, so netextd accepts both (`supportedVersions`).
+    public static let version = 2
+
+    /// The versions netextd accepts in `hello`.
+    public static let supportedVersions: ClosedRange<Int> = 1...2
 
     /// The JSON encoder used for every message (sorted keys, ISO 8601 dates).
     public static func makeEncoder() -> JSONEncoder {
@@ -23,8 +28,8 @@ public enum ControlProtocol {
         return decoder
     }
 
-    /// Encodes a message and frames it.
-    public static func framed<Message: Encodable>(_ message: Message) throws -> [UInt8] {
-        FrameDecoder.frame(Array(try makeEncoder().encode(message)))
+    /// Encodes a message as a frame's payload (the transport adds the length).
+    public static func payload<Message: Encodable>(_ message: Message) throws -> Data {
+        try makeEncoder().encode(message)
     }
 }

@@ -74,7 +74,7 @@ enum SetEnabled {
         let saved = try await options.withConfiguration(name) { client, loaded in
             var configuration = loaded
             configuration.isEnabled = enabled
-            return try await client.call(.saveConfiguration(.init(configuration: configuration)), expecting: ConfigurationResult.self).configuration
+            return try await client.call(SaveConfiguration(configuration: configuration)).configuration
         }
         if options.json { try options.printJSON(saved) } else {
             print("\(enabled ? "enabled" : "disabled") \(saved.localizedDescription) (revision \(saved.revision))")
@@ -90,7 +90,7 @@ struct RemoveCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let configuration = try await options.withConfiguration(name) { client, configuration in
-                _ = try await client.call(.removeConfiguration(id: configuration.id), expecting: EmptyResult.self)
+                _ = try await client.call(RemoveConfiguration(.id(configuration.id)))
                 return configuration
             }
             if options.json { try options.printJSON(["removed": configuration.id.uuidString]) } else {
@@ -152,7 +152,7 @@ struct OnDemandCommand: AsyncParsableCommand {
                 var configuration = loaded
                 configuration.isOnDemandEnabled = state == "on"
                 if let newRules { configuration.onDemandRules = newRules }
-                return try await client.call(.saveConfiguration(.init(configuration: configuration)), expecting: ConfigurationResult.self).configuration
+                return try await client.call(SaveConfiguration(configuration: configuration)).configuration
             }
             if options.json { try options.printJSON(saved) } else {
                 print("on-demand \(saved.isOnDemandEnabled ? "on" : "off") for \(saved.localizedDescription): \(saved.onDemandRules.count) rule(s) (revision \(saved.revision))")

@@ -17,8 +17,9 @@ struct StartCommand: AsyncParsableCommand {
             var startOptions = try KeyValue.parse(self.startOptions, option: "--option")
             if let username { startOptions["username"] = .string(username) }
             if passwordStdin { startOptions["password"] = .string(try StandardInput.readSecretLine()) }
-            let info = try await options.withConfiguration(name) { client, configuration in
-                try await client.call(.startConnection(.init(id: configuration.id, options: startOptions)), expecting: StatusInfo.self, timeout: .seconds(90))
+            // One request after hello: netextd resolves the name.
+            let info = try await options.withClient { client in
+                try await client.call(StartConnection(ConfigurationReference(name), options: startOptions), timeout: .seconds(90))
             }
             if options.json { try options.printJSON(info) } else {
                 print("\(info.name): \(info.status.rawValue)")
@@ -37,14 +38,12 @@ struct StopCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let (info, killSwitch) = try await options.withConfiguration(name) { client, configuration in
-                let info = try await client.call(.stopConnection(id: configuration.id), expecting: StatusInfo.self, timeout: .seconds(60))
-                guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return (info, false) }
-                return (info, settings.includeAllNetworks && configuration.isEnabled)
+            let info = try await options.withClient { client in
+                try await client.call(StopConnection(ConfigurationReference(name)), timeout: .seconds(60))
             }
             if options.json { try options.printJSON(info) } else {
                 print("\(info.name): \(info.status.rawValue)")
-                if killSwitch {
+                if info.killSwitch == true {
                     FileHandle.standardError.write(Data("\(info.name) includes all networks: traffic stays blocked until you disable it (netext disable '\(info.name)')\n".utf8))
                 }
             }
@@ -66,17 +65,10 @@ struct StatusCommand: AsyncParsableCommand {
         try await reportingFailures {
             let client = try await options.connect()
             defer { client.close() }
-            var filter: UUID?
-            if let name {
-                // Status is public: look the name up among all statuses, not only our own configurations.
-                let all = try await client.call(.getStatus(id: nil), expecting: StatusList.self).statuses
-                guard let match = all.first(where: { $0.id.uuidString.caseInsensitiveCompare(name) == .orderedSame || $0.name.caseInsensitiveCompare(name) == .orderedSame }) else {
-                    throw NetExtError.unknown("no configuration named or with id '\(name)'")
-                }
-                filter = match.id
-            }
             let notifications = watch ? try await client.notifications() : nil
-            let statuses = try await client.call(.getStatus(id: filter), expecting: StatusList.self).statuses
+            // Status is public: netextd looks the name up among all configurations.
+            let statuses = try await client.call(GetStatus(name.map(ConfigurationReference.init))).statuses
+            let filter = name == nil ? nil : statuses.first?.id
             if options.json && !watch {
                 try options.printJSON(statuses)
             } else if !options.json {
@@ -138,7 +130,7 @@ struct ProxyEnvCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let statuses = try await options.withClient { client in
-                try await client.call(.getStatus(id: nil), expecting: StatusList.self).statuses
+                try await client.call(GetStatus()).statuses
             }
             guard let proxy = statuses.first(where: { $0.status == .connected && $0.proxy != nil })?.proxy else { return }
             print(ProxyEnvironment.exports(proxy))
@@ -180,8 +172,8 @@ struct MessageCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let data = text.map { Data($0.utf8) } ?? StandardInput.readAll()
-            let reply = try await options.withConfiguration(name) { client, configuration in
-                try await client.call(.sendProviderMessage(.init(id: configuration.id, data: data)), expecting: ProviderMessageReply.self, timeout: .seconds(15))
+            let reply = try await options.withClient { client in
+                try await client.call(SendProviderMessage(ConfigurationReference(name), data: data), timeout: .seconds(15))
             }
             if options.json {
                 try options.printJSON(reply)

@@ -1,5 +1,6 @@
 import BloomFilter
 import Foundation
+import URLFilter
 import NetExtCore
 import HomomorphicEncryption
 import PIRService

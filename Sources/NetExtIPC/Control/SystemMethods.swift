@@ -1,0 +1,80 @@
+import Foundation
+import NetExtCore
+
+// The methods on profiles, providers and the filters (docs/control-protocol.md, "Messages").
+
+/// Installs a configuration profile (XML or binary property list).
+public struct InstallProfile: ControlMethod {
+    public typealias Result = ProfileSummary
+    public static let name = "installProfile"
+    public static let modifiesState = true
+    /// The profile file's bytes, base64 on the wire.
+    public var data: Data
+    public init(data: Data) { self.data = data }
+}
+
+/// Removes an installed profile and the configurations it installed.
+public struct RemoveProfile: ControlMethod {
+    public typealias Result = ProfileRemoval
+    public static let name = "removeProfile"
+    public static let modifiesState = true
+    public var identifier: String
+    public init(identifier: String) { self.identifier = identifier }
+}
+
+/// The profiles the caller installed (root: all).
+public struct ListProfiles: ControlMethod {
+    public typealias Result = ProfileList
+    public static let name = "listProfiles"
+    public init() {}
+}
+
+/// The provider manifests netextd knows, and the files it refused.
+public struct ListProviders: ControlMethod {
+    public typealias Result = ProviderList
+    public static let name = "listProviders"
+    public init() {}
+}
+
+/// The content filter's state and counters (anyone may read them).
+public struct GetFilterStatus: ControlMethod {
+    public typealias Result = FilterStatus
+    public static let name = "getFilterStatus"
+    public init() {}
+}
+
+/// The content filter's latest verdicts, oldest first (root or the admin group only: the
+/// entries name other users' destinations).
+public struct GetFilterLog: ControlMethod {
+    public typealias Result = FilterLogResult
+    public static let name = "getFilterLog"
+    public var limit: Int
+    public init(limit: Int) { self.limit = limit }
+}
+
+/// The URL filter's verdict for a URL (anyone may ask; the answer names only that URL's verdict).
+public struct GetURLFilterVerdict: ControlMethod {
+    public typealias Result = URLFilterVerdictResult
+    public static let name = "urlFilterVerdict"
+    public var url: String
+    public init(url: String) { self.url = url }
+}
+
+/// The URL filter's state and counters.
+public struct GetURLFilterStatus: ControlMethod {
+    public typealias Result = URLFilterStatus
+    public static let name = "getURLFilterStatus"
+    public init() {}
+}
+
+/// Every method of the control protocol, by wire name: how a request's `params` are decoded.
+public enum ControlMethods {
+    public static let all: [String: any ControlMethod.Type] = Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0) })
+
+    static let list: [any ControlMethod.Type] = [
+        Hello.self, ListConfigurations.self, LoadConfiguration.self, SaveConfiguration.self, RemoveConfiguration.self,
+        StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
+        InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
+        GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
+    ]
+}
