@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .library(name: "NetExt", targets: ["NetExt"]),
         .library(name: "NetExtCore", targets: ["NetExtCore"]),
+        .library(name: "NetExtTesting", targets: ["NetExtTesting"]),
         .library(name: "BloomFilter", targets: ["BloomFilter"]),
         .library(name: "HomomorphicEncryption", targets: ["HomomorphicEncryption"]),
         .library(name: "PrivateInformationRetrieval", targets: ["PrivateInformationRetrieval"]),
@@ -64,7 +65,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         // The reference content filter providers (school filter).
-        .target(name: "NetExtFilters", dependencies: ["NetExt", "NetExtCore", "NetExtIPC"], swiftSettings: strict),
+        .target(name: "NetExtFilters", dependencies: ["NetExt"], swiftSettings: strict),
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
         .target(name: "BloomFilter", swiftSettings: strict),
         // BFV homomorphic encryption over RNS with NTT arithmetic (the URL filter's PIR).
@@ -183,6 +184,9 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ],
             swiftSettings: strict),
+        // Shipped fakes for testing providers and netextd's logic without root: the in-memory
+        // packet flow pair, the recording network applier (docs/testing.md).
+        .target(name: "NetExtTesting", dependencies: ["NetExt", "NetExtDaemon", "NetExtCore"], swiftSettings: strict),
         // One commands target per executable, so that each binary links only what it drives:
         // the unprivileged `netext` CLI links neither GRDB nor the daemon nor any server.
         .target(
@@ -220,7 +224,7 @@ let package = Package(
         .target(name: "CommandLogging", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .executableTarget(name: "netext", dependencies: ["NetExtCLI"]),
         .executableTarget(name: "netextd", dependencies: ["NetExtDaemonCommand"]),
-        .executableTarget(name: "netext-test-provider", dependencies: ["NetExt", "NetExtCore"]),
+        .executableTarget(name: "netext-test-provider", dependencies: ["NetExt"]),
         .executableTarget(name: "netext-tunnel-provider", dependencies: ["NetExt", "NetExtTunnel"]),
         .executableTarget(name: "netext-server", dependencies: ["NetExtServerCommands"]),
         .executableTarget(name: "netext-urlfilter-db", dependencies: ["URLFilterDatabaseCommand"]),
@@ -275,6 +279,7 @@ let package = Package(
         .testTarget(
             name: "NetExtDaemonTests",
             dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "NetExtTestingTests", dependencies: ["NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon"]),
         // Starts the real binaries (netextd, netext, the test provider); needs root.
         .testTarget(
             name: "IntegrationTests",

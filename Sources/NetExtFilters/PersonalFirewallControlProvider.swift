@@ -1,7 +1,5 @@
 import Foundation
 import NetExt
-import NetExtCore
-import NetExtIPC
 import Synchronization
 
 /// The reference personal firewall's control provider: a flow no rule covers becomes a question
@@ -41,7 +39,7 @@ public final class PersonalFirewallControlProvider: FilterControlProvider {
         }
     }
 
-    public func stopFilter(reason: ProviderMessage.StopReason) async {
+    public func stopFilter(reason: ProviderStopReason) async {
         let waiting = state.withLock { state in
             defer { state.waiters = [:] }
             return state.waiters.values.flatMap(\.values)

@@ -1,7 +1,5 @@
 import Foundation
 import NetExt
-import NetExtCore
-import NetExtIPC
 import Synchronization
 
 /// The reference personal firewall's data provider: per-program rules (`FirewallRules`) from
@@ -51,7 +49,7 @@ public final class PersonalFirewallProvider: FilterDataProvider {
         }
     }
 
-    public func stopFilter(reason: ProviderMessage.StopReason) async {}
+    public func stopFilter(reason: ProviderStopReason) async {}
 
     public func handleNewFlow(_ flow: FilterFlow) -> FilterNewFlowVerdict {
         reload()

@@ -3,8 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 import NetExt
-import NetExtCore
-import NetExtIPC
 import Synchronization
 
 /// The reference URL filter control provider: downloads the prefilter that

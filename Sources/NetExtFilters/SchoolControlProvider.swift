@@ -3,8 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 import NetExt
-import NetExtCore
-import NetExtIPC
 import Synchronization
 
 /// The reference school filter's control provider: fetches the block list from
@@ -57,7 +55,7 @@ public final class SchoolControlProvider: FilterControlProvider {
         state.withLock { $0.refresher = refresher }
     }
 
-    public func stopFilter(reason: ProviderMessage.StopReason) async {
+    public func stopFilter(reason: ProviderStopReason) async {
         state.withLock { $0.refresher?.cancel() }
     }
 

@@ -1,7 +1,5 @@
 import Foundation
 import NetExt
-import NetExtCore
-import NetExtIPC
 import Synchronization
 
 /// The reference school filter: blocks host names (with their subdomains), addresses and
@@ -103,7 +101,7 @@ public final class SchoolFilterProvider: FilterDataProvider {
         }
     }
 
-    public func stopFilter(reason: ProviderMessage.StopReason) async {}
+    public func stopFilter(reason: ProviderStopReason) async {}
 
     /// How much of an answer is shown per call while reading it for keywords.
     static let keywordWindow = 16_384

@@ -55,17 +55,7 @@ public enum ProviderMessage: Sendable, Hashable {
     case filterSettingsRefused(NetExtError)
 
     /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
-    public enum StopReason: String, Sendable, Hashable, Codable {
-        case userInitiated
-        case providerFailed
-        case configurationDisabled
-        case configurationRemoved
-        case superceded
-        /// An on-demand rule said Disconnect.
-        case onDemandDisconnect
-        case idleTimeout
-        case daemonShutdown
-    }
+    public typealias StopReason = ProviderStopReason
 }
 
 /// What a provider needs to start: its configuration and the start options.

@@ -10,8 +10,6 @@
 import Foundation
 import Synchronization
 import NetExt
-import NetExtCore
-import NetExtIPC
 
 final class TestProvider: TunnelProvider {
     func startTunnel(options: [String: JSONValue]?, context: ProviderContext) async throws {
@@ -36,7 +34,7 @@ final class TestProvider: TunnelProvider {
         }
     }
 
-    func stopTunnel(reason: ProviderMessage.StopReason) async {
+    func stopTunnel(reason: ProviderStopReason) async {
         log("stopTunnel reason=\(reason.rawValue)")
         if ignoreStop.withLock({ $0 }) {
             try? await Task.sleep(for: .seconds(3600))

@@ -11,7 +11,7 @@ public protocol FilterDataProvider: AnyObject, Sendable {
     /// configuration's failure policy).
     func startFilter(context: FilterContext) async throws
     /// Called when the filter stops; the process exits after it returns.
-    func stopFilter(reason: ProviderMessage.StopReason) async
+    func stopFilter(reason: ProviderStopReason) async
     /// The verdict for a new flow, as Apple's synchronous `handleNewFlow(_:)`. netextd holds the
     /// flow's packets until it returns, up to the verdict deadline (then the failure policy
     /// decides), so it should answer at once; `.needRules` hands the flow to the control
@@ -48,7 +48,7 @@ extension FilterDataProvider {
 /// `notifyRulesChanged()`. Its own connections are not filtered.
 public protocol FilterControlProvider: AnyObject, Sendable {
     func startFilter(context: FilterControlContext) async throws
-    func stopFilter(reason: ProviderMessage.StopReason) async
+    func stopFilter(reason: ProviderStopReason) async
     /// A flow the data provider could not judge (`needRules`).
     func handleNewFlow(_ flow: FilterFlow) async -> FilterControlVerdict
     /// A message from a program (`FilterManager`'s configuration, through netextd's

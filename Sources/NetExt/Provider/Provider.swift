@@ -11,7 +11,7 @@ public protocol TunnelProvider: AnyObject, Sendable {
     /// Called once the provider is started; throwing fails the connection with that error.
     func startTunnel(options: [String: JSONValue]?, context: ProviderContext) async throws
     /// Called when the connection stops; the process exits after it returns.
-    func stopTunnel(reason: ProviderMessage.StopReason) async
+    func stopTunnel(reason: ProviderStopReason) async
     /// An app's message (`sendProviderMessage`); the answer goes back to it (nil = none).
     /// The default answers nothing.
     func handleAppMessage(_ messageData: Data) async -> Data?
@@ -29,7 +29,7 @@ public final class ProviderContext: Sendable {
     /// The password from the start options or netextd's secret store.
     public let password: String?
     let session: ProviderSession
-    private let flow = Mutex<PacketFlow?>(nil)
+    private let flow = Mutex<TunPacketFlow?>(nil)
 
     init(configuration: Configuration, password: String?, session: ProviderSession) {
         self.configuration = configuration
@@ -53,7 +53,7 @@ public final class ProviderContext: Sendable {
     public var username: String? { protocolConfiguration?.username }
 
     /// The tunnel's packets, once network settings were applied (`NEPacketTunnelProvider.packetFlow`).
-    public var packetFlow: PacketFlow? { flow.withLock { $0 } }
+    public var packetFlow: TunPacketFlow? { flow.withLock { $0 } }
 
     /// Asks netextd to configure the tunnel interface, routes, DNS and MTU; nil clears them.
     /// The first call with settings creates the TUN interface and makes `packetFlow` available.
@@ -68,7 +68,7 @@ public final class ProviderContext: Sendable {
             }
             let installed = flow.withLock { current -> Bool in
                 if current == nil {
-                    current = PacketFlow(fileDescriptor: descriptor, interface: interface, mtu: mtu)
+                    current = TunPacketFlow(fileDescriptor: descriptor, interface: interface, mtu: mtu)
                     return true
                 }
                 return false

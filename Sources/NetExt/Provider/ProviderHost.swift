@@ -106,7 +106,7 @@ public enum ProviderHost {
     /// What the protocol loop calls for each kind of provider.
     private struct Lifecycle: Sendable {
         var start: @Sendable (ProviderStart, ProviderSession) async throws -> Void
-        var stop: @Sendable (ProviderMessage.StopReason) async -> Void
+        var stop: @Sendable (ProviderStopReason) async -> Void
         var appMessage: @Sendable (Data) async -> Data?
         /// A flow to judge; returns the verdict message to send back.
         var newFlow: (@Sendable (FilterFlow) async -> ProviderMessage)? = nil

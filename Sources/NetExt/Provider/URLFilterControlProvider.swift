@@ -10,12 +10,12 @@ public protocol URLFilterControlProvider: AnyObject, Sendable {
     /// Called once before the first fetch.
     func start(configuration: Configuration) async throws
     /// Called when the filter goes off; the process exits after it returns.
-    func stop(reason: ProviderMessage.StopReason) async
+    func stop(reason: ProviderStopReason) async
     /// The current prefilter, or nil to keep the one netextd has.
     func fetchPrefilter() async throws -> URLFilterPrefilter?
 }
 
 extension URLFilterControlProvider {
     public func start(configuration: Configuration) async throws {}
-    public func stop(reason: ProviderMessage.StopReason) async {}
+    public func stop(reason: ProviderStopReason) async {}
 }

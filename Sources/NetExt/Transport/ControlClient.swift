@@ -15,7 +15,13 @@ public final class ControlClient: Sendable {
     }
 
     /// The daemon's answer to `hello`: protocol version, the caller's uid, whether it may modify.
-    public var hello: HelloResult { state.withLock { $0.hello } }
+    package var hello: HelloResult { state.withLock { $0.hello } }
+    /// The caller's user id, as the kernel reported it to netextd.
+    public var uid: UInt32 { hello.uid }
+    /// Whether the caller may change configurations (root or netextd's admin group).
+    public var mayModify: Bool { hello.mayModify }
+    /// netextd's version.
+    public var daemonVersion: String { hello.daemonVersion }
     public let appIdentifier: String
     private let connection: FramedConnection
     private let state: Mutex<State>

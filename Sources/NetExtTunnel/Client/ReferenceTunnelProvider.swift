@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import NetExt
 import NetExtCore
-import NetExtIPC
 import NetExtLinux
 import Synchronization
 import TunnelProtocol
@@ -67,7 +66,7 @@ public final class ReferenceTunnelProvider: TunnelProvider {
         return try? encoder.encode(object)
     }
 
-    public func stopTunnel(reason: ProviderMessage.StopReason) async {
+    public func stopTunnel(reason: ProviderStopReason) async {
         client.withLock { client in
             client?.stop()
             client = nil

@@ -101,7 +101,7 @@ public final class TunnelClient: Sendable {
     var isRunning: Bool { running.withLock { $0 } }
 
     /// Starts the data plane on `flow`.
-    public func run(flow: PacketFlow) {
+    public func run(flow: TunPacketFlow) {
         Thread.detachNewThread { self.outboundLoop(flow: flow) }
         Thread.detachNewThread { self.inboundLoop(flow: flow) }
         Thread.detachNewThread { self.timerLoop() }
@@ -121,7 +121,7 @@ public final class TunnelClient: Sendable {
     /// TUN → UDP: reads a batch (the kernel's TCP super-packets split into MTU-sized packets),
     /// takes the batch's counters under the lock once, seals each packet where it lies, and
     /// sends the batch with sendmmsg / UDP GSO.
-    private func outboundLoop(flow: PacketFlow) {
+    private func outboundLoop(flow: TunPacketFlow) {
         let reader = flow.makeReader()
         let batch = PacketBatch(
             capacity: 192, maximumPacket: flow.maximumPacket, headroom: WireSize.transportHeader,
@@ -184,7 +184,7 @@ public final class TunnelClient: Sendable {
     /// UDP → TUN: receives a batch (recvmmsg, UDP GRO), opens each transport message in place
     /// outside the lock, checks the batch's counters against the replay window under the lock
     /// once, and writes the packets (TCP segments joined again where the interface allows).
-    private func inboundLoop(flow: PacketFlow) {
+    private func inboundLoop(flow: TunPacketFlow) {
         let receiver = DatagramReceiver(socket: socket)
         let writer = flow.makeWriter()
         // What the kernel answers at once to the packets just written (TCP ACKs, echo replies)

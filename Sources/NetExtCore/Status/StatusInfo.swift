@@ -1,0 +1,34 @@
+import Foundation
+
+/// A configuration's connection state (result of `getStatus`, and the payload of `statusChanged`).
+public struct StatusInfo: Sendable, Hashable, Codable {
+    public var id: UUID
+    public var name: String
+    public var kind: ConfigurationKind
+    public var isEnabled: Bool
+    public var status: ConnectionStatus
+    public var connectedDate: Date?
+    /// Why the last connection ended, if it ended with an error.
+    public var lastDisconnectError: NetExtError?
+    public var bytesIn: UInt64
+    public var bytesOut: UInt64
+    /// The HTTP/HTTPS proxies the connected tunnel set, if any (`netext proxy-env` exports them).
+    public var proxy: ProxySettings?
+    /// True when the configuration includes all networks and is enabled: its kill switch keeps
+    /// traffic blocked whenever the tunnel is not connected (absent: false).
+    public var killSwitch: Bool?
+
+    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0, proxy: ProxySettings? = nil, killSwitch: Bool? = nil) {
+        self.killSwitch = killSwitch
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.isEnabled = isEnabled
+        self.status = status
+        self.connectedDate = connectedDate
+        self.lastDisconnectError = lastDisconnectError
+        self.bytesIn = bytesIn
+        self.bytesOut = bytesOut
+        self.proxy = proxy
+    }
+}
