@@ -248,7 +248,7 @@ let package = Package(
         // TCP connection-rate tool for the content filter benchmark (scripts/bench-filter).
         .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
         // The README's manager example, built (and run by the integration tests) so it stays true.
-        .executableTarget(name: "netext-example-manager", dependencies: ["NetExt", "NetExtCore"], path: "Examples/ManagerExample"),
+        .executableTarget(name: "netext-example-manager", dependencies: ["NetExt"], path: "examples/manager"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "QUICInitialTests", dependencies: ["QUICInitial", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),

@@ -74,10 +74,10 @@ func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let failure as CommandFailure {
-        FileHandle.standardError.write(Data((failure.description + "\n").utf8))
+        StandardStreams.error(Data((failure.description + "\n").utf8))
         throw ExitCode(CommandFailure.exitCode(for: failure.error.code))
     } catch let error as NetExtError {
-        FileHandle.standardError.write(Data((CommandFailure(error).description + "\n").utf8))
+        StandardStreams.error(Data((CommandFailure(error).description + "\n").utf8))
         throw ExitCode(CommandFailure.exitCode(for: error.code))
     }
 }

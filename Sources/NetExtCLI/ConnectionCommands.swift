@@ -44,7 +44,7 @@ struct StopCommand: AsyncParsableCommand {
             if options.json { try options.printJSON(info) } else {
                 print("\(info.name): \(info.status.rawValue)")
                 if info.killSwitch == true {
-                    FileHandle.standardError.write(Data("\(info.name) includes all networks: traffic stays blocked until you disable it (netext disable '\(info.name)')\n".utf8))
+                    StandardStreams.error(Data("\(info.name) includes all networks: traffic stays blocked until you disable it (netext disable '\(info.name)')\n".utf8))
                 }
             }
         }
@@ -79,10 +79,10 @@ struct StatusCommand: AsyncParsableCommand {
                     let traffic = status.status.isActive ? " (\(ConfigurationText.trafficSummary(status)))" : ""
                     lines.append("\(status.name): \(status.status.rawValue)\(traffic)\(error)\(proxy)")
                 }
-                FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+                StandardStreams.out(Data((lines.joined(separator: "\n") + "\n").utf8))
             }
             guard let notifications else { return }
-            FileHandle.standardError.write(Data("watching for changes (Ctrl-C to stop)\n".utf8))
+            StandardStreams.error(Data("watching for changes (Ctrl-C to stop)\n".utf8))
             try await follow(notifications, filter: filter)
         }
     }
@@ -105,7 +105,7 @@ struct StatusCommand: AsyncParsableCommand {
                         ? String(decoding: try ControlProtocol.makeEncoder().encode(NotificationEnvelope(notification)), as: UTF8.self)
                         : ConfigurationText.describe(notification)
                     // Unbuffered, so a reader of a pipe sees each event as it happens.
-                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                    StandardStreams.out(Data((line + "\n").utf8))
                     seen += 1
                     if let limit, seen >= limit { return }
                 }
@@ -178,10 +178,10 @@ struct MessageCommand: AsyncParsableCommand {
             if options.json {
                 try options.printJSON(reply)
             } else if let answer = reply.data {
-                FileHandle.standardOutput.write(answer)
-                if answer.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
+                StandardStreams.out(answer)
+                if answer.last != UInt8(ascii: "\n") { StandardStreams.out(Data("\n".utf8)) }
             } else {
-                FileHandle.standardError.write(Data("(the provider sent no answer)\n".utf8))
+                StandardStreams.error(Data("(the provider sent no answer)\n".utf8))
             }
         }
     }

@@ -15,4 +15,11 @@ public struct NetextCommand: AsyncParsableCommand {
         ])
 
     public init() {}
+
+    /// Runs the command line: a closed standard output ends the command quietly instead of
+    /// killing it (`netext status | head -1`).
+    public static func runMain() async {
+        StandardStreams.ignoreBrokenPipes()
+        await main()
+    }
 }

@@ -3,6 +3,6 @@ import NetExtCLI
 @main
 enum NetextMain {
     static func main() async {
-        await NetextCommand.main()
+        await NetextCommand.runMain()
     }
 }

@@ -85,6 +85,24 @@ struct CLILifecycleTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socket), "the socket is removed on shutdown")
     }
 
+    /// The reader of standard output has gone before netext writes (`netext status | head -1`):
+    /// every printing command ends quietly with status 0, never with a signal.
+    @Test("a closed standard output ends the CLI quietly, whatever it prints")
+    func closedPipe() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        for index in 1...3 {
+            #expect(try daemon.cli(["create", "--name", "VPN \(index)", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test"]).status == 0)
+        }
+        let netext = binaryDirectory + "/netext"
+        for command in ["status", "status --json", "list", "list --json", "show 'VPN 1'", "status --watch --count 1 --timeout 2", "providers"] {
+            // `exec 1>&-`-style: the pipe's reader exits at once, so every write meets EPIPE.
+            let result = try run("/bin/bash", ["-c", "\(netext) \(command) | true; echo \"exit=${PIPESTATUS[0]}\""], environment: daemon.environment)
+            #expect(result.stdout.contains("exit=0"), "\(command): \(result)")
+        }
+    }
+
     @Test("the CLI says when netextd is not running, and how to start it")
     func daemonNotRunning() throws {
         let daemon = try DaemonHarness()

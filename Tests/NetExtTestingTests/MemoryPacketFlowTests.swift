@@ -51,3 +51,13 @@ struct MemoryPacketFlowTests {
         #expect(throws: MemoryPacketFlowError.self) { try provider.writePackets([Self.packet(1)]) }
     }
 }
+
+/// The example in docs/providers.md, kept true.
+@Test("docs/providers.md: a provider's packet handling tested over the memory pair")
+func providersDocumentationExample() async throws {
+    let (provider, system) = MemoryPacketFlow.pair(mtu: 1400)
+    let echo = Task { try provider.writePackets(try await provider.readPackets()) }
+    try system.writePackets([TunnelPacket(data: [0x45, 0, 0, 20])])
+    #expect(try await system.readPackets().first?.data == [0x45, 0, 0, 20])
+    _ = await echo.result
+}

@@ -3,7 +3,6 @@
 //   swift run netext-example-manager
 import Foundation
 import NetExt
-import NetExtCore
 
 do {
     let client = try await ControlClient.connect(appIdentifier: "com.example.vpn-app")
