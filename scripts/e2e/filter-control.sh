@@ -53,7 +53,7 @@ check "filter re-created with a refresh every second" create 1
 lab_wait "'$bin/netext' filter status | grep -q 'content filter: running'" 15
 printf 'ads.test\n# now news too\nnews.test\n' > "$work/files/blocklist.txt"
 lab_wait "grep -qx news.test '$rules_file'" 10
-sleep 0.3
+lab_wait "refused https://news.test/ news.test" 5
 check "a site added to the served list is reset without restarting anything" refused https://news.test/ news.test
 printf 'ads.test\nbad host name\n' > "$work/files/blocklist.txt"
 lab_wait "grep -q 'line 2' '$work/netextd.log'" 10
@@ -61,7 +61,7 @@ check "a malformed list is refused and the line at fault named" grep -q "blockli
 check "the rules in force stay (news.test still reset)" refused https://news.test/ news.test
 printf 'ads.test\n' > "$work/files/blocklist.txt"
 lab_wait "! grep -qx news.test '$rules_file'" 10
-sleep 0.3
+lab_wait "fetch https://news.test/ news.test" 5
 check "a site removed from the list loads again" fetch https://news.test/ news.test
 
 check "filter disabled" bash -c "'$bin/netext' filter disable School > /dev/null"

@@ -178,14 +178,16 @@ pid="$(provider_pid)"
 
 # Rules change on the fly (as a control provider would write them).
 echo "late.test" > "$rules_dir/blocklist.txt"
-sleep 0.6
+# The provider looks at the file at most every 0.5 s, on a new flow: new flows until one is
+# refused (at most 5 s); the check then asks once more.
+lab_wait "refused https://late.test/ late.test 203.0.113.2" 5
 check "a rule added while running applies to new flows" refused https://late.test/ late.test 203.0.113.2
 check "the earlier rules still apply" refused https://blocked.test/ blocked.test 203.0.113.2
 
 # Peek windows: a keyword rule makes the provider read cleartext HTTP answers (filterData) before
 # any byte of them reaches the program.
 printf 'late.test\nkeyword:Casino Bonus\n' > "$rules_dir/blocklist.txt"
-sleep 0.6
+lab_wait "block_page http://school.test/files/casino.html school.test 203.0.113.2" 5
 reading_before=$("$bin/netext" filter status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["flowsReadingData"])')
 check "peek: an answer containing the keyword gets the block page" block_page http://school.test/files/casino.html school.test 203.0.113.2
 check "peek: the web server did answer it (the answer was blocked, not the request)" grep -q "/files/casino.html" "$work/web.log"

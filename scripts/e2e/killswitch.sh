@@ -51,10 +51,7 @@ echo "$client_key" | netext create --name Guarded --provider com.netext.tunnel -
   --password-stdin --include-all-networks --exclude-local-networks --enable > /dev/null
 check "netext show lists the flags" bash -c "'$bin/netext' show Guarded | grep -q 'include all networks (kill switch), exclude local networks'"
 
-laptop tcpdump -i eth0 -n -U -w "$work/underlay.pcap" > /dev/null 2>&1 &
-dump=$!; LAB_PIDS+=($dump)
-lab_wait "laptop test -s '$work/underlay.pcap'" 5
-sleep 0.5
+lab_capture_start dump "$LAB_LAPTOP" eth0 "$work/underlay.pcap"
 
 check "VPN starts" netext start Guarded
 check "the traffic guard table is in place" has_guard
@@ -80,13 +77,13 @@ check "explicit stop: netext says traffic stays blocked" grep -q "stays blocked 
 check "explicit stop: still blocked" all_blocked
 
 # netextd dies and comes back: the kernel kept the table; the new netextd keeps it.
-kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null; sleep 0.5
+kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
 check "netextd killed -9: still blocked" all_blocked
 e2e_start_netextd
 check "netextd restarted: the guard is restored for the enabled configuration" has_guard
 check "netextd restarted: still blocked" all_blocked
 
-sleep 0.5; kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
+lab_capture_stop "$dump" "$work/underlay.pcap"
 leaked=$(laptop tcpdump -n -r "$work/underlay.pcap" "$destinations" 2>/dev/null | wc -l)
 tunnel=$(laptop tcpdump -n -r "$work/underlay.pcap" 'udp port 51900' 2>/dev/null | wc -l)
 echo "leaked_packets=$leaked"
@@ -101,15 +98,12 @@ check "after disable: the public page loads directly again" web4
 echo "$client_key" | netext create --name Enforced --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" \
   --password-stdin --enforce-routes --enable > /dev/null
 check "enforceRoutes: VPN starts" netext start Enforced
-laptop tcpdump -i eth0 -n -U -w "$work/enforced.pcap" > /dev/null 2>&1 &
-dump=$!; LAB_PIDS+=($dump)
-lab_wait "laptop test -s '$work/enforced.pcap'" 5
-sleep 0.5
+lab_capture_start dump "$LAB_LAPTOP" eth0 "$work/enforced.pcap"
 kill -9 "$(e2e_provider_pid)"
 lab_wait "'$bin/netext' status Enforced | grep -q 'disconnected'" 10
 check "enforceRoutes, provider killed: the office network is blocked" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/"
 check "enforceRoutes, provider killed: other traffic still flows" web4
-sleep 0.5; kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
+lab_capture_stop "$dump" "$work/enforced.pcap"
 office_leak=$(laptop tcpdump -n -r "$work/enforced.pcap" 'net 10.20.0.0/16 or net fd20::/64' 2>/dev/null | wc -l)
 check "enforceRoutes: nothing to the tunnel's routes crossed the underlay ($office_leak)" test "$office_leak" -eq 0
 check "enforceRoutes: disable removes the table" bash -c "'$bin/netext' disable Enforced > /dev/null && ! ip netns exec $LAB_LAPTOP nft list tables | grep -q netextd_guard"

@@ -28,10 +28,10 @@ echo "$client_key" | netext create --name Office --provider com.netext.tunnel --
 check "VPN starts on the first uplink" netext start Office
 check "the server sees the client at its first address" bash -c "grep -q 'endpoint=198.51.100.2' '$work/server.log'"
 
-# An 8 MB download at 2 MB/s (about 4 s), and the move 1.5 s into it.
+# An 8 MB download at 2 MB/s (about 4 s), and the move once 3 MB have arrived.
 laptop curl -s -m 60 --limit-rate 2M -o "$work/big.copy" http://10.20.0.5:8080/big.bin &
 transfer=$!
-sleep 1.5
+lab_wait "[ \$(stat -c %s '$work/big.copy' 2>/dev/null || echo 0) -ge 3000000 ]" 10
 laptop sh -c 'ip route replace default via 100.80.0.1 dev eth1 && ip link set eth0 down'
 wait $transfer; transfer_status=$?
 check "the download that was running across the move completes (curl exit $transfer_status)" test "$transfer_status" -eq 0

@@ -79,15 +79,10 @@ check "two clients: the first one is still connected" bash -c "'$bin/netext' sta
 check "two clients: the second one stops" netext2 stop Office
 
 # Split tunnel: capture the laptop's underlay while fetching one page inside and one outside.
-ip netns exec "$LAB_LAPTOP" tcpdump -i eth0 -n -U -w "$work/underlay.pcap" > /dev/null 2>&1 &
-dump=$!
-LAB_PIDS+=($dump)
-lab_wait "laptop test -s '$work/underlay.pcap'" 5
-sleep 0.5
+lab_capture_start dump "$LAB_LAPTOP" eth0 "$work/underlay.pcap"
 laptop curl -s -m 5 -o /dev/null http://10.20.0.5:8080/
 laptop curl -s -m 5 -o /dev/null http://203.0.113.2:8090/
-sleep 0.5
-kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
+lab_capture_stop "$dump" "$work/underlay.pcap"
 inside=$(laptop tcpdump -n -r "$work/underlay.pcap" 'host 10.20.0.5' 2>/dev/null | wc -l)
 tunnel=$(laptop tcpdump -n -r "$work/underlay.pcap" 'udp port 51900' 2>/dev/null | wc -l)
 direct=$(laptop tcpdump -n -r "$work/underlay.pcap" 'tcp port 8090' 2>/dev/null | wc -l)
@@ -155,14 +150,9 @@ lab_wait "grep -c 'tunnel server ready' '$work/server.log' | grep -q 3" 15
 echo "$client_key" | netext create --name Full --provider com.netext.tunnel --server 203.0.113.9:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
 netext start Full > "$work/full-start.out" 2>&1; full_status=$?
 check "full tunnel: VPN starts (exit $full_status)" test $full_status -eq 0
-ip netns exec "$LAB_LAPTOP" tcpdump -i eth0 -n -U -w "$work/full.pcap" > /dev/null 2>&1 &
-dump=$!
-LAB_PIDS+=($dump)
-lab_wait "test -s '$work/full.pcap'" 5
-sleep 0.5
+lab_capture_start dump "$LAB_LAPTOP" eth0 "$work/full.pcap"
 check "full tunnel: a public address loads through the tunnel" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://203.0.113.2:8090/ | grep -q 'internal page'"
-sleep 0.5
-kill -9 $dump 2>/dev/null; wait $dump 2>/dev/null
+lab_capture_stop "$dump" "$work/full.pcap"
 direct=$(laptop tcpdump -n -r "$work/full.pcap" 'tcp port 8090' 2>/dev/null | wc -l)
 tunnel=$(laptop tcpdump -n -r "$work/full.pcap" 'udp port 51900' 2>/dev/null | wc -l)
 check "full tunnel: nothing crossed the underlay in the clear ($direct packets)" test "$direct" -eq 0

@@ -21,10 +21,8 @@ check "the lab comes up and the URL filter runs with the fetched prefilter" urlf
 netext urlfilter status >> "$work/status.log" 2>&1
 
 # Captures on the relay's laptop-side link and on the provider's link, for the privacy checks.
-ip netns exec "$LAB_INTERNET" tcpdump -i eth0 -U -s 0 -w "$work/relay-side.pcap" 'tcp port 8083' 2>/dev/null & relay_dump=$!
-ip netns exec "$LAB_OFFICE" tcpdump -i eth0 -U -s 0 -w "$work/provider-side.pcap" 2>/dev/null & provider_dump=$!
-LAB_PIDS+=("$relay_dump" "$provider_dump")
-sleep 1
+lab_capture_start relay_dump "$LAB_INTERNET" eth0 "$work/relay-side.pcap" -s 0 'tcp port 8083'
+lab_capture_start provider_dump "$LAB_OFFICE" eth0 "$work/provider-side.pcap" -s 0
 
 verdicts() {
   local expected="$1"; shift
@@ -80,7 +78,8 @@ PY
 }
 check "status counts prefilter negatives, private lookups, denials and tokens" counted
 
-sleep 1; kill "$relay_dump" "$provider_dump" 2>/dev/null; wait "$relay_dump" "$provider_dump" 2>/dev/null
+lab_capture_stop "$relay_dump" "$work/relay-side.pcap"
+lab_capture_stop "$provider_dump" "$work/provider-side.pcap"
 no_plaintext_at_relay() {
   [ -s "$work/relay-side.pcap" ] || { echo "  empty relay capture"; return 1; }
   ! grep -aEq 'blocked17|casino|news\.example|fine\.example|url\.filtering|pir\.netext|issuer\.netext|PrivateToken|Bearer|User-Identifier' "$work/relay-side.pcap"

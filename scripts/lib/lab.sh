@@ -81,6 +81,34 @@ lab_wait() {
   done
 }
 
+# Starts a packet capture: lab_capture_start VAR NAMESPACE INTERFACE FILE [FILTER...]. Returns
+# once tcpdump says it is listening (at most 5 s), so nothing sent afterwards is missed; the
+# capture's pid goes into VAR (and into LAB_PIDS).
+lab_capture_start() {
+  local var="$1" ns="$2" interface="$3" file="$4"; shift 4
+  rm -f "$file.err"
+  ip netns exec "$ns" tcpdump -i "$interface" -n -U -w "$file" "$@" > /dev/null 2> "$file.err" &
+  local pid=$!
+  LAB_PIDS+=($pid)
+  printf -v "$var" '%s' "$pid"
+  lab_wait "grep -q 'listening on' '$file.err'" 5
+}
+
+# Ends a capture started by lab_capture_start once the file has stopped growing (nothing more in
+# flight: checked every 0.1 s, at most 2 s), so what was sent before is in the file.
+lab_capture_stop() {
+  local pid="$1" file="$2" size=-1 deadline=$((SECONDS + 2))
+  while [ $SECONDS -lt $deadline ]; do
+    local now; now=$(stat -c %s "$file" 2>/dev/null || echo 0)
+    [ "$now" = "$size" ] && break
+    size=$now
+    sleep 0.1
+  done
+  kill -INT "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
 lab_down() {
   for pid in "${LAB_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
   for pid in "${LAB_PIDS[@]}"; do
