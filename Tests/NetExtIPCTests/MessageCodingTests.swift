@@ -47,6 +47,17 @@ struct MessageCodingTests {
         #expect(envelope.method.name == method)
     }
 
+    @Test("a configuration is named by id or name right in params", arguments: [
+        (RequestEnvelope(id: 1, method: StopConnection(.name("Corp"))), #"{"id":1,"method":"stopConnection","params":{"name":"Corp"}}"#),
+        (RequestEnvelope(id: 2, method: LoadConfiguration(.id(UUID(uuidString: "6F9C2C4E-1D2B-4E44-9A55-3B8E5B2F1A01")!))),
+         #"{"id":2,"method":"loadConfiguration","params":{"id":"6F9C2C4E-1D2B-4E44-9A55-3B8E5B2F1A01"}}"#),
+        (RequestEnvelope(id: 3, method: StartConnection(.name("Corp"))), #"{"id":3,"method":"startConnection","params":{"name":"Corp","options":{}}}"#),
+        (RequestEnvelope(id: 4, method: GetStatus()), #"{"id":4,"method":"getStatus","params":{}}"#),
+    ])
+    func referenceWireShape(envelope: RequestEnvelope, json: String) throws {
+        #expect(String(decoding: try ControlProtocol.makeEncoder().encode(envelope), as: UTF8.self) == json)
+    }
+
     @Test("a request naming a configuration by both id and name, or by neither, is refused")
     func ambiguousReference() {
         for params in [#"{"id":"6F9C2C4E-1D2B-4E44-9A55-3B8E5B2F1A01","name":"x"}"#, #"{}"#] {

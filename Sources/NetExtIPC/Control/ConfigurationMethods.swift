@@ -23,16 +23,11 @@ public struct ListConfigurations: ControlMethod {
 }
 
 /// One configuration the caller may see.
-public struct LoadConfiguration: ControlMethod {
+public struct LoadConfiguration: ConfigurationMethod {
     public typealias Result = ConfigurationResult
     public static let name = "loadConfiguration"
     public var configuration: ConfigurationReference
     public init(_ configuration: ConfigurationReference) { self.configuration = configuration }
-    public init(from decoder: any Decoder) throws { configuration = try ConfigurationReference(from: decoder.container(keyedBy: ReferenceKeys.self)) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: ReferenceKeys.self)
-        try configuration.encode(to: &container)
-    }
 }
 
 /// Saves a configuration; secrets travel beside it and go to the secret store.
@@ -52,17 +47,12 @@ public struct SaveConfiguration: ControlMethod {
 }
 
 /// Removes a configuration and its secrets.
-public struct RemoveConfiguration: ControlMethod {
+public struct RemoveConfiguration: ConfigurationMethod {
     public typealias Result = EmptyResult
     public static let name = "removeConfiguration"
     public static let modifiesState = true
     public var configuration: ConfigurationReference
     public init(_ configuration: ConfigurationReference) { self.configuration = configuration }
-    public init(from decoder: any Decoder) throws { configuration = try ConfigurationReference(from: decoder.container(keyedBy: ReferenceKeys.self)) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: ReferenceKeys.self)
-        try configuration.encode(to: &container)
-    }
 }
 
 /// Starts a configuration's connection; answers once it left `connecting`.
@@ -90,17 +80,12 @@ public struct StartConnection: ControlMethod {
 }
 
 /// Stops a configuration's connection; answers once it is `disconnected`.
-public struct StopConnection: ControlMethod {
+public struct StopConnection: ConfigurationMethod {
     public typealias Result = StatusInfo
     public static let name = "stopConnection"
     public static let modifiesState = true
     public var configuration: ConfigurationReference
     public init(_ configuration: ConfigurationReference) { self.configuration = configuration }
-    public init(from decoder: any Decoder) throws { configuration = try ConfigurationReference(from: decoder.container(keyedBy: ReferenceKeys.self)) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: ReferenceKeys.self)
-        try configuration.encode(to: &container)
-    }
 }
 
 /// The status of one configuration, or of every configuration (anyone may read status: names
@@ -150,5 +135,22 @@ public struct SendProviderMessage: ControlMethod {
         var container = encoder.container(keyedBy: ReferenceKeys.self)
         try configuration.encode(to: &container)
         try container.encode(data, forKey: .data)
+    }
+}
+
+/// A method whose only parameter names a configuration (`{"id": …}` or `{"name": …}`).
+public protocol ConfigurationMethod: ControlMethod {
+    var configuration: ConfigurationReference { get }
+    init(_ configuration: ConfigurationReference)
+}
+
+extension ConfigurationMethod {
+    public init(from decoder: any Decoder) throws {
+        self.init(try ConfigurationReference(from: decoder.container(keyedBy: ReferenceKeys.self)))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: ReferenceKeys.self)
+        try configuration.encode(to: &container)
     }
 }
