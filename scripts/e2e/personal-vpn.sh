@@ -133,12 +133,12 @@ check "netext status counts traffic through the personal VPN" bash -c "'$bin/net
 
 # The enterprise tunnel comes up beside it; captures on the underlay and on both tunnels.
 echo "$client_key" | netext create --name Office --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" --password-stdin --enable > /dev/null
-lab_capture_start underlay_dump "$LAB_LAPTOP" eth0 "$work/underlay.pcap" --immediate-mode
+lab_capture_start underlay_dump "$LAB_LAPTOP" eth0 "$work/underlay.pcap"
 check "the enterprise tunnel starts while the personal VPN is up" netext start Office
 check "DNS: the enterprise tunnel's servers take the resolver file" bash -c "grep -q 'nameserver 10.20.0.53' '$work/resolv.conf' && ! grep -q 'nameserver 100.64.0.53' '$work/resolv.conf'"
 check "both are connected at once" bash -c "'$bin/netext' status Personal | grep -q connected && '$bin/netext' status Office | grep -q connected"
 ipsec_interface="$(laptop ip -o -4 addr show | awk '/inet 10\.77\.0\./ { print $2 }' | head -1)"
-lab_capture_start personal_dump "$LAB_LAPTOP" "$ipsec_interface" "$work/personal.pcap" --immediate-mode
+lab_capture_start personal_dump "$LAB_LAPTOP" "$ipsec_interface" "$work/personal.pcap"
 [ -n "${PERSONAL_VPN_PAUSE:-}" ] && { echo "paused: $LAB_PREFIX $work"; sleep "$PERSONAL_VPN_PAUSE"; }
 [ -n "${PERSONAL_VPN_DEBUG:-}" ] && { laptop ip rule; laptop ip route show table all | grep -v "^local\|fe80\|multicast"; laptop curl -v -m 3 http://10.20.0.5:8082/internal.html; echo "iface=$ipsec_interface"; cat "$work/internal.log"; office ss -ltn; }
 check "a destination both route (the internal network): reached" internal

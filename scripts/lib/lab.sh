@@ -81,30 +81,31 @@ lab_wait() {
   done
 }
 
-# Starts a packet capture: lab_capture_start VAR NAMESPACE INTERFACE FILE [FILTER...]. Returns
-# once tcpdump says it is listening (at most 5 s), so nothing sent afterwards is missed; the
-# capture's pid goes into VAR (and into LAB_PIDS).
+# Starts a packet capture: lab_capture_start VAR NAMESPACE INTERFACE FILE [TCPDUMP ARGS...].
+# Returns once tcpdump says it is listening (at most 5 s), so nothing sent afterwards is missed;
+# the capture's pid goes into VAR (and into LAB_PIDS). Immediate mode: each packet reaches the
+# file as it is seen, not when libpcap's buffer block times out (a second later).
 lab_capture_start() {
   local var="$1" ns="$2" interface="$3" file="$4"; shift 4
   rm -f "$file.err"
-  ip netns exec "$ns" tcpdump -i "$interface" -n -U -w "$file" "$@" > /dev/null 2> "$file.err" &
+  ip netns exec "$ns" tcpdump -i "$interface" -n -U --immediate-mode -w "$file" "$@" > /dev/null 2> "$file.err" &
   local pid=$!
   LAB_PIDS+=($pid)
   printf -v "$var" '%s' "$pid"
   lab_wait "grep -q 'listening on' '$file.err'" 5
 }
 
-# Ends a capture started by lab_capture_start once the file has stopped growing (nothing more in
-# flight: checked every 0.1 s, at most 2 s), so what was sent before is in the file.
+# Ends a capture started by lab_capture_start once the file has not grown for two looks 0.1 s
+# apart (at most 3 s), so what was sent before is in the file; SIGTERM makes tcpdump flush and
+# exit (SIGINT is ignored by background jobs of a script).
 lab_capture_stop() {
-  local pid="$1" file="$2" size=-1 deadline=$((SECONDS + 2))
-  while [ $SECONDS -lt $deadline ]; do
-    local now; now=$(stat -c %s "$file" 2>/dev/null || echo 0)
-    [ "$now" = "$size" ] && break
-    size=$now
+  local pid="$1" file="$2" size=-1 steady=0 deadline=$((SECONDS + 3))
+  while [ $SECONDS -lt $deadline ] && [ $steady -lt 2 ]; do
     sleep 0.1
+    local now; now=$(stat -c %s "$file" 2>/dev/null || echo 0)
+    if [ "$now" = "$size" ]; then steady=$((steady + 1)); else steady=0; size=$now; fi
   done
-  kill -INT "$pid" 2>/dev/null
+  kill -TERM "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   return 0
 }
