@@ -30,10 +30,11 @@ struct ClientOptions: ParsableArguments {
         return try await body(client)
     }
 
-    /// Connects, finds the configuration named (or with the id) `name`, and runs `body`.
+    /// Connects, loads the configuration named (or with the id) `name` — one request, netextd
+    /// resolves the name among those the caller can see — and runs `body`.
     func withConfiguration<T>(_ name: String, _ body: (ControlClient, Configuration) async throws -> T) async throws -> T {
         try await withClient { client in
-            try await body(client, try await ConfigurationLookup.find(name, client: client))
+            try await body(client, try await client.call(LoadConfiguration(ConfigurationReference(name))).configuration)
         }
     }
 

@@ -14,7 +14,7 @@ public enum ProviderMessage: Sendable, Hashable {
     /// (`cancelTunnelWithError`).
     case failed(NetExtError)
     /// Daemon → provider: stop, with Apple's stop reason.
-    case stop(reason: StopReason)
+    case stop(reason: ProviderStopReason)
     /// Provider → daemon: `stopTunnel` returned; the provider exits next.
     case stopped
     /// Provider → daemon: `setTunnelNetworkSettings` (nil clears them).
@@ -53,9 +53,6 @@ public enum ProviderMessage: Sendable, Hashable {
     case applyFilterSettings(FilterSettings?)
     case filterSettingsApplied
     case filterSettingsRefused(NetExtError)
-
-    /// Why a provider is stopped (Apple's `NEProviderStopReason`, the common cases).
-    public typealias StopReason = ProviderStopReason
 }
 
 /// What a provider needs to start: its configuration and the start options.
@@ -85,7 +82,7 @@ extension ProviderMessage: Codable {
         case "start": self = .start(try container.decode(ProviderStart.self, forKey: .start))
         case "started": self = .started
         case "failed": self = .failed(try container.decode(NetExtError.self, forKey: .error))
-        case "stop": self = .stop(reason: try container.decode(StopReason.self, forKey: .reason))
+        case "stop": self = .stop(reason: try container.decode(ProviderStopReason.self, forKey: .reason))
         case "stopped": self = .stopped
         case "setNetworkSettings": self = .setNetworkSettings(try container.decodeIfPresent(PacketTunnelNetworkSettings.self, forKey: .settings))
         case "networkSettingsApplied":

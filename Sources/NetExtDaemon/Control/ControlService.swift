@@ -152,23 +152,16 @@ public final class ControlService: Sendable {
     /// Anyone may read status: every configuration's name and state, nothing more; so a name
     /// is looked up among all configurations, not only the caller's.
     private func statuses(of reference: ConfigurationReference?) async throws -> StatusList {
-        var configurations = try store.allConfigurations()
-        if let reference { configurations = [try Self.resolve(reference, among: configurations)] }
+        let configurations = try reference.map { [try configuration($0) { _ in true }] } ?? store.allConfigurations()
         var statuses: [StatusInfo] = []
         for configuration in configurations { statuses.append(await sessions.statusInfo(for: configuration)) }
         return StatusList(statuses: statuses)
     }
 
     private func sendProviderMessage(_ message: SendProviderMessage, identity: ClientIdentity) async throws -> ProviderMessageReply {
-        let configuration: Configuration
-        let filters = try identity.mayModify ? store.allConfigurations().filter { $0.kind == .contentFilter } : []
-        if let filter = try? Self.resolve(message.configuration, among: filters) {
-            // The content filter is the machine's, not one app's: any administrator may talk
-            // to its control provider (`netext filter prompt`), whoever created it.
-            configuration = filter
-        } else {
-            configuration = try visibleConfiguration(message.configuration, identity: identity)
-        }
+        // The content filter is the machine's, not one app's: any administrator may talk to its
+        // control provider (`netext filter prompt`), whoever created it.
+        let configuration = try self.configuration(message.configuration) { identity.canSee($0) || (identity.mayModify && $0.kind == .contentFilter) }
         guard message.data.count <= Self.maximumAppMessage else {
             throw NetExtError(.configurationInvalid, "the message is \(message.data.count) bytes; at most \(Self.maximumAppMessage) are accepted")
         }
@@ -186,24 +179,21 @@ public final class ControlService: Sendable {
     /// A configuration the caller may see; others are reported as unknown, not as forbidden, so
     /// that apps cannot probe each other's configurations.
     func visibleConfiguration(_ reference: ConfigurationReference, identity: ClientIdentity) throws -> Configuration {
-        if case .id(let id) = reference {
-            guard let configuration = try store.configuration(id: id), identity.canSee(configuration) else {
+        try configuration(reference, where: identity.canSee)
+    }
+
+    /// The one configuration `reference` names among those `isIncluded` admits: an id is one
+    /// store lookup; a name is compared without regard to case, and several with that name are
+    /// refused, listing their ids.
+    func configuration(_ reference: ConfigurationReference, where isIncluded: (Configuration) -> Bool) throws -> Configuration {
+        switch reference {
+        case .id(let id):
+            guard let configuration = try store.configuration(id: id), isIncluded(configuration) else {
                 throw NetExtError.unknown("no configuration with id \(id)")
             }
             return configuration
-        }
-        return try Self.resolve(reference, among: store.allConfigurations().filter(identity.canSee))
-    }
-
-    /// The one configuration `reference` names among `configurations`: by id, or by name
-    /// without regard to case; several with that name are refused, listing their ids.
-    static func resolve(_ reference: ConfigurationReference, among configurations: [Configuration]) throws -> Configuration {
-        switch reference {
-        case .id(let id):
-            guard let match = configurations.first(where: { $0.id == id }) else { throw NetExtError.unknown("no configuration with id \(id)") }
-            return match
         case .name(let name):
-            let matches = configurations.filter { $0.localizedDescription.caseInsensitiveCompare(name) == .orderedSame }
+            let matches = try store.allConfigurations().filter { isIncluded($0) && $0.localizedDescription.caseInsensitiveCompare(name) == .orderedSame }
             switch matches.count {
             case 1: return matches[0]
             case 0: throw NetExtError.unknown("no configuration named '\(LogText.escaped(name))' (see `netext list`)")

@@ -6,9 +6,9 @@ import Synchronization
 /// Fans notifications out to subscribed control connections. Configuration changes go only to
 /// clients that can see the configuration; status changes go to everyone (anyone may read status).
 public final class NotificationHub: Sendable {
-    /// A subscribed connection: who it is and how to deliver a frame to it. `deliver` returns
-    /// false when the client cannot keep up; it is then dropped.
-    /// `deliver` gets the frame's payload (JSON without the length).
+    /// A subscribed connection: who it is and how to deliver a frame's payload (the JSON, without
+    /// the length) to it. `deliver` returns false when the client cannot keep up; it is then
+    /// dropped.
     public struct Subscriber: Sendable {
         public var identity: ClientIdentity
         public var deliver: @Sendable (Data) -> Bool

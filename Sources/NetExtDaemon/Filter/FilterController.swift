@@ -265,7 +265,7 @@ public actor FilterController {
         return true
     }
 
-    private func deactivate(reason: ProviderMessage.StopReason) async {
+    private func deactivate(reason: ProviderStopReason) async {
         guard let stopping = active else { return }
         active = nil
         // Rules first: once they are gone no packet waits for netextd.

@@ -139,7 +139,7 @@ actor FilterProviderSupervisor {
     }
 
     /// Stops the provider for good (the filter is going off).
-    func stop(reason: ProviderMessage.StopReason) async {
+    func stop(reason: ProviderStopReason) async {
         stopped = true
         isReady = false
         current.set(nil)

@@ -8,11 +8,11 @@ enum ActiveConfigurationChange: Equatable {
     /// Not the running configuration and not enabled: nothing to do.
     case ignore
     /// Stop the running configuration.
-    case stop(ProviderMessage.StopReason)
+    case stop(ProviderStopReason)
     /// The running configuration changed only in fields that need no restart (its name, revision).
     case refresh
     /// Start this configuration, stopping the running one first if there is one.
-    case start(stopping: ProviderMessage.StopReason?)
+    case start(stopping: ProviderStopReason?)
 
     init(active: Configuration?, incoming configuration: Configuration, removed: Bool) {
         let isActive = active?.id == configuration.id

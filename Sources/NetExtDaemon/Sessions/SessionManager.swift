@@ -141,7 +141,7 @@ public actor SessionManager {
 
     /// Stops a configuration's connection and waits until it is disconnected.
     @discardableResult
-    public func stop(_ configuration: Configuration, reason: ProviderMessage.StopReason) async -> StatusInfo {
+    public func stop(_ configuration: Configuration, reason: ProviderStopReason) async -> StatusInfo {
         if sessions[configuration.id] != nil {
             sessions[configuration.id]?.configuration = configuration
             apply(.stopRequested(reason), to: configuration.id)

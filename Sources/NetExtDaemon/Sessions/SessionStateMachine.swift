@@ -17,7 +17,7 @@ public struct SessionStateMachine: Sendable, Hashable {
         /// The provider could not be launched, its `startTunnel` threw, or it cancelled itself.
         case providerFailed(NetExtError)
         /// A client (or a configuration change) asked to stop.
-        case stopRequested(ProviderMessage.StopReason)
+        case stopRequested(ProviderStopReason)
         /// The provider acknowledged the stop.
         case providerStopped
         /// The provider process ended.
@@ -28,7 +28,7 @@ public struct SessionStateMachine: Sendable, Hashable {
 
     public enum Action: Sendable, Hashable {
         case launchProvider
-        case sendStop(ProviderMessage.StopReason)
+        case sendStop(ProviderStopReason)
         /// End the provider process (SIGTERM, then SIGKILL after a grace period).
         case terminateProvider
         /// Tell subscribers the status changed from the given one.

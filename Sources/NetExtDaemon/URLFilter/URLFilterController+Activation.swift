@@ -63,7 +63,7 @@ extension URLFilterController {
         ])
     }
 
-    func deactivate(reason: ProviderMessage.StopReason) async {
+    func deactivate(reason: ProviderStopReason) async {
         guard let current = active else { return }
         active = nil
         current.refresher?.cancel()
