@@ -28,18 +28,20 @@ public enum ServerFrame: Sendable, Decodable {
             return
         }
         self = .reply(id: id)
-        // Every path below answers the call exactly once.
-        if container.contains(.error) {
-            do { pending.deliver(.failure(try container.decode(NetExtError.self, forKey: .error))) } catch {
-                pending.deliver(.failure(NetExtError(.protocolError, "malformed error in the reply to \(pending.method): \(error)")))
+        // The call is answered exactly once, whatever the frame holds.
+        let outcome: Swift.Result<any Decoder, NetExtError>
+        do {
+            if container.contains(.error) {
+                outcome = .failure(try container.decode(NetExtError.self, forKey: .error))
+            } else if container.contains(.result) {
+                outcome = .success(try container.superDecoder(forKey: .result))
+            } else {
+                outcome = .failure(NetExtError(.protocolError, "the reply to \(pending.method) has neither a result nor an error"))
             }
-        } else if container.contains(.result) {
-            do { pending.deliver(.success(try container.superDecoder(forKey: .result))) } catch {
-                pending.deliver(.failure(NetExtError(.protocolError, "malformed reply to \(pending.method): \(error)")))
-            }
-        } else {
-            pending.deliver(.failure(NetExtError(.protocolError, "the reply to \(pending.method) has neither a result nor an error")))
+        } catch {
+            outcome = .failure(NetExtError(.protocolError, "malformed reply to \(pending.method): \(error)"))
         }
+        pending.deliver(outcome)
     }
 }
 
