@@ -116,11 +116,23 @@ func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) rethrows ->
 /// The repository's root directory (the lab scripts are run from it).
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
+/// As `run`, on a thread of its own. A lab script takes minutes; a test that held one of Swift's
+/// cooperative threads that long (there is one per core: two on the CI machine) starved every
+/// other test's servers, whose 10 s upstream timeouts then fired under load.
+@discardableResult
+func runOffPool(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) async throws -> CommandResult {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result { try run(executable, arguments, environment: environment, timeout: timeout) })
+        }.start()
+    }
+}
+
 /// Runs a lab script (scripts/e2e/…) with this build's binaries and expects every one of its
 /// checks (at least `checks` of them) to pass.
 @discardableResult
-func runChecks(_ script: String, checks: Int, timeout: Double = 240) throws -> CommandResult {
-    let result = try run("/bin/bash", [repositoryRoot + "/" + script], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: timeout)
+func runChecks(_ script: String, checks: Int, timeout: Double = 240) async throws -> CommandResult {
+    let result = try await runOffPool("/bin/bash", [repositoryRoot + "/" + script], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: timeout)
     let lines = result.stdout.split(separator: "\n")
     #expect(result.status == 0 && !lines.contains { $0.hasPrefix("FAIL") }, "\(result)")
     #expect(result.stdout.contains("ALL CHECKS PASSED"))

@@ -8,47 +8,47 @@ struct TunnelLabTests {
     static let root = repositoryRoot
 
     @Test("split tunnel, IPv6, MTU, large transfers both ways, masquerade, server restart, provider crash, unknown key")
-    func endToEnd() throws {
-        try runChecks("scripts/e2e/tunnel.sh", checks: 46, timeout: 300)
+    func endToEnd() async throws {
+        try await runChecks("scripts/e2e/tunnel.sh", checks: 46, timeout: 300)
     }
 
     @Test("DNS match domains: office names through the tunnel, every other name through the laptop's resolver")
-    func dnsMatchDomains() throws {
-        try runChecks("scripts/e2e/dns.sh", checks: 18, timeout: 180)
+    func dnsMatchDomains() async throws {
+        try await runChecks("scripts/e2e/dns.sh", checks: 18, timeout: 180)
     }
 
     @Test("kill switch, excludeLocalNetworks and enforceRoutes: nothing leaks on the underlay, whatever happens to the provider or netextd")
-    func killSwitch() throws {
-        let result = try runChecks("scripts/e2e/killswitch.sh", checks: 29)
+    func killSwitch() async throws {
+        let result = try await runChecks("scripts/e2e/killswitch.sh", checks: 29)
         #expect(result.stdout.contains("leaked_packets=0"))
     }
 
     @Test("roaming: a download through the tunnel survives the laptop moving to another uplink")
-    func roaming() throws {
-        try runChecks("scripts/e2e/roaming.sh", checks: 9, timeout: 180)
+    func roaming() async throws {
+        try await runChecks("scripts/e2e/roaming.sh", checks: 9, timeout: 180)
     }
 
     @Test("connect on demand: rules in order, re-evaluated on changes, a killed provider restarted, an explicit stop turns it off, EvaluateConnection")
-    func onDemand() throws {
-        try runChecks("scripts/e2e/ondemand.sh", checks: 32)
+    func onDemand() async throws {
+        try await runChecks("scripts/e2e/ondemand.sh", checks: 32)
     }
 
     @Test("a personal VPN (built-in IKEv2 through strongSwan) beside the enterprise tunnel: the enterprise tunnel wins where both route, the rest goes through the personal VPN; stop, server delete, killed charon or netextd, wrong secret, silent server, connect on demand")
-    func personalAndEnterprise() throws {
-        try runChecks("scripts/e2e/personal-vpn.sh", checks: 63, timeout: 180)
+    func personalAndEnterprise() async throws {
+        try await runChecks("scripts/e2e/personal-vpn.sh", checks: 63, timeout: 180)
     }
 
     @Test("scripts/leak-test: nothing leaks through kill -9, on-demand restart and an uplink move")
-    func leakTest() throws {
-        let result = try run("/bin/bash", [Self.root + "/scripts/leak-test"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+    func leakTest() async throws {
+        let result = try await runOffPool("/bin/bash", [Self.root + "/scripts/leak-test"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("leaked_packets=0"))
         #expect(result.stdout.contains("roamed=yes"))
     }
 
     @Test("the README's demo shows the page failing, then loading through the tunnel")
-    func demo() throws {
-        let result = try run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
+    func demo() async throws {
+        let result = try await runOffPool("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("(unreachable: curl exit"))
         #expect(result.stdout.contains("Office VPN: connected"))

@@ -6,12 +6,12 @@ import Testing
 /// prefilter refresh.
 @Suite("URL filter lab")
 struct URLFilterLabTests {
-    @Test func privateVerdictsEndToEnd() throws {
-        try runChecks("scripts/e2e/urlfilter.sh", checks: 19, timeout: 400)
+    @Test func privateVerdictsEndToEnd() async throws {
+        try await runChecks("scripts/e2e/urlfilter.sh", checks: 19, timeout: 400)
     }
 
-    @Test func demoPrintsOneVerdictPerURL() throws {
-        let result = try run(
+    @Test func demoPrintsOneVerdictPerURL() async throws {
+        let result = try await runOffPool(
             "/bin/bash", [repositoryRoot + "/scripts/demo-urlfilter", "--blocklist", repositoryRoot + "/examples/urlfilter/blocklist.txt",
                           "--check", repositoryRoot + "/examples/urlfilter/check.txt"],
             environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)

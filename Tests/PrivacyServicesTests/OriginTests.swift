@@ -2,6 +2,7 @@ import Foundation
 import HTTPServing
 import Logging
 import PrivacyPass
+import Synchronization
 import Testing
 @testable import PrivacyServices
 @testable import URLFilter
@@ -72,7 +73,8 @@ struct OriginTests {
         let key = issuer.ring.keys[0].key.publicKeyDER
         let client = issuer.client(store: try PrivateTokenStore(path: nil), batch: 1)
         let elsewhere = try await client.token(for: TokenChallenge(issuerName: "127.0.0.1", originInfo: ["other.test"]), tokenKeyDER: key)
-        #expect(try await Self.get(origin.url("/"), authorization: PrivateTokenHeader.authorization(elsewhere)).status == 401)
+        let refused = try await Self.get(origin.url("/"), authorization: PrivateTokenHeader.authorization(elsewhere))
+        #expect(refused.status == 401, "\(refused.status) \(refused.message); directory fetch failures: \(verifier.consecutiveFetchFailures)")
         var forged = try await client.token(for: TokenChallenge(issuerName: "127.0.0.1", originInfo: ["pir.test"]), tokenKeyDER: key)
         forged.authenticator[17] ^= 1
         #expect(try await Self.get(origin.url("/"), authorization: PrivateTokenHeader.authorization(forged)).status == 401)
@@ -91,15 +93,114 @@ struct OriginTests {
         #expect(refusal?.status == 503)
     }
 
-    @Test func spentStoreForgetsRetiredKeys() throws {
+    @Test func spentStoreKeepsNoncesUntilTheirKeyExpires() throws {
         let store = try SpentTokenStore(path: nil)
         let a = [UInt8](repeating: 1, count: 32), b = [UInt8](repeating: 2, count: 32)
-        #expect(try store.spend(nonce: [1], keyID: a))
-        #expect(try store.spend(nonce: [2], keyID: b))
-        #expect(try !store.spend(nonce: [1], keyID: a))
-        #expect(try store.spend(nonce: [1], keyID: b))
-        #expect(try store.forgetKeys(except: [b]) == 1)
+        #expect(try store.observeKeys(listed: [a, b], retention: 100, now: 1000).added == 2)
+        #expect(try store.spend(nonce: [1], keyID: a, now: 1000))
+        #expect(try store.spend(nonce: [2], keyID: b, now: 1000))
+        #expect(try !store.spend(nonce: [1], keyID: a, now: 1001))
+        #expect(try store.spend(nonce: [1], keyID: b, now: 1001))
+
+        // a leaves the directory: retired, its nonce kept; it comes back: still spent.
+        #expect(try store.observeKeys(listed: [b], retention: 100, now: 1010).retired == 1)
+        #expect(store.count == 3)
+        let back = try store.observeKeys(listed: [a, b], retention: 100, now: 1050)
+        #expect(back.restored == 1 && back.acceptable == [a, b])
+        #expect(try !store.spend(nonce: [1], keyID: a, now: 1050))
+
+        // Retired for the whole retention: its nonces go, and it is refused for good.
+        _ = try store.observeKeys(listed: [b], retention: 100, now: 1060)
+        #expect(try store.observeKeys(listed: [b], retention: 100, now: 1159).expired == 0)
+        let expired = try store.observeKeys(listed: [b], retention: 100, now: 1160)
+        #expect(expired.expired == 1 && expired.forgottenNonces == 1)
         #expect(store.count == 2)
+        #expect(try store.observeKeys(listed: [a, b], retention: 100, now: 1200).acceptable == [b])
+        #expect(try !store.spend(nonce: [9], keyID: a, now: 1200))
+    }
+
+    @Test func spentStoreKeepsRetirementsAcrossRestarts() throws {
+        let directory = NSTemporaryDirectory() + "netext-spent-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = [UInt8](repeating: 7, count: 32)
+        do {
+            let store = try SpentTokenStore(path: directory + "/spent.sqlite")
+            #expect(try store.spend(nonce: [1], keyID: key, now: 10))
+            _ = try store.observeKeys(listed: [], retention: 100, now: 20)
+        }
+        let reopened = try SpentTokenStore(path: directory + "/spent.sqlite")
+        #expect(try !reopened.spend(nonce: [1], keyID: key, now: 30))
+        // Retired at 20 before the restart: expires at 120, not 100 after the restart.
+        #expect(try reopened.observeKeys(listed: [], retention: 100, now: 119).expired == 0)
+        #expect(try reopened.observeKeys(listed: [], retention: 100, now: 120).expired == 1)
+    }
+
+    /// An issuer directory the test rewrites between fetches, counting them.
+    final class ScriptedDirectory: HTTPResponder, @unchecked Sendable {
+        struct Script { var status = 200; var keys: [IssuerDirectory.TokenKey] = []; var fetches = 0 }
+        let script = Mutex(Script())
+        func bodyLimit(method: String, path: String) -> Int { 0 }
+        func endpointLabel(path: String) -> String { "directory" }
+        func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
+            let (status, keys) = script.withLock { script in
+                script.fetches += 1
+                return (script.status, script.keys)
+            }
+            guard status == 200 else { return .text(status, "down") }
+            let body = try! JSONEncoder().encode(IssuerDirectory(issuerRequestURI: "/issue", tokenKeys: keys))
+            return HTTPServerResponse(status: 200, contentType: IssuerDirectory.mediaType, body: [UInt8](body))
+        }
+    }
+
+    /// issue 26, item 1: an issuer directory that answers 200 with no keys (or without the key
+    /// a token was spent under) must not make that token spendable again.
+    @Test func noDirectoryAnswerMakesASpentTokenGoodAgain() async throws {
+        let issuer = try await IssuerTests.Issuer.start()
+        defer { Task { await issuer.stop() } }
+        let scripted = ScriptedDirectory()
+        let directory = try await Served.start(scripted)
+        defer { Task { await directory.stop() } }
+        let key = issuer.ring.keys[0]
+        scripted.script.withLock { $0.keys = [.init(publicKeyDER: key.key.publicKeyDER, notBefore: key.notBefore)] }
+        let store = try SpentTokenStore(path: nil)
+        let verifier = PrivateTokenVerifier(issuerName: "127.0.0.1", originName: "pir.test", directoryURL: directory.url(IssuerDirectory.wellKnownPath),
+                                            spent: store, refreshInterval: 300, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        #expect(await verifier.refreshKeys())
+        let client = issuer.client(store: try PrivateTokenStore(path: nil), batch: 1)
+        let token = try await client.token(for: issuer.challenge, tokenKeyDER: key.key.publicKeyDER)
+        let request = HTTPServerRequest(method: "POST", path: "/queries", headers: [("Authorization", PrivateTokenHeader.authorization(token))])
+        #expect(await verifier.authorize(request) == nil)
+        #expect(await verifier.authorize(request)?.status == 401)
+
+        for keys in [[], [IssuerDirectory.TokenKey(publicKeyDER: try IssuerKey.generate().publicKeyDER, notBefore: 0)]] {
+            scripted.script.withLock { $0.keys = keys }
+            _ = await verifier.refreshKeys()
+            scripted.script.withLock { $0.keys = [.init(publicKeyDER: key.key.publicKeyDER, notBefore: key.notBefore)] }
+            #expect(await verifier.refreshKeys())
+            let again = await verifier.authorize(request)
+            #expect(again?.status == 401, "a spent token was accepted again after a directory listing \(keys.count) other keys")
+        }
+        #expect(store.count == 1)
+        #expect(verifier.outcomes["accepted"] == 1 && verifier.outcomes["spent"] == 3)
+    }
+
+    /// issue 26, item 1: a dead issuer costs one directory fetch per backoff, not one per
+    /// request, also while no key has ever been fetched.
+    @Test func aDeadIssuerIsAskedOncePerBackoffNotOncePerRequest() async throws {
+        let scripted = ScriptedDirectory()
+        scripted.script.withLock { $0.status = 503 }
+        let directory = try await Served.start(scripted)
+        defer { Task { await directory.stop() } }
+        let verifier = PrivateTokenVerifier(issuerName: "127.0.0.1", originName: "pir.test", directoryURL: directory.url(IssuerDirectory.wellKnownPath),
+                                            spent: try SpentTokenStore(path: nil), logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        await withTaskGroup(of: Int?.self) { group in
+            for _ in 0..<201 { group.addTask { await verifier.authorize(HTTPServerRequest(method: "POST", path: "/queries"))?.status } }
+            for await status in group { #expect(status == 503) }
+        }
+        #expect(scripted.script.withLock { $0.fetches } == 1)
+        #expect(verifier.consecutiveFetchFailures == 1)
+        #expect(verifier.outcomes["no-keys"] == 201)
     }
 
     @Test func headerParsersSurviveRandomInput() throws {

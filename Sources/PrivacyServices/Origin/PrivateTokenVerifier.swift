@@ -9,21 +9,46 @@ import Synchronization
 /// issuer currently publishes, with a nonce never spent before. Requests without one get 401
 /// and `WWW-Authenticate: PrivateToken challenge=…, token-key=…`. The challenge has no
 /// redemption context (clients may fetch tokens ahead of time) and names this origin, so a
-/// token for another origin is refused. The issuer's keys come from its directory, refreshed
-/// every `refreshInterval` seconds; nonces of keys the issuer retired are forgotten.
+/// token for another origin is refused.
+///
+/// The issuer's keys come from its directory (RFC 9578 §4), fetched again every
+/// `refreshInterval` seconds. A failed fetch, or a directory listing no token key, keeps the
+/// keys already held and is retried after a backoff (5 s, doubling up to a minute) — also
+/// while no key is held yet, so a dead issuer costs one fetch per backoff, not one per
+/// request. Spent nonces outlive their key's presence in the directory by `retention` seconds
+/// (`SpentTokenStore`): no directory answer makes a spent token good again.
 public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     public let challenge: TokenChallenge
     let directoryURL: URL
     let refreshInterval: Double
+    let retention: UInt64
     let spent: SpentTokenStore
     let upstream: HTTPUpstream
     let logger: Logger
-    private let state = Mutex((keys: [[UInt8]](), challengeKey: [UInt8]?.none, fetched: 0.0, counts: [String: Int]()))
 
-    public init(issuerName: String, originName: String, directoryURL: URL, spent: SpentTokenStore, refreshInterval: Double = 300, logger: Logger) {
+    private struct State {
+        var keys: [[UInt8]] = []
+        var challengeKey: [UInt8]?
+        /// When the next directory fetch is due (Unix seconds).
+        var nextFetch = 0.0
+        var fetching = false
+        var failures = 0
+        var counts: [String: Int] = [:]
+    }
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - refreshInterval: seconds between directory fetches that succeed.
+    ///   - retention: seconds a key's spent nonces are kept after the key left the directory
+    ///     (a week by default; it is refused for good afterwards).
+    public init(
+        issuerName: String, originName: String, directoryURL: URL, spent: SpentTokenStore,
+        refreshInterval: Double = 300, retention: UInt64 = 7 * 86400, logger: Logger
+    ) {
         challenge = TokenChallenge(issuerName: issuerName, originInfo: [originName])
         self.directoryURL = directoryURL
         self.refreshInterval = refreshInterval
+        self.retention = retention
         self.spent = spent
         upstream = HTTPUpstream(timeout: 10)
         self.logger = logger
@@ -32,16 +57,33 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     /// Issuer keys currently accepted (SubjectPublicKeyInfo DER).
     public var keys: [[UInt8]] { state.withLock { $0.keys } }
 
-    /// Counts by outcome ("accepted", "missing", "invalid", "spent", "no-keys").
+    /// Counts by outcome ("accepted", "missing", "invalid", "spent", "no-keys", "store-failed").
     public var outcomes: [String: Int] { state.withLock { $0.counts } }
 
-    /// Fetches the issuer's directory now; keeps the previous keys when that fails.
+    /// Directory fetches that failed in a row (0 after a success).
+    public var consecutiveFetchFailures: Int { state.withLock { $0.failures } }
+
+    /// Fetches the issuer's directory now; keeps the previous keys when that fails. Returns
+    /// whether the directory was taken in.
     @discardableResult
     public func refreshKeys() async -> Bool {
-        // Whatever happens, the next attempt waits at least 5 s (a dead issuer must not add a
-        // fetch to every request).
-        let refreshInterval = self.refreshInterval
-        state.withLock { $0.fetched = max($0.fetched, Date().timeIntervalSince1970 - refreshInterval + 5) }
+        state.withLock { $0.fetching = true }
+        let taken = await fetchDirectory()
+        let now = Date().timeIntervalSince1970
+        state.withLock {
+            $0.fetching = false
+            if taken {
+                $0.failures = 0
+                $0.nextFetch = now + refreshInterval
+            } else {
+                $0.failures += 1
+                $0.nextFetch = now + min(5 * pow(2, Double(min($0.failures - 1, 4))), 60, refreshInterval)
+            }
+        }
+        return taken
+    }
+
+    private func fetchDirectory() async -> Bool {
         let response = await upstream.send(method: "GET", url: directoryURL, headers: [("Accept", IssuerDirectory.mediaType)], body: [])
         guard response.status == 200 else {
             logger.warning("issuer directory unavailable; keeping the previous keys", metadata: ["status": "\(response.status)"])
@@ -49,25 +91,48 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
         }
         let directory: IssuerDirectory
         do throws(PrivacyPassError) { directory = try IssuerDirectory(decoding: response.body) } catch {
-            logger.warning("issuer directory refused", metadata: ["error": "\(error)"])
+            logger.warning("issuer directory refused; keeping the previous keys", metadata: ["error": "\(error)"])
             return false
         }
-        let fresh = directory.tokenKeys.filter { $0.tokenType == PrivateToken.blindRSAType }.compactMap(\.publicKeyDER)
-        let current = directory.currentKey(now: UInt64(Date().timeIntervalSince1970))
+        let listed = directory.tokenKeys.filter { $0.tokenType == PrivateToken.blindRSAType }.compactMap(\.publicKeyDER)
+        guard !listed.isEmpty else {
+            logger.warning("issuer directory lists no token key; keeping the previous keys")
+            return false
+        }
+        let changes: SpentTokenStore.KeyChanges
+        do { changes = try spent.observeKeys(listed: listed.map { PrivateToken.keyID(publicKeyDER: $0) }, retention: retention) } catch {
+            logger.error("spent-token store failed; keeping the previous keys", metadata: ["error": "\(error)"])
+            return false
+        }
+        let acceptable = Set(changes.acceptable)
+        let fresh = listed.filter { acceptable.contains(PrivateToken.keyID(publicKeyDER: $0)) }
+        if changes.expired > 0 {
+            logger.info("issuer keys expired", metadata: ["keys": "\(changes.expired)", "nonces_forgotten": "\(changes.forgottenNonces)"])
+        }
+        if fresh.count < listed.count { logger.warning("issuer directory lists expired keys; they stay refused", metadata: ["keys": "\(listed.count - fresh.count)"]) }
+        var accepted = directory
+        accepted.tokenKeys.removeAll { key in key.publicKeyDER.map { !acceptable.contains(PrivateToken.keyID(publicKeyDER: $0)) } ?? true }
+        let current = accepted.currentKey(now: UInt64(Date().timeIntervalSince1970))
+        guard !fresh.isEmpty else { return false }
         state.withLock {
             $0.keys = fresh
-            $0.challengeKey = current
-            $0.fetched = Date().timeIntervalSince1970
-        }
-        do { try spent.forgetKeys(except: fresh.map { PrivateToken.keyID(publicKeyDER: $0) }) } catch {
-            logger.error("cannot prune spent tokens", metadata: ["error": "\(error)"])
+            $0.challengeKey = current ?? fresh.last
         }
         return true
     }
 
+    /// Whether a directory fetch is due now; marks it started so that concurrent requests do
+    /// not start their own.
+    private func claimFetch() -> Bool {
+        state.withLock {
+            guard !$0.fetching, Date().timeIntervalSince1970 >= $0.nextFetch else { return false }
+            $0.fetching = true
+            return true
+        }
+    }
+
     public func authorize(_ request: HTTPServerRequest) async -> HTTPServerResponse? {
-        let stale = state.withLock { Date().timeIntervalSince1970 - $0.fetched > refreshInterval || $0.keys.isEmpty }
-        if stale { await refreshKeys() }
+        if claimFetch() { await refreshKeys() }
         let (keys, current) = state.withLock { ($0.keys, $0.challengeKey) }
         guard let challengeKey = current else {
             count("no-keys")
