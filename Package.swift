@@ -221,7 +221,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         // Standard-error logging for the daemon and the servers.
-        .target(name: "CommandLogging", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "CommandLogging", dependencies: ["NetExtCore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .executableTarget(name: "netext", dependencies: ["NetExtCLI"]),
         .executableTarget(name: "netextd", dependencies: ["NetExtDaemonCommand"]),
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt"]),
@@ -275,6 +275,8 @@ let package = Package(
             ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
+        .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux"]),
+        .testTarget(name: "CommandLoggingTests", dependencies: ["CommandLogging", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(
             name: "NetExtDaemonTests",

@@ -151,3 +151,50 @@ int netext_tun_has_vnet_header(int fd) {
     return (request.ifr_flags & IFF_VNET_HDR) ? 1 : 0;
 }
 
+
+pid_t netext_spawn_piped(const char *path, char *const argv[], char *const envp[], int stdin_fd, int output_fd) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int saved = errno;
+        close(report[0]);
+        close(report[1]);
+        return -saved;
+    }
+    if (pid == 0) {
+        // Child: only async-signal-safe calls from here to execve.
+        int err = 0;
+        sigset_t all;
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        setpgid(0, 0);
+        int rep = fcntl(report[1], F_DUPFD_CLOEXEC, 100);
+        int in = fcntl(stdin_fd, F_DUPFD, 100);
+        int out = fcntl(output_fd, F_DUPFD, 100);
+        if (rep < 0 || in < 0 || out < 0) { err = errno; goto fail; }
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) { err = errno; goto fail; }
+        syscall(SYS_close_range, 3, (unsigned int)rep - 1, 0);
+        syscall(SYS_close_range, (unsigned int)rep + 1, ~0U, 0);
+        execve(path, argv, envp);
+        err = errno;
+    fail:
+        if (rep >= 0) (void)!write(rep, &err, sizeof(err));
+        _exit(127);
+    }
+    close(report[1]);
+    int child_error = 0;
+    ssize_t n;
+    do { n = read(report[0], &child_error, sizeof(child_error)); } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == sizeof(child_error) && child_error != 0) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        return -child_error;
+    }
+    return pid;
+}
+
+int netext_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC) == 0 ? 0 : -errno;
+}

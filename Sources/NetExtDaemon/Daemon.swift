@@ -76,11 +76,27 @@ public final class Daemon: Sendable {
 
         let received = await TerminationSignals.wait()
         logger.info("shutting down", metadata: ["signal": "\(received)"])
+        Self.exitIfShutdownHangs(after: Self.shutdownDeadline, logger: logger)
         await onDemand.stop()
         await sessions.stopAll()
         await filters.stopAll()
         await urlFilters.stopAll()
         await server.close(path: settings.socketPath)
         logger.info("netextd stopped")
+    }
+
+    /// How long a shutdown may take before netextd exits anyway. What a cut-short shutdown
+    /// leaves (rules, routes, the resolver file) the next start removes (`removeStaleState`).
+    static let shutdownDeadline: Double = 4.5
+
+    /// A watchdog on a thread of its own (it must fire even when every other thread is stuck).
+    private static func exitIfShutdownHangs(after seconds: Double, logger: Logger) {
+        let watchdog = Thread {
+            Thread.sleep(forTimeInterval: seconds)
+            logger.error("shutdown did not finish in time; exiting now", metadata: ["seconds": "\(seconds)"])
+            _exit(1)
+        }
+        watchdog.name = "netextd-shutdown-watchdog"
+        watchdog.start()
     }
 }

@@ -122,6 +122,20 @@ struct ProviderLifecycleTests {
         #expect(try daemon.cli(["status", "Tunnel"]).stdout.contains("Tunnel: invalid"))
     }
 
+    @Test("a configuration name with a newline cannot forge a line in netextd's log")
+    func logInjection() throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try daemon.start()
+        let name = "Office\n2026-11-24T00:00:00 critical netextd: forged"
+        try createEnabled(daemon, name)
+        #expect(try daemon.cli(["start", name]).status == 0)
+        #expect(try daemon.cli(["stop", name]).status == 0)
+        let log = daemon.log()
+        #expect(log.contains("Office\\n2026-11-24T00:00:00 critical netextd: forged"), "\(log)")
+        #expect(!log.split(separator: "\n").contains { $0.hasPrefix("2026-11-24T00:00:00 critical") }, "\(log)")
+    }
+
     @Test("SIGTERM stops every connection before netextd exits; kill -9 leaves no provider behind")
     func shutdown() throws {
         let daemon = try DaemonHarness()

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NetExtCore
+import NetExtLinux
 import NetExtIPC
 
 /// Connect on demand: for every enabled configuration with `isOnDemandEnabled`, the rules are
@@ -79,7 +80,9 @@ public actor OnDemandController {
             await updateWatch([:])
             return
         }
-        let environment = observer.environment()
+        // Reading routes and probing URLs block: both happen off the cooperative pool.
+        let observer = self.observer, logger = self.logger
+        let environment = await BlockingWork.run { observer.environment() }
         var watch: [UUID: (configuration: Configuration, rules: [EvaluateConnectionRule])] = [:]
         for configuration in candidates {
             // Packet tunnels and personal VPNs connect on demand (Apple's `NEVPNManager` has the
@@ -88,9 +91,12 @@ public actor OnDemandController {
             case .tunnelProvider, .personalVPN: break
             default: continue
             }
-            let (decision, rule) = OnDemandEvaluator.decision(configuration.onDemandRules, in: environment) { url in
-                if url.scheme != "http" { self.logger.notice("on-demand probe URLs must be http here; the rule does not match", metadata: ["url": "\(url)"]) }
-                return HTTPProbe.succeeds(url)
+            let rules = configuration.onDemandRules
+            let (decision, rule) = await BlockingWork.run {
+                OnDemandEvaluator.decision(rules, in: environment) { url in
+                    if url.scheme != "http" { logger.notice("on-demand probe URLs must be http here; the rule does not match", metadata: ["url": "\(url)"]) }
+                    return HTTPProbe.succeeds(url)
+                }
             }
             let summary = "\(decision.rawValue) (rule \(rule.map { String($0 + 1) } ?? "none"))"
             if lastDecision[configuration.id] != summary {

@@ -54,7 +54,9 @@ public actor SessionManager {
     let startDeadline: Duration
     /// How long a provider has to acknowledge a stop before it is terminated.
     private let stopDeadline: Duration
-    let applier: any NetworkApplier
+    /// Runs `ip` and `nft` off this actor, in order (see `NetworkWorker`).
+    let network: NetworkWorker
+    var applier: any NetworkApplier { network.applier }
     let resolver: ResolverConfiguration?
     private let dnsStubAddress: SocketAddress?
     /// Runs while at least one tunnel has DNS match domains, or on-demand watches names.
@@ -89,17 +91,19 @@ public actor SessionManager {
         self.registry = registry
         self.hub = hub
         self.logger = logger
-        self.applier = applier
+        network = NetworkWorker(applier: applier)
         self.resolver = resolver
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
     }
 
     /// Removes what a crashed netextd may have left: policy rules, routes, the resolver file.
-    public func removeStaleState() {
-        applier.removeStale(
-            tables: Self.firstTable...(Self.firstTable + Self.slotCount - 1),
-            priorities: Self.firstTable...(Self.firstTable + 4 * Self.slotCount))
+    public func removeStaleState() async {
+        await network.perform { applier in
+            applier.removeStale(
+                tables: Self.firstTable...(Self.firstTable + Self.slotCount - 1),
+                priorities: Self.firstTable...(Self.firstTable + 4 * Self.slotCount))
+        }
         resolver?.restore()
         if let ikev2Directory { IKEv2Client.endLeftover(in: ikev2Directory + "/run") }
     }
@@ -128,7 +132,7 @@ public actor SessionManager {
             throw .invalid("configuration '\(configuration.localizedDescription)' is a \(configuration.kind.rawValue) configuration; it has no VPN connection to start")
         }
         // The kill switch closes before the provider runs, and stays closed whatever happens to it.
-        try installGuard(for: configuration, manifest: manifest)
+        try await installGuard(for: configuration, manifest: manifest)
         var session = sessions[configuration.id] ?? Session(configuration: configuration)
         session.configuration = configuration
         session.pendingStart = ProviderStart(configuration: configuration, options: options, password: password)
@@ -151,9 +155,26 @@ public actor SessionManager {
     }
 
     /// Stops every connection (daemon shutdown).
-    public func stopAll() async {
+    /// Stops every connection (daemon shutdown), all at once; a provider that has not stopped
+    /// within `patience` is terminated. Returns when their network settings are undone.
+    public func stopAll(patience: Duration = .seconds(2.5)) async {
+        let active = sessions.values.filter { $0.machine.status.isActive }.map(\.configuration)
+        let stragglers = Task {
+            try await Task.sleep(for: patience)
+            self.terminateStragglers()
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for configuration in active { group.addTask { await self.stop(configuration, reason: .daemonShutdown) } }
+        }
+        stragglers.cancel()
+        await network.drain()
+    }
+
+    private func terminateStragglers() {
         for session in sessions.values where session.machine.status.isActive {
-            await stop(session.configuration, reason: .daemonShutdown)
+            logger.warning("provider did not stop in time for shutdown; terminating", metadata: ["configuration": "\(LogText.quoted(session.configuration.localizedDescription))"])
+            session.provider?.terminate(grace: .milliseconds(500))
+            endIKEv2Client(of: session.configuration.id)
         }
     }
 
@@ -364,26 +385,29 @@ public actor SessionManager {
 
     // MARK: Tunnel interface and network settings
 
+    /// Whether the provider that sent network settings is still the session's, and running.
+    private func isCurrent(_ id: UUID, generation: Int) -> Bool {
+        guard let session = sessions[id] else { return false }
+        return session.generation == generation && session.machine.status.isActive
+    }
+
     private func applyNetworkSettings(_ settings: PacketTunnelNetworkSettings?, provider: ProviderProcess, id: UUID, generation: Int) async {
-        guard let session = sessions[id], session.generation == generation, session.machine.status.isActive else { return }
+        guard isCurrent(id, generation: generation), let session = sessions[id] else { return }
         do throws(NetExtError) {
             guard let settings else {
                 if var tunnel = session.tunnel, let plan = tunnel.plan {
-                    applier.teardown(plan)
                     if tunnel.routedDNS { unrouteDNS(for: id) }
                     if tunnel.changedResolver { releaseResolver(besides: id) }
                     tunnel.plan = nil
                     tunnel.changedResolver = false
                     tunnel.routedDNS = false
                     sessions[id]?.tunnel = tunnel
+                    await network.perform { $0.teardown(plan) }
                 }
                 try await provider.send(.networkSettingsApplied(interface: session.tunnel?.name ?? "", mtu: 0))
                 return
             }
-            var tunnel: TunnelInterface
-            if let existing = session.tunnel {
-                tunnel = existing
-            } else {
+            if session.tunnel == nil {
                 guard let slot = (0..<Self.personalSlot).first(where: { !usedSlots.contains($0) }) else {
                     throw NetExtError(.connectionFailed, "all \(Self.personalSlot) tunnel slots are in use")
                 }
@@ -394,33 +418,52 @@ public actor SessionManager {
                     throw NetExtError(.connectionFailed, "cannot create a TUN interface: \(error)")
                 }
                 usedSlots.insert(slot)
-                tunnel = TunnelInterface(fd: opened.fd, name: opened.name, slot: slot)
-                sessions[id]?.tunnel = tunnel
+                sessions[id]?.tunnel = TunnelInterface(fd: opened.fd, name: opened.name, slot: slot)
             }
+            guard let interface = sessions[id]?.tunnel else { return }
             var policy = NetworkPlan.RoutingPolicy()
             var enforceRoutes = false
+            var wantsLocalNetworks = false
             if case .tunnelProvider(let protocolSettings) = session.configuration.protocolConfiguration {
                 policy.includeAllNetworks = protocolSettings.includeAllNetworks
-                if protocolSettings.includeAllNetworks && protocolSettings.excludeLocalNetworks { policy.localNetworks = applier.localNetworks() }
+                wantsLocalNetworks = protocolSettings.includeAllNetworks && protocolSettings.excludeLocalNetworks
                 enforceRoutes = protocolSettings.enforceRoutes
             }
+            // Questions to the system (routes, MTU) are asked off this actor; the session may
+            // end while they are answered, and then nothing more is done for it.
+            let remote = settings.tunnelRemoteAddress, askLocalNetworks = wantsLocalNetworks
+            let (localNetworks, underlyingMTU) = await network.perform { applier in
+                (askLocalNetworks ? applier.localNetworks() : [], applier.underlyingMTU(toward: remote))
+            }
+            guard isCurrent(id, generation: generation) else { return }
+            policy.localNetworks = localNetworks
             let plan = try NetworkPlan.make(
-                settings: settings, interface: tunnel.name, table: Self.firstTable + tunnel.slot,
-                rulePriority: Self.firstTable + 4 * tunnel.slot, underlyingMTU: applier.underlyingMTU(toward: settings.tunnelRemoteAddress),
-                policy: policy)
+                settings: settings, interface: interface.name, table: Self.firstTable + interface.slot,
+                rulePriority: Self.firstTable + 4 * interface.slot, underlyingMTU: underlyingMTU, policy: policy)
             if enforceRoutes, guardMembers[id] != nil {
                 guardMembers[id]?.enforcedRoutes = plan.includedRoutes
-                try applier.applyGuard(TrafficGuard(members: Array(guardMembers.values)))
+                let wanted = TrafficGuard(members: Array(guardMembers.values))
+                try await network.performThrowing { applier throws(NetExtError) in try applier.applyGuard(wanted) }
             }
-            if let previous = tunnel.plan { applier.teardown(previous) }
-            tunnel.plan = nil
-            try applier.apply(plan)
+            // The plan in force is recorded only once applied; until then the session holds none,
+            // so a stop meanwhile has nothing to undo, and the check after the await undoes it.
+            let previous = sessions[id]?.tunnel?.plan
+            sessions[id]?.tunnel?.plan = nil
+            try await network.performThrowing { applier throws(NetExtError) in
+                if let previous { applier.teardown(previous) }
+                try applier.apply(plan)
+            }
+            guard isCurrent(id, generation: generation), var tunnel = sessions[id]?.tunnel, tunnel.fd == interface.fd else {
+                network.enqueue { $0.teardown(plan) }
+                return
+            }
             tunnel.plan = plan
             if tunnel.routedDNS {
                 unrouteDNS(for: id)
                 tunnel.routedDNS = false
             }
             tunnel.fullDNS = nil
+            sessions[id]?.tunnel = tunnel
             if let dns = settings.dnsSettings, !dns.servers.isEmpty, let resolver {
                 if dns.matchDomains.filter({ !$0.isEmpty }).isEmpty {
                     // Every query goes to the tunnel's servers.
@@ -449,7 +492,7 @@ public actor SessionManager {
     /// Undoes a session's network settings and closes its TUN interface.
     private func removeTunnel(id: UUID) {
         guard let tunnel = sessions[id]?.tunnel else { return }
-        if let plan = tunnel.plan { applier.teardown(plan) }
+        if let plan = tunnel.plan { network.enqueue { $0.teardown(plan) } }
         if tunnel.routedDNS { unrouteDNS(for: id) }
         if tunnel.changedResolver { releaseResolver(besides: id) }
         SocketPair.close(tunnel.fd)
@@ -600,19 +643,20 @@ public actor SessionManager {
     // MARK: Kill switch and enforced routes
 
     /// Puts a configuration's kill switch (`includeAllNetworks`) or enforced routes in force.
-    private func installGuard(for configuration: Configuration, manifest: ProviderManifest?) throws(NetExtError) {
+    private func installGuard(for configuration: Configuration, manifest: ProviderManifest?) async throws(NetExtError) {
         guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration,
               settings.includeAllNetworks || settings.enforceRoutes else { return }
         // The provider's own packets (to its server) may leave outside the tunnel. A provider
         // that cannot be found gets a user id no process has.
         let uid: UInt32 = manifest.flatMap { manifest in getuid() == 0 ? UserDatabase.user(named: manifest.user)?.uid : getuid() } ?? UInt32.max - 1
+        let localNetworks = settings.includeAllNetworks && settings.excludeLocalNetworks ? await network.perform { $0.localNetworks() } : []
         let member = TrafficGuard.Member(
             configuration: configuration.id, providerUID: uid, blocksAll: settings.includeAllNetworks,
-            localNetworks: settings.includeAllNetworks && settings.excludeLocalNetworks ? applier.localNetworks() : [],
-            enforcedRoutes: guardMembers[configuration.id]?.enforcedRoutes ?? [])
+            localNetworks: localNetworks, enforcedRoutes: guardMembers[configuration.id]?.enforcedRoutes ?? [])
         let previous = guardMembers[configuration.id]
         guardMembers[configuration.id] = member
-        do { try applier.applyGuard(TrafficGuard(members: Array(guardMembers.values))) } catch {
+        let wanted = TrafficGuard(members: Array(guardMembers.values))
+        do throws(NetExtError) { try await network.performThrowing { applier throws(NetExtError) in try applier.applyGuard(wanted) } } catch {
             guardMembers[configuration.id] = previous
             throw error
         }
@@ -628,23 +672,26 @@ public actor SessionManager {
     /// Lifts a configuration's guard (it was disabled or removed).
     private func releaseGuard(for id: UUID) {
         guard guardMembers.removeValue(forKey: id) != nil else { return }
-        do { try applier.applyGuard(TrafficGuard(members: Array(guardMembers.values))) } catch {
-            logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
+        let wanted = TrafficGuard(members: Array(guardMembers.values)), logger = self.logger
+        network.enqueue { applier in
+            do throws(NetExtError) { try applier.applyGuard(wanted) } catch {
+                logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
+            }
         }
         logger.notice("traffic guard lifted", metadata: ["configuration": "\(id)"])
     }
 
     /// At start: the guards of every enabled configuration that asks for one (fail closed from
     /// the moment netextd runs), replacing whatever an earlier netextd left.
-    public func restoreGuards(_ configurations: [Configuration]) {
+    public func restoreGuards(_ configurations: [Configuration]) async {
         guardMembers = [:]
         for configuration in configurations where configuration.isEnabled {
             guard case .tunnelProvider(let settings) = configuration.protocolConfiguration, settings.includeAllNetworks || settings.enforceRoutes else { continue }
             let manifest = try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
-            do throws(NetExtError) { try installGuard(for: configuration, manifest: manifest) } catch {
+            do throws(NetExtError) { try await installGuard(for: configuration, manifest: manifest) } catch {
                 logger.error("cannot put the traffic guard in force", metadata: ["configuration": "\(configuration.localizedDescription)", "error": "\(error.message)"])
             }
         }
-        if guardMembers.isEmpty { try? applier.applyGuard(TrafficGuard()) }
+        if guardMembers.isEmpty { await network.perform { try? $0.applyGuard(TrafficGuard()) } }
     }
 }

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@testable import NetExtLinux
+
+@Suite("System tools run with a deadline")
+struct CommandRunnerTests {
+    @Test func standardInputReachesTheToolAndItsOutputComesBack() {
+        let text = String(repeating: "table inet x { }\n", count: 20_000)  // 340 KB: more than a pipe holds
+        let outcome = CommandRunner.execute("/bin/cat", [], input: text)
+        #expect(outcome.status == 0)
+        #expect(outcome.output == text)
+    }
+
+    @Test func exitStatusAndStandardErrorAreKept() {
+        let outcome = CommandRunner.execute("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"])
+        #expect(outcome.status == 3)
+        #expect(outcome.output.contains("out") && outcome.output.contains("err"))
+        #expect(!outcome.timedOut)
+    }
+
+    @Test func aHungToolIsKilledWithItsChildrenAtTheDeadline() throws {
+        let marker = NSTemporaryDirectory() + "netext-runner-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let started = Date()
+        // The child's child holds the output pipe open and would outlive a plain kill.
+        let outcome = CommandRunner.execute("/bin/sh", ["-c", "sleep 30 & echo $! > \(marker); wait"], deadline: 0.5)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(outcome.timedOut && outcome.status == -1)
+        #expect(outcome.output.contains("did not finish within"))
+        #expect(elapsed < 3, "took \(elapsed) s")
+        let grandchild = try #require(Int32(try String(contentsOfFile: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        var gone = false
+        for _ in 0..<100 where !gone {
+            gone = kill(grandchild, 0) != 0 || (try? String(contentsOfFile: "/proc/\(grandchild)/stat", encoding: .utf8))?.contains(") Z ") == true
+            if !gone { usleep(10_000) }
+        }
+        #expect(gone, "the sleep the tool started is still running")
+    }
+
+    @Test func aMissingToolIsAClearError() {
+        let outcome = CommandRunner.execute("/nonexistent/ip", ["link"])
+        #expect(outcome.status == -1)
+        #expect(outcome.output.contains("cannot run ip"))
+    }
+
+    @Test func noDescriptorLeaksAcrossManyRuns() throws {
+        let before = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+        for _ in 0..<200 { _ = CommandRunner.execute("/bin/true", []) }
+        for _ in 0..<50 { _ = CommandRunner.execute("/bin/cat", [], input: "x") }
+        let after = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+        #expect(after <= before + 4, "\(before) → \(after) descriptors")
+    }
+}
