@@ -27,6 +27,8 @@ public final class Daemon: Sendable {
         } catch {
             throw NetExtError.readWrite("cannot create the state directory \(settings.stateDirectory): \(error.localizedDescription)")
         }
+        let descriptors = DescriptorLimit.raise()
+        if descriptors.after < 4096 { logger.warning("few descriptors allowed; many clients may exhaust them", metadata: ["limit": "\(descriptors.after)"]) }
         let store = try ConfigurationStore(path: settings.databasePath)
         let secrets = try SecretStore(directory: settings.secretsDirectory)
         let collected = secrets.collectGarbage(keeping: try store.secretReferences())

@@ -46,11 +46,16 @@ public struct FrameDecoder: Sendable {
     }
 }
 
-/// A frame announced a length above `FrameDecoder.maximumFrameLength`.
+/// A frame announced a length above the connection's limit (`FrameDecoder.maximumFrameLength`
+/// unless the connection set a smaller one).
 public struct FrameError: Error, Sendable, Hashable, CustomStringConvertible {
     public var announcedLength: Int
-    public init(announcedLength: Int) { self.announcedLength = announcedLength }
+    public var limit: Int
+    public init(announcedLength: Int, limit: Int = FrameDecoder.maximumFrameLength) {
+        self.announcedLength = announcedLength
+        self.limit = limit
+    }
     public var description: String {
-        "control frame of \(announcedLength) bytes exceeds the maximum of \(FrameDecoder.maximumFrameLength)"
+        "control frame of \(announcedLength) bytes exceeds the maximum of \(limit)"
     }
 }

@@ -10,18 +10,33 @@ public final class FramedConnection: Sendable {
     public let channel: any Channel
     /// Each frame's payload (without the length), as it arrived.
     public let frames: AsyncStream<ByteBuffer>
+    /// The largest frame accepted from the peer now; a longer one ends the connection.
+    public let frameLimit: FrameLimit
 
-    private init(channel: any Channel, frames: AsyncStream<ByteBuffer>) {
+    private init(channel: any Channel, frames: AsyncStream<ByteBuffer>, frameLimit: FrameLimit) {
         self.channel = channel
         self.frames = frames
+        self.frameLimit = frameLimit
     }
 
     /// Installs the frame handlers on a fresh channel and returns the connection.
-    public static func attach(to channel: any Channel) throws -> FramedConnection {
+    public static func attach(to channel: any Channel, maximumFrameLength: Int = FrameDecoder.maximumFrameLength) throws -> FramedConnection {
         let (stream, continuation) = AsyncStream<ByteBuffer>.makeStream()
-        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameChannelDecoder()))
+        let limit = FrameLimit(maximumFrameLength)
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameChannelDecoder(limit: limit)))
         try channel.pipeline.syncOperations.addHandler(FrameStreamHandler(continuation: continuation))
-        return FramedConnection(channel: channel, frames: stream)
+        return FramedConnection(channel: channel, frames: stream, frameLimit: limit)
+    }
+
+    /// Stops reading from the socket (backpressure: the peer's further frames wait in its own
+    /// send buffer, not in this process).
+    public func pauseReading() {
+        channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+    }
+
+    /// Reads from the socket again.
+    public func resumeReading() {
+        channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
     }
 
     /// Connects to a Unix socket.

@@ -116,16 +116,19 @@ func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) rethrows ->
 /// The repository's root directory (the lab scripts are run from it).
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-/// As `run`, on a thread of its own. A lab script takes minutes; a test that held one of Swift's
-/// cooperative threads that long (there is one per core: two on the CI machine) starved every
-/// other test's servers, whose 10 s upstream timeouts then fired under load.
+/// Runs `body` on a thread of its own. A lab script takes minutes; a test that held one of
+/// Swift's cooperative threads that long (there is one per core: two on the CI machine) starved
+/// every other test's servers, whose 10 s upstream timeouts then fired under load.
+func offPool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// As `run`, off the cooperative pool.
 @discardableResult
 func runOffPool(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) async throws -> CommandResult {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread {
-            continuation.resume(with: Result { try run(executable, arguments, environment: environment, timeout: timeout) })
-        }.start()
-    }
+    try await offPool { try run(executable, arguments, environment: environment, timeout: timeout) }
 }
 
 /// Runs a lab script (scripts/e2e/…) with this build's binaries and expects every one of its

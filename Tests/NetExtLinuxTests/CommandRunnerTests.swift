@@ -51,3 +51,17 @@ struct CommandRunnerTests {
         #expect(after <= before + 4, "\(before) → \(after) descriptors")
     }
 }
+
+@Suite("Descriptor limit")
+struct DescriptorLimitTests {
+    @Test func raisingNeverLowersAndReachesTheHardLimitOrTheCeiling() {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let (before, after) = DescriptorLimit.raise(ceiling: 65536)
+        #expect(after >= before)
+        #expect(after == max(before, min(UInt64(limit.rlim_max), 65536)))
+        var now = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &now)
+        #expect(UInt64(now.rlim_cur) == after)
+    }
+}

@@ -5,9 +5,11 @@ import NetExtIPC
 import NetExtLinux
 import NIOCore
 import NIOFoundationCompat
+import Synchronization
 
-/// One client connection: `hello` first, then requests (each answered concurrently), and
-/// notifications once subscribed.
+/// One client connection: `hello` first (within `ControlLimits.helloDeadline`), then requests
+/// (answered concurrently, at most `requestsInFlightPerConnection` at once), and notifications
+/// once subscribed.
 struct ControlConnection {
     let connection: FramedConnection
     let credentials: PeerCredentials
@@ -17,7 +19,16 @@ struct ControlConnection {
         var identity: ClientIdentity?
         var subscription: UUID?
         let decoder = ControlProtocol.makeDecoder()
+        let limits = server.limits
+        let greeted = Atomic(false)
+        let connection = self.connection
+        let helloWatch = Task {
+            try await Task.sleep(for: limits.helloDeadline)
+            if !greeted.load(ordering: .relaxed) { connection.close() }
+        }
+        defer { helloWatch.cancel() }
         await withTaskGroup(of: Void.self) { group in
+            var inFlight = 0
             for await frame in connection.frames {
                 let envelope: RequestEnvelope
                 do {
@@ -46,6 +57,8 @@ struct ControlConnection {
                     }
                     let established = ClientIdentity(credentials: credentials, appIdentifier: app, adminGroupID: server.adminGroupID)
                     identity = established
+                    greeted.store(true, ordering: .relaxed)
+                    connection.frameLimit.set(established.mayModify ? limits.frameForAdministrators : limits.frameForReaders)
                     await send(ResultEnvelope(id: envelope.id, result: HelloResult(
                         version: hello.version, daemonVersion: ControlService.daemonVersion,
                         uid: credentials.uid, mayModify: established.mayModify)))
@@ -68,6 +81,14 @@ struct ControlConnection {
                     }
                     await send(ResultEnvelope(id: envelope.id, result: EmptyResult()))
                 default:
+                    // Backpressure: past the limit, stop reading until an answer has gone out.
+                    if inFlight >= limits.requestsInFlightPerConnection {
+                        connection.pauseReading()
+                        await group.next()
+                        inFlight -= 1
+                        connection.resumeReading()
+                    }
+                    inFlight += 1
                     group.addTask {
                         let reply = await server.service.reply(to: envelope, from: current)
                         try? await connection.send(payload: reply)
