@@ -11,8 +11,13 @@ public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPServerRequest) async -> HTTPServerResponse
     /// Called after each response is written (metrics).
     func didRespond(endpoint: String, status: Int, microseconds: Int)
+    /// Looks at a request's head before any of its body is read: `nil` reads on, a response
+    /// is sent instead and the connection closed (a request without credentials never gets to
+    /// upload its body). Runs on the event loop: must not block.
+    func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse?
 }
 
 extension HTTPResponder {
     public func didRespond(endpoint: String, status: Int, microseconds: Int) {}
+    public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? { nil }
 }

@@ -5,30 +5,42 @@ import NIOHTTP1
 import NIOPosix
 
 /// A small HTTP/1.1 server on SwiftNIO shared by netext-server's roles (PIR, issuer, Oblivious
-/// HTTP gateway and relay). Requests are collected whole (up to the responder's limit, else
-/// 413), answered by an `HTTPResponder` off the event loop, and logged as method, endpoint
-/// label, status and duration only: no peer addresses, headers, queries or bodies.
+/// HTTP gateway and relay). A request's head is shown to the responder first (`admit`: one
+/// without credentials is refused before its body is read); the body is then collected whole
+/// (up to the responder's limit, else 413, and within the server's buffered-bytes budget,
+/// else 503), answered by an `HTTPResponder` off the event loop, and logged as method,
+/// endpoint label, status and duration only: no peer addresses, headers, queries or bodies.
+/// Connections are capped, each request must arrive within a deadline, and a connection is
+/// closed after an error answer (`HTTPServerLimits`).
 public final class HTTPServer: Sendable {
     public let responder: any HTTPResponder
     let logger: Logger
     let group: MultiThreadedEventLoopGroup
+    let usage: HTTPServerUsage
 
-    public init(responder: any HTTPResponder, logger: Logger, eventLoops: Int = 1) {
+    public init(responder: any HTTPResponder, logger: Logger, eventLoops: Int = 1, limits: HTTPServerLimits = HTTPServerLimits()) {
         self.responder = responder
         self.logger = logger
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, eventLoops))
+        usage = HTTPServerUsage(limits: limits)
     }
+
+    /// Connections open now.
+    public var openConnections: Int { usage.openConnections }
+
+    /// Request body bytes held in memory now.
+    public var bufferedBodyBytes: Int { usage.buffered }
 
     /// Binds and starts serving; returns the channel and the bound port (useful with port 0).
     public func start(host: String, port: Int) async throws -> (any Channel, Int) {
-        let responder = self.responder, logger = self.logger
+        let responder = self.responder, logger = self.logger, usage = self.usage
         let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(HTTPServerChannelHandler(responder: responder, logger: logger))
+                    channel.pipeline.addHandler(HTTPServerChannelHandler(responder: responder, logger: logger, usage: usage))
                 }
             }
             .bind(host: host, port: port).get()
@@ -53,23 +65,67 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
 
     let responder: any HTTPResponder
     let logger: Logger
+    let usage: HTTPServerUsage
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    /// Body bytes of the request being read, reserved from the server's budget.
+    private var reserved = 0
     private var refused = false
+    private var counted = false
     private var started: UInt64 = 0
+    private var deadline: Scheduled<Void>?
 
-    init(responder: any HTTPResponder, logger: Logger) {
+    init(responder: any HTTPResponder, logger: Logger, usage: HTTPServerUsage) {
         self.responder = responder
         self.logger = logger
+        self.usage = usage
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard usage.openConnection() else {
+            context.close(promise: nil)
+            return
+        }
+        counted = true
+        armDeadline(context: context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        releaseBody()
+        if counted { usage.closeConnection() }
+        counted = false
+        context.fireChannelInactive()
+    }
+
+    /// The next request must have arrived whole within the deadline.
+    private func armDeadline(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(usage.limits.requestDeadline * 1000))) {
+            channel.close(promise: nil)
+        }
+    }
+
+    private func releaseBody() {
+        usage.release(reserved)
+        reserved = 0
+        body = []
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case let .head(head):
             self.head = head
-            body = []
+            releaseBody()
             refused = false
             started = DispatchTime.now().uptimeNanoseconds
+            let path = Self.split(head.uri).path
+            if let refusal = responder.admit(method: head.method.rawValue, path: path, headers: head.headers.map { ($0.name, $0.value) }) {
+                refused = true
+                write(refusal, context: context, head: head, close: true)
+            }
         case var .body(buffer):
             guard !refused, let head else { return }
             let path = Self.split(head.uri).path
@@ -80,21 +136,37 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
                 write(response, context: context, head: head, close: true)
                 return
             }
+            guard usage.reserve(buffer.readableBytes) else {
+                refused = true
+                write(.text(503, "the server is holding too many request bodies; try again", headers: [("Retry-After", "1")]), context: context, head: head, close: true)
+                return
+            }
+            reserved += buffer.readableBytes
             body += buffer.readBytes(length: buffer.readableBytes) ?? []
         case .end:
             guard !refused, let head else { return }
+            deadline?.cancel()
             let (path, query) = Self.split(head.uri)
             let request = HTTPServerRequest(
                 method: head.method.rawValue, path: path, query: query,
                 headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body)
+            let held = reserved
             body = []
-            let responder = self.responder
+            reserved = 0
+            let responder = self.responder, usage = self.usage
             let eventLoop = context.eventLoop
             let bound = NIOLoopBound(context, eventLoop: eventLoop)
-            let close = !head.isKeepAlive
+            let keepAlive = head.isKeepAlive
             Task {
                 let response = await responder.respond(to: request)
-                eventLoop.execute { self.write(response, context: bound.value, head: head, close: close) }
+                usage.release(held)
+                eventLoop.execute {
+                    // After an error the connection is closed: whatever the client sends next
+                    // is not worth reading (a 401 challenge keeps it, the token comes next).
+                    let close = !keepAlive || (response.status >= 400 && response.status != 401)
+                    self.write(response, context: bound.value, head: head, close: close)
+                    if !close { self.armDeadline(context: bound.value) }
+                }
             }
         }
     }

@@ -36,6 +36,12 @@ struct PIRResponder: HTTPResponder {
 
     func bodyLimit(method: String, path: String) -> Int { PIRRequestHandler.limits[path] ?? 0 }
 
+    /// With Privacy Pass, a POST without a token that verifies is refused before its body is read.
+    func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? {
+        guard let authorizer, method == "POST", Self.endpoints.contains(path) else { return nil }
+        return authorizer.precheck(headers: headers)
+    }
+
     func endpointLabel(path: String) -> String { (Self.endpoints + ["/metrics"]).contains(path) ? path : "other" }
 
     func didRespond(endpoint: String, status: Int, microseconds: Int) {

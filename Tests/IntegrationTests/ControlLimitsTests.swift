@@ -5,11 +5,11 @@ import Glibc
 #endif
 
 /// Issue 26, item 2, scaled down for CI: what an unprivileged local user can do to netextd
-/// through its control socket (scripts/attack/control-flood.py, run as `nobody`), while root
+/// through its control socket (scripts/lib/control-flood.py, run as `nobody`), while root
 /// goes on being answered. `scripts/attack` runs the full-size versions.
 @Suite("netextd under a local flood", .enabled(if: isRoot, "needs root: starts netextd, switches to nobody"))
 struct ControlLimitsTests {
-    static let flood = repositoryRoot + "/scripts/attack/control-flood.py"
+    static let flood = repositoryRoot + "/scripts/lib/control-flood.py"
 
     func flood(_ daemon: DaemonHarness, _ mode: String, count: Int, hold: Double = 0, wait: Double = 8) async throws -> [String: Int] {
         let result = try await offPool {

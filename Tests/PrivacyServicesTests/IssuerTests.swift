@@ -136,6 +136,59 @@ struct IssuerTests {
         #expect(issuer.responder.limiter.take(1, credential: 0) == nil)
     }
 
+    /// issue 26, item 4: replays of one client's issuance, invalid requests and trivial
+    /// blinded messages charge nothing to the credential.
+    @Test func replaysAndInvalidRequestsChargeNothing() async throws {
+        let issuer = try await Issuer.start(perHour: 0, burst: 5)
+        defer { Task { await issuer.stop() } }
+        func post(_ body: [UInt8]) async throws -> (Int, String) {
+            let request = ServiceRequest(method: "POST", url: issuer.served.url("/issue"), headers: [
+                ("Content-Type", IssuerResponder.requestMediaType), ("Authorization", "Bearer \(IssuerTests.credential)"),
+            ], body: body)
+            let answer = try await DirectTransport().send(request)
+            return (answer.status, answer.message)
+        }
+        let key = issuer.ring.keys[0].key.publicKeyDER
+        var batch: [UInt8] = []
+        for _ in 0..<4 { batch += try BlindRSAIssuance.makeRequest(challenge: issuer.challenge, issuerKeyDER: key).0.encoded() }
+        #expect(try await post(batch).0 == 200)
+        for _ in 0..<20 {
+            let (status, message) = try await post(batch)
+            #expect(status == 409 && message.contains("replay"), "\(status) \(message)")
+        }
+        // A batch repeating one message within itself is a replay too.
+        let single = try BlindRSAIssuance.makeRequest(challenge: issuer.challenge, issuerKeyDER: key).0.encoded()
+        #expect(try await post(single + single).0 == 409)
+
+        // Invalid requests: an unknown key id, a blinded message of 0 and of 1.
+        let (good, _) = try BlindRSAIssuance.makeRequest(challenge: issuer.challenge, issuerKeyDER: key)
+        var wrongKey = good
+        wrongKey.truncatedKeyID &+= 1
+        var zero = good, one = good
+        zero.blindedMessage = [UInt8](repeating: 0, count: good.blindedMessage.count)
+        one.blindedMessage = zero.blindedMessage.dropLast() + [1]
+        for invalid in [wrongKey, zero, one] + Array(repeating: wrongKey, count: 5) {
+            #expect(try await post(invalid.encoded()).0 == 400)
+        }
+        let (trivial, message) = try await post(one.encoded())
+        #expect(trivial == 400 && message.contains("0 or 1"))
+
+        // The one token left in the bucket (5 − 4) is still there, and then none.
+        #expect(try await post(single).0 == 200)
+        #expect(try await post(try BlindRSAIssuance.makeRequest(challenge: issuer.challenge, issuerKeyDER: key).0.encoded()).0 == 429)
+    }
+
+    @Test func replayWindowForgetsAfterItsWindowAndBeyondItsCapacity() {
+        let window = IssuanceReplayWindow(window: 10, capacity: 3)
+        #expect(window.record([[1], [2]], now: 0))
+        #expect(window.containsAny([[1]], now: 5) && !window.record([[2], [3]], now: 5))
+        #expect(window.record([[3], [4]], now: 6))
+        #expect(window.count == 3)  // [1] went: over capacity
+        #expect(!window.containsAny([[1]], now: 7))
+        #expect(window.containsAny([[4]], now: 15) && !window.containsAny([[2]], now: 15))
+        #expect(!window.containsAny([[3], [4]], now: 16))
+    }
+
     @Test func clientRefusesAKeyTheIssuerDoesNotPublish() async throws {
         let issuer = try await Issuer.start()
         defer { Task { await issuer.stop() } }

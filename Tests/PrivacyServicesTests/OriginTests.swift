@@ -14,6 +14,10 @@ struct OriginTests {
         let verifier: PrivateTokenVerifier
         func bodyLimit(method: String, path: String) -> Int { 1 << 20 }
         func endpointLabel(path: String) -> String { "any" }
+        /// As the PIR server's responder: the head is checked before the body is read.
+        func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? {
+            verifier.precheck(headers: headers)
+        }
         func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
             if let refusal = await verifier.authorize(request) { return refusal }
             return .text(200, "welcome")

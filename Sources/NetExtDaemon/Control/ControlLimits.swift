@@ -4,7 +4,8 @@ import NetExtIPC
 /// privileges must not be able to grow netextd's memory, use up its descriptors, or make root
 /// wait. Root is never refused a connection.
 public struct ControlLimits: Sendable {
-    /// A connection that has not said hello within this many seconds is closed.
+    /// A connection of a user other than root that has not said hello within this many
+    /// seconds is closed.
     public var helloDeadline: Duration = .seconds(5)
     /// The largest frame before hello (a hello is a few hundred bytes).
     public var frameBeforeHello = 16 * 1024

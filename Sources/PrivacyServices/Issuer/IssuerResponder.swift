@@ -11,6 +11,12 @@ import PrivacyPass
 ///   length), answered by the blind signatures in the same order.
 /// The issuer sees credentials and blinded messages only: it cannot link a token to its
 /// redemption, and it never sees an origin or a challenge.
+///
+/// A request is checked whole before anything is charged to its credential: every token
+/// request must parse, name a key in service and carry a blinded message other than 0 or 1
+/// (whose signatures are themselves); a blinded message signed within the replay window
+/// (`IssuanceReplayWindow`) refuses the request (409). Only then are tokens taken from the
+/// credential's bucket and signed.
 public struct IssuerResponder: HTTPResponder {
     public static let requestMediaType = "application/private-token-request"
     public static let responseMediaType = "application/private-token-response"
@@ -20,12 +26,14 @@ public struct IssuerResponder: HTTPResponder {
     public let keys: IssuerKeyRing
     public let credentials: BearerCredentials
     public let limiter: IssuanceRateLimiter
+    public let replays: IssuanceReplayWindow
     public let metrics = ServiceCounters()
 
-    public init(keys: IssuerKeyRing, credentials: BearerCredentials, limiter: IssuanceRateLimiter) {
+    public init(keys: IssuerKeyRing, credentials: BearerCredentials, limiter: IssuanceRateLimiter, replays: IssuanceReplayWindow = IssuanceReplayWindow()) {
         self.keys = keys
         self.credentials = credentials
         self.limiter = limiter
+        self.replays = replays
     }
 
     static let endpoints = [IssuerDirectory.wellKnownPath, "/token-key-for-user-token", "/issue", "/metrics"]
@@ -57,6 +65,12 @@ public struct IssuerResponder: HTTPResponder {
         }
     }
 
+    /// Whether a blinded message is the integer 0 or 1 (big-endian).
+    static func isTrivial(_ message: [UInt8]) -> Bool {
+        guard let last = message.last, last <= 1 else { return false }
+        return message.dropLast().allSatisfy { $0 == 0 }
+    }
+
     static let unauthorized = HTTPServerResponse.text(401, "a valid credential is required (Authorization: Bearer …)", headers: [("WWW-Authenticate", "Bearer")])
 
     func issue(_ request: HTTPServerRequest) -> HTTPServerResponse {
@@ -69,20 +83,44 @@ public struct IssuerResponder: HTTPResponder {
             return .text(400, "body of \(body.count) bytes is not a whole number of \(Self.requestLength)-byte token requests")
         }
         let count = body.count / Self.requestLength
-        if let wait = limiter.take(count, credential: credential) {
-            metrics.count("rate_limited")
-            return .text(429, "issuance limit reached for this credential", headers: wait == Int.max ? [] : [("Retry-After", String(wait))])
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(count * PrivateToken.authenticatorLength)
+        // Everything is checked before the credential is charged.
+        var signing: [(key: IssuerKey, request: BlindRSAIssuance.TokenRequest)] = []
+        signing.reserveCapacity(count)
         for index in 0..<count {
             let bytes = Array(body[(index * Self.requestLength)..<((index + 1) * Self.requestLength)])
             do throws(PrivacyPassError) {
                 let tokenRequest = try BlindRSAIssuance.TokenRequest(decoding: bytes)
-                let candidates = keys.keys(truncatedKeyID: tokenRequest.truncatedKeyID)
-                guard let key = candidates.first else { return .text(400, "token request \(index): no key in service has truncated id \(tokenRequest.truncatedKeyID)") }
-                out += try key.respond(to: tokenRequest)
+                guard let key = keys.keys(truncatedKeyID: tokenRequest.truncatedKeyID).first else {
+                    metrics.count("refused_malformed")
+                    return .text(400, "token request \(index): no key in service has truncated id \(tokenRequest.truncatedKeyID)")
+                }
+                if Self.isTrivial(tokenRequest.blindedMessage) {
+                    metrics.count("refused_malformed")
+                    return .text(400, "token request \(index): the blinded message is 0 or 1")
+                }
+                signing.append((key, tokenRequest))
             } catch {
+                metrics.count("refused_malformed")
+                return .text(400, "token request \(index): \(error)")
+            }
+        }
+        let messages = signing.map(\.request.blindedMessage)
+        if replays.containsAny(messages) {
+            metrics.count("refused_replay")
+            return .text(409, "this token request was already answered (a replay); nothing was charged")
+        }
+        if let wait = limiter.take(count, credential: credential) {
+            metrics.count("rate_limited")
+            return .text(429, "issuance limit reached for this credential", headers: wait == Int.max ? [] : [("Retry-After", String(wait))])
+        }
+        guard replays.record(messages) else {
+            metrics.count("refused_replay")
+            return .text(409, "this token request was already answered (a replay)")
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(count * PrivateToken.authenticatorLength)
+        for (index, item) in signing.enumerated() {
+            do throws(PrivacyPassError) { out += try item.key.respond(to: item.request) } catch {
                 return .text(400, "token request \(index): \(error)")
             }
         }

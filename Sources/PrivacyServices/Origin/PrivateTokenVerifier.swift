@@ -165,6 +165,29 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
         return nil
     }
 
+    /// The check of a request head, before its body is read: a token must be present and
+    /// verify under a key held now. Nothing is spent and nothing fetched (`authorize` does both
+    /// once the body is in); with no key held yet, the body is read and `authorize` decides.
+    public func precheck(headers: [(name: String, value: String)]) -> HTTPServerResponse? {
+        let (keys, current) = state.withLock { ($0.keys, $0.challengeKey) }
+        guard let challengeKey = current else { return nil }
+        guard let header = headers.first(where: { $0.name.lowercased() == "authorization" })?.value else {
+            return refuse("missing", "a Privacy Pass token is required", key: challengeKey)
+        }
+        let token: PrivateToken
+        do throws(PrivacyPassError) {
+            guard let parsed = try PrivateTokenHeader.parseAuthorization(header) else {
+                return refuse("missing", "a Privacy Pass token is required", key: challengeKey)
+            }
+            token = parsed
+        } catch { return refuse("invalid", "\(error)", key: challengeKey) }
+        guard let key = keys.first(where: { PrivateToken.keyID(publicKeyDER: $0) == token.tokenKeyID }),
+              token.verify(publicKeyDER: key, challenge: challenge) else {
+            return refuse("invalid", "the token does not verify for this origin's challenge", key: challengeKey)
+        }
+        return nil
+    }
+
     private func refuse(_ outcome: String, _ message: String, key: [UInt8]) -> HTTPServerResponse {
         count(outcome)
         return .text(401, message, headers: [("WWW-Authenticate", PrivateTokenHeader.challenge(challenge, tokenKeyDER: key))])

@@ -7,6 +7,7 @@ Modes (each prints key=value lines, then holds its connections for --hold second
   partial   COUNT connections, each: hello, then a frame header announcing 4 MiB and part of it
   silent    COUNT connections that never send anything; reports how many netextd closed
   big-hello one connection whose first frame announces 1 MiB; reports whether it was closed
+  burst     COUNT non-blocking connects at once; reports how many the listen backlog refused
 
 Frames are a 4-byte big-endian length and a JSON payload (docs/control-protocol.md).
 Only the Unix socket given is touched.
@@ -58,7 +59,7 @@ def closed_by_peer(sock, timeout):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["pipeline", "hold", "partial", "silent", "big-hello"])
+    parser.add_argument("mode", choices=["pipeline", "hold", "partial", "silent", "big-hello", "burst"])
     parser.add_argument("--socket", required=True)
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--hold", type=float, default=0)
@@ -131,6 +132,22 @@ def main():
         sock.sendall(struct.pack(">I", 1024 * 1024) + b"{")
         print(f"big_hello_closed={int(closed_by_peer(sock, args.wait))}")
         held.append(sock)
+    elif args.mode == "burst":
+        refused = 0
+        for _ in range(args.count):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            try:
+                sock.connect(args.socket)
+                held.append(sock)
+            except BlockingIOError:
+                refused += 1
+                sock.close()
+            except OSError:
+                refused += 1
+                sock.close()
+        print(f"burst_connects={args.count}")
+        print(f"burst_refused={refused}")
     sys.stdout.flush()
     time.sleep(args.hold)
     for sock in held:

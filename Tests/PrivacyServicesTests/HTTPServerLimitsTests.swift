@@ -1,0 +1,143 @@
+import Foundation
+import HTTPServing
+import Logging
+import PrivacyPass
+import Testing
+@testable import PrivacyServices
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 26, item 6, scaled down: what a client without credentials can hold of an HTTP role's
+/// server — memory for bodies, connections, time — and that the server lets go of it.
+@Suite("HTTP roles under load")
+struct HTTPServerLimitsTests {
+    /// A plain TCP client on loopback with blocking calls bounded by `timeout` (run off the
+    /// cooperative pool through `blocking`).
+    final class RawClient: @unchecked Sendable {
+        let fd: Int32
+
+        init(port: Int, timeout: Double = 3) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard result == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
+        }
+
+        deinit { close(fd) }
+
+        @discardableResult
+        func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+
+        @discardableResult
+        func send(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+        }
+
+        /// Everything until the server closes or the receive timeout passes; `closed` tells which.
+        func readUntilClosed() -> (text: String, closed: Bool) {
+            var data: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count > 0 { data += buffer[0..<count]; continue }
+                return (String(decoding: data, as: UTF8.self), count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            }
+        }
+    }
+
+    static func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    static func serve(_ responder: any HTTPResponder, limits: HTTPServerLimits) async throws -> (HTTPServer, Int) {
+        let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, limits: limits)
+        let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
+        return (server, port)
+    }
+
+    @Test func aPIRRequestWithoutATokenIsRefusedBeforeItsBodyIsRead() async throws {
+        let issuer = try await IssuerTests.Issuer.start()
+        defer { Task { await issuer.stop() } }
+        let verifier = try OriginTests.verifier(issuer: issuer, storePath: nil)
+        #expect(await verifier.refreshKeys())
+        let (server, port) = try await Self.serve(OriginTests.ProtectedTarget(verifier: verifier), limits: HTTPServerLimits())
+        defer { Task { await server.shutdown() } }
+        // A head announcing 16 MiB, and no body: the 401 comes at once, the connection closes.
+        let answer = try await Self.blocking {
+            let client = try RawClient(port: port)
+            client.send("POST /key HTTP/1.1\r\nHost: pir.test\r\nContent-Length: 16777216\r\n\r\n")
+            client.send([UInt8](repeating: 0x41, count: 65536))
+            return client.readUntilClosed()
+        }
+        #expect(answer.text.hasPrefix("HTTP/1.1 401"), "\(answer.text)")
+        #expect(answer.text.contains("WWW-Authenticate: PrivateToken"))
+        #expect(answer.closed)
+        #expect(server.bufferedBodyBytes == 0)
+        #expect(verifier.outcomes["missing"] == 1)
+    }
+
+    @Test func connectionsAreCappedAndSlowOrIdleOnesClosedAtTheDeadline() async throws {
+        var limits = HTTPServerLimits()
+        limits.maximumConnections = 4
+        limits.requestDeadline = 1
+        let (server, port) = try await Self.serve(RecordingTarget(), limits: limits)
+        defer { Task { await server.shutdown() } }
+        let outcome = try await Self.blocking { () -> (held: [Bool], extra: Bool, open: Int, after: [Bool]) in
+            let clients = try (0..<4).map { _ in try RawClient(port: port, timeout: 3) }
+            // One idle, one with half a head (slowloris), one with half a body, one keep-alive
+            // after a whole request.
+            clients[1].send("POST /x HTTP/1.1\r\nHost: a\r\n")
+            clients[2].send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\nabc")
+            clients[3].send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
+            usleep(300_000)
+            let open = server.openConnections
+            let extra = try RawClient(port: port, timeout: 1).readUntilClosed().closed
+            let began = Date()
+            let closed = clients.map { $0.readUntilClosed().closed }
+            #expect(Date().timeIntervalSince(began) < 2.9)
+            return (closed, extra, open, [])
+        }
+        #expect(outcome.open == 4)
+        #expect(outcome.extra, "a fifth connection was not closed")
+        #expect(outcome.held == [true, true, true, true], "\(outcome.held)")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(server.openConnections == 0)
+    }
+
+    @Test func bodiesShareOneBudgetAndAnErrorClosesTheConnection() async throws {
+        var limits = HTTPServerLimits()
+        limits.bufferedBodyBudget = 1 << 20
+        limits.requestDeadline = 5
+        let target = RecordingTarget()
+        target.status = 404
+        let (server, port) = try await Self.serve(target, limits: limits)
+        defer { Task { await server.shutdown() } }
+        let answers = try await Self.blocking { () -> (first: Bool, second: String, error: (String, Bool)) in
+            let first = try RawClient(port: port)
+            first.send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n")
+            first.send([UInt8](repeating: 0x41, count: 900_000))
+            usleep(200_000)
+            let second = try RawClient(port: port)
+            second.send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 500000\r\n\r\n")
+            second.send([UInt8](repeating: 0x42, count: 500_000))
+            let refused = second.readUntilClosed()
+            // A 4xx from the responder closes the connection, though the client asked to keep it.
+            let bad = try RawClient(port: port)
+            bad.send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+            let error = bad.readUntilClosed()
+            return (first.send([0x41]), refused.text, (error.text, error.closed))
+        }
+        #expect(answers.first)
+        #expect(answers.second.hasPrefix("HTTP/1.1 503"), "\(answers.second)")
+        #expect(answers.error.0.hasPrefix("HTTP/1.1 404") && answers.error.1, "\(answers.error)")
+    }
+}
