@@ -11,9 +11,9 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
-                   uid_t uid, gid_t gid, int flags, int fd3, int fd4) {
-    int report[2];
+/// Creates the close-on-exec pipe a child reports a failed exec through, and forks. Returns the
+/// pid (0 in the child) or -errno; on failure nothing is left open.
+static pid_t fork_with_report(int report[2]) {
     if (pipe2(report, O_CLOEXEC) != 0) return -errno;
     pid_t pid = fork();
     if (pid < 0) {
@@ -22,6 +22,30 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
         close(report[1]);
         return -saved;
     }
+    return pid;
+}
+
+/// In the parent: waits until the child has exec'd (the report pipe closes) or reported why it
+/// could not (then it is reaped and -errno returned).
+static pid_t await_exec(pid_t pid, int report[2]) {
+    close(report[1]);
+    int child_error = 0;
+    ssize_t n;
+    do { n = read(report[0], &child_error, sizeof(child_error)); } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == sizeof(child_error) && child_error != 0) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        return -child_error;
+    }
+    return pid;
+}
+
+pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
+                   uid_t uid, gid_t gid, int flags, int fd3, int fd4) {
+    int report[2];
+    pid_t pid = fork_with_report(report);
+    if (pid < 0) return pid;
     if (pid == 0) {
         // Child: only async-signal-safe calls from here to execve.
         int err = 0;
@@ -59,17 +83,7 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
         (void)!write(rep, &err, sizeof(err));
         _exit(127);
     }
-    close(report[1]);
-    int child_error = 0;
-    ssize_t n;
-    do { n = read(report[0], &child_error, sizeof(child_error)); } while (n < 0 && errno == EINTR);
-    close(report[0]);
-    if (n == sizeof(child_error) && child_error != 0) {
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        return -child_error;
-    }
-    return pid;
+    return await_exec(pid, report);
 }
 
 int netext_send_fd(int socket_fd, int fd_to_send) {
@@ -154,14 +168,8 @@ int netext_tun_has_vnet_header(int fd) {
 
 pid_t netext_spawn_piped(const char *path, char *const argv[], char *const envp[], int stdin_fd, int output_fd) {
     int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) return -errno;
-    pid_t pid = fork();
-    if (pid < 0) {
-        int saved = errno;
-        close(report[0]);
-        close(report[1]);
-        return -saved;
-    }
+    pid_t pid = fork_with_report(report);
+    if (pid < 0) return pid;
     if (pid == 0) {
         // Child: only async-signal-safe calls from here to execve.
         int err = 0;
@@ -182,17 +190,7 @@ pid_t netext_spawn_piped(const char *path, char *const argv[], char *const envp[
         if (rep >= 0) (void)!write(rep, &err, sizeof(err));
         _exit(127);
     }
-    close(report[1]);
-    int child_error = 0;
-    ssize_t n;
-    do { n = read(report[0], &child_error, sizeof(child_error)); } while (n < 0 && errno == EINTR);
-    close(report[0]);
-    if (n == sizeof(child_error) && child_error != 0) {
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        return -child_error;
-    }
-    return pid;
+    return await_exec(pid, report);
 }
 
 int netext_pipe_cloexec(int fds[2]) {

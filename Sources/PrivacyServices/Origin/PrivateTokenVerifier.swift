@@ -138,19 +138,10 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
             count("no-keys")
             return .text(503, "the issuer's keys are unavailable")
         }
-        guard let header = request.header("Authorization") else { return refuse("missing", "a Privacy Pass token is required", key: challengeKey) }
         let token: PrivateToken
-        do throws(PrivacyPassError) {
-            guard let parsed = try PrivateTokenHeader.parseAuthorization(header) else {
-                return refuse("missing", "a Privacy Pass token is required", key: challengeKey)
-            }
-            token = parsed
-        } catch { return refuse("invalid", "\(error)", key: challengeKey) }
-        guard let key = keys.first(where: { PrivateToken.keyID(publicKeyDER: $0) == token.tokenKeyID }) else {
-            return refuse("invalid", "the token's key is not one the issuer publishes", key: challengeKey)
-        }
-        guard token.verify(publicKeyDER: key, challenge: challenge) else {
-            return refuse("invalid", "the token does not verify for this origin's challenge", key: challengeKey)
+        switch verifiedToken(request.header("Authorization"), keys: keys, challengeKey: challengeKey) {
+        case .success(let verified): token = verified
+        case .failure(let refusal): return refusal.response
         }
         do {
             guard try spent.spend(nonce: token.nonce, keyID: token.tokenKeyID) else {
@@ -171,21 +162,32 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     public func precheck(headers: [(name: String, value: String)]) -> HTTPServerResponse? {
         let (keys, current) = state.withLock { ($0.keys, $0.challengeKey) }
         guard let challengeKey = current else { return nil }
-        guard let header = headers.first(where: { $0.name.lowercased() == "authorization" })?.value else {
-            return refuse("missing", "a Privacy Pass token is required", key: challengeKey)
-        }
+        let header = headers.first(where: { $0.name.lowercased() == "authorization" })?.value
+        if case .failure(let refusal) = verifiedToken(header, keys: keys, challengeKey: challengeKey) { return refusal.response }
+        return nil
+    }
+
+    /// Why a request's token was refused: the response to send (401 with a challenge).
+    private struct Refusal: Error { let response: HTTPServerResponse }
+
+    /// The token of an `Authorization` header, if it parses, names a key held and verifies for
+    /// this origin's challenge (not yet checked against the spent nonces).
+    private func verifiedToken(_ header: String?, keys: [[UInt8]], challengeKey: [UInt8]) -> Result<PrivateToken, Refusal> {
+        guard let header else { return .failure(Refusal(response: refuse("missing", "a Privacy Pass token is required", key: challengeKey))) }
         let token: PrivateToken
         do throws(PrivacyPassError) {
             guard let parsed = try PrivateTokenHeader.parseAuthorization(header) else {
-                return refuse("missing", "a Privacy Pass token is required", key: challengeKey)
+                return .failure(Refusal(response: refuse("missing", "a Privacy Pass token is required", key: challengeKey)))
             }
             token = parsed
-        } catch { return refuse("invalid", "\(error)", key: challengeKey) }
-        guard let key = keys.first(where: { PrivateToken.keyID(publicKeyDER: $0) == token.tokenKeyID }),
-              token.verify(publicKeyDER: key, challenge: challenge) else {
-            return refuse("invalid", "the token does not verify for this origin's challenge", key: challengeKey)
+        } catch { return .failure(Refusal(response: refuse("invalid", "\(error)", key: challengeKey))) }
+        guard let key = keys.first(where: { PrivateToken.keyID(publicKeyDER: $0) == token.tokenKeyID }) else {
+            return .failure(Refusal(response: refuse("invalid", "the token's key is not one the issuer publishes", key: challengeKey)))
         }
-        return nil
+        guard token.verify(publicKeyDER: key, challenge: challenge) else {
+            return .failure(Refusal(response: refuse("invalid", "the token does not verify for this origin's challenge", key: challengeKey)))
+        }
+        return .success(token)
     }
 
     private func refuse(_ outcome: String, _ message: String, key: [UInt8]) -> HTTPServerResponse {
