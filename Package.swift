@@ -221,7 +221,10 @@ let package = Package(
             ],
             swiftSettings: strict),
         // Standard-error logging for the daemon and the servers.
-        .target(name: "CommandLogging", dependencies: ["NetExtCore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(
+            name: "CommandLogging",
+            dependencies: ["NetExtCore", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
         .executableTarget(name: "netext", dependencies: ["NetExtCLI"]),
         .executableTarget(name: "netextd", dependencies: ["NetExtDaemonCommand"]),
         .executableTarget(name: "netext-test-provider", dependencies: ["NetExt"]),
@@ -276,7 +279,9 @@ let package = Package(
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux"]),
-        .testTarget(name: "CommandLoggingTests", dependencies: ["CommandLogging", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "CommandLoggingTests",
+            dependencies: ["CommandLogging", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(
             name: "NetExtDaemonTests",
@@ -285,6 +290,6 @@ let package = Package(
         // Starts the real binaries (netextd, netext, the test provider); needs root.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["NetExt", "NetExtCore", "NetExtIPC", "NetExtDaemon", "NetExtLinux", "NetExtTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ]
 )

@@ -25,6 +25,15 @@ static pid_t fork_with_report(int report[2]) {
     return pid;
 }
 
+/// In the child: no blocked signals (the spawning thread's mask is inherited), and a process
+/// group of its own (so that it and what it starts can be signalled together).
+static void reset_child(void) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setpgid(0, 0);
+}
+
 /// In the parent: waits until the child has exec'd (the report pipe closes) or reported why it
 /// could not (then it is reaped and -errno returned).
 static pid_t await_exec(pid_t pid, int report[2]) {
@@ -49,10 +58,7 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
     if (pid == 0) {
         // Child: only async-signal-safe calls from here to execve.
         int err = 0;
-        sigset_t all;
-        sigemptyset(&all);
-        sigprocmask(SIG_SETMASK, &all, NULL);
-        setpgid(0, 0);
+        reset_child();
         // Move the report pipe and both descriptors above the range we fill, so placing one
         // cannot clobber another.
         int rep = fcntl(report[1], F_DUPFD_CLOEXEC, 100);
@@ -173,10 +179,7 @@ pid_t netext_spawn_piped(const char *path, char *const argv[], char *const envp[
     if (pid == 0) {
         // Child: only async-signal-safe calls from here to execve.
         int err = 0;
-        sigset_t all;
-        sigemptyset(&all);
-        sigprocmask(SIG_SETMASK, &all, NULL);
-        setpgid(0, 0);
+        reset_child();
         int rep = fcntl(report[1], F_DUPFD_CLOEXEC, 100);
         int in = fcntl(stdin_fd, F_DUPFD, 100);
         int out = fcntl(output_fd, F_DUPFD, 100);

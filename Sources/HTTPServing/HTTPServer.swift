@@ -67,6 +67,8 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     let logger: Logger
     let usage: HTTPServerUsage
     private var head: HTTPRequestHead?
+    /// The head's fields as the responder sees them (built once per request).
+    private var headerFields: [(name: String, value: String)] = []
     private var body: [UInt8] = []
     /// Body bytes of the request being read, reserved from the server's budget.
     private var reserved = 0
@@ -121,8 +123,8 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             releaseBody()
             refused = false
             started = DispatchTime.now().uptimeNanoseconds
-            let path = Self.split(head.uri).path
-            if let refusal = responder.admit(method: head.method.rawValue, path: path, headers: head.headers.map { ($0.name, $0.value) }) {
+            headerFields = head.headers.map { (name: $0.name, value: $0.value) }
+            if let refusal = responder.admit(method: head.method.rawValue, path: Self.split(head.uri).path, headers: headerFields) {
                 refused = true
                 write(refusal, context: context, head: head, close: true)
             }
@@ -148,8 +150,7 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             deadline?.cancel()
             let (path, query) = Self.split(head.uri)
             let request = HTTPServerRequest(
-                method: head.method.rawValue, path: path, query: query,
-                headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body)
+                method: head.method.rawValue, path: path, query: query, headers: headerFields, body: body)
             let held = reserved
             body = []
             reserved = 0

@@ -17,22 +17,19 @@ public struct NetextdCommand: AsyncParsableCommand {
     @Option(help: "Control socket (default: $NETEXT_SOCKET or /run/netext/netextd.sock).") var socket: String?
     @Option(help: "Provider manifests directory (default: $NETEXT_PROVIDERS_DIR or /etc/netext/providers).") var providersDir: String?
     @Option(help: "Group whose members may change configurations.") var adminGroup = "netext"
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
     @Option(help: "Seconds a provider has to start.") var providerStartTimeout: Double = 30
 
     public init() {}
 
     public func run() async throws {
-        guard let level = Logger.Level(rawValue: logLevel) else {
-            throw ValidationError("--log-level: '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
-        }
         var settings = DaemonSettings.fromEnvironment()
         if let stateDir { settings.stateDirectory = stateDir }
         if let socket { settings.socketPath = socket }
         if let providersDir { settings.providersDirectory = providersDir }
         settings.adminGroup = adminGroup
         settings.providerStartDeadline = .milliseconds(Int(providerStartTimeout * 1000))
-        bootstrapStandardErrorLogging(level: level)
+        logging.bootstrap()
         let logger = Logger(label: "netextd")
         do {
             try await Daemon(settings: settings, logger: logger).run()

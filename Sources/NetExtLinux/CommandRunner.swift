@@ -33,6 +33,11 @@ public enum CommandRunner {
 
     static let outputLimit = 1 << 20
 
+    /// A tool that exits before reading all its input must not kill the caller with SIGPIPE
+    /// (netextd ignores it already; netext-server's roles run `nft` through here too): writes
+    /// get EPIPE instead. Set once, for the whole process.
+    private static let sigpipeIgnored: Void = { signal(SIGPIPE, SIG_IGN) }()
+
     /// Runs `executable` with `arguments` (and `input` on its standard input); returns its exit
     /// status and combined output. Past `deadline` seconds the command's process group is
     /// killed and the status is -1.
@@ -44,20 +49,14 @@ public enum CommandRunner {
 
     /// As `run`, with the whole outcome.
     public static func execute(_ executable: String, _ arguments: [String], input: String? = nil, deadline: Double = defaultDeadline) -> Outcome {
+        _ = sigpipeIgnored
         let name = (executable as NSString).lastPathComponent
         var inputPipe: [Int32] = [-1, -1], outputPipe: [Int32] = [-1, -1]
         if let failed = openPipe(&outputPipe) { return Outcome(status: -1, output: "cannot run \(name): \(failed)") }
         defer { closeAll(outputPipe) }
-        let stdinSource: Int32
-        if input != nil {
-            if let failed = openPipe(&inputPipe) { return Outcome(status: -1, output: "cannot run \(name): \(failed)") }
-            stdinSource = inputPipe[0]
-        } else {
-            stdinSource = open("/dev/null", O_RDONLY | O_CLOEXEC)
-            inputPipe[0] = stdinSource
-        }
+        // Standard input is always a pipe; without input its end is closed at once (EOF).
+        if let failed = openPipe(&inputPipe) { return Outcome(status: -1, output: "cannot run \(name): \(failed)") }
         defer { closeAll(inputPipe) }
-        guard stdinSource >= 0 else { return Outcome(status: -1, output: "cannot run \(name): \(SystemError("open /dev/null", errno: errno))") }
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let environment: [String] = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"]
@@ -67,19 +66,21 @@ public enum CommandRunner {
             envp.forEach { free($0) }
         }
         let pid: pid_t = argv.withUnsafeBufferPointer { a in
-            envp.withUnsafeBufferPointer { e in netext_spawn_piped(executable, a.baseAddress, e.baseAddress, stdinSource, outputPipe[1]) }
+            envp.withUnsafeBufferPointer { e in netext_spawn_piped(executable, a.baseAddress, e.baseAddress, inputPipe[0], outputPipe[1]) }
         }
         guard pid > 0 else { return Outcome(status: -1, output: "cannot run \(name): \(SystemError("spawn", errno: -pid))") }
         // Only the child holds these ends now: its exit closes the output, ours closing ends
         // its input.
         close(outputPipe[1]); outputPipe[1] = -1
         close(inputPipe[0]); inputPipe[0] = -1
-        if input == nil { inputPipe[1] = -1 }
 
         let end = monotonicSeconds() + deadline
-        var pending = input.map { Array($0.utf8)[...] } ?? []
-        if input != nil, pending.isEmpty { close(inputPipe[1]); inputPipe[1] = -1 }
-        if inputPipe[1] >= 0 { _ = fcntl(inputPipe[1], F_SETFL, fcntl(inputPipe[1], F_GETFL) | O_NONBLOCK) }
+        var pending = Array((input ?? "").utf8)[...]
+        if pending.isEmpty {
+            close(inputPipe[1]); inputPipe[1] = -1
+        } else {
+            _ = fcntl(inputPipe[1], F_SETFL, fcntl(inputPipe[1], F_GETFL) | O_NONBLOCK)
+        }
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         var timedOut = false

@@ -22,10 +22,10 @@ struct IssuerCommand: AsyncParsableCommand {
     @Option(help: "Seconds a successor is published before, and its predecessor kept after, the switch.") var keyOverlap: UInt64 = 86400
     @Option(help: "Tokens per hour per credential.") var ratePerHour: Double = 1000
     @Option(help: "Tokens a credential may take at once.") var burst: Double = 200
-    @Option(help: "Log level.") var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
+        logging.bootstrap()
         let logger = Logger(label: "netext-server.issuer")
         let address = try HTTPServiceRunner.parseListen(listen)
         guard ratePerHour > 0, burst >= 1 else { throw ValidationError("--rate-per-hour must be positive and --burst at least 1") }

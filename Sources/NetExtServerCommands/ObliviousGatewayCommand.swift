@@ -20,10 +20,10 @@ struct ObliviousGatewayCommand: AsyncParsableCommand {
     @Option(name: .customLong("target"), help: "AUTHORITY=URL, e.g. pir.example=http://127.0.0.1:8080 (repeatable).") var targets: [String] = []
     @Option(help: "Seconds a key serves before the next key id takes over.") var keyLifetime: UInt64 = 7 * 86400
     @Option(help: "Seconds old keys still open requests after the switch.") var keyOverlap: UInt64 = 86400
-    @Option(help: "Log level.") var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
+        logging.bootstrap()
         let logger = Logger(label: "netext-server.ohttp-gateway")
         let address = try HTTPServiceRunner.parseListen(listen)
         guard !targets.isEmpty else { throw ValidationError("name at least one --target AUTHORITY=URL") }

@@ -17,10 +17,10 @@ struct ObliviousRelayCommand: AsyncParsableCommand {
     @Option(help: "Address and port to listen on.") var listen: String
     @Option(help: "The gateway's request URL, e.g. http://10.0.0.2:8082/gateway.") var gateway: String
     @Option(help: "The gateway's key configuration URL (default: /ohttp-keys beside --gateway).") var gatewayKeys: String?
-    @Option(help: "Log level.") var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
+        logging.bootstrap()
         let logger = Logger(label: "netext-server.ohttp-relay")
         let address = try HTTPServiceRunner.parseListen(listen)
         guard let gatewayURL = URL(string: gateway), ["http", "https"].contains(gatewayURL.scheme ?? ""), gatewayURL.host != nil else {

@@ -24,10 +24,10 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "The issuer name in token challenges (default: the issuer URL's host).") var issuerName: String?
     @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
     @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
-    @Option(help: "Log level.") var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
+        logging.bootstrap()
         let logger = Logger(label: "netext-server.pir")
         let address = try HTTPServiceRunner.parseListen(listen)
         let useCases: [String: PIRUseCase]

@@ -29,10 +29,10 @@ struct TunnelCommand: AsyncParsableCommand {
         discussion: "Runs in the foreground until SIGTERM or SIGINT; logs to standard error, never keys or payloads.")
 
     @Option(help: "The server's configuration file (JSON).") var config: String
-    @Option(help: "Log level.") var logLevel = "info"
+    @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        bootstrapStandardErrorLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
+        logging.bootstrap()
         let logger = Logger(label: "netext-server.tunnel")
         let server: TunnelServer
         do throws(NetExtError) {

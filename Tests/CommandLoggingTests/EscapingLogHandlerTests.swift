@@ -1,3 +1,4 @@
+import ArgumentParser
 import Logging
 import Synchronization
 import Testing
@@ -43,5 +44,19 @@ struct EscapingLogHandlerTests {
         logger.notice("status changed", metadata: ["to": "connected"])
         let event = try #require(recorder.events.withLock { $0.first })
         #expect(event.message == "status changed" && event.metadata["to"] == .string("connected"))
+    }
+}
+
+@Suite("--log-level")
+struct LoggingOptionsTests {
+    @Test func aKnownLevelIsTakenAndAnUnknownOneRefusedWithTheList() throws {
+        #expect(try LoggingOptions.parse(["--log-level", "debug"]).level == .debug)
+        #expect(try LoggingOptions.parse([]).level == .info)
+        do {
+            _ = try LoggingOptions.parse(["--log-level", "verbose"])
+            Issue.record("--log-level verbose was accepted")
+        } catch {
+            #expect(LoggingOptions.message(for: error).contains("'verbose' is not one of trace, debug, info"))
+        }
     }
 }

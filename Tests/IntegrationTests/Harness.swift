@@ -1,5 +1,6 @@
 import Foundation
 import NetExtLinux
+import NetExtTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -115,15 +116,6 @@ func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) rethrows ->
 
 /// The repository's root directory (the lab scripts are run from it).
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-
-/// Runs `body` on a thread of its own. A lab script takes minutes; a test that held one of
-/// Swift's cooperative threads that long (there is one per core: two on the CI machine) starved
-/// every other test's servers, whose 10 s upstream timeouts then fired under load.
-func offPool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
 
 /// As `run`, off the cooperative pool.
 @discardableResult

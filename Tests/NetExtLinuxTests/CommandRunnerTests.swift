@@ -68,3 +68,11 @@ struct DescriptorLimitTests {
         #expect(UInt64(now.rlim_cur) == after)
     }
 }
+
+@Suite("System tools that stop reading")
+struct CommandRunnerEarlyExitTests {
+    @Test func aToolThatExitsBeforeReadingItsInputIsNoSIGPIPE() {
+        let outcome = CommandRunner.execute("/bin/sh", ["-c", "exit 4"], input: String(repeating: "x", count: 1 << 20))
+        #expect(outcome.status == 4 && !outcome.timedOut)
+    }
+}

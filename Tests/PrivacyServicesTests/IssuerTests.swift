@@ -180,13 +180,14 @@ struct IssuerTests {
 
     @Test func replayWindowForgetsAfterItsWindowAndBeyondItsCapacity() {
         let window = IssuanceReplayWindow(window: 10, capacity: 3)
-        #expect(window.record([[1], [2]], now: 0))
-        #expect(window.containsAny([[1]], now: 5) && !window.record([[2], [3]], now: 5))
-        #expect(window.record([[3], [4]], now: 6))
+        let d = { (messages: [[UInt8]]) in IssuanceReplayWindow.digests(messages) }
+        #expect(window.record(d([[1], [2]]), now: 0))
+        #expect(window.containsAny(d([[1]]), now: 5) && !window.record(d([[2], [3]]), now: 5))
+        #expect(window.record(d([[3], [4]]), now: 6))
         #expect(window.count == 3)  // [1] went: over capacity
-        #expect(!window.containsAny([[1]], now: 7))
-        #expect(window.containsAny([[4]], now: 15) && !window.containsAny([[2]], now: 15))
-        #expect(!window.containsAny([[3], [4]], now: 16))
+        #expect(!window.containsAny(d([[1]]), now: 7))
+        #expect(window.containsAny(d([[4]]), now: 15) && !window.containsAny(d([[2]]), now: 15))
+        #expect(!window.containsAny(d([[3], [4]]), now: 16))
     }
 
     @Test func clientRefusesAKeyTheIssuerDoesNotPublish() async throws {

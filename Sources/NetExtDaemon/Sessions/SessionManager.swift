@@ -463,6 +463,8 @@ public actor SessionManager {
                 tunnel.routedDNS = false
             }
             tunnel.fullDNS = nil
+            // Recorded now, before the DNS steps that may throw: the applied plan must be in
+            // the session, or a later teardown would not find it.
             sessions[id]?.tunnel = tunnel
             if let dns = settings.dnsSettings, !dns.servers.isEmpty, let resolver {
                 if dns.matchDomains.filter({ !$0.isEmpty }).isEmpty {

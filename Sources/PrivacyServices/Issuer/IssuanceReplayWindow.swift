@@ -22,19 +22,21 @@ public final class IssuanceReplayWindow: Sendable {
         self.capacity = capacity
     }
 
-    /// Whether any of `messages` was signed within the window (or one repeats another).
-    public func containsAny(_ messages: [[UInt8]], now: Double = Date().timeIntervalSince1970) -> Bool {
-        let digests = messages.map(Self.digest)
-        return state.withLock { state in
+    /// The digests the window keeps of `messages` (computed once per request, then passed to
+    /// `containsAny` and `record`).
+    public static func digests(_ messages: [[UInt8]]) -> [Data] { messages.map(digest) }
+
+    /// Whether any of `digests` was signed within the window (or one repeats another).
+    public func containsAny(_ digests: [Data], now: Double = Date().timeIntervalSince1970) -> Bool {
+        state.withLock { state in
             expire(&state, now: now)
             return Set(digests).count != digests.count || digests.contains { state.seen.contains($0) }
         }
     }
 
-    /// Records `messages` as signed; `false` (recording nothing) when one of them already was.
-    public func record(_ messages: [[UInt8]], now: Double = Date().timeIntervalSince1970) -> Bool {
-        let digests = messages.map(Self.digest)
-        return state.withLock { state in
+    /// Records `digests` as signed; `false` (recording nothing) when one of them already was.
+    public func record(_ digests: [Data], now: Double = Date().timeIntervalSince1970) -> Bool {
+        state.withLock { state in
             expire(&state, now: now)
             guard !digests.contains(where: { state.seen.contains($0) }), Set(digests).count == digests.count else { return false }
             for digest in digests {

@@ -104,8 +104,8 @@ public struct IssuerResponder: HTTPResponder {
                 return .text(400, "token request \(index): \(error)")
             }
         }
-        let messages = signing.map(\.request.blindedMessage)
-        if replays.containsAny(messages) {
+        let digests = IssuanceReplayWindow.digests(signing.map(\.request.blindedMessage))
+        if replays.containsAny(digests) {
             metrics.count("refused_replay")
             return .text(409, "this token request was already answered (a replay); nothing was charged")
         }
@@ -113,7 +113,7 @@ public struct IssuerResponder: HTTPResponder {
             metrics.count("rate_limited")
             return .text(429, "issuance limit reached for this credential", headers: wait == Int.max ? [] : [("Retry-After", String(wait))])
         }
-        guard replays.record(messages) else {
+        guard replays.record(digests) else {
             metrics.count("refused_replay")
             return .text(409, "this token request was already answered (a replay)")
         }

@@ -27,7 +27,7 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     let logger: Logger
 
     private struct State {
-        var keys: [[UInt8]] = []
+        var keys: [HeldKey] = []
         var challengeKey: [UInt8]?
         /// When the next directory fetch is due (Unix seconds).
         var nextFetch = 0.0
@@ -36,6 +36,13 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
         var counts: [String: Int] = [:]
     }
     private let state = Mutex(State())
+
+    /// An issuer key in service, with its id.
+    private struct HeldKey {
+        let id: [UInt8]
+        let der: [UInt8]
+        let notBefore: UInt64
+    }
 
     /// - Parameters:
     ///   - refreshInterval: seconds between directory fetches that succeed.
@@ -55,7 +62,7 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     }
 
     /// Issuer keys currently accepted (SubjectPublicKeyInfo DER).
-    public var keys: [[UInt8]] { state.withLock { $0.keys } }
+    public var keys: [[UInt8]] { state.withLock { $0.keys.map(\.der) } }
 
     /// Counts by outcome ("accepted", "missing", "invalid", "spent", "no-keys", "store-failed").
     public var outcomes: [String: Int] { state.withLock { $0.counts } }
@@ -94,29 +101,33 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
             logger.warning("issuer directory refused; keeping the previous keys", metadata: ["error": "\(error)"])
             return false
         }
-        let listed = directory.tokenKeys.filter { $0.tokenType == PrivateToken.blindRSAType }.compactMap(\.publicKeyDER)
+        // Each key's id (a SHA-256 of its DER) is computed here once, not per request.
+        let listed = directory.tokenKeys.filter { $0.tokenType == PrivateToken.blindRSAType }.compactMap { key in
+            key.publicKeyDER.map { HeldKey(id: PrivateToken.keyID(publicKeyDER: $0), der: $0, notBefore: key.notBefore ?? 0) }
+        }
         guard !listed.isEmpty else {
             logger.warning("issuer directory lists no token key; keeping the previous keys")
             return false
         }
         let changes: SpentTokenStore.KeyChanges
-        do { changes = try spent.observeKeys(listed: listed.map { PrivateToken.keyID(publicKeyDER: $0) }, retention: retention) } catch {
+        do { changes = try spent.observeKeys(listed: listed.map(\.id), retention: retention) } catch {
             logger.error("spent-token store failed; keeping the previous keys", metadata: ["error": "\(error)"])
             return false
         }
-        let acceptable = Set(changes.acceptable)
-        let fresh = listed.filter { acceptable.contains(PrivateToken.keyID(publicKeyDER: $0)) }
         if changes.expired > 0 {
             logger.info("issuer keys expired", metadata: ["keys": "\(changes.expired)", "nonces_forgotten": "\(changes.forgottenNonces)"])
         }
+        let acceptable = Set(changes.acceptable)
+        let fresh = listed.filter { acceptable.contains($0.id) }
         if fresh.count < listed.count { logger.warning("issuer directory lists expired keys; they stay refused", metadata: ["keys": "\(listed.count - fresh.count)"]) }
-        var accepted = directory
-        accepted.tokenKeys.removeAll { key in key.publicKeyDER.map { !acceptable.contains(PrivateToken.keyID(publicKeyDER: $0)) } ?? true }
-        let current = accepted.currentKey(now: UInt64(Date().timeIntervalSince1970))
-        guard !fresh.isEmpty else { return false }
+        guard let lastListed = fresh.last else { return false }
+        // The key challenges name: the newest whose not-before has passed (RFC 9578 §4), else
+        // the last listed.
+        let now = UInt64(Date().timeIntervalSince1970)
+        let current = fresh.filter { $0.notBefore <= now }.max { $0.notBefore < $1.notBefore } ?? lastListed
         state.withLock {
             $0.keys = fresh
-            $0.challengeKey = current ?? fresh.last
+            $0.challengeKey = current.der
         }
         return true
     }
@@ -172,7 +183,7 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
 
     /// The token of an `Authorization` header, if it parses, names a key held and verifies for
     /// this origin's challenge (not yet checked against the spent nonces).
-    private func verifiedToken(_ header: String?, keys: [[UInt8]], challengeKey: [UInt8]) -> Result<PrivateToken, Refusal> {
+    private func verifiedToken(_ header: String?, keys: [HeldKey], challengeKey: [UInt8]) -> Result<PrivateToken, Refusal> {
         guard let header else { return .failure(Refusal(response: refuse("missing", "a Privacy Pass token is required", key: challengeKey))) }
         let token: PrivateToken
         do throws(PrivacyPassError) {
@@ -181,7 +192,7 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
             }
             token = parsed
         } catch { return .failure(Refusal(response: refuse("invalid", "\(error)", key: challengeKey))) }
-        guard let key = keys.first(where: { PrivateToken.keyID(publicKeyDER: $0) == token.tokenKeyID }) else {
+        guard let key = keys.first(where: { $0.id == token.tokenKeyID })?.der else {
             return .failure(Refusal(response: refuse("invalid", "the token's key is not one the issuer publishes", key: challengeKey)))
         }
         guard token.verify(publicKeyDER: key, challenge: challenge) else {
