@@ -126,8 +126,10 @@ func runOffPool(_ executable: String, _ arguments: [String], environment: [Strin
 /// Runs a lab script (scripts/e2e/…) with this build's binaries and expects every one of its
 /// checks (at least `checks` of them) to pass.
 @discardableResult
-func runChecks(_ script: String, checks: Int, timeout: Double = 240) async throws -> CommandResult {
-    let result = try await runOffPool("/bin/bash", [repositoryRoot + "/" + script], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: timeout)
+func runChecks(_ script: String, checks: Int, timeout: Double = 240, environment: [String: String] = [:]) async throws -> CommandResult {
+    let result = try await runOffPool(
+        "/bin/bash", [repositoryRoot + "/" + script],
+        environment: environment.merging(["NETEXT_BIN_DIR": binaryDirectory]) { _, binaries in binaries }, timeout: timeout)
     let lines = result.stdout.split(separator: "\n")
     #expect(result.status == 0 && !lines.contains { $0.hasPrefix("FAIL") }, "\(result)")
     #expect(result.stdout.contains("ALL CHECKS PASSED"))

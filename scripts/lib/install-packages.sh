@@ -2,7 +2,7 @@
 # creates the system user the personal VPN's charon drops to (netext-ikev2).
 # Another apt-get may hold the dpkg lock: retried. Usage: source it, then netext_install_packages.
 netext_install_packages() {
-  local packages=(libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 tcpdump nftables iptables openssl chromium valgrind strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins)
+  local packages=(libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 python3-cryptography tcpdump nftables iptables openssl chromium valgrind strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins)
   local missing=()
   for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -35,8 +35,7 @@ struct ServerPeerTable {
     var byAddress: [[UInt8]: Int] = [:]
     /// Public key bytes → peer position.
     var byKey: [[UInt8]: Int] = [:]
-    var handshakeTimes: [Date] = []
-    var dropped: [String: UInt64] = [:]
+    var dropped: [ServerDropReason: UInt64] = [:]
 
     mutating func add(_ peer: Peer) {
         let position = peers.count
@@ -45,7 +44,7 @@ struct ServerPeerTable {
         for address in peer.addresses { byAddress[address.address] = position }
     }
 
-    mutating func drop(_ reason: String, count: UInt64 = 1) {
+    mutating func drop(_ reason: ServerDropReason, count: UInt64 = 1) {
         guard count > 0 else { return }
         dropped[reason, default: 0] += count
     }
@@ -65,12 +64,5 @@ struct ServerPeerTable {
         peers[position].current = session
         peers[position].lastHandshake = now
         byIndex[session.localIndex] = position
-    }
-
-    /// Whether to insist on cookies: more initiations in the last second than the limit.
-    mutating func isUnderLoad(now: Date, limit: Int) -> Bool {
-        handshakeTimes.removeAll { now.timeIntervalSince($0) > 1 }
-        handshakeTimes.append(now)
-        return handshakeTimes.count > limit
     }
 }

@@ -16,7 +16,7 @@ public final class TunnelServer: Sendable {
     let mac1Key: SymmetricKey
     let timing: TunnelTiming
     private let table = Mutex(ServerPeerTable())
-    private let cookies: Mutex<CookieGenerator>
+    private let handshakes = HandshakeQueue()
     private let running = Mutex(true)
     private let resources = Mutex<(socket: UDPSocket?, tun: Int32, interface: String)>((nil, -1, ""))
 
@@ -32,7 +32,6 @@ public final class TunnelServer: Sendable {
             throw .invalid("the server's private key: \(error)")
         }
         mac1Key = MessageAuthentication.mac1Key(for: staticKey.publicKey)
-        cookies = Mutex(CookieGenerator(responderPublicKey: staticKey.publicKey))
         var peers = ServerPeerTable()
         let routes = configuration.routes ?? [configuration.ipv4Pool, configuration.ipv6Pool].compactMap { $0 }
         for (index, peer) in configuration.peers.enumerated() {
@@ -80,14 +79,16 @@ public final class TunnelServer: Sendable {
             "listen": "\(socket.localAddress?.description ?? configuration.listen)", "interface": "\(tun.name)",
             "peers": "\(configuration.peers.count)", "publicKey": "\(publicKey)", "offloads": "\(tun.offload)",
         ])
-        // Three threads: datagrams in, packets from the TUN interface out, timers.
+        // Four threads: datagrams in, handshakes (off the data path, from a bounded queue),
+        // packets from the TUN interface out, timers.
         let done = DispatchGroup()
-        for index in 0..<3 {
+        for index in 0..<4 {
             done.enter()
             Thread.detachNewThread {
                 switch index {
                 case 0: self.receiveLoop(socket: socket, tun: tun.fd)
-                case 1: self.tunLoop(socket: socket, tun: tun.fd)
+                case 1: self.handshakeLoop(socket: socket)
+                case 2: self.tunLoop(socket: socket, tun: tun.fd)
                 default: self.timerLoop(socket: socket)
                 }
                 done.leave()
@@ -176,6 +177,7 @@ public final class TunnelServer: Sendable {
             opened.removeAll(keepingCapacity: true)
             keys.removeAll(keepingCapacity: true)
             var rejected: UInt64 = 0
+            var initiationDrops: (malformed: UInt64, badMAC1: UInt64, queueFull: UInt64, unknown: UInt64) = (0, 0, 0, 0)
             for bufferIndex in 0..<filled { sources[bufferIndex] = receiver.source(bufferIndex) }
             receiver.forEachDatagram(in: filled) { bufferIndex, datagram in
                 guard let source = sources[bufferIndex] else { return }
@@ -195,13 +197,28 @@ public final class TunnelServer: Sendable {
                     let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
                     opened.append(Opened(position: key.position, index: index, counter: counter, packet: packet, messageLength: datagram.count, buffer: bufferIndex))
                 case .handshakeInitiation:
-                    handleInitiation(Array(datagram), from: source, to: receiver.destination(bufferIndex), socket: socket)
+                    // Only the cheap check here (one HMAC); the Diffie-Hellman waits its turn on
+                    // the handshake thread so that a flood of initiations cannot starve data.
+                    let message = Array(datagram)
+                    do throws(TunnelProtocolError) {
+                        try HandshakeResponder.precheck(message, mac1Key: mac1Key)
+                    } catch {
+                        if error == .badMAC1 { initiationDrops.badMAC1 += 1 } else { initiationDrops.malformed += 1 }
+                        return
+                    }
+                    if !handshakes.push(.init(message: message, source: source, local: receiver.destination(bufferIndex))) {
+                        initiationDrops.queueFull += 1
+                    }
                 default:
-                    table.withLock { $0.drop("unknown message type") }
+                    initiationDrops.unknown += 1
                 }
             }
             table.withLock { table in
-                table.drop("transport: unknown receiver, authentication failed or malformed", count: rejected)
+                table.drop(.transportRejected, count: rejected)
+                table.drop(.initiationMalformed, count: initiationDrops.malformed)
+                table.drop(.initiationBadMAC1, count: initiationDrops.badMAC1)
+                table.drop(.initiationQueueFull, count: initiationDrops.queueFull)
+                table.drop(.unknownMessageType, count: initiationDrops.unknown)
                 var replayed: UInt64 = 0
                 for item in opened.indices {
                     let position = opened[item].position
@@ -231,7 +248,7 @@ public final class TunnelServer: Sendable {
                     table.peers[position].bytesIn += UInt64(opened[item].messageLength)
                     table.peers[position].packetsIn += 1
                 }
-                table.drop("transport: replayed or too old", count: replayed)
+                table.drop(.transportReplayed, count: replayed)
             }
             var notIP: UInt64 = 0
             var spoofed: UInt64 = 0
@@ -261,10 +278,10 @@ public final class TunnelServer: Sendable {
             let unreadable = UInt64(replies.takeDropped())
             if notIP > 0 || spoofed > 0 || refused > 0 || unreadable > 0 {
                 table.withLock { table in
-                    table.drop("transport: not an IP packet", count: notIP)
-                    table.drop("transport: source address not assigned to the peer", count: spoofed)
-                    table.drop("tun: write refused by the kernel", count: refused)
-                    table.drop("tun: malformed offload packet or batch full", count: unreadable)
+                    table.drop(.transportNotIP, count: notIP)
+                    table.drop(.transportSpoofed, count: spoofed)
+                    table.drop(.tunWriteRefused, count: refused)
+                    table.drop(.tunUnreadable, count: unreadable)
                 }
             }
         }
@@ -280,28 +297,48 @@ public final class TunnelServer: Sendable {
         }
     }
 
-    private func handleInitiation(_ message: [UInt8], from source: SocketAddress, to local: LocalAddress?, socket: UDPSocket) {
-        do {
-            try HandshakeResponder.precheck(message, mac1Key: mac1Key)
-        } catch {
-            table.withLock { $0.drop("initiation: \(error)") }
-            return
+    /// What only the handshake thread touches: cookies, the load estimate, the per-source limits.
+    struct HandshakeAdmission {
+        var cookies: CookieGenerator
+        var load: HandshakeLoad
+        var limiter = InitiationRateLimiter()
+        var lastUnknownPeerLog = Date.distantPast
+        var unknownPeersSinceLog = 0
+    }
+
+    /// Handshakes, one at a time from the bounded queue, so their cost (four X25519 operations
+    /// each) is paid off the data path.
+    private func handshakeLoop(socket: UDPSocket) {
+        var admission = HandshakeAdmission(
+            cookies: CookieGenerator(responderPublicKey: staticKey.publicKey),
+            load: HandshakeLoad(limit: configuration.handshakesPerSecondBeforeCookies ?? 200))
+        while isRunning {
+            guard let item = handshakes.pop(waitMilliseconds: 250) else { continue }
+            handleInitiation(item, admission: &admission, socket: socket)
         }
+    }
+
+    /// Under load (cookies required): no valid mac2 → a cookie reply; a valid mac2 over the
+    /// source's rate → dropped. Then the Diffie-Hellman, the peer's replay check and the response.
+    private func handleInitiation(_ item: HandshakeQueue.Item, admission: inout HandshakeAdmission, socket: UDPSocket) {
+        let (message, source, local) = (item.message, item.source, item.local)
         let now = Date()
-        let limit = configuration.handshakesPerSecondBeforeCookies ?? 200
-        if table.withLock({ $0.isUnderLoad(now: now, limit: limit) }) {
-            let valid = cookies.withLock { $0.hasValidMAC2(message, source: source.bytes, now: now) }
-            if !valid {
-                if let reply = try? cookies.withLock({ try $0.reply(to: message, receiverIndex: message.readBigEndianUInt32(at: 4), source: source.bytes, now: now) }) {
+        if admission.load.record(now: now, queued: handshakes.count, queueCapacity: handshakes.capacity) {
+            guard admission.cookies.hasValidMAC2(message, source: source.bytes, now: now) else {
+                if let reply = try? admission.cookies.reply(to: message, receiverIndex: message.readBigEndianUInt32(at: 4), source: source.bytes, now: now) {
                     try? reply.withUnsafeBytes { try socket.send($0, to: source, from: local) }
                 }
-                table.withLock { $0.drop("initiation under load without cookie (cookie sent)") }
+                table.withLock { $0.drop(.initiationCookieSent) }
+                return
+            }
+            guard let key = InitiationRateLimiter.Source(address: source.address), admission.limiter.allow(key, now: now) else {
+                table.withLock { $0.drop(.initiationRateLimited) }
                 return
             }
         }
         let received: HandshakeResponder.ReceivedInitiation
         do { received = try HandshakeResponder.consume(message, staticKey: staticKey) } catch {
-            table.withLock { $0.drop("initiation: \(error)") }
+            table.withLock { $0.drop(.initiation(error)) }
             return
         }
         let key = Array(received.initiatorStaticKey.rawRepresentation)
@@ -325,8 +362,17 @@ public final class TunnelServer: Sendable {
             try? response.withUnsafeBytes { try socket.send($0, to: source, from: local) }
             logger.info("handshake completed", metadata: ["peer": "\(name)", "endpoint": "\(source)"])
         case .failure(let error):
-            table.withLock { $0.drop("initiation: \(error)") }
-            if error == .unknownPeer { logger.notice("handshake from an unknown key refused", metadata: ["endpoint": "\(source)"]) }
+            table.withLock { $0.drop(.initiation(error)) }
+            guard error == .unknownPeer else { break }
+            // At most one line per 10 s: anyone who knows our public key can make these.
+            admission.unknownPeersSinceLog += 1
+            if now.timeIntervalSince(admission.lastUnknownPeerLog) >= 10 {
+                logger.notice("handshake from an unknown key refused", metadata: [
+                    "endpoint": "\(source)", "refusedSinceLastLine": "\(admission.unknownPeersSinceLog)",
+                ])
+                admission.lastUnknownPeerLog = now
+                admission.unknownPeersSinceLog = 0
+            }
         }
     }
 
@@ -358,7 +404,7 @@ public final class TunnelServer: Sendable {
                 return
             }
             let unreadable = UInt64(reader.takeDropped())
-            if unreadable > 0 { table.withLock { $0.drop("tun: malformed offload packet or batch full", count: unreadable) } }
+            if unreadable > 0 { table.withLock { $0.drop(.tunUnreadable, count: unreadable) } }
             guard count > 0 else { continue }
             routeAndSend(batch, count: count, sender: sender, plan: &plan)
         }
@@ -400,7 +446,7 @@ public final class TunnelServer: Sendable {
                     position: position, counter: counter, cipher: session.sendCipher, receiver: session.remoteIndex,
                     endpoint: endpoint, local: table.peers[position].localAddress)
             }
-            table.drop("tun: no peer or session for the destination", count: unrouted)
+            table.drop(.tunUnrouted, count: unrouted)
         }
         for index in 0..<count {
             guard let outgoing = plan[index] else { continue }
@@ -410,11 +456,12 @@ public final class TunnelServer: Sendable {
         }
         sender.flush()
         let unsent = UInt64(sender.takeDropped())
-        if unsent > 0 { table.withLock { $0.drop("udp: send refused by the kernel", count: unsent) } }
+        if unsent > 0 { table.withLock { $0.drop(.udpSendRefused, count: unsent) } }
     }
 
     private func timerLoop(socket: UDPSocket) {
         var lastStatistics = Date()
+        var logged: [String: String] = [:]
         while isRunning {
             Thread.sleep(forTimeInterval: 0.5)
             let now = Date()
@@ -445,7 +492,7 @@ public final class TunnelServer: Sendable {
             }
             for (message, endpoint, local) in keepalives { try? message.withUnsafeBytes { try socket.send($0, to: endpoint, from: local) } }
             if now.timeIntervalSince(lastStatistics) >= 30 {
-                logStatistics()
+                logged = logStatistics(changedSince: logged)
                 lastStatistics = now
             }
         }
@@ -458,14 +505,19 @@ public final class TunnelServer: Sendable {
             for peer in table.peers {
                 result[peer.name] = "endpoint=\(peer.endpoint?.description ?? "-") handshake=\(peer.lastHandshake.map { ISO8601DateFormatter().string(from: $0) } ?? "never") rx=\(peer.bytesIn)B/\(peer.packetsIn)p tx=\(peer.bytesOut)B/\(peer.packetsOut)p"
             }
-            for (reason, count) in table.dropped { result["dropped: \(reason)"] = "\(count)" }
+            for (reason, count) in table.dropped { result["dropped: \(reason.rawValue)"] = "\(count)" }
             return result
         }
     }
 
-    private func logStatistics() {
-        for (key, value) in statistics().sorted(by: { $0.key < $1.key }) {
+    /// Logs the statistics that changed since `previous` (all of them when it is empty) and
+    /// returns what was logged, so an idle server does not repeat the same lines every 30 s.
+    @discardableResult
+    private func logStatistics(changedSince previous: [String: String] = [:]) -> [String: String] {
+        let current = statistics()
+        for (key, value) in current.sorted(by: { $0.key < $1.key }) where previous[key] != value {
             logger.info("statistics", metadata: ["item": "\(key)", "value": "\(value)"])
         }
+        return current
     }
 }
