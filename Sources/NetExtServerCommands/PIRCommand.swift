@@ -19,12 +19,24 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "A directory written by 'netext-urlfilter-db build'.") var database: String
     @Option(help: "Address and port to listen on, e.g. 127.0.0.1:8080.") var listen: String
     @Option(help: "Threads per query.") var threads = ProcessInfo.processInfo.activeProcessorCount
-    @Option(help: "Evaluation keys kept (least recently used dropped first).") var keyCapacity = 256
+    @Option(help: "Evaluation keys kept (new keys are dropped first; keys that answered a query are kept over new uploads).") var keyCapacity = 256
+    @Option(help: "Queries one /queries message may hold (1-64). With Privacy Pass each message spends one token, so this is what one token buys.") var maxQueriesPerRequest = PIRRequestHandler.protocolMaximumQueries
+    @Option(help: "Queries waiting to run at most; beyond that, requests are answered 503 with Retry-After.") var queueCapacity = 1024
     @Option(help: "Require Privacy Pass tokens from this issuer (its base URL, e.g. http://10.0.0.2:8081).") var privacyPassIssuer: String?
     @Option(help: "The issuer name in token challenges (default: the issuer URL's host).") var issuerName: String?
     @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
     @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
     @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        guard (1...PIRRequestHandler.protocolMaximumQueries).contains(maxQueriesPerRequest) else {
+            throw ValidationError("--max-queries-per-request must be 1 to \(PIRRequestHandler.protocolMaximumQueries), got \(maxQueriesPerRequest)")
+        }
+        guard queueCapacity >= maxQueriesPerRequest else {
+            throw ValidationError("--queue-capacity (\(queueCapacity)) must hold at least one request of --max-queries-per-request (\(maxQueriesPerRequest))")
+        }
+        guard keyCapacity >= 1 else { throw ValidationError("--key-capacity must be at least 1, got \(keyCapacity)") }
+    }
 
     func run() async throws {
         logging.bootstrap()
@@ -35,7 +47,7 @@ struct PIRCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("netext-server: \(error)\n".utf8))
             throw ExitCode(3)
         }
-        let handler = PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity)
+        let handler = PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity, maximumQueriesPerRequest: maxQueriesPerRequest)
         var verifier: PrivateTokenVerifier?
         if let privacyPassIssuer {
             guard let base = URL(string: privacyPassIssuer), let host = base.host else { throw ValidationError("--privacy-pass-issuer must be a URL, got \(privacyPassIssuer)") }
@@ -46,7 +58,7 @@ struct PIRCommand: AsyncParsableCommand {
             } catch { throw HTTPServiceRunner.fail("\(error)") }
             if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
         }
-        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier)
+        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity)
         let (channel, boundPort) = try await server.start(host: address.host, port: address.port)
         logger.info("serving", metadata: [
             "listen": "\(ListenAddress(host: address.host, port: boundPort))", "use_cases": "\(useCases.keys.sorted().joined(separator: ","))",

@@ -1,21 +1,41 @@
 import HomomorphicEncryption
 import Synchronization
 
-/// Evaluation keys uploaded by clients, by (pseudonymous user identifier, key-config hash),
-/// least recently used dropped first beyond `capacity`. Identifiers are opaque to the server.
+/// Evaluation keys uploaded by clients, by (pseudonymous user identifier, key-config hash).
+/// Identifiers are opaque to the server and anyone can make new ones, so uploads alone must not
+/// be able to push out the keys of clients that are using the service. Two parts (segmented LRU):
+/// - a new key is *probationary*; when the store is full, the least recently used probationary
+///   key goes first;
+/// - a key that has answered a query (`confirmUse`) is *protected*, in a part that holds at most
+///   three quarters of `capacity`; past that, its least recently used key goes back to probation.
+/// A flood of uploads under fresh identifiers therefore only churns the probationary quarter.
 public final class EvaluationKeyStore: Sendable {
     struct Entry {
         var key: EvaluationKey
         var timestamp: UInt64
         var lastUse: UInt64
+        var isProtected: Bool
     }
 
     struct State {
         var entries: [String: Entry] = [:]
+        var protectedCount = 0
         var clock: UInt64 = 0
+
+        mutating func tick() -> UInt64 {
+            clock += 1
+            return clock
+        }
+
+        /// The least recently used entry of one part.
+        func leastRecentlyUsed(protected: Bool) -> String? {
+            entries.lazy.filter { $0.value.isProtected == protected }.min { $0.value.lastUse < $1.value.lastUse }?.key
+        }
     }
 
     public let capacity: Int
+    /// The most keys the protected part holds.
+    public var protectedCapacity: Int { max(1, capacity * 3 / 4) }
     private let state = Mutex(State())
 
     public init(capacity: Int) { self.capacity = max(1, capacity) }
@@ -24,25 +44,51 @@ public final class EvaluationKeyStore: Sendable {
         user + "|" + configHash.map { String(format: "%02x", $0) }.joined()
     }
 
+    /// Stores (or replaces) a user's key. A replaced protected key stays protected.
     public func store(_ key: EvaluationKey, user: String, configHash: [UInt8], timestamp: UInt64) {
         state.withLock { state in
-            state.clock += 1
-            state.entries[Self.slot(user: user, configHash: configHash)] = Entry(key: key, timestamp: timestamp, lastUse: state.clock)
-            if state.entries.count > capacity, let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
-                state.entries.removeValue(forKey: oldest)
+            let slot = Self.slot(user: user, configHash: configHash)
+            let isProtected = state.entries[slot]?.isProtected ?? false
+            state.entries[slot] = Entry(key: key, timestamp: timestamp, lastUse: state.tick(), isProtected: isProtected)
+            while state.entries.count > capacity {
+                guard let victim = state.leastRecentlyUsed(protected: false) ?? state.leastRecentlyUsed(protected: true) else { break }
+                if state.entries.removeValue(forKey: victim)?.isProtected == true { state.protectedCount -= 1 }
             }
         }
     }
 
+    /// The user's key, marked as recently used.
     public func key(user: String, configHash: [UInt8]) -> EvaluationKey? {
         state.withLock { state in
             let slot = Self.slot(user: user, configHash: configHash)
             guard var entry = state.entries[slot] else { return nil }
-            state.clock += 1
-            entry.lastUse = state.clock
+            entry.lastUse = state.tick()
             state.entries[slot] = entry
             return entry.key
         }
+    }
+
+    /// Records that the user's key answered a query: it becomes protected.
+    public func confirmUse(user: String, configHash: [UInt8]) {
+        state.withLock { state in
+            let slot = Self.slot(user: user, configHash: configHash)
+            guard var entry = state.entries[slot] else { return }
+            entry.lastUse = state.tick()
+            if !entry.isProtected {
+                entry.isProtected = true
+                state.protectedCount += 1
+            }
+            state.entries[slot] = entry
+            if state.protectedCount > protectedCapacity, let demoted = state.leastRecentlyUsed(protected: true) {
+                state.entries[demoted]?.isProtected = false
+                state.protectedCount -= 1
+            }
+        }
+    }
+
+    /// Whether the user's key is in the protected part.
+    public func isProtected(user: String, configHash: [UInt8]) -> Bool {
+        state.withLock { $0.entries[Self.slot(user: user, configHash: configHash)]?.isProtected ?? false }
     }
 
     /// When the stored key was made (the client's timestamp), 0 when none is stored.
@@ -52,5 +98,3 @@ public final class EvaluationKeyStore: Sendable {
 
     public var count: Int { state.withLock { $0.entries.count } }
 }
-
-import Foundation

@@ -2,18 +2,23 @@ import Dispatch
 import HTTPServing
 import Logging
 import NIOCore
+import PIRProtobuf
 
 /// The PIR service over HTTP/1.1: `POST /config`, `POST /key`, `POST /queries` (protobuf
 /// bodies), `GET /metrics` (Prometheus text). With an authorizer (Privacy Pass), every POST
-/// must pass it first. Query processing runs on a dispatch queue, not the event loop or the
-/// cooperative pool. Errors are 4xx with a one-line reason; logs never carry bodies or users.
+/// must pass it first. Work runs on a `FairWorkQueue` (not the event loop or the cooperative
+/// pool): each request's queries take turns with every other request's, and when `workCapacity`
+/// queries are already waiting a request is answered 503 with Retry-After. Errors are 4xx with a
+/// one-line reason; logs never carry bodies or users.
 public final class PIRHTTPServer: Sendable {
     public let handler: PIRRequestHandler
     let server: HTTPServer
+    let work: FairWorkQueue
 
-    public init(handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil) {
+    public init(handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil, workCapacity: Int = 1024) {
         self.handler = handler
-        server = HTTPServer(responder: PIRResponder(service: handler, authorizer: authorizer), logger: logger)
+        work = FairWorkQueue(capacity: workCapacity)
+        server = HTTPServer(responder: PIRResponder(service: handler, authorizer: authorizer, work: work), logger: logger)
     }
 
     /// Binds and starts serving; returns the bound port (useful with port 0).
@@ -23,6 +28,7 @@ public final class PIRHTTPServer: Sendable {
 
     public func shutdown() async {
         await server.shutdown()
+        work.stop()
     }
 }
 
@@ -32,7 +38,7 @@ struct PIRResponder: HTTPResponder {
     let service: PIRRequestHandler
     let authorizer: (any HTTPRequestAuthorizer)?
     /// Queries run here: CPU-bound work kept off the event loop and the cooperative pool.
-    let workQueue = DispatchQueue(label: "netext.pir.work", attributes: .concurrent)
+    let work: FairWorkQueue
 
     func bodyLimit(method: String, path: String) -> Int { PIRRequestHandler.limits[path] ?? 0 }
 
@@ -56,17 +62,34 @@ struct PIRResponder: HTTPResponder {
         guard Self.endpoints.contains(request.path) else { return .text(404, "no such endpoint \(request.path)") }
         guard request.method == "POST" else { return .text(405, "\(request.path) takes POST") }
         if let authorizer, let refusal = await authorizer.authorize(request) { return refusal }
-        let service = self.service, path = request.path, body = request.body, user = request.header("User-Identifier")
-        let result: Result<[UInt8], PIRServiceError> = await withCheckedContinuation { continuation in
-            workQueue.async {
-                do throws(PIRServiceError) {
-                    switch path {
-                    case "/config": continuation.resume(returning: .success(try service.handleConfig(body: body, user: user)))
-                    case "/key": try service.handleKey(body: body, user: user); continuation.resume(returning: .success([]))
-                    default: continuation.resume(returning: .success(try service.handleQueries(body: body, user: user)))
+        let service = self.service, body = request.body, user = request.header("User-Identifier")
+        let result: Result<[UInt8], PIRServiceError>
+        do throws(FairWorkQueue.Overloaded) {
+            switch request.path {
+            case "/config":
+                result = try await work.run { Result { () throws(PIRServiceError) in try service.handleConfig(body: body, user: user) } }
+            case "/key":
+                result = try await work.run { Result { () throws(PIRServiceError) in try service.handleKey(body: body, user: user); return [] } }
+            default:
+                // Checked as one job, then answered one job per query, taking turns with others.
+                switch try await work.run({ Result { () throws(PIRServiceError) in try service.prepareQueries(body: body, user: user) } }) {
+                case let .failure(error): result = .failure(error)
+                case let .success(prepared):
+                    let answers = try await work.run(count: prepared.count) { index in service.answer(prepared, at: index) }
+                    var responses: [ProtoResponse] = []
+                    var failure: PIRServiceError?
+                    for answer in answers {
+                        switch answer {
+                        case let .success(response): responses.append(response)
+                        case let .failure(error): failure = failure ?? error
+                        }
                     }
-                } catch { continuation.resume(returning: .failure(error)) }
+                    result = failure.map { .failure($0) } ?? .success(service.serialize(responses))
+                }
             }
+        } catch {
+            service.metrics.countOverload()
+            return .text(503, "the server is busy; retry in \(error.retryAfter) s", headers: [("Retry-After", "\(error.retryAfter)")])
         }
         switch result {
         case let .success(bytes): return HTTPServerResponse(contentType: "application/x-protobuf", body: bytes)

@@ -8,6 +8,7 @@ public final class PIRMetrics: Sendable {
         var queries = 0
         var queryMicroseconds: [Int] = []      // ring of recent per-query server times
         var reloads = 0
+        var overloads = 0
         var reloadFailures = 0
     }
 
@@ -25,6 +26,11 @@ public final class PIRMetrics: Sendable {
             state.queryMicroseconds.append(microseconds)
             if state.queryMicroseconds.count > 1024 { state.queryMicroseconds.removeFirst(state.queryMicroseconds.count - 1024) }
         }
+    }
+
+    /// A request refused because the work queue was full (503).
+    public func countOverload() {
+        state.withLock { $0.overloads += 1 }
     }
 
     public func recordReload(succeeded: Bool) {
@@ -54,6 +60,9 @@ public final class PIRMetrics: Sendable {
                 "# TYPE netext_pir_query_seconds summary",
                 "netext_pir_query_seconds{quantile=\"0.5\"} \(quantile(0.5))",
                 "netext_pir_query_seconds{quantile=\"0.99\"} \(quantile(0.99))",
+                "# HELP netext_pir_overloaded_total Requests refused with 503 because the work queue was full.",
+                "# TYPE netext_pir_overloaded_total counter",
+                "netext_pir_overloaded_total \(state.overloads)",
                 "# HELP netext_pir_evaluation_keys Evaluation keys held.",
                 "# TYPE netext_pir_evaluation_keys gauge",
                 "netext_pir_evaluation_keys \(keys)",

@@ -14,11 +14,19 @@ public final class PIRRequestHandler: Sendable {
     public let keys: EvaluationKeyStore
     public let metrics: PIRMetrics
 
+    /// Queries one /queries message may hold: 64 by the protocol; lower it to bound what one
+    /// request (with Privacy Pass, one token) can cost.
+    public let maximumQueriesPerRequest: Int
+
     /// Body size limits per endpoint.
     public static let limits = ["/config": 64 << 10, "/key": 16 << 20, "/queries": 8 << 20]
 
-    public init(useCases: [String: PIRUseCase], keyCapacity: Int = 256, metrics: PIRMetrics = PIRMetrics()) {
+    /// The most queries one message may hold under the protocol.
+    public static let protocolMaximumQueries = 64
+
+    public init(useCases: [String: PIRUseCase], keyCapacity: Int = 256, maximumQueriesPerRequest: Int = PIRRequestHandler.protocolMaximumQueries, metrics: PIRMetrics = PIRMetrics()) {
         self.useCases = Mutex(useCases)
+        self.maximumQueriesPerRequest = min(max(1, maximumQueriesPerRequest), Self.protocolMaximumQueries)
         keys = EvaluationKeyStore(capacity: keyCapacity)
         self.metrics = metrics
     }
@@ -91,30 +99,45 @@ public final class PIRRequestHandler: Sendable {
         } catch { throw .malformedRequest("evaluation key: \(error)") }
     }
 
+    /// A /queries message parsed and checked, ready to be answered one query at a time.
+    public struct PreparedQueries: @unchecked Sendable {
+        struct Query {
+            let useCase: PIRUseCase
+            let shard: Int
+            let ciphertexts: [Ciphertext]
+            let evaluationKey: EvaluationKey
+            /// The stored key's owner, promoted once a query with it has been answered.
+            let storedKeyUser: String?
+        }
+
+        let queries: [Query]
+        /// How many queries the message holds.
+        public var count: Int { queries.count }
+    }
+
     /// POST /queries: answers each request with the user's stored (or inline) key.
     public func handleQueries(body: [UInt8], user: String?) throws(PIRServiceError) -> [UInt8] {
+        let prepared = try prepareQueries(body: body, user: user)
+        var responses: [ProtoResponse] = []
+        for index in 0..<prepared.count { responses.append(try answer(prepared, at: index).get()) }
+        return serialize(responses)
+    }
+
+    /// The cheap part of /queries: decodes the message and checks every query (use case,
+    /// configuration, shard, key, ciphertext shapes) before any homomorphic work.
+    public func prepareQueries(body: [UInt8], user: String?) throws(PIRServiceError) -> PreparedQueries {
         let requests: ProtoRequests
         do { requests = try ProtoRequests(serializedBytes: body) } catch { throw .malformedRequest("Requests: \(error)") }
-        guard !requests.requests.isEmpty, requests.requests.count <= 64 else {
-            throw .malformedRequest("\(requests.requests.count) requests in one message (1–64)")
+        guard !requests.requests.isEmpty, requests.requests.count <= maximumQueriesPerRequest else {
+            throw .malformedRequest("\(requests.requests.count) requests in one message (1–\(maximumQueriesPerRequest))")
         }
-        var responses = ProtoResponses()
+        var queries: [PreparedQueries.Query] = []
         for request in requests.requests {
             guard case let .pirRequest(pir) = request.request else { throw .malformedRequest("request without a PIR request") }
             let useCase = try useCase(request.usecase)
             guard Array(pir.configurationHash) == useCase.configID else { throw .configurationChanged(useCase: useCase.name) }
             guard Int(pir.shardIndex) < useCase.shards.count else {
                 throw .malformedRequest("shard \(pir.shardIndex) of \(useCase.shards.count)")
-            }
-            let evaluationKey: EvaluationKey
-            if pir.hasEvaluationKey {
-                evaluationKey = try deserializeKey(pir.evaluationKey.evaluationKey, for: useCase)
-            } else {
-                guard let user, !user.isEmpty else { throw .missingUserIdentifier }
-                guard Array(pir.evaluationKeyMetadata.identifier) == useCase.evaluationKeyConfigHash,
-                      let stored = keys.key(user: user, configHash: useCase.evaluationKeyConfigHash)
-                else { throw .evaluationKeyNotFound }
-                evaluationKey = stored
             }
             let server = useCase.shards[Int(pir.shardIndex)]
             guard pir.query.ciphertexts.count == server.parameters.queryCiphertextCount else {
@@ -133,23 +156,51 @@ public final class PIRRequestHandler: Sendable {
                     ciphertexts.append(ciphertext)
                 } catch { throw .malformedRequest("query ciphertext \(index): \(error)") }
             }
-            let start = DispatchTime.now().uptimeNanoseconds
-            let answer: IndexPirResponse<BFVContext>
-            do throws(PirError) {
-                answer = try server.respond(to: IndexPirQuery(ciphertexts: ciphertexts), evaluationKey: evaluationKey)
-            } catch { throw .pir(error) }
-            metrics.recordQuery(microseconds: Int((DispatchTime.now().uptimeNanoseconds - start) / 1000))
-            // One reply per queried index (cuckoo table), holding that entry's chunk ciphertexts.
-            let perIndex = server.parameters.plaintextsPerEntry
-            var response = ProtoResponse()
-            response.pirResponse.replies = stride(from: 0, to: answer.ciphertexts.count, by: perIndex).map { start in
-                var reply = ProtoSerializedCiphertextVec()
-                reply.ciphertexts = answer.ciphertexts[start..<(start + perIndex)].map { useCase.context.serialize($0, forDecryption: true).proto }
-                return reply
+            let evaluationKey: EvaluationKey
+            var storedKeyUser: String?
+            if pir.hasEvaluationKey {
+                evaluationKey = try deserializeKey(pir.evaluationKey.evaluationKey, for: useCase)
+            } else {
+                guard let user, !user.isEmpty else { throw .missingUserIdentifier }
+                guard Array(pir.evaluationKeyMetadata.identifier) == useCase.evaluationKeyConfigHash,
+                      let stored = keys.key(user: user, configHash: useCase.evaluationKeyConfigHash)
+                else { throw .evaluationKeyNotFound }
+                evaluationKey = stored
+                storedKeyUser = user
             }
-            responses.responses.append(response)
+            queries.append(.init(useCase: useCase, shard: Int(pir.shardIndex), ciphertexts: ciphertexts, evaluationKey: evaluationKey, storedKeyUser: storedKeyUser))
         }
-        return serialize(responses)
+        return PreparedQueries(queries: queries)
+    }
+
+    /// The costly part: the homomorphic answer to one prepared query.
+    public func answer(_ prepared: PreparedQueries, at index: Int) -> Result<ProtoResponse, PIRServiceError> {
+        let query = prepared.queries[index]
+        let server = query.useCase.shards[query.shard]
+        let start = DispatchTime.now().uptimeNanoseconds
+        let answer: IndexPirResponse<BFVContext>
+        do throws(PirError) {
+            answer = try server.respond(to: IndexPirQuery(ciphertexts: query.ciphertexts), evaluationKey: query.evaluationKey)
+        } catch { return .failure(.pir(error)) }
+        metrics.recordQuery(microseconds: Int((DispatchTime.now().uptimeNanoseconds - start) / 1000))
+        // A key that answered a query is in use: it leaves the probationary part of the store.
+        if let user = query.storedKeyUser { keys.confirmUse(user: user, configHash: query.useCase.evaluationKeyConfigHash) }
+        // One reply per queried index (cuckoo table), holding that entry's chunk ciphertexts.
+        let perIndex = server.parameters.plaintextsPerEntry
+        var response = ProtoResponse()
+        response.pirResponse.replies = stride(from: 0, to: answer.ciphertexts.count, by: perIndex).map { start in
+            var reply = ProtoSerializedCiphertextVec()
+            reply.ciphertexts = answer.ciphertexts[start..<(start + perIndex)].map { query.useCase.context.serialize($0, forDecryption: true).proto }
+            return reply
+        }
+        return .success(response)
+    }
+
+    /// The /queries answer for responses in request order.
+    public func serialize(_ responses: [ProtoResponse]) -> [UInt8] {
+        var message = ProtoResponses()
+        message.responses = responses
+        return serialize(message)
     }
 
     private func serialize(_ message: some SwiftProtobuf.Message) -> [UInt8] {

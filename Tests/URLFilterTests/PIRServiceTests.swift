@@ -41,12 +41,14 @@ struct ServedDatabase {
     let port: Int
     let prefilter: BloomFilter
 
-    static func start(urls: [String], logs: LogCollector, authorizer: (any HTTPRequestAuthorizer)? = nil) async throws -> ServedDatabase {
+    static func start(
+        urls: [String], logs: LogCollector, authorizer: (any HTTPRequestAuthorizer)? = nil, keyCapacity: Int = 256, workCapacity: Int = 1024
+    ) async throws -> ServedDatabase {
         let directory = NSTemporaryDirectory() + "netext-pir-test-\(UUID().uuidString)"
         let builder = URLFilterDatabaseBuilder(falsePositiveRate: 0.001, useCase: useCase)
         let summary = try builder.build(list: urls.joined(separator: "\n"), output: directory)
         let useCases = try PIRDatabaseDirectory.load(root: directory, threads: 2)
-        let server = PIRHTTPServer(handler: PIRRequestHandler(useCases: useCases), logger: logs.logger, authorizer: authorizer)
+        let server = PIRHTTPServer(handler: PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity), logger: logs.logger, authorizer: authorizer, workCapacity: workCapacity)
         let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/prefilter.bin"))
         let prefilter = try BloomFilter(data: [UInt8](data), bitCount: summary.bitCount, hashCount: summary.hashCount, murmurSeed: 0)

@@ -31,11 +31,14 @@ check "VPN starts" netext start Office
 check "ping through the tunnel before any flood" laptop ping -c 3 -i 0.2 -W 2 -q 10.20.0.5
 
 flood() { ip netns exec "$LAB_INTERNET" timeout $((seconds + 30)) /usr/bin/python3 scripts/lib/tunnel-flood.py "$@" --server 203.0.113.2:51900 --server-key "$server_public" --rate "$rate" --seconds "$seconds"; }
-# Pings through the tunnel every 10 ms while the flood runs (starting once it has); prints the loss in percent.
+# Pings through the tunnel every 10 ms while the flood runs (starting once it has); prints the
+# loss in percent and writes the summary to $work/$1.ping (ping_rtt NAME prints the mean RTT).
 ping_loss() {
   local count=$(( (seconds - 2) * 100 ))
-  laptop ping -i 0.01 -c "$count" -W 1 -q 10.20.0.5 2>/dev/null | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p'
+  laptop ping -i 0.01 -c "$count" -W 1 -q 10.20.0.5 > "$work/$1.ping" 2>/dev/null
+  sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' "$work/$1.ping"
 }
+ping_rtt() { sed -n 's|^rtt min/avg/max/mdev = [0-9.]*/\([0-9.]*\)/.*|\1|p' "$work/$1.ping"; }
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
 ms_now() { date +%s%3N; }
 
@@ -43,9 +46,10 @@ ms_now() { date +%s%3N; }
 flood mac1 --name mac1 > "$work/mac1.out" 2>&1 &
 flooder=$!
 sleep 1
-loss=$(ping_loss)
+loss=$(ping_loss mac1)
 wait "$flooder"; cat "$work/mac1.out"
 echo "mac1_ping_loss_percent=${loss:-none}"
+echo "mac1_ping_rtt_ms=$(ping_rtt mac1)"
 check "valid-mac1 flood at ${rate}/s: the established tunnel loses under ${max_loss} % (${loss:-no answer} %)" below "$loss" "$max_loss"
 
 # 2. a legitimate reconnect during a valid-mac1 flood: it gets a cookie, retries at once, connects.
@@ -66,9 +70,10 @@ lab_wait "ip netns exec '$LAB_LAPTOP' ping -c 1 -W 1 -q 10.20.0.5 > /dev/null" 1
 flood mac2 --name mac2 > "$work/mac2.out" 2>&1 &
 flooder=$!
 sleep 1
-loss=$(ping_loss)
+loss=$(ping_loss mac2)
 wait "$flooder"; cat "$work/mac2.out"
 echo "mac2_ping_loss_percent=${loss:-none}"
+echo "mac2_ping_rtt_ms=$(ping_rtt mac2)"
 check "the mac2 flooder obtained a cookie" grep -q "mac2_cookie_obtained=yes" "$work/mac2.out"
 check "valid-mac2 flood at ${rate}/s: the established tunnel loses under ${max_loss} % (${loss:-no answer} %)" below "$loss" "$max_loss"
 
