@@ -1,6 +1,7 @@
 import ArgumentParser
 import BloomFilter
 import Foundation
+import Synchronization
 import URLFilter
 import URLFilterDatabase
 
@@ -70,6 +71,7 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(help: "The PIR server, e.g. http://127.0.0.1:8080.") var server: String
     @Option(help: "The use case.") var useCase: String
     @Option(help: "A build directory whose prefilter.bin/json to apply first.") var prefilter: String?
+    @Option(help: "Write every request body sent, in order, to DIR/NN-PATH.bin, and the pseudonymous user identifier to DIR/user-identifier (what the server sees, for audits and load tests).") var recordRequests: String?
     @Argument(help: "URLs to check.") var urls: [String]
 
     func run() async throws {
@@ -80,7 +82,24 @@ struct QueryCommand: AsyncParsableCommand {
         if let prefilter {
             filter = try loadPrefilter(directory: prefilter)
         }
-        let client = PIRHTTPClient(server: serverURL, useCase: useCase)
+        var observer: (@Sendable (String, [UInt8]) -> Void)?
+        let userIdentifier = UUID().uuidString
+        if let recordRequests {
+            do {
+                try FileManager.default.createDirectory(atPath: recordRequests, withIntermediateDirectories: true)
+                try Data(userIdentifier.utf8).write(to: URL(fileURLWithPath: recordRequests + "/user-identifier"))
+            } catch { throw ValidationError("--record-requests: cannot write to \(recordRequests): \(error.localizedDescription)") }
+            let sequence = Mutex(0)
+            observer = { path, body in
+                let number = sequence.withLock { value in
+                    value += 1
+                    return value
+                }
+                let name = String(format: "%02d-%@.bin", number, String(path.dropFirst()))
+                FileManager.default.createFile(atPath: recordRequests + "/" + name, contents: Data(body))
+            }
+        }
+        let client = PIRHTTPClient(server: serverURL, useCase: useCase, userIdentifier: userIdentifier, observer: observer)
         do throws(URLFilterError) {
             let verdicts = try await client.check(urls, prefilter: filter)
             for (url, verdict) in zip(urls, verdicts) { print("\(url) \(verdict.rawValue)") }
