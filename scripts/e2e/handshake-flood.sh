@@ -31,25 +31,25 @@ check "VPN starts" netext start Office
 check "ping through the tunnel before any flood" laptop ping -c 3 -i 0.2 -W 2 -q 10.20.0.5
 
 flood() { ip netns exec "$LAB_INTERNET" timeout $((seconds + 30)) /usr/bin/python3 scripts/lib/tunnel-flood.py "$@" --server 203.0.113.2:51900 --server-key "$server_public" --rate "$rate" --seconds "$seconds"; }
-# Pings through the tunnel every 10 ms while the flood runs (starting once it has); prints the
-# loss in percent and writes the summary to $work/$1.ping (ping_rtt NAME prints the mean RTT).
-ping_loss() {
-  local count=$(( (seconds - 2) * 100 ))
-  laptop ping -i 0.01 -c "$count" -W 1 -q 10.20.0.5 > "$work/$1.ping" 2>/dev/null
-  sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' "$work/$1.ping"
+# flood_with_pings MODE: floods in MODE while the laptop pings through the tunnel every 10 ms
+# (from a second after the flood starts until shortly before it ends); prints the flood's figures
+# and MODE_ping_loss_percent / MODE_ping_rtt_ms, and leaves the loss in $loss.
+flood_with_pings() {
+  local mode="$1" flooder
+  flood "$mode" --name "$mode" > "$work/$mode.out" 2>&1 &
+  flooder=$!
+  sleep 1
+  laptop ping -i 0.01 -c $(( (seconds - 2) * 100 )) -W 1 -q 10.20.0.5 > "$work/$mode.ping" 2>/dev/null
+  wait "$flooder"; cat "$work/$mode.out"
+  loss=$(sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' "$work/$mode.ping")
+  echo "${mode}_ping_loss_percent=${loss:-none}"
+  echo "${mode}_ping_rtt_ms=$(sed -n 's|^rtt min/avg/max/mdev = [0-9.]*/\([0-9.]*\)/.*|\1|p' "$work/$mode.ping")"
 }
-ping_rtt() { sed -n 's|^rtt min/avg/max/mdev = [0-9.]*/\([0-9.]*\)/.*|\1|p' "$work/$1.ping"; }
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
 ms_now() { date +%s%3N; }
 
 # 1. valid mac1, no cookie.
-flood mac1 --name mac1 > "$work/mac1.out" 2>&1 &
-flooder=$!
-sleep 1
-loss=$(ping_loss mac1)
-wait "$flooder"; cat "$work/mac1.out"
-echo "mac1_ping_loss_percent=${loss:-none}"
-echo "mac1_ping_rtt_ms=$(ping_rtt mac1)"
+flood_with_pings mac1
 check "valid-mac1 flood at ${rate}/s: the established tunnel loses under ${max_loss} % (${loss:-no answer} %)" below "$loss" "$max_loss"
 
 # 2. a legitimate reconnect during a valid-mac1 flood: it gets a cookie, retries at once, connects.
@@ -67,13 +67,7 @@ check "a reconnect during the flood takes under ${max_reconnect} ms ($took ms)" 
 lab_wait "ip netns exec '$LAB_LAPTOP' ping -c 1 -W 1 -q 10.20.0.5 > /dev/null" 10
 
 # 3. one valid cookie reused: the per-source limit holds it to a trickle of handshakes.
-flood mac2 --name mac2 > "$work/mac2.out" 2>&1 &
-flooder=$!
-sleep 1
-loss=$(ping_loss mac2)
-wait "$flooder"; cat "$work/mac2.out"
-echo "mac2_ping_loss_percent=${loss:-none}"
-echo "mac2_ping_rtt_ms=$(ping_rtt mac2)"
+flood_with_pings mac2
 check "the mac2 flooder obtained a cookie" grep -q "mac2_cookie_obtained=yes" "$work/mac2.out"
 check "valid-mac2 flood at ${rate}/s: the established tunnel loses under ${max_loss} % (${loss:-no answer} %)" below "$loss" "$max_loss"
 
