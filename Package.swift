@@ -285,7 +285,7 @@ let package = Package(
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(
             name: "NetExtDaemonTests",
-            dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtTesting", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "NetExtTestingTests", dependencies: ["NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon"]),
         // Starts the real binaries (netextd, netext, the test provider); needs root.
         .testTarget(

@@ -16,6 +16,7 @@ public final class RecordingNetworkApplier: NetworkApplier {
 
     private let recorded = Mutex<[Event]>([])
     private let failure: Mutex<String?>
+    private let guardFailure = Mutex(false)
     private let mtu: Int?
     private let networks: [IPPrefix]
 
@@ -50,6 +51,9 @@ public final class RecordingNetworkApplier: NetworkApplier {
         events.reversed().lazy.compactMap { if case .guarded(let trafficGuard) = $0 { trafficGuard } else { nil } }.first
     }
 
+    /// Makes later traffic-guard installs fail the way `nft` refuses a ruleset (or succeed again).
+    public func failGuards(_ fail: Bool) { guardFailure.withLock { $0 = fail } }
+
     /// Makes later applies of a plan with this word in a command fail (nil: none fail).
     public func failApplies(containing step: String?) { failure.withLock { $0 = step } }
 
@@ -71,6 +75,9 @@ public final class RecordingNetworkApplier: NetworkApplier {
     public func localNetworks() -> [IPPrefix] { networks }
 
     public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {
+        if guardFailure.withLock({ $0 }) {
+            throw NetExtError(.connectionFailed, "nft -f - failed: refused by the recording applier")
+        }
         recorded.withLock { $0.append(.guarded(trafficGuard)) }
     }
 }

@@ -40,8 +40,8 @@ public actor SessionManager {
     }
 
     var sessions: [UUID: Session] = [:]
-    /// Configurations whose kill switch or enforced routes are in force (see `TrafficGuard`).
-    private var guardMembers: [UUID: TrafficGuard.Member] = [:]
+    /// Every configuration's kill switch and enforced routes.
+    let killSwitch: KillSwitch
     /// Apps' messages waiting for their provider's answer: message id → (configuration, waiter).
     private var pendingAppMessages: [Int: (configuration: UUID, waiter: CheckedContinuation<Result<Data?, NetExtError>, Never>)] = [:]
     private var nextAppMessageID = 1
@@ -92,6 +92,7 @@ public actor SessionManager {
         self.hub = hub
         self.logger = logger
         network = NetworkWorker(applier: applier)
+        killSwitch = KillSwitch(network: network, logger: logger)
         self.resolver = resolver
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
@@ -132,7 +133,7 @@ public actor SessionManager {
             throw .invalid("configuration '\(configuration.localizedDescription)' is a \(configuration.kind.rawValue) configuration; it has no VPN connection to start")
         }
         // The kill switch closes before the provider runs, and stays closed whatever happens to it.
-        try await installGuard(for: configuration, manifest: manifest)
+        try await killSwitch.engage(configuration, manifest: manifest)
         var session = sessions[configuration.id] ?? Session(configuration: configuration)
         session.configuration = configuration
         session.pendingStart = ProviderStart(configuration: configuration, options: options, password: password)
@@ -185,20 +186,20 @@ public actor SessionManager {
         if status == .disconnected && !configuration.isEnabled { status = .invalid }
         // Traffic through the tunnel: the kernel's counters of the TUN interface (inner packets).
         let traffic = session?.tunnel.flatMap { TunDevice.traffic(of: $0.name) }
-        var killSwitch: Bool?
-        if case .tunnelProvider(let settings) = configuration.protocolConfiguration, settings.includeAllNetworks, configuration.isEnabled { killSwitch = true }
+        var killSwitchOn: Bool?
+        if case .tunnelProvider(let settings) = configuration.protocolConfiguration, settings.includeAllNetworks, configuration.isEnabled { killSwitchOn = true }
         return StatusInfo(
             id: configuration.id, name: configuration.localizedDescription, kind: configuration.kind,
             isEnabled: configuration.isEnabled, status: status,
             connectedDate: session?.machine.connectedDate,
             lastDisconnectError: session?.machine.lastDisconnectError,
             bytesIn: traffic?.received ?? 0, bytesOut: traffic?.sent ?? 0,
-            proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil, killSwitch: killSwitch)
+            proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil, killSwitch: killSwitchOn)
     }
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
-        if removed || !configuration.isEnabled { releaseGuard(for: configuration.id) }
+        if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
         guard var session = sessions[configuration.id] else { return }
         session.configuration = configuration
         sessions[configuration.id] = session
@@ -440,10 +441,9 @@ public actor SessionManager {
             let plan = try NetworkPlan.make(
                 settings: settings, interface: interface.name, table: Self.firstTable + interface.slot,
                 rulePriority: Self.firstTable + 4 * interface.slot, underlyingMTU: underlyingMTU, policy: policy)
-            if enforceRoutes, guardMembers[id] != nil {
-                guardMembers[id]?.enforcedRoutes = plan.includedRoutes
-                let wanted = TrafficGuard(members: Array(guardMembers.values))
-                try await network.performThrowing { applier throws(NetExtError) in try applier.applyGuard(wanted) }
+            if enforceRoutes {
+                try await killSwitch.enforce(routes: plan.includedRoutes, for: id)
+                guard isCurrent(id, generation: generation) else { return }
             }
             // The plan in force is recorded only once applied; until then the session holds none,
             // so a stop meanwhile has nothing to undo, and the check after the await undoes it.
@@ -644,56 +644,12 @@ public actor SessionManager {
 
     // MARK: Kill switch and enforced routes
 
-    /// Puts a configuration's kill switch (`includeAllNetworks`) or enforced routes in force.
-    private func installGuard(for configuration: Configuration, manifest: ProviderManifest?) async throws(NetExtError) {
-        guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration,
-              settings.includeAllNetworks || settings.enforceRoutes else { return }
-        // The provider's own packets (to its server) may leave outside the tunnel. A provider
-        // that cannot be found gets a user id no process has.
-        let uid: UInt32 = manifest.flatMap { manifest in getuid() == 0 ? UserDatabase.user(named: manifest.user)?.uid : getuid() } ?? UInt32.max - 1
-        let localNetworks = settings.includeAllNetworks && settings.excludeLocalNetworks ? await network.perform { $0.localNetworks() } : []
-        let member = TrafficGuard.Member(
-            configuration: configuration.id, providerUID: uid, blocksAll: settings.includeAllNetworks,
-            localNetworks: localNetworks, enforcedRoutes: guardMembers[configuration.id]?.enforcedRoutes ?? [])
-        let previous = guardMembers[configuration.id]
-        guardMembers[configuration.id] = member
-        let wanted = TrafficGuard(members: Array(guardMembers.values))
-        do throws(NetExtError) { try await network.performThrowing { applier throws(NetExtError) in try applier.applyGuard(wanted) } } catch {
-            guardMembers[configuration.id] = previous
-            throw error
-        }
-        if previous == nil {
-            logger.notice("traffic guard in force", metadata: [
-                "configuration": "\(configuration.localizedDescription)", "includeAllNetworks": "\(settings.includeAllNetworks)",
-                "excludeLocalNetworks": "\(settings.excludeLocalNetworks)", "enforceRoutes": "\(settings.enforceRoutes)",
-                "table": "inet \(TrafficGuard.tableName)",
-            ])
-        }
-    }
-
-    /// Lifts a configuration's guard (it was disabled or removed).
-    private func releaseGuard(for id: UUID) {
-        guard guardMembers.removeValue(forKey: id) != nil else { return }
-        let wanted = TrafficGuard(members: Array(guardMembers.values)), logger = self.logger
-        network.enqueue { applier in
-            do throws(NetExtError) { try applier.applyGuard(wanted) } catch {
-                logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
-            }
-        }
-        logger.notice("traffic guard lifted", metadata: ["configuration": "\(id)"])
-    }
-
-    /// At start: the guards of every enabled configuration that asks for one (fail closed from
-    /// the moment netextd runs), replacing whatever an earlier netextd left.
+    /// At start: the guards of every enabled configuration that asks for one (see `KillSwitch`).
     public func restoreGuards(_ configurations: [Configuration]) async {
-        guardMembers = [:]
-        for configuration in configurations where configuration.isEnabled {
-            guard case .tunnelProvider(let settings) = configuration.protocolConfiguration, settings.includeAllNetworks || settings.enforceRoutes else { continue }
-            let manifest = try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
-            do throws(NetExtError) { try await installGuard(for: configuration, manifest: manifest) } catch {
-                logger.error("cannot put the traffic guard in force", metadata: ["configuration": "\(configuration.localizedDescription)", "error": "\(error.message)"])
-            }
+        let registry = self.registry
+        await killSwitch.restore(configurations) { configuration in
+            guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
+            return try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
         }
-        if guardMembers.isEmpty { await network.perform { try? $0.applyGuard(TrafficGuard()) } }
     }
 }
