@@ -294,10 +294,16 @@ public actor SessionManager {
                 provider.terminate()
                 return
             }
+            let readerDone = CompletionFlag()
             Task {
                 let status = await provider.waitForExit()
+                // What the provider said before it exited (its last word is often `.failed` or
+                // `.stopped`) is handled first: the exit waits for the reader to reach the end of
+                // the connection, for at most a second (a grandchild may hold the socket open).
+                await readerDone.wait(atMost: .seconds(1))
                 self.providerExited(id: id, generation: generation, status: status)
             }
+            defer { readerDone.set() }
             let decoder = ControlProtocol.makeDecoder()
             for await frame in provider.connection.frames {
                 guard let message = try? decoder.decode(ProviderMessage.self, from: frame) else {
