@@ -6,7 +6,7 @@
 # random datagrams of every length leave a short, fixed list of drop reasons. Needs root.
 #
 # The flood comes from the "internet" namespace to the office's server address only.
-# FLOOD_RATE (datagrams/s, default 10000), FLOOD_SECONDS (default 5), MAX_LOSS_PERCENT (default 1)
+# FLOOD_RATE (datagrams/s, default 10000; CI uses 5000), FLOOD_SECONDS (default 5), MAX_LOSS_PERCENT (default 1)
 # and MAX_RECONNECT_MS (default 1000) size it; scripts/attack runs it at 50,000/s for 10 s.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/handshake-flood.sh   One PASS/FAIL line per check, and
 # key=value figures; exits non-zero on failure.

@@ -163,9 +163,6 @@ public final class TunnelServer: Sendable {
         opened.reserveCapacity(1024)
         var keys: [UInt32: ReceiveKey] = [:]
         var sources: [SocketAddress?] = Array(repeating: nil, count: receiver.capacity)
-        var admission = HandshakeAdmission(
-            cookies: CookieGenerator(responderPublicKey: staticKey.publicKey),
-            load: HandshakeLoad(limit: configuration.handshakesPerSecondBeforeCookies ?? 200))
         while isRunning {
             let filled: Int
             do {
@@ -180,7 +177,7 @@ public final class TunnelServer: Sendable {
             opened.removeAll(keepingCapacity: true)
             keys.removeAll(keepingCapacity: true)
             var rejected: UInt64 = 0
-            var initiationDrops = InitiationDrops()
+            var initiationDrops: (malformed: UInt64, badMAC1: UInt64, queueFull: UInt64, unknown: UInt64) = (0, 0, 0, 0)
             for bufferIndex in 0..<filled { sources[bufferIndex] = receiver.source(bufferIndex) }
             receiver.forEachDatagram(in: filled) { bufferIndex, datagram in
                 guard let source = sources[bufferIndex] else { return }
@@ -200,7 +197,18 @@ public final class TunnelServer: Sendable {
                     let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
                     opened.append(Opened(position: key.position, index: index, counter: counter, packet: packet, messageLength: datagram.count, buffer: bufferIndex))
                 case .handshakeInitiation:
-                    admit(Array(datagram), from: source, to: receiver.destination(bufferIndex), admission: &admission, drops: &initiationDrops, socket: socket)
+                    // Only the cheap check here (one HMAC); the Diffie-Hellman waits its turn on
+                    // the handshake thread so that a flood of initiations cannot starve data.
+                    let message = Array(datagram)
+                    do throws(TunnelProtocolError) {
+                        try HandshakeResponder.precheck(message, mac1Key: mac1Key)
+                    } catch {
+                        if error == .badMAC1 { initiationDrops.badMAC1 += 1 } else { initiationDrops.malformed += 1 }
+                        return
+                    }
+                    if !handshakes.push(.init(message: message, source: source, local: receiver.destination(bufferIndex))) {
+                        initiationDrops.queueFull += 1
+                    }
                 default:
                     initiationDrops.unknown += 1
                 }
@@ -209,8 +217,6 @@ public final class TunnelServer: Sendable {
                 table.drop(.transportRejected, count: rejected)
                 table.drop(.initiationMalformed, count: initiationDrops.malformed)
                 table.drop(.initiationBadMAC1, count: initiationDrops.badMAC1)
-                table.drop(.initiationCookieSent, count: initiationDrops.cookieSent)
-                table.drop(.initiationRateLimited, count: initiationDrops.rateLimited)
                 table.drop(.initiationQueueFull, count: initiationDrops.queueFull)
                 table.drop(.unknownMessageType, count: initiationDrops.unknown)
                 var replayed: UInt64 = 0
@@ -291,68 +297,45 @@ public final class TunnelServer: Sendable {
         }
     }
 
-    /// Admission state, owned by the receive thread: cookies, the load estimate, per-source limits.
+    /// What only the handshake thread touches: cookies, the load estimate, the per-source limits.
     struct HandshakeAdmission {
         var cookies: CookieGenerator
         var load: HandshakeLoad
         var limiter = InitiationRateLimiter()
+        var lastUnknownPeerLog = Date.distantPast
+        var unknownPeersSinceLog = 0
     }
 
-    /// Initiations refused on the receive thread in one batch, counted under the lock once.
-    struct InitiationDrops {
-        var malformed: UInt64 = 0
-        var badMAC1: UInt64 = 0
-        var cookieSent: UInt64 = 0
-        var rateLimited: UInt64 = 0
-        var queueFull: UInt64 = 0
-        var unknown: UInt64 = 0
-    }
-
-    /// The cheap checks, on the receive thread: length and mac1 (one HMAC); under load, a valid
-    /// mac2 (else a cookie reply, sent from here so that a client's first initiation is answered
-    /// however long the queue) and the source's token bucket. What passes waits for the
-    /// handshake thread in the bounded queue; only Diffie-Hellman happens there.
-    private func admit(
-        _ message: [UInt8], from source: SocketAddress, to local: LocalAddress?, admission: inout HandshakeAdmission,
-        drops: inout InitiationDrops, socket: UDPSocket
-    ) {
-        do throws(TunnelProtocolError) {
-            try HandshakeResponder.precheck(message, mac1Key: mac1Key)
-        } catch {
-            if error == .badMAC1 { drops.badMAC1 += 1 } else { drops.malformed += 1 }
-            return
+    /// Handshakes, one at a time from the bounded queue, so their cost (four X25519 operations
+    /// each) is paid off the data path.
+    private func handshakeLoop(socket: UDPSocket) {
+        var admission = HandshakeAdmission(
+            cookies: CookieGenerator(responderPublicKey: staticKey.publicKey),
+            load: HandshakeLoad(limit: configuration.handshakesPerSecondBeforeCookies ?? 200))
+        while isRunning {
+            guard let item = handshakes.pop(waitMilliseconds: 250) else { continue }
+            handleInitiation(item, admission: &admission, socket: socket)
         }
+    }
+
+    /// Under load (cookies required): no valid mac2 → a cookie reply; a valid mac2 over the
+    /// source's rate → dropped. Then the Diffie-Hellman, the peer's replay check and the response.
+    private func handleInitiation(_ item: HandshakeQueue.Item, admission: inout HandshakeAdmission, socket: UDPSocket) {
+        let (message, source, local) = (item.message, item.source, item.local)
         let now = Date()
         if admission.load.record(now: now, queued: handshakes.count, queueCapacity: handshakes.capacity) {
             guard admission.cookies.hasValidMAC2(message, source: source.bytes, now: now) else {
                 if let reply = try? admission.cookies.reply(to: message, receiverIndex: message.readBigEndianUInt32(at: 4), source: source.bytes, now: now) {
                     try? reply.withUnsafeBytes { try socket.send($0, to: source, from: local) }
                 }
-                drops.cookieSent += 1
+                table.withLock { $0.drop(.initiationCookieSent) }
                 return
             }
             guard let key = InitiationRateLimiter.Source(address: source.address), admission.limiter.allow(key, now: now) else {
-                drops.rateLimited += 1
+                table.withLock { $0.drop(.initiationRateLimited) }
                 return
             }
         }
-        if !handshakes.push(.init(message: message, source: source, local: local)) { drops.queueFull += 1 }
-    }
-
-    /// Handshakes, one at a time from the bounded queue, so their cost (four X25519 operations
-    /// each) is paid off the data path.
-    private func handshakeLoop(socket: UDPSocket) {
-        var unknownPeerLog = (last: Date.distantPast, since: 0)
-        while isRunning {
-            guard let item = handshakes.pop(waitMilliseconds: 250) else { continue }
-            handleInitiation(item, unknownPeerLog: &unknownPeerLog, socket: socket)
-        }
-    }
-
-    /// The Diffie-Hellman, the peer's replay check and the response.
-    private func handleInitiation(_ item: HandshakeQueue.Item, unknownPeerLog: inout (last: Date, since: Int), socket: UDPSocket) {
-        let (message, source, local) = (item.message, item.source, item.local)
-        let now = Date()
         let received: HandshakeResponder.ReceivedInitiation
         do { received = try HandshakeResponder.consume(message, staticKey: staticKey) } catch {
             table.withLock { $0.drop(.initiation(error)) }
@@ -382,12 +365,13 @@ public final class TunnelServer: Sendable {
             table.withLock { $0.drop(.initiation(error)) }
             guard error == .unknownPeer else { break }
             // At most one line per 10 s: anyone who knows our public key can make these.
-            unknownPeerLog.since += 1
-            if now.timeIntervalSince(unknownPeerLog.last) >= 10 {
+            admission.unknownPeersSinceLog += 1
+            if now.timeIntervalSince(admission.lastUnknownPeerLog) >= 10 {
                 logger.notice("handshake from an unknown key refused", metadata: [
-                    "endpoint": "\(source)", "refusedSinceLastLine": "\(unknownPeerLog.since)",
+                    "endpoint": "\(source)", "refusedSinceLastLine": "\(admission.unknownPeersSinceLog)",
                 ])
-                unknownPeerLog = (now, 0)
+                admission.lastUnknownPeerLog = now
+                admission.unknownPeersSinceLog = 0
             }
         }
     }
