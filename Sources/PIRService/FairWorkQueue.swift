@@ -70,7 +70,15 @@ public final class FairWorkQueue: Sendable {
     /// Stops the threads once the jobs already queued have run.
     public func stop() {
         state.withLock { $0.stopped = true }
+        wakeWorkers()
+    }
+
+    /// Wakes every waiting worker. Taken under the condition's lock: a worker checks the state
+    /// and starts waiting under that lock, so a change made before this call is never missed.
+    private func wakeWorkers() {
+        wake.lock()
         wake.broadcast()
+        wake.unlock()
     }
 
     /// Jobs waiting (not running) now.
@@ -91,9 +99,7 @@ public final class FairWorkQueue: Sendable {
             return nil
         }
         if let refusal { throw refusal }
-        wake.lock()
-        wake.broadcast()
-        wake.unlock()
+        wakeWorkers()
     }
 
     /// Runs `count` jobs (`body(0)` … `body(count - 1)`) as one flow and returns their results

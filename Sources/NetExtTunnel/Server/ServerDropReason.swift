@@ -3,7 +3,7 @@ import TunnelProtocol
 /// Why the tunnel server dropped a datagram or packet: a fixed set, so the counters (logged every
 /// 30 s and shown in statistics) stay a short list whatever an attacker sends. Details that vary
 /// per packet (lengths, indexes, counters) are never part of a reason.
-enum ServerDropReason: String, CaseIterable, Sendable {
+enum ServerDropReason: String, Sendable {
     case unknownMessageType = "unknown message type"
     case transportRejected = "transport: unknown receiver, authentication failed or malformed"
     case transportReplayed = "transport: replayed or too old"

@@ -337,7 +337,7 @@ public final class TunnelServer: Sendable {
             }
         }
         let received: HandshakeResponder.ReceivedInitiation
-        do { received = try HandshakeResponder.consume(message, staticKey: staticKey) } catch {
+        do { received = try HandshakeResponder.consume(message, staticKey: staticKey, mac1Key: mac1Key) } catch {
             table.withLock { $0.drop(.initiation(error)) }
             return
         }

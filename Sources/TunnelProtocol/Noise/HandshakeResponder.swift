@@ -55,9 +55,13 @@ public enum HandshakeResponder {
         guard MessageAuthentication.verifyMAC1(message, key: mac1Key) else { throw .badMAC1 }
     }
 
-    /// Verifies and decrypts an initiation addressed to `staticKey`.
-    public static func consume(_ message: [UInt8], staticKey: Curve25519.KeyAgreement.PrivateKey) throws(TunnelProtocolError) -> ReceivedInitiation {
-        try precheck(message, mac1Key: MessageAuthentication.mac1Key(for: staticKey.publicKey))
+    /// Verifies and decrypts an initiation addressed to `staticKey`. A responder that keeps its
+    /// mac1 key passes it (`MessageAuthentication.mac1Key(for:)` of its public key) instead of
+    /// having it derived again for every initiation.
+    public static func consume(
+        _ message: [UInt8], staticKey: Curve25519.KeyAgreement.PrivateKey, mac1Key: SymmetricKey? = nil
+    ) throws(TunnelProtocolError) -> ReceivedInitiation {
+        try precheck(message, mac1Key: mac1Key ?? MessageAuthentication.mac1Key(for: staticKey.publicKey))
         var state = NoiseSymmetricState(prologue: HandshakeInitiator.prologue)
         state.mixHash(staticKey.publicKey.rawRepresentation)
         let initiatorIndex = message.readBigEndianUInt32(at: 4)
