@@ -60,16 +60,11 @@ extension SessionManager {
         // The interface is charon's (its TUN device); netextd records it for status and traffic
         // counters, and takes the DNS servers the server assigned unless another tunnel's are in
         // force (an enterprise tunnel's DNS wins, like its routes).
-        var tunnel = TunnelInterface(fd: -1, name: connected.interface, slot: Self.personalSlot)
-        let othersHaveDNS = sessions.contains { $0.key != id && $0.value.tunnel?.changedResolver == true }
-        if !connected.nameServers.isEmpty { tunnel.fullDNS = DNSSettings(servers: connected.nameServers) }
-        if let dns = tunnel.fullDNS, !othersHaveDNS, let resolver {
-            do throws(NetExtError) {
-                try resolver.install(dns)
-                tunnel.changedResolver = true
-            } catch {
-                logger.warning("personal VPN: cannot install its DNS servers", metadata: ["error": "\(error.message)"])
-            }
+        let tunnel = TunnelInterface(fd: -1, name: connected.interface, slot: Self.personalSlot)
+        do throws(NetExtError) {
+            try dns.apply(DNSSettings(servers: connected.nameServers), for: id, rank: Self.personalSlot, yieldToOthers: true)
+        } catch {
+            logger.warning("personal VPN: cannot install its DNS servers", metadata: ["error": "\(error.message)"])
         }
         usedSlots.insert(Self.personalSlot)
         sessions[id]?.tunnel = tunnel

@@ -31,20 +31,13 @@ public actor SessionManager {
         var name: String
         var slot: Int
         var plan: NetworkPlan?
-        var changedResolver = false
-        /// The servers this tunnel wants as the whole resolver file (no match domains), whether or
-        /// not another tunnel's are in force; they take the file when that tunnel goes.
-        var fullDNS: DNSSettings?
-        /// Whether the DNS stub routes this tunnel's match domains.
-        var routedDNS = false
     }
 
     var sessions: [UUID: Session] = [:]
     /// Every configuration's kill switch and enforced routes.
     let killSwitch: KillSwitch
-    /// Apps' messages waiting for their provider's answer: message id → (configuration, waiter).
-    private var pendingAppMessages: [Int: (configuration: UUID, waiter: CheckedContinuation<Result<Data?, NetExtError>, Never>)] = [:]
-    private var nextAppMessageID = 1
+    /// Apps' messages waiting for their provider's answer.
+    private var appMessages = AppMessageRelay()
     /// How long a provider has to answer an app's message.
     public static let appMessageDeadline: Duration = .seconds(10)
     private let registry: ProviderRegistry
@@ -57,13 +50,8 @@ public actor SessionManager {
     /// Runs `ip` and `nft` off this actor, in order (see `NetworkWorker`).
     let network: NetworkWorker
     var applier: any NetworkApplier { network.applier }
-    let resolver: ResolverConfiguration?
-    private let dnsStubAddress: SocketAddress?
-    /// Runs while at least one tunnel has DNS match domains, or on-demand watches names.
-    private var dnsStub: DNSStub?
-    /// Whether on-demand (EvaluateConnection) needs to see the names programs resolve.
-    private var watchingNames = false
-    private var nameObserver: (@Sendable (String) -> Void)?
+    /// The resolver file and the DNS stub: each tunnel's DNS settings.
+    let dns: DNSRouter
     var usedSlots = Set<Int>()
 
     /// Routing tables and rule priorities netextd owns: table `firstTable + slot`, rules at
@@ -87,13 +75,12 @@ public actor SessionManager {
     ) {
         self.ikev2Directory = ikev2Directory
         self.secretLookup = secretLookup
-        self.dnsStubAddress = dnsStubAddress
+        dns = DNSRouter(resolver: resolver, stubAddress: dnsStubAddress, logger: logger)
         self.registry = registry
         self.hub = hub
         self.logger = logger
         network = NetworkWorker(applier: applier)
         killSwitch = KillSwitch(network: network, logger: logger)
-        self.resolver = resolver
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
     }
@@ -105,7 +92,7 @@ public actor SessionManager {
                 tables: Self.firstTable...(Self.firstTable + Self.slotCount - 1),
                 priorities: Self.firstTable...(Self.firstTable + 4 * Self.slotCount))
         }
-        resolver?.restore()
+        dns.resolver?.restore()
         if let ikev2Directory { IKEv2Client.endLeftover(in: ikev2Directory + "/run") }
     }
 
@@ -341,9 +328,7 @@ public actor SessionManager {
             await applyNetworkSettings(settings, provider: provider, id: id, generation: generation)
         case .reasserting(let value): apply(.providerReasserting(value), to: id, generation: generation)
         case .appMessageReply(let messageID, let data):
-            guard let pending = pendingAppMessages[messageID], pending.configuration == id else { return }
-            pendingAppMessages[messageID] = nil
-            pending.waiter.resume(returning: .success(data))
+            appMessages.reply(messageID, from: id, data: data)
         case .started: apply(.providerStarted, to: id, generation: generation)
         case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
         case .stopped: apply(.providerStopped, to: id, generation: generation)
@@ -355,7 +340,7 @@ public actor SessionManager {
 
     func providerExited(id: UUID, generation: Int, status: Int32) {
         let how = ProcessSpawner.describe(exitStatus: status)
-        failAppMessages(of: id, NetExtError(.providerFailed, "the provider exited (\(how)) before answering"))
+        appMessages.failAll(of: id, NetExtError(.providerFailed, "the provider exited (\(how)) before answering"))
         logger.info("provider exited", metadata: ["configuration": "\(id)", "how": "\(how)"])
         apply(.providerExited(how), to: id, generation: generation)
     }
@@ -402,12 +387,9 @@ public actor SessionManager {
         guard isCurrent(id, generation: generation), let session = sessions[id] else { return }
         do throws(NetExtError) {
             guard let settings else {
+                dns.remove(id)
                 if var tunnel = session.tunnel, let plan = tunnel.plan {
-                    if tunnel.routedDNS { unrouteDNS(for: id) }
-                    if tunnel.changedResolver { releaseResolver(besides: id) }
                     tunnel.plan = nil
-                    tunnel.changedResolver = false
-                    tunnel.routedDNS = false
                     sessions[id]?.tunnel = tunnel
                     await network.perform { $0.teardown(plan) }
                 }
@@ -464,27 +446,10 @@ public actor SessionManager {
                 return
             }
             tunnel.plan = plan
-            if tunnel.routedDNS {
-                unrouteDNS(for: id)
-                tunnel.routedDNS = false
-            }
-            tunnel.fullDNS = nil
-            // Recorded now, before the DNS steps that may throw: the applied plan must be in
-            // the session, or a later teardown would not find it.
+            // Recorded now, before the DNS step that may throw: the applied plan must be in the
+            // session, or a later teardown would not find it.
             sessions[id]?.tunnel = tunnel
-            if let dns = settings.dnsSettings, !dns.servers.isEmpty, let resolver {
-                if dns.matchDomains.filter({ !$0.isEmpty }).isEmpty {
-                    // Every query goes to the tunnel's servers.
-                    try resolver.install(dns)
-                    tunnel.fullDNS = dns
-                } else {
-                    // Only names within the match domains: the stub routes each query.
-                    try routeDNS(dns, for: id, resolver: resolver)
-                    tunnel.routedDNS = true
-                }
-                tunnel.changedResolver = true
-            }
-            sessions[id]?.tunnel = tunnel
+            try dns.apply(settings.dnsSettings, for: id, rank: tunnel.slot)
             logger.info("tunnel network settings applied", metadata: [
                 "interface": "\(tunnel.name)", "mtu": "\(plan.mtu)", "addresses": "\(plan.addresses.map(\.description))",
                 "routes": "\(plan.includedRoutes.map(\.description))", "table": "\(plan.table)",
@@ -501,115 +466,19 @@ public actor SessionManager {
     private func removeTunnel(id: UUID) {
         guard let tunnel = sessions[id]?.tunnel else { return }
         if let plan = tunnel.plan { network.enqueue { $0.teardown(plan) } }
-        if tunnel.routedDNS { unrouteDNS(for: id) }
-        if tunnel.changedResolver { releaseResolver(besides: id) }
+        dns.remove(id)
         SocketPair.close(tunnel.fd)
         usedSlots.remove(tunnel.slot)
         sessions[id]?.tunnel = nil
         logger.info("tunnel interface removed", metadata: ["interface": "\(tunnel.name)"])
     }
 
-    // MARK: DNS match domains
+    // MARK: DNS
 
-    /// Starts the stub if needed, routes the tunnel's match domains to its servers, and points
-    /// the resolver file at the stub.
-    private func routeDNS(_ dns: DNSSettings, for id: UUID, resolver: ResolverConfiguration) throws(NetExtError) {
-        guard let address = dnsStubAddress else {
-            throw NetExtError(.configurationInvalid, "the tunnel's DNS has match domains, but netextd has no DNS stub address (NETEXT_DNS_STUB)")
-        }
-        let systemServers = resolver.originalNameservers(excluding: address.hostText)
-        try ensureStub(address: address)
-        dnsStub?.update { routing in
-            routing.defaultServers = systemServers
-            routing.entries.removeAll { $0.owner == id.uuidString }
-            routing.entries.append(.init(owner: id.uuidString, matchDomains: dns.matchDomains, servers: dns.servers))
-        }
-        try resolver.installStub(nameserver: address.hostText, addingSearchDomains: dns.searchDomains)
-        logger.info("DNS: match domains routed through the tunnel", metadata: [
-            "matchDomains": "\(dns.matchDomains)", "servers": "\(dns.servers)", "otherNamesTo": "\(systemServers)", "stub": "\(address)",
-        ])
-    }
-
-    /// Removes a tunnel's routes from the stub, and stops the stub when nothing needs it.
-    private func unrouteDNS(for id: UUID) {
-        guard let stub = dnsStub else { return }
-        stub.update { $0.entries.removeAll { $0.owner == id.uuidString } }
-        stopStubIfUnused()
-    }
-
-    private func ensureStub(address: SocketAddress) throws(NetExtError) {
-        guard dnsStub == nil else { return }
-        let stub = try DNSStub(address: address, logger: logger)
-        if let resolver {
-            let systemServers = resolver.originalNameservers(excluding: address.hostText)
-            stub.update { $0.defaultServers = systemServers }
-        }
-        stub.observeQueries(watchingNames ? nameObserver : nil)
-        stub.start()
-        dnsStub = stub
-    }
-
-    private func stopStubIfUnused() {
-        guard let stub = dnsStub, stub.currentRouting.entries.isEmpty, !watchingNames else { return }
-        stub.stop()
-        dnsStub = nil
-        // No tunnel relies on the file any more (each one that did restores it itself).
-        if !sessions.values.contains(where: { $0.tunnel?.changedResolver == true }) { resolver?.restore() }
-    }
-
-    /// On-demand EvaluateConnection: while `observer` is set, the stub runs (the resolver file
-    /// points at it even without a tunnel) and reports every name programs resolve, before the
-    /// query is routed. nil stops watching.
+    /// On-demand EvaluateConnection: while `observer` is set, every name programs resolve is
+    /// reported to it (see `DNSRouter.watchResolvedNames`). nil stops watching.
     public func watchResolvedNames(_ observer: (@Sendable (String) -> Void)?) {
-        nameObserver = observer
-        watchingNames = observer != nil
-        if let observer, let address = dnsStubAddress, let resolver {
-            do throws(NetExtError) {
-                let hadStub = dnsStub != nil
-                try ensureStub(address: address)
-                dnsStub?.observeQueries(observer)
-                if !hadStub { try resolver.installStub(nameserver: address.hostText) }
-                logger.info("DNS stub watching resolved names for on-demand", metadata: ["stub": "\(address)"])
-            } catch {
-                logger.error("cannot watch resolved names for on-demand", metadata: ["error": "\(error.message)"])
-            }
-        } else {
-            dnsStub?.observeQueries(nil)
-            stopStubIfUnused()
-        }
-    }
-
-    /// A tunnel no longer needs the resolver file: put the original back, unless another tunnel
-    /// relies on it or on-demand watches names (then the file points at the stub again). A
-    /// remaining tunnel with servers of its own gets them into the file (an enterprise tunnel's
-    /// before the personal VPN's), so the file never keeps the servers of a tunnel that is gone.
-    func releaseResolver(besides id: UUID) {
-        guard let resolver else { return }
-        let others = sessions.filter { $0.key != id && $0.value.machine.status.isActive }
-        // A tunnel routing match domains keeps the stub in the file.
-        if others.contains(where: { $0.value.tunnel?.routedDNS == true }) { return }
-        let successor = others.compactMap { entry in entry.value.tunnel.flatMap { tunnel in tunnel.fullDNS.map { (id: entry.key, dns: $0, slot: tunnel.slot) } } }
-            .min { $0.slot < $1.slot }
-        if let successor {
-            do throws(NetExtError) {
-                try resolver.install(successor.dns)
-                sessions[successor.id]?.tunnel?.changedResolver = true
-                return
-            } catch {
-                logger.warning("cannot install the remaining tunnel's DNS servers", metadata: ["error": "\(error.message)"])
-            }
-        }
-        guard !isResolverStillNeeded(besides: id) else { return }
-        if watchingNames, dnsStub != nil, let address = dnsStubAddress {
-            try? resolver.installStub(nameserver: address.hostText)
-        } else {
-            resolver.restore()
-        }
-    }
-
-    /// Whether another tunnel still relies on the resolver file netextd wrote.
-    private func isResolverStillNeeded(besides id: UUID) -> Bool {
-        sessions.contains { $0.key != id && $0.value.tunnel?.changedResolver == true }
+        dns.watchResolvedNames(observer)
     }
 
     // MARK: App messages
@@ -620,11 +489,9 @@ public actor SessionManager {
         guard let session = sessions[configuration.id], session.machine.status.isActive, let provider = session.provider else {
             throw NetExtError(.configurationDisabled, "'\(configuration.localizedDescription)' is not running; start it before sending its provider a message")
         }
-        let messageID = nextAppMessageID
-        nextAppMessageID += 1
         let deadline = Self.appMessageDeadline
-        let result = await withCheckedContinuation { (waiter: CheckedContinuation<Result<Data?, NetExtError>, Never>) in
-            pendingAppMessages[messageID] = (configuration.id, waiter)
+        let result = await withCheckedContinuation { (waiter: AppMessageRelay.Waiter) in
+            let messageID = appMessages.register(to: configuration.id, waiter: waiter)
             Task {
                 do throws(NetExtError) { try await provider.send(.appMessage(id: messageID, data: data)) } catch {
                     self.finishAppMessage(messageID, .failure(error))
@@ -637,15 +504,7 @@ public actor SessionManager {
     }
 
     private func finishAppMessage(_ messageID: Int, _ result: Result<Data?, NetExtError>) {
-        guard let pending = pendingAppMessages.removeValue(forKey: messageID) else { return }
-        pending.waiter.resume(returning: result)
-    }
-
-    private func failAppMessages(of configuration: UUID, _ error: NetExtError) {
-        for (messageID, pending) in pendingAppMessages where pending.configuration == configuration {
-            pendingAppMessages[messageID] = nil
-            pending.waiter.resume(returning: .failure(error))
-        }
+        appMessages.finish(messageID, result)
     }
 
     // MARK: Kill switch and enforced routes

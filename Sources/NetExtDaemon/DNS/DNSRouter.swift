@@ -1,0 +1,184 @@
+import Foundation
+import Logging
+import NetExtCore
+import NetExtLinux
+
+/// Who answers the machine's DNS while tunnels are up: the resolver file and netextd's DNS stub.
+///
+/// Each tunnel hands over its `DNSSettings` (or none):
+/// - servers without match domains take the whole resolver file (Apple's "all queries go to the
+///   tunnel's servers");
+/// - servers with match domains are routed by the stub, and the file points at the stub, so only
+///   names within those domains are resolved through the tunnel (`matchDomains`).
+///
+/// When a tunnel goes, the file goes to the remaining tunnel that wants it whole (the lowest rank:
+/// an enterprise tunnel before the personal VPN), or back to its original. On-demand's name
+/// watching (EvaluateConnection) keeps the stub running and in the file even with no tunnel.
+///
+/// Not thread-safe: its owner (the session manager actor) serialises every call.
+final class DNSRouter {
+    /// What a tunnel's DNS settings changed.
+    struct TunnelDNS: Equatable {
+        /// Orders tunnels that want the whole file: the lowest rank gets it when the holder goes.
+        var rank: Int
+        /// The servers this tunnel wants as the whole file, whether or not they are in force.
+        var fullDNS: DNSSettings?
+        /// Whether the stub routes this tunnel's match domains.
+        var routed = false
+        /// Whether the file was written for this tunnel.
+        var changedResolver = false
+    }
+
+    let resolver: ResolverConfiguration?
+    let stubAddress: SocketAddress?
+    private let logger: Logger
+    private(set) var tunnels: [UUID: TunnelDNS] = [:]
+    private var stub: DNSStub?
+    private var nameObserver: (@Sendable (String) -> Void)?
+
+    init(resolver: ResolverConfiguration?, stubAddress: SocketAddress?, logger: Logger) {
+        self.resolver = resolver
+        self.stubAddress = stubAddress
+        self.logger = logger
+    }
+
+    /// Whether the stub is running (a tunnel routes match domains, or on-demand watches names).
+    var isStubRunning: Bool { stub != nil }
+    /// The stub's routing, for status and tests (empty when it is not running).
+    var stubRouting: DNSRouting { stub?.currentRouting ?? DNSRouting() }
+
+    /// Puts a tunnel's DNS settings in force, replacing what it had. `yieldToOthers`: the servers
+    /// take the whole file only if no other tunnel has changed it (the personal VPN's servers
+    /// assigned by its IKEv2 server). Settings without servers undo what the tunnel had.
+    func apply(_ dns: DNSSettings?, for id: UUID, rank: Int, yieldToOthers: Bool = false) throws(NetExtError) {
+        let previous = tunnels[id]
+        var entry = TunnelDNS(rank: rank)
+        if previous?.routed == true { unroute(id) }
+        guard let dns, !dns.servers.isEmpty, let resolver else {
+            tunnels[id] = entry
+            if previous?.changedResolver == true { release(besides: id) }
+            return
+        }
+        if dns.matchDomains.allSatisfy(\.isEmpty) {
+            entry.fullDNS = dns
+            if yieldToOthers, tunnels.contains(where: { $0.key != id && $0.value.changedResolver }) {
+                tunnels[id] = entry
+                return
+            }
+            // Recorded before writing: a failed write still leaves the tunnel's claim on the file,
+            // so its removal restores the original.
+            entry.changedResolver = true
+            tunnels[id] = entry
+            try resolver.install(dns)
+        } else {
+            entry.routed = true
+            entry.changedResolver = true
+            tunnels[id] = entry
+            try route(dns, for: id, resolver: resolver)
+        }
+    }
+
+    /// Undoes what a tunnel's DNS settings changed (the tunnel is gone).
+    func remove(_ id: UUID) {
+        guard let previous = tunnels.removeValue(forKey: id) else { return }
+        if previous.routed { unroute(id) }
+        if previous.changedResolver { release(besides: id) }
+    }
+
+    /// On-demand EvaluateConnection: while `observer` is set, the stub runs (the resolver file
+    /// points at it even without a tunnel) and reports every name programs resolve, before the
+    /// query is routed. nil stops watching.
+    func watchResolvedNames(_ observer: (@Sendable (String) -> Void)?) {
+        nameObserver = observer
+        guard let observer, let address = stubAddress, let resolver else {
+            stub?.observeQueries(nil)
+            stopStubIfUnused()
+            return
+        }
+        do throws(NetExtError) {
+            let hadStub = stub != nil
+            try ensureStub(address: address, resolver: resolver)
+            stub?.observeQueries(observer)
+            if !hadStub { try resolver.installStub(nameserver: address.hostText) }
+            logger.info("DNS stub watching resolved names for on-demand", metadata: ["stub": "\(address)"])
+        } catch {
+            logger.error("cannot watch resolved names for on-demand", metadata: ["error": "\(error.message)"])
+        }
+    }
+
+    // MARK: Match domains
+
+    /// Starts the stub if needed, routes the tunnel's match domains to its servers, and points
+    /// the resolver file at the stub.
+    private func route(_ dns: DNSSettings, for id: UUID, resolver: ResolverConfiguration) throws(NetExtError) {
+        guard let address = stubAddress else {
+            throw NetExtError(.configurationInvalid, "the tunnel's DNS has match domains, but netextd has no DNS stub address (NETEXT_DNS_STUB)")
+        }
+        let systemServers = resolver.originalNameservers(excluding: address.hostText)
+        try ensureStub(address: address, resolver: resolver)
+        stub?.update { routing in
+            routing.defaultServers = systemServers
+            routing.entries.removeAll { $0.owner == id.uuidString }
+            routing.entries.append(.init(owner: id.uuidString, matchDomains: dns.matchDomains, servers: dns.servers))
+        }
+        try resolver.installStub(nameserver: address.hostText, addingSearchDomains: dns.searchDomains)
+        logger.info("DNS: match domains routed through the tunnel", metadata: [
+            "matchDomains": "\(dns.matchDomains)", "servers": "\(dns.servers)", "otherNamesTo": "\(systemServers)", "stub": "\(address)",
+        ])
+    }
+
+    /// Removes a tunnel's routes from the stub, and stops the stub when nothing needs it.
+    private func unroute(_ id: UUID) {
+        guard let stub else { return }
+        stub.update { $0.entries.removeAll { $0.owner == id.uuidString } }
+        stopStubIfUnused()
+    }
+
+    private func ensureStub(address: SocketAddress, resolver: ResolverConfiguration) throws(NetExtError) {
+        guard stub == nil else { return }
+        let started = try DNSStub(address: address, logger: logger)
+        let systemServers = resolver.originalNameservers(excluding: address.hostText)
+        started.update { $0.defaultServers = systemServers }
+        started.observeQueries(nameObserver)
+        started.start()
+        stub = started
+    }
+
+    private func stopStubIfUnused() {
+        guard let running = stub, running.currentRouting.entries.isEmpty, nameObserver == nil else { return }
+        running.stop()
+        stub = nil
+        // No tunnel relies on the file any more (each one that did restores it itself).
+        if !tunnels.values.contains(where: \.changedResolver) { resolver?.restore() }
+    }
+
+    // MARK: The resolver file
+
+    /// A tunnel no longer needs the resolver file: it goes to the remaining tunnel that wants it
+    /// whole (lowest rank first), or back to the stub while a tunnel routes match domains or
+    /// on-demand watches names, or back to the original. The file never keeps the servers of a
+    /// tunnel that is gone.
+    private func release(besides id: UUID) {
+        guard let resolver else { return }
+        let others = tunnels.filter { $0.key != id }
+        // A tunnel routing match domains keeps the stub in the file.
+        if others.values.contains(where: \.routed) { return }
+        let successor = others.compactMap { entry in entry.value.fullDNS.map { (id: entry.key, dns: $0, rank: entry.value.rank) } }
+            .min { $0.rank < $1.rank }
+        if let successor {
+            do throws(NetExtError) {
+                try resolver.install(successor.dns)
+                tunnels[successor.id]?.changedResolver = true
+                return
+            } catch {
+                logger.warning("cannot install the remaining tunnel's DNS servers", metadata: ["error": "\(error.message)"])
+            }
+        }
+        guard !others.values.contains(where: \.changedResolver) else { return }
+        if nameObserver != nil, stub != nil, let address = stubAddress {
+            try? resolver.installStub(nameserver: address.hostText)
+        } else {
+            resolver.restore()
+        }
+    }
+}
