@@ -9,6 +9,8 @@ public final class RecordingNetworkApplier: NetworkApplier {
     /// One call, as the session manager made it.
     public enum Event: Sendable, Hashable {
         case applied(NetworkPlan)
+        /// Only the difference between the two was applied (`NetworkPlan.changeCommands(from:)`).
+        case changed(from: NetworkPlan, to: NetworkPlan)
         case tornDown(NetworkPlan)
         case removedStale(tables: ClosedRange<Int>, priorities: ClosedRange<Int>)
         case guarded(TrafficGuard)
@@ -39,6 +41,8 @@ public final class RecordingNetworkApplier: NetworkApplier {
         for event in events {
             switch event {
             case .applied(let plan): active.append(plan)
+            case .changed(let previous, let plan):
+                if let index = active.firstIndex(of: previous) { active[index] = plan } else { active.append(plan) }
             case .tornDown(let plan): active.removeAll { $0 == plan }
             default: break
             }
@@ -58,10 +62,19 @@ public final class RecordingNetworkApplier: NetworkApplier {
     public func failApplies(containing step: String?) { failure.withLock { $0 = step } }
 
     public func apply(_ plan: NetworkPlan) throws(NetExtError) {
-        if let step = failure.withLock({ $0 }), let command = plan.applyCommands.first(where: { $0.contains(step) }) {
+        try refuse(plan.applyCommands)
+        recorded.withLock { $0.append(.applied(plan)) }
+    }
+
+    public func apply(_ plan: NetworkPlan, replacing previous: NetworkPlan) throws(NetExtError) {
+        try refuse(plan.changeCommands(from: previous))
+        recorded.withLock { $0.append(.changed(from: previous, to: plan)) }
+    }
+
+    private func refuse(_ commands: [[String]]) throws(NetExtError) {
+        if let step = failure.withLock({ $0 }), let command = commands.first(where: { $0.contains(step) }) {
             throw NetExtError(.connectionFailed, "ip \(command.joined(separator: " ")) failed: refused by the recording applier (undone)")
         }
-        recorded.withLock { $0.append(.applied(plan)) }
     }
 
     public func teardown(_ plan: NetworkPlan) { recorded.withLock { $0.append(.tornDown(plan)) } }

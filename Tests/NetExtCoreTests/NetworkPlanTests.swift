@@ -30,6 +30,43 @@ struct NetworkPlanTests {
         #expect(plan.teardownCommands.contains(["-4", "route", "flush", "table", "7100"]))
     }
 
+    func plan(address: String = "10.99.0.2", server: String = "192.0.2.1", routes: [String], mtu: Int? = nil, interface: String = "netext0") throws -> NetworkPlan {
+        let settings = PacketTunnelNetworkSettings(
+            tunnelRemoteAddress: server,
+            ipv4Settings: IPv4Settings(addresses: [address], subnetMasks: ["255.255.255.255"],
+                includedRoutes: routes.map { IPv4Route(destinationAddress: $0, subnetMask: "255.255.0.0") }),
+            mtu: mtu)
+        return try NetworkPlan.make(settings: settings, interface: interface, table: 7100, rulePriority: 7100, underlyingMTU: 1500)
+    }
+
+    @Test("settings applied again change only what differs: new things first, gone things after, nothing shared is touched")
+    func changesOnly() throws {
+        let before = try plan(routes: ["10.20.0.0", "10.21.0.0"])
+        #expect(before.changeCommands(from: before).isEmpty, "the same plan again changes nothing")
+        let after = try plan(address: "10.99.0.3", server: "192.0.2.9", routes: ["10.21.0.0", "10.22.0.0"], mtu: 1380)
+        #expect(after.changeCommands(from: before) == [
+            ["link", "set", "dev", "netext0", "mtu", "1380"],
+            ["-4", "address", "add", "10.99.0.3/32", "dev", "netext0"],
+            ["-4", "route", "replace", "10.22.0.0/16", "dev", "netext0", "table", "7100"],
+            ["-4", "rule", "add", "priority", "7100", "to", "192.0.2.9/32", "lookup", "main"],
+            ["-4", "rule", "del", "priority", "7100", "to", "192.0.2.1/32", "lookup", "main"],
+            ["-4", "route", "del", "10.20.0.0/16", "dev", "netext0", "table", "7100"],
+            ["-4", "address", "del", "10.99.0.2/32", "dev", "netext0"],
+        ])
+        // The way back is the same kind of change (what the applier runs to undo a failed one).
+        let back = before.changeCommands(from: after)
+        #expect(back.contains(["-4", "route", "replace", "10.20.0.0/16", "dev", "netext0", "table", "7100"]))
+        #expect(back.contains(["-4", "route", "del", "10.22.0.0/16", "dev", "netext0", "table", "7100"]))
+        #expect(!back.contains { $0.contains("10.21.0.0/16") })
+    }
+
+    @Test("a plan for another interface replaces the previous one entirely")
+    func otherInterface() throws {
+        let before = try plan(routes: ["10.20.0.0"])
+        let after = try plan(routes: ["10.20.0.0"], interface: "netext1")
+        #expect(after.changeCommands(from: before) == before.teardownCommands + after.applyCommands)
+    }
+
     @Test("bad settings name the field", arguments: [
         (PacketTunnelNetworkSettings(tunnelRemoteAddress: "x", ipv4Settings: IPv4Settings(addresses: ["10.0.0.1"], subnetMasks: ["255.0.255.0"])), "ipv4Settings.subnetMasks: '255.0.255.0' is not a subnet mask"),
         (PacketTunnelNetworkSettings(tunnelRemoteAddress: "x", ipv4Settings: IPv4Settings(addresses: ["fd00::1"], subnetMasks: ["255.0.0.0"])), "ipv4Settings.addresses: 'fd00::1' is not IPv4"),

@@ -23,6 +23,23 @@ struct RecordingNetworkApplierTests {
         #expect(applier.activePlans == [second])
     }
 
+    @Test("a change in place replaces the active plan; a refused change leaves the previous one active")
+    func changes() throws {
+        let applier = RecordingNetworkApplier()
+        let first = try Self.plan("netext0")
+        var second = first
+        second.mtu = 1380
+        try applier.apply(first)
+        try applier.apply(second, replacing: first)
+        #expect(applier.events == [.applied(first), .changed(from: first, to: second)])
+        #expect(applier.activePlans == [second])
+        applier.failApplies(containing: "mtu")
+        var third = second
+        third.mtu = 1300
+        #expect(throws: NetExtError.self) { try applier.apply(third, replacing: second) }
+        #expect(applier.activePlans == [second])
+    }
+
     @Test("a failing step is refused like ip refuses it, and nothing is recorded as applied")
     func failure() throws {
         let applier = RecordingNetworkApplier(failingStep: "route")

@@ -113,13 +113,9 @@ public struct NetworkPlan: Sendable, Hashable {
     /// The `ip` commands that apply the plan, in order.
     public var applyCommands: [[String]] {
         var commands: [[String]] = [["link", "set", "dev", interface, "mtu", "\(mtu)"]]
-        for address in addresses {
-            commands.append([address.isIPv6 ? "-6" : "-4", "address", "add", address.description, "dev", interface] + (address.isIPv6 ? ["nodad"] : []))
-        }
+        for address in addresses { commands.append(addressCommand("add", address)) }
         commands.append(["link", "set", "dev", interface, "up"])
-        for route in includedRoutes {
-            commands.append([route.isIPv6 ? "-6" : "-4", "route", "replace", route.description, "dev", interface, "table", "\(table)"])
-        }
+        for route in includedRoutes { commands.append(routeCommand("replace", route)) }
         for rule in rules { commands.append(rule.command(action: "add")) }
         return commands
     }

@@ -6,6 +6,10 @@ import NetExtLinux
 public protocol NetworkApplier: Sendable {
     /// Applies every step of the plan; on failure undoes what it did and throws naming the step.
     func apply(_ plan: NetworkPlan) throws(NetExtError)
+    /// Turns `previous` (in force on the same interface) into `plan`, changing only what
+    /// differs (`NetworkPlan.changeCommands(from:)`); on failure puts `previous` back and throws
+    /// naming the step.
+    func apply(_ plan: NetworkPlan, replacing previous: NetworkPlan) throws(NetExtError)
     /// Removes the plan's rules and routes (best effort: missing pieces are not errors).
     func teardown(_ plan: NetworkPlan)
     /// Removes rules and routes a crashed netextd may have left in its priority and table range.
@@ -33,14 +37,25 @@ public struct IPCommandApplier: NetworkApplier {
     }
 
     public func apply(_ plan: NetworkPlan) throws(NetExtError) {
-        var done = 0
-        for command in plan.applyCommands {
+        try run(plan.applyCommands) { teardown(plan) }
+    }
+
+    public func apply(_ plan: NetworkPlan, replacing previous: NetworkPlan) throws(NetExtError) {
+        // Undoing a partial change is the change back: what already matches `previous` makes
+        // `ip` answer "exists" or "not found", which is ignored.
+        try run(plan.changeCommands(from: previous)) {
+            for command in previous.changeCommands(from: plan) { _ = run(command) }
+        }
+    }
+
+    /// Runs `commands` in order; at the first that fails, runs `undo` and throws naming it.
+    private func run(_ commands: [[String]], undo: () -> Void) throws(NetExtError) {
+        for (done, command) in commands.enumerated() {
             let result = run(command)
             guard result.status == 0 else {
-                teardown(plan)
+                undo()
                 throw NetExtError(.connectionFailed, "ip \(command.joined(separator: " ")) failed: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) (after \(done) steps; undone)")
             }
-            done += 1
         }
     }
 

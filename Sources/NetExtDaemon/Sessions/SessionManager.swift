@@ -435,11 +435,24 @@ public actor SessionManager {
             }
             // The plan in force is recorded only once applied; until then the session holds none,
             // so a stop meanwhile has nothing to undo, and the check after the await undoes it.
+            // Settings applied again change only what differs: routes both plans share stay.
             let previous = sessions[id]?.tunnel?.plan
             sessions[id]?.tunnel?.plan = nil
-            try await network.performThrowing { applier throws(NetExtError) in
-                if let previous { applier.teardown(previous) }
-                try applier.apply(plan)
+            do throws(NetExtError) {
+                try await network.performThrowing { applier throws(NetExtError) in
+                    if let previous { try applier.apply(plan, replacing: previous) } else { try applier.apply(plan) }
+                }
+            } catch {
+                // The applier put the previous plan back: it is in force again, or undone if
+                // the session ended meanwhile.
+                if let previous {
+                    if isCurrent(id, generation: generation), sessions[id]?.tunnel?.fd == interface.fd {
+                        sessions[id]?.tunnel?.plan = previous
+                    } else {
+                        network.enqueue { $0.teardown(previous) }
+                    }
+                }
+                throw error
             }
             guard isCurrent(id, generation: generation), var tunnel = sessions[id]?.tunnel, tunnel.fd == interface.fd else {
                 network.enqueue { $0.teardown(plan) }

@@ -1,0 +1,79 @@
+import Foundation
+import NetExtCore
+import NetExtDaemon
+import NetExtLinux
+import NetExtTestSupport
+import Testing
+
+/// The real `ip` applier in a namespace of the test's own (a veth interface stands in for the
+/// TUN device): settings applied again change only what differs, and a route both plans share is
+/// never deleted, not even for a moment (`ip monitor` sees every deletion).
+@Suite("ip applier in a namespace", .enabled(if: isRoot, "needs root: creates a network namespace"), .serialized)
+struct NetworkApplierLabTests {
+    let namespace = "nxplan\(UInt32.random(in: 0..<1_000_000))"
+    let ip = CommandRunner.ipPath
+
+    func plan(routes: [String], server: String, address: String = "10.99.0.2") throws -> NetworkPlan {
+        let settings = PacketTunnelNetworkSettings(
+            tunnelRemoteAddress: server,
+            ipv4Settings: IPv4Settings(addresses: [address], subnetMasks: ["255.255.255.255"],
+                includedRoutes: routes.map { IPv4Route(destinationAddress: $0, subnetMask: "255.255.0.0") }))
+        return try NetworkPlan.make(settings: settings, interface: "netext0", table: 7100, rulePriority: 7100, underlyingMTU: 1500)
+    }
+
+    func inNamespace(_ arguments: [String]) -> String {
+        CommandRunner.run(ip, ["-n", namespace] + arguments).output
+    }
+
+    @Test("settings applied again: the shared route stays, the gone route and rule go, the new ones come; a refused change puts the previous plan back")
+    func changeInPlace() async throws {
+        let wrapper = NSTemporaryDirectory() + "\(namespace)-ip"
+        try "#!/bin/sh\nexec \(ip) -n \(namespace) \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        _ = CommandRunner.run(ip, ["netns", "add", namespace])
+        defer {
+            _ = CommandRunner.run(ip, ["netns", "del", namespace])
+            try? FileManager.default.removeItem(atPath: wrapper)
+        }
+        #expect(CommandRunner.run(ip, ["-n", namespace, "link", "add", "netext0", "type", "veth", "peer", "name", "nxpeer"]).status == 0)
+        let applier = IPCommandApplier(executable: wrapper)
+        let before = try plan(routes: ["10.20.0.0", "10.21.0.0"], server: "192.0.2.1")
+        try applier.apply(before)
+        #expect(inNamespace(["-4", "route", "show", "table", "7100"]).contains("10.20.0.0/16"))
+
+        // Watch every change while the new plan replaces the old one (the monitor runs 1.5 s).
+        async let monitored = runOffPool("/usr/bin/timeout", ["1.5", ip, "-n", namespace, "monitor", "route", "rule", "address"], timeout: 10)
+        try await Task.sleep(for: .milliseconds(400))
+        let after = try plan(routes: ["10.21.0.0", "10.22.0.0"], server: "192.0.2.9", address: "10.99.0.3")
+        try applier.apply(after, replacing: before)
+        let seen = try await monitored.stdout
+        let deletions = seen.split(separator: "\n").filter { $0.hasPrefix("Deleted") }
+        #expect(!deletions.isEmpty, "the monitor saw the change: \(seen)")
+        #expect(!deletions.contains { $0.contains("10.21.0.0/16") }, "the shared route was never deleted: \(deletions)")
+        #expect(deletions.contains { $0.contains("10.20.0.0/16") })
+
+        let routes = inNamespace(["-4", "route", "show", "table", "7100"])
+        #expect(routes.contains("10.21.0.0/16") && routes.contains("10.22.0.0/16") && !routes.contains("10.20.0.0/16"), "\(routes)")
+        let rules = inNamespace(["-4", "rule", "show"])
+        #expect(rules.contains("192.0.2.9") && !rules.contains("192.0.2.1 "), "\(rules)")
+        let addresses = inNamespace(["-4", "address", "show", "dev", "netext0"])
+        #expect(addresses.contains("10.99.0.3/32") && !addresses.contains("10.99.0.2/32"), "\(addresses)")
+
+        // A change `ip` refuses is undone, and the plan before it is in force again, whole: the
+        // rule it would delete was removed behind netextd's back, so `ip rule del` fails after
+        // the new route and rule were added.
+        #expect(CommandRunner.run(ip, ["-n", namespace, "-4", "rule", "del", "priority", "7100", "to", "192.0.2.9/32", "lookup", "main"]).status == 0)
+        let refused = try plan(routes: ["10.21.0.0", "10.23.0.0"], server: "192.0.2.10", address: "10.99.0.3")
+        #expect {
+            try applier.apply(refused, replacing: after)
+        } throws: { error in
+            (error as? NetExtError)?.message.contains("rule del priority 7100 to 192.0.2.9/32") == true
+        }
+        let restored = inNamespace(["-4", "route", "show", "table", "7100"])
+        #expect(restored.contains("10.22.0.0/16") && !restored.contains("10.23.0.0/16"), "\(restored)")
+        let restoredRules = inNamespace(["-4", "rule", "show"])
+        #expect(restoredRules.contains("192.0.2.9") && !restoredRules.contains("192.0.2.10"), "\(restoredRules)")
+        applier.teardown(after)
+        #expect(inNamespace(["-4", "route", "show", "table", "7100"]).isEmpty)
+    }
+}
