@@ -186,7 +186,7 @@ let package = Package(
             swiftSettings: strict),
         // Shipped fakes for testing providers and netextd's logic without root: the in-memory
         // packet flow pair, the recording network applier (docs/testing.md).
-        .target(name: "NetExtTesting", dependencies: ["NetExt", "NetExtDaemon", "NetExtCore"], swiftSettings: strict),
+        .target(name: "NetExtTesting", dependencies: ["NetExt", "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux"], swiftSettings: strict),
         // One commands target per executable, so that each binary links only what it drives:
         // the unprivileged `netext` CLI links neither GRDB nor the daemon nor any server.
         .target(

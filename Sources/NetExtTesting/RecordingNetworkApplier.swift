@@ -1,5 +1,6 @@
 import NetExtCore
 import NetExtDaemon
+import NetExtLinux
 import Synchronization
 
 /// A network applier that changes nothing and remembers every call, for testing netextd's
@@ -14,9 +15,13 @@ public final class RecordingNetworkApplier: NetworkApplier {
         case tornDown(NetworkPlan)
         case removedStale(tables: ClosedRange<Int>, priorities: ClosedRange<Int>)
         case guarded(TrafficGuard)
+        /// A tunnel interface was opened (a socketpair stands in for the TUN device).
+        case openedInterface(String)
     }
 
     private let recorded = Mutex<[Event]>([])
+    /// The test's ends of the interfaces opened: name → descriptor.
+    private let interfaces = Mutex<[String: Int32]>([:])
     private let failure: Mutex<String?>
     private let guardFailure = Mutex(false)
     private let mtu: Int?
@@ -84,6 +89,30 @@ public final class RecordingNetworkApplier: NetworkApplier {
     }
 
     public func underlyingMTU(toward address: String) -> Int? { mtu }
+
+    /// A sequenced-packet socketpair stands in for the TUN device (one packet per read, as on a
+    /// TUN descriptor); the test's end is `interfaceEnd(named:)`. Names are `faketun0`, `1`…
+    public func openTunnelInterface(pattern: String) throws(NetExtError) -> (fd: Int32, name: String) {
+        let pair: (Int32, Int32)
+        do { pair = try SocketPair.makePackets() } catch {
+            throw NetExtError(.connectionFailed, "cannot create a fake tunnel interface: \(error)")
+        }
+        let name = interfaces.withLock { open in
+            let name = "faketun\(open.count)"
+            open[name] = pair.1
+            return name
+        }
+        recorded.withLock { $0.append(.openedInterface(name)) }
+        return (pair.0, name)
+    }
+
+    /// The test's end of an opened interface: write a packet to inject it into the tunnel,
+    /// read to see what the provider wrote.
+    public func interfaceEnd(named name: String) -> Int32? { interfaces.withLock { $0[name] } }
+
+    deinit {
+        for fd in interfaces.withLock({ Array($0.values) }) { SocketPair.close(fd) }
+    }
 
     public func localNetworks() -> [IPPrefix] { networks }
 

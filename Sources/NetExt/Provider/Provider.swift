@@ -63,7 +63,7 @@ public final class ProviderContext: Sendable {
         case .networkSettingsApplied(let interface, let mtu):
             guard settings != nil else { return nil }
             let descriptor: Int32
-            do { descriptor = try SocketPair.receiveDescriptor(over: ProviderHost.descriptorPassingDescriptor) } catch {
+            do { descriptor = try SocketPair.receiveDescriptor(over: session.descriptorSocket) } catch {
                 throw NetExtError(.providerFailed, "netextd applied the settings but the TUN descriptor did not arrive: \(error)")
             }
             let installed = flow.withLock { current -> Bool in

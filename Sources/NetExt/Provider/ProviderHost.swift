@@ -15,8 +15,10 @@ public enum ProviderHost {
     public static let descriptorPassingDescriptor: Int32 = ProviderDescriptors.descriptorPassing
 
     /// Runs `provider` until it is stopped. Returns normally after a stop or a failed start;
-    /// throws if netextd misbehaves or goes away.
-    public static func run(_ provider: any TunnelProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+    /// throws if netextd misbehaves or goes away. `descriptor` and `descriptorSocket` are the
+    /// provider's ends of its two sockets: a provider process keeps the defaults; a test that
+    /// runs a provider inside its own process (NetExtTesting) passes socketpair ends.
+    public static func run(_ provider: any TunnelProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
         try await serve(
             Lifecycle(
                 start: { start, session in
@@ -25,17 +27,17 @@ public enum ProviderHost {
                 },
                 stop: { reason in await provider.stopTunnel(reason: reason) },
                 appMessage: { data in await provider.handleAppMessage(data) }),
-            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
     }
 
     /// Runs a content filter's data provider until it is stopped: `startFilter`, then one
     /// `handleNewFlow` per flow netextd asks about, each answered as soon as it returns.
-    public static func run(filter provider: any FilterDataProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+    public static func run(filter provider: any FilterDataProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
         try await serve(
             Lifecycle(
                 start: { start, session in
                     try await provider.startFilter(context: FilterContext(configuration: start.configuration, options: start.options, session: session))
-                    serveFlows(provider, channel: descriptorPassingDescriptor)
+                    serveFlows(provider, channel: session.descriptorSocket)
                 },
                 stop: { reason in await provider.stopFilter(reason: reason) },
                 appMessage: { _ in nil },
@@ -43,13 +45,13 @@ public enum ProviderHost {
                     await provider.handleRulesChanged()
                     return .rulesApplied
                 }),
-            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
     }
 
     /// Runs a content filter's control provider until it is stopped: `startFilter` with a
     /// context that can `notifyRulesChanged()`, then `handleNewFlow` for each flow the data
     /// provider could not judge without new rules.
-    public static func run(filterControl provider: any FilterControlProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+    public static func run(filterControl provider: any FilterControlProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
         try await serve(
             Lifecycle(
                 start: { start, session in
@@ -58,12 +60,12 @@ public enum ProviderHost {
                 stop: { reason in await provider.stopFilter(reason: reason) },
                 appMessage: { data in await provider.handleAppMessage(data) },
                 newFlow: { flow in .controlVerdict(flowID: flow.id, verdict: await provider.handleNewFlow(flow)) }),
-            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
     }
 
     /// Runs a URL filter's control provider until it is stopped: `start`, then one
     /// `fetchPrefilter()` per request from netextd.
-    public static func run(urlFilterControl provider: any URLFilterControlProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor) async throws {
+    public static func run(urlFilterControl provider: any URLFilterControlProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
         try await serve(
             Lifecycle(
                 start: { start, _ in try await provider.start(configuration: start.configuration) },
@@ -75,7 +77,7 @@ public enum ProviderHost {
                         return .prefilterFetched(id: id, prefilter: nil, error: reported)
                     }
                 }),
-            bundleIdentifier: bundleIdentifier, descriptor: descriptor)
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
     }
 
     /// Answers what netextd sends on the flow channel (descriptor 4, `FlowChannelCodec`) on a
@@ -116,9 +118,9 @@ public enum ProviderHost {
         var fetchPrefilter: (@Sendable (Int) async -> ProviderMessage)? = nil
     }
 
-    private static func serve(_ lifecycle: Lifecycle, bundleIdentifier: String, descriptor: Int32) async throws {
+    private static func serve(_ lifecycle: Lifecycle, bundleIdentifier: String, descriptor: Int32, descriptorSocket: Int32) async throws {
         let connection = try await FramedConnection.adopt(descriptor: descriptor)
-        let session = ProviderSession(connection: connection)
+        let session = ProviderSession(connection: connection, descriptorSocket: descriptorSocket)
         try await session.send(.hello(bundleIdentifier: bundleIdentifier, version: ControlProtocol.version))
         let decoder = ControlProtocol.makeDecoder()
         var started = false

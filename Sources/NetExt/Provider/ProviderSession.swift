@@ -8,11 +8,15 @@ import Synchronization
 /// outstanding settings request (network settings of a tunnel, or a filter's kernel rules).
 final class ProviderSession: Sendable {
     let connection: FramedConnection
+    /// Where netextd passes descriptors (the TUN device) or, for a filter data provider, the
+    /// flow channel: descriptor 4 in a provider process.
+    let descriptorSocket: Int32
     private let pendingSettings = Mutex<CheckedContinuation<ProviderMessage, Never>?>(nil)
     private let finished = Mutex(false)
 
-    init(connection: FramedConnection) {
+    init(connection: FramedConnection, descriptorSocket: Int32) {
         self.connection = connection
+        self.descriptorSocket = descriptorSocket
     }
 
     func send(_ message: ProviderMessage) async throws(NetExtError) {

@@ -21,9 +21,23 @@ public protocol NetworkApplier: Sendable {
     func localNetworks() -> [IPPrefix]
     /// Installs (or replaces) the traffic guard; with no active member, removes it.
     func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError)
+    /// Creates a tunnel interface (a TUN device named after `pattern`, `netext%d`) and returns
+    /// its descriptor and name; the interface lives until the descriptor is closed.
+    func openTunnelInterface(pattern: String) throws(NetExtError) -> (fd: Int32, name: String)
 }
 
 extension NetworkApplier {
+    public func openTunnelInterface(pattern: String) throws(NetExtError) -> (fd: Int32, name: String) {
+        // With offloads: the provider's PacketFlow sees them on the descriptor and either
+        // segments for itself (fast data paths) or hands out ordinary packets.
+        do {
+            let opened = try TunDevice.open(pattern: pattern, offload: true)
+            return (opened.fd, opened.name)
+        } catch {
+            throw NetExtError(.connectionFailed, "cannot create a TUN interface: \(error)")
+        }
+    }
+
     public func localNetworks() -> [IPPrefix] { [] }
     public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {}
 }

@@ -8,24 +8,27 @@ import NetExtLinux
 import Glibc
 #endif
 
-/// A running provider: its process and the framed connection on its inherited socket.
+/// A running provider: how it runs (a process, or in-process in tests) and the framed
+/// connection on its control socket.
 public final class ProviderProcess: Sendable {
-    public let pid: Int32
     public let manifest: ProviderManifest
     public let connection: FramedConnection
+    private let execution: any ProviderExecution
     /// netextd's end of the socketpair that carries file descriptors (the TUN device) to the
     /// provider's descriptor 4, with SCM_RIGHTS.
     private let descriptorSocket: Int32
     private let exited = Mutex(false)
     private let descriptorSocketClosed = Mutex(false)
 
-    private init(pid: Int32, manifest: ProviderManifest, connection: FramedConnection, descriptorSocket: Int32) {
-        self.pid = pid
+    private init(execution: any ProviderExecution, manifest: ProviderManifest, connection: FramedConnection, descriptorSocket: Int32) {
+        self.execution = execution
         self.manifest = manifest
         self.connection = connection
         self.descriptorSocket = descriptorSocket
     }
 
+    /// The provider's process id.
+    public var pid: Int32 { execution.pid }
     /// netextd's end of the flow channel (when launched with `flowChannel`).
     public var flowChannel: Int32 { descriptorSocket }
 
@@ -51,24 +54,15 @@ public final class ProviderProcess: Sendable {
         SocketPair.close(descriptorSocket)
     }
 
-    /// Starts the provider as its manifest's user with one end of a socketpair as descriptor 3.
-    /// With `isolateNetwork` it runs in a network namespace of its own with nothing in it (a
-    /// filter data provider: it sees flows and must not be able to send them anywhere).
-    /// With `flowChannel`, descriptor 4 is a sequenced-packet socket carrying the filter's flows
-    /// and verdicts (`FlowChannelCodec`) instead of passed descriptors.
+    /// Starts the provider (as its manifest's user, by `launcher`) with one end of a socketpair
+    /// as descriptor 3. With `isolateNetwork` it runs in a network namespace of its own with
+    /// nothing in it (a filter data provider: it sees flows and must not be able to send them
+    /// anywhere). With `flowChannel`, descriptor 4 is a sequenced-packet socket carrying the
+    /// filter's flows and verdicts (`FlowChannelCodec`) instead of passed descriptors.
     public static func launch(
-        _ manifest: ProviderManifest, isolateNetwork: Bool = false, flowChannel: Bool = false, environment extra: [String: String] = [:]
+        _ manifest: ProviderManifest, isolateNetwork: Bool = false, flowChannel: Bool = false, environment extra: [String: String] = [:],
+        launcher: any ProviderLauncher = ProcessProviderLauncher()
     ) async throws(NetExtError) -> ProviderProcess {
-        // Running as root is allowed only when the manifest says "root" explicitly, and only
-        // when netextd itself is root; otherwise privileges are dropped to the named user.
-        let user: UserDatabase.User?
-        if getuid() != 0 {
-            user = nil
-        } else if let found = UserDatabase.user(named: manifest.user) {
-            user = found.uid == 0 ? nil : found
-        } else {
-            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': user '\(manifest.user)' does not exist")
-        }
         let pair: (Int32, Int32)
         let descriptorPair: (Int32, Int32)
         do {
@@ -88,21 +82,20 @@ public final class ProviderProcess: Sendable {
             "NETEXT_PROVIDER_FD": "\(ProviderDescriptors.control)",
             "NETEXT_PROVIDER_DESCRIPTOR_FD": "\(ProviderDescriptors.descriptorPassing)",
         ]) { _, fixed in fixed }
-        let pid: Int32
+        let execution: any ProviderExecution
         do {
-            pid = try ProcessSpawner.spawn(executable: manifest.executable, arguments: manifest.arguments, environment: environment, user: user, childSocket: pair.1, secondSocket: descriptorPair.1, isolateNetwork: isolateNetwork)
+            execution = try launcher.start(manifest, control: pair.1, descriptors: descriptorPair.1, environment: environment, isolateNetwork: isolateNetwork)
         } catch {
-            for fd in [pair.0, pair.1, descriptorPair.0, descriptorPair.1] { SocketPair.close(fd) }
-            throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)' could not be started: \(error)")
+            SocketPair.close(pair.0)
+            SocketPair.close(descriptorPair.0)
+            throw error
         }
-        SocketPair.close(pair.1)
-        SocketPair.close(descriptorPair.1)
         do {
             let connection = try await FramedConnection.adopt(descriptor: pair.0)
-            return ProviderProcess(pid: pid, manifest: manifest, connection: connection, descriptorSocket: descriptorPair.0)
+            return ProviderProcess(execution: execution, manifest: manifest, connection: connection, descriptorSocket: descriptorPair.0)
         } catch {
             SocketPair.close(descriptorPair.0)
-            ProcessSpawner.signal(SIGKILL, to: pid)
+            execution.forceEnd()
             throw NetExtError(.providerFailed, "provider '\(manifest.bundleIdentifier)': cannot attach its socket: \(error)")
         }
     }
@@ -114,34 +107,25 @@ public final class ProviderProcess: Sendable {
         }
     }
 
-    /// Waits for the process to exit and returns its `waitpid` status (blocking happens on a
-    /// dedicated thread, never on the cooperative pool).
+    /// Waits for the provider to end and returns its `waitpid` status.
     public func waitForExit() async -> Int32 {
-        let pid = self.pid
-        return await withCheckedContinuation { continuation in
-            let thread = Thread {
-                let status = ProcessSpawner.waitForExit(pid: pid)
-                self.exited.withLock { $0 = true }
-                continuation.resume(returning: status)
-            }
-            thread.name = "netextd-wait-\(pid)"
-            thread.start()
-        }
+        let status = await execution.waitForExit()
+        exited.withLock { $0 = true }
+        return status
     }
 
     /// Ends the process: after `patience` (time to exit on its own) SIGTERM, then SIGKILL to
     /// its process group after `grace`. Only a process that has not been reaped is signalled,
     /// so a reused pid is never hit.
     public func terminate(patience: Duration = .zero, grace: Duration = .seconds(3)) {
-        let pid = self.pid
+        let execution = self.execution
         Task {
             if patience > .zero { try? await Task.sleep(for: patience) }
             guard !self.exited.withLock({ $0 }) else { return }
-            ProcessSpawner.signal(SIGTERM, to: pid)
+            execution.requestEnd()
             try? await Task.sleep(for: grace)
             guard !self.exited.withLock({ $0 }) else { return }
-            ProcessSpawner.signal(SIGKILL, to: -pid)
-            ProcessSpawner.signal(SIGKILL, to: pid)
+            execution.forceEnd()
         }
         connection.close()
         closeDescriptorSocket()

@@ -41,6 +41,8 @@ public actor SessionManager {
     /// How long a provider has to answer an app's message.
     public static let appMessageDeadline: Duration = .seconds(10)
     private let registry: ProviderRegistry
+    /// Starts providers: processes of their own (netextd), or in-process (tests).
+    private let launcher: any ProviderLauncher
     private let hub: NotificationHub
     let logger: Logger
     /// How long a provider has to say hello and finish `startTunnel`.
@@ -71,8 +73,10 @@ public actor SessionManager {
         registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
         applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil, dnsStubAddress: SocketAddress? = nil,
         startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5),
-        ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil
+        ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil,
+        launcher: any ProviderLauncher = ProcessProviderLauncher()
     ) {
+        self.launcher = launcher
         self.ikev2Directory = ikev2Directory
         self.secretLookup = secretLookup
         dns = DNSRouter(resolver: resolver, stubAddress: dnsStubAddress, logger: logger)
@@ -272,7 +276,7 @@ public actor SessionManager {
         Task {
             let provider: ProviderProcess
             do throws(NetExtError) {
-                provider = try await ProviderProcess.launch(manifest)
+                provider = try await ProviderProcess.launch(manifest, launcher: self.launcher)
             } catch {
                 self.apply(.providerFailed(error), to: id, generation: generation)
                 return
@@ -397,14 +401,15 @@ public actor SessionManager {
                 return
             }
             if session.tunnel == nil {
-                guard let slot = (0..<Self.personalSlot).first(where: { !usedSlots.contains($0) }) else {
-                    throw NetExtError(.connectionFailed, "all \(Self.personalSlot) tunnel slots are in use")
+                let opened = try await network.performThrowing { applier throws(NetExtError) in try applier.openTunnelInterface(pattern: "netext%d") }
+                guard isCurrent(id, generation: generation), sessions[id]?.tunnel == nil else {
+                    SocketPair.close(opened.fd)
+                    return
                 }
-                // With offloads: the provider's PacketFlow sees them on the descriptor and either
-                // segments for itself (fast data paths) or hands out ordinary packets.
-                let opened: (fd: Int32, name: String, offload: Bool)
-                do { opened = try TunDevice.open(pattern: "netext%d", offload: true) } catch {
-                    throw NetExtError(.connectionFailed, "cannot create a TUN interface: \(error)")
+                // The slot is taken after the await: another session may have taken one meanwhile.
+                guard let slot = (0..<Self.personalSlot).first(where: { !usedSlots.contains($0) }) else {
+                    SocketPair.close(opened.fd)
+                    throw NetExtError(.connectionFailed, "all \(Self.personalSlot) tunnel slots are in use")
                 }
                 usedSlots.insert(slot)
                 sessions[id]?.tunnel = TunnelInterface(fd: opened.fd, name: opened.name, slot: slot)
