@@ -84,11 +84,12 @@ final class SessionManagerTests {
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
-    func configuration(_ script: [String: JSONValue] = [:], bundle: String = SessionManagerTests.bundle) -> NetExtCore.Configuration {
+    func configuration(_ script: [String: JSONValue] = [:], bundle: String = SessionManagerTests.bundle, includeAllNetworks: Bool = false) -> NetExtCore.Configuration {
         NetExtCore.Configuration(
             owner: Owner(uid: 0, appIdentifier: "app.a"), localizedDescription: "Office", isEnabled: true,
             protocolConfiguration: .tunnelProvider(TunnelProviderProtocol(
-                providerBundleIdentifier: bundle, serverAddress: "vpn.example.test", providerConfiguration: script)))
+                providerBundleIdentifier: bundle, serverAddress: "vpn.example.test", providerConfiguration: script,
+                includeAllNetworks: includeAllNetworks)))
     }
 
     var resolverFile: String { (try? String(contentsOfFile: resolver.path, encoding: .utf8)) ?? "" }
@@ -183,6 +184,24 @@ final class SessionManagerTests {
         #expect(status.lastDisconnectError?.message.contains("refused by the recording applier") == true)
         await drain()
         #expect(applier.activePlans.isEmpty)
+    }
+
+    @Test("kill switch: the guard is up before the provider runs, stays up when the provider fails, and goes with the configuration")
+    func killSwitch() async throws {
+        let office = configuration(["fail": .string("no route to the server")], includeAllNetworks: true)
+        let status = try await manager.start(office, options: [:], password: nil)
+        #expect(status.status == .disconnected)
+        #expect(status.killSwitch == true)
+        let guardEvents = applier.events.enumerated().filter { if case .guarded = $0.element { true } else { false } }
+        let firstGuard = try #require(guardEvents.first)
+        #expect(applier.events.prefix(firstGuard.offset).allSatisfy { if case .openedInterface = $0 { false } else { true } },
+                "the guard was installed before anything of the tunnel")
+        #expect(applier.currentGuard?.members.first?.blocksAll == true, "a failed provider leaves the guard closed")
+        var disabled = office
+        disabled.isEnabled = false
+        await manager.configurationChanged(disabled, removed: false)
+        for _ in 0..<100 where applier.currentGuard?.members.isEmpty != true { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(applier.currentGuard?.members.isEmpty == true, "disabling the configuration lifts it")
     }
 
     /// Reads one packet from the test's end of a fake interface, waiting at most 2 s.
