@@ -21,6 +21,17 @@ struct NetworkApplierLabTests {
         return try NetworkPlan.make(settings: settings, interface: "netext0", table: 7100, rulePriority: 7100, underlyingMTU: 1500)
     }
 
+    /// Waits (at most 10 s) until `path` contains `text`, running `step` before each look.
+    func waitForFile(_ path: String, containing text: String, while step: @Sendable () -> Void) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            step()
+            if let content = try? String(contentsOfFile: path, encoding: .utf8), content.contains(text) { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
     func inNamespace(_ arguments: [String]) -> String {
         CommandRunner.run(ip, ["-n", namespace] + arguments).output
     }
@@ -41,14 +52,29 @@ struct NetworkApplierLabTests {
         try applier.apply(before)
         #expect(inNamespace(["-4", "route", "show", "table", "7100"]).contains("10.20.0.0/16"))
 
-        // Watch every change while the new plan replaces the old one (the monitor runs 1.5 s).
-        async let monitored = runOffPool("/usr/bin/timeout", ["1.5", ip, "-n", namespace, "monitor", "route", "rule", "address"], timeout: 10)
-        try await Task.sleep(for: .milliseconds(400))
+        // Watch every change while the new plan replaces the old one. The monitor writes to a
+        // file; a marker route added before and deleted after the change shows it was listening
+        // and has written everything (no timing guess: the test pool may be starved under load).
+        let log = NSTemporaryDirectory() + "\(namespace)-monitor.log", pidFile = NSTemporaryDirectory() + "\(namespace)-monitor.pid"
+        defer { for file in [log, pidFile] { try? FileManager.default.removeItem(atPath: file) } }
+        let script = "echo $$ > \(pidFile); exec timeout 60 \(ip) -n \(namespace) monitor route rule address > \(log)"
+        async let monitored = runOffPool("/bin/sh", ["-c", script], timeout: 90)
+        func marker(_ action: String, _ prefix: String) -> @Sendable () -> Void {
+            let arguments = ["-n", namespace, "-4", "route", action, prefix, "dev", "netext0", "table", "7199"], ip = self.ip
+            return { _ = CommandRunner.run(ip, arguments) }
+        }
+        let addMarker = marker("add", "10.250.0.0/16"), removeMarker = marker("del", "10.250.0.0/16")
+        #expect(try await waitForFile(log, containing: "10.250.0.0/16", while: { removeMarker(); addMarker() }))
         let after = try plan(routes: ["10.21.0.0", "10.22.0.0"], server: "192.0.2.9", address: "10.99.0.3")
         try applier.apply(after, replacing: before)
-        let seen = try await monitored.stdout
+        marker("add", "10.251.0.0/16")()
+        #expect(try await waitForFile(log, containing: "10.251.0.0/16", while: {}))
+        if let pid = Int32((try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") {
+            kill(pid, SIGTERM)
+        }
+        _ = try await monitored
+        let seen = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         let deletions = seen.split(separator: "\n").filter { $0.hasPrefix("Deleted") }
-        #expect(!deletions.isEmpty, "the monitor saw the change: \(seen)")
         #expect(!deletions.contains { $0.contains("10.21.0.0/16") }, "the shared route was never deleted: \(deletions)")
         #expect(deletions.contains { $0.contains("10.20.0.0/16") })
 

@@ -59,10 +59,12 @@ actor KillSwitch {
     }
 
     /// Lifts a configuration's guard (it was disabled or removed).
-    func release(_ configuration: UUID) {
+    /// Returns once the guard without it is in force (`netext disable` answers after traffic
+    /// flows again, not before).
+    func release(_ configuration: UUID) async {
         guard members.removeValue(forKey: configuration) != nil else { return }
         let wanted = TrafficGuard(members: Array(members.values)), logger = self.logger
-        network.enqueue { applier in
+        await network.perform { applier in
             do throws(NetExtError) { try applier.applyGuard(wanted) } catch {
                 logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
             }

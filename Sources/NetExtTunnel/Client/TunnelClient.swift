@@ -15,13 +15,9 @@ public final class TunnelClient: Sendable {
         var current: TransportSession?
         var previous: TransportSession?
         var pending: HandshakeInitiator?
-        var pendingSince = Date.distantPast
-        var firstAttempt: Date?
         var cookie: [UInt8]?
-        var lastSent = Date.distantPast
-        var lastReceived = Date.distantPast
-        var lastHandshake = Date.distantPast
-        var reasserting = false
+        /// When to retry, rekey, keep alive and reassert (pure; this class performs it).
+        var timers: TunnelClientTimers
         var dropped: UInt64 = 0
         var bytesIn: UInt64 = 0
         var bytesOut: UInt64 = 0
@@ -32,7 +28,7 @@ public final class TunnelClient: Sendable {
     let staticKey: Curve25519.KeyAgreement.PrivateKey
     let timing: TunnelTiming
     let socket: UDPSocket
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let running = Mutex(true)
     /// Called when the tunnel starts or stops reconnecting.
     let onReasserting: @Sendable (Bool) -> Void
@@ -46,6 +42,7 @@ public final class TunnelClient: Sendable {
         self.serverKey = serverKey
         self.staticKey = staticKey
         self.timing = timing
+        state = Mutex(State(timers: TunnelClientTimers(timing: timing)))
         self.onReasserting = onReasserting
         self.log = log
         do {
@@ -80,8 +77,7 @@ public final class TunnelClient: Sendable {
                     guard let (session, assignment) = try? initiator.consumeResponse(message) else { continue }
                     state.withLock { state in
                         state.current = session
-                        state.lastHandshake = Date()
-                        state.lastReceived = Date()
+                        _ = state.timers.handshakeCompleted(at: Date())
                     }
                     return assignment
                 case .cookieReply:
@@ -152,7 +148,7 @@ public final class TunnelClient: Sendable {
                 return nil
             }
             state.current = session
-            state.lastSent = now
+            state.timers.sent(at: now)
             state.bytesOut += UInt64(messageBytes)
             return (first, session.sendCipher, session.remoteIndex)
         }
@@ -246,7 +242,7 @@ public final class TunnelClient: Sendable {
                     opened[position].accepted = accepted
                     if accepted {
                         state.bytesIn += UInt64(item.messageLength)
-                        state.lastReceived = now
+                        state.timers.received(at: now)
                     } else {
                         rejected += 1
                     }
@@ -280,12 +276,7 @@ public final class TunnelClient: Sendable {
                 state.previous = state.current
                 state.current = session
                 state.pending = nil
-                state.firstAttempt = nil
-                state.lastHandshake = now
-                state.lastReceived = now
-                let wasReasserting = state.reasserting
-                state.reasserting = false
-                return wasReasserting
+                return state.timers.handshakeCompleted(at: now)
             }
             if completed {
                 log("handshake completed; tunnel restored")
@@ -296,7 +287,7 @@ public final class TunnelClient: Sendable {
                 guard let pending = state.pending,
                       let cookie = try? CookieGenerator.openReply(message, responderPublicKey: serverKey, sentMAC1: pending.sentMAC1) else { return }
                 state.cookie = cookie
-                state.pendingSince = .distantPast  // retry at once, with the cookie
+                state.timers.cookieReceived()  // retry at once, with the cookie
             }
         default:
             state.withLock { $0.dropped += 1 }
@@ -318,7 +309,7 @@ public final class TunnelClient: Sendable {
         let keepalive: [UInt8]? = state.withLock { state in
             guard var session = state.current, let message = try? session.seal([], now: now) else { return nil }
             state.current = session
-            state.lastSent = now
+            state.timers.keepaliveSent(at: now)
             return message
         }
         if let keepalive { try? keepalive.withUnsafeBytes { try socket.send($0) } }
@@ -335,29 +326,25 @@ public final class TunnelClient: Sendable {
             }
             var becameReasserting = false
             let outgoing: [[UInt8]] = state.withLock { state in
+                let health: TunnelClientTimers.SessionHealth = state.current.map { session in
+                    session.isExpired(now: now) ? .expired : session.needsRekey(now: now) ? .needsRekey : .fresh
+                } ?? .none
                 var messages: [[UInt8]] = []
-                // A server that stopped answering: we sent, and heard nothing for keepalive + rekey timeout.
-                let silent = state.lastSent > state.lastReceived && now.timeIntervalSince(state.lastReceived) > timing.keepaliveTimeout + timing.rekeyTimeout
-                let needsHandshake = state.current == nil || state.current!.needsRekey(now: now) || state.current!.isExpired(now: now) || silent
-                if needsHandshake && now.timeIntervalSince(state.pendingSince) >= timing.rekeyTimeout {
-                    if state.firstAttempt == nil { state.firstAttempt = now }
-                    if silent && !state.reasserting {
-                        state.reasserting = true
+                for action in state.timers.tick(now: now, session: health) {
+                    switch action {
+                    case .beginReasserting:
                         becameReasserting = true
+                    case .sendInitiation:
+                        if let initiator = try? HandshakeInitiator(staticKey: staticKey, responderPublicKey: serverKey, senderIndex: UInt32.random(in: 1...UInt32.max), cookie: state.cookie, timing: timing) {
+                            state.pending = initiator
+                            messages.append(initiator.initiation)
+                        }
+                    case .sendKeepalive:
+                        if var session = state.current, let keepalive = try? session.seal([], now: now) {
+                            state.current = session
+                            messages.append(keepalive)
+                        }
                     }
-                    if let initiator = try? HandshakeInitiator(staticKey: staticKey, responderPublicKey: serverKey, senderIndex: UInt32.random(in: 1...UInt32.max), cookie: state.cookie, timing: timing) {
-                        state.pending = initiator
-                        state.pendingSince = now
-                        messages.append(initiator.initiation)
-                    }
-                }
-                // Passive keepalive: we received data but have not sent anything since.
-                if var session = state.current, state.lastReceived > state.lastSent,
-                   now.timeIntervalSince(state.lastSent) >= timing.keepaliveTimeout, now.timeIntervalSince(state.lastReceived) < timing.keepaliveTimeout * 2,
-                   let keepalive = try? session.seal([], now: now) {
-                    state.current = session
-                    state.lastSent = now
-                    messages.append(keepalive)
                 }
                 return messages
             }
