@@ -21,11 +21,14 @@ struct NetworkApplierLabTests {
         return try NetworkPlan.make(settings: settings, interface: "netext0", table: 7100, rulePriority: 7100, underlyingMTU: 1500)
     }
 
-    /// Waits (at most 30 s) until `path` contains `text`, running `step` before each look.
+    /// Waits until `path` contains `text`, running `step` before each look: at least 30 s and
+    /// at least 100 looks (a starved task pool can sleep through the whole 30 s at once).
     func waitForFile(_ path: String, containing text: String, while step: @Sendable () -> Void) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        var looks = 0
+        while ContinuousClock.now < deadline || looks < 100 {
             step()
+            looks += 1
             if let content = try? String(contentsOfFile: path, encoding: .utf8), content.contains(text) { return true }
             try await Task.sleep(for: .milliseconds(50))
         }
