@@ -128,7 +128,7 @@ public enum CommandRunner {
         if timedOut {
             return Outcome(status: -1, output: text + "\(name) did not finish within \(Int(deadline)) s and was killed", timedOut: true)
         }
-        return Outcome(status: status & 0x7f == 0 ? (status >> 8) & 0xff : -1, output: text)
+        return Outcome(status: ProcessSpawner.exitCode(of: status) ?? -1, output: text)
     }
 
     private static func openPipe(_ descriptors: inout [Int32]) -> SystemError? {

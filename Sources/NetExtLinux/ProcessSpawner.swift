@@ -52,9 +52,14 @@ public enum ProcessSpawner {
         kill(pid, signal) == 0
     }
 
+    /// The exit code in a `waitpid` status, or nil when the process was killed by a signal.
+    public static func exitCode(of status: Int32) -> Int32? {
+        status & 0x7f == 0 ? (status >> 8) & 0xff : nil
+    }
+
     /// A human description of a `waitpid` status.
     public static func describe(exitStatus status: Int32) -> String {
-        if status & 0x7f == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        if let code = exitCode(of: status) { return "exited with status \(code)" }
         return "killed by signal \(status & 0x7f)"
     }
 }

@@ -15,12 +15,13 @@
 pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
                    uid_t uid, gid_t gid, int flags, int fd3, int fd4);
 
+/// pipe2(fds, O_CLOEXEC): a pipe no concurrently spawned child inherits. Returns 0 or -errno.
+int netext_pipe_cloexec(int fds[2]);
+
 /// Starts a system tool (`ip`, `nft`) in a process group of its own with `stdin_fd` as its
 /// standard input and `output_fd` as both standard output and standard error; every other
 /// descriptor is closed and the signal mask cleared. Returns the pid, or -errno when the
 /// fork or the exec failed.
-/// pipe2(fds, O_CLOEXEC): a pipe no concurrently spawned child inherits. Returns 0 or -errno.
-int netext_pipe_cloexec(int fds[2]);
 pid_t netext_spawn_piped(const char *path, char *const argv[], char *const envp[], int stdin_fd, int output_fd);
 
 /// Opens /dev/net/tun and attaches a TUN interface (IFF_TUN | IFF_NO_PI). `name` (at least 16

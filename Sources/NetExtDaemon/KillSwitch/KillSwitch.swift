@@ -63,11 +63,8 @@ actor KillSwitch {
     /// flows again, not before).
     func release(_ configuration: UUID) async {
         guard members.removeValue(forKey: configuration) != nil else { return }
-        let wanted = TrafficGuard(members: Array(members.values)), logger = self.logger
-        await network.perform { applier in
-            do throws(NetExtError) { try applier.applyGuard(wanted) } catch {
-                logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
-            }
+        do throws(NetExtError) { try await applyWanted() } catch {
+            logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
         }
         logger.notice("traffic guard lifted", metadata: ["configuration": "\(configuration)"])
     }
@@ -81,7 +78,8 @@ actor KillSwitch {
                 logger.error("cannot put the traffic guard in force", metadata: ["configuration": "\(configuration.localizedDescription)", "error": "\(error.message)"])
             }
         }
-        if members.isEmpty { await network.perform { try? $0.applyGuard(TrafficGuard()) } }
+        // None asks for one: what an earlier netextd left is removed (an empty guard).
+        if members.isEmpty { try? await applyWanted() }
     }
 
     private func applyWanted() async throws(NetExtError) {
