@@ -186,7 +186,9 @@ let package = Package(
             swiftSettings: strict),
         // Shipped fakes for testing providers and netextd's logic without root: the in-memory
         // packet flow pair, the recording network applier (docs/testing.md).
-        .target(name: "NetExtTesting", dependencies: ["NetExt", "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux"], swiftSettings: strict),
+        .target(
+            name: "NetExtTesting", dependencies: ["NetExt", "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // One commands target per executable, so that each binary links only what it drives:
         // the unprivileged `netext` CLI links neither GRDB nor the daemon nor any server.
         .target(
@@ -286,7 +288,12 @@ let package = Package(
         .testTarget(
             name: "NetExtDaemonTests",
             dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtTesting", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "NetExtTestingTests", dependencies: ["NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon"]),
+        .testTarget(
+            name: "NetExtTestingTests",
+            dependencies: [
+                "NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ]),
         // Starts the real binaries (netextd, netext, the test provider); needs root.
         .testTarget(
             name: "IntegrationTests",

@@ -25,6 +25,8 @@ public final class InProcessProviderLauncher: ProviderLauncher {
 
     private let factories: [String: Factory]
     private let launched = Mutex<[String]>([])
+    /// The latest execution of each bundle identifier, for `crash(_:)`.
+    private let running = Mutex<[String: InProcessExecution]>([:])
 
     /// - Parameter providers: bundle identifier → how to make that provider.
     public init(_ providers: [String: Factory]) {
@@ -33,6 +35,17 @@ public final class InProcessProviderLauncher: ProviderLauncher {
 
     /// The bundle identifiers launched so far, oldest first (a restart appears twice).
     public var launches: [String] { launched.withLock { $0 } }
+
+    /// Ends the latest provider of `bundleIdentifier` the way a crash would look to netextd: its
+    /// control socket closes without a word. A process's exit would also end its threads and
+    /// sockets; here a tunnel provider's `stopTunnel(reason: .providerFailed)` is called in its
+    /// place so that it lets go of them. Returns false if that provider is not running.
+    @discardableResult
+    public func crash(_ bundleIdentifier: String) -> Bool {
+        guard let execution = running.withLock({ $0[bundleIdentifier] }), !execution.hasEnded else { return false }
+        execution.crash()
+        return true
+    }
 
     public func start(_ manifest: ProviderManifest, control: Int32, descriptors: Int32, environment: [String: String], isolateNetwork: Bool) throws(NetExtError) -> any ProviderExecution {
         guard let factory = factories[manifest.bundleIdentifier] else {
@@ -51,11 +64,14 @@ public final class InProcessProviderLauncher: ProviderLauncher {
         }
         launched.withLock { $0.append(manifest.bundleIdentifier) }
         let bundle = manifest.bundleIdentifier
-        let task = Task<Int32, Never> {
+        // A tunnel provider is made here so that a crash can tell it to let go of its resources.
+        var tunnel: (any TunnelProvider)?
+        if case .tunnel(let make) = factory { tunnel = make() }
+        let task = Task<Int32, Never> { [tunnel] in
             do {
                 switch factory {
-                case .tunnel(let make):
-                    try await ProviderHost.run(make(), bundleIdentifier: bundle, descriptor: connectionEnd, descriptorSocket: descriptors)
+                case .tunnel:
+                    try await ProviderHost.run(tunnel!, bundleIdentifier: bundle, descriptor: connectionEnd, descriptorSocket: descriptors)
                 case .filterData(let make):
                     try await ProviderHost.run(filter: make(), bundleIdentifier: bundle, descriptor: connectionEnd, descriptorSocket: descriptors)
                 case .filterControl(let make):
@@ -68,7 +84,9 @@ public final class InProcessProviderLauncher: ProviderLauncher {
                 return 1 << 8  // a waitpid status: exited with status 1
             }
         }
-        return InProcessExecution(task: task, control: control, descriptors: descriptors)
+        let execution = InProcessExecution(task: task, control: control, descriptors: descriptors, tunnel: tunnel)
+        running.withLock { $0[bundle] = execution }
+        return execution
     }
 }
 
@@ -78,11 +96,24 @@ final class InProcessExecution: ProviderExecution {
     private let control: Int32
     private let descriptors: Int32
     private let ended = Mutex(false)
+    private let tunnel: (any TunnelProvider)?
 
-    init(task: Task<Int32, Never>, control: Int32, descriptors: Int32) {
+    init(task: Task<Int32, Never>, control: Int32, descriptors: Int32, tunnel: (any TunnelProvider)?) {
         self.task = task
         self.control = control
         self.descriptors = descriptors
+        self.tunnel = tunnel
+    }
+
+    var hasEnded: Bool { ended.withLock { $0 } }
+
+    /// Closes the provider's sockets unannounced, then has a tunnel provider release what its
+    /// process's exit would have released.
+    func crash() {
+        requestEnd()
+        if let tunnel {
+            Task.detached { await tunnel.stopTunnel(reason: .providerFailed) }
+        }
     }
 
     var pid: Int32 { getpid() }

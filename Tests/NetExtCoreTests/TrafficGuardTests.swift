@@ -62,3 +62,55 @@ struct TrafficGuardTests {
         #expect(!guardRules.isActive)
     }
 }
+
+@Suite("The kernel's decisions, as the fakes play them")
+struct PlannedRouteTests {
+    let settings = PacketTunnelNetworkSettings(
+        tunnelRemoteAddress: "192.0.2.1",
+        ipv4Settings: IPv4Settings(addresses: ["10.99.0.2"], subnetMasks: ["255.255.255.255"],
+            includedRoutes: [IPv4Route(destinationAddress: "10.20.0.0", subnetMask: "255.255.0.0")],
+            excludedRoutes: [IPv4Route(destinationAddress: "10.20.9.0", subnetMask: "255.255.255.0")]),
+        mtu: 1420)
+
+    func route(_ address: String, _ plans: [NetworkPlan]) -> PlannedRoute {
+        NetworkPlan.route(to: IPPrefix.parseAddress(address)!, through: plans)
+    }
+
+    @Test("a split tunnel takes its routes, not its exclusions, the server or anything else; an empty lookup falls through to main")
+    func splitTunnel() throws {
+        let plan = try NetworkPlan.make(settings: settings, interface: "netext0", table: 7100, rulePriority: 7100, underlyingMTU: 1500)
+        #expect(route("10.20.0.5", [plan]) == .tunnel(plan))
+        #expect(route("10.20.9.5", [plan]) == .main)
+        #expect(route("192.0.2.1", [plan]) == .main)
+        #expect(route("203.0.113.1", [plan]) == .main)
+        #expect(route("10.20.0.5", []) == .main)
+        #expect(route("2001:db8::1", [plan]) == .main)
+    }
+
+    @Test("a full tunnel takes everything but the server and the local networks")
+    func fullTunnel() throws {
+        let plan = try NetworkPlan.make(
+            settings: settings, interface: "netext0", table: 7100, rulePriority: 7100, underlyingMTU: 1500,
+            policy: .init(includeAllNetworks: true, localNetworks: [try IPPrefix("198.51.100.0/24")]))
+        #expect(route("203.0.113.1", [plan]) == .tunnel(plan))
+        #expect(route("10.20.9.5", [plan]) == .tunnel(plan))
+        #expect(route("198.51.100.1", [plan]) == .main)
+        #expect(route("192.0.2.1", [plan]) == .main)
+    }
+
+    @Test("the guard's drop decision matches its rules: enforced routes first, then all but the local networks")
+    func guardDecisions() throws {
+        let address = { (text: String) in IPPrefix.parseAddress(text)! }
+        let blockAll = TrafficGuard(members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, localNetworks: [try IPPrefix("198.51.100.0/24")])])
+        #expect(blockAll.dropsDirectPacket(to: address("203.0.113.1")))
+        #expect(!blockAll.dropsDirectPacket(to: address("198.51.100.1")))
+        #expect(blockAll.dropsDirectPacket(to: address("2001:db8::1")))
+        let enforce = TrafficGuard(members: [
+            .init(configuration: UUID(), providerUID: 65534, blocksAll: false, enforcedRoutes: [try IPPrefix("10.20.0.0/16")]),
+            .init(configuration: UUID(), providerUID: 65534, blocksAll: true, localNetworks: [try IPPrefix("10.0.0.0/8")]),
+        ])
+        #expect(enforce.dropsDirectPacket(to: address("10.20.0.5")), "an enforced route wins over a local network")
+        #expect(!enforce.dropsDirectPacket(to: address("10.30.0.5")))
+        #expect(!TrafficGuard().dropsDirectPacket(to: address("203.0.113.1")))
+    }
+}

@@ -52,6 +52,10 @@ struct ServedDatabase {
         let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/prefilter.bin"))
         let prefilter = try BloomFilter(data: [UInt8](data), bitCount: summary.bitCount, hashCount: summary.hashCount, murmurSeed: 0)
+        // Everything is loaded (an open or mapped file outlives its name): the directory goes now,
+        // not in stop(), which a test's `defer { Task { … } }` may never reach before the
+        // process exits.
+        try? FileManager.default.removeItem(atPath: directory)
         return ServedDatabase(directory: directory, server: server, port: port, prefilter: prefilter)
     }
 

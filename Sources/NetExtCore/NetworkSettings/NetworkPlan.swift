@@ -154,3 +154,31 @@ extension IPv6Route {
         return prefix
     }
 }
+
+/// Where the kernel sends a packet, as the policy rules and tables of the active plans decide.
+public enum PlannedRoute: Sendable, Hashable {
+    /// Into this plan's tunnel interface.
+    case tunnel(NetworkPlan)
+    /// Out through the main table (the underlay).
+    case main
+}
+
+extension NetworkPlan {
+    /// The route a packet to `destination` (4 or 16 bytes) takes with `plans` applied: the
+    /// rules of every plan in priority order (a rule to the main table ends the search; a rule to
+    /// a tunnel's table ends it only if that table has a route to the destination, as `ip rule`
+    /// falls through an empty lookup), then the main table. For fakes that play the kernel.
+    public static func route(to destination: [UInt8], through plans: [NetworkPlan]) -> PlannedRoute {
+        let host = IPPrefix(address: destination, length: destination.count * 8)
+        let isIPv6 = destination.count == 16
+        let rules = plans.flatMap { plan in plan.rules.map { (plan, $0) } }.filter { $0.1.isIPv6 == isIPv6 }.sorted { $0.1.priority < $1.1.priority }
+        for (plan, rule) in rules where rule.destination.map({ $0.contains(host) }) ?? true {
+            switch rule.table {
+            case .main: return .main
+            case .tunnel:
+                if plan.includedRoutes.contains(where: { $0.contains(host) }) { return .tunnel(plan) }
+            }
+        }
+        return .main
+    }
+}

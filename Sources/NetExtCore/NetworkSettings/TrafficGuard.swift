@@ -38,6 +38,18 @@ public struct TrafficGuard: Sendable, Hashable {
     /// Whether there is anything to enforce.
     public var isActive: Bool { members.contains { $0.blocksAll || !$0.enforcedRoutes.isEmpty } }
 
+    /// Whether the output chain of `ruleset` drops a packet to `destination` (4 or 16 bytes)
+    /// that an ordinary program (not a provider) sends on an interface that is neither loopback
+    /// nor a tunnel: the same decision as the rules, for fakes that play the kernel. Enforced
+    /// routes drop first; then, with `blocksAll`, everything but the local networks.
+    public func dropsDirectPacket(to destination: [UInt8]) -> Bool {
+        let host = IPPrefix(address: destination, length: destination.count * 8)
+        if members.flatMap(\.enforcedRoutes).contains(where: { $0.contains(host) }) { return true }
+        let blocking = members.filter(\.blocksAll)
+        guard !blocking.isEmpty else { return false }
+        return !blocking.flatMap(\.localNetworks).contains { $0.contains(host) }
+    }
+
     /// The complete `nft -f` input that (re)defines the table in one transaction.
     public var ruleset: String {
         var lines = [

@@ -52,28 +52,45 @@ public final class TunnelServer: Sendable {
     /// The server's public key (base64), for clients' configurations.
     public var publicKey: String { TunnelKeys.base64(staticKey.publicKey) }
 
-    /// Creates the TUN interface and the socket, then serves until `stop()`. Blocks.
+    /// Creates the TUN interface, addresses it and sets up forwarding, then serves until
+    /// `stop()`. Blocks.
     public func run() throws(NetExtError) {
         let tun: (fd: Int32, name: String, offload: Bool)
         do { tun = try TunDevice.open(pattern: configuration.interfaceName ?? "netextsrv%d") } catch {
             throw NetExtError(.connectionFailed, "cannot create the server's TUN interface: \(error)")
         }
-        try configureInterface(tun.name)
         var forwarding = ServerForwarding(configuration: configuration, interface: tun.name)
-        do { try forwarding.apply(logger: logger) } catch {
+        do {
+            try configureInterface(tun.name)
+            try forwarding.apply(logger: logger)
+        } catch {
             forwarding.remove()
             close(tun.fd)
             throw error
         }
         defer { forwarding.remove() }
-        guard let listen = SocketAddress(configuration.listen) else { throw .invalid("listen: '\(configuration.listen)'") }
+        try serve(interface: tun.fd, name: tun.name, offload: tun.offload)
+    }
+
+    /// Serves over an interface descriptor the caller opened, until `stop()`; blocks, and closes
+    /// the descriptor at the end. `run()` passes its TUN device; a test passes one end of a
+    /// packet socketpair (`SocketPair.makePackets()`) and plays the networks behind the server on
+    /// the other end: each datagram is one IP packet, no offloads. Nothing of the host is
+    /// changed here (no address, route, forwarding or nftables).
+    public func serve(interface fd: Int32, name: String, offload: Bool = false) throws(NetExtError) {
+        guard let listen = SocketAddress(configuration.listen) else {
+            close(fd)
+            throw .invalid("listen: '\(configuration.listen)'")
+        }
         let socket: UDPSocket
         do { socket = try UDPSocket(bindingTo: listen) } catch {
+            close(fd)
             throw NetExtError(.connectionFailed, "cannot listen on \(configuration.listen): \(error)")
         }
         do { try socket.reportDestinationAddresses() } catch {
             logger.warning("cannot learn datagrams' destination addresses; on a host with several addresses, bind 'listen' to one", metadata: ["error": "\(error)"])
         }
+        let tun = (fd: fd, name: name, offload: offload)
         resources.withLock { $0 = (socket, tun.fd, tun.name) }
         logger.info("tunnel server ready", metadata: [
             "listen": "\(socket.localAddress?.description ?? configuration.listen)", "interface": "\(tun.name)",
@@ -99,6 +116,10 @@ public final class TunnelServer: Sendable {
         logStatistics()
         logger.info("tunnel server stopped")
     }
+
+    /// The address the server listens on once serving (with the port the kernel chose when
+    /// `listen` names port 0); nil before.
+    public var listeningAddress: SocketAddress? { resources.withLock { $0.socket?.localAddress } }
 
     /// Stops serving; `run()` returns once its threads have ended.
     public func stop() {
