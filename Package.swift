@@ -291,7 +291,8 @@ let package = Package(
         .testTarget(
             name: "NetExtTestingTests",
             dependencies: [
-                "NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol",
+                "NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol", "NetExtTransport", "NetExtIPC",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),
         // Starts the real binaries (netextd, netext, the test provider); needs root.

@@ -67,13 +67,7 @@ public final class Daemon: Sendable {
 
         let onDemand = OnDemandController(
             store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
-            password: { configuration in
-                switch configuration.protocolConfiguration {
-                case .tunnelProvider(let settings): return try settings.passwordReference.flatMap(secrets.secret(for:))
-                case .personalVPN(let settings): return try settings.passwordReference.flatMap(secrets.secret(for:))
-                default: return nil
-                }
-            })
+            password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
 
         let received = await TerminationSignals.wait()

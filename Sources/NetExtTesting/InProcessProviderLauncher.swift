@@ -81,6 +81,8 @@ public final class InProcessProviderLauncher: ProviderLauncher {
                 }
                 return 0
             } catch {
+                // What a provider process would print before exiting with status 1.
+                FileHandle.standardError.write(Data("in-process provider \(bundle): \(error)\n".utf8))
                 return 1 << 8  // a waitpid status: exited with status 1
             }
         }

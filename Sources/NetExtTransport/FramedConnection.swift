@@ -41,16 +41,33 @@ public final class FramedConnection: Sendable {
 
     /// Connects to a Unix socket.
     public static func connect(unixSocketPath path: String) async throws -> FramedConnection {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(unixDomainSocketPath: path).get()
-        return try await channel.eventLoop.submit { try attach(to: channel) }.get()
+        try await open { bootstrap in bootstrap.connect(unixDomainSocketPath: path) }
     }
 
     /// Adopts an already connected socket (for example descriptor 3 of a provider).
     public static func adopt(descriptor: Int32) async throws -> FramedConnection {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .withConnectedSocket(descriptor).get()
-        return try await channel.eventLoop.submit { try attach(to: channel) }.get()
+        try await open { bootstrap in bootstrap.withConnectedSocket(descriptor) }
+    }
+
+    /// The frame handlers go in before the channel becomes active and reads start: a peer that
+    /// speaks first (a provider's hello arrives as soon as it runs) must find the decoder in
+    /// place, or its first bytes pass through a bare pipeline and are lost.
+    private static func open(_ make: (ClientBootstrap) -> EventLoopFuture<any Channel>) async throws -> FramedConnection {
+        let (stream, continuation) = AsyncStream<ByteBuffer>.makeStream()
+        let limit = FrameLimit(FrameDecoder.maximumFrameLength)
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameChannelDecoder(limit: limit)))
+                try channel.pipeline.syncOperations.addHandler(FrameStreamHandler(continuation: continuation))
+            }
+        }
+        do {
+            let channel = try await make(bootstrap).get()
+            return FramedConnection(channel: channel, frames: stream, frameLimit: limit)
+        } catch {
+            continuation.finish()
+            throw error
+        }
     }
 
     /// Sends one frame: the length, then `payload`, written into one buffer.

@@ -4,9 +4,28 @@ import NetExtCore
 import NetExtLinux
 import Synchronization
 
+/// What connect on demand watches: the network environment its rules look at, and a signal
+/// when it may have changed. `NetworkObserver` reads the kernel; NetExtTesting's
+/// `ScriptedNetworkObserver` lets a test change the network.
+public protocol NetworkObserving: Sendable {
+    /// Calls `onChange` after each burst of network changes, until `stop()`.
+    func start(onChange: @escaping @Sendable () -> Void)
+    func stop()
+    /// The environment now (may block: callers run it off the task pool).
+    func environment() -> NetworkEnvironment
+}
+
+extension NetworkEnvironment {
+    /// Fills the DNS part from a resolver file's text: `search`/`domain` and `nameserver` lines.
+    public mutating func readResolver(_ text: String) {
+        dnsSearchDomains = ResolverConfiguration.values(of: "search", in: text) + ResolverConfiguration.values(of: "domain", in: text)
+        dnsServers = ResolverConfiguration.values(of: "nameserver", in: text)
+    }
+}
+
 /// Watches the kernel for network changes (netlink: links, addresses, routes; RFC 3549) and
 /// reads the environment on-demand rules look at.
-public final class NetworkObserver: Sendable {
+public final class NetworkObserver: NetworkObserving {
     private let running = Mutex(true)
     private let resolverPath: @Sendable () -> String
 
@@ -48,9 +67,7 @@ public final class NetworkObserver: Sendable {
             if let index = words.firstIndex(of: "dev"), index + 1 < words.count { environment.primaryInterface = words[index + 1] }
         }
         if let interface = environment.primaryInterface { environment.interfaceType = Self.kind(of: interface) }
-        let resolver = resolverPath()
-        environment.dnsSearchDomains = ResolverConfiguration.values(of: "search", in: resolver) + ResolverConfiguration.values(of: "domain", in: resolver)
-        environment.dnsServers = ResolverConfiguration.values(of: "nameserver", in: resolver)
+        environment.readResolver(resolverPath())
         return environment
     }
 

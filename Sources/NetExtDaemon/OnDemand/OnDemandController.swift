@@ -13,7 +13,7 @@ import NetExtIPC
 public actor OnDemandController {
     private let store: ConfigurationStore
     private let sessions: SessionManager
-    private let observer: NetworkObserver
+    private let observer: any NetworkObserving
     private let logger: Logger
     private let password: @Sendable (Configuration) throws -> String?
     private var failures: [UUID: (count: Int, notBefore: Date)] = [:]
@@ -29,7 +29,7 @@ public actor OnDemandController {
     public static let period: Duration = .seconds(3)
     public static let maximumBackoff: TimeInterval = 60
 
-    public init(store: ConfigurationStore, sessions: SessionManager, observer: NetworkObserver, logger: Logger,
+    public init(store: ConfigurationStore, sessions: SessionManager, observer: any NetworkObserving, logger: Logger,
                 password: @escaping @Sendable (Configuration) throws -> String?) {
         self.store = store
         self.sessions = sessions

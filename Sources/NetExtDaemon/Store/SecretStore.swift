@@ -37,6 +37,15 @@ public final class SecretStore: Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// The password a configuration's VPN uses (tunnel provider or personal VPN), or nil.
+    public func password(of configuration: Configuration) throws(NetExtError) -> String? {
+        switch configuration.protocolConfiguration {
+        case .tunnelProvider(let settings): try settings.passwordReference.flatMap { reference throws(NetExtError) in try secret(for: reference) }
+        case .personalVPN(let settings): try settings.passwordReference.flatMap { reference throws(NetExtError) in try secret(for: reference) }
+        default: nil
+        }
+    }
+
     /// Deletes a secret; a missing one is not an error.
     public func delete(_ reference: String) {
         guard let path = try? self.path(for: reference) else { return }

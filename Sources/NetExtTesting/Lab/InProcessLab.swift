@@ -18,8 +18,12 @@ import Glibc
 /// provider reads it — or out to the underlay, where the traffic guard's rules
 /// (`TrafficGuard.dropsDirectPacket(to:)`) may drop it and only `underlay` networks answer.
 ///
-/// What it does not run: the content and URL filters, connect on demand (no netlink observer),
-/// and anything a provider process would have of its own (user, namespace, signals).
+/// Connect on demand runs over `ScriptedNetworkObserver`: the laptop stays on ethernet `eth0`
+/// unless a test moves it (`observer.join`), and the rules see the lab's resolver file.
+///
+/// What it does not run: the content and URL filters, on-demand probes and EvaluateConnection's
+/// name checks (they reach real addresses), and anything a provider process would have of its
+/// own (user, namespace, signals).
 public final class InProcessLab: NetExtLab {
     public let mode = LabMode.inProcess
     public let socketPath: String
@@ -29,6 +33,9 @@ public final class InProcessLab: NetExtLab {
     public let launcher: InProcessProviderLauncher
     public let sessions: SessionManager
     public let store: ConfigurationStore
+    /// The network connect on demand sees; move the laptop with `join`.
+    public let observer: ScriptedNetworkObserver
+    public let onDemand: OnDemandController
     /// The networks that answer a ping sent over the underlay (the fake internet).
     public let underlay: [IPPrefix]
     let directory: String
@@ -73,6 +80,10 @@ public final class InProcessLab: NetExtLab {
         store = try ConfigurationStore()
         let secrets = try SecretStore(directory: directory + "/secrets")
         let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger)
+        observer = ScriptedNetworkObserver { [resolver] in resolver.originalContent() }
+        onDemand = OnDemandController(
+            store: store, sessions: sessions, observer: observer, logger: logger, password: { configuration in try secrets.password(of: configuration) })
+        await onDemand.start()
         socketPath = directory + "/netextd.sock"
         // The test's own group administers this netextd (as the admin group would).
         server = Mutex(try await ControlServer.start(path: socketPath, service: service, adminGroupID: getegid(), logger: logger))
@@ -93,6 +104,11 @@ public final class InProcessLab: NetExtLab {
 
     public func crashProvider(_ bundleIdentifier: String) async throws -> Bool {
         launcher.crash(bundleIdentifier)
+    }
+
+    public func rewriteResolverFile(_ text: String) async throws {
+        try text.write(toFile: resolver.path, atomically: true, encoding: .utf8)
+        observer.changed()
     }
 
     public func ping(_ address: String, timeout: Duration) async throws -> Bool {
@@ -135,6 +151,7 @@ public final class InProcessLab: NetExtLab {
 
     public func tearDown() async {
         if let server = server.withLock({ server in defer { server = nil }; return server }) {
+            await onDemand.stop()
             await sessions.stopAll()
             await server.close(path: socketPath)
         }

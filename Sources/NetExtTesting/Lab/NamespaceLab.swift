@@ -193,6 +193,10 @@ public final class NamespaceLab: NetExtLab {
         }
     }
 
+    public func rewriteResolverFile(_ text: String) async throws {
+        try text.write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+    }
+
     public func trafficGuardIsInstalled() async throws -> Bool {
         guard let nft = CommandRunner.nftPath else { throw NetExtError.invalid("lab: nft is not installed") }
         return await run(in: .laptop, nft, ["list", "table", "inet", TrafficGuard.tableName]).status == 0

@@ -32,6 +32,10 @@ public protocol NetExtLab: Sendable {
     /// Ends the running provider of `bundleIdentifier` as a crash would. Returns false if none runs.
     func crashProvider(_ bundleIdentifier: String) async throws -> Bool
 
+    /// Rewrites the laptop's resolver file with `text`, as a DHCP client does on joining another
+    /// network (connect on demand's DNS rules read it).
+    func rewriteResolverFile(_ text: String) async throws
+
     /// Removes everything the lab made (processes, namespaces, files). Safe to call twice.
     func tearDown() async
 }

@@ -42,7 +42,7 @@ public final class ReferenceTunnelProvider: TunnelProvider {
             server: server, serverKey: serverKey, staticKey: privateKey,
             onReasserting: { value in Task { await context.setReasserting(value) } },
             log: { message in FileHandle.standardError.write(Data("netext-tunnel-provider: \(message)\n".utf8)) })
-        let assignment = try tunnel.connect(deadline: 15)
+        let assignment = try await tunnel.connect(deadline: 15)
         let settings = try Self.settings(for: assignment, server: server)
         try await context.setTunnelNetworkSettings(settings)
         guard let flow = context.packetFlow else { throw NetExtError(.connectionFailed, "netextd applied the settings but no packet flow arrived") }

@@ -53,8 +53,15 @@ public final class TunnelClient: Sendable {
         }
     }
 
-    /// Performs the first handshake, retrying every `rekeyTimeout`, for at most `deadline`.
-    public func connect(deadline: TimeInterval) throws(NetExtError) -> TunnelAssignment {
+    /// Performs the first handshake, retrying every `rekeyTimeout`, for at most `deadline`. The
+    /// wait happens on a thread of its own, never on the task pool (whose few threads a provider
+    /// shares with its connection to netextd, and in-process labs with everything else).
+    public func connect(deadline: TimeInterval) async throws(NetExtError) -> TunnelAssignment {
+        try await BlockingWork.run { [self] in Result { () throws(NetExtError) in try connectWaiting(deadline: deadline) } }.get()
+    }
+
+    /// `connect(deadline:)` on the caller's thread, blocking it.
+    public func connectWaiting(deadline: TimeInterval) throws(NetExtError) -> TunnelAssignment {
         let giveUp = Date().addingTimeInterval(deadline)
         socket.setReceiveTimeout(milliseconds: 500)
         defer { socket.setReceiveTimeout(milliseconds: 0) }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NetExt
 import NetExtCore
 import NetExtTesting
@@ -23,13 +24,13 @@ struct TunnelLabTests {
             .deletingLastPathComponent().appendingPathComponent(".build/debug").path
 
     /// Builds the lab and the office of `mode`, runs `body`, and tears both down whatever happens.
-    func withTunnelLab(_ mode: LabMode, _ body: (any NetExtLab, any TunnelOffice) async throws -> Void) async throws {
+    func withTunnelLab(_ mode: LabMode, pushesDNS: Bool = true, _ body: (any NetExtLab, any TunnelOffice) async throws -> Void) async throws {
         let lab: any NetExtLab
         let office: any TunnelOffice
         switch mode {
         case .inProcess:
-            lab = try await InProcessLab(providers: [TunnelOfficeSettings.bundle: .tunnel { ReferenceTunnelProvider() }])
-            do { office = try await InProcessTunnelOffice() } catch {
+            lab = try await InProcessLab(providers: [TunnelOfficeSettings.bundle: .tunnel { ReferenceTunnelProvider() }], logger: ProcessInfo.processInfo.environment["LAB_LOG"] != nil ? Logger(label: "lab") : nil)
+            do { office = try await InProcessTunnelOffice(pushesDNS: pushesDNS) } catch {
                 await lab.tearDown()
                 throw error
             }
@@ -38,7 +39,7 @@ struct TunnelLabTests {
                 binaryDirectory: Self.binaryDirectory,
                 providers: [.init(bundleIdentifier: TunnelOfficeSettings.bundle, executable: Self.binaryDirectory + "/netext-tunnel-provider")])
             lab = namespaces
-            do { office = try await NamespaceTunnelOffice(lab: namespaces, binaryDirectory: Self.binaryDirectory) } catch {
+            do { office = try await NamespaceTunnelOffice(lab: namespaces, binaryDirectory: Self.binaryDirectory, pushesDNS: pushesDNS) } catch {
                 await lab.tearDown()
                 throw error
             }
@@ -55,7 +56,7 @@ struct TunnelLabTests {
     }
 
     /// A saved, enabled configuration of the reference tunnel provider for `office`.
-    func officeVPN(_ lab: any NetExtLab, _ office: any TunnelOffice, killSwitch: Bool = false) async throws -> TunnelProviderManager {
+    func officeVPN(_ lab: any NetExtLab, _ office: any TunnelOffice, killSwitch: Bool = false, onDemandRules: [OnDemandRule] = []) async throws -> TunnelProviderManager {
         let client = try await lab.controlClient()
         var manager = TunnelProviderManager(client: client, providerBundleIdentifier: TunnelOfficeSettings.bundle, serverAddress: office.serverAddress)
         manager.localizedDescription = "Office"
@@ -63,6 +64,8 @@ struct TunnelLabTests {
         manager.protocolConfiguration?.providerConfiguration = ["serverPublicKey": .string(office.serverPublicKey)]
         manager.protocolConfiguration?.includeAllNetworks = killSwitch
         manager.protocolConfiguration?.excludeLocalNetworks = killSwitch
+        manager.onDemandRules = onDemandRules
+        manager.isOnDemandEnabled = !onDemandRules.isEmpty
         try await manager.saveToPreferences(password: office.clientPrivateKey)
         return manager
     }
@@ -118,6 +121,34 @@ struct TunnelLabTests {
             try await manager.saveToPreferences()
             #expect(try await lab.eventually { try await !lab.trafficGuardIsInstalled() }, "disabling left the guard (\(mode))")
             #expect(try await lab.ping("203.0.113.1", timeout: Self.short), "the internet still blocked after disabling (\(mode))")
+        }
+    }
+
+    @Test("connect on demand: a Connect rule brings the VPN up unasked, a crashed provider is restarted, a search-domain rule disconnects on the office network and connects again off it", arguments: TunnelLabTests.modes)
+    func onDemand(mode: LabMode) async throws {
+        try await withTunnelLab(mode, pushesDNS: false) { lab, office in
+            try await lab.rewriteResolverFile("nameserver 198.51.100.53\nsearch home.test\n")
+            let rules = [
+                OnDemandRule(action: .disconnect, dnsSearchDomainMatch: ["*.office.test"]),
+                OnDemandRule(action: .connect, interfaceTypeMatch: .ethernet),
+            ]
+            let manager = try await officeVPN(lab, office, onDemandRules: rules)
+            #expect(await lab.eventually { await status(manager) == .connected }, "the Connect rule did not bring the VPN up (\(mode))")
+            #expect(try await lab.eventually { try await lab.ping("10.20.0.5", timeout: Self.short) }, "the office did not answer through the tunnel (\(mode))")
+
+            #expect(try await lab.crashProvider(TunnelOfficeSettings.bundle))
+            let restarted = await lab.eventually(timeout: .seconds(30)) {
+                let routes = (try? await lab.tunnelRoutes()) ?? []
+                return await status(manager) == .connected && !routes.isEmpty
+            }
+            #expect(restarted, "on demand did not restart the crashed provider (\(mode))")
+            #expect(try await lab.eventually { try await lab.ping("10.20.0.5", timeout: Self.short) }, "the restarted tunnel does not carry the office (\(mode))")
+
+            try await lab.rewriteResolverFile("nameserver 198.51.100.53\nsearch corp.office.test\n")
+            #expect(await lab.eventually { await status(manager) == .disconnected }, "the search-domain rule did not disconnect (\(mode))")
+            #expect(try await !lab.ping("10.20.0.5", timeout: Self.short))
+            try await lab.rewriteResolverFile("nameserver 198.51.100.53\nsearch home.test\n")
+            #expect(await lab.eventually { await status(manager) == .connected }, "leaving the office network did not reconnect (\(mode))")
         }
     }
 }

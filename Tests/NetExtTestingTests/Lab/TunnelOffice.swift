@@ -22,9 +22,10 @@ protocol TunnelOffice: Sendable {
 enum TunnelOfficeSettings {
     static let bundle = "com.netext.tunnel"
 
-    static func json(serverKey: String, clientPublicKey: String, listen: String) -> String {
+    /// The server's configuration; without `pushesDNS` the laptop keeps its own resolver file.
+    static func json(serverKey: String, clientPublicKey: String, listen: String, pushesDNS: Bool) -> String {
         #"{"privateKey": "\#(serverKey)", "listen": "\#(listen)", "ipv4Pool": "10.99.0.0/24", "routes": ["10.20.0.0/16"], "#
-            + #""mtu": 1420, "dnsServers": ["10.20.0.53"], "peers": [{"name": "laptop", "publicKey": "\#(clientPublicKey)"}]}"#
+            + #""mtu": 1420, \#(pushesDNS ? #""dnsServers": ["10.20.0.53"], "# : "")"peers": [{"name": "laptop", "publicKey": "\#(clientPublicKey)"}]}"#
     }
 
     static func keys() -> (server: String, client: String, clientPublic: String) {
@@ -44,9 +45,9 @@ final class InProcessTunnelOffice: TunnelOffice {
     let clientPrivateKey: String
     private let finished = DispatchSemaphore(value: 0)
 
-    init() async throws {
+    init(pushesDNS: Bool) async throws {
         let keys = TunnelOfficeSettings.keys()
-        let json = TunnelOfficeSettings.json(serverKey: keys.server, clientPublicKey: keys.clientPublic, listen: "127.0.0.1:0")
+        let json = TunnelOfficeSettings.json(serverKey: keys.server, clientPublicKey: keys.clientPublic, listen: "127.0.0.1:0", pushesDNS: pushesDNS)
         let configuration = try JSONDecoder().decode(TunnelServerConfiguration.self, from: Data(json.utf8))
         server = try TunnelServer(configuration: configuration, logger: Logger(label: "lab-server") { _ in SwiftLogNoOpLogHandler() })
         let (serverEnd, officeEnd) = try SocketPair.makePackets()
@@ -83,11 +84,11 @@ final class NamespaceTunnelOffice: TunnelOffice {
     let serverPublicKey: String
     let clientPrivateKey: String
 
-    init(lab: NamespaceLab, binaryDirectory: String) async throws {
+    init(lab: NamespaceLab, binaryDirectory: String, pushesDNS: Bool) async throws {
         self.lab = lab
         let keys = TunnelOfficeSettings.keys()
         let path = lab.directory + "/server.json"
-        let json = TunnelOfficeSettings.json(serverKey: keys.server, clientPublicKey: keys.clientPublic, listen: "0.0.0.0:51900")
+        let json = TunnelOfficeSettings.json(serverKey: keys.server, clientPublicKey: keys.clientPublic, listen: "0.0.0.0:51900", pushesDNS: pushesDNS)
         guard FileManager.default.createFile(atPath: path, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600]) else {
             throw NetExtError.readWrite("cannot write \(path)")
         }
