@@ -3,20 +3,12 @@ import NetExtCore
 import NetExtIPC
 import NetExtLinux
 
-/// Personal VPNs: the session's "provider" is the built-in IKEv2 client (strongSwan's charon),
-/// driven by the same state machine as a packet tunnel provider.
+/// Personal VPNs: the session's "provider" is the built-in IKEv2 client (strongSwan's charon,
+/// brought up by `PersonalVPNConnector`), driven by the same state machine as a packet tunnel
+/// provider: the connector's events become the state machine's.
 extension SessionManager {
     func launchIKEv2(_ settings: IKEv2Protocol, id: UUID, generation: Int, start: ProviderStart) {
         guard let directory = ikev2Directory else { return }
-        let account = IKEv2Client.account()
-        if account == nil {
-            logger.warning("personal VPN: charon runs as root; create its user to drop privileges (useradd --system --no-create-home --shell /usr/sbin/nologin \(IKEv2Client.userName))")
-        }
-        let plan = IKEv2ClientPlan(
-            settings: settings, routingTable: Self.firstTable + Self.personalSlot, rulePriority: Self.firstTable + 4 * Self.personalSlot + 2,
-            user: account?.user, group: account?.group)
-        let client = IKEv2Client(plan: plan, directory: directory, logger: logger, applier: applier)
-        sessions[id]?.ikev2 = client
         let sharedSecret: String
         do throws(NetExtError) {
             sharedSecret = try settings.sharedSecretReference.flatMap { (reference) throws(NetExtError) in try secretLookup?(reference) } ?? ""
@@ -24,25 +16,18 @@ extension SessionManager {
             apply(.providerFailed(error), to: id, generation: generation)
             return
         }
-        let password = start.password
+        let connector = PersonalVPNConnector(
+            directory: directory, logger: logger, applier: applier,
+            routingTable: Self.firstTable + Self.personalSlot, rulePriority: Self.firstTable + 4 * Self.personalSlot + 2)
         // Leave a second for the state machine's own start deadline to report a slow server.
         let deadline = ContinuousClock.now + startDeadline - .seconds(1)
-        Thread.detachNewThread {
-            do throws(NetExtError) {
-                try client.launch()
-                let pid = client.processID
-                Thread.detachNewThread {
-                    let status = ProcessSpawner.waitForExit(pid: pid)
-                    Task { await self.providerExited(id: id, generation: generation, status: status) }
+        sessions[id]?.ikev2 = connector.start(settings, sharedSecret: sharedSecret, password: start.password, deadline: deadline) { event in
+            Task {
+                switch event {
+                case .exited(let status): await self.providerExited(id: id, generation: generation, status: status)
+                case .failed(let error): await self.apply(.providerFailed(error), to: id, generation: generation)
+                case .connected(let connected): await self.ikev2Connected(connected, id: id, generation: generation)
                 }
-                let connected = try client.connect(sharedSecret: sharedSecret, password: password, deadline: deadline)
-                try client.watch { reason in
-                    Task { await self.apply(.providerFailed(NetExtError(.connectionFailed, reason)), to: id, generation: generation) }
-                }
-                guard client.isUp() else { throw NetExtError(.connectionFailed, "IKEv2: the connection ended as it came up") }
-                Task { await self.ikev2Connected(connected, id: id, generation: generation) }
-            } catch {
-                Task { await self.apply(.providerFailed(error), to: id, generation: generation) }
             }
         }
     }
@@ -52,7 +37,7 @@ extension SessionManager {
     func endIKEv2Client(of id: UUID) {
         guard let client = sessions[id]?.ikev2 else { return }
         sessions[id]?.ikev2 = nil
-        Thread.detachNewThread { client.terminate() }
+        PersonalVPNConnector.end(client)
     }
 
     private func ikev2Connected(_ connected: IKEv2Client.Connected, id: UUID, generation: Int) {
