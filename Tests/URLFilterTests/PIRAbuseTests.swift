@@ -44,50 +44,53 @@ struct PIRAbuseTests {
     @Test("64 uploads under fresh user ids do not push out the key of a client that is querying (capacity 16)")
     func keyFloodDoesNotEvictKeysInUse() async throws {
         let served = try await ServedDatabase.start(urls: Self.urls, logs: LogCollector(), keyCapacity: 16)
-        defer { Task { await served.stop() } }
-        let (user, keyUpload, _) = try await recordedClient(served)
-        let hash = try #require(try ProtoEvaluationKeys(serializedBytes: keyUpload).keys.first).metadata.identifier
-        let keys = served.server.handler.keys
-        #expect(keys.isProtected(user: user, configHash: Array(hash)), "a key that answered a query is protected")
-        for index in 0..<64 {
-            let answer = try await post(served, "/key", keyUpload, user: "flood-\(index)")
-            #expect(answer.status == 200, "\(answer)")
+        try await served.use { served in
+            let (user, keyUpload, _) = try await recordedClient(served)
+            let hash = try #require(try ProtoEvaluationKeys(serializedBytes: keyUpload).keys.first).metadata.identifier
+            let keys = served.server.handler.keys
+            #expect(keys.isProtected(user: user, configHash: Array(hash)), "a key that answered a query is protected")
+            for index in 0..<64 {
+                let answer = try await post(served, "/key", keyUpload, user: "flood-\(index)")
+                #expect(answer.status == 200, "\(answer)")
+            }
+            #expect(keys.count <= 16)
+            #expect(keys.key(user: user, configHash: Array(hash)) != nil, "the querying client's key survived the flood")
+            #expect(keys.timestamp(user: "flood-0", configHash: Array(hash)) == 0, "early flood keys were the ones dropped")
         }
-        #expect(keys.count <= 16)
-        #expect(keys.key(user: user, configHash: Array(hash)) != nil, "the querying client's key survived the flood")
-        #expect(keys.timestamp(user: "flood-0", configHash: Array(hash)) == 0, "early flood keys were the ones dropped")
     }
 
     @Test("a message with more queries than the work queue holds is answered 503 with Retry-After; one that fits is answered")
     func overloadedQueueAnswers503() async throws {
         let served = try await ServedDatabase.start(urls: Self.urls, logs: LogCollector(), workCapacity: 8)
-        defer { Task { await served.stop() } }
-        let (user, _, query) = try await recordedClient(served)
-        var fits = ProtoRequests()
-        fits.requests = Array(repeating: query, count: 8)
-        let answered = try await post(served, "/queries", try fits.serializedBytes(), user: user)
-        #expect(answered.status == 200, "\(answered)")
-        var tooMany = ProtoRequests()
-        tooMany.requests = Array(repeating: query, count: 9)
-        let refused = try await post(served, "/queries", try tooMany.serializedBytes(), user: user)
-        #expect(refused.status == 503, "\(refused)")
-        #expect(Int(refused.retryAfter ?? "") ?? 0 >= 1, "Retry-After: \(String(describing: refused.retryAfter))")
-        #expect(refused.text.contains("busy"))
-        let metrics = served.server.handler.metrics.render(keys: 0, useCases: 1)
-        #expect(metrics.contains("netext_pir_overloaded_total 1"))
+        try await served.use { served in
+            let (user, _, query) = try await recordedClient(served)
+            var fits = ProtoRequests()
+            fits.requests = Array(repeating: query, count: 8)
+            let answered = try await post(served, "/queries", try fits.serializedBytes(), user: user)
+            #expect(answered.status == 200, "\(answered)")
+            var tooMany = ProtoRequests()
+            tooMany.requests = Array(repeating: query, count: 9)
+            let refused = try await post(served, "/queries", try tooMany.serializedBytes(), user: user)
+            #expect(refused.status == 503, "\(refused)")
+            #expect(Int(refused.retryAfter ?? "") ?? 0 >= 1, "Retry-After: \(String(describing: refused.retryAfter))")
+            #expect(refused.text.contains("busy"))
+            let metrics = served.server.handler.metrics.render(keys: 0, useCases: 1)
+            #expect(metrics.contains("netext_pir_overloaded_total 1"))
+        }
     }
 
     @Test("a server that allows 4 queries per message (one token's budget) refuses 5 before any homomorphic work")
     func queriesPerRequestBudget() async throws {
         let served = try await ServedDatabase.start(urls: Self.urls, logs: LogCollector())
-        defer { Task { await served.stop() } }
-        let (user, _, query) = try await recordedClient(served)
-        let strict = PIRRequestHandler(useCases: try PIRDatabaseDirectory.load(root: served.directory, threads: 1), maximumQueriesPerRequest: 4)
-        var five = ProtoRequests()
-        five.requests = Array(repeating: query, count: 5)
-        #expect(throws: PIRServiceError.malformedRequest("5 requests in one message (1–4)")) {
-            try strict.prepareQueries(body: try five.serializedBytes(), user: user)
+        try await served.use { served in
+            let (user, _, query) = try await recordedClient(served)
+            let strict = PIRRequestHandler(useCases: try PIRDatabaseDirectory.load(root: served.directory, threads: 1), maximumQueriesPerRequest: 4)
+            var five = ProtoRequests()
+            five.requests = Array(repeating: query, count: 5)
+            #expect(throws: PIRServiceError.malformedRequest("5 requests in one message (1–4)")) {
+                try strict.prepareQueries(body: try five.serializedBytes(), user: user)
+            }
+            #expect(strict.metrics.render(keys: 0, useCases: 1).contains("netext_pir_queries_total 0"))
         }
-        #expect(strict.metrics.render(keys: 0, useCases: 1).contains("netext_pir_queries_total 0"))
     }
 }

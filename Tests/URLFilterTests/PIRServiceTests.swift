@@ -52,10 +52,6 @@ struct ServedDatabase {
         let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/prefilter.bin"))
         let prefilter = try BloomFilter(data: [UInt8](data), bitCount: summary.bitCount, hashCount: summary.hashCount, murmurSeed: 0)
-        // Everything is loaded (an open or mapped file outlives its name): the directory goes now,
-        // not in stop(), which a test's `defer { Task { … } }` may never reach before the
-        // process exits.
-        try? FileManager.default.removeItem(atPath: directory)
         return ServedDatabase(directory: directory, server: server, port: port, prefilter: prefilter)
     }
 
@@ -64,6 +60,19 @@ struct ServedDatabase {
     func stop() async {
         await server.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs `body`, then stops the server and removes its directory, whether `body` threw or
+    /// not (a `defer { Task { … } }` may never run before the test process exits).
+    func use<Result>(_ body: (ServedDatabase) async throws -> Result) async throws -> Result {
+        do {
+            let result = try await body(self)
+            await stop()
+            return result
+        } catch {
+            await stop()
+            throw error
+        }
     }
 }
 
@@ -74,21 +83,21 @@ struct PIRServiceTests {
     @Test func tenThousandURLRoundTrip() async throws {
         let logs = LogCollector()
         let served = try await ServedDatabase.start(urls: Self.urls, logs: logs)
-        defer { Task { await served.stop() } }
-        let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase)
-        let checks: [(String, URLFilterVerdict)] = [
-            ("https://www.site42.example/path0/", .deny),
-            ("http://www.site9999.example/path3/deeper/page.html", .deny),
-            ("http://site9999.example/path3/", .allow),  // the record is on www.
-            ("https://blocked.example/a/b/c?d=1", .deny),
-            ("https://blocked.example/b", .allow),
-            ("https://cdn.whole-site.example/x.js", .deny),
-            ("https://site42.example/path1/", .allow),
-            ("https://not-listed.example/", .allow),
-        ]
-        let verdicts = try await client.check(checks.map(\.0), prefilter: served.prefilter)
-        #expect(verdicts == checks.map(\.1))
-        await served.stop()
+        try await served.use { served in
+            let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase)
+            let checks: [(String, URLFilterVerdict)] = [
+                ("https://www.site42.example/path0/", .deny),
+                ("http://www.site9999.example/path3/deeper/page.html", .deny),
+                ("http://site9999.example/path3/", .allow),  // the record is on www.
+                ("https://blocked.example/a/b/c?d=1", .deny),
+                ("https://blocked.example/b", .allow),
+                ("https://cdn.whole-site.example/x.js", .deny),
+                ("https://site42.example/path1/", .allow),
+                ("https://not-listed.example/", .allow),
+            ]
+            let verdicts = try await client.check(checks.map(\.0), prefilter: served.prefilter)
+            #expect(verdicts == checks.map(\.1))
+        }
     }
 
     @Test func serverViewIsTheSameSizeForDifferentURLsAndNamesNeither() async throws {
