@@ -4,12 +4,14 @@ import Testing
 
 @Suite("Kill switch and enforced routes")
 struct TrafficGuardTests {
-    let settings = PacketTunnelNetworkSettings(
+    /// A split tunnel to the office (10.20.0.0/16) with one excluded subnet.
+    static let officeSettings = PacketTunnelNetworkSettings(
         tunnelRemoteAddress: "192.0.2.1",
         ipv4Settings: IPv4Settings(addresses: ["10.99.0.2"], subnetMasks: ["255.255.255.255"],
             includedRoutes: [IPv4Route(destinationAddress: "10.20.0.0", subnetMask: "255.255.0.0")],
             excludedRoutes: [IPv4Route(destinationAddress: "10.20.9.0", subnetMask: "255.255.255.0")]),
         mtu: 1420)
+    let settings = TrafficGuardTests.officeSettings
 
     @Test("includeAllNetworks routes everything into the tunnel, ignores excluded routes, keeps local networks out")
     func includeAllNetworksPlan() throws {
@@ -65,12 +67,7 @@ struct TrafficGuardTests {
 
 @Suite("The kernel's decisions, as the fakes play them")
 struct PlannedRouteTests {
-    let settings = PacketTunnelNetworkSettings(
-        tunnelRemoteAddress: "192.0.2.1",
-        ipv4Settings: IPv4Settings(addresses: ["10.99.0.2"], subnetMasks: ["255.255.255.255"],
-            includedRoutes: [IPv4Route(destinationAddress: "10.20.0.0", subnetMask: "255.255.0.0")],
-            excludedRoutes: [IPv4Route(destinationAddress: "10.20.9.0", subnetMask: "255.255.255.0")]),
-        mtu: 1420)
+    let settings = TrafficGuardTests.officeSettings
 
     func route(_ address: String, _ plans: [NetworkPlan]) -> PlannedRoute {
         NetworkPlan.route(to: IPPrefix.parseAddress(address)!, through: plans)

@@ -30,7 +30,7 @@ struct IssuerTests {
         }
 
         func client(store: PrivateTokenStore, credential: String = IssuerTests.credential, batch: Int = 4) -> PrivacyPassClient {
-            PrivacyPassClient(issuerURL: served.url(""), credential: credential, transport: DirectTransport(), store: store, batchSize: batch)
+            PrivacyPassClient(issuerURL: served.url(""), credential: credential, transport: DirectTransport(timeout: testClientTimeout), store: store, batchSize: batch)
         }
 
         var challenge: TokenChallenge { TokenChallenge(issuerName: "127.0.0.1", originInfo: ["pir.test"]) }
@@ -39,7 +39,7 @@ struct IssuerTests {
     @Test func directoryPublishesThePSSKeyAndKeyFilesArePrivate() async throws {
         let issuer = try await Issuer.start()
         defer { Task { await issuer.stop() } }
-        let answer = try await DirectTransport().send(ServiceRequest(method: "GET", url: issuer.served.url(IssuerDirectory.wellKnownPath)))
+        let answer = try await DirectTransport(timeout: testClientTimeout).send(ServiceRequest(method: "GET", url: issuer.served.url(IssuerDirectory.wellKnownPath)))
         #expect(answer.header("Content-Type") == IssuerDirectory.mediaType)
         let directory = try IssuerDirectory(decoding: answer.body)
         #expect(directory.issuerRequestURI == "/issue")
@@ -95,7 +95,7 @@ struct IssuerTests {
         func post(_ body: [UInt8], bearer: String? = IssuerTests.credential, type: String = "application/private-token-request") async throws -> (Int, String) {
             var request = ServiceRequest(method: "POST", url: issuer.served.url("/issue"), headers: [("Content-Type", type)], body: body)
             if let bearer { request.headers.append(("Authorization", "Bearer \(bearer)")) }
-            let answer = try await DirectTransport().send(request)
+            let answer = try await DirectTransport(timeout: testClientTimeout).send(request)
             return (answer.status, answer.message)
         }
         let key = issuer.ring.keys[0].key.publicKeyDER
@@ -113,7 +113,7 @@ struct IssuerTests {
         #expect(wrongMessage.contains("token request 0"))
         #expect(try await post(good.encoded()).0 == 200)
         // The wrong credential never appears in the metrics text.
-        let metrics = try await DirectTransport().send(ServiceRequest(method: "GET", url: issuer.served.url("/metrics")))
+        let metrics = try await DirectTransport(timeout: testClientTimeout).send(ServiceRequest(method: "GET", url: issuer.served.url("/metrics")))
         #expect(metrics.message.contains("netext_issuer_tokens_issued_total 1"))
         #expect(!metrics.message.contains("credential"))
     }
@@ -145,7 +145,7 @@ struct IssuerTests {
             let request = ServiceRequest(method: "POST", url: issuer.served.url("/issue"), headers: [
                 ("Content-Type", IssuerResponder.requestMediaType), ("Authorization", "Bearer \(IssuerTests.credential)"),
             ], body: body)
-            let answer = try await DirectTransport().send(request)
+            let answer = try await DirectTransport(timeout: testClientTimeout).send(request)
             return (answer.status, answer.message)
         }
         let key = issuer.ring.keys[0].key.publicKeyDER

@@ -37,7 +37,7 @@ struct ObliviousRelayTests {
             directory.remove()
         }
 
-        var transport: ObliviousTransport { ObliviousTransport(relayURL: relay.url("/relay")) }
+        var transport: ObliviousTransport { ObliviousTransport(relayURL: relay.url("/relay"), timeout: testClientTimeout) }
     }
 
     @Test func requestsReachTheTargetWithoutIdentifyingHeadersAndComeBack() async throws {
@@ -79,7 +79,7 @@ struct ObliviousRelayTests {
     @Test func refusesWhatItCannotOpenInTheClear() async throws {
         let chain = try await Chain.start()
         defer { Task { await chain.stop() } }
-        let direct = DirectTransport()
+        let direct = DirectTransport(timeout: testClientTimeout)
         let wrongType = try await direct.send(ServiceRequest(method: "POST", url: chain.relay.url("/relay"), headers: [("Content-Type", "text/plain")], body: [1]))
         #expect(wrongType.status == 415)
         let garbage = try await direct.send(ServiceRequest(method: "POST", url: chain.relay.url("/relay"), headers: [("Content-Type", "message/ohttp-req")], body: [UInt8](repeating: 7, count: 80)))

@@ -32,7 +32,7 @@ struct OriginTests {
     static func get(_ url: URL, authorization: String? = nil) async throws -> ServiceResponse {
         var request = ServiceRequest(method: "GET", url: url)
         if let authorization { request.headers.append(("Authorization", authorization)) }
-        return try await DirectTransport().send(request)
+        return try await DirectTransport(timeout: testClientTimeout).send(request)
     }
 
     @Test func challengesVerifiesAndRefusesDoubleSpendingAcrossRestarts() async throws {

@@ -70,3 +70,8 @@ extension Array where Element == UInt8 {
         return false
     }
 }
+
+/// How long the tests' HTTP clients wait for an in-process server. A healthy one answers in
+/// milliseconds, but CI's first minute starves the task pool (and so the servers) for 60–90 s,
+/// and the clients' 30 s default then fails tests that would pass.
+let testClientTimeout: Double = 150

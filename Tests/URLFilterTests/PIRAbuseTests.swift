@@ -21,6 +21,7 @@ struct PIRAbuseTests {
         request.httpMethod = "POST"
         request.httpBody = Data(body)
         request.setValue(user, forHTTPHeaderField: "User-Identifier")
+        request.timeoutInterval = testClientTimeout
         let (data, response) = try await URLSession.shared.data(for: request)
         let http = response as! HTTPURLResponse
         return (http.statusCode, http.value(forHTTPHeaderField: "Retry-After"), String(decoding: data, as: UTF8.self))
@@ -31,7 +32,7 @@ struct PIRAbuseTests {
         let seen = Mutex<[(String, [UInt8])]>([])
         let user = "legitimate-\(UUID().uuidString)"
         let client = PIRHTTPClient(
-            server: served.url, useCase: ServedDatabase.useCase, userIdentifier: user, observer: { path, body in seen.withLock { $0.append((path, body)) } })
+            server: served.url, useCase: ServedDatabase.useCase, userIdentifier: user, transport: DirectTransport(timeout: testClientTimeout), observer: { path, body in seen.withLock { $0.append((path, body)) } })
         #expect(try await client.check(["https://www.site3.example/path3/"]) == [.deny])
         let key = try #require(seen.withLock { $0.first { $0.0 == "/key" }?.1 })
         let queries = try ProtoRequests(serializedBytes: try #require(seen.withLock { $0.last { $0.0 == "/queries" }?.1 }))

@@ -32,6 +32,12 @@ final class LogCollector: @unchecked Sendable {
     var logger: Logger { Logger(label: "test") { _ in Handler(collector: self) } }
 }
 
+/// How long the tests' HTTP clients wait for an in-process server. A healthy one answers in
+/// milliseconds, but CI's first minute starves the task pool (and so the servers) for 60–90 s,
+/// and the clients' 30 s default then fails tests that would pass.
+let testClientTimeout: Double = 150
+
+
 /// A built database under a unique temporary directory, served on 127.0.0.1 (port chosen by
 /// the kernel); removed afterwards.
 struct ServedDatabase {
@@ -84,7 +90,7 @@ struct PIRServiceTests {
         let logs = LogCollector()
         let served = try await ServedDatabase.start(urls: Self.urls, logs: logs)
         try await served.use { served in
-            let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase)
+            let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase, transport: DirectTransport(timeout: testClientTimeout))
             let checks: [(String, URLFilterVerdict)] = [
                 ("https://www.site42.example/path0/", .deny),
                 ("http://www.site9999.example/path3/deeper/page.html", .deny),
@@ -104,7 +110,7 @@ struct PIRServiceTests {
         let logs = LogCollector()
         let served = try await ServedDatabase.start(urls: Array(Self.urls.prefix(2000)), logs: logs)
         let seen = Mutex<[(String, [UInt8])]>([])
-        let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase, observer: { path, body in
+        let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase, transport: DirectTransport(timeout: testClientTimeout), observer: { path, body in
             seen.withLock { $0.append((path, body)) }
         })
         try await client.setUp()
@@ -140,7 +146,8 @@ struct PIRServiceTests {
             request.httpMethod = method
             if method == "POST" { request.httpBody = Data(body) }
             if let user { request.setValue(user, forHTTPHeaderField: "User-Identifier") }
-            let (data, response) = try await URLSession.shared.data(for: request)
+            request.timeoutInterval = testClientTimeout
+        let (data, response) = try await URLSession.shared.data(for: request)
             return ((response as! HTTPURLResponse).statusCode, String(decoding: data, as: UTF8.self))
         }
         var (status, text) = try await send("POST", "/queries", Array("garbage".utf8))
@@ -165,7 +172,7 @@ struct PIRServiceTests {
         (status, text) = try await send("POST", "/key", try ProtoEvaluationKeys().serializedBytes(), user: nil)
         #expect(status == 400 && text.contains("User-Identifier"))
         // Still serving real queries.
-        let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase)
+        let client = PIRHTTPClient(server: served.url, useCase: ServedDatabase.useCase, transport: DirectTransport(timeout: testClientTimeout))
         #expect(try await client.check(["https://www.site3.example/path3/"], prefilter: served.prefilter) == [.deny])
         await served.stop()
     }

@@ -48,7 +48,7 @@ struct PrivateLookupTests {
         }
 
         func lookup(failClosed: Bool, store: PrivateTokenStore, batch: Int = 8) -> (URLFilterLookup, PrivacyPassClient) {
-            let oblivious = ObliviousTransport(relayURL: URL(string: "http://127.0.0.1:\(relayPort)/relay")!)
+            let oblivious = ObliviousTransport(relayURL: URL(string: "http://127.0.0.1:\(relayPort)/relay")!, timeout: testClientTimeout)
             let tokens = PrivacyPassClient(issuerURL: URL(string: "http://issuer.test")!, credential: PrivateLookupTests.credential,
                                            transport: oblivious, store: store, batchSize: batch)
             let client = PIRHTTPClient(server: URL(string: "http://pir.test")!, useCase: ServedDatabase.useCase,
