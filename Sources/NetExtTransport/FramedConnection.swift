@@ -23,9 +23,14 @@ public final class FramedConnection: Sendable {
     public static func attach(to channel: any Channel, maximumFrameLength: Int = FrameDecoder.maximumFrameLength) throws -> FramedConnection {
         let (stream, continuation) = AsyncStream<ByteBuffer>.makeStream()
         let limit = FrameLimit(maximumFrameLength)
+        try installHandlers(on: channel, limit: limit, continuation: continuation)
+        return FramedConnection(channel: channel, frames: stream, frameLimit: limit)
+    }
+
+    /// The frame decoder and the handler that feeds `frames`, at the end of the pipeline.
+    private static func installHandlers(on channel: any Channel, limit: FrameLimit, continuation: AsyncStream<ByteBuffer>.Continuation) throws {
         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameChannelDecoder(limit: limit)))
         try channel.pipeline.syncOperations.addHandler(FrameStreamHandler(continuation: continuation))
-        return FramedConnection(channel: channel, frames: stream, frameLimit: limit)
     }
 
     /// Stops reading from the socket (backpressure: the peer's further frames wait in its own
@@ -56,10 +61,7 @@ public final class FramedConnection: Sendable {
         let (stream, continuation) = AsyncStream<ByteBuffer>.makeStream()
         let limit = FrameLimit(FrameDecoder.maximumFrameLength)
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).channelInitializer { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameChannelDecoder(limit: limit)))
-                try channel.pipeline.syncOperations.addHandler(FrameStreamHandler(continuation: continuation))
-            }
+            channel.eventLoop.makeCompletedFuture { try installHandlers(on: channel, limit: limit, continuation: continuation) }
         }
         do {
             let channel = try await make(bootstrap).get()

@@ -8,6 +8,14 @@ struct TunnelClientTimersTests {
     let start = Date(timeIntervalSinceReferenceDate: 1_000_000)
     func at(_ seconds: Double) -> Date { start.addingTimeInterval(seconds) }
 
+    /// Timers whose first initiation went out at 0 and whose handshake completed at 0.1 s.
+    func connectedTimers() -> TunnelClientTimers {
+        var timers = TunnelClientTimers(timing: .standard)
+        _ = timers.tick(now: at(0), session: .none)
+        _ = timers.handshakeCompleted(at: at(0.1))
+        return timers
+    }
+
     /// Ticks every 250 ms from `from` to `to` (exclusive) and returns each action with its time.
     func run(_ timers: inout TunnelClientTimers, from: Double, to: Double, session: (Double) -> TunnelClientTimers.SessionHealth) -> [(Double, TunnelClientTimers.Action)] {
         var seen: [(Double, TunnelClientTimers.Action)] = []
@@ -53,9 +61,7 @@ struct TunnelClientTimersTests {
 
     @Test("data received and nothing sent for keepaliveTimeout: one keepalive; an idle tunnel then stays quiet, not reasserting")
     func passiveKeepalive() {
-        var timers = TunnelClientTimers(timing: .standard)
-        _ = timers.tick(now: at(0), session: .none)
-        _ = timers.handshakeCompleted(at: at(0.1))
+        var timers = connectedTimers()
         timers.sent(at: at(1))
         timers.received(at: at(2))
         let actions = run(&timers, from: 1, to: 60, session: { _ in .fresh })
@@ -67,9 +73,7 @@ struct TunnelClientTimersTests {
 
     @Test("a server that goes silent: reasserting once after keepalive + rekey timeout (15 s), initiations every 5 s, ended by the handshake")
     func silence() {
-        var timers = TunnelClientTimers(timing: .standard)
-        _ = timers.tick(now: at(0), session: .none)
-        _ = timers.handshakeCompleted(at: at(0.1))
+        var timers = connectedTimers()
         timers.received(at: at(1))
         timers.sent(at: at(2))  // sent after the last answer: the server owes us something
         let actions = run(&timers, from: 2, to: 27, session: { _ in .fresh })
@@ -87,9 +91,7 @@ struct TunnelClientTimersTests {
 
     @Test("an expired session starts a handshake even when the server is not silent")
     func expired() {
-        var timers = TunnelClientTimers(timing: .standard)
-        _ = timers.tick(now: at(0), session: .none)
-        _ = timers.handshakeCompleted(at: at(0.1))
+        var timers = connectedTimers()
         #expect(timers.tick(now: at(200), session: .expired) == [.sendInitiation])
         #expect(!timers.isReasserting)
     }

@@ -38,11 +38,12 @@ public final class EchoResponder: Sendable {
 
     private func serve() {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        var reader = PacketDescriptor(descriptor)
         while isRunning {
             guard poll(&poller, 1, 100) > 0 else { continue }
             if poller.revents & Int16(POLLHUP | POLLERR) != 0 { return }
-            while let packet = PacketDescriptor.receive(from: descriptor) {
-                guard let request = EchoPacket.parse(packet), request.isRequest, addresses.contains(request.destination) else {
+            while let packet = reader.receive() {
+                guard let request = EchoPacket.parse(Array(packet)), request.isRequest, addresses.contains(request.destination) else {
                     state.withLock { $0.ignored += 1 }
                     continue
                 }

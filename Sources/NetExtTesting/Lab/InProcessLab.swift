@@ -62,8 +62,7 @@ public final class InProcessLab: NetExtLab {
         let providersDirectory = directory + "/providers"
         try FileManager.default.createDirectory(atPath: providersDirectory, withIntermediateDirectories: true)
         for (bundle, factory) in providers {
-            let manifest = ProviderManifest(bundleIdentifier: bundle, extensionPoint: factory.extensionPoint, executable: "/bin/true")
-            try JSONEncoder().encode(manifest).write(to: URL(fileURLWithPath: providersDirectory + "/\(bundle).json"))
+            try ProviderManifest(bundleIdentifier: bundle, extensionPoint: factory.extensionPoint, executable: "/bin/true").register(in: providersDirectory)
         }
         resolver = ResolverConfiguration(path: directory + "/resolv.conf", backupPath: directory + "/resolv.conf.backup")
         try "nameserver \(nameserver)\n".write(toFile: resolver.path, atomically: true, encoding: .utf8)
@@ -139,9 +138,10 @@ public final class InProcessLab: NetExtLab {
         let identifier = nextIdentifier.wrappingAdd(1, ordering: .relaxed).newValue
         let request = EchoPacket.request(from: source, to: destination, identifier: identifier, sequence: 1)
         try SocketPair.sendMessage(request, over: end, wait: false)
+        var reader = PacketDescriptor(end)
         while clock.now < deadline {
-            while let packet = PacketDescriptor.receive(from: end) {
-                if let reply = EchoPacket.parse(packet), !reply.isRequest, reply.identifier == identifier,
+            while let packet = reader.receive() {
+                if let reply = EchoPacket.parse(Array(packet)), !reply.isRequest, reply.identifier == identifier,
                    reply.source == destination, reply.destination == source { return true }
             }
             try await Task.sleep(for: .milliseconds(5))
@@ -156,6 +156,16 @@ public final class InProcessLab: NetExtLab {
             await server.close(path: socketPath)
         }
         try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+extension ProviderManifest {
+    /// Writes the manifest where netextd's registry reads it: `<directory>/<bundle>.json`,
+    /// mode 0644 (netextd refuses manifests others may write).
+    func register(in directory: String) throws {
+        let path = directory + "/\(bundleIdentifier).json"
+        try JSONEncoder().encode(self).write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o644)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import NetExtCore
+import NetExtDaemon
 import NetExtLinux
 import Synchronization
 #if canImport(Glibc)
@@ -70,9 +71,7 @@ public final class NamespaceLab: NetExtLab {
         chmod(directory, 0o755)
         for provider in providers {
             let manifest = ProviderManifest(bundleIdentifier: provider.bundleIdentifier, extensionPoint: provider.extensionPoint, executable: provider.executable)
-            let path = directory + "/providers/\(provider.bundleIdentifier).json"
-            try JSONEncoder().encode(manifest).write(to: URL(fileURLWithPath: path))
-            chmod(path, 0o644)
+            try manifest.register(in: directory + "/providers")
         }
         try "nameserver \(nameserver)\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
         let (laptop, internet, office) = (name(of: .laptop), name(of: .internet), name(of: .office))
@@ -187,10 +186,7 @@ public final class NamespaceLab: NetExtLab {
 
     public func nameservers() async throws -> [String] {
         let text = (try? String(contentsOfFile: directory + "/resolv.conf", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
-            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            return words.count >= 2 && words[0] == "nameserver" ? String(words[1]) : nil
-        }
+        return ResolverConfiguration.values(of: "nameserver", in: text)
     }
 
     public func rewriteResolverFile(_ text: String) async throws {
