@@ -18,8 +18,8 @@ public actor FilterController {
         var configuration: Configuration
         var settings: ContentFilterProtocol
         var engine: FilterEngine
-        var data: FilterProviderSupervisor
-        var control: FilterProviderSupervisor?
+        var data: FilterProviderKeeper
+        var control: FilterProviderKeeper?
         /// The steering rules in force (with the data provider's kernel rules, if any).
         var steering: FilterSteering
     }
@@ -31,6 +31,8 @@ public actor FilterController {
     private let verdictDeadline: Duration
     private let startDeadline: Duration
     private let steering = FilterSteeringApplier()
+    /// Launches and watches the data and control providers.
+    private let providers: ProviderSupervisor
     private var active: Active?
     /// App messages relayed to the control provider, waiting for its reply.
     private var pendingMessages: [Int: CheckedContinuation<Result<Data?, NetExtError>, Never>] = [:]
@@ -42,8 +44,10 @@ public actor FilterController {
     /// (`rulesRoot/<data provider's bundle identifier>`), writable only by the control provider.
     public init(
         registry: ProviderRegistry, logger: Logger, rulesRoot: String, queueNumber: UInt16 = 7100,
-        verdictDeadline: Duration = .seconds(2), startDeadline: Duration = .seconds(15)
+        verdictDeadline: Duration = .seconds(2), startDeadline: Duration = .seconds(15),
+        launcher: any ProviderLauncher = ProcessProviderLauncher()
     ) {
+        providers = ProviderSupervisor(launcher: launcher)
         self.registry = registry
         self.logger = logger
         self.rulesRoot = rulesRoot
@@ -177,8 +181,9 @@ public actor FilterController {
         let start = ProviderStart(configuration: configuration, options: [:], password: nil)
         let environment = ["NETEXT_FILTER_RULES_DIR": rulesDirectory]
         let engineBox = EngineBox()
-        let data = FilterProviderSupervisor(
+        let data = FilterProviderKeeper(
             role: .data, manifest: dataManifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
+            supervisor: providers,
             handle: { message in
                 switch message {
                 case .rulesApplied: engineBox.engine?.rulesApplied()
@@ -194,8 +199,9 @@ public actor FilterController {
                 }
             })
         let control = controlManifest.map { manifest in
-            FilterProviderSupervisor(
+            FilterProviderKeeper(
                 role: .control, manifest: manifest, start: start, environment: environment, logger: logger, startDeadline: startDeadline,
+                supervisor: providers,
                 handle: { message in
                     switch message {
                     case .controlVerdict(let flowID, let verdict):
@@ -259,7 +265,7 @@ public actor FilterController {
     }
 
     /// Sends a message to a provider without waiting; false when it is not running.
-    private static func send(_ message: ProviderMessage, through slot: FilterProviderSupervisor.ProviderSlot?) -> Bool {
+    private static func send(_ message: ProviderMessage, through slot: FilterProviderKeeper.ProviderSlot?) -> Bool {
         guard let provider = slot?.get() else { return false }
         Task { try? await provider.send(message) }
         return true

@@ -41,8 +41,8 @@ public actor SessionManager {
     /// How long a provider has to answer an app's message.
     public static let appMessageDeadline: Duration = .seconds(10)
     private let registry: ProviderRegistry
-    /// Starts providers: processes of their own (netextd), or in-process (tests).
-    private let launcher: any ProviderLauncher
+    /// Launches and watches providers: processes of their own (netextd), or in-process (tests).
+    private let supervisor: ProviderSupervisor
     private let hub: NotificationHub
     let logger: Logger
     /// How long a provider has to say hello and finish `startTunnel`.
@@ -76,7 +76,7 @@ public actor SessionManager {
         ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil,
         launcher: any ProviderLauncher = ProcessProviderLauncher()
     ) {
-        self.launcher = launcher
+        supervisor = ProviderSupervisor(launcher: launcher)
         self.ikev2Directory = ikev2Directory
         self.secretLookup = secretLookup
         dns = DNSRouter(resolver: resolver, stubAddress: dnsStubAddress, logger: logger)
@@ -273,40 +273,22 @@ public actor SessionManager {
             return
         }
         guard let manifest = session.pendingManifest else { return }
-        Task {
-            let provider: ProviderProcess
-            do throws(NetExtError) {
-                provider = try await ProviderProcess.launch(manifest, launcher: self.launcher)
-            } catch {
-                self.apply(.providerFailed(error), to: id, generation: generation)
-                return
-            }
-            guard self.attach(provider, to: id, generation: generation) else {
-                provider.terminate()
-                return
-            }
-            let readerDone = CompletionFlag()
-            Task {
-                let status = await provider.waitForExit()
-                // What the provider said before it exited (its last word is often `.failed` or
-                // `.stopped`) is handled first: the exit waits for the reader to reach the end of
-                // the connection, for at most a second (a grandchild may hold the socket open).
-                await readerDone.wait(atMost: .seconds(1))
-                self.providerExited(id: id, generation: generation, status: status)
-            }
-            defer { readerDone.set() }
-            let decoder = ControlProtocol.makeDecoder()
-            for await frame in provider.connection.frames {
-                guard let message = try? decoder.decode(ProviderMessage.self, from: frame) else {
-                    self.apply(.providerFailed(NetExtError(.protocolError, "provider '\(manifest.bundleIdentifier)' sent a malformed message")), to: id, generation: generation)
-                    return
-                }
-                await self.received(message, from: provider, id: id, generation: generation, start: start)
-            }
-        }
-        Task { [startDeadline] in
-            try? await Task.sleep(for: startDeadline)
-            self.startDeadlinePassed(id: id, generation: generation)
+        supervisor.run(
+            ProviderLaunch(manifest: manifest, start: start, startDeadline: startDeadline),
+            adopt: { provider in await self.attach(provider, to: id, generation: generation) },
+            events: { event in await self.handle(event, id: id, generation: generation) })
+    }
+
+    /// Turns what happens to a session's provider into state-machine events.
+    private func handle(_ event: ProviderEvent, id: UUID, generation: Int) async {
+        switch event {
+        case .couldNotLaunch(let error), .failed(let error):
+            apply(.providerFailed(error), to: id, generation: generation)
+        case .message(let message):
+            guard let provider = sessions[id]?.provider, sessions[id]?.generation == generation else { return }
+            await received(message, from: provider, id: id, generation: generation)
+        case .exited(let status):
+            providerExited(id: id, generation: generation, status: status)
         }
     }
 
@@ -318,16 +300,8 @@ public actor SessionManager {
         return true
     }
 
-    private func received(_ message: ProviderMessage, from provider: ProviderProcess, id: UUID, generation: Int, start: ProviderStart) async {
+    private func received(_ message: ProviderMessage, from provider: ProviderProcess, id: UUID, generation: Int) async {
         switch message {
-        case .hello(let bundleIdentifier, let version):
-            guard bundleIdentifier == provider.manifest.bundleIdentifier, version == ControlProtocol.version else {
-                apply(.providerFailed(NetExtError(.protocolError, "provider said hello as '\(bundleIdentifier)' (protocol \(version)); expected '\(provider.manifest.bundleIdentifier)' (protocol \(ControlProtocol.version))")), to: id, generation: generation)
-                return
-            }
-            do { try await provider.send(.start(start)) } catch {
-                apply(.providerFailed(error), to: id, generation: generation)
-            }
         case .setNetworkSettings(let settings):
             await applyNetworkSettings(settings, provider: provider, id: id, generation: generation)
         case .reasserting(let value): apply(.providerReasserting(value), to: id, generation: generation)
@@ -336,7 +310,7 @@ public actor SessionManager {
         case .started: apply(.providerStarted, to: id, generation: generation)
         case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
         case .stopped: apply(.providerStopped, to: id, generation: generation)
-        case .start, .stop, .networkSettingsApplied, .networkSettingsRefused, .appMessage, .newFlow, .controlVerdict, .rulesChanged, .rulesApplied, .fetchPrefilter, .prefilterFetched,
+        case .hello, .start, .stop, .networkSettingsApplied, .networkSettingsRefused, .appMessage, .newFlow, .controlVerdict, .rulesChanged, .rulesApplied, .fetchPrefilter, .prefilterFetched,
              .applyFilterSettings, .filterSettingsApplied, .filterSettingsRefused:
             apply(.providerFailed(NetExtError(.protocolError, "provider sent a daemon-only message")), to: id, generation: generation)
         }
@@ -347,11 +321,6 @@ public actor SessionManager {
         appMessages.failAll(of: id, NetExtError(.providerFailed, "the provider exited (\(how)) before answering"))
         logger.info("provider exited", metadata: ["configuration": "\(id)", "how": "\(how)"])
         apply(.providerExited(how), to: id, generation: generation)
-    }
-
-    private func startDeadlinePassed(id: UUID, generation: Int) {
-        guard let session = sessions[id], session.generation == generation, session.machine.status == .connecting else { return }
-        apply(.providerFailed(NetExtError(.timedOut, "the provider did not finish starting within \(startDeadline)")), to: id, generation: generation)
     }
 
     private func stopDeadlinePassed(id: UUID, generation: Int) {

@@ -40,9 +40,9 @@ extension URLFilterController {
                                    transport: TokenAuthenticatingTransport(inner: transport, tokens: tokens))
         let lookup = URLFilterLookup(prefilter: nil, client: client, failClosed: settings.shouldFailClosed)
         // The provider gets the configuration without the credential.
-        let supervisor = FilterProviderSupervisor(
+        let supervisor = FilterProviderKeeper(
             role: .urlFilterControl, manifest: manifest, start: ProviderStart(configuration: configuration, options: [:], password: nil),
-            environment: [:], logger: logger, startDeadline: startDeadline,
+            environment: [:], logger: logger, startDeadline: startDeadline, supervisor: providers,
             handle: { [weak self] message in await self?.received(message) }, ended: {})
         active = Active(configuration: configuration, settings: settings, supervisor: supervisor, lookup: lookup, tokens: tokens, tokenStore: tokenStore)
         await supervisor.launch()

@@ -15,7 +15,7 @@ public actor URLFilterController {
     struct Active {
         var configuration: Configuration
         var settings: URLFilterProtocol
-        var supervisor: FilterProviderSupervisor
+        var supervisor: FilterProviderKeeper
         var lookup: URLFilterLookup
         var tokens: PrivacyPassClient
         var tokenStore: PrivateTokenStore
@@ -33,12 +33,16 @@ public actor URLFilterController {
     /// Replaces `prefilterFetchInterval` when set (labs and tests; `NETEXT_PREFILTER_INTERVAL`).
     let fetchIntervalOverride: Double?
     let startDeadline: Duration
+    /// Launches and watches the control provider.
+    let providers: ProviderSupervisor
     var active: Active?
     var pendingFetches: [Int: CheckedContinuation<ProviderMessage?, Never>] = [:]
     var nextFetchID = 0
 
     public init(registry: ProviderRegistry, secrets: SecretStore, logger: Logger, stateDirectory: String,
-                fetchIntervalOverride: Double? = nil, startDeadline: Duration = .seconds(15)) {
+                fetchIntervalOverride: Double? = nil, startDeadline: Duration = .seconds(15),
+                launcher: any ProviderLauncher = ProcessProviderLauncher()) {
+        providers = ProviderSupervisor(launcher: launcher)
         self.registry = registry
         self.secrets = secrets
         self.logger = logger

@@ -6,12 +6,12 @@ import NetExtLinux
 import NIOFoundationCompat
 import Synchronization
 
-/// Keeps one filter provider process (content filter data or control provider, or URL filter
-/// control provider) running while its filter is on: launches it (sandboxed
-/// for a data provider), says start, and after a crash, a failed start or a missed start
+/// Keeps one filter provider (content filter data or control provider, or URL filter control
+/// provider) running while its filter is on: runs it through the `ProviderSupervisor`
+/// (sandboxed for a data provider), and after a crash, a failed start or a missed start
 /// deadline launches it again with a backoff of 1 s doubling to 30 s. Messages other than the
 /// lifecycle ones go to `handle`.
-actor FilterProviderSupervisor {
+actor FilterProviderKeeper {
     enum Role: String, Sendable {
         case data = "filter data provider"
         case control = "filter control provider"
@@ -21,6 +21,7 @@ actor FilterProviderSupervisor {
     let role: Role
     let manifest: ProviderManifest
     private let start: ProviderStart
+    private let supervisor: ProviderSupervisor
     private let environment: [String: String]
     private let logger: Logger
     private let startDeadline: Duration
@@ -48,10 +49,12 @@ actor FilterProviderSupervisor {
 
     init(
         role: Role, manifest: ProviderManifest, start: ProviderStart, environment: [String: String], logger: Logger, startDeadline: Duration,
+        supervisor: ProviderSupervisor,
         handle: @escaping @Sendable (ProviderMessage) async -> Void, ended: @escaping @Sendable () async -> Void,
         verdict: (@Sendable (FlowChannelCodec.FromProvider) -> Void)? = nil
     ) {
         self.verdict = verdict
+        self.supervisor = supervisor
         self.role = role
         self.manifest = manifest
         self.start = start
@@ -68,39 +71,32 @@ actor FilterProviderSupervisor {
         guard !stopped else { return }
         generation += 1
         let generation = self.generation
-        let manifest = self.manifest
         let isolate = role == .data
-        let environment = self.environment
-        Task {
-            let provider: ProviderProcess
-            do throws(NetExtError) {
-                provider = try await ProviderProcess.launch(manifest, isolateNetwork: isolate, flowChannel: isolate, environment: environment)
-            } catch {
-                await self.providerEnded(generation: generation, how: "could not be started: \(error)")
-                return
-            }
-            guard self.attach(provider, generation: generation) else {
-                provider.terminate()
-                return
-            }
-            if let verdict = self.verdict { Self.readVerdicts(from: provider, logger: self.logger, into: verdict) }
-            Task {
-                let status = await provider.waitForExit()
-                await self.providerEnded(generation: generation, how: ProcessSpawner.describe(exitStatus: status))
-            }
-            let decoder = ControlProtocol.makeDecoder()
-            for await frame in provider.connection.frames {
-                guard let message = try? decoder.decode(ProviderMessage.self, from: frame) else {
-                    self.logger.error("\(self.role.rawValue) sent a malformed message; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
-                    provider.terminate(grace: .seconds(1))
-                    return
-                }
-                await self.received(message, from: provider, generation: generation)
-            }
-        }
-        Task { [startDeadline] in
-            try? await Task.sleep(for: startDeadline)
-            self.startDeadlinePassed(generation: generation)
+        let launch = ProviderLaunch(
+            manifest: manifest, start: start, environment: environment, isolateNetwork: isolate, flowChannel: isolate, startDeadline: startDeadline)
+        supervisor.run(
+            launch,
+            adopt: { provider in
+                guard await self.attach(provider, generation: generation) else { return false }
+                if let verdict = self.verdict { Self.readVerdicts(from: provider, logger: self.logger, into: verdict) }
+                return true
+            },
+            events: { event in await self.handle(event, generation: generation) })
+    }
+
+    private func handle(_ event: ProviderEvent, generation: Int) async {
+        guard !stopped, generation == self.generation else { return }
+        switch event {
+        case .couldNotLaunch(let error):
+            await providerEnded(generation: generation, how: "could not be started: \(error)")
+        case .failed(let error):
+            // The supervisor is ending it; the exit restarts it.
+            lastError = error.description
+            logger.error("\(role.rawValue) failed; restarting it", metadata: ["error": "\(error)"])
+        case .message(let message):
+            await received(message)
+        case .exited(let status):
+            await providerEnded(generation: generation, how: ProcessSpawner.describe(exitStatus: status))
         }
     }
 
@@ -175,16 +171,9 @@ actor FilterProviderSupervisor {
         return true
     }
 
-    private func received(_ message: ProviderMessage, from provider: ProviderProcess, generation: Int) async {
-        guard !stopped, generation == self.generation else { return }
+    private func received(_ message: ProviderMessage) async {
+        guard let provider else { return }
         switch message {
-        case .hello(let bundleIdentifier, let version):
-            guard bundleIdentifier == manifest.bundleIdentifier, version == ControlProtocol.version else {
-                logger.error("\(role.rawValue) said hello under another name or protocol", metadata: ["said": "\(bundleIdentifier)", "version": "\(version)"])
-                provider.terminate(grace: .seconds(1))
-                return
-            }
-            try? await provider.send(.start(start))
         case .started:
             isReady = true
             current.set(provider)
@@ -203,13 +192,6 @@ actor FilterProviderSupervisor {
             logger.error("\(role.rawValue) sent a message it may not send; restarting it", metadata: ["provider": "\(manifest.bundleIdentifier)"])
             provider.terminate(grace: .seconds(1))
         }
-    }
-
-    private func startDeadlinePassed(generation: Int) {
-        guard !stopped, generation == self.generation, !isReady else { return }
-        logger.error("\(role.rawValue) did not start in time; restarting it", metadata: ["deadline": "\(startDeadline)"])
-        provider?.terminate(grace: .seconds(1))
-        if provider == nil { launchAfterBackoff() }
     }
 
     private func providerEnded(generation: Int, how: String) async {
