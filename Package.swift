@@ -291,7 +291,7 @@ let package = Package(
         .testTarget(
             name: "NetExtTestingTests",
             dependencies: [
-                "NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "TunnelProtocol", "NetExtTransport", "NetExtIPC",
+                "NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "NetExtFilters", "TunnelProtocol", "NetExtTransport", "NetExtIPC",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),

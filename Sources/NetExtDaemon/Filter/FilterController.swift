@@ -30,7 +30,9 @@ public actor FilterController {
     private let queueNumber: UInt16
     private let verdictDeadline: Duration
     private let startDeadline: Duration
-    private let steering = FilterSteeringApplier()
+    /// The queue, DNS log, raw socket, steering rules and rules directory (the kernel's in
+    /// netextd; NetExtTesting's `SimulatedFilterKernel` in tests).
+    private let plumbing: any FilterPlumbing
     /// Launches and watches the data and control providers.
     private let providers: ProviderSupervisor
     private var active: Active?
@@ -45,9 +47,10 @@ public actor FilterController {
     public init(
         registry: ProviderRegistry, logger: Logger, rulesRoot: String, queueNumber: UInt16 = 7100,
         verdictDeadline: Duration = .seconds(2), startDeadline: Duration = .seconds(15),
-        launcher: any ProviderLauncher = ProcessProviderLauncher()
+        launcher: any ProviderLauncher = ProcessProviderLauncher(), plumbing: any FilterPlumbing = KernelFilterPlumbing()
     ) {
         providers = ProviderSupervisor(launcher: launcher)
+        self.plumbing = plumbing
         self.registry = registry
         self.logger = logger
         self.rulesRoot = rulesRoot
@@ -58,7 +61,7 @@ public actor FilterController {
 
     /// At netextd start: removes rules a crashed netextd left, then starts the enabled filter.
     public func restore(_ configurations: [Configuration]) async {
-        steering.remove()
+        plumbing.removeSteering()
         if let enabled = configurations.last(where: { $0.isEnabled && $0.kind == .contentFilter }) {
             await configurationChanged(enabled, removed: false)
         }
@@ -136,7 +139,7 @@ public actor FilterController {
         do throws(NetExtError) {
             try filterSettings?.validate()
             current.steering.settings = filterSettings
-            try steering.update(current.steering)
+            try plumbing.updateSteering(current.steering)
             active?.steering = current.steering
             answer = .filterSettingsApplied
             logger.info("filter settings applied", metadata: [
@@ -155,7 +158,7 @@ public actor FilterController {
     // MARK: Activation
 
     private func activate(_ configuration: Configuration, settings: ContentFilterProtocol) async throws(NetExtError) {
-        guard getuid() == 0 else {
+        guard !plumbing.needsRoot || getuid() == 0 else {
             throw NetExtError(.permissionDenied, "the content filter needs netextd to run as root (netfilter queue, provider sandbox)")
         }
         let dataManifest = try registry.manifest(for: settings.filterDataProviderBundleIdentifier, extensionPoint: .filterData)
@@ -167,13 +170,10 @@ public actor FilterController {
             throw NetExtError.invalid("the filter's control and data providers both run as '\(dataManifest.user)'; the data provider must not be able to write its rules (use another user for one of them)")
         }
         let rulesDirectory = "\(rulesRoot)/\(dataManifest.bundleIdentifier)"
-        try prepare(rulesDirectory: rulesDirectory, owner: controlUser ?? nil)
-        let queue: NetfilterQueue
-        do { queue = try NetfilterQueue(number: queueNumber, failOpen: !settings.failClosed) } catch {
-            throw NetExtError(.connectionFailed, "cannot bind netfilter queue \(queueNumber): \(error)")
-        }
-        let injector: RawPacketSender?
-        do { injector = try RawPacketSender() } catch {
+        try plumbing.prepareRulesDirectory(rulesDirectory, under: rulesRoot, owner: controlUser ?? nil)
+        let queue = try plumbing.openQueue(number: queueNumber, failOpen: !settings.failClosed)
+        let injector: (any FilterPacketInjector)?
+        do { injector = try plumbing.makeInjector() } catch {
             injector = nil
             logger.warning("no raw socket: blocked HTTP requests are reset instead of shown the block page", metadata: ["error": "\(error)"])
         }
@@ -221,8 +221,8 @@ public actor FilterController {
         }
         let controlSlot = control?.current
         // DNS answers name the addresses of flows that carry no name of their own.
-        let dnsLog: NetfilterLog?
-        do { dnsLog = try NetfilterLog(group: queueNumber) } catch {
+        let dnsLog: (any FilterDNSLog)?
+        do { dnsLog = try plumbing.openDNSLog(group: queueNumber) } catch {
             dnsLog = nil
             logger.warning("no netfilter log: flows are judged without names from DNS answers", metadata: ["error": "\(error)"])
         }
@@ -250,7 +250,7 @@ public actor FilterController {
         let steeringRules = FilterSteering(
             queueNumber: queueNumber, failOpen: !settings.failClosed, exemptUIDs: exempt, dnsLogGroup: dnsLog.map { _ in queueNumber })
         active = Active(configuration: configuration, settings: settings, engine: engine, data: data, control: control, steering: steeringRules)
-        do { try steering.apply(steeringRules) } catch {
+        do { try plumbing.installSteering(steeringRules) } catch {
             active = nil
             await engine.stop()
             throw error
@@ -275,25 +275,11 @@ public actor FilterController {
         guard let stopping = active else { return }
         active = nil
         // Rules first: once they are gone no packet waits for netextd.
-        steering.remove()
+        plumbing.removeSteering()
         await stopping.engine.stop()
         await stopping.data.stop(reason: reason)
         await stopping.control?.stop(reason: reason)
         logger.info("content filter disabled", metadata: ["configuration": "\(stopping.configuration.id)", "reason": "\(reason.rawValue)"])
-    }
-
-    /// The rules directory: readable by everyone, writable only by its owner (root, or the
-    /// control provider's user), so the data provider reads it and cannot change it.
-    private func prepare(rulesDirectory: String, owner: UserDatabase.User?) throws(NetExtError) {
-        do {
-            try FileManager.default.createDirectory(atPath: rulesDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: rulesRoot)
-            try FileManager.default.setAttributes(
-                [.posixPermissions: 0o755, .ownerAccountID: NSNumber(value: owner?.uid ?? 0), .groupOwnerAccountID: NSNumber(value: owner?.gid ?? 0)],
-                ofItemAtPath: rulesDirectory)
-        } catch {
-            throw NetExtError.readWrite("cannot prepare the filter rules directory \(rulesDirectory): \(error.localizedDescription)")
-        }
     }
 
     /// The user a manifest names (nil for root).

@@ -36,9 +36,9 @@ final class FilterEngine: Sendable {
         var stopped = false
     }
 
-    private let queue: NetfilterQueue
+    private let queue: any FilterPacketQueue
     /// DNS answers (copies), read before each batch of queued packets.
-    private let dnsLog: NetfilterLog?
+    private let dnsLog: (any FilterDNSLog)?
     private let failOpen: Bool
     private let deadline: Duration
     private let logger: Logger
@@ -52,7 +52,7 @@ final class FilterEngine: Sendable {
     /// The block page for a blocked HTTP flow, with a provider's remediation link if it gave
     /// one (nil: reset it like any other).
     private let blockPage: @Sendable (FilterFlow, FilterRemediation?) -> BlockPage?
-    private let injector: RawPacketSender?
+    private let injector: (any FilterPacketInjector)?
     private let state = Mutex(State())
     private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let threadDone = Atomic<Bool>(false)
@@ -60,7 +60,7 @@ final class FilterEngine: Sendable {
     static let heldPerFlowLimit = 512
 
     init(
-        queue: NetfilterQueue, dnsLog: NetfilterLog?, failOpen: Bool, deadline: Duration, logger: Logger, injector: RawPacketSender?,
+        queue: any FilterPacketQueue, dnsLog: (any FilterDNSLog)?, failOpen: Bool, deadline: Duration, logger: Logger, injector: (any FilterPacketInjector)?,
         blockPage: @escaping @Sendable (FilterFlow, FilterRemediation?) -> BlockPage?, askControl: @escaping @Sendable (FilterFlow) -> Bool,
         ask: @escaping @Sendable (FilterFlow) -> Bool, askData: @escaping @Sendable (UInt64, FlowDataFilter.Question) -> Bool
     ) {

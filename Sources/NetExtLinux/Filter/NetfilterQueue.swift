@@ -18,6 +18,14 @@ public final class NetfilterQueue: Sendable {
         public var owner: (uid: UInt32, gid: UInt32)?
         /// The IP packet (at most the copy range of it).
         public var bytes: UnsafeRawBufferPointer
+
+        public init(id: UInt32, isOutbound: Bool, mark: UInt32, owner: (uid: UInt32, gid: UInt32)?, bytes: UnsafeRawBufferPointer) {
+            self.id = id
+            self.isOutbound = isOutbound
+            self.mark = mark
+            self.owner = owner
+            self.bytes = bytes
+        }
     }
 
     /// What happens to a queued packet.

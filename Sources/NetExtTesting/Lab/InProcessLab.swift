@@ -21,9 +21,14 @@ import Glibc
 /// Connect on demand runs over `ScriptedNetworkObserver`: the laptop stays on ethernet `eth0`
 /// unless a test moves it (`observer.join`), and the rules see the lab's resolver file.
 ///
-/// What it does not run: the content and URL filters, on-demand probes and EvaluateConnection's
-/// name checks (they reach real addresses), and anything a provider process would have of its
-/// own (user, namespace, signals).
+/// The content filter runs over `SimulatedFilterKernel`: a ping leaves through its output hook
+/// and its answer comes in through the input hook, steered by the rules netextd installed and
+/// judged by the filter engine and the (in-process) filter providers.
+///
+/// What it does not run: the URL filter, on-demand probes and EvaluateConnection's name checks
+/// (they reach real addresses), and anything a provider process would have of its own (user,
+/// namespace, signals; a filter data provider's rules directory comes from its environment,
+/// which an in-process provider does not get).
 public final class InProcessLab: NetExtLab {
     public let mode = LabMode.inProcess
     public let socketPath: String
@@ -32,6 +37,10 @@ public final class InProcessLab: NetExtLab {
     /// The providers, running as tasks of this process.
     public let launcher: InProcessProviderLauncher
     public let sessions: SessionManager
+    /// The content filter, over `filterKernel`.
+    public let filters: FilterController
+    /// The kernel's side of the content filter: steering, queue, conntrack.
+    public let filterKernel = SimulatedFilterKernel()
     public let store: ConfigurationStore
     /// The network connect on demand sees; move the laptop with `join`.
     public let observer: ScriptedNetworkObserver
@@ -78,7 +87,10 @@ public final class InProcessLab: NetExtLab {
             launcher: launcher)
         store = try ConfigurationStore()
         let secrets = try SecretStore(directory: directory + "/secrets")
-        let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger)
+        filters = FilterController(
+            registry: registry, logger: logger, rulesRoot: directory + "/filter-rules", startDeadline: startDeadline, launcher: launcher,
+            plumbing: filterKernel)
+        let service = ControlService(store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters)
         observer = ScriptedNetworkObserver { [resolver] in resolver.originalContent() }
         onDemand = OnDemandController(
             store: store, sessions: sessions, observer: observer, logger: logger, password: { configuration in try secrets.password(of: configuration) })
@@ -101,6 +113,10 @@ public final class InProcessLab: NetExtLab {
         applier.currentGuard?.isActive ?? false
     }
 
+    public func contentFilterSteeringIsInstalled() async throws -> Bool {
+        filterKernel.steering != nil
+    }
+
     public func crashProvider(_ bundleIdentifier: String) async throws -> Bool {
         launcher.crash(bundleIdentifier)
     }
@@ -117,13 +133,23 @@ public final class InProcessLab: NetExtLab {
         switch NetworkPlan.route(to: destination, through: applier.activePlans) {
         case .main:
             if let trafficGuard = applier.currentGuard, trafficGuard.dropsDirectPacket(to: destination) { return false }
-            return underlay.contains { $0.contains(IPPrefix(address: destination, length: 32)) }
+            // The underlay answers its networks; the echo and its answer cross the content
+            // filter's hooks like any packet.
+            let identifier = nextIdentifier.wrappingAdd(1, ordering: .relaxed).newValue
+            let request = EchoPacket.request(from: Self.laptopAddress, to: destination, identifier: identifier, sequence: 1)
+            guard await filterKernel.send(request, outbound: true, ownerUID: getuid(), timeout: timeout) == .passed,
+                  underlay.contains(where: { $0.contains(IPPrefix(address: destination, length: 32)) }),
+                  let parsed = EchoPacket.parse(request) else { return false }
+            return await filterKernel.send(EchoPacket.reply(to: parsed), outbound: false, timeout: timeout) == .passed
         case .tunnel(let plan):
             guard let end = applier.interfaceEnd(named: plan.interface),
                   let source = plan.addresses.first(where: { !$0.isIPv6 }) else { return false }
             return try await echo(over: end, from: source.address, to: destination, timeout: timeout)
         }
     }
+
+    /// The laptop's address on its underlay.
+    public static let laptopAddress: [UInt8] = [198, 51, 100, 2]
 
     /// Writes an echo request into the tunnel interface (as the kernel would route it there) and
     /// reads what the provider writes back until the matching reply or the timeout.
@@ -153,6 +179,7 @@ public final class InProcessLab: NetExtLab {
         if let server = server.withLock({ server in defer { server = nil }; return server }) {
             await onDemand.stop()
             await sessions.stopAll()
+            await filters.stopAll()
             await server.close(path: socketPath)
         }
         try? FileManager.default.removeItem(atPath: directory)

@@ -34,10 +34,12 @@ public final class NamespaceLab: NetExtLab {
         public var bundleIdentifier: String
         public var extensionPoint: ProviderManifest.ExtensionPoint
         public var executable: String
-        public init(bundleIdentifier: String, extensionPoint: ProviderManifest.ExtensionPoint = .packetTunnel, executable: String) {
+        public var arguments: [String]
+        public init(bundleIdentifier: String, extensionPoint: ProviderManifest.ExtensionPoint = .packetTunnel, executable: String, arguments: [String] = []) {
             self.bundleIdentifier = bundleIdentifier
             self.extensionPoint = extensionPoint
             self.executable = executable
+            self.arguments = arguments
         }
     }
 
@@ -70,7 +72,8 @@ public final class NamespaceLab: NetExtLab {
         try FileManager.default.createDirectory(atPath: directory + "/providers", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         chmod(directory, 0o755)
         for provider in providers {
-            let manifest = ProviderManifest(bundleIdentifier: provider.bundleIdentifier, extensionPoint: provider.extensionPoint, executable: provider.executable)
+            let manifest = ProviderManifest(
+                bundleIdentifier: provider.bundleIdentifier, extensionPoint: provider.extensionPoint, executable: provider.executable, arguments: provider.arguments)
             try manifest.register(in: directory + "/providers")
         }
         try "nameserver \(nameserver)\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
@@ -87,6 +90,7 @@ public final class NamespaceLab: NetExtLab {
         let environment = [
             "NETEXT_SOCKET": socketPath, "NETEXT_STATE_DIR": directory + "/state", "NETEXT_PROVIDERS_DIR": directory + "/providers",
             "NETEXT_RESOLV_CONF": directory + "/resolv.conf", "NETEXT_DNS_STUB": "127.0.0.1:0",
+            "NETEXT_FILTER_RULES_ROOT": directory + "/filter-rules",
         ]
         let pid = try spawn(in: .laptop, binaryDirectory + "/netextd", ["--provider-start-timeout", "40"], log: "netextd", environment: environment)
         daemon.withLock { $0 = pid }
@@ -196,6 +200,10 @@ public final class NamespaceLab: NetExtLab {
     public func trafficGuardIsInstalled() async throws -> Bool {
         guard let nft = CommandRunner.nftPath else { throw NetExtError.invalid("lab: nft is not installed") }
         return await run(in: .laptop, nft, ["list", "table", "inet", TrafficGuard.tableName]).status == 0
+    }
+
+    public func contentFilterSteeringIsInstalled() async throws -> Bool {
+        await run(in: .laptop, "/bin/sh", ["-c", "iptables-nft -w -t filter -S \(FilterSteering.outputChain) || iptables -w -t filter -S \(FilterSteering.outputChain)"]).status == 0
     }
 
     public func crashProvider(_ bundleIdentifier: String) async throws -> Bool {

@@ -29,6 +29,9 @@ public protocol NetExtLab: Sendable {
     /// Whether netextd's traffic guard (the kill switch's packet filter) is in place.
     func trafficGuardIsInstalled() async throws -> Bool
 
+    /// Whether the content filter's steering rules (what brings flows to netextd) are in place.
+    func contentFilterSteeringIsInstalled() async throws -> Bool
+
     /// Ends the running provider of `bundleIdentifier` as a crash would. Returns false if none runs.
     func crashProvider(_ bundleIdentifier: String) async throws -> Bool
 
