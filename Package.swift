@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "PIRService",
             dependencies: [
-                "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "HTTPServing", "NetExtCore",
+                "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "HTTPServing", "NetExtCore", "NetExtLinux",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -120,7 +120,7 @@ let package = Package(
         .target(
             name: "URLFilter",
             dependencies: [
-                "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "NetExtCore",
+                "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "NetExtCore", "NetExtLinux",
                 "ObliviousHTTP", "PrivacyPass", "HTTPServing",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
@@ -129,7 +129,7 @@ let package = Package(
         // netext-urlfilter-db and tests; kept out of URLFilter so clients do not link the PIR server.
         .target(
             name: "URLFilterDatabase",
-            dependencies: ["URLFilter", "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRService", "NetExtCore"],
+            dependencies: ["URLFilter", "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRService", "NetExtCore", "NetExtLinux"],
             swiftSettings: strict),
         // Oblivious HTTP (RFC 9458) and known-length Binary HTTP (RFC 9292), on swift-crypto's HPKE.
         .target(name: "ObliviousHTTP", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
@@ -143,7 +143,7 @@ let package = Package(
         .target(
             name: "PrivacyServices",
             dependencies: [
-                "PrivacyPass", "ObliviousHTTP", "HTTPServing", "NetExtCore",
+                "PrivacyPass", "ObliviousHTTP", "HTTPServing", "NetExtCore", "NetExtLinux",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -102,13 +102,12 @@ public final class PersonalFirewallControlProvider: FilterControlProvider {
         guard let rule else {
             return FirewallPromptReply(prompts: state.withLock { $0.book.open }, error: "no open question \(id)")
         }
-        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(existing.prepending(rule).text.utf8), to: file, mode: 0o644) } catch {
-            throw NetExtError.readWrite("cannot write \(file): \(error)")
-        }
+        guard let context else { throw NetExtError.invalid("the firewall has not started") }
+        try context.writeRulesFile((file as NSString).lastPathComponent, contents: Array(existing.prepending(rule).text.utf8))
         let waiting = state.withLock { $0.waiters.removeValue(forKey: id).map { Array($0.values) } ?? [] }
         if waiting.isEmpty {
             // No flow is waiting (they were decided unanswered): the data provider reloads now.
-            try? await context?.notifyRulesChanged()
+            try? await context.notifyRulesChanged()
         }
         for waiter in waiting { waiter.resume(returning: true) }
         return FirewallPromptReply(prompts: state.withLock { $0.book.open }, addedRule: rule.description)

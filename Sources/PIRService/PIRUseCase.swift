@@ -4,6 +4,7 @@ import HomomorphicEncryption
 import PIRProtobuf
 import PrivateInformationRetrieval
 import SwiftProtobuf
+import NetExtLinux
 
 /// One keyword-PIR use case as served: its published configuration and a server per shard.
 public struct PIRUseCase: Sendable {

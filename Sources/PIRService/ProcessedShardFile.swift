@@ -3,6 +3,7 @@ import Foundation
 import NetExtCore
 import HomomorphicEncryption
 import PrivateInformationRetrieval
+import NetExtLinux
 
 /// A processed PIR shard on disk: its cuckoo tables' prepared plaintexts in NTT form, so a
 /// server loads them without recomputing. Layout (all integers little-endian;

@@ -1,5 +1,6 @@
 import Foundation
 import NetExtCore
+import NetExtLinux
 
 /// A directory of private keys (the issuer's, the gateway's): created 0700, files written
 /// atomically with mode 0600, named `<prefix><stem><suffix>`.

@@ -5,6 +5,7 @@ import NetExtCore
 import HomomorphicEncryption
 import PIRService
 import PrivateInformationRetrieval
+import NetExtLinux
 
 /// Turns a URL list into what the URL filter serves: the Bloom prefilter (bit-compatible with
 /// NEURLFilterPrefilter) and the processed, sharded keyword-PIR database (key = normalized URL,

@@ -1,6 +1,7 @@
 import Foundation
 import NetExtCore
 import NetExtIPC
+import NetExtLinux
 
 /// A content filter's data provider, as Apple's `NEFilterDataProvider`: netextd asks it about
 /// every new flow while the filter configuration is enabled. It runs sandboxed: as an
@@ -79,6 +80,19 @@ public struct FilterControlContext: Sendable {
 
     /// The rules directory, writable by this provider (`$NETEXT_FILTER_RULES_DIR`).
     public var rulesDirectory: String? { ProcessInfo.processInfo.environment["NETEXT_FILTER_RULES_DIR"] }
+
+    /// Replaces the file `name` in the rules directory with `contents` so that the data provider
+    /// never reads half of it, even if this provider crashes mid-write: written beside it,
+    /// synced, renamed into place (mode 0644: the data provider reads it).
+    public func writeRulesFile(_ name: String, contents: [UInt8]) throws(NetExtError) {
+        guard let directory = rulesDirectory else { throw NetExtError.invalid("netextd gave no rules directory (NETEXT_FILTER_RULES_DIR)") }
+        guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+            throw NetExtError.invalid("'\(name)' is not a file name in the rules directory")
+        }
+        do throws(AtomicFile.Failure) { try AtomicFile.write(contents, to: directory + "/" + name, mode: 0o644) } catch {
+            throw NetExtError.readWrite("cannot write \(directory)/\(name): \(error)")
+        }
+    }
 
     /// Tells netextd the rules changed: the data provider's `handleRulesChanged()` runs, and
     /// flows waiting for rules are judged again.

@@ -2,6 +2,7 @@ import Foundation
 import NetExtCore
 #if canImport(Glibc)
 import Glibc
+import NetExtLinux
 #endif
 
 /// Secrets (passwords, shared secrets, tokens) kept apart from the readable configuration:

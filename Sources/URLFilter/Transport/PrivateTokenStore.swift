@@ -2,6 +2,7 @@ import Foundation
 import NetExtCore
 import PrivacyPass
 import Synchronization
+import NetExtLinux
 
 /// Unused Privacy Pass tokens, kept in a file only the owner can read (0600) so that tokens
 /// fetched ahead of time survive a restart. Each change rewrites the file atomically; a token
