@@ -41,10 +41,13 @@ let package = Package(
     targets: [
         // Pure models: addresses, configurations, on-demand rules, profiles, errors.
         .target(name: "NetExtCore", swiftSettings: strict),
+        // The content filter's reading of packets: IP/TCP/UDP headers, TLS ClientHello, HTTP
+        // request heads, QUIC crypto frames, DNS messages; the flow table; the steering model.
+        .target(name: "FlowInspection", dependencies: ["NetExtCore"], swiftSettings: strict),
         // Reads the server name from a QUIC client's Initial packets (RFC 9001 initial keys).
         .target(
             name: "QUICInitial",
-            dependencies: ["NetExtCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            dependencies: ["NetExtCore", "FlowInspection", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
             swiftSettings: strict),
         // The control protocol: versioned messages and framing, no sockets.
         .target(name: "NetExtIPC", dependencies: ["NetExtCore"], swiftSettings: strict),
@@ -176,7 +179,7 @@ let package = Package(
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial",
+                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -187,7 +190,7 @@ let package = Package(
         // Shipped fakes for testing providers and netextd's logic without root: the in-memory
         // packet flow pair, the recording network applier (docs/testing.md).
         .target(
-            name: "NetExtTesting", dependencies: ["NetExt", "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux", .product(name: "Logging", package: "swift-log")],
+            name: "NetExtTesting", dependencies: ["NetExt", "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux", "FlowInspection", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // One commands target per executable, so that each binary links only what it drives:
         // the unprivileged `netext` CLI links neither GRDB nor the daemon nor any server.
@@ -255,7 +258,8 @@ let package = Package(
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt"], path: "examples/manager"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore", "NetExtTestSupport"]),
-        .testTarget(name: "QUICInitialTests", dependencies: ["QUICInitial", "NetExtCore", "NetExtTestSupport"]),
+        .testTarget(name: "FlowInspectionTests", dependencies: ["FlowInspection", "NetExtCore", "NetExtTestSupport"]),
+        .testTarget(name: "QUICInitialTests", dependencies: ["QUICInitial", "FlowInspection", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "BloomFilterTests", dependencies: ["BloomFilter"]),
         .testTarget(name: "HomomorphicEncryptionTests", dependencies: ["HomomorphicEncryption"]),

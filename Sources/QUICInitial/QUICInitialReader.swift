@@ -1,3 +1,4 @@
+import FlowInspection
 import Crypto
 import Foundation
 import CryptoExtras

@@ -1,18 +1,7 @@
 import Foundation
+import NetExtTestSupport
 import Testing
 @testable import NetExtCore
-
-/// A small deterministic generator (xorshift64*), so failures reproduce from the seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed == 0 ? 0x9E37_79B9_7F4A_7C15 : seed }
-    mutating func next() -> UInt64 {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        return state &* 0x2545_F491_4F6C_DD1D
-    }
-}
 
 @Suite("Profile parser properties")
 struct ProfileParserPropertyTests {
@@ -21,7 +10,7 @@ struct ProfileParserPropertyTests {
     @Test("mutated profiles parse or are refused, never crash", arguments: ["enterprise-vpn.mobileconfig", "enterprise-vpn-binary.mobileconfig"])
     func mutationsNeverCrash(file: String) throws {
         let original = [UInt8](try Fixtures.profile(file))
-        var generator = SeededGenerator(seed: 0xC0FFEE ^ UInt64(file.count))
+        var generator = SplitMix64(state: 0xC0FFEE ^ UInt64(file.count))
         var parsed = 0
         var refused = 0
         for _ in 0..<1500 {

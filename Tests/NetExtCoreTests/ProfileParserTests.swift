@@ -1,4 +1,5 @@
 import Foundation
+import NetExtTestSupport
 import Testing
 @testable import NetExtCore
 

@@ -1,3 +1,4 @@
+
 /// The part of a DNS query netextd's stub reads to choose where to forward it: the header's
 /// identifier and flags and the first question (RFC 1035 §4.1.1 header, §4.1.2 question,
 /// §4.1.4 compression). The message itself is forwarded unchanged.
@@ -25,7 +26,7 @@ public struct DNSQuery: Sendable, Hashable {
     }
 
     /// Reads a possibly compressed name starting at `offset`, moving `offset` past it.
-    static func readName(_ message: [UInt8], at offset: inout Int) throws(DNSParseError) -> String {
+    package static func readName(_ message: [UInt8], at offset: inout Int) throws(DNSParseError) -> String {
         var labels: [String] = []
         var position = offset
         var jumped = false

@@ -1,3 +1,4 @@
+import FlowInspection
 import Foundation
 import Logging
 import NetExtCore

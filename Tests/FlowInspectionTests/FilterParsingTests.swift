@@ -1,5 +1,7 @@
 import Foundation
+import FlowInspection
 import NetExtCore
+import NetExtTestSupport
 import Testing
 
 /// Packets and first bytes as the content filter reads them.
@@ -86,7 +88,7 @@ struct FilterParsingTests {
 
     @Test("random bytes never crash the packet parser, and what it accepts stays in bounds", arguments: 0..<4)
     func fuzzPackets(seed: Int) {
-        var generator = SeededGenerator(seed: UInt64(seed))
+        var generator = SplitMix64(state: UInt64(seed))
         for _ in 0..<5_000 {
             var bytes = (0..<Int.random(in: 0...120, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             if !bytes.isEmpty, Bool.random(using: &generator) { bytes[0] = Bool.random(using: &generator) ? 0x45 : 0x60 }
@@ -140,7 +142,7 @@ struct FilterParsingTests {
 
     @Test("random and mutated ClientHellos never crash the parser", arguments: 0..<4)
     func fuzzClientHello(seed: Int) throws {
-        var generator = SeededGenerator(seed: UInt64(seed) &+ 100)
+        var generator = SplitMix64(state: UInt64(seed) &+ 100)
         let hello = try Self.clientHello()
         for _ in 0..<3_000 {
             var bytes = hello
@@ -182,7 +184,7 @@ struct FilterParsingTests {
 
     @Test("random bytes never crash the HTTP parser", arguments: 0..<4)
     func fuzzHTTP(seed: Int) {
-        var generator = SeededGenerator(seed: UInt64(seed) &+ 200)
+        var generator = SplitMix64(state: UInt64(seed) &+ 200)
         let alphabet = Array("GET /:Host\r\n HTTP/1.1 abc.".utf8) + [0, 0xff]
         for _ in 0..<3_000 {
             let bytes = (0..<Int.random(in: 0...200, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }

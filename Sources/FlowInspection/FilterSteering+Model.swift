@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// What `FilterSteering.restoreInput` does to one packet, computed instead of installed: the
 /// rules' order and marks, for fakes of the kernel (NetExtTesting's `SimulatedFilterKernel`)
 /// and for reading the rules. It covers what the rules decide by marks, direction, loopback,

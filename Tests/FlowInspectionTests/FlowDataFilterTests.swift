@@ -1,4 +1,5 @@
 import Foundation
+import FlowInspection
 import NetExtCore
 import NetExtTestSupport
 import Testing

@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// The CRYPTO stream of a QUIC client's Initial packets put back in order (RFC 9000 §19.6:
 /// each CRYPTO frame carries an offset; clients may send them out of order and across
 /// datagrams), as far as it is contiguous from its first byte. Bounded: bytes beyond

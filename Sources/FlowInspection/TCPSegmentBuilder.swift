@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// Builds the TCP segments netextd injects when it answers a blocked HTTP request itself: the
 /// block page to the client, as if from the server, and a reset to the server, as if from the
 /// client (RFC 9293 §3.1 header, §3.5.3 resets; IPv4 RFC 791, IPv6 RFC 8200; checksums with the

@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// The start of a cleartext HTTP/1.x request (RFC 9112 §3 request line, §3.2 Host): enough to
 /// name the URL a flow asks for. Reads at most `limit` bytes of head.
 public struct HTTPRequestHead: Sendable, Hashable {

@@ -1,17 +1,4 @@
-/// The transport protocols a flow can have (IANA protocol numbers).
-public enum FlowProtocol: String, Sendable, Hashable, Codable {
-    case tcp, udp, icmp, icmpv6, other
-
-    init(number: UInt8) {
-        switch number {
-        case 6: self = .tcp
-        case 17: self = .udp
-        case 1: self = .icmp
-        case 58: self = .icmpv6
-        default: self = .other
-        }
-    }
-}
+import NetExtCore
 
 /// What the content filter reads from one IP packet: addresses, transport, ports, TCP flags and
 /// sequence numbers, and where the transport payload lies. Tolerates a packet cut short by the

@@ -1,3 +1,4 @@
+import FlowInspection
 import NetExtCore
 import NetExtTestSupport
 import Testing

@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// The host names addresses were last looked up as (from DNS answers netextd saw), so a flow
 /// with no TLS server name or HTTP Host (UDP, ICMP, other TCP protocols) is still judged by
 /// name. The newest answer for an address wins; entries live for their record's time to live,

@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// netextd's table of flows the content filter has not finished with. Fed every queued packet,
 /// it says what to do with it: let it pass while the flow's destination is still being learned
 /// (TCP handshake, the first bytes of a TLS ClientHello or HTTP request), hold it while the data

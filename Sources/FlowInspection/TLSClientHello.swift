@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// Reads the server name (SNI) a TLS client asks for from the first bytes it sends: TLS records
 /// (RFC 8446 §5.1) of type handshake carrying a ClientHello (§4.1.2) whose `server_name`
 /// extension (RFC 6066 §3) names the host. A ClientHello may span several records and TCP

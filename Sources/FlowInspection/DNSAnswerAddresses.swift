@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// What a DNS response says about its question's name: the IPv4 and IPv6 addresses it resolves
 /// to, following CNAME records within the answer (RFC 1035 §4.1 message, §3.2.2 types: A is 1,
 /// CNAME 5; AAAA is 28, RFC 3596 §2.1), each with its time to live. The content filter maps
