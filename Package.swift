@@ -44,6 +44,9 @@ let package = Package(
         // The content filter's reading of packets: IP/TCP/UDP headers, TLS ClientHello, HTTP
         // request heads, QUIC crypto frames, DNS messages; the flow table; the steering model.
         .target(name: "FlowInspection", dependencies: ["NetExtCore"], swiftSettings: strict),
+        // The personal VPN's talk with strongSwan's charon: the VICI codec and connection, and
+        // the IKEv2 client plan (what to load for a personal VPN configuration).
+        .target(name: "IKEv2VICI", dependencies: ["NetExtCore", "NetExtLinux"], swiftSettings: strict),
         // Reads the server name from a QUIC client's Initial packets (RFC 9001 initial keys).
         .target(
             name: "QUICInitial",
@@ -179,7 +182,7 @@ let package = Package(
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection",
+                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -258,6 +261,7 @@ let package = Package(
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt"], path: "examples/manager"),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore", "NetExtTestSupport"]),
+        .testTarget(name: "IKEv2VICITests", dependencies: ["IKEv2VICI", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "FlowInspectionTests", dependencies: ["FlowInspection", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "QUICInitialTests", dependencies: ["QUICInitial", "FlowInspection", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "TunnelProtocolTests", dependencies: ["TunnelProtocol", "NetExtCore", .product(name: "Crypto", package: "swift-crypto")]),

@@ -1,4 +1,5 @@
 import Foundation
+import IKEv2VICI
 import NetExtCore
 import NetExtIPC
 import NetExtLinux

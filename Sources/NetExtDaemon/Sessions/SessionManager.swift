@@ -1,4 +1,5 @@
 import Foundation
+import IKEv2VICI
 import Logging
 import NetExtCore
 import NetExtIPC

@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// What netextd tells strongSwan's charon to run a personal VPN (Apple's `NEVPNProtocolIKEv2`),
 /// computed without touching the system: the daemon's settings file, and the VICI requests that
 /// load the connection and its secret, start it and end it.

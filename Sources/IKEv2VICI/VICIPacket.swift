@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// A packet of strongSwan's VICI protocol: a type, a name for the named types, and a message.
 ///
 /// Transport (strongSwan, `src/libcharon/plugins/vici/README.md`, "Transport protocol" and

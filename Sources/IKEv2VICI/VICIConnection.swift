@@ -3,32 +3,32 @@ import NetExtLinux
 
 /// A blocking client connection to charon's VICI socket: requests with their responses, and
 /// events. One thread uses a connection at a time.
-final class VICIConnection: @unchecked Sendable {
+public final class VICIConnection: @unchecked Sendable {
     private let socket: TCPSocket
 
     private init(socket: TCPSocket) { self.socket = socket }
 
     /// Connects to the socket at `path`; nil if charon does not listen there (yet).
-    static func connect(path: String, timeoutMilliseconds: Int) -> VICIConnection? {
+    public static func connect(path: String, timeoutMilliseconds: Int) -> VICIConnection? {
         TCPSocket.connect(unixPath: path, timeoutMilliseconds: timeoutMilliseconds).map(VICIConnection.init)
     }
 
-    func close() { socket.close() }
+    public func close() { socket.close() }
 
     /// Reads no longer time out (a connection that only waits for events).
-    func waitIndefinitely() { socket.setTimeouts(milliseconds: 0) }
+    public func waitIndefinitely() { socket.setTimeouts(milliseconds: 0) }
 
     /// Unblocks a thread waiting in `receive` on this connection.
-    func shutdown() { socket.shutdown() }
+    public func shutdown() { socket.shutdown() }
 
-    func send(_ packet: VICIPacket) throws(NetExtError) {
+    public func send(_ packet: VICIPacket) throws(NetExtError) {
         let bytes: [UInt8]
         do { bytes = try packet.framed() } catch { throw NetExtError(.protocolError, error.description) }
         guard socket.write(bytes) else { throw NetExtError(.connectionFailed, "VICI: charon closed its control socket") }
     }
 
     /// The next packet; a malformed one is an error naming the offset at fault.
-    func receive() throws(NetExtError) -> VICIPacket {
+    public func receive() throws(NetExtError) -> VICIPacket {
         guard let header = socket.read(exactly: 4) else { throw NetExtError(.connectionFailed, "VICI: charon closed its control socket or did not answer in time") }
         let length: Int
         do { length = try VICIPacket.length(ofHeader: header) } catch { throw NetExtError(.protocolError, error.description) }
@@ -40,7 +40,7 @@ final class VICIConnection: @unchecked Sendable {
     /// charon sent before it (`list-sas` answers with `list-sa` events). A response with
     /// `success = no` is an error carrying charon's `errmsg` (unless `failing` is false).
     @discardableResult
-    func request(
+    public func request(
         _ name: String, _ message: VICIMessage = VICIMessage(), streaming event: String? = nil, failing: Bool = true
     ) throws(NetExtError) -> (response: VICIMessage, events: [VICIMessage]) {
         if let event { try register(event) }
@@ -64,12 +64,12 @@ final class VICIConnection: @unchecked Sendable {
     }
 
     /// Asks charon to send events named `event` on this connection.
-    func register(_ event: String) throws(NetExtError) {
+    public func register(_ event: String) throws(NetExtError) {
         try send(VICIPacket(.eventRegister, name: event))
         try awaitConfirmation(of: event)
     }
 
-    func unregister(_ event: String) throws(NetExtError) {
+    public func unregister(_ event: String) throws(NetExtError) {
         try send(VICIPacket(.eventUnregister, name: event))
         try awaitConfirmation(of: event)
     }

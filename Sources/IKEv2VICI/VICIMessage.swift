@@ -1,3 +1,5 @@
+import NetExtCore
+
 /// A message of strongSwan's VICI protocol (the control interface of its IKE daemon, charon):
 /// an ordered tree of named values, lists of values and sections.
 ///

@@ -1,3 +1,4 @@
+import IKEv2VICI
 import NetExtCore
 import NetExtTestSupport
 import Testing
