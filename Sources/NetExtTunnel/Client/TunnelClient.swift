@@ -175,15 +175,6 @@ public final class TunnelClient: Sendable {
         if count > 0 { state.withLock { $0.dropped += UInt64(count) } }
     }
 
-    /// One transport message of a received batch, opened in place.
-    private struct Opened {
-        var index: UInt32
-        var counter: UInt64
-        var packet: UnsafeMutableRawBufferPointer
-        var messageLength: Int
-        var accepted = false
-    }
-
     /// UDP → TUN: receives a batch (recvmmsg, UDP GRO), opens each transport message in place
     /// outside the lock, checks the batch's counters against the replay window under the lock
     /// once, and writes the packets (TCP segments joined again where the interface allows).
@@ -198,7 +189,7 @@ public final class TunnelClient: Sendable {
             capacity: 128, maximumPacket: flow.maximumPacket, headroom: WireSize.transportHeader,
             tailroom: TransportSession.paddingMultiple + WireSize.tag)
         let replySender = DatagramSender(socket: socket, capacity: 128)
-        var opened: [Opened] = []
+        var opened: [OpenedTransportMessage] = []
         opened.reserveCapacity(1024)
         while isRunning {
             let filled: Int
@@ -218,37 +209,26 @@ public final class TunnelClient: Sendable {
             }
             opened.removeAll(keepingCapacity: true)
             var rejected: UInt64 = 0
-            receiver.forEachDatagram(in: filled) { _, datagram in
+            receiver.forEachDatagram(in: filled) { bufferIndex, datagram in
                 guard MessageType.of(UnsafeRawBufferPointer(datagram)) == .transportData else {
                     handleControl(Array(datagram), now: now)
                     return
                 }
-                guard datagram.count >= WireSize.transportMinimum else {
+                let message = TransportReceiveStep.open(datagram, buffer: bufferIndex) { index in
+                    keys.current?.0 == index ? keys.current.map { ($0.1, 0) } : keys.previous?.0 == index ? keys.previous.map { ($0.1, 0) } : nil
+                }
+                guard let message else {
                     rejected += 1
                     return
                 }
-                let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-                let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-                let cipher = keys.current?.0 == index ? keys.current?.1 : keys.previous?.0 == index ? keys.previous?.1 : nil
-                guard let cipher, let plaintext = cipher.open(datagram, counter: counter) else {
-                    rejected += 1
-                    return
-                }
-                let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
-                opened.append(Opened(index: index, counter: counter, packet: packet, messageLength: datagram.count))
+                opened.append(message)
             }
             state.withLock { state in
                 for position in opened.indices {
-                    let item = opened[position]
-                    var accepted = false
-                    if state.current?.localIndex == item.index {
-                        accepted = state.current!.acceptCounter(item.counter, now: now)
-                    } else if state.previous?.localIndex == item.index {
-                        accepted = state.previous!.acceptCounter(item.counter, now: now)
-                    }
+                    let accepted = TransportReceiveStep.acceptCounter(of: opened[position], in: &state, now: now)
                     opened[position].accepted = accepted
                     if accepted {
-                        state.bytesIn += UInt64(item.messageLength)
+                        state.bytesIn += UInt64(opened[position].messageLength)
                         state.timers.received(at: now)
                     } else {
                         rejected += 1
@@ -256,16 +236,8 @@ public final class TunnelClient: Sendable {
                 }
                 state.dropped += rejected
             }
-            var notIP = 0
-            for item in opened where item.accepted && item.packet.count > 0 {
-                guard let length = IPPacketInfo.length(of: UnsafeRawBufferPointer(item.packet)) else {
-                    notIP += 1
-                    continue
-                }
-                writer.add(UnsafeMutableRawBufferPointer(rebasing: item.packet[..<length]))
-            }
-            writer.flush()
-            countDropped(notIP + writer.takeDropped())
+            let written = TransportReceiveStep.write(opened, to: writer)
+            countDropped(written.notIP + writer.takeDropped())
             replyBatch.removeAll()
             if let count = try? replies.fill(replyBatch, waitMilliseconds: 0), count > 0 {
                 sealAndSend(replyBatch, count: count, sender: replySender)
@@ -363,3 +335,5 @@ public final class TunnelClient: Sendable {
         }
     }
 }
+
+extension TunnelClient.State: ReceivingSessions {}

@@ -66,3 +66,5 @@ struct ServerPeerTable {
         byIndex[session.localIndex] = position
     }
 }
+
+extension ServerPeerTable.Peer: ReceivingSessions {}

@@ -147,16 +147,6 @@ public final class TunnelServer: Sendable {
     // MARK: Loops
 
     /// One transport message of a received batch, opened in place.
-    private struct Opened {
-        var position: Int
-        var index: UInt32
-        var counter: UInt64
-        var packet: UnsafeMutableRawBufferPointer
-        var messageLength: Int
-        var buffer: Int
-        var accepted = false
-    }
-
     /// What the receive loop needs of a session, looked up once per batch and index.
     private struct ReceiveKey {
         var position: Int
@@ -180,7 +170,7 @@ public final class TunnelServer: Sendable {
             tailroom: TransportSession.paddingMultiple + WireSize.tag)
         let replySender = DatagramSender(socket: socket, capacity: 128)
         var replyPlan: [Outgoing?] = Array(repeating: nil, count: replyBatch.capacity)
-        var opened: [Opened] = []
+        var opened: [OpenedTransportMessage] = []
         opened.reserveCapacity(1024)
         var keys: [UInt32: ReceiveKey] = [:]
         var sources: [SocketAddress?] = Array(repeating: nil, count: receiver.capacity)
@@ -204,19 +194,15 @@ public final class TunnelServer: Sendable {
                 guard let source = sources[bufferIndex] else { return }
                 switch MessageType.of(UnsafeRawBufferPointer(datagram)) {
                 case .transportData:
-                    guard datagram.count >= WireSize.transportMinimum else {
+                    let message = TransportReceiveStep.open(datagram, buffer: bufferIndex) { index in
+                        if keys[index] == nil, let key = receiveKey(for: index) { keys[index] = key }
+                        return keys[index].map { ($0.cipher, $0.position) }
+                    }
+                    guard let message else {
                         rejected += 1
                         return
                     }
-                    let index = UInt32(bigEndian: datagram.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-                    let counter = UInt64(bigEndian: datagram.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-                    if keys[index] == nil, let key = receiveKey(for: index) { keys[index] = key }
-                    guard let key = keys[index], let plaintext = key.cipher.open(datagram, counter: counter) else {
-                        rejected += 1
-                        return
-                    }
-                    let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[WireSize.transportHeader..<(WireSize.transportHeader + plaintext)])
-                    opened.append(Opened(position: key.position, index: index, counter: counter, packet: packet, messageLength: datagram.count, buffer: bufferIndex))
+                    opened.append(message)
                 case .handshakeInitiation:
                     // Only the cheap check here (one HMAC); the Diffie-Hellman waits its turn on
                     // the handshake thread so that a flood of initiations cannot starve data.
@@ -242,14 +228,8 @@ public final class TunnelServer: Sendable {
                 table.drop(.unknownMessageType, count: initiationDrops.unknown)
                 var replayed: UInt64 = 0
                 for item in opened.indices {
-                    let position = opened[item].position
-                    let index = opened[item].index
-                    var accepted = false
-                    if table.peers[position].current?.localIndex == index {
-                        accepted = table.peers[position].current!.acceptCounter(opened[item].counter, now: now)
-                    } else if table.peers[position].previous?.localIndex == index {
-                        accepted = table.peers[position].previous!.acceptCounter(opened[item].counter, now: now)
-                    }
+                    let position = opened[item].peer
+                    let accepted = TransportReceiveStep.acceptCounter(of: opened[item], in: &table.peers[position], now: now)
                     guard accepted else {
                         replayed += 1
                         continue
@@ -271,26 +251,15 @@ public final class TunnelServer: Sendable {
                 }
                 table.drop(.transportReplayed, count: replayed)
             }
-            var notIP: UInt64 = 0
-            var spoofed: UInt64 = 0
-            for item in opened where item.accepted && item.packet.count > 0 {
-                let packet = UnsafeRawBufferPointer(item.packet)
-                guard let length = IPPacketInfo.length(of: packet) else {
-                    notIP += 1
-                    continue
-                }
-                // Anti-spoofing: a peer may only send from its own addresses.
+            // Anti-spoofing: a peer may only send from its own addresses.
+            let written = TransportReceiveStep.write(opened, to: writer) { packet, message in
                 let layout = IPPacketInfo.addressLayout(of: packet)
-                let owned = keys[item.index]?.addresses.contains { address in
+                return keys[message.index]?.addresses.contains { address in
                     address.count == layout.count && address.withUnsafeBytes { memcmp($0.baseAddress!, packet.baseAddress! + layout.offset, layout.count) == 0 }
                 } ?? false
-                guard owned else {
-                    spoofed += 1
-                    continue
-                }
-                writer.add(UnsafeMutableRawBufferPointer(rebasing: item.packet[..<length]))
             }
-            writer.flush()
+            let notIP = UInt64(written.notIP)
+            let spoofed = UInt64(written.refused)
             replyBatch.removeAll()
             if let count = try? replies.fill(replyBatch, waitMilliseconds: 0), count > 0 {
                 routeAndSend(replyBatch, count: count, sender: replySender, plan: &replyPlan)
