@@ -1,13 +1,18 @@
-# Installs the Debian packages NetExt's build, tests and demo use, if missing (needs root), and
-# creates the system user the personal VPN's charon drops to (netext-ikev2).
-# Another apt-get may hold the dpkg lock: retried. Usage: source it, then netext_install_packages.
+# netext_install_packages: installs the Debian packages NetExt's build, tests and demo use, if
+# missing (needs root), and creates the system user the personal VPN's charon drops to (netext-ikev2).
+# netext_install PACKAGE...: installs just those (benchmarks). Another apt-get may hold the dpkg
+# lock: retried. Usage: source it, then call one of them.
 netext_install_packages() {
-  local packages=(libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 python3-cryptography tcpdump nftables iptables openssl chromium valgrind strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins)
+  netext_create_users
+  netext_install libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 python3-cryptography tcpdump nftables iptables openssl chromium valgrind strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins
+}
+
+# Installs exactly the given Debian packages, those missing (a benchmark's tools and anchors).
+netext_install() {
   local missing=()
-  for package in "${packages[@]}"; do
+  for package in "$@"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
   done
-  netext_create_users
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "installing: ${missing[*]}" >&2
   for attempt in 1 2 3 4 5 6; do

@@ -1,3 +1,4 @@
+import CNetExtLinux
 import Foundation
 import NetExtCore
 #if canImport(Glibc)
