@@ -20,6 +20,7 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "Address and port to listen on, e.g. 127.0.0.1:8080.") var listen: String
     @Option(help: "Threads per query.") var threads = ProcessInfo.processInfo.activeProcessorCount
     @Option(help: "Evaluation keys kept (new keys are dropped first; keys that answered a query are kept over new uploads).") var keyCapacity = 256
+    @Option(help: "Megabytes (MiB) of evaluation-key material kept at most, whatever --key-capacity says (a key of the URL filter's parameters is about 1.4 MB).") var keyStoreMegabytes = EvaluationKeyStore.defaultByteBudget >> 20
     @Option(help: "Queries one /queries message may hold (1-64). With Privacy Pass each message spends one token, so this is what one token buys.") var maxQueriesPerRequest = PIRRequestHandler.protocolMaximumQueries
     @Option(help: "Queries waiting to run at most; beyond that, requests are answered 503 with Retry-After.") var queueCapacity = 1024
     @Option(help: "Require Privacy Pass tokens from this issuer (its base URL, e.g. http://10.0.0.2:8081).") var privacyPassIssuer: String?
@@ -36,6 +37,7 @@ struct PIRCommand: AsyncParsableCommand {
             throw ValidationError("--queue-capacity (\(queueCapacity)) must hold at least one request of --max-queries-per-request (\(maxQueriesPerRequest))")
         }
         guard keyCapacity >= 1 else { throw ValidationError("--key-capacity must be at least 1, got \(keyCapacity)") }
+        guard (1...65_536).contains(keyStoreMegabytes) else { throw ValidationError("--key-store-megabytes must be 1 to 65536, got \(keyStoreMegabytes)") }
     }
 
     func run() async throws {
@@ -47,7 +49,8 @@ struct PIRCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("netext-server: \(error)\n".utf8))
             throw ExitCode(3)
         }
-        let handler = PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity, maximumQueriesPerRequest: maxQueriesPerRequest)
+        let handler = PIRRequestHandler(
+            useCases: useCases, keyCapacity: keyCapacity, keyByteBudget: keyStoreMegabytes << 20, maximumQueriesPerRequest: maxQueriesPerRequest)
         var verifier: PrivateTokenVerifier?
         if let privacyPassIssuer {
             guard let base = URL(string: privacyPassIssuer), let host = base.host else { throw ValidationError("--privacy-pass-issuer must be a URL, got \(privacyPassIssuer)") }

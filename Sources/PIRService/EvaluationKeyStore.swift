@@ -9,9 +9,13 @@ import Synchronization
 /// - a key that has answered a query (`confirmUse`) is *protected*, in a part that holds at most
 ///   three quarters of `capacity`; past that, its least recently used key goes back to probation.
 /// A flood of uploads under fresh identifiers therefore only churns the probationary quarter.
+/// The store is bounded twice: by `capacity` keys and by `byteBudget` bytes of key material
+/// (`EvaluationKey.byteCount`; a key of the URL filter's parameters is about 1.4 MB), whichever
+/// is reached first; the eviction order is the same for both.
 public final class EvaluationKeyStore: Sendable {
     struct Entry {
         var key: EvaluationKey
+        var bytes: Int
         var timestamp: UInt64
         var lastUse: UInt64
         var isProtected: Bool
@@ -20,6 +24,7 @@ public final class EvaluationKeyStore: Sendable {
     struct State {
         var entries: [String: Entry] = [:]
         var protectedCount = 0
+        var bytes = 0
         var clock: UInt64 = 0
 
         mutating func tick() -> UInt64 {
@@ -34,11 +39,19 @@ public final class EvaluationKeyStore: Sendable {
     }
 
     public let capacity: Int
+    /// The most bytes of key material held (at least one key is always kept).
+    public let byteBudget: Int
     /// The most keys the protected part holds.
     public var protectedCapacity: Int { max(1, capacity * 3 / 4) }
     private let state = Mutex(State())
 
-    public init(capacity: Int) { self.capacity = max(1, capacity) }
+    /// The default byte budget: 256 MiB.
+    public static let defaultByteBudget = 256 << 20
+
+    public init(capacity: Int, byteBudget: Int = EvaluationKeyStore.defaultByteBudget) {
+        self.capacity = max(1, capacity)
+        self.byteBudget = max(1, byteBudget)
+    }
 
     static func slot(user: String, configHash: [UInt8]) -> String {
         user + "|" + configHash.map { String(format: "%02x", $0) }.joined()
@@ -49,10 +62,15 @@ public final class EvaluationKeyStore: Sendable {
         state.withLock { state in
             let slot = Self.slot(user: user, configHash: configHash)
             let isProtected = state.entries[slot]?.isProtected ?? false
-            state.entries[slot] = Entry(key: key, timestamp: timestamp, lastUse: state.tick(), isProtected: isProtected)
-            while state.entries.count > capacity {
-                guard let victim = state.leastRecentlyUsed(protected: false) ?? state.leastRecentlyUsed(protected: true) else { break }
-                if state.entries.removeValue(forKey: victim)?.isProtected == true { state.protectedCount -= 1 }
+            let bytes = key.byteCount
+            state.bytes += bytes - (state.entries[slot]?.bytes ?? 0)
+            state.entries[slot] = Entry(key: key, bytes: bytes, timestamp: timestamp, lastUse: state.tick(), isProtected: isProtected)
+            while state.entries.count > capacity || (state.bytes > byteBudget && state.entries.count > 1) {
+                // The key just stored is the most recently used of all: it goes last.
+                guard let victim = state.leastRecentlyUsed(protected: false) ?? state.leastRecentlyUsed(protected: true),
+                      let removed = state.entries.removeValue(forKey: victim) else { break }
+                state.bytes -= removed.bytes
+                if removed.isProtected { state.protectedCount -= 1 }
             }
         }
     }
@@ -97,4 +115,6 @@ public final class EvaluationKeyStore: Sendable {
     }
 
     public var count: Int { state.withLock { $0.entries.count } }
+    /// The bytes of key material held.
+    public var byteCount: Int { state.withLock { $0.bytes } }
 }

@@ -56,7 +56,7 @@ struct PIRResponder: HTTPResponder {
 
     func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
         if request.path == "/metrics", request.method == "GET" {
-            let text = service.metrics.render(keys: service.keys.count, useCases: service.useCaseNames.count)
+            let text = service.metrics.render(keys: service.keys.count, keyBytes: service.keys.byteCount, useCases: service.useCaseNames.count)
             return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(text.utf8))
         }
         guard Self.endpoints.contains(request.path) else { return .text(404, "no such endpoint \(request.path)") }

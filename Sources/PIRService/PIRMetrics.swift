@@ -38,7 +38,7 @@ public final class PIRMetrics: Sendable {
     }
 
     /// The exposition text; `keys` and `useCases` are gauges sampled by the caller.
-    public func render(keys: Int, useCases: Int) -> String {
+    public func render(keys: Int, keyBytes: Int = 0, useCases: Int) -> String {
         state.withLock { state in
             var lines = [
                 "# HELP netext_pir_requests_total HTTP requests by endpoint and status.",
@@ -66,6 +66,9 @@ public final class PIRMetrics: Sendable {
                 "# HELP netext_pir_evaluation_keys Evaluation keys held.",
                 "# TYPE netext_pir_evaluation_keys gauge",
                 "netext_pir_evaluation_keys \(keys)",
+                "# HELP netext_pir_evaluation_key_bytes Bytes of evaluation-key material held.",
+                "# TYPE netext_pir_evaluation_key_bytes gauge",
+                "netext_pir_evaluation_key_bytes \(keyBytes)",
                 "# HELP netext_pir_use_cases Use cases served.",
                 "# TYPE netext_pir_use_cases gauge",
                 "netext_pir_use_cases \(useCases)",

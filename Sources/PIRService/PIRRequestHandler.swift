@@ -24,10 +24,13 @@ public final class PIRRequestHandler: Sendable {
     /// The most queries one message may hold under the protocol.
     public static let protocolMaximumQueries = 64
 
-    public init(useCases: [String: PIRUseCase], keyCapacity: Int = 256, maximumQueriesPerRequest: Int = PIRRequestHandler.protocolMaximumQueries, metrics: PIRMetrics = PIRMetrics()) {
+    public init(
+        useCases: [String: PIRUseCase], keyCapacity: Int = 256, keyByteBudget: Int = EvaluationKeyStore.defaultByteBudget,
+        maximumQueriesPerRequest: Int = PIRRequestHandler.protocolMaximumQueries, metrics: PIRMetrics = PIRMetrics()
+    ) {
         self.useCases = Mutex(useCases)
         self.maximumQueriesPerRequest = min(max(1, maximumQueriesPerRequest), Self.protocolMaximumQueries)
-        keys = EvaluationKeyStore(capacity: keyCapacity)
+        keys = EvaluationKeyStore(capacity: keyCapacity, byteBudget: keyByteBudget)
         self.metrics = metrics
     }
 

@@ -19,6 +19,12 @@ public struct KeySwitchingKey: Sendable, Equatable {
     public var a: [RNSPolynomial]
     /// The seed each a_i was expanded from (uniform NTT residues).
     public var seeds: [[UInt8]]
+
+    public init(b: [RNSPolynomial], a: [RNSPolynomial], seeds: [[UInt8]]) {
+        self.b = b
+        self.a = a
+        self.seeds = seeds
+    }
 }
 
 /// A public key (b, a) = (−a·s + e, a) over the top-level ciphertext primes, NTT form.
@@ -36,5 +42,12 @@ public struct EvaluationKey: Sendable, Equatable {
     public init(galoisKeys: [Int: KeySwitchingKey] = [:], relinearizationKey: KeySwitchingKey? = nil) {
         self.galoisKeys = galoisKeys
         self.relinearizationKey = relinearizationKey
+    }
+
+    /// The bytes its residues and seeds take in memory (what a server holding it pays).
+    public var byteCount: Int {
+        (Array(galoisKeys.values) + (relinearizationKey.map { [$0] } ?? [])).reduce(0) { total, key in
+            total + (key.b + key.a).reduce(0) { $0 + $1.storage.count * MemoryLayout<UInt32>.stride } + key.seeds.reduce(0) { $0 + $1.count }
+        }
     }
 }
