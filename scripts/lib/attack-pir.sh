@@ -11,7 +11,9 @@ cleanup() { for p in $sampler $pir_pid; do kill "$p" 2>/dev/null || true; done; 
 trap cleanup EXIT
 for i in $(seq 1 10000); do echo "https://www.site$i.example/path$((i % 7))/"; done > "$work/urls.txt"
 "$bin/netext-urlfilter-db" build --urls "$work/urls.txt" --false-positive-rate 0.001 --use-case com.example.attack --output "$work/db" > /dev/null
-"$bin/netext-server" pir --database "$work/db" --listen 127.0.0.1:0 2> "$work/pir.log" &
+# PIR_SERVER_ARGS: more options for the server (e.g. "--key-store-megabytes 64").
+# shellcheck disable=SC2086
+"$bin/netext-server" pir --database "$work/db" --listen 127.0.0.1:0 ${PIR_SERVER_ARGS:-} 2> "$work/pir.log" &
 pir_pid=$!
 for _ in $(seq 1 100); do grep -q 'serving' "$work/pir.log" 2>/dev/null && break; sleep 0.1; done
 port=$(sed -n 's/.*listen=127.0.0.1:\([0-9]*\).*/\1/p' "$work/pir.log" | head -1)
@@ -24,3 +26,6 @@ sampler=$!
 flood fairness --polite 2 --flooders 8 --seconds 10 | sed 's/^/pir_/'
 flood keys --count 400 | sed 's/^/pir_/'
 echo "pir_server_peak_rss_mb=$(sort -n "$work/rss" | tail -1)"
+metrics=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics" || true)
+echo "pir_evaluation_keys_held=$(echo "$metrics" | awk '$1 == "netext_pir_evaluation_keys" { print $2 }')"
+echo "pir_evaluation_key_mb_held=$(echo "$metrics" | awk '$1 == "netext_pir_evaluation_key_bytes" { printf "%.0f", $2 / 1048576 }')"
