@@ -1,3 +1,5 @@
+import Foundation
+
 /// What an `HTTPServer` serves: body limits, the label logs and metrics use for a path, and
 /// the answer to each request.
 public protocol HTTPResponder: Sendable {
@@ -18,6 +20,13 @@ public protocol HTTPResponder: Sendable {
 }
 
 extension HTTPResponder {
+    /// For `admit`: a 415 unless the head's Content-Type is `mediaType` (case aside), so a body
+    /// of the wrong kind is refused before it is read.
+    public static func refusingContentType(otherThan mediaType: String, in headers: [(name: String, value: String)]) -> HTTPServerResponse? {
+        let value = headers.first { $0.name.equalsIgnoringASCIICase("Content-Type") }?.value ?? ""
+        return value.trimmingCharacters(in: .whitespaces).lowercased() == mediaType ? nil : .text(415, "Content-Type must be \(mediaType)")
+    }
+
     public func didRespond(endpoint: String, status: Int, microseconds: Int) {}
     public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? { nil }
 }

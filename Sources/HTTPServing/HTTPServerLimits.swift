@@ -7,7 +7,7 @@ public struct HTTPServerLimits: Sendable {
     public var maximumConnections = 1024
     /// Request body bytes buffered across all connections; a request that would pass it is
     /// answered 503 and its connection closed.
-    public var bufferedBodyBudget = 256 << 20
+    public var bufferedBodyBudget = 128 << 20
     /// Seconds a connection has, from accept or from the end of its previous response, to
     /// deliver a whole request (head and body); then it is closed. Covers idle keep-alive
     /// connections, slowly sent heads (slowloris) and slowly sent bodies.

@@ -80,6 +80,27 @@ struct HTTPServerLimitsTests {
         #expect(verifier.outcomes["missing"] == 1)
     }
 
+    @Test(arguments: ["/relay", "/gateway"])
+    func anOHTTPBodyOfTheWrongMediaTypeIsRefusedBeforeItIsRead(path: String) async throws {
+        // Nothing listens behind either: the refusal must come before anything is forwarded.
+        let directory = NSTemporaryDirectory() + "netext-media-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let responder: any HTTPResponder = path == "/relay"
+            ? RelayResponder(gatewayURL: URL(string: "http://127.0.0.1:9/gateway")!, keysURL: nil)
+            : GatewayResponder(keys: try GatewayKeyRing(directory: directory, schedule: try KeyRotationSchedule(lifetime: 100, overlap: 50), now: 1000), targets: [:])
+        let (server, port) = try await Self.serve(responder, limits: HTTPServerLimits())
+        defer { Task { await server.shutdown() } }
+        let answer = try await offPool {
+            let client = try RawClient(port: port)
+            client.send("POST \(path) HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/octet-stream\r\nContent-Length: 4194304\r\n\r\n")
+            client.send([UInt8](repeating: 0x41, count: 65536))
+            return client.readUntilClosed()
+        }
+        #expect(answer.text.hasPrefix("HTTP/1.1 415"), "\(answer.text)")
+        #expect(answer.closed)
+        #expect(server.bufferedBodyBytes == 0)
+    }
+
     @Test func connectionsAreCappedAndSlowOrIdleOnesClosedAtTheDeadline() async throws {
         var limits = HTTPServerLimits()
         limits.maximumConnections = 4

@@ -32,6 +32,12 @@ public struct GatewayResponder: HTTPResponder {
 
     public func bodyLimit(method: String, path: String) -> Int { path == "/gateway" ? 4 << 20 : 0 }
 
+    /// A POST to /gateway of another media type is refused on its head, before its body is read.
+    public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? {
+        guard method == "POST", path == "/gateway" else { return nil }
+        return Self.refusingContentType(otherThan: Self.requestMediaType, in: headers)
+    }
+
     public func endpointLabel(path: String) -> String { ["/ohttp-keys", "/gateway", "/metrics"].contains(path) ? path : "other" }
 
     public func didRespond(endpoint: String, status: Int, microseconds: Int) { metrics.countRequest(endpoint: endpoint, status: status) }

@@ -22,6 +22,12 @@ public struct RelayResponder: HTTPResponder {
 
     public func bodyLimit(method: String, path: String) -> Int { path == "/relay" ? 4 << 20 : 0 }
 
+    /// A POST to /relay of another media type is refused on its head, before its body is read.
+    public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? {
+        guard method == "POST", path == "/relay" else { return nil }
+        return Self.refusingContentType(otherThan: GatewayResponder.requestMediaType, in: headers)
+    }
+
     public func endpointLabel(path: String) -> String { ["/relay", "/ohttp-keys", "/metrics"].contains(path) ? path : "other" }
 
     public func didRespond(endpoint: String, status: Int, microseconds: Int) {
