@@ -1,5 +1,3 @@
-import Foundation
-
 /// What an `HTTPServer` serves: body limits, the label logs and metrics use for a path, and
 /// the answer to each request.
 public protocol HTTPResponder: Sendable {
@@ -17,16 +15,13 @@ public protocol HTTPResponder: Sendable {
     /// is sent instead and the connection closed (a request without credentials never gets to
     /// upload its body). Runs on the event loop: must not block.
     func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse?
+    /// The media type a request's body must have (nil: any). Checked on the head, before `admit`
+    /// and before any of the body is read: another Content-Type gets 415 and the connection closes.
+    func requiredContentType(method: String, path: String) -> String?
 }
 
 extension HTTPResponder {
-    /// For `admit`: a 415 unless the head's Content-Type is `mediaType` (case aside), so a body
-    /// of the wrong kind is refused before it is read.
-    public static func refusingContentType(otherThan mediaType: String, in headers: [(name: String, value: String)]) -> HTTPServerResponse? {
-        let value = headers.first { $0.name.equalsIgnoringASCIICase("Content-Type") }?.value ?? ""
-        return value.trimmingCharacters(in: .whitespaces).lowercased() == mediaType ? nil : .text(415, "Content-Type must be \(mediaType)")
-    }
-
     public func didRespond(endpoint: String, status: Int, microseconds: Int) {}
     public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? { nil }
+    public func requiredContentType(method: String, path: String) -> String? { nil }
 }

@@ -124,7 +124,9 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             refused = false
             started = DispatchTime.now().uptimeNanoseconds
             headerFields = head.headers.map { (name: $0.name, value: $0.value) }
-            if let refusal = responder.admit(method: head.method.rawValue, path: Self.split(head.uri).path, headers: headerFields) {
+            let path = Self.split(head.uri).path
+            if let refusal = Self.refusal(ofType: head.headers.first(name: "Content-Type"), required: responder.requiredContentType(method: head.method.rawValue, path: path))
+                ?? responder.admit(method: head.method.rawValue, path: path, headers: headerFields) {
                 refused = true
                 write(refusal, context: context, head: head, close: true)
             }
@@ -175,6 +177,13 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     static func split(_ uri: String) -> (path: String, query: String?) {
         guard let mark = uri.firstIndex(of: "?") else { return (uri, nil) }
         return (String(uri[..<mark]), String(uri[uri.index(after: mark)...]))
+    }
+
+    /// 415 when the head's Content-Type is not the required one (case aside; the parser has
+    /// already stripped the whitespace around a field value, RFC 9110 §5.5).
+    static func refusal(ofType value: String?, required: String?) -> HTTPServerResponse? {
+        guard let required else { return nil }
+        return value?.lowercased() == required ? nil : .text(415, "Content-Type must be \(required)")
     }
 
     private func write(_ response: HTTPServerResponse, context: ChannelHandlerContext, head: HTTPRequestHead, close: Bool) {

@@ -59,6 +59,16 @@ struct HTTPServerLimitsTests {
         return (server, port)
     }
 
+    /// Sends `head` and the first 64 KiB of its body, then reads the answer until the server closes.
+    static func answerToHeadAndFirstBytes(port: Int, head: String) async throws -> (text: String, closed: Bool) {
+        try await offPool {
+            let client = try RawClient(port: port)
+            client.send(head)
+            client.send([UInt8](repeating: 0x41, count: 65536))
+            return client.readUntilClosed()
+        }
+    }
+
     @Test func aPIRRequestWithoutATokenIsRefusedBeforeItsBodyIsRead() async throws {
         let issuer = try await IssuerTests.Issuer.start()
         defer { Task { await issuer.stop() } }
@@ -67,12 +77,7 @@ struct HTTPServerLimitsTests {
         let (server, port) = try await Self.serve(OriginTests.ProtectedTarget(verifier: verifier), limits: HTTPServerLimits())
         defer { Task { await server.shutdown() } }
         // A head announcing 16 MiB, and no body: the 401 comes at once, the connection closes.
-        let answer = try await offPool {
-            let client = try RawClient(port: port)
-            client.send("POST /key HTTP/1.1\r\nHost: pir.test\r\nContent-Length: 16777216\r\n\r\n")
-            client.send([UInt8](repeating: 0x41, count: 65536))
-            return client.readUntilClosed()
-        }
+        let answer = try await Self.answerToHeadAndFirstBytes(port: port, head: "POST /key HTTP/1.1\r\nHost: pir.test\r\nContent-Length: 16777216\r\n\r\n")
         #expect(answer.text.hasPrefix("HTTP/1.1 401"), "\(answer.text)")
         #expect(answer.text.contains("WWW-Authenticate: PrivateToken"))
         #expect(answer.closed)
@@ -90,12 +95,8 @@ struct HTTPServerLimitsTests {
             : GatewayResponder(keys: try GatewayKeyRing(directory: directory, schedule: try KeyRotationSchedule(lifetime: 100, overlap: 50), now: 1000), targets: [:])
         let (server, port) = try await Self.serve(responder, limits: HTTPServerLimits())
         defer { Task { await server.shutdown() } }
-        let answer = try await offPool {
-            let client = try RawClient(port: port)
-            client.send("POST \(path) HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/octet-stream\r\nContent-Length: 4194304\r\n\r\n")
-            client.send([UInt8](repeating: 0x41, count: 65536))
-            return client.readUntilClosed()
-        }
+        let answer = try await Self.answerToHeadAndFirstBytes(
+            port: port, head: "POST \(path) HTTP/1.1\r\nHost: relay.test\r\nContent-Type: application/octet-stream\r\nContent-Length: 4194304\r\n\r\n")
         #expect(answer.text.hasPrefix("HTTP/1.1 415"), "\(answer.text)")
         #expect(answer.closed)
         #expect(server.bufferedBodyBytes == 0)

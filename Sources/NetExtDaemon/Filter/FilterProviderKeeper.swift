@@ -19,12 +19,11 @@ actor FilterProviderKeeper {
     }
 
     let role: Role
-    let manifest: ProviderManifest
-    private let start: ProviderStart
+    /// How each run is launched (a data provider sandboxed, with a flow channel).
+    private let run: ProviderLaunch
+    nonisolated var manifest: ProviderManifest { run.manifest }
     private let supervisor: ProviderSupervisor
-    private let environment: [String: String]
     private let logger: Logger
-    private let startDeadline: Duration
     /// Called (on the supervisor) for every non-lifecycle message of the current provider.
     private let handle: @Sendable (ProviderMessage) async -> Void
     /// Called when the provider ended (flows waiting on it follow the failure policy).
@@ -56,11 +55,10 @@ actor FilterProviderKeeper {
         self.verdict = verdict
         self.supervisor = supervisor
         self.role = role
-        self.manifest = manifest
-        self.start = start
-        self.environment = environment
+        run = ProviderLaunch(
+            manifest: manifest, start: start, environment: environment, isolateNetwork: role == .data, flowChannel: role == .data,
+            startDeadline: startDeadline)
         self.logger = logger
-        self.startDeadline = startDeadline
         self.handle = handle
         self.ended = ended
     }
@@ -71,11 +69,8 @@ actor FilterProviderKeeper {
         guard !stopped else { return }
         generation += 1
         let generation = self.generation
-        let isolate = role == .data
-        let launch = ProviderLaunch(
-            manifest: manifest, start: start, environment: environment, isolateNetwork: isolate, flowChannel: isolate, startDeadline: startDeadline)
         supervisor.run(
-            launch,
+            run,
             adopt: { provider in
                 guard await self.attach(provider, generation: generation) else { return false }
                 if let verdict = self.verdict { Self.readVerdicts(from: provider, logger: self.logger, into: verdict) }

@@ -32,10 +32,9 @@ public struct GatewayResponder: HTTPResponder {
 
     public func bodyLimit(method: String, path: String) -> Int { path == "/gateway" ? 4 << 20 : 0 }
 
-    /// A POST to /gateway of another media type is refused on its head, before its body is read.
-    public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? {
-        guard method == "POST", path == "/gateway" else { return nil }
-        return Self.refusingContentType(otherThan: Self.requestMediaType, in: headers)
+    /// POST /gateway carries `message/ohttp-req` only (refused on its head otherwise).
+    public func requiredContentType(method: String, path: String) -> String? {
+        method == "POST" && path == "/gateway" ? Self.requestMediaType : nil
     }
 
     public func endpointLabel(path: String) -> String { ["/ohttp-keys", "/gateway", "/metrics"].contains(path) ? path : "other" }
@@ -59,9 +58,6 @@ public struct GatewayResponder: HTTPResponder {
     }
 
     func forward(_ request: HTTPServerRequest) async -> HTTPServerResponse {
-        guard request.header("Content-Type")?.lowercased() == Self.requestMediaType else {
-            return .text(415, "Content-Type must be \(Self.requestMediaType)")
-        }
         guard let keyID = request.body.first, let key = keys.key(id: keyID) else {
             metrics.count("decapsulation_failed")
             return .text(400, "no key with the request's key id; fetch /ohttp-keys again")

@@ -22,10 +22,9 @@ public struct RelayResponder: HTTPResponder {
 
     public func bodyLimit(method: String, path: String) -> Int { path == "/relay" ? 4 << 20 : 0 }
 
-    /// A POST to /relay of another media type is refused on its head, before its body is read.
-    public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? {
-        guard method == "POST", path == "/relay" else { return nil }
-        return Self.refusingContentType(otherThan: GatewayResponder.requestMediaType, in: headers)
+    /// POST /relay carries `message/ohttp-req` only (refused on its head otherwise).
+    public func requiredContentType(method: String, path: String) -> String? {
+        method == "POST" && path == "/relay" ? GatewayResponder.requestMediaType : nil
     }
 
     public func endpointLabel(path: String) -> String { ["/relay", "/ohttp-keys", "/metrics"].contains(path) ? path : "other" }
@@ -37,9 +36,6 @@ public struct RelayResponder: HTTPResponder {
     public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
         switch (request.method, request.path) {
         case ("POST", "/relay"):
-            guard request.header("Content-Type")?.lowercased() == GatewayResponder.requestMediaType else {
-                return .text(415, "Content-Type must be \(GatewayResponder.requestMediaType)")
-            }
             let answer = await upstream.send(method: "POST", url: gatewayURL, headers: [("Content-Type", GatewayResponder.requestMediaType)], body: request.body)
             metrics.count("relayed")
             return Self.passBack(answer, allowed: [GatewayResponder.responseMediaType])
