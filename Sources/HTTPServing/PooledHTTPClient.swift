@@ -21,6 +21,10 @@ public final class PooledHTTPClient: Sendable {
         /// The connection closed before any of the response arrived (a pooled connection the
         /// server had closed): safe to send again on a new one.
         case closedBeforeResponse
+        /// The connection was already closed when the request was to go out (the server ended
+        /// it first: an idle pooled connection, or a fresh one that waited past the server's
+        /// request deadline before this client got to use it): nothing was sent.
+        case notSent
         case closedEarly
         case timedOut
         case tooLarge
@@ -51,20 +55,27 @@ public final class PooledHTTPClient: Sendable {
         method: String, host: String, port: Int, target: String, headers: [(name: String, value: String)], body: [UInt8]
     ) async throws(Failure) -> Response {
         let key = "\(host):\(port)"
-        // A pooled connection the server closed meanwhile fails before any answer: retry once
+        // A pooled connection the server closed meanwhile fails before any answer: send again
         // on a fresh one.
         while let pooled = idle.withLock({ $0[key]?.popLast() }) {
             guard pooled.channel.isActive else { continue }
             do { return try await exchange(on: pooled, key: key, method: method, host: host, port: port, target: target, headers: headers, body: body) } catch {
-                guard error == .closedBeforeResponse else { throw error }
+                guard error == .closedBeforeResponse || error == .notSent else { throw error }
                 break
             }
         }
-        let fresh = try await connect(host: host, port: port)
-        return try await exchange(on: fresh, key: key, method: method, host: host, port: port, target: target, headers: headers, body: body)
+        // A fresh connection can be closed by the server before this task gets to use it (a
+        // starved task pool resumes it after the server's request deadline): one more try.
+        for attempt in 1...2 {
+            let fresh = try await connect(host: host, port: port)
+            do { return try await exchange(on: fresh, key: key, method: method, host: host, port: port, target: target, headers: headers, body: body) } catch {
+                guard error == .notSent, attempt < 2 else { throw error }
+            }
+        }
+        throw .notSent
     }
 
-    private func connect(host: String, port: Int) async throws(Failure) -> Connection {
+    func connect(host: String, port: Int) async throws(Failure) -> Connection {
         let collector = ResponseCollector()
         do {
             let channel = try await ClientBootstrap(group: group)
@@ -78,13 +89,20 @@ public final class PooledHTTPClient: Sendable {
         } catch { throw .connect("\(host):\(port): \(error)") }
     }
 
-    private func exchange(
+    func exchange(
         on connection: Connection, key: String, method: String, host: String, port: Int, target: String,
         headers: [(name: String, value: String)], body: [UInt8]
     ) async throws(Failure) -> Response {
         let channel = connection.channel, collector = connection.collector, timeout = self.timeout
         let promise = channel.eventLoop.makePromise(of: ResponseCollector.Result.self)
         channel.eventLoop.execute {
+            // Checked on the channel's loop: when it is still active here, its close comes
+            // after `begin` and fails the promise; when it is not, no answer can ever come, and
+            // waiting for one would take the whole timeout.
+            guard channel.isActive else {
+                promise.fail(Failure.notSent)
+                return
+            }
             var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: target)
             head.headers.add(name: "Host", value: port == 80 ? host : "\(host):\(port)")
             for (name, value) in headers where name.lowercased() != "host" && name.lowercased() != "content-length" {

@@ -1,0 +1,46 @@
+import Foundation
+import Logging
+import Testing
+@testable import HTTPServing
+
+/// The plain-HTTP client between NetExt's roles, against a server that closes connections at
+/// its request deadline (the CI failure of stop 31: a fresh connection resumed after the
+/// server had closed it waited out the whole 150 s timeout).
+@Suite("Pooled HTTP client")
+struct PooledHTTPClientTests {
+    static func shortDeadlineServer() async throws -> (HTTPServer, Int) {
+        var limits = HTTPServerLimits()
+        limits.requestDeadline = 0.2
+        return try await HTTPServerLimitsTests.serve(RecordingTarget(), limits: limits)
+    }
+
+    @Test func aConnectionTheServerClosedBeforeTheRequestFailsAtOnceAsNotSent() async throws {
+        let (server, port) = try await Self.shortDeadlineServer()
+        let client = PooledHTTPClient(timeout: 60)
+        let connection = try await client.connect(host: "127.0.0.1", port: port)
+        // Past the server's deadline: it has closed the connection (bounded: at most 10 s).
+        for _ in 0..<100 where connection.channel.isActive { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(!connection.channel.isActive, "the server kept an idle connection past its deadline")
+        let began = ContinuousClock.now
+        var failure: PooledHTTPClient.Failure?
+        do throws(PooledHTTPClient.Failure) {
+            _ = try await client.exchange(on: connection, key: "127.0.0.1:\(port)", method: "POST", host: "127.0.0.1", port: port, target: "/x", headers: [], body: Array("abc".utf8))
+        } catch { failure = error }
+        #expect(failure == .notSent)
+        #expect(ContinuousClock.now - began < .seconds(5), "waited \(ContinuousClock.now - began) for an answer that could not come")
+        await server.shutdown()
+    }
+
+    @Test func aPooledConnectionClosedAtTheDeadlineIsReplacedAndTheRequestAnswered() async throws {
+        let (server, port) = try await Self.shortDeadlineServer()
+        let client = PooledHTTPClient(timeout: 60)
+        let first = try await client.send(method: "POST", host: "127.0.0.1", port: port, target: "/x", headers: [], body: Array("abc".utf8))
+        #expect(first.status == 200 && first.body == Array("cba".utf8))
+        try await Task.sleep(for: .milliseconds(600))
+        let began = ContinuousClock.now
+        let second = try await client.send(method: "POST", host: "127.0.0.1", port: port, target: "/x", headers: [], body: Array("xyz".utf8))
+        #expect(second.status == 200 && second.body == Array("zyx".utf8))
+        #expect(ContinuousClock.now - began < .seconds(5))
+        await server.shutdown()
+    }
+}
