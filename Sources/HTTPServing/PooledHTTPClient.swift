@@ -50,49 +50,68 @@ public final class PooledHTTPClient: Sendable {
         for connection in idle.withLock({ $0.values.flatMap { $0 } }) { connection.channel.close(promise: nil) }
     }
 
+    /// One request as it goes out.
+    struct Request: Sendable {
+        var method: String
+        var host: String
+        var port: Int
+        var target: String
+        var headers: [(name: String, value: String)]
+        var body: [UInt8]
+        /// The pool's key: host and port.
+        var key: String { "\(host):\(port)" }
+    }
+
     /// Sends one request to `host:port`; `target` is the path with its query.
     public func send(
         method: String, host: String, port: Int, target: String, headers: [(name: String, value: String)], body: [UInt8]
     ) async throws(Failure) -> Response {
-        let key = "\(host):\(port)"
+        let request = Request(method: method, host: host, port: port, target: target, headers: headers, body: body)
         // A pooled connection the server closed meanwhile fails before any answer: send again
         // on a fresh one.
-        while let pooled = idle.withLock({ $0[key]?.popLast() }) {
+        while let pooled = idle.withLock({ $0[request.key]?.popLast() }) {
             guard pooled.channel.isActive else { continue }
-            do { return try await exchange(on: pooled, key: key, method: method, host: host, port: port, target: target, headers: headers, body: body) } catch {
+            do { return try await exchange(request, on: pooled) } catch {
                 guard error == .closedBeforeResponse || error == .notSent else { throw error }
                 break
             }
         }
-        // A fresh connection can be closed by the server before this task gets to use it (a
-        // starved task pool resumes it after the server's request deadline): one more try.
-        for attempt in 1...2 {
-            let fresh = try await connect(host: host, port: port)
-            do { return try await exchange(on: fresh, key: key, method: method, host: host, port: port, target: target, headers: headers, body: body) } catch {
-                guard error == .notSent, attempt < 2 else { throw error }
-            }
-        }
-        throw .notSent
+        // A fresh connection carries the request from its connect callback, on its event loop:
+        // a task resumed late (a starved task pool) cannot leave it idle past the server's
+        // request deadline.
+        let collector = ResponseCollector()
+        let connected = bootstrap(collector).connect(host: host, port: port)
+        let answered = connected.flatMap { channel in self.write(request, on: Connection(channel: channel, collector: collector)) }
+        let channel: any Channel
+        do { channel = try await connected.get() } catch { throw .connect("\(host):\(port): \(error)") }
+        return try await finish(request, on: Connection(channel: channel, collector: collector), answered)
     }
 
+    private func bootstrap(_ collector: ResponseCollector) -> ClientBootstrap {
+        ClientBootstrap(group: group)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                channel.pipeline.addHTTPClientHandlers().flatMap { channel.pipeline.addHandler(collector) }
+            }
+    }
+
+    /// A connection and nothing sent on it yet (tests use it to hold one idle).
     func connect(host: String, port: Int) async throws(Failure) -> Connection {
         let collector = ResponseCollector()
         do {
-            let channel = try await ClientBootstrap(group: group)
-                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-                .connectTimeout(timeout)
-                .channelInitializer { channel in
-                    channel.pipeline.addHTTPClientHandlers().flatMap { channel.pipeline.addHandler(collector) }
-                }
-                .connect(host: host, port: port).get()
+            let channel = try await bootstrap(collector).connect(host: host, port: port).get()
             return Connection(channel: channel, collector: collector)
         } catch { throw .connect("\(host):\(port): \(error)") }
     }
 
-    func exchange(
-        on connection: Connection, key: String, method: String, host: String, port: Int, target: String,
-        headers: [(name: String, value: String)], body: [UInt8]
-    ) async throws(Failure) -> Response {
+    /// Sends `request` on a connection already open and waits for its answer.
+    func exchange(_ request: Request, on connection: Connection) async throws(Failure) -> Response {
+        try await finish(request, on: connection, write(request, on: connection))
+    }
+
+    /// Writes the request on the connection's event loop; the future is its answer.
+    private func write(_ request: Request, on connection: Connection) -> EventLoopFuture<ResponseCollector.Result> {
         let channel = connection.channel, collector = connection.collector, timeout = self.timeout
         let promise = channel.eventLoop.makePromise(of: ResponseCollector.Result.self)
         channel.eventLoop.execute {
@@ -103,23 +122,31 @@ public final class PooledHTTPClient: Sendable {
                 promise.fail(Failure.notSent)
                 return
             }
-            var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: target)
-            head.headers.add(name: "Host", value: port == 80 ? host : "\(host):\(port)")
-            for (name, value) in headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
+            var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: request.target)
+            head.headers.add(name: "Host", value: request.port == 80 ? request.host : request.key)
+            for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
                 head.headers.add(name: name, value: value)
             }
-            if !body.isEmpty || method == "POST" || method == "PUT" { head.headers.add(name: "Content-Length", value: String(body.count)) }
+            if !request.body.isEmpty || request.method == "POST" || request.method == "PUT" {
+                head.headers.add(name: "Content-Length", value: String(request.body.count))
+            }
             collector.begin(promise, timeout: timeout, context: channel)
             channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            if !body.isEmpty {
-                var buffer = channel.allocator.buffer(capacity: body.count)
-                buffer.writeBytes(body)
+            if !request.body.isEmpty {
+                var buffer = channel.allocator.buffer(capacity: request.body.count)
+                buffer.writeBytes(request.body)
                 channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
             }
             channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
         }
+        return promise.futureResult
+    }
+
+    /// Waits for the answer, then keeps the connection for the next request or closes it.
+    private func finish(_ request: Request, on connection: Connection, _ answer: EventLoopFuture<ResponseCollector.Result>) async throws(Failure) -> Response {
+        let channel = connection.channel
         let result: ResponseCollector.Result
-        do { result = try await promise.futureResult.get() } catch let failure as Failure {
+        do { result = try await answer.get() } catch let failure as Failure {
             channel.close(promise: nil)
             throw failure
         } catch {
@@ -128,8 +155,8 @@ public final class PooledHTTPClient: Sendable {
         }
         if result.keepAlive, channel.isActive {
             let kept = idle.withLock { pool -> Bool in
-                guard pool[key, default: []].count < maximumIdlePerHost else { return false }
-                pool[key, default: []].append(connection)
+                guard pool[request.key, default: []].count < maximumIdlePerHost else { return false }
+                pool[request.key, default: []].append(connection)
                 return true
             }
             if !kept { channel.close(promise: nil) }

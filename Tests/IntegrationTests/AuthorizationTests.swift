@@ -4,53 +4,53 @@ import Testing
 @Suite("Authorization by peer credentials", .enabled(if: isRoot, "needs root: runs the CLI as other users"))
 struct AuthorizationTests {
     @Test("a user outside the admin group may read status but not change anything")
-    func outsiderRefused() throws {
+    func outsiderRefused() async throws {
         let daemon = try DaemonHarness(adminGroup: "4242")
         defer { daemon.tearDown() }
-        try daemon.start()
-        #expect(try daemon.cli(["create", "--name", "Root VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"]).status == 0)
+        try await daemon.start()
+        #expect(try await daemon.cli(["create", "--name", "Root VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"]).status == 0)
 
-        let status = try daemon.cli(["status"], as: .nobody)
+        let status = try await daemon.cli(["status"], as: .nobody)
         #expect(status.status == 0, "\(status)")
         #expect(status.stdout.contains("Root VPN: disconnected"), "anyone may read status")
 
-        let create = try daemon.cli(["create", "--name", "Mine", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test"], as: .nobody)
+        let create = try await daemon.cli(["create", "--name", "Mine", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test"], as: .nobody)
         #expect(create.status == 10, "\(create)")
         #expect(create.stderr.contains("needs root or membership of netextd's admin group"))
         #expect(create.stderr.contains("[permissionDenied]"))
 
         // Root's configuration is invisible to nobody's app: list is empty; a start is refused
         // before its name is looked up (the same answer whether the name exists or not).
-        #expect(try daemon.cli(["list"], as: .nobody).stdout.contains("No configurations"))
-        let start = try daemon.cli(["start", "Root VPN"], as: .nobody)
+        #expect(try await daemon.cli(["list"], as: .nobody).stdout.contains("No configurations"))
+        let start = try await daemon.cli(["start", "Root VPN"], as: .nobody)
         #expect(start.status == 10, "\(start)")
-        let startUnknown = try daemon.cli(["start", "No Such VPN"], as: .nobody)
+        let startUnknown = try await daemon.cli(["start", "No Such VPN"], as: .nobody)
         #expect(startUnknown.status == 10 && startUnknown.stderr.contains("startConnection needs root"), "\(startUnknown)")
-        let install = try daemon.cli(["profile", "install", fixturesDirectory + "/profiles/enterprise-vpn.mobileconfig"], as: .nobody)
+        let install = try await daemon.cli(["profile", "install", fixturesDirectory + "/profiles/enterprise-vpn.mobileconfig"], as: .nobody)
         #expect(install.status == 10, "\(install)")
     }
 
     @Test("a member of the admin group manages its own configurations, not root's")
-    func memberAllowed() throws {
+    func memberAllowed() async throws {
         let daemon = try DaemonHarness(adminGroup: "4242")
         defer { daemon.tearDown() }
-        try daemon.start()
-        #expect(try daemon.cli(["create", "--name", "Root VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test"]).status == 0)
+        try await daemon.start()
+        #expect(try await daemon.cli(["create", "--name", "Root VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test"]).status == 0)
         let member = RunAs(uid: 65534, gid: 65534, groups: [4242])
-        let create = try daemon.cli(["create", "--name", "Member VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"], as: member)
+        let create = try await daemon.cli(["create", "--name", "Member VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"], as: member)
         #expect(create.status == 0, "\(create)")
-        let started = try daemon.cli(["start", "Member VPN"], as: member)
+        let started = try await daemon.cli(["start", "Member VPN"], as: member)
         #expect(started.status == 0, "\(started)\n\(daemon.log())")
-        #expect(try daemon.cli(["stop", "Member VPN"], as: member).status == 0)
-        let list = try daemon.cli(["list"], as: member)
+        #expect(try await daemon.cli(["stop", "Member VPN"], as: member).status == 0)
+        let list = try await daemon.cli(["list"], as: member)
         #expect(list.stdout.contains("Member VPN") && !list.stdout.contains("Root VPN"))
-        #expect(try daemon.cli(["remove", "Root VPN"], as: member).status == 8)
+        #expect(try await daemon.cli(["remove", "Root VPN"], as: member).status == 8)
         // Another app of the same user sees nothing of this app's.
-        let otherApp = try daemon.cli(["list", "--app", "com.example.other"], as: member)
+        let otherApp = try await daemon.cli(["list", "--app", "com.example.other"], as: member)
         #expect(otherApp.stdout.contains("No configurations"), "\(otherApp)")
-        #expect(try daemon.cli(["remove", "Member VPN", "--app", "com.example.other"], as: member).status == 8)
+        #expect(try await daemon.cli(["remove", "Member VPN", "--app", "com.example.other"], as: member).status == 8)
         // Root sees both.
-        let rootList = try daemon.cli(["list"])
+        let rootList = try await daemon.cli(["list"])
         #expect(rootList.stdout.contains("Member VPN") && rootList.stdout.contains("Root VPN"))
     }
 }

@@ -13,10 +13,9 @@ struct ControlLimitsTests {
     static let flood = repositoryRoot + "/scripts/lib/control-flood.py"
 
     func flood(_ daemon: DaemonHarness, _ mode: String, count: Int, hold: Double = 0, wait: Double = 8) async throws -> [String: Int] {
-        let result = try await offPool {
-            try run("/usr/bin/python3", [Self.flood, mode, "--socket", daemon.socket, "--count", "\(count)", "--hold", "\(hold)", "--wait", "\(wait)"],
-                    as: .nobody, timeout: 120)
-        }
+        let result = try await run(
+            "/usr/bin/python3", [Self.flood, mode, "--socket", daemon.socket, "--count", "\(count)", "--hold", "\(hold)", "--wait", "\(wait)"],
+            as: .nobody, timeout: 120)
         #expect(result.status == 0, "\(result)")
         var values: [String: Int] = [:]
         for line in result.stdout.split(separator: "\n") {
@@ -33,9 +32,9 @@ struct ControlLimitsTests {
     }
 
     /// Root's `netext status`, timed.
-    static func timedStatus(_ daemon: DaemonHarness) throws -> (result: CommandResult, seconds: Double) {
+    static func timedStatus(_ daemon: DaemonHarness) async throws -> (result: CommandResult, seconds: Double) {
         let began = Date()
-        let result = try daemon.cli(["status"], timeout: 30)
+        let result = try await daemon.cli(["status"], timeout: 30)
         return (result, Date().timeIntervalSince(began))
     }
 
@@ -43,14 +42,14 @@ struct ControlLimitsTests {
     func pipelinedFlood() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
+        try await daemon.start()
         let pid = try #require(daemon.pid)
         let before = Self.residentMegabytes(pid)
         // The flood lasts 12 s; root's status, asked 3 s in, must come well before its end (5 s
         // leaves room for a starved CI machine starting the CLI).
         async let flooding = flood(daemon, "pipeline", count: 30_000, hold: 12)
         try await Task.sleep(for: .seconds(3))
-        let (status, seconds) = try Self.timedStatus(daemon)
+        let (status, seconds) = try await Self.timedStatus(daemon)
         let during = Self.residentMegabytes(pid)
         let figures = try await flooding
         #expect(status.status == 0, "\(status)")
@@ -64,7 +63,7 @@ struct ControlLimitsTests {
     func helloDeadline() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
+        try await daemon.start()
         let silent = try await flood(daemon, "silent", count: 10, wait: 8)
         #expect(silent["silent_opened"] == 10 && silent["silent_closed_by_netextd"] == 10, "\(silent)")
         let big = try await flood(daemon, "big-hello", count: 1, wait: 2)
@@ -75,14 +74,14 @@ struct ControlLimitsTests {
     func connectionCapAndPartialFrames() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
+        try await daemon.start()
         let pid = try #require(daemon.pid)
         // The holders keep their 16 connections for 12 s; root's status, asked 2 s in, must not
         // wait for them (it would take 10 s or more). The 5 s bound leaves room for a starved
         // CI machine starting the CLI; it answers in milliseconds on an idle one.
         async let holding = flood(daemon, "hold", count: 40, hold: 12)
         try await Task.sleep(for: .seconds(2))
-        let (status, seconds) = try Self.timedStatus(daemon)
+        let (status, seconds) = try await Self.timedStatus(daemon)
         let held = try await holding
         #expect(held["hold_accepted"] == 16 && held["hold_refused"] == 24, "\(held)")
         #expect(status.status == 0 && seconds < 5.0, "\(status) in \(seconds) s")
@@ -94,15 +93,15 @@ struct ControlLimitsTests {
     }
 
     @Test("SIGTERM ends netextd within 5 s even when a provider ignores stop")
-    func shutdownFinishes() throws {
+    func shutdownFinishes() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
-        let create = try daemon.cli(["create", "--name", "Stubborn", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable", "--config", "ignoreStop=yes"])
+        try await daemon.start()
+        let create = try await daemon.cli(["create", "--name", "Stubborn", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable", "--config", "ignoreStop=yes"])
         #expect(create.status == 0, "\(create)")
-        #expect(try daemon.cli(["start", "Stubborn"]).status == 0)
+        #expect(try await daemon.cli(["start", "Stubborn"]).status == 0)
         let began = Date()
-        _ = daemon.stop()
+        _ = await daemon.stop()
         let seconds = Date().timeIntervalSince(began)
         #expect(seconds < 5, "netextd took \(seconds) s to exit")
         #expect(daemon.log().contains("provider did not stop in time for shutdown; terminating"), "\(daemon.log())")

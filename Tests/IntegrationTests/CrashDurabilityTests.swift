@@ -16,7 +16,7 @@ struct CrashDurabilityTests {
     func killNineLoop() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
+        try await daemon.start()
         let setup = try await ControlClient.connect(appIdentifier: "com.example.crash", socketPath: daemon.socket)
         var ids: [UUID] = []
         for index in 0..<3 {
@@ -30,7 +30,7 @@ struct CrashDurabilityTests {
         var generator = SystemRandomNumberGenerator()
         var totalAcknowledged = 0
         for round in 0..<12 {
-            if round > 0 { try daemon.start() }
+            if round > 0 { try await daemon.start() }
             let acknowledged = Mutex<[UUID: Int]>([:])
             let client = try await ControlClient.connect(appIdentifier: "com.example.crash", socketPath: daemon.socket)
             let writer = Task {
@@ -83,8 +83,8 @@ struct CrashDurabilityTests {
 
         // The daemon starts on the crashed state, keeps every configuration, and each stored
         // password is still there (orphaned secrets from interrupted saves are collected).
-        try daemon.start()
-        let list = try daemon.cli(["list", "--json"])
+        try await daemon.start()
+        let list = try await daemon.cli(["list", "--json"])
         let items = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
         #expect(items.count == 3)
         let secrets = try FileManager.default.contentsOfDirectory(atPath: daemon.stateDirectory + "/secrets")

@@ -46,7 +46,7 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// Starts netextd and waits until its socket answers.
-    func start(extraArguments: [String] = []) throws {
+    func start(extraArguments: [String] = []) async throws {
         let process = Process()
         let (wrapper, wrapped) = unblockingSignals(binaryDirectory + "/netextd", ["--admin-group", adminGroup, "--provider-start-timeout", "10"] + extraArguments)
         process.executableURL = URL(fileURLWithPath: wrapper)
@@ -60,9 +60,9 @@ final class DaemonHarness: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         self.process = process
-        let ready = waitUntil(timeout: 20) {
+        let ready = await waitUntil(timeout: 20) {
             guard process.isRunning else { return true }
-            return (try? cli(["status"]).status) == 0
+            return (try? await cli(["status"]).status) == 0
         }
         guard ready, process.isRunning else {
             throw HarnessError("netextd did not become ready; log:\n\(log())")
@@ -74,16 +74,16 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Runs the real `netext` CLI against this daemon.
     @discardableResult
-    func cli(_ arguments: [String], stdin: String? = nil, as user: RunAs? = nil, timeout: Double = 60) throws -> CommandResult {
-        try run(binaryDirectory + "/netext", arguments, environment: environment, stdin: stdin, as: user, timeout: timeout)
+    func cli(_ arguments: [String], stdin: String? = nil, as user: RunAs? = nil, timeout: Double = 60) async throws -> CommandResult {
+        try await run(binaryDirectory + "/netext", arguments, environment: environment, stdin: stdin, as: user, timeout: timeout)
     }
 
     /// SIGTERM, and the daemon's exit status (killed after 20 s).
     @discardableResult
-    func stop() -> Int32? {
+    func stop() async -> Int32? {
         guard let process, process.isRunning else { return process?.terminationStatus }
         process.terminate()
-        _ = waitUntil(timeout: 20) { !process.isRunning }
+        _ = await waitUntil(timeout: 20) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         return process.terminationStatus

@@ -23,7 +23,7 @@ struct FilterLabTests {
 
     @Test("scripts/demo-filter prints one verdict line per URL of the check file")
     func demo() async throws {
-        let result = try await runOffPool("/bin/bash", [repositoryRoot + "/scripts/demo-filter"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        let result = try await run("/bin/bash", [repositoryRoot + "/scripts/demo-filter"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
         #expect(result.status == 0, "\(result)")
         let expected = [
             "https://www.games.test/ blocked", "https://games.test/play blocked", "https://videogames.test/ allowed",

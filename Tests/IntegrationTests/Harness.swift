@@ -42,9 +42,16 @@ func unblockingSignals(_ executable: String, _ arguments: [String]) -> (String, 
     return ("/usr/bin/env", ["python3", "-c", script, executable] + arguments)
 }
 
-/// Runs a program to completion, at most `timeout` seconds (then it is killed).
+/// Runs a program to completion, at most `timeout` seconds (then it is killed), on a thread of
+/// its own: the wait never holds one of the task pool's threads (two on this machine). Tests
+/// that held them with blocking waits stalled every other suite for about a minute.
 @discardableResult
-func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, as user: RunAs? = nil, timeout: Double = 60) throws -> CommandResult {
+func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, as user: RunAs? = nil, timeout: Double = 60) async throws -> CommandResult {
+    try await offPool { try runBlocking(executable, arguments, environment: environment, stdin: stdin, as: user, timeout: timeout) }
+}
+
+/// As `run`, blocking the calling thread (call it only off the task pool).
+func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, as user: RunAs? = nil, timeout: Double = 60) throws -> CommandResult {
     let process = Process()
     var command = (executable, arguments)
     if let user {
@@ -104,30 +111,25 @@ final class CollectedOutput: @unchecked Sendable {
     var stderr: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
 }
 
-/// Polls `condition` every 20 ms until it holds or `timeout` passes.
-func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) rethrows -> Bool {
+/// Polls `condition` every 20 ms until it holds or `timeout` passes (sleeping, never blocking
+/// a thread of the task pool).
+func waitUntil(timeout: Double = 15, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
     }
-    return try condition()
+    return try await condition()
 }
 
 /// The repository's root directory (the lab scripts are run from it).
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-/// As `run`, off the cooperative pool.
-@discardableResult
-func runOffPool(_ executable: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) async throws -> CommandResult {
-    try await offPool { try run(executable, arguments, environment: environment, timeout: timeout) }
-}
-
 /// Runs a lab script (scripts/e2e/…) with this build's binaries and expects every one of its
 /// checks (at least `checks` of them) to pass.
 @discardableResult
 func runChecks(_ script: String, checks: Int, timeout: Double = 240, environment: [String: String] = [:]) async throws -> CommandResult {
-    let result = try await runOffPool(
+    let result = try await run(
         "/bin/bash", [repositoryRoot + "/" + script],
         environment: environment.merging(["NETEXT_BIN_DIR": binaryDirectory]) { _, binaries in binaries }, timeout: timeout)
     let lines = result.stdout.split(separator: "\n")

@@ -11,7 +11,7 @@ struct LibraryAPITests {
     func managers() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
+        try await daemon.start()
 
         let app = try await ControlClient.connect(appIdentifier: "com.example.vpnapp", socketPath: daemon.socket)
         defer { app.close() }
@@ -96,7 +96,7 @@ struct LibraryAPITests {
     func personalVPN() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
+        try await daemon.start()
         let app = try await ControlClient.connect(appIdentifier: "com.example.personal", socketPath: daemon.socket)
         defer { app.close() }
         var manager = try await VPNManager.shared(client: app, defaultServerAddress: "ike.example.test")
@@ -116,11 +116,11 @@ struct LibraryAPITests {
     }
 
     @Test("the README's example program runs against a real netextd")
-    func readmeExample() throws {
+    func readmeExample() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
-        let result = try run(binaryDirectory + "/netext-example-manager", [], environment: daemon.environment)
+        try await daemon.start()
+        let result = try await run(binaryDirectory + "/netext-example-manager", [], environment: daemon.environment)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout == """
             saved Example VPN at revision 1

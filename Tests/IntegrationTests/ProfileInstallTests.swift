@@ -6,21 +6,21 @@ struct ProfileInstallTests {
     let profile = fixturesDirectory + "/profiles/enterprise-vpn.mobileconfig"
 
     @Test("install, list, start with the profile's password, reinstall, remove as a unit")
-    func installAndRemove() throws {
+    func installAndRemove() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
+        try await daemon.start()
 
-        let installed = try daemon.cli(["profile", "install", profile])
+        let installed = try await daemon.cli(["profile", "install", profile])
         #expect(installed.status == 0, "\(installed)")
         #expect(installed.stdout.contains("installed profile com.example.corp.remote-access (Example Corp Remote Access): 3 configuration(s)"))
         #expect(installed.stdout.contains("skipped com.example.corp.wifi (com.apple.wifi.managed)"))
 
-        let list = try daemon.cli(["list"])
+        let list = try await daemon.cli(["list"])
         for name in ["Example Corp Tunnel", "Example Corp Per-App", "Example Corp IKEv2"] {
             #expect(list.stdout.contains(name), "\(list.stdout)")
         }
-        let shown = try daemon.cli(["show", "Example Corp Tunnel"])
+        let shown = try await daemon.cli(["show", "Example Corp Tunnel"])
         #expect(shown.stdout.contains("password:    stored"))
         #expect(shown.stdout.contains("on demand:   enabled, 5 rule(s)"))
         #expect(shown.stdout.contains("evaluateConnection, interface any, connectIfNeeded for [intranet.example.test], neverConnect for [www.example.test]"))
@@ -28,7 +28,7 @@ struct ProfileInstallTests {
         #expect(!daemon.log().contains("correct horse"), "nor in the log")
 
         // Only the first enterprise VPN of the profile is enabled.
-        let json = try daemon.cli(["list", "--json"])
+        let json = try await daemon.cli(["list", "--json"])
         let items = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         let enabled = items.compactMap { $0["configuration"] as? [String: Any] }.filter { $0["isEnabled"] as? Bool == true }.compactMap { $0["localizedDescription"] as? String }
         #expect(Set(enabled) == ["Example Corp Tunnel", "Example Corp IKEv2"])
@@ -40,18 +40,18 @@ struct ProfileInstallTests {
             let mode = try FileManager.default.attributesOfItem(atPath: daemon.stateDirectory + "/secrets/" + secret)[.posixPermissions] as? Int
             #expect(mode == 0o600)
         }
-        let started = try daemon.cli(["start", "Example Corp Tunnel"])
+        let started = try await daemon.cli(["start", "Example Corp Tunnel"])
         #expect(started.status == 0, "\(started)\n\(daemon.log())")
-        #expect(try daemon.cli(["stop", "Example Corp Tunnel"]).status == 0)
+        #expect(try await daemon.cli(["stop", "Example Corp Tunnel"]).status == 0)
         // A password given at start replaces the stored one for that start only.
-        let wrong = try daemon.cli(["start", "Example Corp Tunnel", "--password-stdin"], stdin: "wrong password\n")
+        let wrong = try await daemon.cli(["start", "Example Corp Tunnel", "--password-stdin"], stdin: "wrong password\n")
         #expect(wrong.status == 5, "\(wrong)")
         #expect(wrong.stderr.contains("authentication failed"))
         #expect(!daemon.log().contains("wrong password"))
 
         // The personal IKEv2 VPN's settings arrive whole (starting it would look up its server's
         // name outside this test's reach; scripts/e2e/personal-vpn.sh starts one in the lab).
-        let ike = try daemon.cli(["show", "Example Corp IKEv2"])
+        let ike = try await daemon.cli(["show", "Example Corp IKEv2"])
         #expect(ike.status == 0, "\(ike)")
         #expect(ike.stdout.contains("IKEv2 server: ikev2.corp.example.test"))
         #expect(ike.stdout.contains("authentication: sharedSecret + EAP-MSCHAPv2 as"))
@@ -59,19 +59,19 @@ struct ProfileInstallTests {
         #expect(!ike.stdout.contains("s3cr3t-psk"))
 
         // Reinstalling replaces in place: same ids, no duplicates, secrets not leaked.
-        #expect(try daemon.cli(["profile", "install", profile]).status == 0)
-        let afterReinstall = try #require(try JSONSerialization.jsonObject(with: Data(try daemon.cli(["list", "--json"]).stdout.utf8)) as? [[String: Any]])
+        #expect(try await daemon.cli(["profile", "install", profile]).status == 0)
+        let afterReinstall = try #require(try JSONSerialization.jsonObject(with: Data(try await daemon.cli(["list", "--json"]).stdout.utf8)) as? [[String: Any]])
         #expect(afterReinstall.count == 3)
         #expect(try FileManager.default.contentsOfDirectory(atPath: daemon.stateDirectory + "/secrets").count == 3)
 
-        let profiles = try daemon.cli(["profile", "list"])
+        let profiles = try await daemon.cli(["profile", "list"])
         #expect(profiles.stdout.contains("com.example.corp.remote-access"))
-        let removed = try daemon.cli(["profile", "remove", "com.example.corp.remote-access"])
+        let removed = try await daemon.cli(["profile", "remove", "com.example.corp.remote-access"])
         #expect(removed.status == 0)
         #expect(removed.stdout.contains("removed profile com.example.corp.remote-access and 3 configuration(s)"))
-        #expect(try daemon.cli(["list"]).stdout.contains("No configurations"))
+        #expect(try await daemon.cli(["list"]).stdout.contains("No configurations"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: daemon.stateDirectory + "/secrets").isEmpty)
-        let again = try daemon.cli(["profile", "remove", "com.example.corp.remote-access"])
+        let again = try await daemon.cli(["profile", "remove", "com.example.corp.remote-access"])
         #expect(again.status == 8)
     }
 
@@ -81,27 +81,27 @@ struct ProfileInstallTests {
         ("unknown-vpntype.mobileconfig", "key 'VPNType': unknown VPNType 'L2TP'"),
         ("signed.mobileconfig", "signed profiles are not supported yet"),
     ])
-    func refused(file: String, message: String) throws {
+    func refused(file: String, message: String) async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
-        let result = try daemon.cli(["profile", "install", fixturesDirectory + "/profiles/" + file])
+        try await daemon.start()
+        let result = try await daemon.cli(["profile", "install", fixturesDirectory + "/profiles/" + file])
         #expect(result.status == 3, "\(result)")
         #expect(result.stderr.contains(message), "\(result)")
-        #expect(try daemon.cli(["list"]).stdout.contains("No configurations"))
+        #expect(try await daemon.cli(["list"]).stdout.contains("No configurations"))
     }
 
     @Test("a second personal VPN for the same app is refused")
-    func duplicatePersonalVPN() throws {
+    func duplicatePersonalVPN() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
-        try daemon.start()
-        #expect(try daemon.cli(["profile", "install", profile]).status == 0)
-        let result = try daemon.cli(["profile", "install", fixturesDirectory + "/profiles/personal-vpn.mobileconfig"])
+        try await daemon.start()
+        #expect(try await daemon.cli(["profile", "install", profile]).status == 0)
+        let result = try await daemon.cli(["profile", "install", fixturesDirectory + "/profiles/personal-vpn.mobileconfig"])
         #expect(result.status == 3, "\(result)")
         #expect(result.stderr.contains("already has a personal VPN configuration ('Example Corp IKEv2')"), "\(result)")
         // Another app may have its own.
-        let other = try daemon.cli(["profile", "install", "--app", "com.example.other", fixturesDirectory + "/profiles/personal-vpn.mobileconfig"])
+        let other = try await daemon.cli(["profile", "install", "--app", "com.example.other", fixturesDirectory + "/profiles/personal-vpn.mobileconfig"])
         #expect(other.status == 0, "\(other)")
     }
 }

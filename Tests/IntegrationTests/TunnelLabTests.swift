@@ -51,7 +51,7 @@ struct TunnelLabTests {
 
     @Test("scripts/leak-test: nothing leaks through kill -9, on-demand restart and an uplink move")
     func leakTest() async throws {
-        let result = try await runOffPool("/bin/bash", [Self.root + "/scripts/leak-test"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        let result = try await run("/bin/bash", [Self.root + "/scripts/leak-test"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("leaked_packets=0"))
         #expect(result.stdout.contains("roamed=yes"))
@@ -59,7 +59,7 @@ struct TunnelLabTests {
 
     @Test("the README's demo shows the page failing, then loading through the tunnel")
     func demo() async throws {
-        let result = try await runOffPool("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
+        let result = try await run("/bin/bash", [Self.root + "/scripts/demo"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("(unreachable: curl exit"))
         #expect(result.stdout.contains("Office VPN: connected"))

@@ -11,7 +11,7 @@ struct URLFilterLabTests {
     }
 
     @Test func demoPrintsOneVerdictPerURL() async throws {
-        let result = try await runOffPool(
+        let result = try await run(
             "/bin/bash", [repositoryRoot + "/scripts/demo-urlfilter", "--blocklist", repositoryRoot + "/examples/urlfilter/blocklist.txt",
                           "--check", repositoryRoot + "/examples/urlfilter/check.txt"],
             environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)

@@ -65,7 +65,8 @@ lab_wait "fetch https://news.test/ news.test" 5
 check "a site removed from the list loads again" fetch https://news.test/ news.test
 
 check "filter disabled" bash -c "'$bin/netext' filter disable School > /dev/null"
-lab_wait "! pgrep -f 'netext-filter-provider school-control' > /dev/null" 10
-check "the control provider stopped with it" bash -c "! pgrep -f '[n]etext-filter-provider school-control' > /dev/null"
+lab_wait '[ -z "$(e2e_descendants "netext-filter-provider school-control" "$NETEXTD_PID")" ]' 10
+left="$(e2e_descendants 'netext-filter-provider school-control' "$NETEXTD_PID" | tr '\n' ' ')"
+check "the control provider stopped with it" test -z "$left"
 
 e2e_finish "$work/netextd.log" "$work/curl.log" "$work/web.log"

@@ -90,7 +90,8 @@ check "the broken file was left as it was, and the question stays open" bash -c 
 check "(the question is still open)" has_question "$curl_path" music.test
 
 check "filter disabled" bash -c "'$bin/netext' filter disable Firewall > /dev/null"
-lab_wait "! pgrep -f '[n]etext-filter-provider firewall' > /dev/null" 10
-check "both providers stopped and no steering rule is left" bash -c "! pgrep -f '[n]etext-filter-provider firewall' > /dev/null && ! ip netns exec $LAB_LAPTOP iptables-nft -S | grep -q NETEXTD"
+lab_wait '[ -z "$(e2e_descendants "netext-filter-provider firewall" "$NETEXTD_PID")" ]' 10
+left="$(e2e_descendants 'netext-filter-provider firewall' "$NETEXTD_PID" | tr '\n' ' ')"
+check "both providers stopped and no steering rule is left" bash -c "[ -z '$left' ] && ! ip netns exec $LAB_LAPTOP iptables-nft -S | grep -q NETEXTD"
 
 e2e_finish "$work/netextd.log" "$work/curl.log" "$work/web.log"

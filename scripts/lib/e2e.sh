@@ -54,6 +54,20 @@ e2e_start_netextd() {
   lab_wait "'$bin/netext' status" 15
 }
 
+# The pids of the processes whose command line contains $1 and that descend from process $2
+# (the lab's own netextd): other tests may run the same providers at the same time, so a match
+# on the command line alone could name, or kill, theirs. Bounded: the ancestry ends at pid 1.
+e2e_descendants() {
+  local pattern="$1" ancestor="$2" pid parent
+  for pid in $(pgrep -f -- "$pattern"); do
+    parent=$pid
+    while [ -n "$parent" ] && [ "$parent" -gt 1 ]; do
+      if [ "$parent" = "$ancestor" ]; then echo "$pid"; break; fi
+      parent=$(ps -o ppid= -p "$parent" 2>/dev/null | tr -d ' ')
+    done
+  done
+}
+
 # The pid of the running reference provider in the laptop namespace.
 e2e_provider_pid() {
   for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-tunnel-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1
