@@ -27,6 +27,7 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "The issuer name in token challenges (default: the issuer URL's host).") var issuerName: String?
     @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
     @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
+    @Option(help: "Seconds between fetches of the issuer's key directory (failed fetches are retried sooner, backing off from 5 s).") var directoryRefreshSeconds: Double = 300
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -35,6 +36,9 @@ struct PIRCommand: AsyncParsableCommand {
         }
         guard queueCapacity >= maxQueriesPerRequest else {
             throw ValidationError("--queue-capacity (\(queueCapacity)) must hold at least one request of --max-queries-per-request (\(maxQueriesPerRequest))")
+        }
+        guard directoryRefreshSeconds >= 1, directoryRefreshSeconds <= 86_400 else {
+            throw ValidationError("--directory-refresh-seconds must be 1 to 86400, got \(directoryRefreshSeconds)")
         }
         guard keyCapacity >= 1 else { throw ValidationError("--key-capacity must be at least 1, got \(keyCapacity)") }
         guard (1...65_536).contains(keyStoreMegabytes) else { throw ValidationError("--key-store-megabytes must be 1 to 65536, got \(keyStoreMegabytes)") }
@@ -57,7 +61,7 @@ struct PIRCommand: AsyncParsableCommand {
             let directoryURL = URL(string: base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + IssuerDirectory.wellKnownPath)!
             do throws(PrivacyServiceError) {
                 let store = try SpentTokenStore(path: spentTokens ?? database + "/spent-tokens.sqlite")
-                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, logger: logger)
+                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, refreshInterval: directoryRefreshSeconds, logger: logger)
             } catch { throw HTTPServiceRunner.fail("\(error)") }
             if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
         }

@@ -26,7 +26,7 @@ struct OriginTests {
 
     static func verifier(issuer: IssuerTests.Issuer, storePath: String?, origin: String = "pir.test") throws -> PrivateTokenVerifier {
         PrivateTokenVerifier(issuerName: "127.0.0.1", originName: origin, directoryURL: issuer.served.url(IssuerDirectory.wellKnownPath),
-                             spent: try SpentTokenStore(path: storePath), logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+                             spent: try SpentTokenStore(path: storePath), fetchTimeout: testClientTimeout, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
     }
 
     static func get(_ url: URL, authorization: String? = nil) async throws -> ServiceResponse {
@@ -169,7 +169,7 @@ struct OriginTests {
         scripted.script.withLock { $0.keys = [.init(publicKeyDER: key.key.publicKeyDER, notBefore: key.notBefore)] }
         let store = try SpentTokenStore(path: nil)
         let verifier = PrivateTokenVerifier(issuerName: "127.0.0.1", originName: "pir.test", directoryURL: directory.url(IssuerDirectory.wellKnownPath),
-                                            spent: store, refreshInterval: 300, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+                                            spent: store, refreshInterval: 300, fetchTimeout: testClientTimeout, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         #expect(await verifier.refreshKeys())
         let client = issuer.client(store: try PrivateTokenStore(path: nil), batch: 1)
         let token = try await client.token(for: issuer.challenge, tokenKeyDER: key.key.publicKeyDER)

@@ -35,7 +35,7 @@ struct PrivateLookupTests {
             verifier = PrivateTokenVerifier(
                 issuerName: "issuer.test", originName: "pir.test",
                 directoryURL: URL(string: "http://127.0.0.1:\(issuerPort)\(IssuerDirectory.wellKnownPath)")!,
-                spent: try SpentTokenStore(path: root + "/spent.sqlite"), logger: quiet)
+                spent: try SpentTokenStore(path: root + "/spent.sqlite"), fetchTimeout: testClientTimeout, logger: quiet)
             pir = try await ServedDatabase.start(urls: PrivateLookupTests.blocked, logs: logs, authorizer: verifier)
             let gateway = HTTPServer(responder: GatewayResponder(
                 keys: try GatewayKeyRing(directory: root + "/gateway-keys", schedule: schedule),

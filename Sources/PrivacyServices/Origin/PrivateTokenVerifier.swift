@@ -48,16 +48,17 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     ///   - refreshInterval: seconds between directory fetches that succeed.
     ///   - retention: seconds a key's spent nonces are kept after the key left the directory
     ///     (a week by default; it is refused for good afterwards).
+    ///   - fetchTimeout: seconds one directory fetch may take.
     public init(
         issuerName: String, originName: String, directoryURL: URL, spent: SpentTokenStore,
-        refreshInterval: Double = 300, retention: UInt64 = 7 * 86400, logger: Logger
+        refreshInterval: Double = 300, retention: UInt64 = 7 * 86400, fetchTimeout: Double = 10, logger: Logger
     ) {
         challenge = TokenChallenge(issuerName: issuerName, originInfo: [originName])
         self.directoryURL = directoryURL
         self.refreshInterval = refreshInterval
         self.retention = retention
         self.spent = spent
-        upstream = HTTPUpstream(timeout: 10)
+        upstream = HTTPUpstream(timeout: fetchTimeout)
         self.logger = logger
     }
 
