@@ -300,7 +300,7 @@ let package = Package(
             name: "NetExtTestingTests",
             dependencies: [
                 "NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "NetExtFilters", "TunnelProtocol", "NetExtTransport", "NetExtIPC",
-                .product(name: "NIOCore", package: "swift-nio"),
+                "NetExtTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),
         // Starts the real binaries (netextd, netext, the test provider); needs root.

@@ -9,12 +9,8 @@ import Glibc
 /// Whether the tests that start real daemons and switch users can run (CI runs as root).
 let isRoot = getuid() == 0
 
-/// The directory holding the built executables: `$NETEXT_BIN_DIR`, else `.build/debug`.
-let binaryDirectory: String = {
-    if let directory = ProcessInfo.processInfo.environment["NETEXT_BIN_DIR"] { return directory }
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return root.appendingPathComponent(".build/debug").path
-}()
+/// The directory holding the built executables.
+let binaryDirectory = BuiltBinaries.directory
 
 let fixturesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
 

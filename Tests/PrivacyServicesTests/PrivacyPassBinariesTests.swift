@@ -70,62 +70,61 @@ struct PrivacyPassBinariesTests {
         #expect(realDirectory.status == 200)
         let directory = SwitchableDirectory()
         directory.state.withLock { $0.real = realDirectory.body }
-        let served = try await Served.start(directory)
-        defer { Task { await served.stop() } }
+        try await Served.start(directory).use { served in
+            let origin = try await ServerProcess.start("netext-server", [
+                "pir", "--database", work.path + "/db", "--listen", "127.0.0.1:0", "--threads", "1",
+                "--privacy-pass-issuer", served.base, "--origin-name", "pir.test", "--directory-refresh-seconds", "1",
+            ], log: work.path + "/pir.log")
+            defer { origin.kill() }
+            let originURL = URL(string: "http://127.0.0.1:\(origin.port)/config")!
+            func post(_ token: PrivateToken?) async throws -> Int {
+                var headers: [(name: String, value: String)] = [("User-Identifier", "u1"), ("Content-Type", "application/x-protobuf")]
+                if let token { headers.append(("Authorization", PrivateTokenHeader.authorization(token))) }
+                return try await transport.send(ServiceRequest(method: "POST", url: originURL, headers: headers, body: [])).status
+            }
 
-        let origin = try await ServerProcess.start("netext-server", [
-            "pir", "--database", work.path + "/db", "--listen", "127.0.0.1:0", "--threads", "1",
-            "--privacy-pass-issuer", served.base, "--origin-name", "pir.test", "--directory-refresh-seconds", "1",
-        ], log: work.path + "/pir.log")
-        defer { origin.kill() }
-        let originURL = URL(string: "http://127.0.0.1:\(origin.port)/config")!
-        func post(_ token: PrivateToken?) async throws -> Int {
-            var headers: [(name: String, value: String)] = [("User-Identifier", "u1"), ("Content-Type", "application/x-protobuf")]
-            if let token { headers.append(("Authorization", PrivateTokenHeader.authorization(token))) }
-            return try await transport.send(ServiceRequest(method: "POST", url: originURL, headers: headers, body: [])).status
-        }
+            // Item 1: eleven tokens, each spent once; a second use is refused.
+            let key = try #require(try JSONDecoder().decode(IssuerDirectory.self, from: Data(realDirectory.body)).tokenKeys.first?.publicKeyDER)
+            let challenge = TokenChallenge(issuerName: "127.0.0.1", originInfo: ["pir.test"])
+            let client = PrivacyPassClient(issuerURL: issuerURL, credential: Self.victim, transport: transport, store: try PrivateTokenStore(path: nil), batchSize: 12)
+            var tokens: [PrivateToken] = []
+            for _ in 0..<12 { tokens.append(try await client.token(for: challenge, tokenKeyDER: key)) }
+            #expect(try await post(nil) == 401)
+            for token in tokens.prefix(11) {
+                let status = try await post(token)
+                #expect(status == 200, "a fresh token was refused: \(status)")
+                #expect(try await post(token) == 401)
+            }
+            // The directory lists no key for a while, then the key again; the origin fetches it at
+            // most each second, when a request comes (here: spent tokens, refused).
+            let poke = { _ = try await post(tokens[0]) }
+            directory.state.withLock { $0.empty = true }
+            #expect(try await directory.awaitFetches(2, poke: poke), "the origin did not fetch the directory")
+            directory.state.withLock { $0.empty = false }
+            #expect(try await directory.awaitFetches(2, poke: poke))
+            for token in tokens.prefix(11) { #expect(try await post(token) == 401, "a spent token was accepted again after an empty directory") }
+            #expect(try await post(tokens[11]) == 200, "the origin no longer takes fresh tokens")
+            #expect(try await post(tokens[11]) == 401)
 
-        // Item 1: eleven tokens, each spent once; a second use is refused.
-        let key = try #require(try JSONDecoder().decode(IssuerDirectory.self, from: Data(realDirectory.body)).tokenKeys.first?.publicKeyDER)
-        let challenge = TokenChallenge(issuerName: "127.0.0.1", originInfo: ["pir.test"])
-        let client = PrivacyPassClient(issuerURL: issuerURL, credential: Self.victim, transport: transport, store: try PrivateTokenStore(path: nil), batchSize: 12)
-        var tokens: [PrivateToken] = []
-        for _ in 0..<12 { tokens.append(try await client.token(for: challenge, tokenKeyDER: key)) }
-        #expect(try await post(nil) == 401)
-        for token in tokens.prefix(11) {
-            let status = try await post(token)
-            #expect(status == 200, "a fresh token was refused: \(status)")
-            #expect(try await post(token) == 401)
+            // Item 4: one 16-token issuance of the other credential, replayed 50 times (as an
+            // on-path relay could): signed once, charged once.
+            func issue(_ body: [UInt8]) async throws -> Int {
+                try await transport.send(ServiceRequest(method: "POST", url: issuerURL.appendingPathComponent("issue"), headers: [
+                    ("Content-Type", IssuerResponder.requestMediaType), ("Authorization", "Bearer \(Self.other)"),
+                ], body: body)).status
+            }
+            var batch: [UInt8] = []
+            for _ in 0..<16 { batch += try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded() }
+            #expect(try await issue(batch) == 200)
+            var replayStatuses: [Int: Int] = [:]
+            for _ in 0..<50 { replayStatuses[try await issue(batch), default: 0] += 1 }
+            #expect(replayStatuses == [409: 50], "\(replayStatuses)")
+            // 30 − 16 = 14 tokens left for that credential: 14 more are signed, the next one is not.
+            var rest: [UInt8] = []
+            for _ in 0..<14 { rest += try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded() }
+            #expect(try await issue(rest) == 200)
+            #expect(try await issue(try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded()) == 429)
         }
-        // The directory lists no key for a while, then the key again; the origin fetches it at
-        // most each second, when a request comes (here: spent tokens, refused).
-        let poke = { _ = try await post(tokens[0]) }
-        directory.state.withLock { $0.empty = true }
-        #expect(try await directory.awaitFetches(2, poke: poke), "the origin did not fetch the directory")
-        directory.state.withLock { $0.empty = false }
-        #expect(try await directory.awaitFetches(2, poke: poke))
-        for token in tokens.prefix(11) { #expect(try await post(token) == 401, "a spent token was accepted again after an empty directory") }
-        #expect(try await post(tokens[11]) == 200, "the origin no longer takes fresh tokens")
-        #expect(try await post(tokens[11]) == 401)
-
-        // Item 4: one 16-token issuance of the other credential, replayed 50 times (as an
-        // on-path relay could): signed once, charged once.
-        func issue(_ body: [UInt8]) async throws -> Int {
-            try await transport.send(ServiceRequest(method: "POST", url: issuerURL.appendingPathComponent("issue"), headers: [
-                ("Content-Type", IssuerResponder.requestMediaType), ("Authorization", "Bearer \(Self.other)"),
-            ], body: body)).status
-        }
-        var batch: [UInt8] = []
-        for _ in 0..<16 { batch += try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded() }
-        #expect(try await issue(batch) == 200)
-        var replayStatuses: [Int: Int] = [:]
-        for _ in 0..<50 { replayStatuses[try await issue(batch), default: 0] += 1 }
-        #expect(replayStatuses == [409: 50], "\(replayStatuses)")
-        // 30 − 16 = 14 tokens left for that credential: 14 more are signed, the next one is not.
-        var rest: [UInt8] = []
-        for _ in 0..<14 { rest += try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded() }
-        #expect(try await issue(rest) == 200)
-        #expect(try await issue(try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded()) == 429)
     }
 }
 
@@ -135,8 +134,7 @@ struct ServerProcess {
     let process: Process
     let port: Int
 
-    static let binaryDirectory = ProcessInfo.processInfo.environment["NETEXT_BIN_DIR"]
-        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug").path
+    static let binaryDirectory = BuiltBinaries.directory
     static var binariesBuilt: Bool { FileManager.default.isExecutableFile(atPath: binaryDirectory + "/netext-server") }
 
     static func start(_ binary: String, _ arguments: [String], log: String) async throws -> ServerProcess {

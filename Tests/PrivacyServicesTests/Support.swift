@@ -30,6 +30,19 @@ struct Served {
     var base: String { "http://127.0.0.1:\(port)" }
     func url(_ path: String) -> URL { URL(string: base + path)! }
     func stop() async { await server.shutdown() }
+
+    /// Runs `body`, then stops the server whether `body` threw or not (a `defer { Task { … } }`
+    /// may never run before the test process exits).
+    func use<Result>(_ body: (Served) async throws -> Result) async throws -> Result {
+        do {
+            let result = try await body(self)
+            await stop()
+            return result
+        } catch {
+            await stop()
+            throw error
+        }
+    }
 }
 
 /// A target that records every request it gets and answers with its body reversed.

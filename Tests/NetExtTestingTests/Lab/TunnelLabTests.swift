@@ -3,6 +3,7 @@ import Logging
 import NetExt
 import NetExtCore
 import NetExtTesting
+import NetExtTestSupport
 import NetExtTunnel
 import Testing
 #if canImport(Glibc)
@@ -19,9 +20,7 @@ struct TunnelLabTests {
         geteuid() == 0 && FileManager.default.isExecutableFile(atPath: binaryDirectory + "/netextd") ? [.inProcess, .namespaces] : [.inProcess]
     }
 
-    static let binaryDirectory: String = ProcessInfo.processInfo.environment["NETEXT_BIN_DIR"]
-        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug").path
+    static let binaryDirectory = BuiltBinaries.directory
 
     /// Builds the lab and the office of `mode`, runs `body`, and tears both down whatever happens.
     func withTunnelLab(_ mode: LabMode, pushesDNS: Bool = true, _ body: (any NetExtLab, any TunnelOffice) async throws -> Void) async throws {
