@@ -103,6 +103,7 @@ let package = Package(
         .target(
             name: "HTTPServing",
             dependencies: [
+                "NetExtCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import NetExtCore
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -10,7 +11,7 @@ import NIOPosix
 /// (up to the responder's limit, else 413, and within the server's buffered-bytes budget,
 /// else 503), answered by an `HTTPResponder` off the event loop, and logged as method,
 /// endpoint label, status and duration only: no peer addresses, headers, queries or bodies.
-/// Connections are capped, each request must arrive within a deadline, and a connection is
+/// Connections are capped (in all and per source), each request must arrive within a deadline, and a connection is
 /// closed after an error answer (`HTTPServerLimits`).
 public final class HTTPServer: Sendable {
     public let responder: any HTTPResponder
@@ -74,6 +75,8 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     private var reserved = 0
     private var refused = false
     private var counted = false
+    /// Whom the connection is counted against (per-source cap).
+    private var source: SourceKey?
     private var started: UInt64 = 0
     private var deadline: Scheduled<Void>?
 
@@ -84,11 +87,13 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        guard usage.openConnection() else {
+        let source = context.channel.remoteAddress.flatMap(Self.sourceKey)
+        guard usage.openConnection(from: source) else {
             context.close(promise: nil)
             return
         }
         counted = true
+        self.source = source
         armDeadline(context: context)
         context.fireChannelActive()
     }
@@ -96,7 +101,7 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
         releaseBody()
-        if counted { usage.closeConnection() }
+        if counted { usage.closeConnection(from: source) }
         counted = false
         context.fireChannelInactive()
     }
@@ -171,6 +176,15 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
                     if !close { self.armDeadline(context: bound.value) }
                 }
             }
+        }
+    }
+
+    /// The per-source key of an IP peer; nil for a Unix socket.
+    static func sourceKey(of address: SocketAddress) -> SourceKey? {
+        switch address {
+        case let .v4(peer): withUnsafeBytes(of: peer.address.sin_addr) { SourceKey(address: $0) }
+        case let .v6(peer): withUnsafeBytes(of: peer.address.sin6_addr) { SourceKey(address: $0) }
+        case .unixDomainSocket: nil
         }
     }
 

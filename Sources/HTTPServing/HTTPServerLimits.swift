@@ -1,3 +1,4 @@
+import NetExtCore
 import Synchronization
 
 /// What clients may hold of an HTTP role's server (issue 26, item 6): connections, request
@@ -5,6 +6,11 @@ import Synchronization
 public struct HTTPServerLimits: Sendable {
     /// Connections open at once; more are closed as soon as they are accepted.
     public var maximumConnections = 1024
+    /// Connections one source (an IPv4 address or an IPv6 /64) may hold at once, so one client
+    /// cannot take every connection; more are closed as soon as they are accepted. A role whose
+    /// clients all arrive through one peer (a gateway behind a relay, a PIR server behind a
+    /// gateway) may need it as high as `maximumConnections`.
+    public var maximumConnectionsPerSource = 256
     /// Request body bytes buffered across all connections; a request that would pass it is
     /// answered 503 and its connection closed.
     public var bufferedBodyBudget = 128 << 20
@@ -21,22 +27,45 @@ final class HTTPServerUsage: Sendable {
     let limits: HTTPServerLimits
     private let connections = Atomic(0)
     private let bufferedBytes = Atomic(0)
+    /// Open connections by source; a source with none has no entry, so the table never holds
+    /// more than `maximumConnections` entries.
+    private let bySource = Mutex<[SourceKey: Int]>([:])
 
     init(limits: HTTPServerLimits) {
         self.limits = limits
     }
 
-    /// Counts a new connection; `false` (not counted) when the server is full.
-    func openConnection() -> Bool {
+    /// Counts a new connection from `source` (nil: a peer without an IP address); `false` (not
+    /// counted) when the server or that source is at its limit.
+    func openConnection(from source: SourceKey?) -> Bool {
         let now = connections.wrappingAdd(1, ordering: .relaxed).newValue
         guard now <= limits.maximumConnections else {
             connections.wrappingSubtract(1, ordering: .relaxed)
             return false
         }
-        return true
+        guard let source else { return true }
+        let admitted = bySource.withLock { table in
+            let held = table[source, default: 0]
+            guard held < limits.maximumConnectionsPerSource else { return false }
+            table[source] = held + 1
+            return true
+        }
+        if !admitted { connections.wrappingSubtract(1, ordering: .relaxed) }
+        return admitted
     }
 
-    func closeConnection() { connections.wrappingSubtract(1, ordering: .relaxed) }
+    /// Uncounts a connection `openConnection(from:)` admitted.
+    func closeConnection(from source: SourceKey?) {
+        connections.wrappingSubtract(1, ordering: .relaxed)
+        guard let source else { return }
+        bySource.withLock { table in
+            let held = table[source, default: 0] - 1
+            table[source] = held > 0 ? held : nil
+        }
+    }
+
+    /// Connections `source` holds now.
+    func openConnections(from source: SourceKey) -> Int { bySource.withLock { $0[source, default: 0] } }
 
     /// Reserves `count` body bytes; `false` (nothing reserved) past the budget.
     func reserve(_ count: Int) -> Bool {

@@ -14,10 +14,10 @@ enum HTTPServiceRunner {
     }
 
     static func run(
-        _ responder: any HTTPResponder, listen: ListenAddress, logger: Logger, metadata: Logger.Metadata = [:],
+        _ responder: any HTTPResponder, listen: ListenAddress, limits: HTTPServerLimits, logger: Logger, metadata: Logger.Metadata = [:],
         every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
     ) async throws {
-        let server = HTTPServer(responder: responder, logger: logger)
+        let server = HTTPServer(responder: responder, logger: logger, limits: limits)
         let (channel, port) = try await server.start(listen)
         logger.info("serving", metadata: metadata.merging(["listen": "\(ListenAddress(host: listen.host, port: port))"]) { a, _ in a })
         let timer: Task<Void, Never>? = interval.flatMap { interval in

@@ -28,6 +28,7 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
     @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
     @Option(help: "Seconds between fetches of the issuer's key directory (failed fetches are retried sooner, backing off from 5 s).") var directoryRefreshSeconds: Double = 300
+    @OptionGroup var connections: HTTPLimitsOptions
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -65,7 +66,7 @@ struct PIRCommand: AsyncParsableCommand {
             } catch { throw HTTPServiceRunner.fail("\(error)") }
             if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
         }
-        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity)
+        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity, limits: connections.limits)
         let (channel, boundPort) = try await server.start(host: address.host, port: address.port)
         logger.info("serving", metadata: [
             "listen": "\(ListenAddress(host: address.host, port: boundPort))", "use_cases": "\(useCases.keys.sorted().joined(separator: ","))",

@@ -15,10 +15,10 @@ public final class PIRHTTPServer: Sendable {
     let server: HTTPServer
     let work: FairWorkQueue
 
-    public init(handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil, workCapacity: Int = 1024) {
+    public init(handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil, workCapacity: Int = 1024, limits: HTTPServerLimits = HTTPServerLimits()) {
         self.handler = handler
         work = FairWorkQueue(capacity: workCapacity)
-        server = HTTPServer(responder: PIRResponder(service: handler, authorizer: authorizer, work: work), logger: logger)
+        server = HTTPServer(responder: PIRResponder(service: handler, authorizer: authorizer, work: work), logger: logger, limits: limits)
     }
 
     /// Binds and starts serving; returns the bound port (useful with port 0).

@@ -18,8 +18,14 @@ struct HTTPServerLimitsTests {
     final class RawClient: @unchecked Sendable {
         let fd: Int32
 
-        init(port: Int, timeout: Double = 3) throws {
+        /// Connects from `source` (any loopback address: Linux routes all of 127/8 to `lo`).
+        init(port: Int, timeout: Double = 3, source: String = "127.0.0.1") throws {
             fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard bound == 0 else { close(fd); throw POSIXError(.EADDRNOTAVAIL) }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -131,6 +137,41 @@ struct HTTPServerLimitsTests {
         #expect(outcome.seconds < 6, "closing took \(outcome.seconds) s")
         try await Task.sleep(for: .milliseconds(200))
         #expect(server.openConnections == 0)
+    }
+
+    @Test func oneSourceCannotTakeEveryConnection() async throws {
+        var limits = HTTPServerLimits()
+        limits.maximumConnections = 8
+        limits.maximumConnectionsPerSource = 3
+        let (server, port) = try await Self.serve(RecordingTarget(), limits: limits)
+        defer { Task { await server.shutdown() } }
+        let outcome = try await offPool { () -> (fourthClosed: Bool, openAfterFlood: Int, neighbour: String, heldStillOpen: Bool) in
+            let flooder = try (0..<3).map { _ in try RawClient(port: port, timeout: 1, source: "127.0.0.1") }
+            usleep(200_000)
+            let fourthClosed = try RawClient(port: port, timeout: 1, source: "127.0.0.1").readUntilClosed().closed
+            let openAfterFlood = server.openConnections
+            // Another source is served while the first holds its whole share.
+            let neighbour = try RawClient(port: port, timeout: 3, source: "127.0.0.2")
+            neighbour.send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
+            let answer = neighbour.readUntilClosed().text
+            // The flooder's three are untouched (the 30 s deadline has not come).
+            let heldStillOpen = flooder.allSatisfy { !$0.readUntilClosed().closed }
+            return (fourthClosed, openAfterFlood, answer, heldStillOpen)
+        }
+        #expect(outcome.fourthClosed, "a fourth connection from one source was kept")
+        #expect(outcome.openAfterFlood == 3)
+        #expect(outcome.neighbour.hasPrefix("HTTP/1.1 200"), "\(outcome.neighbour)")
+        #expect(outcome.heldStillOpen)
+        // The flooder's connections closed with the clients: its source is counted down and
+        // served again.
+        for _ in 0..<100 where server.openConnections > 0 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(server.openConnections == 0)
+        let again = try await offPool { () -> String in
+            let client = try RawClient(port: port, timeout: 3, source: "127.0.0.1")
+            client.send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
+            return client.readUntilClosed().text
+        }
+        #expect(again.hasPrefix("HTTP/1.1 200"), "\(again)")
     }
 
     @Test func bodiesShareOneBudgetAndAnErrorClosesTheConnection() async throws {

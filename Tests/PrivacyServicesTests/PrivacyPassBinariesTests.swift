@@ -45,6 +45,12 @@ struct PrivacyPassBinariesTests {
         }
     }
 
+    /// Prints one `privacy_pass_NAME=STATUSxCOUNT,...` line: `scripts/attack` runs this suite
+    /// against release binaries and collects these lines as its figures for items 1 and 4.
+    static func report(_ name: String, _ statuses: [Int: Int]) {
+        print("privacy_pass_\(name)=" + statuses.sorted { $0.key < $1.key }.map { "\($0.key)x\($0.value)" }.joined(separator: ","))
+    }
+
     static let victim = "credential-victim-0123456789"
     static let other = "credential-other-0123456789a"
 
@@ -102,9 +108,14 @@ struct PrivacyPassBinariesTests {
             #expect(try await directory.awaitFetches(2, poke: poke), "the origin did not fetch the directory")
             directory.state.withLock { $0.empty = false }
             #expect(try await directory.awaitFetches(2, poke: poke))
-            for token in tokens.prefix(11) { #expect(try await post(token) == 401, "a spent token was accepted again after an empty directory") }
-            #expect(try await post(tokens[11]) == 200, "the origin no longer takes fresh tokens")
+            var spentStatuses: [Int: Int] = [:]
+            for token in tokens.prefix(11) { spentStatuses[try await post(token), default: 0] += 1 }
+            #expect(spentStatuses == [401: 11], "a spent token was accepted again after an empty directory: \(spentStatuses)")
+            let fresh = try await post(tokens[11])
+            #expect(fresh == 200, "the origin no longer takes fresh tokens")
             #expect(try await post(tokens[11]) == 401)
+            Self.report("spent_tokens_after_empty_directory", spentStatuses)
+            Self.report("fresh_token_after_empty_directory", [fresh: 1])
 
             // Item 4: one 16-token issuance of the other credential, replayed 50 times (as an
             // on-path relay could): signed once, charged once.
@@ -115,15 +126,22 @@ struct PrivacyPassBinariesTests {
             }
             var batch: [UInt8] = []
             for _ in 0..<16 { batch += try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded() }
-            #expect(try await issue(batch) == 200)
+            let first = try await issue(batch)
+            #expect(first == 200)
             var replayStatuses: [Int: Int] = [:]
             for _ in 0..<50 { replayStatuses[try await issue(batch), default: 0] += 1 }
             #expect(replayStatuses == [409: 50], "\(replayStatuses)")
             // 30 − 16 = 14 tokens left for that credential: 14 more are signed, the next one is not.
             var rest: [UInt8] = []
             for _ in 0..<14 { rest += try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded() }
-            #expect(try await issue(rest) == 200)
-            #expect(try await issue(try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded()) == 429)
+            let fourteen = try await issue(rest)
+            #expect(fourteen == 200)
+            let fifteenth = try await issue(try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: key).0.encoded())
+            #expect(fifteenth == 429)
+            Self.report("issuance_16_tokens_first", [first: 1])
+            Self.report("issuance_16_tokens_replayed_50_times", replayStatuses)
+            Self.report("burst_30_after_replays_14_tokens", [fourteen: 1])
+            Self.report("burst_30_after_replays_15th_token", [fifteenth: 1])
         }
     }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 26 item 6 at full size, on loopback: a Privacy-Pass-protected `netext-server pir` (with
 # its issuer) and an Oblivious HTTP relay, each under 100 request bodies at once sent without a
-# token (16 MiB to the PIR server's /key, 4 MiB to the relay), 500 slowloris connections and 5
-# idle ones, and 1,100 held connections followed by one ordinary request. Prints http_* key=value
+# token (16 MiB to the PIR server's /key, 4 MiB to the relay), 500 slowloris connections from
+# two sources (each under the per-source cap, so the deadline is what closes them) and 5 idle ones, and 1,100 held connections (from one source, then from eight) followed by one
+# ordinary request from a source among them and one from another. Prints http_* key=value
 # lines with each server's peak RSS. Usage: scripts/lib/attack-http.sh BIN_DIR WORK_DIR
 set -euo pipefail
 bin="$1"; work="$2"
@@ -53,7 +54,9 @@ echo "http_relay_rss_after_wrong_type_bodies_mb=$(rss_now "$relay")"
 flood bodies --server "127.0.0.1:$relay_port" --count 100 --megabytes 4 --path /relay --content-type message/ohttp-req --seconds 30 | sed 's/^/http_relay_bodies_/'
 sleep 1
 echo "http_relay_rss_after_bodies_mb=$(rss_now "$relay")"
-flood slow --server "127.0.0.1:$pir_port" --count 500 --idle 5 --seconds 45 --interval 5 | sed 's/^/http_pir_/'
+flood slow --server "127.0.0.1:$pir_port" --count 500 --sources 2 --idle 5 --seconds 45 --interval 5 | sed 's/^/http_pir_/'
 flood hold --server "127.0.0.1:$pir_port" --count 1100 --seconds 10 | sed 's/^/http_pir_hold_/'
+sleep 1
+flood hold --server "127.0.0.1:$pir_port" --count 1100 --sources 8 --seconds 10 | sed 's/^/http_pir_hold_8_sources_/'
 echo "http_pir_peak_rss_mb=$(sort -n "$work/pir.rss" | tail -1)"
 echo "http_relay_peak_rss_mb=$(sort -n "$work/relay.rss" | tail -1)"

@@ -6,19 +6,22 @@ Modes (each prints key=value lines):
           without a token;
           prints the answers' status codes and how much of the bodies the server took before it
           answered or closed
-  slow    --count connections send a request head one byte every --interval seconds (slowloris)
-          and --idle connections send nothing; prints how many the server closed within --seconds
-          and after how long (median and last)
-  hold    --count connections held open for --seconds, then one ordinary request (GET /metrics):
-          prints how many of the held connections the server kept and the request's status and time
+  slow    --count connections (spread over --sources source addresses as in hold) send a request
+          head one byte every --interval seconds (slowloris) and --idle connections from
+          127.0.0.2 send nothing; prints how many the server closed within --seconds and after
+          how long (median, last, and how many within 1 s: closed at accept)
+  hold    --count connections held open for --seconds, spread over --sources loopback source
+          addresses (127.0.1.1, 127.0.1.2, ...), then one ordinary request (GET /metrics) from the
+          first of them and one from 127.0.0.2: prints how many of the held connections the server
+          kept and each request's status and time
 
 Only the server given with --server (HOST:PORT on loopback) is contacted; every loop is bounded
 in count and time.
 """
 import argparse, selectors, socket, sys, threading, time
 
-def connect(host, port, timeout=10):
-    sock = socket.create_connection((host, port), timeout=timeout)
+def connect(host, port, timeout=10, source=None):
+    sock = socket.create_connection((host, port), timeout=timeout, source_address=(source, 0) if source else None)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
@@ -90,12 +93,16 @@ def watch_closes(socks, seconds, feed=None, interval=None):
 def slow(args, host, port):
     head = f"POST /queries HTTP/1.1\r\nHost: {host}\r\nX-Padding: ".encode()
     slow_socks, idle_socks = [], []
-    for _ in range(args.count):
-        sock = connect(host, port)
-        sock.sendall(head[:16])
+    sources = [f"127.0.1.{index + 1}" for index in range(args.sources)]
+    for index in range(args.count):
+        sock = connect(host, port, source=sources[index % len(sources)])
+        try:
+            sock.sendall(head[:16])
+        except OSError:
+            pass  # closed at accept (a connection cap): counted as closed below
         slow_socks.append(sock)
     for _ in range(args.idle):
-        idle_socks.append(connect(host, port))
+        idle_socks.append(connect(host, port, source="127.0.0.2"))
 
     def drip(sock):
         try:
@@ -115,16 +122,18 @@ def slow(args, host, port):
         if times:
             print(f"{name}_closed_median_s={times[len(times) // 2]:.1f}")
             print(f"{name}_closed_last_s={times[-1]:.1f}")
+            print(f"{name}_closed_within_1s={sum(1 for t in times if t < 1)}")
 
 def hold(args, host, port):
     socks, refused = [], 0
-    for _ in range(args.count):
+    sources = [f"127.0.1.{index + 1}" for index in range(args.sources)]
+    for index in range(args.count):
         try:
-            socks.append(connect(host, port, timeout=5))
+            socks.append(connect(host, port, timeout=5, source=sources[index % len(sources)]))
         except OSError:
             refused += 1
     time.sleep(min(args.seconds, 60))
-    # A held connection the server closed (over its connection cap) reads as end of file.
+    # A held connection the server closed (over a connection cap) reads as end of file.
     kept = 0
     for sock in socks:
         sock.setblocking(False)
@@ -134,22 +143,22 @@ def hold(args, host, port):
             kept += 1
         except OSError:
             pass
-    began = time.monotonic()
-    status = "failed"
-    try:
-        probe = connect(host, port, timeout=10)
-        probe.sendall(f"GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-        answer = probe.recv(64)
-        status = answer.split(b" ")[1].decode() if answer.startswith(b"HTTP/1.1 ") else "closed"
-        probe.close()
-    except OSError as error:
-        status = f"failed({error.__class__.__name__})"
-    elapsed = (time.monotonic() - began) * 1000
-    for sock in socks: sock.close()
     print(f"held_connections_kept={kept}/{args.count}")
     print(f"held_connections_refused_at_connect={refused}")
-    print(f"probe_status={status}")
-    print(f"probe_ms={elapsed:.0f}")
+    for name, source in (("same_source", sources[0]), ("other_source", "127.0.0.2")):
+        began = time.monotonic()
+        status = "failed"
+        try:
+            probe = connect(host, port, timeout=10, source=source)
+            probe.sendall(f"GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+            answer = probe.recv(64)
+            status = answer.split(b" ")[1].decode() if answer.startswith(b"HTTP/1.1 ") else "closed"
+            probe.close()
+        except OSError as error:
+            status = f"failed({error.__class__.__name__})"
+        print(f"probe_{name}_status={status}")
+        print(f"probe_{name}_ms={(time.monotonic() - began) * 1000:.0f}")
+    for sock in socks: sock.close()
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -162,12 +171,14 @@ def main():
     parser.add_argument("--content-type", default="application/octet-stream")
     parser.add_argument("--seconds", type=float, default=45)
     parser.add_argument("--interval", type=float, default=5)
+    parser.add_argument("--sources", type=int, default=1, help="hold and slow: loopback source addresses to spread the connections over")
     args = parser.parse_args()
     host, _, port = args.server.rpartition(":")
     if host not in ("127.0.0.1", "::1", "localhost"):
         sys.exit("http-flood: only loopback servers")
-    if not (1 <= args.count <= 5000 and 0 <= args.idle <= 100 and 1 <= args.megabytes <= 64 and 1 <= args.seconds <= 300):
-        sys.exit("http-flood: --count 1..5000, --idle 0..100, --megabytes 1..64, --seconds 1..300")
+    if not (1 <= args.count <= 5000 and 0 <= args.idle <= 100 and 1 <= args.megabytes <= 64 and 1 <= args.seconds <= 300
+            and 1 <= args.sources <= 250):
+        sys.exit("http-flood: --count 1..5000, --idle 0..100, --megabytes 1..64, --seconds 1..300, --sources 1..250")
     {"bodies": bodies, "slow": slow, "hold": hold}[args.mode](args, host, int(port))
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 import Foundation
+import NetExtCore
 
 /// Per-source token buckets for initiations that carry a valid cookie (mac2) while the responder
 /// is under load: a cookie proves the sender receives at its address, not that it is polite, so
@@ -10,26 +11,8 @@ import Foundation
 /// Pure: the caller passes the time. Idle buckets are swept at most once a second, in time
 /// proportional to the table (bounded by `capacity`).
 public struct InitiationRateLimiter: Sendable {
-    /// A source as the limiter sees it.
-    public struct Source: Hashable, Sendable {
-        let isIPv6: Bool
-        let bits: UInt64
-
-        /// The key of an address (4 or 16 bytes); nil for any other length.
-        public init?(address: [UInt8]) {
-            switch address.count {
-            case 4:
-                isIPv6 = false
-                bits = address.reduce(0) { $0 << 8 | UInt64($1) }
-            case 16:
-                let mapped = address[0..<10].allSatisfy { $0 == 0 } && address[10] == 0xff && address[11] == 0xff
-                isIPv6 = !mapped
-                bits = (mapped ? address[12..<16] : address[0..<8]).reduce(0) { $0 << 8 | UInt64($1) }
-            default:
-                return nil
-            }
-        }
-    }
+    /// A source as the limiter sees it (IPv4 address or IPv6 /64).
+    public typealias Source = SourceKey
 
     private struct Bucket {
         var tokens: Double
