@@ -18,13 +18,19 @@ public final class HTTPServer: Sendable {
     let logger: Logger
     let group: MultiThreadedEventLoopGroup
     let usage: HTTPServerUsage
+    /// TLS to serve with; nil serves plain HTTP (loopback, or behind a TLS-terminating proxy).
+    let tls: ServerTLS?
 
-    public init(responder: any HTTPResponder, logger: Logger, eventLoops: Int = 1, limits: HTTPServerLimits = HTTPServerLimits()) {
+    public init(responder: any HTTPResponder, logger: Logger, eventLoops: Int = 1, limits: HTTPServerLimits = HTTPServerLimits(), tls: ServerTLS? = nil) {
         self.responder = responder
         self.logger = logger
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, eventLoops))
         usage = HTTPServerUsage(limits: limits)
+        self.tls = tls
     }
+
+    /// Whether connections are TLS.
+    public var servesTLS: Bool { tls != nil }
 
     /// Connections open now.
     public var openConnections: Int { usage.openConnections }
@@ -34,14 +40,23 @@ public final class HTTPServer: Sendable {
 
     /// Binds and starts serving; returns the channel and the bound port (useful with port 0).
     public func start(host: String, port: Int) async throws -> (any Channel, Int) {
-        let responder = self.responder, logger = self.logger, usage = self.usage
+        let responder = self.responder, logger = self.logger, usage = self.usage, tls = self.tls
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(HTTPServerChannelHandler(responder: responder, logger: logger, usage: usage))
+                // The connection counter and deadline come first, so a TLS handshake never
+                // started or never finished is held against the same caps and deadline as a
+                // request never sent.
+                // The initializer runs on the channel's event loop.
+                let limiter = HTTPConnectionLimiter(usage: usage)
+                do {
+                    try channel.pipeline.syncOperations.addHandler(limiter)
+                    if let tls { try channel.pipeline.syncOperations.addHandler(tls.handler()) }
+                } catch { return channel.eventLoop.makeFailedFuture(error) }
+                return channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
+                    channel.pipeline.addHandler(HTTPServerChannelHandler(responder: responder, logger: logger, usage: usage, limiter: limiter))
                 }
             }
             .bind(host: host, port: port).get()
@@ -74,45 +89,20 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     /// Body bytes of the request being read, reserved from the server's budget.
     private var reserved = 0
     private var refused = false
-    private var counted = false
-    /// Whom the connection is counted against (per-source cap).
-    private var source: SourceKey?
+    /// The connection's caps and deadline, ahead of TLS in the pipeline.
+    let limiter: HTTPConnectionLimiter
     private var started: UInt64 = 0
-    private var deadline: Scheduled<Void>?
 
-    init(responder: any HTTPResponder, logger: Logger, usage: HTTPServerUsage) {
+    init(responder: any HTTPResponder, logger: Logger, usage: HTTPServerUsage, limiter: HTTPConnectionLimiter) {
         self.responder = responder
         self.logger = logger
         self.usage = usage
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        let source = context.channel.remoteAddress.flatMap(Self.sourceKey)
-        guard usage.openConnection(from: source) else {
-            context.close(promise: nil)
-            return
-        }
-        counted = true
-        self.source = source
-        armDeadline(context: context)
-        context.fireChannelActive()
+        self.limiter = limiter
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        deadline?.cancel()
         releaseBody()
-        if counted { usage.closeConnection(from: source) }
-        counted = false
         context.fireChannelInactive()
-    }
-
-    /// The next request must have arrived whole within the deadline.
-    private func armDeadline(context: ChannelHandlerContext) {
-        deadline?.cancel()
-        let channel = context.channel
-        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(usage.limits.requestDeadline * 1000))) {
-            channel.close(promise: nil)
-        }
     }
 
     private func releaseBody() {
@@ -154,7 +144,7 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             body += buffer.readBytes(length: buffer.readableBytes) ?? []
         case .end:
             guard !refused, let head else { return }
-            deadline?.cancel()
+            limiter.disarm()
             let (path, query) = Self.split(head.uri)
             let request = HTTPServerRequest(
                 method: head.method.rawValue, path: path, query: query, headers: headerFields, body: body)
@@ -173,18 +163,9 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
                     // is not worth reading (a 401 challenge keeps it, the token comes next).
                     let close = !keepAlive || (response.status >= 400 && response.status != 401)
                     self.write(response, context: bound.value, head: head, close: close)
-                    if !close { self.armDeadline(context: bound.value) }
+                    if !close { self.limiter.arm() }
                 }
             }
-        }
-    }
-
-    /// The per-source key of an IP peer; nil for a Unix socket.
-    static func sourceKey(of address: SocketAddress) -> SourceKey? {
-        switch address {
-        case let .v4(peer): withUnsafeBytes(of: peer.address.sin_addr) { SourceKey(address: $0) }
-        case let .v6(peer): withUnsafeBytes(of: peer.address.sin6_addr) { SourceKey(address: $0) }
-        case .unixDomainSocket: nil
         }
     }
 
@@ -225,4 +206,69 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             done.whenComplete { _ in channel.close(promise: nil) }
         }
     }
+}
+
+/// The first handler of every connection: counts it against the server's caps (closing it at
+/// once when over one) and closes it when a whole request has not arrived within the deadline —
+/// from accept, so a TLS handshake that never finishes is held to it too, and again after each
+/// response. `HTTPServerChannelHandler` disarms it while a request is being answered.
+final class HTTPConnectionLimiter: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+
+    let usage: HTTPServerUsage
+    private var counted = false
+    /// Whom the connection is counted against (per-source cap).
+    private var source: SourceKey?
+    private var channel: (any Channel)?
+    private var deadline: Scheduled<Void>?
+
+    init(usage: HTTPServerUsage) {
+        self.usage = usage
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let source = context.channel.remoteAddress.flatMap(Self.sourceKey)
+        guard usage.openConnection(from: source) else {
+            context.close(promise: nil)
+            return
+        }
+        counted = true
+        self.source = source
+        channel = context.channel
+        arm()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        if counted { usage.closeConnection(from: source) }
+        counted = false
+        channel = nil
+        context.fireChannelInactive()
+    }
+
+    /// The next request must have arrived whole within the deadline (on the channel's loop).
+    func arm() {
+        deadline?.cancel()
+        guard let channel else { return }
+        deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(usage.limits.requestDeadline * 1000))) {
+            channel.close(promise: nil)
+        }
+    }
+
+    /// A whole request is in: no deadline while it is answered (on the channel's loop).
+    func disarm() {
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    /// The per-source key of an IP peer; nil for a Unix socket.
+    static func sourceKey(of address: SocketAddress) -> SourceKey? {
+        switch address {
+        case let .v4(peer): withUnsafeBytes(of: peer.address.sin_addr) { SourceKey(address: $0) }
+        case let .v6(peer): withUnsafeBytes(of: peer.address.sin6_addr) { SourceKey(address: $0) }
+        case .unixDomainSocket: nil
+        }
+    }
+
 }

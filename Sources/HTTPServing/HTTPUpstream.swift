@@ -1,12 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Sends requests to another server — the relay to its gateway, the gateway to its targets, an
-/// origin to its issuer's directory, a client to the relay: plain HTTP over pooled keep-alive
-/// connections (`PooledHTTPClient`), HTTPS through URLSession. Only the headers the caller names
-/// are sent; no cookies, no cache, no credentials of its own.
+/// origin to its issuer's directory, a client to the relay: HTTP and HTTPS over pooled keep-alive
+/// connections (`PooledHTTPClient`). Only the headers the caller names are sent; no cookies, no
+/// cache, no credentials of its own.
 public final class HTTPUpstream: Sendable {
     /// Why no answer came.
     public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -21,54 +18,38 @@ public final class HTTPUpstream: Sendable {
         }
     }
 
-    let session: URLSession
     let pool: PooledHTTPClient
     let timeout: Double
 
-    public init(timeout: Double = 30) {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpShouldSetCookies = false
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.httpMaximumConnectionsPerHost = 16
-        configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration)
-        pool = PooledHTTPClient(timeout: timeout)
+    /// `tls`: whom HTTPS upstreams must prove themselves to (default: the system trust store).
+    public init(timeout: Double = 30, tls: ClientTLS? = nil) {
+        pool = PooledHTTPClient(timeout: timeout, tls: tls)
         self.timeout = timeout
     }
 
     /// Sends one request and returns the answer, whatever its status; `headers` are the only
-    /// header fields added by the caller.
+    /// header fields added by the caller. `http` and `https` URLs only.
     public func exchange(method: String, url: URL, headers: [(name: String, value: String)], body: [UInt8]) async throws(Failure) -> HTTPServerResponse {
-        if url.scheme == "http", let host = url.host {
-            var target = url.path.isEmpty ? "/" : url.path
-            if let query = url.query { target += "?" + query }
-            do throws(PooledHTTPClient.Failure) {
-                let answer = try await pool.send(method: method, host: host, port: url.port ?? 80, target: target, headers: headers, body: body)
-                return HTTPServerResponse(status: answer.status, headers: answer.headers, body: answer.body)
-            } catch {
-                throw error == .timedOut ? .timedOut(seconds: Int(timeout)) : .unreachable("\(host): \(error)")
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
+            throw .unreachable("\(url.absoluteString) is not an http or https URL")
+        }
+        let secure = scheme == "https"
+        var target = url.path.isEmpty ? "/" : url.path
+        if let query = url.query { target += "?" + query }
+        // URL keeps an IPv6 literal's brackets in `host`; sockets want the bare address.
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        do throws(PooledHTTPClient.Failure) {
+            let answer = try await pool.send(
+                method: method, secure: secure, host: bare, port: url.port ?? (secure ? 443 : 80), target: target, headers: headers, body: body)
+            return HTTPServerResponse(status: answer.status, headers: answer.headers, body: answer.body)
+        } catch {
+            switch error {
+            case .timedOut: throw .timedOut(seconds: Int(timeout))
+            case let .tls(reason): throw .unreachable("\(host): TLS: \(reason)")
+            default: throw .unreachable("\(host): \(error)")
             }
         }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.timeoutInterval = timeout
-        if !body.isEmpty || method == "POST" { request.httpBody = Data(body) }
-        for (name, value) in headers { request.addValue(value, forHTTPHeaderField: name) }
-        let data: Data, response: URLResponse
-        do { (data, response) = try await session.data(for: request) } catch let error as URLError where error.code == .timedOut {
-            throw .timedOut(seconds: Int(timeout))
-        } catch { throw .unreachable(error.localizedDescription) }
-        guard let http = response as? HTTPURLResponse else { throw .unreachable("answered without HTTP") }
-        var fields: [(name: String, value: String)] = []
-        for (name, value) in http.allHeaderFields {
-            guard let name = name as? String, let value = value as? String else { continue }
-            fields.append((name, value))
-        }
-        return HTTPServerResponse(status: http.statusCode, headers: fields, body: [UInt8](data))
     }
-
     /// As `exchange`, with failures answered 504 (timeout) or 502, so that a forwarding role
     /// always has a response to pass on.
     public func send(method: String, url: URL, headers: [(name: String, value: String)], body: [UInt8]) async -> HTTPServerResponse {

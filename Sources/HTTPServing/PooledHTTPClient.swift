@@ -2,13 +2,14 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
-/// A small HTTP/1.1 client on SwiftNIO for plain-HTTP hops between NetExt's parts (client →
-/// relay, relay → gateway, gateway → target): keep-alive connections pooled per host and port,
-/// one request at a time per connection, whole bodies. URLSession on Linux costs about a
-/// millisecond per request; this costs a few tens of microseconds. HTTPS is not handled here
-/// (callers fall back to URLSession for it).
+/// A small HTTP/1.1 client on SwiftNIO for the hops between NetExt's parts (client → relay,
+/// relay → gateway, gateway → target, origin → issuer): keep-alive connections pooled per
+/// scheme, host and port, one request at a time per connection, whole bodies; HTTPS through
+/// NIOSSL with the trust given at init (`ClientTLS`). URLSession on Linux costs about a
+/// millisecond per request; this costs a few tens of microseconds.
 public final class PooledHTTPClient: Sendable {
     public struct Response: Sendable {
         public var status: Int
@@ -18,6 +19,8 @@ public final class PooledHTTPClient: Sendable {
 
     public enum Failure: Error, Sendable, Equatable {
         case connect(String)
+        /// The TLS handshake failed (a sentence: untrusted certificate, wrong name, not TLS…).
+        case tls(String)
         /// The connection closed before any of the response arrived (a pooled connection the
         /// server had closed): safe to send again on a new one.
         case closedBeforeResponse
@@ -38,12 +41,25 @@ public final class PooledHTTPClient: Sendable {
     let group: any EventLoopGroup
     let timeout: TimeAmount
     let maximumIdlePerHost: Int
+    /// Whom HTTPS connections trust; nil: `ClientTLS.system()`, set up at the first HTTPS request.
+    private let trust: Mutex<ClientTLS?>
     private let idle = Mutex([String: [Connection]]())
 
-    public init(timeout: Double = 30, maximumIdlePerHost: Int = 16) {
+    public init(timeout: Double = 30, maximumIdlePerHost: Int = 16, tls: ClientTLS? = nil) {
         group = MultiThreadedEventLoopGroup.singleton
         self.timeout = .milliseconds(Int64(timeout * 1000))
         self.maximumIdlePerHost = maximumIdlePerHost
+        trust = Mutex(tls)
+    }
+
+    /// The TLS of HTTPS connections: the one given at init, else the system's trust store.
+    private func clientTLS() throws(Failure) -> ClientTLS {
+        if let given = trust.withLock({ $0 }) { return given }
+        do throws(TLSSetupError) {
+            let system = try ClientTLS.system()
+            trust.withLock { $0 = $0 ?? system }
+            return system
+        } catch { throw .tls(error.description) }
     }
 
     deinit {
@@ -53,20 +69,24 @@ public final class PooledHTTPClient: Sendable {
     /// One request as it goes out.
     struct Request: Sendable {
         var method: String
+        var secure: Bool
         var host: String
         var port: Int
         var target: String
         var headers: [(name: String, value: String)]
         var body: [UInt8]
-        /// The pool's key: host and port.
-        var key: String { "\(host):\(port)" }
+        /// The Host field's value: the port only when it is not the scheme's default.
+        var authority: String { port == (secure ? 443 : 80) ? host : "\(host):\(port)" }
+        /// The pool's key: scheme, host and port.
+        var key: String { "\(secure ? "https" : "http")://\(host):\(port)" }
     }
 
-    /// Sends one request to `host:port`; `target` is the path with its query.
+    /// Sends one request to `host:port` (over TLS when `secure`); `target` is the path with its
+    /// query.
     public func send(
-        method: String, host: String, port: Int, target: String, headers: [(name: String, value: String)], body: [UInt8]
+        method: String, secure: Bool = false, host: String, port: Int, target: String, headers: [(name: String, value: String)], body: [UInt8]
     ) async throws(Failure) -> Response {
-        let request = Request(method: method, host: host, port: port, target: target, headers: headers, body: body)
+        let request = Request(method: method, secure: secure, host: host, port: port, target: target, headers: headers, body: body)
         // A pooled connection the server closed meanwhile fails before any answer: send again
         // on a fresh one.
         while let pooled = idle.withLock({ $0[request.key]?.popLast() }) {
@@ -79,28 +99,36 @@ public final class PooledHTTPClient: Sendable {
         // A fresh connection carries the request from its connect callback, on its event loop:
         // a task resumed late (a starved task pool) cannot leave it idle past the server's
         // request deadline.
+        // (With TLS, the request waits in the TLS handler until the handshake is done.)
         let collector = ResponseCollector()
-        let connected = bootstrap(collector).connect(host: host, port: port)
+        let connected = try bootstrap(collector, secure: secure, host: host).connect(host: host, port: port)
         let answered = connected.flatMap { channel in self.write(request, on: Connection(channel: channel, collector: collector)) }
         let channel: any Channel
         do { channel = try await connected.get() } catch { throw .connect("\(host):\(port): \(error)") }
         return try await finish(request, on: Connection(channel: channel, collector: collector), answered)
     }
 
-    private func bootstrap(_ collector: ResponseCollector) -> ClientBootstrap {
-        ClientBootstrap(group: group)
+    private func bootstrap(_ collector: ResponseCollector, secure: Bool, host: String) throws(Failure) -> ClientBootstrap {
+        let tls = secure ? try clientTLS() : nil
+        return ClientBootstrap(group: group)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(timeout)
             .channelInitializer { channel in
-                channel.pipeline.addHTTPClientHandlers().flatMap { channel.pipeline.addHandler(collector) }
+                // The initializer runs on the channel's event loop.
+                if let tls {
+                    do { try channel.pipeline.syncOperations.addHandler(try tls.handler(host: host)) } catch {
+                        return channel.eventLoop.makeFailedFuture(Failure.tls("\(host) is not a name TLS can check: \(TLSFailure.describe(error))"))
+                    }
+                }
+                return channel.pipeline.addHTTPClientHandlers().flatMap { channel.pipeline.addHandler(collector) }
             }
     }
 
     /// A connection and nothing sent on it yet (tests use it to hold one idle).
-    func connect(host: String, port: Int) async throws(Failure) -> Connection {
+    func connect(secure: Bool = false, host: String, port: Int) async throws(Failure) -> Connection {
         let collector = ResponseCollector()
         do {
-            let channel = try await bootstrap(collector).connect(host: host, port: port).get()
+            let channel = try await bootstrap(collector, secure: secure, host: host).connect(host: host, port: port).get()
             return Connection(channel: channel, collector: collector)
         } catch { throw .connect("\(host):\(port): \(error)") }
     }
@@ -119,11 +147,12 @@ public final class PooledHTTPClient: Sendable {
             // after `begin` and fails the promise; when it is not, no answer can ever come, and
             // waiting for one would take the whole timeout.
             guard channel.isActive else {
-                promise.fail(Failure.notSent)
+                // A TLS handshake can fail before the request was to go out: say why.
+                promise.fail(collector.tlsFailure ?? Failure.notSent)
                 return
             }
             var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: request.target)
-            head.headers.add(name: "Host", value: request.port == 80 ? request.host : request.key)
+            head.headers.add(name: "Host", value: request.authority)
             for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
                 head.headers.add(name: name, value: value)
             }
@@ -182,6 +211,8 @@ final class ResponseCollector: ChannelInboundHandler, @unchecked Sendable {
     private var promise: EventLoopPromise<Result>?
     private var result: Result?
     private var timer: Scheduled<Void>?
+    /// Why the TLS handshake failed, kept for a request that was not yet under way then.
+    private(set) var tlsFailure: PooledHTTPClient.Failure?
 
     func begin(_ promise: EventLoopPromise<Result>, timeout: TimeAmount, context channel: any Channel) {
         self.promise = promise
@@ -219,7 +250,13 @@ final class ResponseCollector: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(result == nil ? PooledHTTPClient.Failure.closedBeforeResponse : PooledHTTPClient.Failure.closedEarly)
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            let failure = PooledHTTPClient.Failure.tls(TLSFailure.describe(error))
+            tlsFailure = failure
+            fail(failure)
+        } else {
+            fail(result == nil ? .closedBeforeResponse : .closedEarly)
+        }
         context.close(promise: nil)
     }
 

@@ -14,12 +14,14 @@ enum HTTPServiceRunner {
     }
 
     static func run(
-        _ responder: any HTTPResponder, listen: ListenAddress, limits: HTTPServerLimits, logger: Logger, metadata: Logger.Metadata = [:],
+        _ responder: any HTTPResponder, listen: ListenAddress, serving: HTTPServingOptions, logger: Logger, metadata: Logger.Metadata = [:],
         every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
     ) async throws {
-        let server = HTTPServer(responder: responder, logger: logger, limits: limits)
+        let tls: ServerTLS?
+        do throws(TLSSetupError) { tls = try serving.serverTLS() } catch { throw fail(error.description) }
+        let server = HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: tls)
         let (channel, port) = try await server.start(listen)
-        logger.info("serving", metadata: metadata.merging(["listen": "\(ListenAddress(host: listen.host, port: port))"]) { a, _ in a })
+        announce(tls: server.servesTLS, listen: ListenAddress(host: listen.host, port: port), logger: logger, metadata: metadata)
         let timer: Task<Void, Never>? = interval.flatMap { interval in
             periodic.map { work in
                 Task {
@@ -36,6 +38,27 @@ enum HTTPServiceRunner {
         timer?.cancel()
         try? await channel.close()
         await server.shutdown()
+    }
+
+    /// Logs the "serving" line (its `listen=` and `tls=` are what scripts and tests read), and
+    /// warns when plain HTTP is served beyond loopback.
+    static func announce(tls: Bool, listen: ListenAddress, logger: Logger, metadata: Logger.Metadata = [:]) {
+        var fields = metadata
+        fields["listen"] = "\(listen)"
+        fields["tls"] = "\(tls ? "on" : "off")"
+        logger.info("serving", metadata: fields)
+        if !tls, !isLoopback(listen.host) {
+            logger.warning("serving plain HTTP beyond loopback: give --tls-certificate and --tls-key, or put a TLS-terminating proxy in front")
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Turns the upstream trust options into a client TLS, or exits 3 with the reason.
+    static func upstreamTLS(_ options: UpstreamTrustOptions) throws -> ClientTLS? {
+        do throws(TLSSetupError) { return try options.clientTLS() } catch { throw fail(error.description) }
     }
 
     /// Prints a startup failure the way every netext-server role does, and exits 3.

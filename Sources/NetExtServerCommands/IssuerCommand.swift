@@ -22,7 +22,7 @@ struct IssuerCommand: AsyncParsableCommand {
     @Option(help: "Seconds a successor is published before, and its predecessor kept after, the switch.") var keyOverlap: UInt64 = 86400
     @Option(help: "Tokens per hour per credential.") var ratePerHour: Double = 1000
     @Option(help: "Tokens a credential may take at once.") var burst: Double = 200
-    @OptionGroup var connections: HTTPLimitsOptions
+    @OptionGroup var serving: HTTPServingOptions
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -38,7 +38,7 @@ struct IssuerCommand: AsyncParsableCommand {
         } catch { throw HTTPServiceRunner.fail("\(error)") }
         let responder = IssuerResponder(keys: ring, credentials: accepted, limiter: IssuanceRateLimiter(perHour: ratePerHour, burst: burst))
         try await HTTPServiceRunner.run(
-            responder, listen: address, limits: connections.limits, logger: logger, metadata: ["keys": "\(ring.keys.count)", "credentials": "\(accepted.count)"],
+            responder, listen: address, serving: serving, logger: logger, metadata: ["keys": "\(ring.keys.count)", "credentials": "\(accepted.count)"],
             every: .seconds(30)
         ) {
             do throws(PrivacyServiceError) {

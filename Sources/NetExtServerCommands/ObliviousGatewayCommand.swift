@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLogging
 import Foundation
+import HTTPServing
 import Logging
 import PrivacyServices
 
@@ -20,7 +21,8 @@ struct ObliviousGatewayCommand: AsyncParsableCommand {
     @Option(name: .customLong("target"), help: "AUTHORITY=URL, e.g. pir.example=http://127.0.0.1:8080 (repeatable).") var targets: [String] = []
     @Option(help: "Seconds a key serves before the next key id takes over.") var keyLifetime: UInt64 = 7 * 86400
     @Option(help: "Seconds old keys still open requests after the switch.") var keyOverlap: UInt64 = 86400
-    @OptionGroup var connections: HTTPLimitsOptions
+    @OptionGroup var serving: HTTPServingOptions
+    @OptionGroup var upstream: UpstreamTrustOptions
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -41,7 +43,7 @@ struct ObliviousGatewayCommand: AsyncParsableCommand {
             ring = try GatewayKeyRing(directory: keys, schedule: try KeyRotationSchedule(lifetime: keyLifetime, overlap: keyOverlap))
         } catch { throw HTTPServiceRunner.fail("\(error)") }
         try await HTTPServiceRunner.run(
-            GatewayResponder(keys: ring, targets: allowed), listen: address, limits: connections.limits, logger: logger,
+            GatewayResponder(keys: ring, targets: allowed, upstream: HTTPUpstream(tls: try HTTPServiceRunner.upstreamTLS(upstream))), listen: address, serving: serving, logger: logger,
             metadata: ["targets": "\(allowed.keys.sorted().joined(separator: ","))", "key_ids": "\(ring.keys.map { String($0.keyID) }.joined(separator: ","))"],
             every: .seconds(30)
         ) {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CommandLogging
 import Foundation
+import HTTPServing
 import Logging
 import PrivacyServices
 
@@ -17,7 +18,8 @@ struct ObliviousRelayCommand: AsyncParsableCommand {
     @Option(help: "Address and port to listen on.") var listen: String
     @Option(help: "The gateway's request URL, e.g. http://10.0.0.2:8082/gateway.") var gateway: String
     @Option(help: "The gateway's key configuration URL (default: /ohttp-keys beside --gateway).") var gatewayKeys: String?
-    @OptionGroup var connections: HTTPLimitsOptions
+    @OptionGroup var serving: HTTPServingOptions
+    @OptionGroup var upstream: UpstreamTrustOptions
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -28,6 +30,6 @@ struct ObliviousRelayCommand: AsyncParsableCommand {
             throw ValidationError("--gateway must be an http(s) URL, got \(gateway)")
         }
         let keysURL = gatewayKeys.flatMap(URL.init(string:)) ?? gatewayURL.deletingLastPathComponent().appendingPathComponent("ohttp-keys")
-        try await HTTPServiceRunner.run(RelayResponder(gatewayURL: gatewayURL, keysURL: keysURL), listen: address, limits: connections.limits, logger: logger)
+        try await HTTPServiceRunner.run(RelayResponder(gatewayURL: gatewayURL, keysURL: keysURL, upstream: HTTPUpstream(tls: try HTTPServiceRunner.upstreamTLS(upstream))), listen: address, serving: serving, logger: logger)
     }
 }

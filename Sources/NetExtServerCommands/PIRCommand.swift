@@ -28,7 +28,8 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
     @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
     @Option(help: "Seconds between fetches of the issuer's key directory (failed fetches are retried sooner, backing off from 5 s).") var directoryRefreshSeconds: Double = 300
-    @OptionGroup var connections: HTTPLimitsOptions
+    @OptionGroup var serving: HTTPServingOptions
+    @OptionGroup var upstream: UpstreamTrustOptions
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -57,20 +58,22 @@ struct PIRCommand: AsyncParsableCommand {
         let handler = PIRRequestHandler(
             useCases: useCases, keyCapacity: keyCapacity, keyByteBudget: keyStoreMegabytes << 20, maximumQueriesPerRequest: maxQueriesPerRequest)
         var verifier: PrivateTokenVerifier?
+        let tls: ServerTLS?
+        do throws(TLSSetupError) { tls = try serving.serverTLS() } catch { throw HTTPServiceRunner.fail(error.description) }
         if let privacyPassIssuer {
+            let trust = try HTTPServiceRunner.upstreamTLS(upstream)
             guard let base = URL(string: privacyPassIssuer), let host = base.host else { throw ValidationError("--privacy-pass-issuer must be a URL, got \(privacyPassIssuer)") }
             let directoryURL = URL(string: base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + IssuerDirectory.wellKnownPath)!
             do throws(PrivacyServiceError) {
                 let store = try SpentTokenStore(path: spentTokens ?? database + "/spent-tokens.sqlite")
-                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, refreshInterval: directoryRefreshSeconds, logger: logger)
+                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, refreshInterval: directoryRefreshSeconds, tls: trust, logger: logger)
             } catch { throw HTTPServiceRunner.fail("\(error)") }
             if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
         }
-        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity, limits: connections.limits)
+        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity, limits: serving.limits, tls: tls)
         let (channel, boundPort) = try await server.start(host: address.host, port: address.port)
-        logger.info("serving", metadata: [
-            "listen": "\(ListenAddress(host: address.host, port: boundPort))", "use_cases": "\(useCases.keys.sorted().joined(separator: ","))",
-            "privacy_pass": "\(verifier == nil ? "off" : "required")",
+        HTTPServiceRunner.announce(tls: tls != nil, listen: ListenAddress(host: address.host, port: boundPort), logger: logger, metadata: [
+            "use_cases": "\(useCases.keys.sorted().joined(separator: ","))", "privacy_pass": "\(verifier == nil ? "off" : "required")",
         ])
         // SIGHUP: reload from disk; keep serving the old databases when the new ones fail to load.
         signal(SIGHUP, SIG_IGN)

@@ -15,10 +15,10 @@ public final class PIRHTTPServer: Sendable {
     let server: HTTPServer
     let work: FairWorkQueue
 
-    public init(handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil, workCapacity: Int = 1024, limits: HTTPServerLimits = HTTPServerLimits()) {
+    public init(handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil, workCapacity: Int = 1024, limits: HTTPServerLimits = HTTPServerLimits(), tls: ServerTLS? = nil) {
         self.handler = handler
         work = FairWorkQueue(capacity: workCapacity)
-        server = HTTPServer(responder: PIRResponder(service: handler, authorizer: authorizer, work: work), logger: logger, limits: limits)
+        server = HTTPServer(responder: PIRResponder(service: handler, authorizer: authorizer, work: work), logger: logger, limits: limits, tls: tls)
     }
 
     /// Binds and starts serving; returns the bound port (useful with port 0).

@@ -26,7 +26,7 @@ struct PooledHTTPClientTests {
         let began = ContinuousClock.now
         var failure: PooledHTTPClient.Failure?
         do throws(PooledHTTPClient.Failure) {
-            let request = PooledHTTPClient.Request(method: "POST", host: "127.0.0.1", port: port, target: "/x", headers: [], body: Array("abc".utf8))
+            let request = PooledHTTPClient.Request(method: "POST", secure: false, host: "127.0.0.1", port: port, target: "/x", headers: [], body: Array("abc".utf8))
             _ = try await client.exchange(request, on: connection)
         } catch { failure = error }
         #expect(failure == .notSent)

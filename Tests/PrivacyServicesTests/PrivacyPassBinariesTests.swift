@@ -10,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 26, items 1 and 4, at the issue's sizes against the real `netext-server issuer` and
+/// Issue 26, items 1 and 4, at the issue's sizes (every hop over TLS) against the real `netext-server issuer` and
 /// `netext-server pir --privacy-pass-issuer` processes of this build: 11 spent tokens stay spent
 /// through an issuer directory that answers with no key (the origin used to drop its table,
 /// 11 → 0 rows, and take them again), and one client's 16-token issuance replayed 50 times is
@@ -57,6 +57,11 @@ struct PrivacyPassBinariesTests {
     @Test func spentTokensSurviveAnEmptyDirectoryAndReplayedIssuanceIsChargedOnce() async throws {
         let work = TemporaryDirectory()
         defer { work.remove() }
+        // Every hop is TLS under a private CA: the issuer and the origin serve it, the origin
+        // fetches the directory over it (`--upstream-ca`), the test's client trusts that CA.
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let serveTLS = ["--tls-certificate", certificates.certificateFile, "--tls-key", certificates.keyFile]
         try "\(Self.victim)\n\(Self.other)\n".write(toFile: work.path + "/credentials", atomically: true, encoding: .utf8)
         try "https://blocked.example/\nhttps://ads.example/x\n".write(toFile: work.path + "/urls.txt", atomically: true, encoding: .utf8)
         let built = try await ServerProcess.runToEnd("netext-urlfilter-db", [
@@ -68,21 +73,22 @@ struct PrivacyPassBinariesTests {
         let issuer = try await ServerProcess.start("netext-server", [
             "issuer", "--listen", "127.0.0.1:0", "--keys", work.path + "/issuer-keys", "--credentials", work.path + "/credentials",
             "--rate-per-hour", "0.001", "--burst", "30",
-        ], log: work.path + "/issuer.log")
+        ] + serveTLS, log: work.path + "/issuer.log")
         defer { issuer.kill() }
-        let issuerURL = URL(string: "http://127.0.0.1:\(issuer.port)")!
-        let transport = DirectTransport(timeout: testClientTimeout)
+        let issuerURL = URL(string: "https://127.0.0.1:\(issuer.port)")!
+        let transport = DirectTransport(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.caFile))
         let realDirectory = try await transport.send(ServiceRequest(method: "GET", url: issuerURL.appendingPathComponent(String(IssuerDirectory.wellKnownPath.dropFirst()))))
         #expect(realDirectory.status == 200)
         let directory = SwitchableDirectory()
         directory.state.withLock { $0.real = realDirectory.body }
-        try await Served.start(directory).use { served in
+        try await Served.start(directory, tls: try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)).use { served in
             let origin = try await ServerProcess.start("netext-server", [
                 "pir", "--database", work.path + "/db", "--listen", "127.0.0.1:0", "--threads", "1",
-                "--privacy-pass-issuer", served.base, "--origin-name", "pir.test", "--directory-refresh-seconds", "1",
-            ], log: work.path + "/pir.log")
+                "--privacy-pass-issuer", served.base, "--upstream-ca", certificates.caFile, "--origin-name", "pir.test", "--directory-refresh-seconds", "1",
+            ] + serveTLS, log: work.path + "/pir.log")
             defer { origin.kill() }
-            let originURL = URL(string: "http://127.0.0.1:\(origin.port)/config")!
+            #expect(origin.servesTLS && issuer.servesTLS, "a server did not log tls=on")
+            let originURL = URL(string: "https://127.0.0.1:\(origin.port)/config")!
             func post(_ token: PrivateToken?) async throws -> Int {
                 var headers: [(name: String, value: String)] = [("User-Identifier", "u1"), ("Content-Type", "application/x-protobuf")]
                 if let token { headers.append(("Authorization", PrivateTokenHeader.authorization(token))) }
@@ -151,6 +157,8 @@ struct PrivacyPassBinariesTests {
 struct ServerProcess {
     let process: Process
     let port: Int
+    /// Whether its "serving" line says `tls=on`.
+    var servesTLS = false
 
     static let binaryDirectory = BuiltBinaries.directory
     static var binariesBuilt: Bool { FileManager.default.isExecutableFile(atPath: binaryDirectory + "/netext-server") }
@@ -170,7 +178,7 @@ struct ServerProcess {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             if let range = text.range(of: #"listen=127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
                let port = Int(text[range].split(separator: ":").last ?? "") {
-                return ServerProcess(process: process, port: port)
+                return ServerProcess(process: process, port: port, servesTLS: text.contains("tls=on"))
             }
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(100))

@@ -21,13 +21,15 @@ struct Served {
     let server: HTTPServer
     let port: Int
 
-    static func start(_ responder: any HTTPResponder) async throws -> Served {
-        let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
-        return Served(server: server, port: port)
+    /// Serves `responder` on loopback, over TLS when `tls` is given.
+    static func start(_ responder: any HTTPResponder, tls: ServerTLS? = nil, host: String = "127.0.0.1", limits: HTTPServerLimits = HTTPServerLimits()) async throws -> Served {
+        let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, limits: limits, tls: tls)
+        let (_, port) = try await server.start(host: host, port: 0)
+        return Served(server: server, port: port, host: host)
     }
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    var host = "127.0.0.1"
+    var base: String { "\(server.servesTLS ? "https" : "http")://\(host):\(port)" }
     func url(_ path: String) -> URL { URL(string: base + path)! }
     func stop() async { await server.shutdown() }
 

@@ -49,16 +49,18 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     ///   - retention: seconds a key's spent nonces are kept after the key left the directory
     ///     (a week by default; it is refused for good afterwards).
     ///   - fetchTimeout: seconds one directory fetch may take.
+    ///   - tls: whom an `https` directory URL must prove itself to (default: the system's trust
+    ///     store).
     public init(
         issuerName: String, originName: String, directoryURL: URL, spent: SpentTokenStore,
-        refreshInterval: Double = 300, retention: UInt64 = 7 * 86400, fetchTimeout: Double = 10, logger: Logger
+        refreshInterval: Double = 300, retention: UInt64 = 7 * 86400, fetchTimeout: Double = 10, tls: ClientTLS? = nil, logger: Logger
     ) {
         challenge = TokenChallenge(issuerName: issuerName, originInfo: [originName])
         self.directoryURL = directoryURL
         self.refreshInterval = refreshInterval
         self.retention = retention
         self.spent = spent
-        upstream = HTTPUpstream(timeout: fetchTimeout)
+        upstream = HTTPUpstream(timeout: fetchTimeout, tls: tls)
         self.logger = logger
     }
 

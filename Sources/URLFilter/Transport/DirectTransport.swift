@@ -2,13 +2,14 @@ import Foundation
 import HTTPServing
 
 /// Sends requests straight to the service (the server sees the client's address;
-/// `ObliviousTransport` is the private alternative), through `HTTPUpstream`: plain HTTP over
-/// pooled keep-alive connections, HTTPS through URLSession.
+/// `ObliviousTransport` is the private alternative), through `HTTPUpstream`: HTTP and HTTPS
+/// (the system's trust store) over pooled keep-alive connections.
 public struct DirectTransport: ServiceTransport {
     let upstream: HTTPUpstream
 
-    public init(timeout: Double = 30) {
-        upstream = HTTPUpstream(timeout: timeout)
+    /// `tls`: whom https services must prove themselves to (default: the system's trust store).
+    public init(timeout: Double = 30, tls: ClientTLS? = nil) {
+        upstream = HTTPUpstream(timeout: timeout, tls: tls)
     }
 
     public func send(_ request: ServiceRequest) async throws(URLFilterError) -> ServiceResponse {

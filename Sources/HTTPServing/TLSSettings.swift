@@ -1,0 +1,100 @@
+import NIOCore
+import NIOSSL
+
+/// Why TLS could not be set up from files: each names the file and what is wrong with it.
+public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// The TLS an HTTP role serves with: a certificate chain and its private key, read from PEM
+/// files; TLS 1.2 and 1.3 only (BoringSSL's default cipher suites, all forward-secret), ALPN
+/// `http/1.1`.
+public struct ServerTLS: Sendable {
+    let context: NIOSSLContext
+
+    /// Reads the chain (leaf first) and its key. Refuses a missing or unreadable file, a file
+    /// without a certificate, and a key that does not belong to the leaf, naming the files.
+    public init(certificateFile: String, keyFile: String) throws(TLSSetupError) {
+        let chain: [NIOSSLCertificate]
+        do { chain = try NIOSSLCertificate.fromPEMFile(certificateFile) } catch {
+            throw TLSSetupError(description: "cannot read the certificate file \(certificateFile): \(TLSFailure.describe(error))")
+        }
+        guard !chain.isEmpty else { throw TLSSetupError(description: "the certificate file \(certificateFile) holds no PEM certificate") }
+        let key: NIOSSLPrivateKey
+        do { key = try NIOSSLPrivateKey(file: keyFile, format: .pem) } catch {
+            throw TLSSetupError(description: "cannot read the private key file \(keyFile): \(TLSFailure.describe(error))")
+        }
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.applicationProtocols = ["http/1.1"]
+        // The key was read above, so failing to load it here means BoringSSL found that it
+        // does not belong to the leaf certificate.
+        do { context = try NIOSSLContext(configuration: configuration) } catch NIOSSLError.failedToLoadPrivateKey {
+            throw TLSSetupError(description: "the private key in \(keyFile) does not match the first certificate in \(certificateFile)")
+        } catch {
+            throw TLSSetupError(description: "cannot use \(certificateFile) with \(keyFile): \(TLSFailure.describe(error))")
+        }
+    }
+
+    func handler() -> NIOSSLServerHandler { NIOSSLServerHandler(context: context) }
+}
+
+/// Whom a client trusts for HTTPS: the machine's CA bundle, or the certificates of one PEM file
+/// (a private CA, as labs and self-run deployments use). TLS 1.2 or later; the server's name or
+/// IP address must match its certificate.
+public struct ClientTLS: Sendable {
+    let context: NIOSSLContext
+
+    /// The machine's trust store (`/etc/ssl/certs`).
+    public static func system() throws(TLSSetupError) -> ClientTLS { try ClientTLS(roots: .default, origin: "the system trust store") }
+
+    /// The certificates in `caFile` (PEM) and nothing else.
+    public init(caFile: String) throws(TLSSetupError) {
+        let roots: [NIOSSLCertificate]
+        do { roots = try NIOSSLCertificate.fromPEMFile(caFile) } catch {
+            throw TLSSetupError(description: "cannot read the CA file \(caFile): \(TLSFailure.describe(error))")
+        }
+        guard !roots.isEmpty else { throw TLSSetupError(description: "the CA file \(caFile) holds no PEM certificate") }
+        try self.init(roots: .certificates(roots), origin: caFile)
+    }
+
+    private init(roots: NIOSSLTrustRoots, origin: String) throws(TLSSetupError) {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.trustRoots = roots
+        configuration.certificateVerification = .fullVerification
+        configuration.applicationProtocols = ["http/1.1"]
+        do { context = try NIOSSLContext(configuration: configuration) } catch {
+            throw TLSSetupError(description: "cannot set up TLS with \(origin): \(TLSFailure.describe(error))")
+        }
+    }
+
+    /// A handler for a connection to `host`: its name goes in SNI and is checked against the
+    /// certificate; an IP literal is checked against the certificate's IP addresses instead.
+    func handler(host: String) throws -> NIOSSLClientHandler {
+        try NIOSSLClientHandler(context: context, serverHostname: (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil)
+    }
+}
+
+/// Sentences for TLS failures (BoringSSL's error queue is not for people).
+enum TLSFailure {
+    static func describe(_ error: any Error) -> String {
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+            return "the certificate is not for this host"
+        }
+        let text = String(describing: error)
+        let known: [(String, String)] = [
+            ("CERTIFICATE_VERIFY_FAILED", "the certificate is not signed by a trusted authority (or has expired)"),
+            ("WRONG_VERSION_NUMBER", "the server does not speak TLS"),
+            ("NO_START_LINE", "no PEM block found"),
+            ("KEY_VALUES_MISMATCH", "the key does not match the certificate"),
+            ("TLSV1_ALERT_PROTOCOL_VERSION", "no TLS version in common (1.2 or later is required)"),
+            ("NO_SHARED_CIPHER", "no cipher suite in common"),
+            ("No such file or directory", "no such file"),
+            ("Permission denied", "permission denied"),
+        ]
+        for (marker, sentence) in known where text.contains(marker) { return sentence }
+        if error is NIOSSLError || error is BoringSSLError { return "TLS failed (\(text.prefix(160)))" }
+        return text
+    }
+}

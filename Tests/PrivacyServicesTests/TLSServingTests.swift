@@ -1,0 +1,159 @@
+import Foundation
+import HTTPServing
+import Logging
+import NetExtTestSupport
+import PrivacyPass
+import Testing
+@testable import PrivacyServices
+
+/// TLS on the HTTP roles (`ServerTLS`) and on their own requests to other servers (`ClientTLS`
+/// through `HTTPUpstream`), with a private CA made by openssl for each test: what is trusted
+/// is served, what is not is refused with a sentence saying why, and TLS does not open a way
+/// around the connection limits.
+@Suite("TLS on the HTTP roles and their upstreams")
+struct TLSServingTests {
+    /// Runs `body` with fresh certificates, removed afterwards whether it threw or not.
+    static func withCertificates<Result>(_ body: (TestCertificates) async throws -> Result) async throws -> Result {
+        let certificates = try await TestCertificates.make()
+        do {
+            let result = try await body(certificates)
+            certificates.remove()
+            return result
+        } catch {
+            certificates.remove()
+            throw error
+        }
+    }
+
+    /// The failure of one exchange, as the sentence a caller would log.
+    static func failure(_ upstream: HTTPUpstream, _ url: String) async -> String? {
+        do throws(HTTPUpstream.Failure) {
+            _ = try await upstream.exchange(method: "GET", url: URL(string: url)!, headers: [], body: [])
+            return nil
+        } catch { return error.description }
+    }
+
+    @Test func aServerThatChainsToTheGivenCAIsReachedByAddressAndByName() async throws {
+        try await Self.withCertificates { certificates in
+            let target = RecordingTarget()
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            try await Served.start(target, tls: tls).use { served in
+                #expect(served.base.hasPrefix("https://"))
+                let upstream = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.caFile))
+                // By address (the certificate's IP address is checked), twice (the second on the
+                // pooled connection), and by name (SNI and the certificate's DNS name).
+                for base in [served.base, served.base, "https://localhost:\(served.port)"] {
+                    let answer = try await upstream.exchange(method: "POST", url: URL(string: base + "/x")!, headers: [], body: [1, 2, 3])
+                    #expect(answer.status == 200)
+                    #expect(answer.body == [3, 2, 1])
+                }
+                #expect(target.requests.withLock { $0.count } == 3)
+            }
+        }
+    }
+
+    @Test func aServerOutsideTheTrustOrNamedOtherwiseIsRefusedWithTheReason() async throws {
+        try await Self.withCertificates { certificates in
+            let target = RecordingTarget()
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            // 127.0.0.2 is loopback too, but not in the certificate.
+            try await Served.start(target, tls: tls, host: "127.0.0.2").use { other in
+                try await Served.start(target, tls: tls).use { served in
+                    let stranger = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.otherCAFile))
+                    let untrusted = await Self.failure(stranger, served.base + "/x")
+                    #expect(untrusted?.contains("not signed by a trusted authority") == true, "\(untrusted ?? "answered")")
+                    // The system's trust store does not know the private CA either.
+                    let system = await Self.failure(HTTPUpstream(timeout: testClientTimeout), served.base + "/x")
+                    #expect(system?.contains("not signed by a trusted authority") == true, "\(system ?? "answered")")
+                    let trusting = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.caFile))
+                    let misnamed = await Self.failure(trusting, other.base + "/x")
+                    #expect(misnamed?.contains("not for this host") == true, "\(misnamed ?? "answered")")
+                }
+            }
+            #expect(target.requests.withLock { $0.isEmpty }, "a request reached the target through an untrusted connection")
+        }
+    }
+
+    @Test func plainHTTPAndTLSDoNotMix() async throws {
+        try await Self.withCertificates { certificates in
+            let target = RecordingTarget()
+            let upstream = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.caFile))
+            try await Served.start(target).use { plain in
+                let answer = await Self.failure(upstream, "https://127.0.0.1:\(plain.port)/x")
+                #expect(answer?.contains("does not speak TLS") == true, "\(answer ?? "answered")")
+            }
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            try await Served.start(target, tls: tls).use { secure in
+                // Plain HTTP to a TLS port: no answer is taken for one.
+                let answer = await Self.failure(upstream, "http://127.0.0.1:\(secure.port)/x")
+                #expect(answer != nil)
+            }
+            #expect(target.requests.withLock { $0.isEmpty })
+        }
+    }
+
+    @Test func unusableFilesAreRefusedNamingTheFile() async throws {
+        try await Self.withCertificates { certificates in
+            let missing = certificates.directory + "/missing.crt"
+            #expect(throws: TLSSetupError.self) { try ServerTLS(certificateFile: missing, keyFile: certificates.keyFile) }
+            do throws(TLSSetupError) { _ = try ServerTLS(certificateFile: missing, keyFile: certificates.keyFile) } catch {
+                #expect(error.description.contains(missing), "\(error)")
+            }
+            do throws(TLSSetupError) { _ = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.otherKeyFile) } catch {
+                #expect(error.description.contains(certificates.otherKeyFile), "\(error)")
+                #expect(error.description.contains("does not match"), "\(error)")
+            }
+            do throws(TLSSetupError) { _ = try ClientTLS(caFile: certificates.keyFile) } catch {
+                #expect(error.description.contains(certificates.keyFile), "\(error)")
+            }
+            #expect(throws: TLSSetupError.self) { try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.otherKeyFile) }
+            #expect(throws: TLSSetupError.self) { try ClientTLS(caFile: certificates.keyFile) }
+        }
+    }
+
+    @Test func aHandshakeNeverStartedIsHeldToTheRequestDeadlineAndTheCaps() async throws {
+        try await Self.withCertificates { certificates in
+            var limits = HTTPServerLimits()
+            limits.requestDeadline = 1
+            limits.maximumConnectionsPerSource = 2
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            try await Served.start(RecordingTarget(), tls: tls, limits: limits).use { served in
+                let outcome = try await offPool { () -> (third: Bool, held: [Bool], seconds: Double) in
+                    let silent = try (0..<2).map { _ in try HTTPServerLimitsTests.RawClient(port: served.port, timeout: 8) }
+                    usleep(200_000)
+                    let third = try HTTPServerLimitsTests.RawClient(port: served.port, timeout: 1).readUntilClosed().closed
+                    let began = Date()
+                    return (third, silent.map { $0.readUntilClosed().closed }, Date().timeIntervalSince(began))
+                }
+                #expect(outcome.third, "a third connection from one source was kept")
+                #expect(outcome.held == [true, true], "\(outcome.held)")
+                // 1 s deadline; the bound leaves room for a loaded machine (see HTTPServerLimitsTests).
+                #expect(outcome.seconds < 6, "closing took \(outcome.seconds) s")
+            }
+        }
+    }
+
+    @Test func theOriginFetchesItsIssuersDirectoryOverTLSFromWhomItTrusts() async throws {
+        try await Self.withCertificates { certificates in
+            let keys = TemporaryDirectory()
+            defer { keys.remove() }
+            let ring = try IssuerKeyRing(directory: keys.path + "/keys", schedule: try KeyRotationSchedule(lifetime: 86400, overlap: 3600))
+            let issuer = IssuerResponder(keys: ring, credentials: BearerCredentials(credentials: [IssuerTests.credential]), limiter: IssuanceRateLimiter(perHour: 10, burst: 10))
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            try await Served.start(issuer, tls: tls).use { served in
+                func verifier(trusting caFile: String) throws -> PrivateTokenVerifier {
+                    PrivateTokenVerifier(
+                        issuerName: "127.0.0.1", originName: "pir.test", directoryURL: served.url(IssuerDirectory.wellKnownPath),
+                        spent: try SpentTokenStore(path: nil), fetchTimeout: testClientTimeout, tls: try ClientTLS(caFile: caFile),
+                        logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+                }
+                let trusting = try verifier(trusting: certificates.caFile)
+                #expect(await trusting.refreshKeys())
+                #expect(Set(trusting.keys) == Set(ring.keys.map(\.key.publicKeyDER)))
+                let stranger = try verifier(trusting: certificates.otherCAFile)
+                #expect(await stranger.refreshKeys() == false)
+                #expect(stranger.keys.isEmpty)
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+/// A throw-away private CA and a server certificate it signed for `127.0.0.1`, `::1` and
+/// `localhost` (P-256, valid two days), plus an unrelated CA that signed nothing here — made by
+/// `openssl` (installed by scripts/lib/install-packages.sh) in a fresh temporary directory, which
+/// `remove()` deletes.
+public struct TestCertificates: Sendable {
+    public let directory: String
+    public var caFile: String { directory + "/ca.crt" }
+    public var otherCAFile: String { directory + "/other-ca.crt" }
+    public var certificateFile: String { directory + "/server.crt" }
+    public var keyFile: String { directory + "/server.key" }
+    /// A key that does not belong to `certificateFile`.
+    public var otherKeyFile: String { directory + "/other-ca.key" }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Makes the files (a few hundred milliseconds), off the task pool.
+    public static func make() async throws -> TestCertificates {
+        let directory = NSTemporaryDirectory() + "netext-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let script = """
+            set -e
+            cd '\(directory)'
+            ec='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'
+            openssl req -x509 $ec -subj '/CN=NetExt Test CA' -days 2 -keyout ca.key -out ca.crt \
+              -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+            openssl req -x509 $ec -subj '/CN=Unrelated Test CA' -days 2 -keyout other-ca.key -out other-ca.crt \
+              -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+            openssl req $ec -subj /CN=localhost -keyout server.key -out server.csr 2>/dev/null
+            printf 'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > server.ext
+            openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.crt 2>/dev/null
+            chmod 0600 server.key ca.key other-ca.key
+            """
+        let status = try await offPool { () -> Int32 in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", script]
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        let made = TestCertificates(directory: directory)
+        guard status == 0, FileManager.default.fileExists(atPath: made.certificateFile) else {
+            made.remove()
+            throw Failure(description: "openssl could not make the test certificates (exit \(status))")
+        }
+        return made
+    }
+
+    public func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
