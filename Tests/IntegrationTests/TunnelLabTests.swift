@@ -67,3 +67,15 @@ struct TunnelLabTests {
         #expect(result.stdout.contains("== Done"))
     }
 }
+
+/// Issue 18, item 1: a healthy idle tunnel never reasserts, and a silent server is still noticed.
+/// Its own suite, so its two idle minutes run beside the serialized tunnel labs instead of after
+/// them.
+@Suite("Tunnel liveness in the lab", .enabled(if: isRoot, "needs root: creates network namespaces"))
+struct TunnelLivenessLabTests {
+    @Test("an idle tunnel (IPv4 and IPv6) for 120 s: no status change, nothing link-scoped sent, traffic at once after; a silent server noticed after 15 s and the tunnel back when it answers")
+    func idleTunnelStaysConnected() async throws {
+        let result = try await runChecks("scripts/e2e/idle.sh", checks: 12, timeout: 330)
+        #expect(result.stdout.contains("status_changes_idle_and_after=0"))
+    }
+}

@@ -71,15 +71,15 @@ struct TunnelClientTimersTests {
         #expect(!timers.isReasserting, "a keepalive awaits no answer: a server with nothing to say is not silent")
     }
 
-    @Test("a server that goes silent: reasserting once after keepalive + rekey timeout (15 s), initiations every 5 s, ended by the handshake")
+    @Test("a server that goes silent: reasserting once keepalive + rekey timeout (15 s) after the unanswered data, initiations every 5 s, ended by the handshake")
     func silence() {
         var timers = connectedTimers()
         timers.received(at: at(1))
         timers.sent(at: at(2))  // sent after the last answer: the server owes us something
         let actions = run(&timers, from: 2, to: 27, session: { _ in .fresh })
         let reasserting = actions.filter { $0.1 == .beginReasserting }
-        #expect(reasserting.map(\.0) == [16.25], "first tick past 1 + 15 s")
-        #expect(actions.filter { $0.1 == .sendInitiation }.map(\.0) == [16.25, 21.25, 26.25])
+        #expect(reasserting.map(\.0) == [17.25], "first tick past 2 + 15 s")
+        #expect(actions.filter { $0.1 == .sendInitiation }.map(\.0) == [17.25, 22.25])
         #expect(timers.isReasserting)
         #expect(timers.handshakeCompleted(at: at(27)) == true, "the handshake ends reasserting")
         #expect(!timers.isReasserting)
@@ -87,6 +87,27 @@ struct TunnelClientTimersTests {
         // then the tunnel is quiet.
         #expect(run(&timers, from: 27.25, to: 60, session: { _ in .fresh }).map(\.1) == [.sendKeepalive])
         #expect(!timers.isReasserting)
+    }
+
+    @Test("the first packet after a long idle spell is not silence: the server has 15 s from that packet to answer (issue 18: an idle tunnel flapped)")
+    func firstPacketAfterIdle() {
+        var timers = connectedTimers()
+        timers.sent(at: at(1))
+        timers.received(at: at(2))
+        // Idle for two minutes (one keepalive at 12), then data again at 130.
+        #expect(run(&timers, from: 2, to: 130, session: { _ in .fresh }).map(\.1) == [.sendKeepalive])
+        timers.sent(at: at(130))
+        #expect(run(&timers, from: 130, to: 144.75, session: { _ in .fresh }).isEmpty, "no reasserting within 15 s of the packet")
+        // The server's keepalive comes 10 s after the packet: still nothing owed.
+        timers.received(at: at(140))
+        timers.sent(at: at(150))
+        #expect(run(&timers, from: 150, to: 165, session: { _ in .fresh }).allSatisfy { $0.1 != .beginReasserting })
+        // More data while an answer is owed does not move the wait: silent 15 s after 170.
+        timers.received(at: at(160))
+        timers.sent(at: at(170))
+        timers.sent(at: at(180))
+        let owed = run(&timers, from: 170, to: 190, session: { _ in .fresh })
+        #expect(owed.filter { $0.1 == .beginReasserting }.map(\.0) == [185.25])
     }
 
     @Test("an expired session starts a handshake even when the server is not silent")

@@ -50,8 +50,8 @@ public final class ReferenceTunnelProvider: TunnelProvider {
         tunnel.run(flow: flow)
     }
 
-    /// App messages: `status` answers a JSON object with the encrypted bytes each way and the
-    /// server's address; anything else gets no answer.
+    /// App messages: `status` answers a JSON object with the encrypted bytes each way, the
+    /// link-scoped packets not carried, and the server's address; anything else gets no answer.
     public func handleAppMessage(_ messageData: Data) async -> Data? {
         guard String(decoding: messageData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == "status",
               let tunnel = client.withLock({ $0 }) else { return nil }
@@ -60,6 +60,7 @@ public final class ReferenceTunnelProvider: TunnelProvider {
             "server": .string(tunnel.server.description),
             "encryptedBytesReceived": .number(Double(counts.received)),
             "encryptedBytesSent": .number(Double(counts.sent)),
+            "linkScopedPacketsDropped": .number(Double(tunnel.linkScopedPacketsDropped)),
         ]
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

@@ -19,6 +19,8 @@ public final class TunnelClient: Sendable {
         /// When to retry, rekey, keep alive and reassert (pure; this class performs it).
         var timers: TunnelClientTimers
         var dropped: UInt64 = 0
+        /// Link-scoped packets the system sent into the tunnel and it did not carry.
+        var linkScoped: UInt64 = 0
         var bytesIn: UInt64 = 0
         var bytesOut: UInt64 = 0
     }
@@ -119,6 +121,10 @@ public final class TunnelClient: Sendable {
     /// Byte counts (received, sent) of encrypted datagrams.
     public var byteCounts: (received: UInt64, sent: UInt64) { state.withLock { ($0.bytesIn, $0.bytesOut) } }
 
+    /// Link-scoped packets the system sent into the tunnel that it did not carry
+    /// (`IPPacketInfo.isLinkScoped`).
+    public var linkScopedPacketsDropped: UInt64 { state.withLock { $0.linkScoped } }
+
     // MARK: Loops
 
     /// TUN → UDP: reads a batch (the kernel's TCP super-packets split into MTU-sized packets),
@@ -145,13 +151,24 @@ public final class TunnelClient: Sendable {
 
     /// Seals a batch read from the tunnel interface (counters reserved under the lock once) and
     /// sends it.
+    /// Packets that belong to the link (router solicitations, MLD reports, link-local
+    /// multicast: `IPPacketInfo.isLinkScoped`) are dropped here and counted apart: the server
+    /// would drop them anyway, and a tunnel that sent them would not be idle when it is.
     private func sealAndSend(_ batch: PacketBatch, count: Int, sender: DatagramSender) {
         var messageBytes = 0
-        for index in 0..<count { messageBytes += TransportCipher.messageLength(packetLength: batch.length(index)) }
+        var sealed = 0
+        for index in 0..<count {
+            guard !IPPacketInfo.isLinkScoped(UnsafeRawBufferPointer(batch.packet(index))) else { continue }
+            messageBytes += TransportCipher.messageLength(packetLength: batch.length(index))
+            sealed += 1
+        }
+        let linkScoped = count - sealed
         let now = Date()
         let reserved: (first: UInt64, cipher: TransportCipher, receiver: UInt32)? = state.withLock { state in
-            guard var session = state.current, let first = try? session.reserveCounters(count, now: now) else {
-                state.dropped += UInt64(count)
+            state.linkScoped += UInt64(linkScoped)
+            guard sealed > 0 else { return nil }
+            guard var session = state.current, let first = try? session.reserveCounters(sealed, now: now) else {
+                state.dropped += UInt64(sealed)
                 return nil
             }
             state.current = session
@@ -160,10 +177,12 @@ public final class TunnelClient: Sendable {
             return (first, session.sendCipher, session.remoteIndex)
         }
         guard let reserved else { return }
+        var counter = reserved.first
         for index in 0..<count {
             let slot = batch.slot(index)
-            let length = reserved.cipher.seal(
-                packetLength: batch.length(index), in: slot, receiverIndex: reserved.receiver, counter: reserved.first + UInt64(index))
+            if linkScoped > 0, IPPacketInfo.isLinkScoped(UnsafeRawBufferPointer(batch.packet(index))) { continue }
+            let length = reserved.cipher.seal(packetLength: batch.length(index), in: slot, receiverIndex: reserved.receiver, counter: counter)
+            counter += 1
             sender.add(UnsafeRawBufferPointer(rebasing: slot[..<length]))
         }
         sender.flush()

@@ -21,6 +21,11 @@ struct ServerPeerTable {
         var previous: TransportSession?
         var lastSent = Date.distantPast
         var lastReceived = Date.distantPast
+        /// When the first data (not a keepalive) arrived that nothing sent has followed yet: a
+        /// passive keepalive is due `keepaliveTimeout` after it. Later data does not move it (as
+        /// WireGuard's keepalive timer, whitepaper §6.5), so a peer sending every few seconds
+        /// still hears from the server; anything sent clears it.
+        var keepaliveDue: Date?
         var lastHandshake: Date?
         var bytesIn: UInt64 = 0
         var bytesOut: UInt64 = 0

@@ -246,6 +246,7 @@ public final class TunnelServer: Sendable {
                     }
                     table.peers[position].localAddress = receiver.destination(opened[item].buffer)
                     table.peers[position].lastReceived = now
+                    if opened[item].packet.count > 0, table.peers[position].keepaliveDue == nil { table.peers[position].keepaliveDue = now }
                     table.peers[position].bytesIn += UInt64(opened[item].messageLength)
                     table.peers[position].packetsIn += 1
                 }
@@ -430,6 +431,7 @@ public final class TunnelServer: Sendable {
                 }
                 table.peers[position].current = session
                 table.peers[position].lastSent = now
+                table.peers[position].keepaliveDue = nil
                 table.peers[position].bytesOut += UInt64(TransportCipher.messageLength(packetLength: batch.length(index)))
                 table.peers[position].packetsOut += 1
                 plan[index] = Outgoing(
@@ -467,13 +469,14 @@ public final class TunnelServer: Sendable {
                         table.byIndex[previous.localIndex] = nil
                         peer.previous = nil
                     }
-                    // Passive keepalive: we heard from the peer but have not sent since.
+                    // Passive keepalive: data came from the peer `keepaliveTimeout` ago and
+                    // nothing has been sent to it since.
                     if var session = peer.current, let endpoint = peer.endpoint,
-                       peer.lastReceived > peer.lastSent, now.timeIntervalSince(peer.lastSent) >= timing.keepaliveTimeout,
-                       now.timeIntervalSince(peer.lastReceived) >= timing.keepaliveTimeout,
+                       let due = peer.keepaliveDue, now.timeIntervalSince(due) >= timing.keepaliveTimeout,
                        let message = try? session.seal([], now: now) {
                         peer.current = session
                         peer.lastSent = now
+                        peer.keepaliveDue = nil
                         messages.append((message, endpoint, peer.localAddress))
                     }
                     table.peers[position] = peer

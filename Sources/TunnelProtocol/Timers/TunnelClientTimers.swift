@@ -10,10 +10,12 @@ import Foundation
 /// - a handshake when there is no session, the session needs a rekey or has expired, or the
 ///   server has gone silent — at most one initiation per `rekeyTimeout` (a cookie reply allows
 ///   the next at once);
-/// - silent: data was sent after the last thing received, and nothing was received for
-///   `keepaliveTimeout + rekeyTimeout`; that begins reasserting, which the next completed
-///   handshake ends. A keepalive is not data: it expects no answer (§6.5), so an idle tunnel
-///   whose server has nothing to say is not taken for a silent one;
+/// - silent: `keepaliveTimeout + rekeyTimeout` have passed since the first data sent after the
+///   last thing received, and nothing was received since (the server answers data within
+///   `keepaliveTimeout`, with its own data or a keepalive); that begins reasserting, which the
+///   next completed handshake ends. The wait is counted from that data, never from the last
+///   answer, so the first packet after a long idle spell is not taken for silence. A keepalive
+///   is not data: it expects no answer (§6.5), so an idle tunnel is not a silent one;
 /// - a passive keepalive when data was received but nothing sent for `keepaliveTimeout` (and the
 ///   data is not older than twice that: a quiet tunnel stays quiet).
 public struct TunnelClientTimers: Sendable, Hashable {
@@ -34,8 +36,11 @@ public struct TunnelClientTimers: Sendable, Hashable {
     public let timing: TunnelTiming
     /// The last transport message sent: data or keepalive.
     public private(set) var lastSent = Date.distantPast
-    /// The last data sent (what the server's answer is awaited for).
+    /// The last data sent.
     public private(set) var lastDataSent = Date.distantPast
+    /// The first data sent since the last thing received: what the server's answer is awaited
+    /// for (nil when nothing is owed).
+    public private(set) var unansweredSince: Date?
     public private(set) var lastReceived = Date.distantPast
     /// When the initiation that is still unanswered was sent.
     public private(set) var initiationSent = Date.distantPast
@@ -47,7 +52,8 @@ public struct TunnelClientTimers: Sendable, Hashable {
 
     /// Whether the server has gone silent at `now`.
     public func isSilent(at now: Date) -> Bool {
-        lastDataSent > lastReceived && now.timeIntervalSince(lastReceived) > timing.keepaliveTimeout + timing.rekeyTimeout
+        guard let unansweredSince else { return false }
+        return now.timeIntervalSince(unansweredSince) > timing.keepaliveTimeout + timing.rekeyTimeout
     }
 
     /// What to do at `now`. An initiation or keepalive it asks for counts as sent now.
@@ -74,6 +80,7 @@ public struct TunnelClientTimers: Sendable, Hashable {
     public mutating func sent(at now: Date) {
         lastSent = max(lastSent, now)
         lastDataSent = max(lastDataSent, now)
+        if unansweredSince == nil, now >= lastReceived { unansweredSince = now }
     }
 
     /// A keepalive went out other than one `tick` asked for (after a roam).
@@ -84,6 +91,7 @@ public struct TunnelClientTimers: Sendable, Hashable {
     /// A data path accepted a transport message from the server.
     public mutating func received(at now: Date) {
         lastReceived = max(lastReceived, now)
+        if let since = unansweredSince, since <= now { unansweredSince = nil }
     }
 
     /// A handshake completed. Returns whether that ended reasserting.
