@@ -42,23 +42,30 @@ struct TunnelCommand: AsyncParsableCommand {
             throw ExitCode(3)
         }
         let failure = ServerFailure()
+        let finished = DispatchSemaphore(value: 0)
         let thread = Thread {
             do throws(NetExtError) { try server.run() } catch {
                 failure.set(error)
                 // Wake the signal wait so the process exits with the error.
                 kill(getpid(), SIGTERM)
             }
+            finished.signal()
         }
         thread.start()
         let signalName = await TerminationSignals.wait()
         logger.info("shutting down", metadata: ["signal": "\(signalName)"])
         server.stop()
+        // Exit only once the server has finished: its loops wake at least every 250 ms, then it
+        // removes its forwarding (nftables table, sysctls). A fixed pause was too short on a
+        // loaded machine and left the table behind. Bounded: 10 s, waited off the task pool.
+        let stoppedInTime = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: finished.wait(timeout: .now() + 10) == .success) }.start()
+        }
+        if !stoppedInTime { logger.error("the server did not stop within 10 s; exiting anyway (its forwarding rules may be left)") }
         if let error = failure.get() {
             FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
             throw ExitCode(1)
         }
-        // Give the loops a moment to finish (they wake at least every 250 ms).
-        try? await Task.sleep(for: .milliseconds(600))
     }
 }
 

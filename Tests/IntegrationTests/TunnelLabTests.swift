@@ -15,11 +15,12 @@ struct TunnelLabTests {
     @Test("handshake floods from the internet (valid mac1; one reused cookie; random datagrams): the established tunnel keeps its pings, a reconnect completes during the flood, the per-source limit holds, drop reasons stay a short fixed list")
     func handshakeFloods() async throws {
         // Scaled down for CI (5,000/s for 5 s: a debug build with other suites on both cores
-        // answers about that many cookies a second); scripts/attack runs 50,000/s for 10 s
+        // answers about that many cookies a second; a reconnect took 2.51 s once with the idle
+        // lab beside it, hence 4 s); scripts/attack runs 50,000/s for 10 s
         // against the release build with the bounds.
         let result = try await runChecks(
             "scripts/e2e/handshake-flood.sh", checks: 14, timeout: 180,
-            environment: ["FLOOD_RATE": "5000", "MAX_LOSS_PERCENT": "5", "MAX_RECONNECT_MS": "2500"])
+            environment: ["FLOOD_RATE": "5000", "MAX_LOSS_PERCENT": "5", "MAX_RECONNECT_MS": "4000"])
         #expect(result.stdout.contains("mac2_cookie_obtained=yes"))
     }
 

@@ -43,7 +43,9 @@ struct PooledHTTPClientTests {
         let began = ContinuousClock.now
         let second = try await client.send(method: "POST", host: "127.0.0.1", port: port, target: "/x", headers: [], body: Array("xyz".utf8))
         #expect(second.status == 200 && second.body == Array("zyx".utf8))
-        #expect(ContinuousClock.now - began < .seconds(5))
+        // Far below the client's 60 s timeout, which is what a connection left for dead costs;
+        // a loaded CI machine took 5.01 s here once (the task pool starved by other suites).
+        #expect(ContinuousClock.now - began < .seconds(30))
         await server.shutdown()
     }
 }
