@@ -274,7 +274,7 @@ let package = Package(
             name: "URLFilterTests",
             dependencies: [
                 "URLFilter", "URLFilterDatabase", "PIRService", "PIRProtobuf", "PrivateInformationRetrieval", "HomomorphicEncryption", "BloomFilter",
-                "PrivacyServices", "HTTPServing",
+                "PrivacyServices", "HTTPServing", "NetExtTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),

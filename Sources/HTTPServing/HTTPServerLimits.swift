@@ -64,9 +64,6 @@ final class HTTPServerUsage: Sendable {
         }
     }
 
-    /// Connections `source` holds now.
-    func openConnections(from source: SourceKey) -> Int { bySource.withLock { $0[source, default: 0] } }
-
     /// Reserves `count` body bytes; `false` (nothing reserved) past the budget.
     func reserve(_ count: Int) -> Bool {
         let now = bufferedBytes.wrappingAdd(count, ordering: .relaxed).newValue

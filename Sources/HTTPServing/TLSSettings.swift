@@ -87,7 +87,6 @@ enum TLSFailure {
             ("CERTIFICATE_VERIFY_FAILED", "the certificate is not signed by a trusted authority (or has expired)"),
             ("WRONG_VERSION_NUMBER", "the server does not speak TLS"),
             ("NO_START_LINE", "no PEM block found"),
-            ("KEY_VALUES_MISMATCH", "the key does not match the certificate"),
             ("TLSV1_ALERT_PROTOCOL_VERSION", "no TLS version in common (1.2 or later is required)"),
             ("NO_SHARED_CIPHER", "no cipher suite in common"),
             ("No such file or directory", "no such file"),

@@ -17,9 +17,7 @@ enum HTTPServiceRunner {
         _ responder: any HTTPResponder, listen: ListenAddress, serving: HTTPServingOptions, logger: Logger, metadata: Logger.Metadata = [:],
         every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
     ) async throws {
-        let tls: ServerTLS?
-        do throws(TLSSetupError) { tls = try serving.serverTLS() } catch { throw fail(error.description) }
-        let server = HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: tls)
+        let server = HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: try serverTLS(serving))
         let (channel, port) = try await server.start(listen)
         announce(tls: server.servesTLS, listen: ListenAddress(host: listen.host, port: port), logger: logger, metadata: metadata)
         let timer: Task<Void, Never>? = interval.flatMap { interval in
@@ -54,6 +52,11 @@ enum HTTPServiceRunner {
 
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Reads the TLS to serve with from the options' files, or exits 3 with the reason.
+    static func serverTLS(_ options: HTTPServingOptions) throws -> ServerTLS? {
+        do throws(TLSSetupError) { return try options.serverTLS() } catch { throw fail(error.description) }
     }
 
     /// Turns the upstream trust options into a client TLS, or exits 3 with the reason.

@@ -58,8 +58,7 @@ struct PIRCommand: AsyncParsableCommand {
         let handler = PIRRequestHandler(
             useCases: useCases, keyCapacity: keyCapacity, keyByteBudget: keyStoreMegabytes << 20, maximumQueriesPerRequest: maxQueriesPerRequest)
         var verifier: PrivateTokenVerifier?
-        let tls: ServerTLS?
-        do throws(TLSSetupError) { tls = try serving.serverTLS() } catch { throw HTTPServiceRunner.fail(error.description) }
+        let tls = try HTTPServiceRunner.serverTLS(serving)
         if let privacyPassIssuer {
             let trust = try HTTPServiceRunner.upstreamTLS(upstream)
             guard let base = URL(string: privacyPassIssuer), let host = base.host else { throw ValidationError("--privacy-pass-issuer must be a URL, got \(privacyPassIssuer)") }

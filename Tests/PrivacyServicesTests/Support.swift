@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServing
 import Logging
+import NetExtTestSupport
 import NIOCore
 import Synchronization
 
@@ -36,14 +37,7 @@ struct Served {
     /// Runs `body`, then stops the server whether `body` threw or not (a `defer { Task { … } }`
     /// may never run before the test process exits).
     func use<Result>(_ body: (Served) async throws -> Result) async throws -> Result {
-        do {
-            let result = try await body(self)
-            await stop()
-            return result
-        } catch {
-            await stop()
-            throw error
-        }
+        try await withCleanup(self, cleanup: { await $0.stop() }, body)
     }
 }
 

@@ -14,15 +14,7 @@ import Testing
 struct TLSServingTests {
     /// Runs `body` with fresh certificates, removed afterwards whether it threw or not.
     static func withCertificates<Result>(_ body: (TestCertificates) async throws -> Result) async throws -> Result {
-        let certificates = try await TestCertificates.make()
-        do {
-            let result = try await body(certificates)
-            certificates.remove()
-            return result
-        } catch {
-            certificates.remove()
-            throw error
-        }
+        try await withCleanup(try await TestCertificates.make(), cleanup: { $0.remove() }, body)
     }
 
     /// The failure of one exchange, as the sentence a caller would log.

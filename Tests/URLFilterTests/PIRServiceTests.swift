@@ -9,6 +9,7 @@ import Logging
 import PIRProtobuf
 import PIRService
 import Synchronization
+import NetExtTestSupport
 import Testing
 import URLFilterDatabase
 @testable import URLFilter
@@ -71,14 +72,7 @@ struct ServedDatabase {
     /// Runs `body`, then stops the server and removes its directory, whether `body` threw or
     /// not (a `defer { Task { … } }` may never run before the test process exits).
     func use<Result>(_ body: (ServedDatabase) async throws -> Result) async throws -> Result {
-        do {
-            let result = try await body(self)
-            await stop()
-            return result
-        } catch {
-            await stop()
-            throw error
-        }
+        try await withCleanup(self, cleanup: { await $0.stop() }, body)
     }
 }
 
