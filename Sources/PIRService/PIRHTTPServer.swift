@@ -9,7 +9,8 @@ import PIRProtobuf
 /// must pass it first. Work runs on a `FairWorkQueue` (not the event loop or the cooperative
 /// pool): each request's queries take turns with every other request's, and when `workCapacity`
 /// queries are already waiting a request is answered 503 with Retry-After. Errors are 4xx with a
-/// one-line reason; logs never carry bodies or users.
+/// one-line reason, except the two a client acts on (Apple's `Error` message: 400 key not found,
+/// 410 configuration gone); logs never carry bodies or users.
 public final class PIRHTTPServer: Sendable {
     public let handler: PIRRequestHandler
     let server: HTTPServer
@@ -93,7 +94,11 @@ struct PIRResponder: HTTPResponder {
         }
         switch result {
         case let .success(bytes): return HTTPServerResponse(contentType: "application/x-protobuf", body: bytes)
-        case let .failure(error): return .text(error.httpStatus, error.description)
+        case let .failure(error):
+            if let answer = error.protocolError, let bytes = try? answer.serializedBytes() as [UInt8] {
+                return HTTPServerResponse(status: error.httpStatus, contentType: "application/x-protobuf", body: bytes)
+            }
+            return .text(error.httpStatus, error.description)
         }
     }
 }

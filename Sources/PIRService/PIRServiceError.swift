@@ -1,4 +1,5 @@
 import HomomorphicEncryption
+import PIRProtobuf
 import PrivateInformationRetrieval
 
 /// Errors of the PIR service; each maps to an HTTP status and names what was wrong. Never
@@ -18,12 +19,29 @@ public enum PIRServiceError: Error, Equatable, Sendable, CustomStringConvertible
         switch self {
         case .malformedRequest, .missingUserIdentifier, .pir: 400
         case .unknownUseCase: 404
-        // 410 for a configuration id the server no longer serves, as Apple's pir-service-example
-        // answers; 409 when the client's key is not held (upload it again).
+        // As Apple's pir-service-example answers (and Apple's clients expect): 410 for a
+        // configuration id the server no longer serves, 400 when the client's key is not held.
         case .configurationChanged: 410
-        case .evaluationKeyNotFound: 409
+        case .evaluationKeyNotFound: 400
         case .requestTooLarge: 413
         case .databaseFile: 500
+        }
+    }
+
+    /// The two answers a client acts on are sent as Apple's `Error` message (what its clients
+    /// parse: fetch the configuration again, upload the key again), not as a sentence.
+    public var protocolError: ProtoError? {
+        switch self {
+        case .evaluationKeyNotFound:
+            var error = ProtoError()
+            error.evaluationKeyNotFound = .init()
+            return error
+        case .configurationChanged:
+            var error = ProtoError()
+            error.configVersionNotFound = .init()
+            return error
+        default:
+            return nil
         }
     }
 

@@ -53,7 +53,11 @@ public actor PIRHTTPClient {
             method: "POST", url: server.appendingPathComponent(String(path.dropFirst())),
             headers: [("Content-Type", "application/x-protobuf"), ("User-Identifier", userIdentifier)], body: body)
         let answer = try await transport.send(request)
-        guard answer.status == 200 else { throw .server(status: answer.status, message: answer.message) }
+        guard answer.status == 200 else {
+            let refusal = PIRServerRefusal(status: answer.status, body: answer.body)
+            if refusal.asksToSetUpAgain { throw .staleSetup(refusal) }
+            throw .server(status: answer.status, message: answer.message)
+        }
         return answer.body
     }
 
@@ -108,17 +112,12 @@ public actor PIRHTTPClient {
     }
 
     /// The verdict for each URL: deny when any of its keys is in the database. When the server
-    /// says its configuration changed (410, as Apple's service example answers) or that it no
-    /// longer holds this client's evaluation key (409 here; Apple's example answers 400
-    /// "Evaluation key not found"), the configuration is fetched and a key uploaded again, and
-    /// the URLs asked once more.
+    /// says its configuration changed or that it no longer holds this client's evaluation key
+    /// (`PIRServerRefusal`), the configuration is fetched and a key uploaded again, and the URLs
+    /// asked once more.
     public func check(_ urls: [String], prefilter: BloomFilter? = nil) async throws(URLFilterError) -> [URLFilterVerdict] {
         do { return try await checkOnce(urls, prefilter: prefilter) } catch {
-            switch error {
-            case .server(409, _), .server(410, _): break
-            case let .server(400, message) where message.contains("Evaluation key not found"): break
-            default: throw error
-            }
+            guard case .staleSetup = error else { throw error }
             state = nil
             return try await checkOnce(urls, prefilter: prefilter)
         }

@@ -45,6 +45,18 @@ struct KeywordPirTests {
         try checkKeywordPir(FakeScheme(degree: 256, plaintextModulus: 17), keywordCount: 500, parameters: parameters, lookups: 20)
     }
 
+    /// Apple's double-mod sharding: a keyword's shard follows another use case's (7 shards here)
+    /// folded onto this one's 3; the database and the client must agree, or every answer is
+    /// "absent".
+    @Test func fakeSchemeDoubleModSharding() throws {
+        let parameters = try KeywordPirParameters(
+            hashFunctionCount: 2, bucketCapacity: 4, valueSize: 1, shardCount: 3, shardingFunction: .doubleMod(otherShardCount: 7))
+        try checkKeywordPir(FakeScheme(degree: 256, plaintextModulus: 17), keywordCount: 500, parameters: parameters, lookups: 20)
+        let hash = KeywordHash(keyword: "abc")
+        #expect(parameters.shard(of: hash) == Int((UInt64(0xEACF_018F_BF16_78BA) % 7) % 3))
+        #expect(throws: PirError.self) { try KeywordPirParameters(shardingFunction: .doubleMod(otherShardCount: 0)) }
+    }
+
     @Test func bfvAcrossShards() throws {
         let parameters = try KeywordPirParameters(hashFunctionCount: 2, bucketCapacity: 4, valueSize: 1, shardCount: 2)
         try checkKeywordPir(try BFVContext(parameters: .insecureN256T17), keywordCount: 300, parameters: parameters, lookups: 4)

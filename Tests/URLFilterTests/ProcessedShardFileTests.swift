@@ -114,8 +114,12 @@ struct PIRConfigurationParsingTests {
         #expect(configuration.keywordParameters.shardCount == 3)
         #expect(configuration.shards[2].indexParameters.entriesPerPlaintext == 23)
 
+        // Symmetric PIR (field 3: config_type = 1) is refused: this client cannot decrypt it.
         var bytes: [UInt8] = try message.keywordPirParams.serializedBytes()
-        bytes += [0x1A, 0x02, 0x08, 0x01]  // field 3 (unknown here): a message holding field 1 = 1
+        message.keywordPirParams = try ProtoKeywordPirParameters(serializedBytes: bytes + [0x1A, 0x02, 0x10, 0x01])
+        #expect(throws: PirError.self) { try KeywordPirConfiguration(proto: message) }
+        // So is a field this client does not know at all (field 5).
+        bytes += [0x28, 0x01]
         message.keywordPirParams = try ProtoKeywordPirParameters(serializedBytes: bytes)
         #expect(throws: PirError.self) { try KeywordPirConfiguration(proto: message) }
     }

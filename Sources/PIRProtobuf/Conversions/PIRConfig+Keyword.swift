@@ -43,6 +43,7 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
         message.keywordPirParams.numHashFunctions = UInt64(keywordParameters.hashFunctionCount)
         message.keywordPirParams.netextBucketCapacity = UInt64(keywordParameters.bucketCapacity)
         message.keywordPirParams.netextValueSize = UInt64(keywordParameters.valueSize)
+        message.keywordPirParams.shardingFunction = keywordParameters.shardingFunction.proto
         message.algorithm = .mulPir
         message.batchSize = UInt64(keywordParameters.hashFunctionCount)
         message.evaluationKeyConfigHash = Data(evaluationKeyConfigHash)
@@ -58,12 +59,16 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
         do { parameters = try EncryptionParameters(proto: message.encryptionParameters) } catch { throw .homomorphic(error) }
         guard message.algorithm == .mulPir else { throw .invalidParameters("algorithm \(message.algorithm); NetExt serves MulPIR") }
         let keyword = message.keywordPirParams
-        // Fields this client does not know (Apple's symmetric-PIR configuration, other sharding
-        // functions) change how keywords map to entries; ignoring them would make every answer
-        // "absent", so such a configuration is refused.
-        guard keyword.unknownFields.data.isEmpty else {
-            throw .invalidParameters("keyword PIR parameters carry fields this client does not support (symmetric PIR or another sharding function)")
+        // Fields this client does not know change how keywords map to entries; ignoring them
+        // would make every answer "absent", so such a configuration is refused. Apple's server
+        // writes field 4 (the sharding function) always, SHA-256 included: that one is read.
+        guard keyword.unknownFields.data.isEmpty, keyword.shardingFunction.unknownFields.data.isEmpty else {
+            throw .invalidParameters("keyword PIR parameters carry fields this client does not know")
         }
+        guard !keyword.hasSymmetricPirClientConfig else {
+            throw .invalidParameters("the configuration asks for symmetric PIR (OPRF-encrypted entries), which this client does not support")
+        }
+        let sharding = try ShardingFunction(proto: keyword)
         // Apple's configurations carry only the hash-function count; NetExt's build parameters
         // (fields 100 and 101) come back when present and are otherwise irrelevant to a client.
         guard (1...8).contains(keyword.numHashFunctions), keyword.netextBucketCapacity <= 255, keyword.netextValueSize <= 65535 else {
@@ -76,7 +81,8 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
             hashFunctionCount: Int(keyword.numHashFunctions),
             bucketCapacity: keyword.netextBucketCapacity == 0 ? 8 : Int(keyword.netextBucketCapacity),
             valueSize: keyword.netextValueSize == 0 ? 1 : Int(keyword.netextValueSize),
-            shardCount: max(1, message.shardConfigs.count, Int(message.pirShardConfigs.repeatedShardConfig.shardCount)))
+            shardCount: max(1, message.shardConfigs.count, Int(message.pirShardConfigs.repeatedShardConfig.shardCount)),
+            shardingFunction: sharding)
         // Shards listed one by one, or (Apple's `pir_shard_configs`) one configuration repeated.
         var shardConfigs = message.shardConfigs
         if shardConfigs.isEmpty, case let .repeatedShardConfig(repeated)? = message.pirShardConfigs.shardConfigs {
@@ -99,6 +105,36 @@ public struct KeywordPirConfiguration: Sendable, Equatable {
             shards.append(KeywordPirShardConfiguration(bucketCount: index.entryCount, indexParameters: index))
         }
         self.init(encryptionParameters: parameters, keywordParameters: keywordParameters, shards: shards)
+    }
+}
+
+extension ShardingFunction {
+    /// Field 4 of `KeywordPirParameters`, written as Apple's server writes it (SHA-256 too, as
+    /// an empty `sha256` message: bytes `22 02 0a 00`).
+    public var proto: ProtoShardingFunction {
+        var message = ProtoShardingFunction()
+        switch self {
+        case .sha256:
+            message.sha256 = .init()
+        case .doubleMod(let other):
+            message.doubleMod.otherShardCount = UInt32(clamping: other)
+        }
+        return message
+    }
+
+    /// The sharding function `parameters` name; SHA-256 when the field is absent (older servers,
+    /// NetExt's before it wrote the field).
+    init(proto parameters: ProtoKeywordPirParameters) throws(PirError) {
+        guard parameters.hasShardingFunction else { self = .sha256; return }
+        switch parameters.shardingFunction.function {
+        case .sha256?, nil:
+            self = .sha256
+        case .doubleMod(let doubleMod)?:
+            guard doubleMod.otherShardCount > 0 else {
+                throw .invalidParameters("double-mod sharding with other_shard_count 0")
+            }
+            self = .doubleMod(otherShardCount: Int(doubleMod.otherShardCount))
+        }
     }
 }
 

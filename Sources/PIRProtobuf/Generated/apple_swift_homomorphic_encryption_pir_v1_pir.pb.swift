@@ -10,6 +10,11 @@
 
 /// PIR parameters and queries; numbering follows Apple's pir/v1/pir.proto and pir_algorithm.proto.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -94,6 +99,40 @@ public nonisolated enum Apple_SwiftHomomorphicEncryption_Pir_V1_KeyCompressionSt
 
 }
 
+public nonisolated enum Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirConfigType: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case oprfP384AesGcm192Nonce96Tag128 // = 1
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .oprfP384AesGcm192Nonce96Tag128
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .oprfP384AesGcm192Nonce96Tag128: return 1
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirConfigType] = [
+    .unspecified,
+    .oprfP384AesGcm192Nonce96Tag128,
+  ]
+
+}
+
 public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_PirParameters: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -163,8 +202,9 @@ public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_PirParameters:
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-/// Keyword PIR. Fields from 100 up are NetExt's additions (ignored by other readers):
-/// the bucket layout a NetExt client needs to read a bucket.
+/// Keyword PIR. Fields 1, 3 and 4 are Apple's (swift-homomorphic-encryption-protobuf, pir.proto);
+/// fields from 100 up are NetExt's additions (ignored by other readers): the bucket layout a
+/// NetExt client needs to read a bucket.
 public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirParameters: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -172,11 +212,108 @@ public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirPara
 
   public var numHashFunctions: UInt64 = 0
 
+  /// Apple's symmetric PIR (OPRF-encrypted entries); NetExt neither serves nor reads it.
+  public var symmetricPirClientConfig: Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirClientConfig {
+    get {_symmetricPirClientConfig ?? Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirClientConfig()}
+    set {_symmetricPirClientConfig = newValue}
+  }
+  /// Returns true if `symmetricPirClientConfig` has been explicitly set.
+  public var hasSymmetricPirClientConfig: Bool {self._symmetricPirClientConfig != nil}
+  /// Clears the value of `symmetricPirClientConfig`. Subsequent reads from it will return its default value.
+  public mutating func clearSymmetricPirClientConfig() {self._symmetricPirClientConfig = nil}
+
+  /// How a keyword picks its shard. Apple's server always writes it, SHA-256 included.
+  public var shardingFunction: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction {
+    get {_shardingFunction ?? Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction()}
+    set {_shardingFunction = newValue}
+  }
+  /// Returns true if `shardingFunction` has been explicitly set.
+  public var hasShardingFunction: Bool {self._shardingFunction != nil}
+  /// Clears the value of `shardingFunction`. Subsequent reads from it will return its default value.
+  public mutating func clearShardingFunction() {self._shardingFunction = nil}
+
   /// Slots per cuckoo bucket.
   public var netextBucketCapacity: UInt64 = 0
 
   /// Bytes per value in a slot (after the 8-byte keyword hash).
   public var netextValueSize: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _symmetricPirClientConfig: Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirClientConfig? = nil
+  fileprivate var _shardingFunction: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction? = nil
+}
+
+public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var function: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction.OneOf_Function? = nil
+
+  /// shard = truncate(SHA-256(keyword)) % shard_count.
+  public var sha256: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256 {
+    get {
+      if case .sha256(let v)? = function {return v}
+      return Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256()
+    }
+    set {function = .sha256(newValue)}
+  }
+
+  /// shard = (truncate(SHA-256(keyword)) % other_shard_count) % shard_count.
+  public var doubleMod: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod {
+    get {
+      if case .doubleMod(let v)? = function {return v}
+      return Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod()
+    }
+    set {function = .doubleMod(newValue)}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum OneOf_Function: Equatable, Sendable {
+    /// shard = truncate(SHA-256(keyword)) % shard_count.
+    case sha256(Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256)
+    /// shard = (truncate(SHA-256(keyword)) % other_shard_count) % shard_count.
+    case doubleMod(Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod)
+
+  }
+
+  public init() {}
+}
+
+public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var otherShardCount: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirClientConfig: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var serverPublicKey: Data = Data()
+
+  public var configType: Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirConfigType = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -207,6 +344,10 @@ nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_PirAlgorithm: Swif
 
 nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_KeyCompressionStrategy: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0KEY_COMPRESSION_STRATEGY_UNSPECIFIED\0\u{1}KEY_COMPRESSION_STRATEGY_MAXIMUM_COMPRESSION\0\u{1}KEY_COMPRESSION_STRATEGY_HYBRID_COMPRESSION\0")
+}
+
+nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirConfigType: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SYMMETRIC_PIR_CONFIG_TYPE_UNSPECIFIED\0\u{1}SYMMETRIC_PIR_CONFIG_TYPE_OPRF_P384_AES_GCM_192_NONCE_96_TAG_128\0")
 }
 
 nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_PirParameters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -337,7 +478,7 @@ nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_PirParameters: Swi
 
 nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirParameters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".KeywordPirParameters"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}num_hash_functions\0\u{4}c\u{1}netext_bucket_capacity\0\u{3}netext_value_size\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}num_hash_functions\0\u{4}\u{2}symmetric_pir_client_config\0\u{3}sharding_function\0\u{4}`\u{1}netext_bucket_capacity\0\u{3}netext_value_size\0\u{c}\u{2}\u{1}")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -346,6 +487,8 @@ nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirParamete
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.numHashFunctions) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._symmetricPirClientConfig) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._shardingFunction) }()
       case 100: try { try decoder.decodeSingularUInt64Field(value: &self.netextBucketCapacity) }()
       case 101: try { try decoder.decodeSingularUInt64Field(value: &self.netextValueSize) }()
       default: break
@@ -354,9 +497,19 @@ nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirParamete
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.numHashFunctions != 0 {
       try visitor.visitSingularUInt64Field(value: self.numHashFunctions, fieldNumber: 1)
     }
+    try { if let v = self._symmetricPirClientConfig {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._shardingFunction {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
     if self.netextBucketCapacity != 0 {
       try visitor.visitSingularUInt64Field(value: self.netextBucketCapacity, fieldNumber: 100)
     }
@@ -368,8 +521,161 @@ nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirParamete
 
   public static func ==(lhs: Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirParameters, rhs: Apple_SwiftHomomorphicEncryption_Pir_V1_KeywordPirParameters) -> Bool {
     if lhs.numHashFunctions != rhs.numHashFunctions {return false}
+    if lhs._symmetricPirClientConfig != rhs._symmetricPirClientConfig {return false}
+    if lhs._shardingFunction != rhs._shardingFunction {return false}
     if lhs.netextBucketCapacity != rhs.netextBucketCapacity {return false}
     if lhs.netextValueSize != rhs.netextValueSize {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PIRShardingFunction"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}sha256\0\u{3}double_mod\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try {
+        var v: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256?
+        var hadOneofValue = false
+        if let current = self.function {
+          hadOneofValue = true
+          if case .sha256(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.function = .sha256(v)
+        }
+      }()
+      case 2: try {
+        var v: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod?
+        var hadOneofValue = false
+        if let current = self.function {
+          hadOneofValue = true
+          if case .doubleMod(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.function = .doubleMod(v)
+        }
+      }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    switch self.function {
+    case .sha256?: try {
+      guard case .sha256(let v)? = self.function else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    }()
+    case .doubleMod?: try {
+      guard case .doubleMod(let v)? = self.function else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    }()
+    case nil: break
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction, rhs: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunction) -> Bool {
+    if lhs.function != rhs.function {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PIRShardingFunctionSHA256"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256, rhs: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionSHA256) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PIRShardingFunctionDoubleMod"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}other_shard_count\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.otherShardCount) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.otherShardCount != 0 {
+      try visitor.visitSingularUInt32Field(value: self.otherShardCount, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod, rhs: Apple_SwiftHomomorphicEncryption_Pir_V1_PIRShardingFunctionDoubleMod) -> Bool {
+    if lhs.otherShardCount != rhs.otherShardCount {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirClientConfig: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SymmetricPirClientConfig"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_public_key\0\u{3}config_type\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBytesField(value: &self.serverPublicKey) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.configType) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.serverPublicKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.serverPublicKey, fieldNumber: 1)
+    }
+    if self.configType != .unspecified {
+      try visitor.visitSingularEnumField(value: self.configType, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirClientConfig, rhs: Apple_SwiftHomomorphicEncryption_Pir_V1_SymmetricPirClientConfig) -> Bool {
+    if lhs.serverPublicKey != rhs.serverPublicKey {return false}
+    if lhs.configType != rhs.configType {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

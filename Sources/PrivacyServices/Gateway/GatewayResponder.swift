@@ -15,7 +15,7 @@ public struct GatewayResponder: HTTPResponder {
     public static let requestMediaType = "message/ohttp-req"
     public static let responseMediaType = "message/ohttp-res"
     /// Header fields passed to targets and back; everything else is dropped.
-    static let forwardedRequestHeaders: Set<String> = ["content-type", "accept", "authorization", "user-identifier"]
+    static let forwardedRequestHeaders: Set<String> = ["content-type", "accept", "authorization", "user-identifier", "user-agent"]
     static let returnedResponseHeaders: Set<String> = ["content-type", "www-authenticate", "retry-after", "cache-control"]
 
     public let keys: GatewayKeyRing

@@ -36,7 +36,7 @@ public struct KeywordDatabase<Scheme: HeScheme>: Sendable {
                 throw .valueTooLarge(keyword: String(decoding: row.keyword, as: UTF8.self), size: row.value.count, maximum: parameters.valueSize)
             }
             let hash = KeywordHash(keyword: row.keyword)
-            perShard[hash.shard(of: parameters.shardCount)].append((hash.keywordHash, row.value))
+            perShard[parameters.shard(of: hash)].append((hash.keywordHash, row.value))
         }
         var shards: [[IndexPirDatabase<Scheme>]] = []
         var configurations: [KeywordPirShardConfiguration] = []

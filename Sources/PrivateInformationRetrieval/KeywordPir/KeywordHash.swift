@@ -17,8 +17,8 @@ public struct KeywordHash: Sendable, Hashable {
     /// A hash already computed.
     public init(keywordHash: UInt64) { self.keywordHash = keywordHash }
 
-    /// The shard this keyword lives in (Apple's `.sha256` sharding function).
-    public func shard(of count: Int) -> Int { Int(keywordHash % UInt64(count)) }
+    /// The shard this keyword lives in under Apple's default (`.sha256`) sharding function.
+    public func shard(of count: Int) -> Int { ShardingFunction.sha256.shard(of: self, count: count) }
 
     /// The bucket candidate for `counter`: the first 8 bytes (little-endian) of
     /// SHA-256(keyword hash as 8 big-endian bytes ‖ counter byte), modulo the bucket count.

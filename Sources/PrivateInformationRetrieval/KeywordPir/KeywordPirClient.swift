@@ -35,7 +35,7 @@ public struct KeywordPirClient<Scheme: HeScheme>: Sendable {
 
     public func generateQuery(keyword: [UInt8], secretKey: Scheme.SecretKeyType) throws(PirError) -> KeywordPirQuery<Scheme> {
         let hash = KeywordHash(keyword: keyword)
-        let shard = hash.shard(of: parameters.shardCount)
+        let shard = parameters.shard(of: hash)
         let configuration = shards[shard]
         let buckets = hash.buckets(count: parameters.hashFunctionCount, bucketCount: configuration.bucketCount)
         let client = try IndexPirClient(scheme: scheme, parameters: configuration.indexParameters)

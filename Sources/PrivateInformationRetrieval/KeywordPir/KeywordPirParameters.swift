@@ -13,10 +13,12 @@ public struct KeywordPirParameters: Sendable, Hashable, Codable {
     public let shardCount: Int
     /// The fill the cuckoo table aims for when sizing (buckets grow when insertion fails).
     public let targetLoadFactor: Double
+    /// How a keyword picks its shard.
+    public let shardingFunction: ShardingFunction
 
     public init(
         hashFunctionCount: Int = 2, bucketCapacity: Int = 8, valueSize: Int = 1, shardCount: Int = 1,
-        targetLoadFactor: Double = 0.9
+        targetLoadFactor: Double = 0.9, shardingFunction: ShardingFunction = .sha256
     ) throws(PirError) {
         guard (1...8).contains(hashFunctionCount), (1...HashBucket.maximumSlots).contains(bucketCapacity),
               (1...HashBucket.maximumValueSize).contains(valueSize), shardCount >= 1,
@@ -29,7 +31,14 @@ public struct KeywordPirParameters: Sendable, Hashable, Codable {
         self.valueSize = valueSize
         self.shardCount = shardCount
         self.targetLoadFactor = targetLoadFactor
+        if case .doubleMod(let other) = shardingFunction, other < 1 {
+            throw .invalidParameters("double-mod sharding over \(other) other shards (at least 1)")
+        }
+        self.shardingFunction = shardingFunction
     }
+
+    /// The shard `hash` lives in.
+    public func shard(of hash: KeywordHash) -> Int { shardingFunction.shard(of: hash, count: shardCount) }
 }
 
 /// What a client needs to know about one shard to query it.

@@ -2,7 +2,15 @@ import Foundation
 import HTTPServing
 
 /// One request to a URL filter service (PIR server, issuer), independent of how it travels.
+/// Every request carries `userAgent` unless its headers name another.
 public struct ServiceRequest: Sendable {
+    /// Apple's PIR service refuses requests without a User-Agent (400 "Missing 'User-Agent'
+    /// header") and reads the platform from it (`iOS/<major>.<minor>`) to decide which
+    /// configuration features the client understands: fixed shard configurations and double-mod
+    /// sharding arrived in iOS 18.2, and NetExt's client reads both. The same for every NetExt
+    /// client, so it tells a server nothing about the device or user.
+    public static let userAgent = "NetExt/1.0 (Linux; compatible; iOS/26.4)"
+
     public var method: String
     public var url: URL
     public var headers: [(name: String, value: String)]
@@ -12,6 +20,7 @@ public struct ServiceRequest: Sendable {
         self.method = method
         self.url = url
         self.headers = headers
+        if !headers.contains(where: { $0.name.lowercased() == "user-agent" }) { self.headers.append(("User-Agent", Self.userAgent)) }
         self.body = body
     }
 }
