@@ -26,6 +26,7 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "Require Privacy Pass tokens from this issuer (its base URL, e.g. http://10.0.0.2:8081).") var privacyPassIssuer: String?
     @Option(help: "The issuer name in token challenges (default: the issuer URL's host).") var issuerName: String?
     @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
+    @Flag(help: "Accept tokens made for any challenge of the issuer, as Apple's PIR service does (Apple's clients fetch tokens ahead of time with a challenge of their own); by default a token must be for this origin's challenge.") var acceptAnyTokenChallenge = false
     @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
     @Option(help: "Seconds between fetches of the issuer's key directory (failed fetches are retried sooner, backing off from 5 s).") var directoryRefreshSeconds: Double = 300
     @OptionGroup var serving: HTTPServingOptions
@@ -65,7 +66,8 @@ struct PIRCommand: AsyncParsableCommand {
             let directoryURL = URL(string: base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + IssuerDirectory.wellKnownPath)!
             do throws(PrivacyServiceError) {
                 let store = try SpentTokenStore(path: spentTokens ?? database + "/spent-tokens.sqlite")
-                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, refreshInterval: directoryRefreshSeconds, tls: trust, logger: logger)
+                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, refreshInterval: directoryRefreshSeconds, tls: trust,
+                    acceptsAnyChallenge: acceptAnyTokenChallenge, logger: logger)
             } catch { throw HTTPServiceRunner.fail("\(error)") }
             if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
         }

@@ -44,9 +44,11 @@ public struct PrivateToken: Sendable, Equatable {
     /// token_key_id = SHA-256 of the issuer's public key as SubjectPublicKeyInfo DER (RFC 9578 §6.5).
     public static func keyID(publicKeyDER: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: publicKeyDER)) }
 
-    /// The origin's check: the authenticator is the issuer's RSASSA-PSS signature over the input.
-    public func verify(publicKeyDER: [UInt8], challenge: TokenChallenge) -> Bool {
-        guard tokenType == Self.blindRSAType, challengeDigest == challenge.digest,
+    /// The origin's check: the authenticator is the issuer's RSASSA-PSS signature over the input,
+    /// and the token was made for `challenge` (any challenge when it is nil: Apple's
+    /// pir-service-example checks no challenge, its clients making their own ahead of time).
+    public func verify(publicKeyDER: [UInt8], challenge: TokenChallenge?) -> Bool {
+        guard tokenType == Self.blindRSAType, challenge.map({ challengeDigest == $0.digest }) ?? true,
               tokenKeyID == Self.keyID(publicKeyDER: publicKeyDER),
               let key = try? RSAPublicKeyDER.blindSigningKey(publicKeyDER)
         else { return false }

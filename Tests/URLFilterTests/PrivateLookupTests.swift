@@ -5,6 +5,7 @@ import Logging
 import PIRService
 import PrivacyPass
 import PrivacyServices
+import Synchronization
 import Testing
 @testable import URLFilter
 
@@ -25,7 +26,7 @@ struct PrivateLookupTests {
         let logs = LogCollector()
         let quiet = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
 
-        func start() async throws {
+        func start(acceptsAnyChallenge: Bool = false) async throws {
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
             let schedule = try KeyRotationSchedule(lifetime: 86400, overlap: 3600)
             let issuer = HTTPServer(responder: IssuerResponder(
@@ -35,7 +36,8 @@ struct PrivateLookupTests {
             verifier = PrivateTokenVerifier(
                 issuerName: "issuer.test", originName: "pir.test",
                 directoryURL: URL(string: "http://127.0.0.1:\(issuerPort)\(IssuerDirectory.wellKnownPath)")!,
-                spent: try SpentTokenStore(path: root + "/spent.sqlite"), fetchTimeout: testClientTimeout, logger: quiet)
+                spent: try SpentTokenStore(path: root + "/spent.sqlite"), fetchTimeout: testClientTimeout,
+                acceptsAnyChallenge: acceptsAnyChallenge, logger: quiet)
             pir = try await ServedDatabase.start(urls: PrivateLookupTests.blocked, logs: logs, authorizer: verifier)
             let gateway = HTTPServer(responder: GatewayResponder(
                 keys: try GatewayKeyRing(directory: root + "/gateway-keys", schedule: schedule),
@@ -47,8 +49,10 @@ struct PrivateLookupTests {
             servers = [issuer, gateway, relay]
         }
 
-        func lookup(failClosed: Bool, store: PrivateTokenStore, batch: Int = 8) -> (URLFilterLookup, PrivacyPassClient) {
-            let oblivious = ObliviousTransport(relayURL: URL(string: "http://127.0.0.1:\(relayPort)/relay")!, timeout: testClientTimeout)
+        func lookup(
+            failClosed: Bool, store: PrivateTokenStore, batch: Int = 8, around: (any ServiceTransport) -> any ServiceTransport = { $0 }
+        ) -> (URLFilterLookup, PrivacyPassClient) {
+            let oblivious = around(ObliviousTransport(relayURL: URL(string: "http://127.0.0.1:\(relayPort)/relay")!, timeout: testClientTimeout))
             let tokens = PrivacyPassClient(issuerURL: URL(string: "http://issuer.test")!, credential: PrivateLookupTests.credential,
                                            transport: oblivious, store: store, batchSize: batch)
             let client = PIRHTTPClient(server: URL(string: "http://pir.test")!, useCase: ServedDatabase.useCase,
@@ -101,6 +105,55 @@ struct PrivateLookupTests {
             for line in lab.logs.lines.withLock({ $0 }) {
                 #expect(!line.contains("blocked17") && !line.contains("casino") && !line.contains(candidate))
             }
+        } catch { Issue.record(error) }
+        await lab.stop()
+    }
+
+    /// What Apple's PIR service and issuer do differently (pir-service-example, measured in
+    /// issue 19): a 401 carries no `WWW-Authenticate` challenge, and `/issue` reads exactly one
+    /// token request (413 for more).
+    final class AppleStyleAnswers: ServiceTransport {
+        let inner: any ServiceTransport
+        let refusedBatches = Mutex(0)
+        let challengesStripped = Mutex(0)
+        init(_ inner: any ServiceTransport) { self.inner = inner }
+
+        func send(_ request: ServiceRequest) async throws(URLFilterError) -> ServiceResponse {
+            if request.url.path == "/issue", request.body.count > IssuerResponder.requestLength {
+                refusedBatches.withLock { $0 += 1 }
+                return .text(413, "Content Too Large")
+            }
+            var answer = try await inner.send(request)
+            if answer.status == 401, answer.header("WWW-Authenticate") != nil {
+                challengesStripped.withLock { $0 += 1 }
+                answer = HTTPServerResponse(status: 401, headers: [("Content-Type", "application/json")], body: Array(#"{"error":true,"reason":"No private token"}"#.utf8))
+            }
+            return answer
+        }
+    }
+
+    @Test("Apple's way: a 401 without a challenge is answered with a token of the client's own challenge; an issuer taking one request per POST gets single requests")
+    func applesWayWithoutChallengesOrBatches() async throws {
+        let lab = Lab()
+        try await lab.start(acceptsAnyChallenge: true)
+        do {
+            let store = try PrivateTokenStore(path: nil)
+            var wrapper: AppleStyleAnswers?
+            let (lookup, tokens) = lab.lookup(failClosed: true, store: store, batch: 4, around: { inner in
+                let apple = AppleStyleAnswers(inner)
+                wrapper = apple
+                return apple
+            })
+            let apple = try #require(wrapper)
+            #expect(await lookup.verdict(for: "https://blocked5.example/") == .deny)
+            #expect(await lookup.verdict(for: "https://blocked6.example/") == .deny)
+            #expect(apple.challengesStripped.withLock { $0 } == 1, "only the first request goes without a token")
+            #expect(apple.refusedBatches.withLock { $0 } == 1, "one batch refused, then single requests")
+            #expect(await tokens.issuerTakesOneRequestPerPost)
+            // config + key + 2 queries = 4 tokens, each accepted for the client's own challenge.
+            #expect(await tokens.fetchedTokens == 4)
+            #expect(lab.verifier.outcomes["accepted"] == 4)
+            #expect(lab.verifier.outcomes["missing"] == 1)
         } catch { Issue.record(error) }
         await lab.stop()
     }

@@ -21,7 +21,8 @@ public struct IssuerResponder: HTTPResponder {
     public static let requestMediaType = "application/private-token-request"
     public static let responseMediaType = "application/private-token-response"
     public static let maximumBatch = 64
-    static let requestLength = 3 + PrivateToken.authenticatorLength
+    /// Bytes of one token request (RFC 9578 §6.1: type, key id byte, blinded message).
+    public static let requestLength = 3 + PrivateToken.authenticatorLength
 
     public let keys: IssuerKeyRing
     public let credentials: BearerCredentials

@@ -9,7 +9,9 @@ import Synchronization
 /// issuer currently publishes, with a nonce never spent before. Requests without one get 401
 /// and `WWW-Authenticate: PrivateToken challenge=…, token-key=…`. The challenge has no
 /// redemption context (clients may fetch tokens ahead of time) and names this origin, so a
-/// token for another origin is refused.
+/// token for another origin is refused — unless `acceptsAnyChallenge` (Apple's way: its clients
+/// make their own challenge when they fetch tokens ahead of time, and its server checks the
+/// token's type, key, signature and nonce only).
 ///
 /// The issuer's keys come from its directory (RFC 9578 §4), fetched again every
 /// `refreshInterval` seconds. A failed fetch, or a directory listing no token key, keeps the
@@ -19,6 +21,8 @@ import Synchronization
 /// (`SpentTokenStore`): no directory answer makes a spent token good again.
 public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     public let challenge: TokenChallenge
+    /// Whether tokens made for other challenges of this issuer are accepted too.
+    public let acceptsAnyChallenge: Bool
     let directoryURL: URL
     let refreshInterval: Double
     let retention: UInt64
@@ -51,11 +55,15 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
     ///   - fetchTimeout: seconds one directory fetch may take.
     ///   - tls: whom an `https` directory URL must prove itself to (default: the system's trust
     ///     store).
+    ///   - acceptsAnyChallenge: accept tokens of this issuer's keys whatever challenge they were
+    ///     made for (for Apple's clients, which fetch tokens without asking this origin).
     public init(
         issuerName: String, originName: String, directoryURL: URL, spent: SpentTokenStore,
-        refreshInterval: Double = 300, retention: UInt64 = 7 * 86400, fetchTimeout: Double = 10, tls: ClientTLS? = nil, logger: Logger
+        refreshInterval: Double = 300, retention: UInt64 = 7 * 86400, fetchTimeout: Double = 10, tls: ClientTLS? = nil,
+        acceptsAnyChallenge: Bool = false, logger: Logger
     ) {
         challenge = TokenChallenge(issuerName: issuerName, originInfo: [originName])
+        self.acceptsAnyChallenge = acceptsAnyChallenge
         self.directoryURL = directoryURL
         self.refreshInterval = refreshInterval
         self.retention = retention
@@ -198,7 +206,7 @@ public final class PrivateTokenVerifier: HTTPRequestAuthorizer {
         guard let key = keys.first(where: { $0.id == token.tokenKeyID })?.der else {
             return .failure(Refusal(response: refuse("invalid", "the token's key is not one the issuer publishes", key: challengeKey)))
         }
-        guard token.verify(publicKeyDER: key, challenge: challenge) else {
+        guard token.verify(publicKeyDER: key, challenge: acceptsAnyChallenge ? nil : challenge) else {
             return .failure(Refusal(response: refuse("invalid", "the token does not verify for this origin's challenge", key: challengeKey)))
         }
         return .success(token)

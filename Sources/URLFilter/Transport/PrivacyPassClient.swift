@@ -6,6 +6,10 @@ import PrivacyPass
 /// as `Authorization: Bearer …`; keeps the unused ones in a `PrivateTokenStore`. Before using an
 /// origin's token key it checks that the issuer publishes it, so an origin cannot single a
 /// client out with a key of its own (RFC 9576 §6.2 key consistency).
+///
+/// An issuer that takes one token request per `POST` (Apple's pir-service-example reads exactly
+/// one and refuses more with 413) is noticed on the first refusal; from then on a batch is that
+/// many single requests sent at once.
 public actor PrivacyPassClient {
     public let issuerURL: URL
     public let batchSize: Int
@@ -15,6 +19,8 @@ public actor PrivacyPassClient {
     var directory: (value: IssuerDirectory, fetched: Date)?
     /// Tokens obtained from the issuer so far (for status and tests).
     public private(set) var fetchedTokens = 0
+    /// Whether the issuer has shown it takes one token request per POST.
+    public private(set) var issuerTakesOneRequestPerPost = false
 
     public init(issuerURL: URL, credential: String, transport: any ServiceTransport, store: PrivateTokenStore, batchSize: Int = 16) {
         self.issuerURL = issuerURL
@@ -37,6 +43,18 @@ public actor PrivacyPassClient {
         } catch { throw .protocolMismatch("\(error)") }
     }
 
+    /// Apple's way, for an origin that sends no challenge (Apple's PIR service answers 401 without
+    /// `WWW-Authenticate`; its clients fetch tokens ahead of time): a challenge of the client's
+    /// own making — token type 2, the configured issuer's name, no redemption context, no origin
+    /// (RFC 9577 §2.1) — with the newest token key in service that the issuer publishes.
+    public func ownChallenge() async throws(URLFilterError) -> (challenge: TokenChallenge, tokenKeyDER: [UInt8]) {
+        let directory = try await issuerDirectory()
+        guard let key = directory.currentKey(now: UInt64(Date().timeIntervalSince1970)) else {
+            throw .protocolMismatch("the issuer's directory lists no token key in service")
+        }
+        return (TokenChallenge(issuerName: issuerURL.host ?? "", originInfo: []), key)
+    }
+
     /// A token for this challenge, from the store or from a new batch.
     public func token(for challenge: TokenChallenge, tokenKeyDER: [UInt8]) async throws(URLFilterError) -> PrivateToken {
         guard challenge.issuerName.lowercased() == issuerURL.host?.lowercased() else {
@@ -55,8 +73,37 @@ public actor PrivacyPassClient {
         return fresh[0]
     }
 
-    /// One issuance round trip for `count` tokens.
+    /// `count` tokens: one round trip, or (for an issuer that takes one request per POST)
+    /// `count` single round trips at once.
     func issue(count: Int, challenge: TokenChallenge, tokenKeyDER: [UInt8], directory: IssuerDirectory) async throws(URLFilterError) -> [PrivateToken] {
+        if !issuerTakesOneRequestPerPost {
+            do { return try await post(count: count, challenge: challenge, tokenKeyDER: tokenKeyDER, directory: directory) } catch {
+                guard count > 1, case .server(413, _) = error else { throw error }
+                issuerTakesOneRequestPerPost = true
+            }
+        }
+        let results = await withTaskGroup(of: Result<[PrivateToken], URLFilterError>.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    do throws(URLFilterError) { return .success(try await self.post(count: 1, challenge: challenge, tokenKeyDER: tokenKeyDER, directory: directory)) } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var results: [Result<[PrivateToken], URLFilterError>] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        let tokens = results.flatMap { (try? $0.get()) ?? [] }
+        guard !tokens.isEmpty else {
+            for case .failure(let error) in results { throw error }
+            throw .protocolMismatch("no token issued")
+        }
+        return tokens
+    }
+
+    /// One issuance round trip for `count` tokens.
+    func post(count: Int, challenge: TokenChallenge, tokenKeyDER: [UInt8], directory: IssuerDirectory) async throws(URLFilterError) -> [PrivateToken] {
         var body: [UInt8] = []
         var pending: [BlindRSAIssuance.PendingToken] = []
         for _ in 0..<count {

@@ -5,7 +5,10 @@ import Synchronization
 /// Answers Privacy Pass challenges (RFC 9577): when a service replies 401 with
 /// `WWW-Authenticate: PrivateToken …`, a token for that challenge is attached and the request
 /// sent once more. The challenge is remembered per origin, so later requests carry a token
-/// from the start and cost no extra round trip.
+/// from the start and cost no extra round trip. A 401 without a PrivateToken challenge (Apple's
+/// PIR service answers so: its clients fetch tokens ahead of time) is answered Apple's way: with
+/// a token for a challenge of the client's own making (`PrivacyPassClient.ownChallenge`),
+/// remembered for that origin in the same way.
 public final class TokenAuthenticatingTransport: ServiceTransport {
     let inner: any ServiceTransport
     let tokens: PrivacyPassClient
@@ -23,10 +26,18 @@ public final class TokenAuthenticatingTransport: ServiceTransport {
             attempt.headers.append(("Authorization", PrivateTokenHeader.authorization(try await tokens.token(for: known.challenge, tokenKeyDER: known.key))))
         }
         let first = try await inner.send(attempt)
-        guard first.status == 401, let header = first.header("WWW-Authenticate") else { return first }
-        let offered: [(challenge: TokenChallenge, tokenKeyDER: [UInt8])]
-        do throws(PrivacyPassError) { offered = try PrivateTokenHeader.parseChallenges(header) } catch { throw .protocolMismatch("\(error)") }
-        guard let chosen = offered.first(where: { $0.challenge.tokenType == PrivateToken.blindRSAType }) else { return first }
+        guard first.status == 401 else { return first }
+        let chosen: (challenge: TokenChallenge, tokenKeyDER: [UInt8])
+        if let header = first.header("WWW-Authenticate"), header.lowercased().contains("privatetoken") {
+            let offered: [(challenge: TokenChallenge, tokenKeyDER: [UInt8])]
+            do throws(PrivacyPassError) { offered = try PrivateTokenHeader.parseChallenges(header) } catch { throw .protocolMismatch("\(error)") }
+            guard let blindRSA = offered.first(where: { $0.challenge.tokenType == PrivateToken.blindRSAType }) else { return first }
+            chosen = blindRSA
+        } else {
+            // Refused without a challenge. A token of our own making was already refused: stop.
+            if let known = challenges.withLock({ $0[origin] }), known.challenge.originInfo.isEmpty { return first }
+            chosen = try await tokens.ownChallenge()
+        }
         challenges.withLock { $0[origin] = (chosen.challenge, chosen.tokenKeyDER) }
         var retry = request
         retry.headers.append(("Authorization", PrivateTokenHeader.authorization(try await tokens.token(for: chosen.challenge, tokenKeyDER: chosen.tokenKeyDER))))
