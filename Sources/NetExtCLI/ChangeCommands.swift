@@ -16,7 +16,8 @@ struct CreateCommand: AsyncParsableCommand {
     @Option(help: "The user name.") var username: String?
     @Flag(help: "Read the password from standard input (one line).") var passwordStdin = false
     @Option(name: .customLong("config"), help: "A providerConfiguration entry, key=value (repeatable; values are strings).") var providerConfiguration: [String] = []
-    @Flag(help: "Enable the configuration (disables any other enabled enterprise VPN).") var enable = false
+    @Flag(help: "Enable the configuration (disables any other enabled enterprise VPN, and says which).") var enable = false
+    @Flag(help: "Create it even if a configuration with the same name exists.") var allowDuplicateName = false
     @Flag(help: "Send all traffic through the tunnel and block everything else while enabled (kill switch).") var includeAllNetworks = false
     @Flag(help: "With --include-all-networks: local subnets stay reachable outside the tunnel.") var excludeLocalNetworks = false
     @Flag(help: "Traffic to the tunnel's routes never leaves outside the tunnel while enabled.") var enforceRoutes = false
@@ -24,7 +25,7 @@ struct CreateCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             guard let type = TunnelProviderProtocol.ProviderType(rawValue: providerType) else {
-                throw NetExtError.invalid("--provider-type: '\(providerType)' is not packet-tunnel or app-proxy")
+                throw UsageError("--provider-type: '\(providerType)' is not packet-tunnel or app-proxy")
             }
             let client = try await options.connect()
             defer { client.close() }
@@ -40,9 +41,10 @@ struct CreateCommand: AsyncParsableCommand {
             settings.enforceRoutes = enforceRoutes
             manager.protocolConfiguration = settings
             let password = passwordStdin ? try StandardInput.readSecretLine() : nil
-            try await manager.saveToPreferences(password: password)
+            let disabled = try await manager.saveToPreferences(password: password, allowsDuplicateName: allowDuplicateName)
             if options.json { try options.printJSON(manager.configuration) } else {
                 print("created \(manager.localizedDescription) (\(manager.id.uuidString))\(manager.isEnabled ? ", enabled" : "")")
+                SetEnabled.sayDisabled(disabled)
             }
         }
     }
@@ -71,13 +73,22 @@ struct DisableCommand: AsyncParsableCommand {
 /// Load, change `isEnabled`, save with the loaded revision: the same path an app takes.
 enum SetEnabled {
     static func run(options: ClientOptions, name: String, enabled: Bool) async throws {
-        let saved = try await options.withConfiguration(name) { client, loaded in
+        let result = try await options.withConfiguration(name, forChange: true) { client, loaded in
             var configuration = loaded
             configuration.isEnabled = enabled
-            return try await client.call(SaveConfiguration(configuration: configuration)).configuration
+            return try await client.call(SaveConfiguration(configuration: configuration, allowsDuplicateName: true))
         }
+        let saved = result.configuration
         if options.json { try options.printJSON(saved) } else {
             print("\(enabled ? "enabled" : "disabled") \(saved.localizedDescription) (revision \(saved.revision))")
+            sayDisabled(result.disabled ?? [])
+        }
+    }
+
+    /// One line per configuration a save disabled, so that nothing changes unsaid.
+    static func sayDisabled(_ disabled: [ConfigurationName]) {
+        for other in disabled {
+            print("disabled \(other.name) (\(other.id.uuidString)): only one enterprise VPN may be enabled at a time")
         }
     }
 }
@@ -89,7 +100,7 @@ struct RemoveCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let configuration = try await options.withConfiguration(name) { client, configuration in
+            let configuration = try await options.withConfiguration(name, forChange: true) { client, configuration in
                 _ = try await client.call(RemoveConfiguration(.id(configuration.id)))
                 return configuration
             }
@@ -106,7 +117,7 @@ enum KeyValue {
         var result: [String: JSONValue] = [:]
         for pair in pairs {
             guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
-                throw NetExtError.invalid("\(option) '\(pair)': expected key=value")
+                throw UsageError("\(option) '\(pair)': expected key=value")
             }
             result[String(pair[..<equals])] = .string(String(pair[pair.index(after: equals)...]))
         }
@@ -140,7 +151,7 @@ struct OnDemandCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            guard state == "on" || state == "off" else { throw NetExtError.invalid("the state must be 'on' or 'off', not '\(state)'") }
+            guard state == "on" || state == "off" else { throw UsageError("the state must be 'on' or 'off', not '\(state)'") }
             var newRules: [OnDemandRule]?
             if let rules {
                 guard let data = FileManager.default.contents(atPath: rules) else { throw NetExtError.invalid("--rules: cannot read \(rules)") }
@@ -148,11 +159,11 @@ struct OnDemandCommand: AsyncParsableCommand {
                     throw NetExtError.invalid("--rules \(rules): \(error)")
                 }
             }
-            let saved = try await options.withConfiguration(name) { client, loaded in
+            let saved = try await options.withConfiguration(name, forChange: true) { client, loaded in
                 var configuration = loaded
                 configuration.isOnDemandEnabled = state == "on"
                 if let newRules { configuration.onDemandRules = newRules }
-                return try await client.call(SaveConfiguration(configuration: configuration)).configuration
+                return try await client.call(SaveConfiguration(configuration: configuration, allowsDuplicateName: true)).configuration
             }
             if options.json { try options.printJSON(saved) } else {
                 print("on-demand \(saved.isOnDemandEnabled ? "on" : "off") for \(saved.localizedDescription): \(saved.onDemandRules.count) rule(s) (revision \(saved.revision))")

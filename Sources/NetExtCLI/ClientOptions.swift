@@ -31,10 +31,15 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// Connects, loads the configuration named (or with the id) `name` — one request, netextd
-    /// resolves the name among those the caller can see — and runs `body`.
-    func withConfiguration<T>(_ name: String, _ body: (ControlClient, Configuration) async throws -> T) async throws -> T {
+    /// resolves the name among those the caller can see — and runs `body`. With `forChange`, a
+    /// caller netextd says may not change configurations is told so before any name is looked
+    /// up (netextd refuses the change itself in any case).
+    func withConfiguration<T>(_ name: String, forChange: Bool = false, _ body: (ControlClient, Configuration) async throws -> T) async throws -> T {
         try await withClient { client in
-            try await body(client, try await client.call(LoadConfiguration(ConfigurationReference(name))).configuration)
+            if forChange && !client.hello.mayModify {
+                throw NetExtError.permissionDenied("changing a configuration needs root or membership of netextd's admin group (uid \(client.hello.uid) is neither)")
+            }
+            return try await body(client, try await client.call(LoadConfiguration(ConfigurationReference(name))).configuration)
         }
     }
 
@@ -70,10 +75,22 @@ struct CommandFailure: Error, CustomStringConvertible {
     }
 }
 
+/// Arguments that parse but make no sense together or name no valid choice: reported like the
+/// argument parser's own errors, exit 64 (EX_USAGE, sysexits.h), nothing sent to netextd.
+struct UsageError: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { "netext: \(message) (see --help)" }
+    static let exitCode: Int32 = 64
+}
+
 /// Runs a CLI body, turning NetExt errors into a message on stderr and the matching exit code.
 func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
+    } catch let usage as UsageError {
+        StandardStreams.error(Data((usage.description + "\n").utf8))
+        throw ExitCode(UsageError.exitCode)
     } catch let failure as CommandFailure {
         StandardStreams.error(Data((failure.description + "\n").utf8))
         throw ExitCode(CommandFailure.exitCode(for: failure.error.code))

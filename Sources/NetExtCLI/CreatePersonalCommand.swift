@@ -24,10 +24,10 @@ struct CreatePersonalCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             guard sharedSecretStdin else {
-                throw NetExtError.invalid("--shared-secret-stdin is required: NetExt's IKEv2 client authenticates the server with a shared secret")
+                throw UsageError("--shared-secret-stdin is required: NetExt's IKEv2 client authenticates the server with a shared secret")
             }
             guard (username != nil) == passwordStdin else {
-                throw NetExtError.invalid("--username and --password-stdin go together (EAP-MSCHAPv2 needs both)")
+                throw UsageError("--username and --password-stdin go together (EAP-MSCHAPv2 needs both)")
             }
             let sharedSecret = try StandardInput.readSecretLine(option: "--shared-secret-stdin", what: "shared secret")
             let password = passwordStdin ? try StandardInput.readSecretLine() : nil

@@ -41,7 +41,7 @@ struct FilterCreateCommand: AsyncParsableCommand {
                 vendor["rules"] = .array(lines.map(JSONValue.string))
             }
             if let firewallRules {
-                guard rules == nil else { throw NetExtError.invalid("give --rules (school filter) or --firewall-rules (personal firewall), not both") }
+                guard rules == nil else { throw UsageError("give --rules (school filter) or --firewall-rules (personal firewall), not both") }
                 let text: String
                 do { text = try String(contentsOfFile: firewallRules, encoding: .utf8) } catch {
                     throw NetExtError.readWrite("--firewall-rules: cannot read \(firewallRules): \(error.localizedDescription)")

@@ -20,7 +20,7 @@ struct URLFilterConfigureCommand: AsyncParsableCommand {
     @OptionGroup var options: ClientOptions
     @Option(help: "The PIR server's URL (as the gateway knows it).") var pirServer: String
     @Option(help: "The Privacy Pass issuer's URL (as the gateway knows it).") var issuer: String
-    @Option(help: "The credential the issuer accepts (pirAuthenticationToken); stored in netextd's secret store.") var token: String
+    @Flag(help: "Read the credential the issuer accepts (pirAuthenticationToken) from standard input, one line; it goes to netextd's secret store and never onto a command line.") var tokenStdin = false
     @Option(help: "The control provider's bundle identifier (a url-filter-control manifest).") var controlProvider: String
     @Option(help: "The Oblivious HTTP relay's URL (e.g. http://relay.example:8083/relay).") var relay: String?
     @Option(help: "Seconds between prefilter fetches (at least 2700).") var fetchInterval: Double = URLFilterProtocol.defaultPrefilterFetchInterval
@@ -30,13 +30,15 @@ struct URLFilterConfigureCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            guard let pirURL = URL(string: pirServer), let issuerURL = URL(string: issuer) else { throw NetExtError.invalid("--pir-server and --issuer must be URLs") }
+            guard let pirURL = URL(string: pirServer), let issuerURL = URL(string: issuer) else { throw UsageError("--pir-server and --issuer must be URLs") }
+            guard tokenStdin else { throw UsageError("--token-stdin is required: the issuer's credential is read from standard input, never from the command line") }
+            let token = try StandardInput.readSecretLine(option: "--token-stdin", what: "credential")
             try await options.withClient { client in
                 var manager = try await URLFilterManager.shared(client: client)
                 try manager.setConfiguration(pirServerURL: pirURL, pirPrivacyPassIssuerURL: issuerURL, pirAuthenticationToken: token,
                                              controlProviderBundleIdentifier: controlProvider)
                 manager.relayURL = try relay.map { text throws(NetExtError) in
-                    guard let url = URL(string: text) else { throw NetExtError.invalid("--relay must be a URL") }
+                    guard let url = URL(string: text) else { throw NetExtError.invalid("--relay must be a URL, got '\(text)'") }
                     return url
                 }
                 manager.prefilterFetchInterval = fetchInterval

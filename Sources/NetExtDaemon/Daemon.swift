@@ -22,6 +22,7 @@ public final class Daemon: Sendable {
     public func run() async throws {
         umask(0o077)
         signal(SIGPIPE, SIG_IGN)
+        signal(SIGHUP, SIG_IGN)  // a reload must never end netextd (handled below once running)
         do {
             try FileManager.default.createDirectory(atPath: settings.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
@@ -70,6 +71,17 @@ public final class Daemon: Sendable {
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
 
+        // SIGHUP: provider manifests are read afresh at every look-up, so a reload only says what
+        // is registered now (and what was refused) — and never ends netextd.
+        let logger = self.logger
+        let reloads = ReloadSignal.handle(label: "netext.netextd.reload") {
+            let providers = registry.load()
+            for problem in providers.problems { logger.warning("provider manifest refused", metadata: ["problem": "\(problem)"]) }
+            logger.notice("reloaded provider manifests", metadata: [
+                "providers": "\(providers.providers.map(\.bundleIdentifier).joined(separator: ","))", "refused": "\(providers.problems.count)",
+            ])
+        }
+        defer { reloads.cancel() }
         let received = await TerminationSignals.wait()
         logger.info("shutting down", metadata: ["signal": "\(received)"])
         Self.exitIfShutdownHangs(after: Self.shutdownDeadline, logger: logger)

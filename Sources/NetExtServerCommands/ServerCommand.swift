@@ -26,12 +26,13 @@ struct TunnelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel",
         abstract: "Run the NetExt tunnel server (docs/tunnel-server.md).",
-        discussion: "Runs in the foreground until SIGTERM or SIGINT; logs to standard error, never keys or payloads.")
+        discussion: "Runs in the foreground until SIGTERM or SIGINT; logs to standard error, never keys or payloads. SIGHUP reads the configuration file again and applies its peers live: added, removed and changed peers take effect, every other client keeps its session (a file that changes anything else is refused and the server keeps running as it was).")
 
     @Option(help: "The server's configuration file (JSON).") var config: String
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
+        signal(SIGHUP, SIG_IGN)  // until the reload handler is in place
         logging.bootstrap()
         let logger = Logger(label: "netext-server.tunnel")
         let server: TunnelServer
@@ -52,6 +53,19 @@ struct TunnelCommand: AsyncParsableCommand {
             finished.signal()
         }
         thread.start()
+        let path = config
+        let reloads = ReloadSignal.handle(label: "netext.tunnel.reload") {
+            do throws(NetExtError) {
+                let report = try server.reload(try TunnelServerConfiguration.load(path: path))
+                logger.notice("configuration reloaded", metadata: [
+                    "added": "\(report.added.joined(separator: ","))", "removed": "\(report.removed.joined(separator: ","))",
+                    "reset": "\(report.reset.joined(separator: ","))", "kept": "\(report.kept)",
+                ])
+            } catch {
+                logger.error("reload refused; still serving the previous configuration", metadata: ["reason": "\(error.message)"])
+            }
+        }
+        defer { reloads.cancel() }
         let signalName = await TerminationSignals.wait()
         logger.info("shutting down", metadata: ["signal": "\(signalName)"])
         server.stop()

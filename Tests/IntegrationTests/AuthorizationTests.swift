@@ -3,23 +3,31 @@ import Testing
 
 @Suite("Authorization by peer credentials", .enabled(if: isRoot, "needs root: runs the CLI as other users"))
 struct AuthorizationTests {
-    @Test("a user outside the admin group may read status but not change anything")
+    @Test("a user outside the admin group is refused changes before any lookup, and list, show and status agree on what it sees")
     func outsiderRefused() async throws {
         let daemon = try DaemonHarness(adminGroup: "4242")
         defer { daemon.tearDown() }
         try await daemon.start()
         #expect(try await daemon.cli(["create", "--name", "Root VPN", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"]).status == 0)
 
+        // Root's configuration is not nobody's: status, list and show all leave it out.
         let status = try await daemon.cli(["status"], as: .nobody)
         #expect(status.status == 0, "\(status)")
-        #expect(status.stdout.contains("Root VPN: disconnected"), "anyone may read status")
+        #expect(status.stdout.contains("No configurations") && !status.stdout.contains("Root VPN"), "\(status)")
+        #expect(try await daemon.cli(["status", "Root VPN"], as: .nobody).status == 8)
+        #expect(try await daemon.cli(["show", "Root VPN"], as: .nobody).status == 8)
+        // Changes are refused as changes (permission), whether the name exists or not.
+        for command in [["disable", "Root VPN"], ["enable", "No Such VPN"], ["remove", "Root VPN"], ["on-demand", "Root VPN", "off"]] {
+            let refused = try await daemon.cli(command, as: .nobody)
+            #expect(refused.status == 10 && refused.stderr.contains("needs root or membership of netextd's admin group"), "\(command): \(refused)")
+        }
 
         let create = try await daemon.cli(["create", "--name", "Mine", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test"], as: .nobody)
         #expect(create.status == 10, "\(create)")
         #expect(create.stderr.contains("needs root or membership of netextd's admin group"))
         #expect(create.stderr.contains("[permissionDenied]"))
 
-        // Root's configuration is invisible to nobody's app: list is empty; a start is refused
+        // List is empty too; a start is refused
         // before its name is looked up (the same answer whether the name exists or not).
         #expect(try await daemon.cli(["list"], as: .nobody).stdout.contains("No configurations"))
         let start = try await daemon.cli(["start", "Root VPN"], as: .nobody)

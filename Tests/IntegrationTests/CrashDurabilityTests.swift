@@ -20,7 +20,7 @@ struct CrashDurabilityTests {
         let setup = try await ControlClient.connect(appIdentifier: "com.example.crash", socketPath: daemon.socket)
         var ids: [UUID] = []
         for index in 0..<3 {
-            var manager = TunnelProviderManager(client: setup, providerBundleIdentifier: "com.example.t", serverAddress: "vpn\(index).test")
+            var manager = TunnelProviderManager(client: setup, providerBundleIdentifier: DaemonHarness.testProviderBundle, serverAddress: "vpn\(index).test")
             manager.localizedDescription = "crash-\(index)-0"
             try await manager.saveToPreferences(password: "secret-\(index)")
             ids.append(manager.id)

@@ -99,15 +99,38 @@ struct ProviderLifecycleTests {
         #expect(await waitUntil(timeout: 10) { !processExists(pid) })
     }
 
-    @Test("an unregistered provider is refused with exit 9, naming the bundle identifier")
+    @Test("an unregistered provider is refused at create --enable and at enable, naming it and the registered ones; a start names it too")
     func unknownProvider() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
         try await daemon.start()
-        #expect(try await daemon.cli(["create", "--name", "Nobody's", "--provider", "com.example.missing", "--server", "vpn.test", "--enable"]).status == 0)
+        let enabled = try await daemon.cli(["create", "--name", "Nobody's", "--provider", "com.example.missing", "--server", "vpn.test", "--enable"])
+        #expect(enabled.status == 9, "\(enabled)")
+        #expect(enabled.stderr.contains("no provider is registered for bundle identifier 'com.example.missing'"), "\(enabled)")
+        #expect(enabled.stderr.contains("registered for packet-tunnel: ") && enabled.stderr.contains(DaemonHarness.testProviderBundle), "\(enabled)")
+        #expect(try await daemon.cli(["list"]).stdout.contains("No configurations"), "nothing was saved")
+        // Saved disabled, it may wait for its provider; enabling it is refused the same way.
+        #expect(try await daemon.cli(["create", "--name", "Nobody's", "--provider", "com.example.missing", "--server", "vpn.test"]).status == 0)
+        let enable = try await daemon.cli(["enable", "Nobody's"])
+        #expect(enable.status == 9 && enable.stderr.contains("'com.example.missing'"), "\(enable)")
         let result = try await daemon.cli(["start", "Nobody's"])
-        #expect(result.status == 9, "\(result)")
-        #expect(result.stderr.contains("no provider is registered for bundle identifier 'com.example.missing'"))
+        #expect(result.status != 0, "\(result)")
+    }
+
+    @Test("enabling an enterprise VPN says which one it disabled; a duplicate name is refused unless allowed")
+    func enableSaysWhatItDisabledAndNamesStayUnique() async throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try await daemon.start()
+        #expect(try await daemon.cli(["create", "--name", "First", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"]).status == 0)
+        let second = try await daemon.cli(["create", "--name", "Second", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--enable"])
+        #expect(second.status == 0, "\(second)")
+        #expect(second.stdout.contains("disabled First ("), "\(second)")
+        let back = try await daemon.cli(["enable", "First"])
+        #expect(back.stdout.contains("enabled First") && back.stdout.contains("disabled Second ("), "\(back)")
+        let twin = try await daemon.cli(["create", "--name", "first", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test"])
+        #expect(twin.status != 0 && twin.stderr.contains("a configuration named 'First' already exists"), "\(twin)")
+        #expect(try await daemon.cli(["create", "--name", "first", "--provider", DaemonHarness.testProviderBundle, "--server", "vpn.test", "--allow-duplicate-name"]).status == 0)
     }
 
     @Test("disabling a connected configuration stops its provider")

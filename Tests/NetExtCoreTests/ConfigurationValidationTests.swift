@@ -71,9 +71,42 @@ struct ProviderManifestTests {
         (#"{"bundleIdentifier":"b","extensionPoint":"packet-tunnel","executable":"relative/x"}"#, "provider manifest m.json: key 'executable': 'relative/x' must be an absolute path"),
         (#"{"bundleIdentifier":"b","extensionPoint":"packet-tunnel","executable":5}"#, "provider manifest m.json: key 'executable'"),
         ("not json", "provider manifest m.json"),
+        (#"{"bundleIdentifier":"b","extensionPoint":"packet-tunnel","executable":"/x","usr":"nobody"}"#, "provider manifest m.json: unknown key 'usr'"),
     ])
     func refuses(json: String, expected: String) {
         let error = #expect(throws: NetExtError.self) { try ProviderManifest.parse(Data(json.utf8), file: "m.json") }
         #expect(error?.message.hasPrefix(expected) == true, "message was: \(error?.message ?? "-")")
+    }
+}
+
+@Suite("Unknown keys in JSON files")
+struct UnknownJSONKeysTests {
+    struct Peer: Codable { var publicKey: String; var name: String? }
+    struct File: Codable { var listen: String; var mtu: Int?; var peers: [Peer] }
+
+    @Test("misspelt keys are found at every depth, with their paths; known and null keys are not")
+    func findsMisspeltKeys() throws {
+        let json = #"{"listen":"0:1","mtu2":1400,"mtu":null,"peers":[{"publicKey":"k"},{"publicKey":"k","pubkey":"x","name":null}]}"#
+        let decoded = try JSONDecoder().decode(File.self, from: Data(json.utf8))
+        #expect(UnknownJSONKeys.paths(in: Data(json.utf8), decoded: decoded) == ["mtu2", "peers[1].pubkey"])
+        let error = #expect(throws: NetExtError.self) { try UnknownJSONKeys.refuse(in: Data(json.utf8), decoded: decoded, file: "server.json") }
+        #expect(error?.message == "server.json: unknown key 'mtu2' (and 1 more: peers[1].pubkey); check its spelling against the documentation")
+        let clean = #"{"listen":"0:1","mtu":1280,"peers":[{"publicKey":"k","name":"laptop"}]}"#
+        #expect(UnknownJSONKeys.paths(in: Data(clean.utf8), decoded: try JSONDecoder().decode(File.self, from: Data(clean.utf8))).isEmpty)
+    }
+
+    /// Property: any key added to a valid file at a random place is named, whatever its value.
+    @Test func anyAddedKeyIsNamed() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let name = "k" + String(UInt32.random(in: 0...UInt32.max, using: &generator), radix: 36)
+            let value = ["1", "\"x\"", "true", "[1]", "{}"].randomElement(using: &generator)!
+            let atTop = Bool.random(using: &generator)
+            let json = atTop
+                ? #"{"listen":"a","\#(name)":\#(value),"peers":[{"publicKey":"k"}]}"#
+                : #"{"listen":"a","peers":[{"publicKey":"k","\#(name)":\#(value)}]}"#
+            let decoded = try JSONDecoder().decode(File.self, from: Data(json.utf8))
+            #expect(UnknownJSONKeys.paths(in: Data(json.utf8), decoded: decoded) == [atTop ? name : "peers[0].\(name)"], "\(json)")
+        }
     }
 }

@@ -57,7 +57,7 @@ urlfilter_lab_up() {
   lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"; NETEXTD_PID=$!
   lab_wait "'$bin/netext' status" 15 || { echo "netextd did not start"; return 1; }
   "$bin/netext" urlfilter configure --app "$UF_APP" --name "Lab URL filter" --pir-server http://pir.netext --issuer http://issuer.netext \
-    --token "$UF_CREDENTIAL" --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --enable "${UF_CONFIGURE_FLAGS[@]}" > "$work/configure.out" 2>&1 ||
+    --token-stdin <<< "$UF_CREDENTIAL" --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --enable "${UF_CONFIGURE_FLAGS[@]}" > "$work/configure.out" 2>&1 ||
     { cat "$work/configure.out"; return 1; }
   lab_wait "'$bin/netext' urlfilter status | grep -q 'URL filter: running'" 30 || { echo "the URL filter did not start"; tail -5 "$work/netextd.log"; return 1; }
 }

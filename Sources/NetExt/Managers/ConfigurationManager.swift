@@ -37,9 +37,19 @@ extension ConfigurationManager {
     public var connection: VPNConnection { VPNConnection(client: client, configurationID: configuration.id) }
 
     /// Saves the configuration (creating it if new). `password` goes to the secret store.
-    public mutating func saveToPreferences(password: String? = nil, sharedSecret: String? = nil) async throws(NetExtError) {
-        let request = SaveConfiguration(configuration: configuration, password: password, sharedSecret: sharedSecret)
-        configuration = try await client.call(request).configuration
+    /// Refused when another configuration the caller can see has the same name, unless
+    /// `allowsDuplicateName`, and when the configuration is enabled but its provider is not
+    /// registered. Returns the configurations the save disabled (enabling an enterprise VPN
+    /// disables the one enabled before).
+    @discardableResult
+    public mutating func saveToPreferences(
+        password: String? = nil, sharedSecret: String? = nil, allowsDuplicateName: Bool = false
+    ) async throws(NetExtError) -> [ConfigurationName] {
+        let request = SaveConfiguration(
+            configuration: configuration, password: password, sharedSecret: sharedSecret, allowsDuplicateName: allowsDuplicateName ? true : nil)
+        let result = try await client.call(request)
+        configuration = result.configuration
+        return result.disabled ?? []
     }
 
     /// Reloads the configuration from netextd, dropping unsaved changes.

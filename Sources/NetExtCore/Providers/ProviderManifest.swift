@@ -68,6 +68,7 @@ public struct ProviderManifest: Sendable, Hashable, Codable {
         } catch {
             throw .invalid("provider manifest \(file): \(error)")
         }
+        try UnknownJSONKeys.refuse(in: data, decoded: manifest, file: "provider manifest \(file)")
         guard manifest.executable.hasPrefix("/") else {
             throw .invalid("provider manifest \(file): key 'executable': '\(manifest.executable)' must be an absolute path")
         }

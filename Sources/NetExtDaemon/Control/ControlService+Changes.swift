@@ -5,7 +5,7 @@ import NetExtIPC
 extension ControlService {
     /// Saves a configuration for `identity`: the owner is the caller (an existing configuration
     /// keeps its owner), secrets go to the secret store, references never come from the client.
-    func save(_ request: SaveConfiguration, identity: ClientIdentity) async throws -> Configuration {
+    func save(_ request: SaveConfiguration, identity: ClientIdentity) async throws -> ConfigurationResult {
         var configuration = request.configuration
         let existing = try store.configuration(id: configuration.id)
         if let existing {
@@ -20,6 +20,16 @@ extension ControlService {
             configuration.profileIdentifier = nil
         }
         try configuration.validate()
+        if request.allowsDuplicateName != true {
+            let name = configuration.localizedDescription
+            let twins = try store.allConfigurations().filter {
+                $0.id != configuration.id && identity.canSee($0) && $0.localizedDescription.caseInsensitiveCompare(name) == .orderedSame
+            }
+            if let twin = twins.first {
+                throw NetExtError.invalid("a configuration named '\(LogText.escaped(twin.localizedDescription))' already exists (\(twin.id.uuidString)); choose another name, or allow a duplicate name (`netext create --allow-duplicate-name`)")
+            }
+        }
+        if configuration.isEnabled { try registry.requireProviders(of: configuration) }
         var newSecrets: [String] = []
         var replacedSecrets: [String] = []
         func storeSecret(_ secret: String?, replacing current: String?) throws -> String? {
@@ -62,13 +72,14 @@ extension ControlService {
         replacedSecrets.forEach(secrets.delete)
         logger.info("configuration saved", metadata: ["id": "\(outcome.saved.id)", "name": "\(outcome.saved.localizedDescription)", "revision": "\(outcome.saved.revision)", "enabled": "\(outcome.saved.isEnabled)"])
         for disabled in outcome.disabled {
-            logger.info("configuration disabled: another enterprise VPN was enabled", metadata: ["id": "\(disabled.id)"])
+            logger.notice("configuration disabled: another enterprise VPN was enabled", metadata: ["id": "\(disabled.id)", "name": "\(LogText.quoted(disabled.localizedDescription))", "enabled": "\(LogText.quoted(outcome.saved.localizedDescription))"])
             await configurationChanged(disabled, removed: false)
             hub.configurationChanged(disabled, change: .saved)
         }
         await configurationChanged(outcome.saved, removed: false)
         hub.configurationChanged(outcome.saved, change: .saved)
-        return outcome.saved
+        let disabled = outcome.disabled.map { ConfigurationName(id: $0.id, name: $0.localizedDescription) }
+        return ConfigurationResult(configuration: outcome.saved, disabled: disabled.isEmpty ? nil : disabled)
     }
 
     static func passwordReference(of configuration: Configuration) -> String? {

@@ -71,7 +71,7 @@ public final class ControlService: Sendable {
             ConfigurationResult(configuration: try service.visibleConfiguration(method.configuration, identity: identity))
         }
         table.on(SaveConfiguration.self) { service, method, identity in
-            ConfigurationResult(configuration: try await service.save(method, identity: identity))
+            try await service.save(method, identity: identity)
         }
         table.on(RemoveConfiguration.self) { service, method, identity in
             try await service.remove(method.configuration, identity: identity)
@@ -83,8 +83,8 @@ public final class ControlService: Sendable {
         table.on(StopConnection.self) { service, method, identity in
             try await service.stop(method.configuration, identity: identity)
         }
-        table.on(GetStatus.self) { service, method, _ in
-            try await service.statuses(of: method.configuration)
+        table.on(GetStatus.self) { service, method, identity in
+            try await service.statuses(of: method.configuration, identity: identity)
         }
         table.on(InstallProfile.self) { service, method, identity in
             try await service.installProfile(method.data, identity: identity)
@@ -149,10 +149,10 @@ public final class ControlService: Sendable {
         return await sessions.stop(configuration, reason: .userInitiated)
     }
 
-    /// Anyone may read status: every configuration's name and state, nothing more; so a name
-    /// is looked up among all configurations, not only the caller's.
-    private func statuses(of reference: ConfigurationReference?) async throws -> StatusList {
-        let configurations = try reference.map { [try configuration($0) { _ in true }] } ?? store.allConfigurations()
+    /// The status of the configurations the caller may see — the same ones `list` and `show`
+    /// give it (its own; root: all) — so the three never disagree.
+    private func statuses(of reference: ConfigurationReference?, identity: ClientIdentity) async throws -> StatusList {
+        let configurations = try reference.map { [try visibleConfiguration($0, identity: identity)] } ?? store.allConfigurations().filter(identity.canSee)
         var statuses: [StatusInfo] = []
         for configuration in configurations { statuses.append(await sessions.statusInfo(for: configuration)) }
         return StatusList(statuses: statuses)

@@ -36,12 +36,31 @@ public struct ProviderRegistry: Sendable {
     public func manifest(for bundleIdentifier: String, extensionPoint: ProviderManifest.ExtensionPoint) throws(NetExtError) -> ProviderManifest {
         let list = load()
         guard let manifest = list.providers.first(where: { $0.bundleIdentifier == bundleIdentifier }) else {
-            throw NetExtError(.providerFailed, "no provider is registered for bundle identifier '\(bundleIdentifier)' (see `netext providers`; manifests live in \(directory))")
+            let candidates = list.providers.filter { $0.extensionPoint == extensionPoint }.map(\.bundleIdentifier)
+            let registered = candidates.isEmpty ? "none is registered for \(extensionPoint.rawValue)" : "registered for \(extensionPoint.rawValue): \(candidates.joined(separator: ", "))"
+            throw NetExtError(.providerFailed, "no provider is registered for bundle identifier '\(bundleIdentifier)'; \(registered) (see `netext providers`; manifests live in \(directory))")
         }
         guard manifest.extensionPoint == extensionPoint else {
             throw NetExtError(.providerFailed, "provider '\(bundleIdentifier)' implements \(manifest.extensionPoint.rawValue), not \(extensionPoint.rawValue)")
         }
         return manifest
+    }
+
+    /// Checks that every provider an enabled configuration names is registered for the right
+    /// extension point, so `create --enable` and `enable` fail at once, naming what is
+    /// registered, rather than at the next start.
+    public func requireProviders(of configuration: Configuration) throws(NetExtError) {
+        switch configuration.protocolConfiguration {
+        case .tunnelProvider(let settings):
+            _ = try manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
+        case .contentFilter(let settings):
+            _ = try manifest(for: settings.filterDataProviderBundleIdentifier, extensionPoint: .filterData)
+            if let control = settings.filterControlProviderBundleIdentifier { _ = try manifest(for: control, extensionPoint: .filterControl) }
+        case .urlFilter(let settings):
+            _ = try manifest(for: settings.controlProviderBundleIdentifier, extensionPoint: .urlFilterControl)
+        case .personalVPN, .relay, .dnsSettings:
+            break
+        }
     }
 
     static func read(path: String) throws(NetExtError) -> ProviderManifest {

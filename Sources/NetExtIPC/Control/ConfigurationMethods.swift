@@ -39,10 +39,14 @@ public struct SaveConfiguration: ControlMethod {
     /// A new password to store (replaces the referenced one); nil keeps it.
     public var password: String?
     public var sharedSecret: String?
-    public init(configuration: Configuration, password: String? = nil, sharedSecret: String? = nil) {
+    /// Save even when another configuration the caller can see has the same name (compared
+    /// without regard to case); otherwise that is refused, since names stop naming one thing.
+    public var allowsDuplicateName: Bool?
+    public init(configuration: Configuration, password: String? = nil, sharedSecret: String? = nil, allowsDuplicateName: Bool? = nil) {
         self.configuration = configuration
         self.password = password
         self.sharedSecret = sharedSecret
+        self.allowsDuplicateName = allowsDuplicateName
     }
 }
 

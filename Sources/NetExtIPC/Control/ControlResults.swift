@@ -26,7 +26,23 @@ public struct ConfigurationList: Sendable, Hashable, Codable {
 /// The result of `loadConfiguration` and `saveConfiguration`.
 public struct ConfigurationResult: Sendable, Hashable, Codable {
     public var configuration: Configuration
-    public init(configuration: Configuration) { self.configuration = configuration }
+    /// Other configurations this save disabled (only one enterprise VPN may be enabled at a
+    /// time); absent when none was.
+    public var disabled: [ConfigurationName]?
+    public init(configuration: Configuration, disabled: [ConfigurationName]? = nil) {
+        self.configuration = configuration
+        self.disabled = disabled
+    }
+}
+
+/// A configuration's id and name, for answers that mention other configurations.
+public struct ConfigurationName: Sendable, Hashable, Codable {
+    public var id: UUID
+    public var name: String
+    public init(id: UUID, name: String) {
+        self.id = id
+        self.name = name
+    }
 }
 
 /// An empty result.

@@ -8,7 +8,7 @@ import TunnelProtocol
 /// sessions and where they were last heard from. Owned by `TunnelServer` behind one lock.
 struct ServerPeerTable {
     struct Peer {
-        let name: String
+        var name: String
         let publicKey: [UInt8]
         /// The addresses assigned to this peer (host prefixes), used for routing and anti-spoofing.
         let addresses: [IPPrefix]
@@ -42,6 +42,26 @@ struct ServerPeerTable {
     var byKey: [[UInt8]: Int] = [:]
     var dropped: [ServerDropReason: UInt64] = [:]
 
+    /// The peers a configuration names, with no sessions yet. Peer n (from 0) gets host n + 2
+    /// of each pool.
+    init(configuration: TunnelServerConfiguration) {
+        let routes = configuration.routes ?? [configuration.ipv4Pool, configuration.ipv6Pool].compactMap { $0 }
+        for (index, peer) in configuration.peers.enumerated() {
+            var addresses: [IPPrefix] = []
+            if let pool = configuration.ipv4Pool, let address = TunnelServerConfiguration.host(index + 2, in: pool) { addresses.append(address) }
+            if let pool = configuration.ipv6Pool, let address = TunnelServerConfiguration.host(index + 2, in: pool) { addresses.append(address) }
+            let assignment = TunnelAssignment(
+                addresses: addresses.map(\.description), includedRoutes: routes,
+                dnsServers: configuration.dnsServers ?? [], searchDomains: configuration.searchDomains ?? [],
+                matchDomains: configuration.matchDomains ?? [], mtu: configuration.mtu,
+                httpProxy: configuration.httpProxy, httpsProxy: configuration.httpsProxy, proxyExceptions: configuration.proxyExceptions)
+            let key = (try? TunnelKeys.publicKey(base64: peer.publicKey)).map { Array($0.rawRepresentation) } ?? []
+            add(.init(name: peer.name, publicKey: key, addresses: addresses, assignment: assignment))
+        }
+    }
+
+    init() {}
+
     mutating func add(_ peer: Peer) {
         let position = peers.count
         peers.append(peer)
@@ -73,3 +93,63 @@ struct ServerPeerTable {
 }
 
 extension ServerPeerTable.Peer: ReceivingSessions {}
+
+/// What a reload did to the peers.
+public struct PeerReload: Sendable, Equatable {
+    /// Peers new in the file.
+    public var added: [String] = []
+    /// Peers no longer in the file; their sessions ended.
+    public var removed: [String] = []
+    /// Peers whose addresses or pushed settings changed; their sessions ended, so they
+    /// handshake again and learn the new assignment.
+    public var reset: [String] = []
+    /// Peers kept as they were, sessions included.
+    public var kept = 0
+
+    public init(added: [String] = [], removed: [String] = [], reset: [String] = [], kept: Int = 0) {
+        self.added = added
+        self.removed = removed
+        self.reset = reset
+        self.kept = kept
+    }
+}
+
+extension ServerPeerTable {
+    /// The table for `fresh` (built from a new configuration), keeping everything a peer had —
+    /// sessions, endpoint, replay state, counters — when its key, addresses and assignment are
+    /// unchanged. Pure: the caller swaps it in under the lock.
+    func reloaded(with fresh: ServerPeerTable) -> (table: ServerPeerTable, report: PeerReload) {
+        var next = ServerPeerTable()
+        next.dropped = dropped
+        var report = PeerReload()
+        for var peer in fresh.peers {
+            if let position = byKey[peer.publicKey] {
+                let old = peers[position]
+                if old.addresses == peer.addresses && old.assignment == peer.assignment {
+                    var kept = old
+                    kept.name = peer.name
+                    peer = kept
+                    report.kept += 1
+                } else {
+                    // Keep what identifies the peer's traffic so far (replay protection of
+                    // initiations, counters); its sessions end.
+                    peer.lastTimestamp = old.lastTimestamp
+                    peer.endpoint = old.endpoint
+                    peer.bytesIn = old.bytesIn
+                    peer.bytesOut = old.bytesOut
+                    peer.packetsIn = old.packetsIn
+                    peer.packetsOut = old.packetsOut
+                    report.reset.append(peer.name)
+                }
+            } else {
+                report.added.append(peer.name)
+            }
+            let position = next.peers.count
+            next.add(peer)
+            for session in [peer.current, peer.previous].compactMap({ $0 }) { next.byIndex[session.localIndex] = position }
+        }
+        let freshKeys = Set(fresh.peers.map(\.publicKey))
+        report.removed = peers.filter { !freshKeys.contains($0.publicKey) }.map(\.name)
+        return (next, report)
+    }
+}

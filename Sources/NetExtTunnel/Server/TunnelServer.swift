@@ -15,7 +15,7 @@ public final class TunnelServer: Sendable {
     let staticKey: Curve25519.KeyAgreement.PrivateKey
     let mac1Key: SymmetricKey
     let timing: TunnelTiming
-    private let table = Mutex(ServerPeerTable())
+    let table = Mutex(ServerPeerTable())
     private let handshakes = HandshakeQueue()
     private let running = Mutex(true)
     private let resources = Mutex<(socket: UDPSocket?, tun: Int32, interface: String)>((nil, -1, ""))
@@ -32,20 +32,7 @@ public final class TunnelServer: Sendable {
             throw .invalid("the server's private key: \(error)")
         }
         mac1Key = MessageAuthentication.mac1Key(for: staticKey.publicKey)
-        var peers = ServerPeerTable()
-        let routes = configuration.routes ?? [configuration.ipv4Pool, configuration.ipv6Pool].compactMap { $0 }
-        for (index, peer) in configuration.peers.enumerated() {
-            var addresses: [IPPrefix] = []
-            if let pool = configuration.ipv4Pool, let address = TunnelServerConfiguration.host(index + 2, in: pool) { addresses.append(address) }
-            if let pool = configuration.ipv6Pool, let address = TunnelServerConfiguration.host(index + 2, in: pool) { addresses.append(address) }
-            let assignment = TunnelAssignment(
-                addresses: addresses.map(\.description), includedRoutes: routes,
-                dnsServers: configuration.dnsServers ?? [], searchDomains: configuration.searchDomains ?? [],
-                matchDomains: configuration.matchDomains ?? [], mtu: configuration.mtu,
-                httpProxy: configuration.httpProxy, httpsProxy: configuration.httpsProxy, proxyExceptions: configuration.proxyExceptions)
-            let key = (try? TunnelKeys.publicKey(base64: peer.publicKey)).map { Array($0.rawRepresentation) } ?? []
-            peers.add(.init(name: peer.name, publicKey: key, addresses: addresses, assignment: assignment))
-        }
+        let peers = ServerPeerTable(configuration: configuration)
         table.withLock { $0 = peers }
     }
 
@@ -512,5 +499,33 @@ public final class TunnelServer: Sendable {
             logger.info("statistics", metadata: ["item": "\(key)", "value": "\(value)"])
         }
         return current
+    }
+}
+
+extension TunnelServer {
+    /// Applies a changed configuration file without a restart, as `wg syncconf` does: peers
+    /// added, removed or changed; every other peer keeps its session, endpoint and counters and
+    /// notices nothing. Only the peer list may change live — the listen address, pools, routes,
+    /// pushed settings and key need a restart, and a file changing them is refused whole
+    /// (naming what changed), the running server untouched.
+    public func reload(_ new: TunnelServerConfiguration) throws(NetExtError) -> PeerReload {
+        var sameApartFromPeers = new
+        sameApartFromPeers.peers = configuration.peers
+        let changed = configuration.keysDiffering(from: sameApartFromPeers)
+        guard changed.isEmpty else {
+            throw .invalid("\(changed.joined(separator: ", ")) changed; only 'peers' can change without a restart (the running server keeps its configuration)")
+        }
+        let newKey: String
+        do { newKey = try new.loadPrivateKey().text } catch { throw error }
+        guard (try? TunnelKeys.privateKey(base64: newKey))?.rawRepresentation == staticKey.rawRepresentation else {
+            throw .invalid("the private key changed; that needs a restart (the running server keeps its key)")
+        }
+        let fresh = ServerPeerTable(configuration: new)
+        let report = table.withLock { table in
+            let (next, report) = table.reloaded(with: fresh)
+            table = next
+            return report
+        }
+        return report
     }
 }

@@ -52,6 +52,7 @@ public struct TunnelServerConfiguration: Sendable, Codable {
         } catch {
             throw .invalid("\(path): not valid JSON: \(error)")
         }
+        try UnknownJSONKeys.refuse(in: data, decoded: configuration, file: path)
         try configuration.validate(file: path)
         return configuration
     }
@@ -85,6 +86,17 @@ public struct TunnelServerConfiguration: Sendable, Codable {
             }
         }
         if privateKey == nil && privateKeyFile == nil { throw .invalid("\(file): one of 'privateKey' and 'privateKeyFile' is required") }
+    }
+
+    /// The top-level keys whose values differ between the two configurations (as JSON), sorted.
+    public func keysDiffering(from other: TunnelServerConfiguration) -> [String] {
+        func tree(_ value: TunnelServerConfiguration) -> [String: NSObject] {
+            guard let data = try? JSONEncoder().encode(value),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            return object.compactMapValues { $0 as? NSObject }
+        }
+        let mine = tree(self), theirs = tree(other)
+        return Set(mine.keys).union(theirs.keys).filter { mine[$0] != theirs[$0] }.sorted().map { "'\($0)'" }
     }
 
     /// The server's static key (from `privateKey` or `privateKeyFile`).
