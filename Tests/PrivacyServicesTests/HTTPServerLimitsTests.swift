@@ -143,6 +143,9 @@ struct HTTPServerLimitsTests {
         var limits = HTTPServerLimits()
         limits.maximumConnections = 8
         limits.maximumConnectionsPerSource = 3
+        // Far beyond the test's length: CI once took 43 s over this test, and the default 30 s
+        // deadline then closed the flooder's idle connections before they were checked.
+        limits.requestDeadline = 600
         let (server, port) = try await Self.serve(RecordingTarget(), limits: limits)
         defer { Task { await server.shutdown() } }
         let outcome = try await offPool { () -> (fourthClosed: Bool, openAfterFlood: Int, neighbour: String, heldStillOpen: Bool) in
@@ -154,7 +157,7 @@ struct HTTPServerLimitsTests {
             let neighbour = try RawClient(port: port, timeout: 30, source: "127.0.0.2")
             neighbour.send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
             let answer = neighbour.readUntilClosed().text
-            // The flooder's three are untouched (the 30 s deadline has not come).
+            // The flooder's three are untouched (the deadline has not come).
             let heldStillOpen = flooder.allSatisfy { !$0.readUntilClosed().closed }
             return (fourthClosed, openAfterFlood, answer, heldStillOpen)
         }
