@@ -76,7 +76,7 @@ enum SetEnabled {
         let result = try await options.withConfiguration(name, forChange: true) { client, loaded in
             var configuration = loaded
             configuration.isEnabled = enabled
-            return try await client.call(SaveConfiguration(configuration: configuration, allowsDuplicateName: true))
+            return try await client.call(SaveConfiguration(configuration: configuration))
         }
         let saved = result.configuration
         if options.json { try options.printJSON(saved) } else {
@@ -163,7 +163,7 @@ struct OnDemandCommand: AsyncParsableCommand {
                 var configuration = loaded
                 configuration.isOnDemandEnabled = state == "on"
                 if let newRules { configuration.onDemandRules = newRules }
-                return try await client.call(SaveConfiguration(configuration: configuration, allowsDuplicateName: true)).configuration
+                return try await client.call(SaveConfiguration(configuration: configuration)).configuration
             }
             if options.json { try options.printJSON(saved) } else {
                 print("on-demand \(saved.isOnDemandEnabled ? "on" : "off") for \(saved.localizedDescription): \(saved.onDemandRules.count) rule(s) (revision \(saved.revision))")

@@ -42,6 +42,12 @@ public struct Configuration: Sendable, Hashable, Codable, Identifiable {
 
     public var kind: ConfigurationKind { protocolConfiguration.kind }
 
+    /// Whether `name` names this configuration: its `localizedDescription`, compared without
+    /// regard to case (how `netext` and the control protocol look names up).
+    public func isNamed(_ name: String) -> Bool {
+        localizedDescription.caseInsensitiveCompare(name) == .orderedSame
+    }
+
     /// Whether this is an enterprise (provider-run) VPN, of which only one may be enabled.
     public var isEnterpriseVPN: Bool { kind == .tunnelProvider }
 }

@@ -9,6 +9,9 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
     /// The bundle identifier of the provider that runs the tunnel.
     public var providerBundleIdentifier: String
     public var providerType: ProviderType
+
+    /// The extension point the provider's manifest must declare.
+    public var extensionPoint: ProviderManifest.ExtensionPoint { providerType == .appProxy ? .appProxy : .packetTunnel }
     /// The VPN server's address or host name.
     public var serverAddress: String
     /// Free-form settings handed to the provider (profile key `VendorConfig`).

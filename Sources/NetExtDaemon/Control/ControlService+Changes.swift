@@ -20,12 +20,11 @@ extension ControlService {
             configuration.profileIdentifier = nil
         }
         try configuration.validate()
-        if request.allowsDuplicateName != true {
-            let name = configuration.localizedDescription
-            let twins = try store.allConfigurations().filter {
-                $0.id != configuration.id && identity.canSee($0) && $0.localizedDescription.caseInsensitiveCompare(name) == .orderedSame
-            }
-            if let twin = twins.first {
+        // Names are checked when they are given (a new configuration, a rename), so a save that
+        // changes something else never fails over a duplicate that was allowed before.
+        let name = configuration.localizedDescription
+        if request.allowsDuplicateName != true, existing.map({ !$0.isNamed(name) }) ?? true {
+            if let twin = try store.allConfigurations().first(where: { $0.id != configuration.id && identity.canSee($0) && $0.isNamed(name) }) {
                 throw NetExtError.invalid("a configuration named '\(LogText.escaped(twin.localizedDescription))' already exists (\(twin.id.uuidString)); choose another name, or allow a duplicate name (`netext create --allow-duplicate-name`)")
             }
         }

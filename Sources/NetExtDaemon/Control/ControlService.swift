@@ -193,7 +193,7 @@ public final class ControlService: Sendable {
             }
             return configuration
         case .name(let name):
-            let matches = try store.allConfigurations().filter { isIncluded($0) && $0.localizedDescription.caseInsensitiveCompare(name) == .orderedSame }
+            let matches = try store.allConfigurations().filter { isIncluded($0) && $0.isNamed(name) }
             switch matches.count {
             case 1: return matches[0]
             case 0: throw NetExtError.unknown("no configuration named '\(LogText.escaped(name))' (see `netext list`)")

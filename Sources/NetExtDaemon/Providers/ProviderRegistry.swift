@@ -52,7 +52,7 @@ public struct ProviderRegistry: Sendable {
     public func requireProviders(of configuration: Configuration) throws(NetExtError) {
         switch configuration.protocolConfiguration {
         case .tunnelProvider(let settings):
-            _ = try manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
+            _ = try manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.extensionPoint)
         case .contentFilter(let settings):
             _ = try manifest(for: settings.filterDataProviderBundleIdentifier, extensionPoint: .filterData)
             if let control = settings.filterControlProviderBundleIdentifier { _ = try manifest(for: control, extensionPoint: .filterControl) }

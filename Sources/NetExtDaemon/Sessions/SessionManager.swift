@@ -112,7 +112,7 @@ public actor SessionManager {
         let manifest: ProviderManifest?
         switch configuration.protocolConfiguration {
         case .tunnelProvider(let settings):
-            manifest = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
+            manifest = try registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.extensionPoint)
         case .personalVPN:
             guard ikev2Directory != nil else { throw .connectionFailed("this netextd has no directory for the IKEv2 client") }
             manifest = nil
@@ -390,7 +390,7 @@ public actor SessionManager {
         let registry = self.registry
         await killSwitch.restore(configurations) { configuration in
             guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
-            return try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.providerType == .appProxy ? .appProxy : .packetTunnel)
+            return try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.extensionPoint)
         }
     }
 }

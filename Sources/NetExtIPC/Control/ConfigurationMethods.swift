@@ -40,7 +40,8 @@ public struct SaveConfiguration: ControlMethod {
     public var password: String?
     public var sharedSecret: String?
     /// Save even when another configuration the caller can see has the same name (compared
-    /// without regard to case); otherwise that is refused, since names stop naming one thing.
+    /// without regard to case); otherwise a new configuration or a rename to a name in use is
+    /// refused, since names would stop naming one thing.
     public var allowsDuplicateName: Bool?
     public init(configuration: Configuration, password: String? = nil, sharedSecret: String? = nil, allowsDuplicateName: Bool? = nil) {
         self.configuration = configuration

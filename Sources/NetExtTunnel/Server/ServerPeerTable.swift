@@ -126,9 +126,9 @@ extension ServerPeerTable {
             if let position = byKey[peer.publicKey] {
                 let old = peers[position]
                 if old.addresses == peer.addresses && old.assignment == peer.assignment {
-                    var kept = old
-                    kept.name = peer.name
-                    peer = kept
+                    let name = peer.name
+                    peer = old
+                    peer.name = name
                     report.kept += 1
                 } else {
                     // Keep what identifies the peer's traffic so far (replay protection of

@@ -515,8 +515,7 @@ extension TunnelServer {
         guard changed.isEmpty else {
             throw .invalid("\(changed.joined(separator: ", ")) changed; only 'peers' can change without a restart (the running server keeps its configuration)")
         }
-        let newKey: String
-        do { newKey = try new.loadPrivateKey().text } catch { throw error }
+        let newKey = try new.loadPrivateKey().text
         guard (try? TunnelKeys.privateKey(base64: newKey))?.rawRepresentation == staticKey.rawRepresentation else {
             throw .invalid("the private key changed; that needs a restart (the running server keeps its key)")
         }

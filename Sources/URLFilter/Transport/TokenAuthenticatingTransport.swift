@@ -27,10 +27,12 @@ public final class TokenAuthenticatingTransport: ServiceTransport {
         }
         let first = try await inner.send(attempt)
         guard first.status == 401 else { return first }
+        let offered: [(challenge: TokenChallenge, tokenKeyDER: [UInt8])]
+        do throws(PrivacyPassError) { offered = try PrivateTokenHeader.parseChallenges(first.header("WWW-Authenticate") ?? "") } catch {
+            throw .protocolMismatch("\(error)")
+        }
         let chosen: (challenge: TokenChallenge, tokenKeyDER: [UInt8])
-        if let header = first.header("WWW-Authenticate"), header.lowercased().contains("privatetoken") {
-            let offered: [(challenge: TokenChallenge, tokenKeyDER: [UInt8])]
-            do throws(PrivacyPassError) { offered = try PrivateTokenHeader.parseChallenges(header) } catch { throw .protocolMismatch("\(error)") }
+        if !offered.isEmpty {
             guard let blindRSA = offered.first(where: { $0.challenge.tokenType == PrivateToken.blindRSAType }) else { return first }
             chosen = blindRSA
         } else {
