@@ -4,22 +4,6 @@ import NetExtIPC
 
 /// Human-readable descriptions of configurations and events.
 enum ConfigurationText {
-    /// "in 1.2 MB, out 340 kB" (decimal units, as network tools count).
-    static func trafficSummary(_ status: StatusInfo) -> String {
-        "in \(byteCount(status.bytesIn)), out \(byteCount(status.bytesOut))"
-    }
-
-    static func byteCount(_ bytes: UInt64) -> String {
-        let units = ["B", "kB", "MB", "GB", "TB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1000 && unit < units.count - 1 {
-            value /= 1000
-            unit += 1
-        }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
-    }
-
     static func describe(_ configuration: Configuration, status: StatusInfo) -> String {
         var lines = [
             "name:        \(configuration.localizedDescription)",
@@ -27,11 +11,12 @@ enum ConfigurationText {
             "kind:        \(configuration.kind.rawValue)",
             "owner:       \(configuration.owner)",
             "enabled:     \(configuration.isEnabled ? "yes" : "no")",
-            "status:      \(status.status.rawValue)",
+            "status:      \(StatusText.name(status.status))",
             "revision:    \(configuration.revision)",
         ]
         if let connected = status.connectedDate { lines.append("connected:   since \(ISO8601DateFormatter().string(from: connected))") }
-        if status.status.isActive { lines.append("traffic:     \(trafficSummary(status))") }
+        // An active connection in the detail `netext status` gives it.
+        lines += StatusText.details(status).map { "\($0.label): \($0.value)" }
         if let error = status.lastDisconnectError { lines.append("last error:  \(error)") }
         if let profile = configuration.profileIdentifier { lines.append("profile:     \(profile)") }
         switch configuration.protocolConfiguration {
@@ -84,7 +69,7 @@ enum ConfigurationText {
             return "\(time) configuration \(change.change.rawValue): \(change.name)\(revision)"
         case .statusChanged(let change):
             let error = change.current.lastDisconnectError.map { " — \($0.message)" } ?? ""
-            return "\(time) status \(change.current.name): \(change.previous.rawValue) -> \(change.current.status.rawValue)\(error)"
+            return "\(time) status \(change.current.name): \(StatusText.name(change.previous)) -> \(StatusText.name(change.current.status))\(error)"
         }
     }
 }

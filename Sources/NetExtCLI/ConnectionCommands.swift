@@ -3,31 +3,107 @@ import Foundation
 import NetExt
 import NetExtCore
 import NetExtIPC
+import Synchronization
 
 struct StartCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "start", abstract: "Start a configuration's connection and wait until it is connected or failed.")
+    static let configuration = CommandConfiguration(
+        commandName: "start", abstract: "Start a configuration's connection and wait until it is connected or failed.",
+        discussion: "After two seconds without an answer it says what the connection is doing, on standard error, until it is connected or failed. With --timeout, a connection not up in time is stopped and the command fails (exit 75); without it, netextd's own start deadline (30 s) applies.")
     @OptionGroup var options: ClientOptions
     @Argument(help: "The configuration's name or id.") var name: String
     @Option(help: "The user name to pass to the provider.") var username: String?
     @Flag(help: "Read a password from standard input (used for this start only, never stored).") var passwordStdin = false
     @Option(name: .customLong("option"), help: "A start option for the provider, key=value (repeatable).") var startOptions: [String] = []
+    @Option(help: "Give up after this many seconds: the attempt is stopped and the command fails.") var timeout: Double?
+
+    /// How long `start` waits quietly before it reports progress.
+    static let quietPeriod: Duration = .seconds(2)
+
+    func validate() throws {
+        if let timeout, !(timeout > 0 && timeout <= 3600) { throw ValidationError("--timeout must be a number of seconds between 0 and 3600, not \(timeout)") }
+    }
 
     func run() async throws {
         try await reportingFailures {
             var startOptions = try KeyValue.parse(self.startOptions, option: "--option")
             if let username { startOptions["username"] = .string(username) }
             if passwordStdin { startOptions["password"] = .string(try StandardInput.readSecretLine()) }
-            // One request after hello: netextd resolves the name.
-            let info = try await options.withClient { client in
-                try await client.call(StartConnection(ConfigurationReference(name), options: startOptions), timeout: .seconds(90))
+            let client = try await options.connect()
+            defer { client.close() }
+            // Status changes arrive while the start is under way; the reporter says them after
+            // the quiet period, so a quick start prints nothing but its answer.
+            let progress = StartProgress(reference: name, notifications: try await client.notifications(), quietPeriod: Self.quietPeriod)
+            defer { progress.cancel() }
+            let info: StatusInfo
+            do {
+                // One request after hello: netextd resolves the name.
+                info = try await client.call(StartConnection(ConfigurationReference(name), options: startOptions), timeout: timeout.map { .milliseconds(Int($0 * 1000)) } ?? .seconds(90))
+            } catch let error as NetExtError where error.code == .timedOut && timeout != nil {
+                progress.cancel()
+                let stopped = try? await client.call(StopConnection(ConfigurationReference(name)), timeout: .seconds(60))
+                throw NetExtError(.timedOut, "\(stopped?.name ?? name) did not connect within \(StartProgress.seconds(timeout ?? 0)); the attempt was stopped (status \(StatusText.name(stopped?.status ?? .disconnected)))")
             }
+            progress.cancel()
             if options.json { try options.printJSON(info) } else {
-                print("\(info.name): \(info.status.rawValue)")
+                print(StatusText.headline(info))
             }
             if info.status != .connected {
-                throw CommandFailure(info.lastDisconnectError ?? NetExtError(.connectionFailed, "\(info.name) did not connect (status \(info.status.rawValue))"))
+                throw CommandFailure(info.lastDisconnectError ?? NetExtError(.connectionFailed, "\(info.name) did not connect (status \(StatusText.name(info.status)))"))
             }
         }
+    }
+}
+
+/// What `netext start` says while it waits: nothing for the quiet period, then the connection's
+/// status as it changes, and every five seconds how long it has been, on standard error.
+final class StartProgress: Sendable {
+    private struct State {
+        var latest: String
+        var spoken = false
+    }
+    private final class Shared: Sendable {
+        let state: Mutex<State>
+        let started = ContinuousClock.now
+        init(_ state: State) { self.state = Mutex(state) }
+        var elapsed: String { StartProgress.seconds(Double((ContinuousClock.now - started).components.seconds)) }
+    }
+    private let watcher: Task<Void, Never>
+    private let ticker: Task<Void, Never>
+
+    init(reference: String, notifications: AsyncStream<ControlNotification>, quietPeriod: Duration) {
+        let shared = Shared(State(latest: "\(reference): connecting"))
+        watcher = Task {
+            for await notification in notifications {
+                guard case .statusChanged(let change) = notification,
+                      change.current.name == reference || change.current.id.uuidString.caseInsensitiveCompare(reference) == .orderedSame else { continue }
+                let line = "\(change.current.name): \(StatusText.name(change.current.status))"
+                let speak = shared.state.withLock { state in
+                    state.latest = line
+                    return state.spoken
+                }
+                if speak && !Task.isCancelled { StandardStreams.error(Data("\(line) (\(shared.elapsed))\n".utf8)) }
+            }
+        }
+        ticker = Task {
+            var wait = quietPeriod
+            while (try? await Task.sleep(for: wait)) != nil {
+                let latest = shared.state.withLock { state in
+                    state.spoken = true
+                    return state.latest
+                }
+                StandardStreams.error(Data("\(latest)… (\(shared.elapsed))\n".utf8))
+                wait = .seconds(5)
+            }
+        }
+    }
+
+    func cancel() {
+        watcher.cancel()
+        ticker.cancel()
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
     }
 }
 
@@ -42,7 +118,7 @@ struct StopCommand: AsyncParsableCommand {
                 try await client.call(StopConnection(ConfigurationReference(name)), timeout: .seconds(60))
             }
             if options.json { try options.printJSON(info) } else {
-                print("\(info.name): \(info.status.rawValue)")
+                print(StatusText.headline(info))
                 if info.killSwitch == true {
                     StandardStreams.error(Data("\(info.name) includes all networks: traffic stays blocked until you disable it (netext disable '\(info.name)')\n".utf8))
                 }
@@ -73,12 +149,8 @@ struct StatusCommand: AsyncParsableCommand {
                 try options.printJSON(statuses)
             } else if !options.json {
                 var lines = statuses.isEmpty ? ["No configurations."] : []
-                for status in statuses {
-                    let error = status.lastDisconnectError.map { " (last error: \($0.message))" } ?? ""
-                    let proxy = status.proxy.map { " (proxy: \(ProxyEnvironment.summary($0)))" } ?? ""
-                    let traffic = status.status.isActive ? " (\(ConfigurationText.trafficSummary(status)))" : ""
-                    lines.append("\(status.name): \(status.status.rawValue)\(traffic)\(error)\(proxy)")
-                }
+                let now = Date()
+                for status in statuses { lines += StatusText.block(status, now: now) }
                 StandardStreams.out(Data((lines.joined(separator: "\n") + "\n").utf8))
             }
             guard let notifications else { return }

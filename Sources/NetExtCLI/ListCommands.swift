@@ -25,7 +25,7 @@ struct ListCommand: AsyncParsableCommand {
             }
             let rows = configurations.map { configuration in
                 [configuration.localizedDescription, configuration.kind.rawValue, configuration.isEnabled ? "yes" : "no",
-                 byID[configuration.id]?.status.rawValue ?? "invalid", configuration.id.uuidString]
+                 StatusText.name(byID[configuration.id]?.status ?? .invalid), configuration.id.uuidString]
             }
             print(TextTable.render(header: ["NAME", "KIND", "ENABLED", "STATUS", "ID"], rows: rows))
         }
@@ -36,6 +36,8 @@ struct ListCommand: AsyncParsableCommand {
 struct ListedConfiguration: Encodable {
     var configuration: Configuration
     var status: ConnectionStatus
+    /// `show` only: the connection in full (traffic, and an active tunnel's details).
+    var connection: StatusInfo?
 }
 
 struct ShowCommand: AsyncParsableCommand {
@@ -49,7 +51,7 @@ struct ShowCommand: AsyncParsableCommand {
                 (configuration, try await VPNConnection(client: client, configurationID: configuration.id).statusInfo())
             }
             if options.json {
-                try options.printJSON(ListedConfiguration(configuration: configuration, status: status.status))
+                try options.printJSON(ListedConfiguration(configuration: configuration, status: status.status, connection: status))
                 return
             }
             print(ConfigurationText.describe(configuration, status: status))

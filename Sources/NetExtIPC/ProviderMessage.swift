@@ -26,6 +26,9 @@ public enum ProviderMessage: Sendable, Hashable {
     case networkSettingsRefused(NetExtError)
     /// Provider → daemon: `reasserting` changed (the tunnel is reconnecting, or back).
     case reasserting(Bool)
+    /// Provider → daemon: what the provider knows of its connection (endpoint, handshakes), sent
+    /// whenever it changes (`reportTunnelStatistics`); `netext status` shows the latest.
+    case tunnelStatistics(TunnelStatistics)
     /// netextd → provider: an app's message (`sendProviderMessage`), to be answered with
     /// `appMessageReply` carrying the same `id`.
     case appMessage(id: Int, data: Data)
@@ -69,7 +72,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter, filterSettings }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter, filterSettings, statistics }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -89,6 +92,7 @@ extension ProviderMessage: Codable {
             self = .networkSettingsApplied(interface: try container.decode(String.self, forKey: .interface), mtu: try container.decode(Int.self, forKey: .mtu))
         case "networkSettingsRefused": self = .networkSettingsRefused(try container.decode(NetExtError.self, forKey: .error))
         case "reasserting": self = .reasserting(try container.decode(Bool.self, forKey: .value))
+        case "tunnelStatistics": self = .tunnelStatistics(try container.decode(TunnelStatistics.self, forKey: .statistics))
         case "appMessage": self = .appMessage(id: try container.decode(Int.self, forKey: .id), data: try container.decode(Data.self, forKey: .data))
         case "appMessageReply": self = .appMessageReply(id: try container.decode(Int.self, forKey: .id), data: try container.decodeIfPresent(Data.self, forKey: .data))
         case "newFlow": self = .newFlow(try container.decode(FilterFlow.self, forKey: .flow))
@@ -139,6 +143,9 @@ extension ProviderMessage: Codable {
         case .reasserting(let value):
             try container.encode("reasserting", forKey: .type)
             try container.encode(value, forKey: .value)
+        case .tunnelStatistics(let statistics):
+            try container.encode("tunnelStatistics", forKey: .type)
+            try container.encode(statistics, forKey: .statistics)
         case .appMessage(let id, let data):
             try container.encode("appMessage", forKey: .type)
             try container.encode(id, forKey: .id)

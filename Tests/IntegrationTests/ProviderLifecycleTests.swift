@@ -142,7 +142,7 @@ struct ProviderLifecycleTests {
         #expect(try await daemon.cli(["start", "Tunnel"]).status == 0)
         #expect(try await daemon.cli(["disable", "Tunnel"]).status == 0)
         #expect(daemon.log().contains("stopTunnel reason=configurationDisabled"), "\(daemon.log())")
-        #expect(try await daemon.cli(["status", "Tunnel"]).stdout.contains("Tunnel: invalid"))
+        #expect(try await daemon.cli(["status", "Tunnel"]).stdout.contains("Tunnel: disabled"))
     }
 
     @Test("a configuration name with a newline cannot forge a line in netextd's log")

@@ -26,10 +26,15 @@ final class ScriptedTunnel: TunnelProvider {
                 }
             }
         }
+        if let handshakes = script["reportHandshakes"]?.numberValue {
+            await context.reportTunnelStatistics(TunnelStatistics(endpoint: "192.0.2.1:51900", lastHandshake: Self.handshakeDate, handshakes: Int(handshakes)))
+        }
         if let routes = script["reapplyRoutes"]?.stringValue {
             try await context.setTunnelNetworkSettings(Self.settings(routes: routes, script: script))
         }
     }
+
+    static let handshakeDate = Date(timeIntervalSince1970: 1_790_000_000)
 
     static func settings(routes: String, script: [String: JSONValue]) -> PacketTunnelNetworkSettings {
         var dns: DNSSettings?
@@ -113,6 +118,12 @@ final class SessionManagerTests {
         #expect(plan.includedRoutes.map(\.description) == ["10.20.0.0/16", "10.21.0.0/16"])
         #expect(plan.mtu == 1400 && plan.interface == "faketun0")
         #expect(ResolverConfiguration.values(of: "nameserver", in: resolverFile) == ["10.8.0.1"])
+        // Status in detail: what was applied, and the settings' remote address as the endpoint
+        // (this provider reports no statistics).
+        let details = try #require(started.tunnel)
+        #expect(details == TunnelDetails(
+            interface: "faketun0", mtu: 1400, addresses: ["10.99.0.2/32"], routes: ["10.20.0.0/16", "10.21.0.0/16"],
+            dnsServers: ["10.8.0.1"], endpoint: "192.0.2.1"))
 
         // A packet written into the interface comes back: the provider got the descriptor.
         let end = try #require(applier.interfaceEnd(named: "faketun0"))
@@ -127,6 +138,20 @@ final class SessionManagerTests {
         await drain()
         #expect(applier.activePlans.isEmpty)
         #expect(resolverFile == "nameserver 10.0.0.53\n")
+    }
+
+    @Test("a provider's statistics report shows in status (endpoint, latest handshake, rekeys) and goes with the connection")
+    func statisticsReport() async throws {
+        let office = configuration(["reportHandshakes": .number(3), "dns": .string("10.8.0.1"), "matchDomain": .string("corp.example")])
+        let started = try await manager.start(office, options: [:], password: nil)
+        let details = try #require(started.tunnel)
+        #expect(details.endpoint == "192.0.2.1:51900")
+        #expect(details.lastHandshake == ScriptedTunnel.handshakeDate)
+        #expect(details.rekeys == 2)
+        #expect(details.matchDomains == ["corp.example"])
+        let stopped = await manager.stop(office, reason: .userInitiated)
+        #expect(stopped.tunnel == nil, "a stopped connection has no details")
+        await drain()
     }
 
     @Test("a provider that fails to start: disconnected with its own error, nothing left applied")

@@ -27,7 +27,7 @@ mkdir -p "$work/www"
 echo "internal page" > "$work/www/index.html"
 head -c 3000000 /dev/urandom > "$work/www/big.bin"
 echo "nameserver 198.51.100.53" > "$work/resolv.conf"
-start_server() { lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$work/server.log"; SERVER_PID=$!; }
+start_server() { lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" --status-socket "$work/server.sock" 2>> "$work/server.log"; SERVER_PID=$!; }
 start_server
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www" 2>/dev/null
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8090 --bind 203.0.113.2 --directory "$work/www" 2>/dev/null
@@ -76,6 +76,18 @@ check "two clients: the second one connects (to the server by name)" netext2 sta
 check "two clients: the second one has the next address" bash -c "ip netns exec $LAB_LAPTOP2 ip -br address show | grep -q 10.99.0.3"
 check "two clients: both load the page" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page' && ip netns exec $LAB_LAPTOP2 curl -s -m 5 http://10.20.0.5:8080/ | grep -q 'internal page'"
 check "two clients: the first one is still connected" bash -c "'$bin/netext' status Office | grep -q connected"
+
+# Status like wg show: the client's tunnel in detail, and the server's peers live.
+netext status Office > "$work/status.txt" 2>&1
+check "status: interface and MTU" grep -Eq '^  interface: netext[0-9]+ \(mtu 1420\)$' "$work/status.txt"
+check "status: addresses" grep -Eq '^  addresses: 10\.99\.0\.2/[0-9]+, fd99::2/[0-9]+$' "$work/status.txt"
+check "status: routes" grep -Eq '^  routes: .*10\.20\.0\.0/16.*fd20::/64' "$work/status.txt"
+check "status: DNS" grep -Eq '^  dns: 10\.20\.0\.53 for every name$' "$work/status.txt"
+check "status: endpoint, latest handshake, uptime and transfer" bash -c "grep -q '^  endpoint: 203.0.113.2:51900$' '$work/status.txt' && grep -Eq '^  latest handshake: (just now|[0-9]+ seconds? ago) \(0 rekeys\)$' '$work/status.txt' && grep -Eq '^  uptime: [0-9]+ (second|minute)' '$work/status.txt' && grep -Eq '^  transfer: .* received, .* sent$' '$work/status.txt'"
+office "$bin/netext-server" tunnel show --status-socket "$work/server.sock" > "$work/show.txt" 2>&1
+check "tunnel show: both peers, with endpoints, handshakes and transfer" bash -c "grep -q '^peer: laptop$' '$work/show.txt' && grep -q '^peer: laptop2$' '$work/show.txt' && test \$(grep -Ec '^  endpoint: (198\.51\.100\.2|192\.0\.2\.2):' '$work/show.txt') -eq 2 && test \$(grep -c '^  latest handshake: ' '$work/show.txt') -eq 2 && test \$(grep -c '^  transfer: ' '$work/show.txt') -eq 2"
+check "tunnel show --json: the peers' assigned addresses and counters" bash -c "ip netns exec $LAB_OFFICE '$bin/netext-server' tunnel show --status-socket '$work/server.sock' --json | python3 -c 'import json, sys; s = json.load(sys.stdin); p = {x[\"name\"]: x for x in s[\"peers\"]}; sys.exit(0 if p[\"laptop\"][\"addresses\"][0] == \"10.99.0.2/32\" and p[\"laptop\"][\"bytesReceived\"] > 0 and p[\"laptop2\"][\"hasSession\"] else 1)'"
+check "tunnel show: refused to another user" bash -c "! ip netns exec $LAB_OFFICE setpriv --reuid=65534 --regid=65534 --clear-groups '$bin/netext-server' tunnel show --status-socket '$work/server.sock' > '$work/show-nobody.txt' 2>&1 && grep -q 'cannot reach a tunnel server' '$work/show-nobody.txt'"
 check "two clients: the second one stops" netext2 stop Office
 
 # Split tunnel: capture the laptop's underlay while fetching one page inside and one outside.
@@ -167,6 +179,10 @@ netext start Rogue > "$work/rogue.out" 2>&1
 rogue_status=$?
 check "unknown client key: start fails (exit $rogue_status)" test $rogue_status -eq 5
 check "unknown client key: the server logged the refusal" grep -q "unknown key refused" "$work/server.log"
+netext start Rogue --timeout 4 > "$work/rogue-timeout.out" 2>&1
+rogue_status=$?
+check "start --timeout: fails with exit 75 after saying what it waits for ($rogue_status)" bash -c "test $rogue_status -eq 75 && grep -q '^Rogue: connecting… (2 s)$' '$work/rogue-timeout.out' && grep -q 'did not connect within 4 s; the attempt was stopped' '$work/rogue-timeout.out'"
+check "start --timeout: the attempt is stopped" bash -c "'$bin/netext' status Rogue | grep -q '^Rogue: disconnected'"
 check "no key material in the server log" bash -c "! grep -q -e '$client_key' -e '$server_key' -e '$rogue_key' '$work/server.log' '$work/netextd.log'"
 
 if [ $failures -gt 0 ]; then

@@ -87,6 +87,13 @@ public final class ProviderContext: Sendable {
         try? await session.send(.reasserting(value))
     }
 
+    /// Tells netextd what the provider knows of its connection (the server it reaches, its
+    /// latest handshake), for `netext status`. Call it whenever that changes; NetExt's own
+    /// addition, optional (a provider that never calls it shows no endpoint or handshake lines).
+    public func reportTunnelStatistics(_ statistics: TunnelStatistics) async {
+        try? await session.send(.tunnelStatistics(statistics))
+    }
+
     /// Ends the tunnel from the provider's side (`cancelTunnelWithError`).
     public func cancelTunnel(with error: NetExtError?) async {
         try? await session.send(.failed(error ?? NetExtError(.connectionFailed, "the provider cancelled the tunnel")))

@@ -17,9 +17,13 @@ public struct StatusInfo: Sendable, Hashable, Codable {
     /// True when the configuration includes all networks and is enabled: its kill switch keeps
     /// traffic blocked whenever the tunnel is not connected (absent: false).
     public var killSwitch: Bool?
+    /// An active tunnel in detail (interface, addresses, routes, DNS, endpoint, handshakes); nil
+    /// while it has no network settings, and for configurations that are not tunnels.
+    public var tunnel: TunnelDetails?
 
-    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0, proxy: ProxySettings? = nil, killSwitch: Bool? = nil) {
+    public init(id: UUID, name: String, kind: ConfigurationKind, isEnabled: Bool, status: ConnectionStatus, connectedDate: Date? = nil, lastDisconnectError: NetExtError? = nil, bytesIn: UInt64 = 0, bytesOut: UInt64 = 0, proxy: ProxySettings? = nil, killSwitch: Bool? = nil, tunnel: TunnelDetails? = nil) {
         self.killSwitch = killSwitch
+        self.tunnel = tunnel
         self.id = id
         self.name = name
         self.kind = kind

@@ -54,6 +54,12 @@ extension SessionManager {
         }
         usedSlots.insert(Self.personalSlot)
         sessions[id]?.tunnel = tunnel
+        // charon reaches the server named in the configuration; the handshake is the IKE SA's.
+        var server: String?
+        if case .personalVPN(let settings) = session.configuration.protocolConfiguration { server = settings.serverAddress }
+        sessions[id]?.personalDetails = TunnelDetails(
+            interface: connected.interface, mtu: TunDevice.mtu(of: connected.interface) ?? 0, addresses: connected.virtualAddresses,
+            routes: connected.remoteTrafficSelectors, dnsServers: connected.nameServers, endpoint: server, lastHandshake: Date(), rekeys: nil)
         logger.info("personal VPN (IKEv2) connected", metadata: [
             "interface": "\(connected.interface)", "addresses": "\(connected.virtualAddresses)",
             "routes": "\(connected.remoteTrafficSelectors)", "dns": "\(connected.nameServers)",

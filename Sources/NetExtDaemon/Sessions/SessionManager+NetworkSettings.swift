@@ -92,6 +92,7 @@ extension SessionManager {
                 return
             }
             tunnel.plan = plan
+            tunnel.remoteAddress = settings.tunnelRemoteAddress.isEmpty ? nil : settings.tunnelRemoteAddress
             // Recorded now, before the DNS step that may throw: the applied plan must be in the
             // session, or a later teardown would not find it.
             sessions[id]?.tunnel = tunnel

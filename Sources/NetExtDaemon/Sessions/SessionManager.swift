@@ -23,6 +23,10 @@ public actor SessionManager {
         var tunnel: TunnelInterface?
         /// A personal VPN's IKEv2 client (strongSwan's charon), instead of a provider process.
         var ikev2: IKEv2Client?
+        /// The provider's latest report of its connection (endpoint, handshakes).
+        var statistics: TunnelStatistics?
+        /// A connected personal VPN as charon reported it (it has no plan of netextd's).
+        var personalDetails: TunnelDetails?
     }
 
     /// A session's TUN interface: netextd keeps a descriptor so the interface lives exactly as
@@ -32,6 +36,8 @@ public actor SessionManager {
         var name: String
         var slot: Int
         var plan: NetworkPlan?
+        /// The settings' `tunnelRemoteAddress`: the endpoint shown when the provider reports none.
+        var remoteAddress: String?
     }
 
     var sessions: [UUID: Session] = [:]
@@ -186,7 +192,21 @@ public actor SessionManager {
             connectedDate: session?.machine.connectedDate,
             lastDisconnectError: session?.machine.lastDisconnectError,
             bytesIn: traffic?.received ?? 0, bytesOut: traffic?.sent ?? 0,
-            proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil, killSwitch: killSwitchOn)
+            proxy: status.isActive ? session?.tunnel?.plan?.proxy : nil, killSwitch: killSwitchOn,
+            tunnel: status.isActive ? session.flatMap(Self.details) : nil)
+    }
+
+    /// The connected tunnel in detail: what netextd applied, and what the provider reported.
+    static func details(of session: Session) -> TunnelDetails? {
+        if session.ikev2 != nil { return session.personalDetails }
+        guard let tunnel = session.tunnel, let plan = tunnel.plan else { return nil }
+        let statistics = session.statistics
+        return TunnelDetails(
+            interface: tunnel.name, mtu: plan.mtu, addresses: plan.addresses.map(\.description),
+            routes: plan.includedRoutes.map(\.description), dnsServers: plan.dns?.servers ?? [],
+            matchDomains: plan.dns?.matchDomains ?? [], searchDomains: plan.dns?.searchDomains ?? [],
+            endpoint: statistics?.endpoint ?? tunnel.remoteAddress, lastHandshake: statistics?.lastHandshake,
+            rekeys: statistics.map(\.rekeys))
     }
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
@@ -219,6 +239,8 @@ public actor SessionManager {
         case .launchProvider:
             session.generation += 1
             session.provider = nil
+            session.statistics = nil
+            session.personalDetails = nil
             sessions[id] = session
             launch(id: id, generation: session.generation)
         case .sendStop(let reason):
@@ -306,6 +328,9 @@ public actor SessionManager {
         case .setNetworkSettings(let settings):
             await applyNetworkSettings(settings, provider: provider, id: id, generation: generation)
         case .reasserting(let value): apply(.providerReasserting(value), to: id, generation: generation)
+        case .tunnelStatistics(let statistics):
+            guard isCurrent(id, generation: generation) else { return }
+            sessions[id]?.statistics = statistics
         case .appMessageReply(let messageID, let data):
             appMessages.reply(messageID, from: id, data: data)
         case .started: apply(.providerStarted, to: id, generation: generation)

@@ -41,12 +41,14 @@ public final class ReferenceTunnelProvider: TunnelProvider {
         let tunnel = try TunnelClient(
             server: server, serverKey: serverKey, staticKey: privateKey,
             onReasserting: { value in Task { await context.setReasserting(value) } },
+            onStatistics: { statistics in Task { await context.reportTunnelStatistics(statistics) } },
             log: { message in FileHandle.standardError.write(Data("netext-tunnel-provider: \(message)\n".utf8)) })
         let assignment = try await tunnel.connect(deadline: 15)
         let settings = try Self.settings(for: assignment, server: server)
         try await context.setTunnelNetworkSettings(settings)
         guard let flow = context.packetFlow else { throw NetExtError(.connectionFailed, "netextd applied the settings but no packet flow arrived") }
         client.withLock { $0 = tunnel }
+        await context.reportTunnelStatistics(tunnel.statistics)
         tunnel.run(flow: flow)
     }
 

@@ -23,6 +23,8 @@ public final class TunnelClient: Sendable {
         var linkScoped: UInt64 = 0
         var bytesIn: UInt64 = 0
         var bytesOut: UInt64 = 0
+        var handshakes = 0
+        var lastHandshake: Date?
     }
 
     let server: SocketAddress
@@ -34,12 +36,16 @@ public final class TunnelClient: Sendable {
     private let running = Mutex(true)
     /// Called when the tunnel starts or stops reconnecting.
     let onReasserting: @Sendable (Bool) -> Void
+    /// Called after every completed handshake, with the statistics it changed.
+    let onStatistics: @Sendable (TunnelStatistics) -> Void
     let log: @Sendable (String) -> Void
 
     public init(
         server: SocketAddress, serverKey: Curve25519.KeyAgreement.PublicKey, staticKey: Curve25519.KeyAgreement.PrivateKey,
-        timing: TunnelTiming = .standard, onReasserting: @escaping @Sendable (Bool) -> Void = { _ in }, log: @escaping @Sendable (String) -> Void = { _ in }
+        timing: TunnelTiming = .standard, onReasserting: @escaping @Sendable (Bool) -> Void = { _ in },
+        onStatistics: @escaping @Sendable (TunnelStatistics) -> Void = { _ in }, log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(NetExtError) {
+        self.onStatistics = onStatistics
         self.server = server
         self.serverKey = serverKey
         self.staticKey = staticKey
@@ -84,10 +90,12 @@ public final class TunnelClient: Sendable {
                 switch MessageType.of(message) {
                 case .handshakeResponse:
                     guard let (session, assignment) = try? initiator.consumeResponse(message) else { continue }
-                    state.withLock { state in
+                    let statistics = state.withLock { state in
                         state.current = session
                         _ = state.timers.handshakeCompleted(at: Date())
+                        return Self.recordHandshake(&state, server: server)
                     }
+                    onStatistics(statistics)
                     return assignment
                 case .cookieReply:
                     if let opened = try? CookieGenerator.openReply(message, responderPublicKey: serverKey, sentMAC1: initiator.sentMAC1) {
@@ -116,6 +124,17 @@ public final class TunnelClient: Sendable {
     public func stop() {
         running.withLock { $0 = false }
         socket.close()
+    }
+
+    /// The server, the latest handshake and how many there were.
+    public var statistics: TunnelStatistics {
+        state.withLock { TunnelStatistics(endpoint: server.description, lastHandshake: $0.lastHandshake, handshakes: $0.handshakes) }
+    }
+
+    private static func recordHandshake(_ state: inout State, server: SocketAddress, at now: Date = Date()) -> TunnelStatistics {
+        state.handshakes += 1
+        state.lastHandshake = now
+        return TunnelStatistics(endpoint: server.description, lastHandshake: now, handshakes: state.handshakes)
     }
 
     /// Byte counts (received, sent) of encrypted datagrams.
@@ -269,14 +288,17 @@ public final class TunnelClient: Sendable {
     private func handleControl(_ message: [UInt8], now: Date) {
         switch MessageType.of(message) {
         case .handshakeResponse:
-            let completed: Bool = state.withLock { state in
-                guard let pending = state.pending, let (session, _) = try? pending.consumeResponse(message, now: now) else { return false }
+            let outcome: (restored: Bool, statistics: TunnelStatistics)? = state.withLock { state in
+                guard let pending = state.pending, let (session, _) = try? pending.consumeResponse(message, now: now) else { return nil }
                 state.previous = state.current
                 state.current = session
                 state.pending = nil
-                return state.timers.handshakeCompleted(at: now)
+                let restored = state.timers.handshakeCompleted(at: now)
+                return (restored, Self.recordHandshake(&state, server: server, at: now))
             }
-            if completed {
+            guard let outcome else { return }
+            onStatistics(outcome.statistics)
+            if outcome.restored {
                 log("handshake completed; tunnel restored")
                 onReasserting(false)
             }

@@ -18,7 +18,9 @@ public final class TunnelServer: Sendable {
     let table = Mutex(ServerPeerTable())
     private let handshakes = HandshakeQueue()
     private let running = Mutex(true)
-    private let resources = Mutex<(socket: UDPSocket?, tun: Int32, interface: String)>((nil, -1, ""))
+    /// When the server was made (its uptime in `status()`).
+    let startedAt = Date()
+    let resources = Mutex<(socket: UDPSocket?, tun: Int32, interface: String)>((nil, -1, ""))
 
     public init(configuration: TunnelServerConfiguration, logger: Logger, timing: TunnelTiming = .standard) throws(NetExtError) {
         self.configuration = configuration

@@ -1,0 +1,133 @@
+import ArgumentParser
+import CommandLogging
+import Foundation
+import Logging
+import NetExtCore
+import NetExtLinux
+import NetExtTunnel
+import TunnelProtocol
+
+struct TunnelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tunnel",
+        abstract: "Run the NetExt tunnel server, or show a running one's peers (docs/tunnel-server.md).",
+        subcommands: [TunnelRunCommand.self, TunnelShowCommand.self],
+        defaultSubcommand: TunnelRunCommand.self)
+}
+
+struct TunnelRunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the NetExt tunnel server (the default: `netext-server tunnel --config FILE`).",
+        discussion: "Runs in the foreground until SIGTERM or SIGINT; logs to standard error, never keys or payloads. SIGHUP reads the configuration file again and applies its peers live: added, removed and changed peers take effect, every other client keeps its session (a file that changes anything else is refused and the server keeps running as it was).")
+
+    @Option(help: "The server's configuration file (JSON).") var config: String
+    @Option(help: "The local socket `netext-server tunnel show` reads the peers from (default: /run/netext-server/tunnel-PORT.sock; 'none' for no socket).")
+    var statusSocket: String?
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        signal(SIGHUP, SIG_IGN)  // until the reload handler is in place
+        logging.bootstrap()
+        let logger = Logger(label: "netext-server.tunnel")
+        let server: TunnelServer
+        do throws(NetExtError) {
+            server = try TunnelServer(configuration: try TunnelServerConfiguration.load(path: config), logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
+            throw ExitCode(3)
+        }
+        let failure = ServerFailure()
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do throws(NetExtError) { try server.run() } catch {
+                failure.set(error)
+                // Wake the signal wait so the process exits with the error.
+                kill(getpid(), SIGTERM)
+            }
+            finished.signal()
+        }
+        thread.start()
+        let status = openStatusSocket(for: server, logger: logger)
+        defer { status?.close() }
+        let path = config
+        let reloads = ReloadSignal.handle(label: "netext.tunnel.reload") {
+            do throws(NetExtError) {
+                let report = try server.reload(try TunnelServerConfiguration.load(path: path))
+                logger.notice("configuration reloaded", metadata: [
+                    "added": "\(report.added.joined(separator: ","))", "removed": "\(report.removed.joined(separator: ","))",
+                    "reset": "\(report.reset.joined(separator: ","))", "kept": "\(report.kept)",
+                ])
+            } catch {
+                logger.error("reload refused; still serving the previous configuration", metadata: ["reason": "\(error.message)"])
+            }
+        }
+        defer { reloads.cancel() }
+        let signalName = await TerminationSignals.wait()
+        logger.info("shutting down", metadata: ["signal": "\(signalName)"])
+        server.stop()
+        // Exit only once the server has finished: its loops wake at least every 250 ms, then it
+        // removes its forwarding (nftables table, sysctls). A fixed pause was too short on a
+        // loaded machine and left the table behind. Bounded: 10 s, waited off the task pool.
+        let stoppedInTime = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: finished.wait(timeout: .now() + 10) == .success) }.start()
+        }
+        if !stoppedInTime { logger.error("the server did not stop within 10 s; exiting anyway (its forwarding rules may be left)") }
+        if let error = failure.get() {
+            FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+
+extension TunnelRunCommand {
+    /// The status socket, unless turned off; a server that cannot open it still serves (and says
+    /// why `show` will not reach it).
+    func openStatusSocket(for server: TunnelServer, logger: Logger) -> TunnelServerStatusSocket? {
+        guard statusSocket != "none" else { return nil }
+        // The port the server really listens on (the kernel's choice for port 0), once it does.
+        var listen = server.listeningAddress?.description
+        for _ in 0..<50 where listen == nil {
+            Thread.sleep(forTimeInterval: 0.02)
+            listen = server.listeningAddress?.description
+        }
+        let path = statusSocket ?? TunnelServerStatusSocket.defaultPath(listen: listen ?? "")
+        do throws(SystemError) {
+            let socket = try TunnelServerStatusSocket(path: path, server: server, logger: logger)
+            logger.info("status socket ready", metadata: ["path": "\(path)"])
+            return socket
+        } catch {
+            logger.warning("no status socket; netext-server tunnel show cannot reach this server", metadata: ["path": "\(path)", "reason": "\(error)"])
+            return nil
+        }
+    }
+}
+
+struct TunnelShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show a running tunnel server's peers: endpoints, latest handshakes, transfer (like `wg show`).",
+        discussion: "Reads the server's status socket; root and the server's own user may read it.")
+
+    @Option(help: "The server's status socket (default: /run/netext-server/tunnel-PORT.sock).") var statusSocket: String?
+    @Option(help: "The port the server listens on, to find its default status socket.") var port: UInt16 = 51900
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let path = statusSocket ?? "/run/netext-server/tunnel-\(port).sock"
+        let status: TunnelServerStatus
+        do throws(NetExtError) { status = try TunnelServerStatusSocket.read(path: path) } catch {
+            FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            print(String(decoding: try encoder.encode(status), as: UTF8.self))
+        } else {
+            print(TunnelServerStatusText.render(status, now: Date()))
+        }
+    }
+}
