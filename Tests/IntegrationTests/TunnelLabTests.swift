@@ -65,6 +65,8 @@ struct TunnelLabTests {
         #expect(result.stdout.contains("(unreachable: curl exit"))
         #expect(result.stdout.contains("Office VPN: connected"))
         #expect(result.stdout.contains("Hello from 10.20.0.5, reached through the NetExt tunnel."))
+        #expect(result.stdout.contains("  latest handshake: "), "netext status shows the tunnel in detail")
+        #expect(result.stdout.contains("peer: laptop\n  public key: "), "netext-server tunnel show lists the peer")
         #expect(result.stdout.contains("== Done"))
     }
 }

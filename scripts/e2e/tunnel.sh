@@ -157,7 +157,7 @@ check "killed provider: page unreachable again" bash -c "! ip netns exec $LAB_LA
 office ip addr add 203.0.113.9/24 dev eth0
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
 sed -e 's|"routes": \[[^]]*\]|"routes": ["0.0.0.0/0", "::/0"]|' "$work/server.json" > "$work/server-full.json"
-lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server-full.json" 2>> "$work/server.log"; SERVER_PID=$!
+lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server-full.json" --status-socket "$work/server.sock" 2>> "$work/server.log"; SERVER_PID=$!
 lab_wait "grep -c 'tunnel server ready' '$work/server.log' | grep -q 3" 15
 echo "$client_key" | netext create --name Full --provider com.netext.tunnel --server 203.0.113.9:51900 --config "serverPublicKey=$server_public" --password-stdin --enable >/dev/null
 netext start Full > "$work/full-start.out" 2>&1; full_status=$?

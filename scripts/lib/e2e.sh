@@ -43,7 +43,7 @@ e2e_filter_provider() {
 # $work/server.log), and waits until it is ready. Sets SERVER_PID.
 e2e_start_server() {
   local log="${1:-$work/server.log}"
-  lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" 2>> "$log"; SERVER_PID=$!
+  lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" --status-socket "$work/server.sock" 2>> "$log"; SERVER_PID=$!
   lab_wait "grep -q 'tunnel server ready' '$log'" 15
 }
 
