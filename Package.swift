@@ -227,7 +227,7 @@ let package = Package(
         .target(
             name: "URLFilterDatabaseCommand",
             dependencies: [
-                "URLFilter", "URLFilterDatabase", "BloomFilter",
+                "URLFilter", "URLFilterDatabase", "BloomFilter", "NetExtCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),

@@ -13,7 +13,7 @@ public final class HTTPUpstream: Sendable {
         public var description: String {
             switch self {
             case let .timedOut(seconds): "no answer within \(seconds) s"
-            case let .unreachable(reason): "unreachable: \(reason)"
+            case let .unreachable(reason): reason
             }
         }
     }
@@ -46,6 +46,7 @@ public final class HTTPUpstream: Sendable {
             switch error {
             case .timedOut: throw .timedOut(seconds: Int(timeout))
             case let .tls(reason): throw .unreachable("\(host): TLS: \(reason)")
+            case .connect: throw .unreachable("\(error)")
             default: throw .unreachable("\(host): \(error)")
             }
         }

@@ -104,7 +104,7 @@ public final class PooledHTTPClient: Sendable {
         let connected = try bootstrap(collector, secure: secure, host: host).connect(host: host, port: port)
         let answered = connected.flatMap { channel in self.write(request, on: Connection(channel: channel, collector: collector)) }
         let channel: any Channel
-        do { channel = try await connected.get() } catch { throw .connect("\(host):\(port): \(error)") }
+        do { channel = try await connected.get() } catch { throw .connect("\(host):\(port): \(ConnectFailureText.reason(error))") }
         return try await finish(request, on: Connection(channel: channel, collector: collector), answered)
     }
 
@@ -130,7 +130,7 @@ public final class PooledHTTPClient: Sendable {
         do {
             let channel = try await bootstrap(collector, secure: secure, host: host).connect(host: host, port: port).get()
             return Connection(channel: channel, collector: collector)
-        } catch { throw .connect("\(host):\(port): \(error)") }
+        } catch { throw .connect("\(host):\(port): \(ConnectFailureText.reason(error))") }
     }
 
     /// Sends `request` on a connection already open and waits for its answer.

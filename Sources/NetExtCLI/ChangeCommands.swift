@@ -156,7 +156,7 @@ struct OnDemandCommand: AsyncParsableCommand {
             if let rules {
                 guard let data = FileManager.default.contents(atPath: rules) else { throw NetExtError.invalid("--rules: cannot read \(rules)") }
                 do { newRules = try JSONDecoder().decode([OnDemandRule].self, from: data) } catch {
-                    throw NetExtError.invalid("--rules \(rules): \(error)")
+                    throw NetExtError.invalid("--rules \(rules): \(JSONDecodingText.describe(error, data: data))")
                 }
             }
             let saved = try await options.withConfiguration(name, forChange: true) { client, loaded in

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BloomFilter
 import Foundation
+import NetExtCore
 import Synchronization
 import URLFilter
 import URLFilterDatabase
@@ -114,7 +115,10 @@ struct QueryCommand: AsyncParsableCommand {
         guard let bytes = FileManager.default.contents(atPath: "\(directory)/prefilter.bin"),
               let json = FileManager.default.contents(atPath: "\(directory)/prefilter.json")
         else { throw ValidationError("\(directory) has no prefilter.bin and prefilter.json") }
-        let description = try JSONDecoder().decode(Description.self, from: json)
+        let description: Description
+        do { description = try JSONDecoder().decode(Description.self, from: json) } catch {
+            throw ValidationError("\(directory)/prefilter.json: \(JSONDecodingText.describe(error, data: json))")
+        }
         return try BloomFilter(data: [UInt8](bytes), bitCount: description.bitCount, hashCount: description.hashCount, murmurSeed: description.murmurSeed)
     }
 }

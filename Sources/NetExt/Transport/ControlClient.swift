@@ -41,6 +41,12 @@ public final class ControlClient: Sendable {
         self.state = Mutex(State())
     }
 
+    /// The system's words for a failed connect ("No such file or directory"), not NIO's
+    /// description of the call.
+    static func reason(_ error: any Error) -> String {
+        (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
+    }
+
     /// Connects to netextd and introduces the client as `appIdentifier`.
     public static func connect(
         appIdentifier: String,
@@ -51,7 +57,7 @@ public final class ControlClient: Sendable {
         do {
             connection = try await FramedConnection.connect(unixSocketPath: socketPath)
         } catch {
-            throw NetExtError(.daemonUnavailable, "netextd is not running or not reachable at \(socketPath) (\(error)); start it with `netextd` (or `systemctl start netextd`), or point $NETEXT_SOCKET at its socket")
+            throw NetExtError(.daemonUnavailable, "netextd is not running or not reachable at \(socketPath) (\(Self.reason(error))); start it with `netextd` (or `systemctl start netextd`), or point $NETEXT_SOCKET at its socket")
         }
         let client = ControlClient(connection: connection, appIdentifier: appIdentifier)
         client.startReading()

@@ -58,15 +58,8 @@ public struct ProviderManifest: Sendable, Hashable, Codable {
         let manifest: ProviderManifest
         do {
             manifest = try JSONDecoder().decode(ProviderManifest.self, from: data)
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw .invalid("provider manifest \(file): key '\(key.stringValue)' is required")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw .invalid("provider manifest \(file): key '\(context.codingPath.map(\.stringValue).joined(separator: "."))': \(context.debugDescription)")
-        } catch let DecodingError.dataCorrupted(context) {
-            let key = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw .invalid("provider manifest \(file): \(key.isEmpty ? "" : "key '\(key)': ")\(context.debugDescription)")
         } catch {
-            throw .invalid("provider manifest \(file): \(error)")
+            throw .invalid("provider manifest \(file): \(JSONDecodingText.describe(error, data: data))")
         }
         try UnknownJSONKeys.refuse(in: data, decoded: manifest, file: "provider manifest \(file)")
         guard manifest.executable.hasPrefix("/") else {

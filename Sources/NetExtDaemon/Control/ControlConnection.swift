@@ -38,7 +38,7 @@ struct ControlConnection {
                 do {
                     envelope = try decoder.decode(RequestEnvelope.self, from: frame)
                 } catch {
-                    await send(ErrorEnvelope(id: 0, error: NetExtError(.protocolError, "malformed request: \(error)")))
+                    await send(ErrorEnvelope(id: 0, error: NetExtError(.protocolError, "malformed request: \(JSONDecodingText.describe(error, data: Data(buffer: frame)))")))
                     connection.close()
                     break
                 }

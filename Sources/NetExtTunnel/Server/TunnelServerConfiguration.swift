@@ -45,12 +45,8 @@ public struct TunnelServerConfiguration: Sendable, Codable {
         let configuration: TunnelServerConfiguration
         do {
             configuration = try JSONDecoder().decode(TunnelServerConfiguration.self, from: data)
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw .invalid("\(path): key '\((context.codingPath.map(\.stringValue) + [key.stringValue]).joined(separator: "."))' is required")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw .invalid("\(path): key '\(context.codingPath.map(\.stringValue).joined(separator: "."))': \(context.debugDescription)")
         } catch {
-            throw .invalid("\(path): not valid JSON: \(error)")
+            throw .invalid("\(path): \(JSONDecodingText.describe(error, data: data))")
         }
         try UnknownJSONKeys.refuse(in: data, decoded: configuration, file: path)
         try configuration.validate(file: path)

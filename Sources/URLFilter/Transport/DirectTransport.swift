@@ -15,6 +15,10 @@ public struct DirectTransport: ServiceTransport {
     public func send(_ request: ServiceRequest) async throws(URLFilterError) -> ServiceResponse {
         do throws(HTTPUpstream.Failure) {
             return try await upstream.exchange(method: request.method, url: request.url, headers: request.headers, body: request.body)
-        } catch { throw .transport("\(request.url.host ?? request.url.absoluteString): \(error)") }
+        } catch {
+            // A connect failure names the host and port already; a timeout does not.
+            if case .timedOut = error { throw .transport("\(request.url.host ?? request.url.absoluteString): \(error)") }
+            throw .transport("\(error)")
+        }
     }
 }

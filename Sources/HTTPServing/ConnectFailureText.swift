@@ -1,0 +1,32 @@
+import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a connection could not be made, in the system's words ("Connection refused", "cannot
+/// resolve the name"), instead of NIO's description of its attempts.
+enum ConnectFailureText {
+    static func reason(_ error: any Error) -> String {
+        if let failure = error as? NIOConnectionError {
+            if let first = failure.connectionErrors.first { return reason(first.error) }
+            return failure.dnsAError != nil || failure.dnsAAAAError != nil ? "cannot resolve the name" : "no address to connect to"
+        }
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        if error is ChannelError { return "the connection failed (\(error))" }
+        return "\(error)"
+    }
+}
+
+extension PooledHTTPClient.Failure: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case let .connect(reason): reason
+        case let .tls(reason): "TLS: \(reason)"
+        case .closedBeforeResponse, .closedEarly: "the server closed the connection before its whole answer arrived"
+        case .notSent: "the server closed the connection before the request was sent"
+        case .timedOut: "no answer in time"
+        case .tooLarge: "the answer is larger than this client accepts"
+        }
+    }
+}
