@@ -102,7 +102,12 @@ public actor OnDemandController {
             if lastDecision[configuration.id] != summary {
                 lastDecision[configuration.id] = summary
                 logger.info("on-demand decision", metadata: [
-                    "configuration": "\(configuration.localizedDescription)", "decision": "\(summary)", "environment": "\(environment)", "reason": "\(reason)",
+                    "configuration": "\(configuration.localizedDescription)", "decision": "\(summary)", "reason": "\(reason)",
+                    "network": .dictionary([
+                        "interface": "\(environment.primaryInterface ?? "none")", "type": "\(environment.interfaceType?.rawValue ?? "none")",
+                        "ssid": "\(environment.ssid ?? "")", "search": .array(environment.dnsSearchDomains.map { .string($0) }),
+                        "dns": .array(environment.dnsServers.map { .string($0) }),
+                    ]),
                 ])
             }
             if let rule, configuration.onDemandRules[rule].action == .evaluateConnection {

@@ -279,7 +279,9 @@ public actor SessionManager {
                 endIKEv2Client(of: id)
             }
             let info = statusInfo(for: session.configuration)
-            logger.info("status changed", metadata: ["configuration": "\(session.configuration.localizedDescription)", "from": "\(previous.rawValue)", "to": "\(info.status.rawValue)", "error": "\(info.lastDisconnectError?.description ?? "-")"])
+            var metadata: Logger.Metadata = ["configuration": "\(session.configuration.localizedDescription)", "from": "\(previous.rawValue)", "to": "\(info.status.rawValue)"]
+            if let error = info.lastDisconnectError { metadata["error"] = "\(error.description)" }
+            logger.info("status changed", metadata: metadata)
             hub.statusChanged(previous: previous, current: info)
             // Waiters of start and stop are released once the connection has settled.
             if info.status != .connecting && info.status != .disconnecting {
@@ -345,7 +347,7 @@ public actor SessionManager {
     func providerExited(id: UUID, generation: Int, status: Int32) {
         let how = ProcessSpawner.describe(exitStatus: status)
         appMessages.failAll(of: id, NetExtError(.providerFailed, "the provider exited (\(how)) before answering"))
-        logger.info("provider exited", metadata: ["configuration": "\(id)", "how": "\(how)"])
+        logger.info("provider exited", metadata: ["configuration": "\(sessions[id]?.configuration.localizedDescription ?? id.uuidString)", "how": "\(how)"])
         apply(.providerExited(how), to: id, generation: generation)
     }
 

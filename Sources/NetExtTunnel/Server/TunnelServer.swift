@@ -322,25 +322,28 @@ public final class TunnelServer: Sendable {
             return
         }
         let key = Array(received.initiatorStaticKey.rawRepresentation)
-        let outcome: Result<(response: [UInt8], peer: String), TunnelProtocolError> = table.withLock { table in
+        let outcome: Result<(response: [UInt8], peer: String, returning: Bool), TunnelProtocolError> = table.withLock { table in
             guard let position = table.byKey[key] else { return .failure(.unknownPeer) }
             if let last = table.peers[position].lastTimestamp, received.timestamp <= last { return .failure(.replayedInitiation) }
             let index = table.newIndex()
             do throws(TunnelProtocolError) {
                 let (response, session) = try received.respond(senderIndex: index, assignment: table.peers[position].assignment, timing: timing, now: now)
+                // A peer with a live session is rekeying; one without is (re)connecting.
+                let returning = table.peers[position].current == nil
                 table.peers[position].lastTimestamp = received.timestamp
                 table.peers[position].endpoint = source
                 table.peers[position].localAddress = local
                 table.install(session, for: position, now: now)
-                return .success((response, table.peers[position].name))
+                return .success((response, table.peers[position].name, returning))
             } catch {
                 return .failure(error)
             }
         }
         switch outcome {
-        case .success(let (response, name)):
+        case .success(let (response, name, returning)):
             try? response.withUnsafeBytes { try socket.send($0, to: source, from: local) }
-            logger.info("handshake completed", metadata: ["peer": "\(name)", "endpoint": "\(source)"])
+            // A peer connecting is news; its rekey every two minutes is routine.
+            logger.log(level: returning ? .info : .debug, returning ? "peer connected" : "handshake completed (rekey)", metadata: ["peer": "\(name)", "endpoint": "\(source)"])
         case .failure(let error):
             table.withLock { $0.drop(.initiation(error)) }
             guard error == .unknownPeer else { break }
