@@ -18,10 +18,29 @@ public protocol HTTPResponder: Sendable {
     /// The media type a request's body must have (nil: any). Checked on the head, before `admit`
     /// and before any of the body is read: another Content-Type gets 415 and the connection closes.
     func requiredContentType(method: String, path: String) -> String?
+    /// Why the role cannot take work now (nil: ready). `GET /readyz` answers 503 with it; a load
+    /// balancer then sends requests elsewhere. `GET /healthz` answers 200 while the process
+    /// serves at all.
+    func unreadiness() -> String?
 }
 
 extension HTTPResponder {
     public func didRespond(endpoint: String, status: Int, microseconds: Int) {}
     public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? { nil }
     public func requiredContentType(method: String, path: String) -> String? { nil }
+    public func unreadiness() -> String? { nil }
+}
+
+/// `GET /healthz` and `GET /readyz`, which every HTTP role answers itself, before admission (no
+/// Privacy Pass token, no body): probes of a process supervisor or load balancer.
+enum HealthEndpoint {
+    static let paths = ["/healthz", "/readyz"]
+
+    /// The answer to a health probe, or nil when the request is not one.
+    static func response(method: String, path: String, responder: any HTTPResponder) -> HTTPServerResponse? {
+        guard paths.contains(path) else { return nil }
+        guard method == "GET" || method == "HEAD" else { return .text(405, "\(path) takes GET") }
+        if path == "/readyz", let reason = responder.unreadiness() { return .text(503, "not ready: \(reason)") }
+        return .text(200, "ok")
+    }
 }

@@ -120,6 +120,13 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             started = DispatchTime.now().uptimeNanoseconds
             headerFields = head.headers.map { (name: $0.name, value: $0.value) }
             let path = Self.split(head.uri).path
+            if let health = HealthEndpoint.response(method: head.method.rawValue, path: path, responder: responder) {
+                // Answered at once; the (empty) rest of the request is not read.
+                refused = true
+                write(health, context: context, head: head, close: !head.isKeepAlive)
+                if head.isKeepAlive { limiter.arm() }  // the next request's deadline starts now
+                return
+            }
             if let refusal = Self.refusal(ofType: head.headers.first(name: "Content-Type"), required: responder.requiredContentType(method: head.method.rawValue, path: path))
                 ?? responder.admit(method: head.method.rawValue, path: path, headers: headerFields) {
                 refused = true
@@ -184,7 +191,8 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     private func write(_ response: HTTPServerResponse, context: ChannelHandlerContext, head: HTTPRequestHead, close: Bool) {
         // Counted and logged before the bytes go out, so whoever reads the answer can rely on
         // the log line being there.
-        let endpoint = responder.endpointLabel(path: Self.split(head.uri).path)
+        let path = Self.split(head.uri).path
+        let endpoint = HealthEndpoint.paths.contains(path) ? path : responder.endpointLabel(path: path)
         let microseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1000)
         responder.didRespond(endpoint: endpoint, status: response.status, microseconds: microseconds)
         logger.info("request", metadata: [

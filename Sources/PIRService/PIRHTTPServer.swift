@@ -51,6 +51,11 @@ struct PIRResponder: HTTPResponder {
 
     func endpointLabel(path: String) -> String { (Self.endpoints + ["/metrics"]).contains(path) ? path : "other" }
 
+    /// Not ready while the work queue is full: a query now would be refused with 503.
+    func unreadiness() -> String? {
+        work.queuedJobs >= work.capacity ? "the work queue is full (\(work.capacity) jobs)" : nil
+    }
+
     func didRespond(endpoint: String, status: Int, microseconds: Int) {
         service.metrics.countRequest(endpoint: endpoint, status: status)
     }

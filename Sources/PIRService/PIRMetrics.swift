@@ -7,6 +7,7 @@ public final class PIRMetrics: Sendable {
         var requests: [String: Int] = [:]      // "endpoint status" → count
         var queries = 0
         var queryMicroseconds: [Int] = []      // ring of recent per-query server times
+        var queryMicrosecondsTotal = 0         // every query's server time, for the summary's _sum
         var reloads = 0
         var overloads = 0
         var reloadFailures = 0
@@ -23,6 +24,7 @@ public final class PIRMetrics: Sendable {
     public func recordQuery(microseconds: Int) {
         state.withLock { state in
             state.queries += 1
+            state.queryMicrosecondsTotal += microseconds
             state.queryMicroseconds.append(microseconds)
             if state.queryMicroseconds.count > 1024 { state.queryMicroseconds.removeFirst(state.queryMicroseconds.count - 1024) }
         }
@@ -56,10 +58,12 @@ public final class PIRMetrics: Sendable {
                 "# HELP netext_pir_queries_total PIR queries answered.",
                 "# TYPE netext_pir_queries_total counter",
                 "netext_pir_queries_total \(state.queries)",
-                "# HELP netext_pir_query_seconds Server time per query over the last 1024 queries.",
+                "# HELP netext_pir_query_seconds Server time per query (quantiles over the last 1024 queries; sum and count over all).",
                 "# TYPE netext_pir_query_seconds summary",
                 "netext_pir_query_seconds{quantile=\"0.5\"} \(quantile(0.5))",
                 "netext_pir_query_seconds{quantile=\"0.99\"} \(quantile(0.99))",
+                "netext_pir_query_seconds_sum \(Double(state.queryMicrosecondsTotal) / 1e6)",
+                "netext_pir_query_seconds_count \(state.queries)",
                 "# HELP netext_pir_overloaded_total Requests refused with 503 because the work queue was full.",
                 "# TYPE netext_pir_overloaded_total counter",
                 "netext_pir_overloaded_total \(state.overloads)",

@@ -114,8 +114,10 @@ struct IssuerTests {
         #expect(try await post(good.encoded()).0 == 200)
         // The wrong credential never appears in the metrics text.
         let metrics = try await DirectTransport(timeout: testClientTimeout).send(ServiceRequest(method: "GET", url: issuer.served.url("/metrics")))
-        #expect(metrics.message.contains("netext_issuer_tokens_issued_total 1"))
-        #expect(!metrics.message.contains("credential"))
+        let exposition = String(decoding: metrics.body, as: UTF8.self)
+        #expect(exposition.contains("netext_issuer_tokens_issued_total 1"))
+        #expect(!exposition.contains("credential-wrong"))
+        #expect(PrometheusExposition.problems(in: exposition).isEmpty, "\(PrometheusExposition.problems(in: exposition))")
     }
 
     @Test func rateLimitPerCredential() async throws {

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PIRProtobuf
+import NetExtTestSupport
 import PIRService
 import Synchronization
 import Testing
@@ -77,6 +78,9 @@ struct PIRAbuseTests {
             #expect(refused.text.contains("busy"))
             let metrics = served.server.handler.metrics.render(keys: 0, useCases: 1)
             #expect(metrics.contains("netext_pir_overloaded_total 1"))
+            // A well-formed exposition: HELP and TYPE for every family, the summary's sum and count.
+            #expect(PrometheusExposition.problems(in: metrics).isEmpty, "\(PrometheusExposition.problems(in: metrics))")
+            #expect(metrics.contains("netext_pir_queries_total 16\n") && metrics.contains("netext_pir_query_seconds_count 16\n"), "\(metrics)")
         }
     }
 

@@ -58,7 +58,7 @@ public struct IssuerResponder: HTTPResponder {
         case ("POST", "/issue"):
             return issue(request)
         case ("GET", "/metrics"):
-            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(prefix: "netext_issuer", extra: ["netext_issuer_keys \(keys.keys.count)"]).utf8))
+            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(prefix: "netext_issuer", extra: ["# HELP netext_issuer_keys Issuer keys published.", "# TYPE netext_issuer_keys gauge", "netext_issuer_keys \(keys.keys.count)"]).utf8))
         case (_, let path) where Self.endpoints.contains(path):
             return .text(405, "\(path) does not take \(request.method)")
         default:
