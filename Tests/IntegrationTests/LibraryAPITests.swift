@@ -122,11 +122,12 @@ struct LibraryAPITests {
         try await daemon.start()
         let result = try await run(binaryDirectory + "/netext-example-manager", [], environment: daemon.environment)
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout == """
-            saved Example VPN at revision 1
-            Example VPN: enabled=true on-demand rules=1 status=disconnected
-            removed Example VPN
-
-            """)
+        // Its configuration connects on demand on any network, so netextd may already be
+        // connecting it when the example reads the status back (CI saw `connecting` once).
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.count == 4 && lines[0] == "saved Example VPN at revision 1" && lines[2] == "removed Example VPN" && lines[3].isEmpty, "\(result)")
+        let statusLine = "Example VPN: enabled=true on-demand rules=1 status="
+        #expect(lines.count > 1 && lines[1].hasPrefix(statusLine)
+                && ["disconnected", "connecting", "connected"].contains(String(lines[1].dropFirst(statusLine.count))), "\(result)")
     }
 }

@@ -80,10 +80,10 @@ check "ping through the tunnel after the floods" laptop ping -c 3 -i 0.2 -W 2 -q
 # The server's counters, logged when it stops.
 kill -TERM "$SERVER_PID"
 lab_wait "grep -q 'tunnel server stopped' '$work/server.log'" 10
-counter() { grep "item=dropped: $1" "$work/server.log" | tail -1 | sed -n 's/.*value=\([0-9]*\).*/\1/p'; }
+counter() { grep "item=\"dropped: $1" "$work/server.log" | tail -1 | sed -n 's/.*value=\([0-9]*\).*/\1/p'; }
 cookies=$(counter "initiation under load without cookie")
 limited=$(counter "initiation under load: over the per-source rate limit")
-reasons=$(grep -o 'item=dropped: [^=]*value=' "$work/server.log" | sort -u | wc -l)
+reasons=$(grep -o 'item="dropped: [^"]*"' "$work/server.log" | sort -u | wc -l)
 undecryptable=$(counter "initiation: decryption failed")
 echo "cookie_replies=${cookies:-0}"
 echo "rate_limited_initiations=${limited:-0}"
