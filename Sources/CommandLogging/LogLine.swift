@@ -125,9 +125,10 @@ public struct LineLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
 
+    /// `format` should be resolved already (`LogFormat.resolved()`); `auto` is resolved here.
     public init(label: String, format: LogFormat, level: Logger.Level) {
         self.label = label
-        self.format = format.resolved()
+        self.format = format == .auto ? format.resolved() : format
         logLevel = level
     }
 

@@ -7,5 +7,7 @@ import NetExtCore
 /// a configuration name, an app identifier, a header — can start a forged log line, whichever
 /// call site logs it.
 public func bootstrapStandardErrorLogging(level: Logger.Level, format: LogFormat = .auto) {
-    LoggingSystem.bootstrap { label in LineLogHandler(label: label, format: format, level: level) }
+    // Resolved once (environment and fstat), not for every logger made.
+    let resolved = format.resolved()
+    LoggingSystem.bootstrap { label in LineLogHandler(label: label, format: resolved, level: level) }
 }

@@ -15,16 +15,7 @@ public final class UnixStreamListener: @unchecked Sendable {
     /// Binds `path`. Errors name the path: in use by a running process, not a socket, or the
     /// system's refusal.
     public init(path: String) throws(SystemError) {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw SystemError("bind", errno: ENAMETOOLONG, subject: path)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            buffer.copyBytes(from: bytes)
-            buffer[bytes.count] = 0
-        }
+        guard var address = TCPSocket.unixAddress(path) else { throw SystemError("bind", errno: ENAMETOOLONG, subject: path) }
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         if !directory.isEmpty, mkdir(directory, 0o700) != 0, errno != EEXIST {
             throw SystemError("mkdir", errno: errno, subject: directory)
@@ -77,25 +68,5 @@ public final class UnixStreamListener: @unchecked Sendable {
         socket.close()
         var current = stat()
         if lstat(path, &current) == 0, UInt64(current.st_ino) == inode { unlink(path) }
-    }
-}
-
-extension TCPSocket {
-    /// Everything the peer sends until it closes, at most `limit` bytes; nil if the connection
-    /// failed, timed out or sent more.
-    public func readToEnd(limit: Int) -> [UInt8]? {
-        var result: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let got = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
-            if got > 0 {
-                result += buffer[..<got]
-                if result.count > limit { return nil }
-            } else if got == 0 {
-                return result
-            } else if errno != EINTR {
-                return nil
-            }
-        }
     }
 }

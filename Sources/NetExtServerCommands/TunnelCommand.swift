@@ -30,9 +30,11 @@ struct TunnelRunCommand: AsyncParsableCommand {
         signal(SIGHUP, SIG_IGN)  // until the reload handler is in place
         logging.bootstrap()
         let logger = Logger(label: "netext-server.tunnel")
+        let configuration: TunnelServerConfiguration
         let server: TunnelServer
         do throws(NetExtError) {
-            server = try TunnelServer(configuration: try TunnelServerConfiguration.load(path: config), logger: logger)
+            configuration = try TunnelServerConfiguration.load(path: config)
+            server = try TunnelServer(configuration: configuration, logger: logger)
         } catch {
             FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
             throw ExitCode(3)
@@ -48,7 +50,7 @@ struct TunnelRunCommand: AsyncParsableCommand {
             finished.signal()
         }
         thread.start()
-        let status = openStatusSocket(for: server, logger: logger)
+        let status = openStatusSocket(for: server, listen: configuration.listen, logger: logger)
         defer { status?.close() }
         let path = config
         let reloads = ReloadSignal.handle(label: "netext.tunnel.reload") {
@@ -84,15 +86,10 @@ struct TunnelRunCommand: AsyncParsableCommand {
 extension TunnelRunCommand {
     /// The status socket, unless turned off; a server that cannot open it still serves (and says
     /// why `show` will not reach it).
-    func openStatusSocket(for server: TunnelServer, logger: Logger) -> TunnelServerStatusSocket? {
+    func openStatusSocket(for server: TunnelServer, listen: String, logger: Logger) -> TunnelServerStatusSocket? {
         guard statusSocket != "none" else { return nil }
-        // The port the server really listens on (the kernel's choice for port 0), once it does.
-        var listen = server.listeningAddress?.description
-        for _ in 0..<50 where listen == nil {
-            Thread.sleep(forTimeInterval: 0.02)
-            listen = server.listeningAddress?.description
-        }
-        let path = statusSocket ?? TunnelServerStatusSocket.defaultPath(listen: listen ?? "")
+        // The configured port names the default socket (the file was checked: it parses).
+        let path = statusSocket ?? TunnelServerStatusSocket.defaultPath(port: SocketAddress(listen)?.port ?? 0)
         do throws(SystemError) {
             let socket = try TunnelServerStatusSocket(path: path, server: server, logger: logger)
             logger.info("status socket ready", metadata: ["path": "\(path)"])
@@ -115,17 +112,14 @@ struct TunnelShowCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let path = statusSocket ?? "/run/netext-server/tunnel-\(port).sock"
+        let path = statusSocket ?? TunnelServerStatusSocket.defaultPath(port: port)
         let status: TunnelServerStatus
         do throws(NetExtError) { status = try TunnelServerStatusSocket.read(path: path) } catch {
             FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
             throw ExitCode(1)
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-            print(String(decoding: try encoder.encode(status), as: UTF8.self))
+            print(String(decoding: try TunnelServerStatusSocket.encoder(pretty: true).encode(status), as: UTF8.self))
         } else {
             print(TunnelServerStatusText.render(status, now: Date()))
         }

@@ -38,13 +38,12 @@ struct TunnelServerReloadTests {
         return (session, assignment, socket)
     }
 
-    @Test("a peer added while another is connected: the new one handshakes, the old one keeps its session; removed peers are refused; other changes are refused whole")
-    func peersChangeLive() async throws {
-        let laptop = Curve25519.KeyAgreement.PrivateKey(), phone = Curve25519.KeyAgreement.PrivateKey()
-        let server = try TunnelServer(configuration: try Self.configuration(peers: [("laptop", laptop)]), logger: Logger(label: "t") { _ in SwiftLogNoOpLogHandler() })
+    /// Runs `server` over a packet socketpair (this process plays the networks behind it), waits
+    /// until it listens, runs `body` with its address, and stops it whatever happens.
+    static func serving(_ server: TunnelServer, interface: String, _ body: (TunnelServer, SocketAddress) async throws -> Void) async throws {
         let (serverEnd, officeEnd) = try SocketPair.makePackets()
         let finished = DispatchSemaphore(value: 0)
-        Thread.detachNewThread { try? server.serve(interface: serverEnd, name: "reload0"); finished.signal() }
+        Thread.detachNewThread { try? server.serve(interface: serverEnd, name: interface); finished.signal() }
         try await withCleanup(server, cleanup: { server in
             server.stop()
             _ = await BlockingWork.run { finished.wait(timeout: .now() + 5) }
@@ -55,7 +54,15 @@ struct TunnelServerReloadTests {
                 address = server.listeningAddress
                 if address == nil { try await Task.sleep(for: .milliseconds(10)) }
             }
-            let listening = try #require(address)
+            try await body(server, try #require(address))
+        }
+    }
+
+    @Test("a peer added while another is connected: the new one handshakes, the old one keeps its session; removed peers are refused; other changes are refused whole")
+    func peersChangeLive() async throws {
+        let laptop = Curve25519.KeyAgreement.PrivateKey(), phone = Curve25519.KeyAgreement.PrivateKey()
+        let server = try TunnelServer(configuration: try Self.configuration(peers: [("laptop", laptop)]), logger: Logger(label: "t") { _ in SwiftLogNoOpLogHandler() })
+        try await Self.serving(server, interface: "reload0") { server, listening in
             guard var (laptopSession, laptopAssignment, laptopSocket) = try await handshake(laptop, server: listening, index: 11) else {
                 Issue.record("the configured peer got no answer"); return
             }

@@ -54,12 +54,13 @@ extension SessionManager {
         }
         usedSlots.insert(Self.personalSlot)
         sessions[id]?.tunnel = tunnel
-        // charon reaches the server named in the configuration; the handshake is the IKE SA's.
+        // charon reaches the server named in the configuration. No handshake time: charon rekeys
+        // on its own schedule without telling netextd, so uptime is what netextd knows.
         var server: String?
         if case .personalVPN(let settings) = session.configuration.protocolConfiguration { server = settings.serverAddress }
         sessions[id]?.personalDetails = TunnelDetails(
             interface: connected.interface, mtu: TunDevice.mtu(of: connected.interface) ?? 0, addresses: connected.virtualAddresses,
-            routes: connected.remoteTrafficSelectors, dnsServers: connected.nameServers, endpoint: server, lastHandshake: Date(), rekeys: nil)
+            routes: connected.remoteTrafficSelectors, dnsServers: connected.nameServers, endpoint: server)
         logger.info("personal VPN (IKEv2) connected", metadata: [
             "interface": "\(connected.interface)", "addresses": "\(connected.virtualAddresses)",
             "routes": "\(connected.remoteTrafficSelectors)", "dns": "\(connected.nameServers)",

@@ -48,7 +48,6 @@ public final class ReferenceTunnelProvider: TunnelProvider {
         try await context.setTunnelNetworkSettings(settings)
         guard let flow = context.packetFlow else { throw NetExtError(.connectionFailed, "netextd applied the settings but no packet flow arrived") }
         client.withLock { $0 = tunnel }
-        await context.reportTunnelStatistics(tunnel.statistics)
         tunnel.run(flow: flow)
     }
 

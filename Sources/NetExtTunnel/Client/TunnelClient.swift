@@ -126,11 +126,7 @@ public final class TunnelClient: Sendable {
         socket.close()
     }
 
-    /// The server, the latest handshake and how many there were.
-    public var statistics: TunnelStatistics {
-        state.withLock { TunnelStatistics(endpoint: server.description, lastHandshake: $0.lastHandshake, handshakes: $0.handshakes) }
-    }
-
+    /// Counts a completed handshake; what `onStatistics` reports.
     private static func recordHandshake(_ state: inout State, server: SocketAddress, at now: Date = Date()) -> TunnelStatistics {
         state.handshakes += 1
         state.lastHandshake = now

@@ -483,16 +483,15 @@ public final class TunnelServer: Sendable {
         }
     }
 
-    /// Per-client statistics, without keys or payloads.
+    /// Per-client statistics as log lines (`status()` summarised), without keys or payloads.
     public func statistics() -> [String: String] {
-        table.withLock { table in
-            var result: [String: String] = [:]
-            for peer in table.peers {
-                result[peer.name] = "endpoint=\(peer.endpoint?.description ?? "-") handshake=\(peer.lastHandshake.map { ISO8601DateFormatter().string(from: $0) } ?? "never") rx=\(peer.bytesIn)B/\(peer.packetsIn)p tx=\(peer.bytesOut)B/\(peer.packetsOut)p"
-            }
-            for (reason, count) in table.dropped { result["dropped: \(reason.rawValue)"] = "\(count)" }
-            return result
+        let status = status()
+        var result: [String: String] = [:]
+        for peer in status.peers {
+            result[peer.name] = "endpoint=\(peer.endpoint ?? "-") handshake=\(peer.lastHandshake.map { $0.formatted(.iso8601) } ?? "never") rx=\(peer.bytesReceived)B/\(peer.packetsReceived)p tx=\(peer.bytesSent)B/\(peer.packetsSent)p"
         }
+        for (reason, count) in status.dropped { result["dropped: \(reason)"] = "\(count)" }
+        return result
     }
 
     /// Logs the statistics that changed since `previous` (all of them when it is empty) and

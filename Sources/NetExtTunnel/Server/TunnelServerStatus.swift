@@ -42,7 +42,7 @@ extension TunnelServer {
                 listen: listeningAddress?.description ?? configuration.listen, interface: interface, publicKey: publicKey, startedAt: startedAt,
                 peers: table.peers.map { peer in
                     TunnelServerStatus.Peer(
-                        name: peer.name, publicKey: peer.publicKey.isEmpty ? "" : Data(peer.publicKey).base64EncodedString(),
+                        name: peer.name, publicKey: Data(peer.publicKey).base64EncodedString(),
                         endpoint: peer.endpoint?.description, addresses: peer.addresses.map(\.description),
                         lastHandshake: peer.lastHandshake, bytesReceived: peer.bytesIn, bytesSent: peer.bytesOut,
                         packetsReceived: peer.packetsIn, packetsSent: peer.packetsOut, hasSession: peer.current != nil)

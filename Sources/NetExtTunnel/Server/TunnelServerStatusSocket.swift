@@ -11,9 +11,8 @@ public final class TunnelServerStatusSocket: Sendable {
     /// Where the socket is unless `--status-socket` says otherwise: one per listening port, so
     /// servers on different ports (or in different network namespaces, on different ports) do
     /// not meet.
-    public static func defaultPath(listen: String) -> String {
-        let port = SocketAddress(listen)?.port ?? 0
-        return "/run/netext-server/tunnel-\(port).sock"
+    public static func defaultPath(port: UInt16) -> String {
+        "/run/netext-server/tunnel-\(port).sock"
     }
 
     private let listener: UnixStreamListener
@@ -65,10 +64,11 @@ public final class TunnelServerStatusSocket: Sendable {
         }
     }
 
-    static func encoder() -> JSONEncoder {
+    /// The status as JSON: what the socket sends (one line), and `show --json` (pretty).
+    public static func encoder(pretty: Bool = false) -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted] : [.sortedKeys]
         return encoder
     }
 
