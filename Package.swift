@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Pure models: addresses, configurations, on-demand rules, profiles, errors.
@@ -210,7 +211,7 @@ let package = Package(
         .target(
             name: "NetExtDaemonCommand",
             dependencies: [
-                "NetExtDaemon", "NetExtCore", "CommandLogging",
+                "NetExtDaemon", "NetExtCore", "CommandLogging", "DaemonLifecycle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -219,7 +220,7 @@ let package = Package(
             name: "NetExtServerCommands",
             dependencies: [
                 "NetExtCore", "NetExtLinux", "NetExtTunnel", "TunnelProtocol", "PIRService", "HTTPServing", "PrivacyServices", "PrivacyPass",
-                "CommandLogging",
+                "CommandLogging", "DaemonLifecycle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -229,6 +230,17 @@ let package = Package(
             dependencies: [
                 "URLFilter", "URLFilterDatabase", "BloomFilter", "NetExtCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict),
+        // How netextd and every server role live as a system service: ServiceLifecycle's service
+        // group (SIGTERM/SIGINT: graceful shutdown), SIGHUP reloads, systemd readiness.
+        .target(
+            name: "DaemonLifecycle",
+            dependencies: [
+                "NetExtLinux",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // Standard-error logging for the daemon and the servers.

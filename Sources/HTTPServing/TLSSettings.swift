@@ -1,5 +1,7 @@
+import Foundation
 import NIOCore
 import NIOSSL
+import Synchronization
 
 /// Why TLS could not be set up from files: each names the file and what is wrong with it.
 public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
@@ -8,18 +10,47 @@ public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
 
 /// The TLS an HTTP role serves with: a certificate chain and its private key, read from PEM
 /// files; TLS 1.2 and 1.3 only (BoringSSL's default cipher suites, all forward-secret), ALPN
-/// `http/1.1`.
-public struct ServerTLS: Sendable {
-    let context: NIOSSLContext
+/// `http/1.1`. ``reload()`` reads the files again (a renewed certificate): connections accepted
+/// afterwards use the new chain, established ones keep theirs.
+public final class ServerTLS: Sendable {
+    /// The PEM files it was read from (and that ``reload()`` reads).
+    public let certificateFile: String
+    public let keyFile: String
+    private let current: Mutex<Loaded>
+
+    /// What one reading of the files gave.
+    struct Loaded: Sendable {
+        let context: NIOSSLContext
+        /// The leaf certificate's last valid moment.
+        let notValidAfter: Date
+    }
 
     /// Reads the chain (leaf first) and its key. Refuses a missing or unreadable file, a file
     /// without a certificate, and a key that does not belong to the leaf, naming the files.
     public init(certificateFile: String, keyFile: String) throws(TLSSetupError) {
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        current = Mutex(try Self.load(certificateFile: certificateFile, keyFile: keyFile))
+    }
+
+    /// When the certificate in use stops being valid.
+    public var notValidAfter: Date { current.withLock { $0.notValidAfter } }
+
+    /// Reads the files again and serves new connections with them. On an error nothing changes:
+    /// the previous chain keeps serving.
+    public func reload() throws(TLSSetupError) {
+        let fresh = try Self.load(certificateFile: certificateFile, keyFile: keyFile)
+        current.withLock { $0 = fresh }
+    }
+
+    func handler() -> NIOSSLServerHandler { NIOSSLServerHandler(context: current.withLock { $0.context }) }
+
+    private static func load(certificateFile: String, keyFile: String) throws(TLSSetupError) -> Loaded {
         let chain: [NIOSSLCertificate]
         do { chain = try NIOSSLCertificate.fromPEMFile(certificateFile) } catch {
             throw TLSSetupError(description: "cannot read the certificate file \(certificateFile): \(TLSFailure.describe(error))")
         }
-        guard !chain.isEmpty else { throw TLSSetupError(description: "the certificate file \(certificateFile) holds no PEM certificate") }
+        guard let leaf = chain.first else { throw TLSSetupError(description: "the certificate file \(certificateFile) holds no PEM certificate") }
         let key: NIOSSLPrivateKey
         do { key = try NIOSSLPrivateKey(file: keyFile, format: .pem) } catch {
             throw TLSSetupError(description: "cannot read the private key file \(keyFile): \(TLSFailure.describe(error))")
@@ -29,14 +60,14 @@ public struct ServerTLS: Sendable {
         configuration.applicationProtocols = ["http/1.1"]
         // The key was read above, so failing to load it here means BoringSSL found that it
         // does not belong to the leaf certificate.
+        let context: NIOSSLContext
         do { context = try NIOSSLContext(configuration: configuration) } catch NIOSSLError.failedToLoadPrivateKey {
             throw TLSSetupError(description: "the private key in \(keyFile) does not match the first certificate in \(certificateFile)")
         } catch {
             throw TLSSetupError(description: "cannot use \(certificateFile) with \(keyFile): \(TLSFailure.describe(error))")
         }
+        return Loaded(context: context, notValidAfter: Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter)))
     }
-
-    func handler() -> NIOSSLServerHandler { NIOSSLServerHandler(context: context) }
 }
 
 /// Whom a client trusts for HTTPS: the machine's CA bundle, or the certificates of one PEM file
@@ -87,6 +118,8 @@ enum TLSFailure {
             ("CERTIFICATE_VERIFY_FAILED", "the certificate is not signed by a trusted authority (or has expired)"),
             ("WRONG_VERSION_NUMBER", "the server does not speak TLS"),
             ("NO_START_LINE", "no PEM block found"),
+            ("failedToLoadCertificate", "it holds no readable PEM certificate"),
+            ("failedToLoadPrivateKey", "it holds no readable PEM private key (an encrypted key is not supported)"),
             ("TLSV1_ALERT_PROTOCOL_VERSION", "no TLS version in common (1.2 or later is required)"),
             ("NO_SHARED_CIPHER", "no cipher suite in common"),
             ("No such file or directory", "no such file"),

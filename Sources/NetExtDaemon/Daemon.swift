@@ -7,8 +7,8 @@ import NetExtLinux
 import Glibc
 #endif
 
-/// netextd: opens the store, serves the control socket, and on SIGTERM/SIGINT stops every
-/// connection and removes its socket before exiting.
+/// netextd: opens the store, serves the control socket, restores what was running. What it
+/// started is stopped by ``RunningDaemon/stop()`` (the command calls it at SIGTERM/SIGINT).
 public final class Daemon: Sendable {
     public let settings: DaemonSettings
     let logger: Logger
@@ -18,11 +18,12 @@ public final class Daemon: Sendable {
         self.logger = logger
     }
 
-    /// Runs until SIGTERM or SIGINT. Throws (with the file at fault) if the state is unusable.
-    public func run() async throws {
+    /// Opens the state, serves the control socket and restores what was running; returns once
+    /// netextd serves. Throws (with the file at fault) if the state is unusable.
+    public func start() async throws -> RunningDaemon {
         umask(0o077)
         signal(SIGPIPE, SIG_IGN)
-        signal(SIGHUP, SIG_IGN)  // a reload must never end netextd (handled below once running)
+        signal(SIGHUP, SIG_IGN)  // a reload must never end netextd
         do {
             try FileManager.default.createDirectory(atPath: settings.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
@@ -71,26 +72,9 @@ public final class Daemon: Sendable {
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
 
-        // SIGHUP: provider manifests are read afresh at every look-up, so a reload only says what
-        // is registered now (and what was refused) — and never ends netextd.
-        let logger = self.logger
-        let reloads = ReloadSignal.handle(label: "netext.netextd.reload") {
-            let providers = registry.load()
-            for problem in providers.problems { logger.warning("provider manifest refused", metadata: ["problem": "\(problem)"]) }
-            logger.notice("reloaded provider manifests", metadata: [
-                "providers": "\(providers.providers.map(\.bundleIdentifier).joined(separator: ","))", "refused": "\(providers.problems.count)",
-            ])
-        }
-        defer { reloads.cancel() }
-        let received = await TerminationSignals.wait()
-        logger.info("shutting down", metadata: ["signal": "\(received)"])
-        Self.exitIfShutdownHangs(after: Self.shutdownDeadline, logger: logger)
-        await onDemand.stop()
-        await sessions.stopAll()
-        await filters.stopAll()
-        await urlFilters.stopAll()
-        await server.close(path: settings.socketPath)
-        logger.info("netextd stopped")
+        return RunningDaemon(
+            settings: settings, logger: logger, registry: registry, onDemand: onDemand, sessions: sessions, filters: filters, urlFilters: urlFilters,
+            server: server, configurationCount: configurationCount, providerCount: providers.providers.count)
     }
 
     /// How long a shutdown may take before netextd exits anyway. What a cut-short shutdown
@@ -98,7 +82,7 @@ public final class Daemon: Sendable {
     static let shutdownDeadline: Double = 4.5
 
     /// A watchdog on a thread of its own (it must fire even when every other thread is stuck).
-    private static func exitIfShutdownHangs(after seconds: Double, logger: Logger) {
+    static func exitIfShutdownHangs(after seconds: Double, logger: Logger) {
         let watchdog = Thread {
             Thread.sleep(forTimeInterval: seconds)
             logger.error("shutdown did not finish in time; exiting now", metadata: ["seconds": "\(seconds)"])

@@ -1,16 +1,18 @@
 import ArgumentParser
 import CommandLogging
+import DaemonLifecycle
 import Foundation
 import Logging
 import NetExtCore
 import NetExtDaemon
+import Synchronization
 
 /// `netextd`: the NetExt daemon, in the foreground.
 public struct NetextdCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "netextd",
         abstract: "The NetExt daemon: configuration store, control socket, provider launcher.",
-        discussion: "Runs in the foreground and logs to standard error. SIGTERM or SIGINT stops every connection and exits.",
+        discussion: "Runs in the foreground and logs to standard error. Under systemd (Type=notify) it reports ready once the control socket serves. SIGHUP reads the provider manifests again; SIGTERM or SIGINT stops every connection and exits.",
         version: "0.1.0")
 
     @Option(help: "State directory (default: $NETEXT_STATE_DIR or /var/lib/netext).") var stateDir: String?
@@ -32,11 +34,34 @@ public struct NetextdCommand: AsyncParsableCommand {
         logging.bootstrap()
         let logger = Logger(label: "netextd")
         do {
-            try await Daemon(settings: settings, logger: logger).run()
+            let daemon = Daemon(settings: settings, logger: logger)
+            // The daemon is started inside the main service, so a reload before it serves finds
+            // nothing to reload yet and says so.
+            let running = RunningBox()
+            try await ProcessLifecycle(logger: logger).run(reload: {
+                guard let daemon = running.value else { return .refused("netextd is still starting") }
+                let (providers, refused) = daemon.reloadManifests()
+                return .applied(refused.isEmpty ? "\(providers.count) providers" : "\(providers.count) providers, \(refused.count) manifests refused (see the log)")
+            }) { context in
+                let daemon = try await daemon.start()
+                running.value = daemon
+                context.ready(daemon.summary)
+                await context.untilShutdown()
+                await daemon.stop()
+            }
         } catch let error as NetExtError {
             logger.critical("netextd cannot start", metadata: ["error": "\(error.message)"])
             FileHandle.standardError.write(Data("netextd: \(error.message)\n".utf8))
             throw ExitCode(1)
         }
+    }
+}
+
+/// The started daemon, for the reload handler (set once, read from the reload service).
+private final class RunningBox: Sendable {
+    private let stored = Mutex<RunningDaemon?>(nil)
+    var value: RunningDaemon? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }

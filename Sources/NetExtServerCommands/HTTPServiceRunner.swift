@@ -1,12 +1,14 @@
 import ArgumentParser
+import DaemonLifecycle
 import Foundation
 import HTTPServing
 import Logging
 import NetExtLinux
 
 /// Runs one HTTP role of netext-server until SIGTERM/SIGINT: binds `--listen`, logs the bound
-/// address, calls `every` (key rotation, directory refresh) on its interval, and shuts down
-/// cleanly.
+/// address, tells systemd it is ready, calls `every` (key rotation, directory refresh) on its
+/// interval, reloads at SIGHUP (the TLS certificate and key, then what the role reloads), and
+/// shuts down cleanly.
 enum HTTPServiceRunner {
     static func parseListen(_ text: String) throws -> ListenAddress {
         guard let address = ListenAddress(parsing: text) else { throw ValidationError("--listen must be HOST:PORT, got \(text)") }
@@ -15,27 +17,73 @@ enum HTTPServiceRunner {
 
     static func run(
         _ responder: any HTTPResponder, listen: ListenAddress, serving: HTTPServingOptions, logger: Logger, metadata: Logger.Metadata = [:],
+        reload: (@Sendable () async -> ReloadOutcome)? = nil,
         every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
     ) async throws {
-        let server = HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: try serverTLS(serving))
-        let (channel, port) = try await server.start(listen)
-        announce(tls: server.servesTLS, listen: ListenAddress(host: listen.host, port: port), logger: logger, metadata: metadata)
-        let timer: Task<Void, Never>? = interval.flatMap { interval in
-            periodic.map { work in
-                Task {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: interval)
-                        if Task.isCancelled { break }
-                        await work()
+        let tls = try serverTLS(serving)
+        let server = HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: tls)
+        try await serve(tls: tls, logger: logger, reload: reload) { context in
+            let (channel, port) = try await server.start(listen)
+            announce(tls: server.servesTLS, listen: ListenAddress(host: listen.host, port: port), logger: logger, metadata: metadata)
+            context.ready("serving on \(ListenAddress(host: listen.host, port: port))\(tls == nil ? "" : " (TLS)")")
+            let timer: Task<Void, Never>? = interval.flatMap { interval in
+                periodic.map { work in
+                    Task {
+                        while !Task.isCancelled {
+                            try? await Task.sleep(for: interval)
+                            if Task.isCancelled { break }
+                            await work()
+                        }
                     }
                 }
             }
+            await context.untilShutdown()
+            timer?.cancel()
+            try? await channel.close()
+            await server.shutdown()
         }
-        let signalName = await TerminationSignals.wait()
-        logger.info("shutting down", metadata: ["signal": "\(signalName)"])
-        timer?.cancel()
-        try? await channel.close()
-        await server.shutdown()
+    }
+
+    /// Runs `main` under the process lifecycle; SIGHUP reloads the TLS files (when serving TLS)
+    /// and then runs `reload`. A refused TLS reload keeps the previous certificate and skips
+    /// the role's reload (the admin fixes one thing at a time).
+    static func serve(
+        tls: ServerTLS?, logger: Logger, reload: (@Sendable () async -> ReloadOutcome)?, _ main: @escaping @Sendable (ServingContext) async throws -> Void
+    ) async throws {
+        var combined: (@Sendable () async -> ReloadOutcome)?
+        if tls != nil || reload != nil { combined = { await reloadAll(tls: tls, logger: logger, reload: reload) } }
+        try await ProcessLifecycle(logger: logger).run(reload: combined, main)
+    }
+
+    /// The TLS files, then the role's own files; the first refusal ends the reload.
+    private static func reloadAll(tls: ServerTLS?, logger: Logger, reload: (@Sendable () async -> ReloadOutcome)?) async -> ReloadOutcome {
+        var applied: [String] = []
+        if let tls {
+            switch reloadTLS(tls, logger: logger) {
+            case .refused(let reason): return .refused(reason)
+            case .applied(let what): applied.append(what)
+            }
+        }
+        if let reload {
+            switch await reload() {
+            case .refused(let reason): return .refused(reason)
+            case .applied(let what): applied.append(what)
+            }
+        }
+        return .applied(applied.joined(separator: "; "))
+    }
+
+    /// Reads the certificate and key again; new connections use them, open ones keep theirs.
+    static func reloadTLS(_ tls: ServerTLS, logger: Logger) -> ReloadOutcome {
+        do throws(TLSSetupError) {
+            try tls.reload()
+            let until = tls.notValidAfter.formatted(.iso8601)
+            logger.notice("TLS certificate reloaded", metadata: ["certificate": "\(tls.certificateFile)", "valid_until": "\(until)"])
+            return .applied("certificate valid until \(until)")
+        } catch {
+            logger.error("TLS reload refused; still serving the previous certificate", metadata: ["reason": "\(error.description)"])
+            return .refused(error.description)
+        }
     }
 
     /// Logs the "serving" line (its `listen=` and `tls=` are what scripts and tests read), and

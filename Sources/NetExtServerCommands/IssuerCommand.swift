@@ -1,5 +1,6 @@
 import ArgumentParser
 import CommandLogging
+import DaemonLifecycle
 import Foundation
 import Logging
 import PrivacyServices
@@ -12,7 +13,8 @@ struct IssuerCommand: AsyncParsableCommand {
         discussion: """
             GET /.well-known/private-token-issuer-directory; GET /token-key-for-user-token and POST /issue with \
             'Authorization: Bearer CREDENTIAL'; GET /metrics. Keys live in --keys (created 0700, files 0600) and \
-            rotate with overlap. Credentials and tokens are never logged.
+            rotate with overlap. Credentials and tokens are never logged. SIGHUP reads --credentials and the TLS \
+            certificate again.
             """)
 
     @Option(help: "Address and port to listen on, e.g. 127.0.0.1:8081.") var listen: String
@@ -39,6 +41,18 @@ struct IssuerCommand: AsyncParsableCommand {
         let responder = IssuerResponder(keys: ring, credentials: accepted, limiter: IssuanceRateLimiter(perHour: ratePerHour, burst: burst))
         try await HTTPServiceRunner.run(
             responder, listen: address, serving: serving, logger: logger, metadata: ["keys": "\(ring.keys.count)", "credentials": "\(accepted.count)"],
+            reload: { [credentials] in
+                // SIGHUP: the credentials file again (a credential added or revoked).
+                do throws(PrivacyServiceError) {
+                    let fresh = try BearerCredentials(file: credentials)
+                    responder.replaceCredentials(fresh)
+                    logger.notice("credentials reloaded", metadata: ["credentials": "\(fresh.count)"])
+                    return .applied("\(fresh.count) credentials")
+                } catch {
+                    logger.error("credentials reload refused; still accepting the previous ones", metadata: ["reason": "\(error)"])
+                    return .refused("\(error)")
+                }
+            },
             every: .seconds(30)
         ) {
             do throws(PrivacyServiceError) {

@@ -13,7 +13,7 @@ struct ObliviousGatewayCommand: AsyncParsableCommand {
         discussion: """
             GET /ohttp-keys (application/ohttp-keys); POST /gateway (message/ohttp-req → message/ohttp-res); GET /metrics. \
             --target AUTHORITY=URL allows requests for AUTHORITY and sends them to URL. Keys live in --keys and rotate \
-            with overlap. No client address reaches a target; payloads are never logged.
+            with overlap. No client address reaches a target; payloads are never logged. SIGHUP reads the TLS certificate again.
             """)
 
     @Option(help: "Address and port to listen on.") var listen: String

@@ -12,7 +12,8 @@ struct ObliviousRelayCommand: AsyncParsableCommand {
         abstract: "Relay Oblivious HTTP requests (RFC 9458) to one gateway without identifying their senders.",
         discussion: """
             POST /relay (message/ohttp-req) is forwarded to --gateway with only its body and Content-Type; GET /ohttp-keys \
-            passes the gateway's key configurations through; GET /metrics. Nothing about the client is added or logged.
+            passes the gateway's key configurations through; GET /metrics. Nothing about the client is added or logged. \
+            SIGHUP reads the TLS certificate again.
             """)
 
     @Option(help: "Address and port to listen on.") var listen: String

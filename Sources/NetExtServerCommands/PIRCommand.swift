@@ -1,6 +1,6 @@
 import ArgumentParser
-import Dispatch
 import CommandLogging
+import DaemonLifecycle
 import Foundation
 import Logging
 import NetExtLinux
@@ -14,7 +14,7 @@ struct PIRCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pir",
         abstract: "Serve private information retrieval for the URL filter (docs/pir-protocol.md).",
-        discussion: "POST /config, /key, /queries (protobuf); GET /metrics. SIGHUP reloads the databases; SIGTERM/SIGINT stop. Query contents are never logged.")
+        discussion: "POST /config, /key, /queries (protobuf); GET /metrics. SIGHUP reloads the databases and the TLS certificate; SIGTERM/SIGINT stop. Under systemd (Type=notify) it reports ready once it listens. Query contents are never logged.")
 
     @Option(help: "A directory written by 'netext-urlfilter-db build'.") var database: String
     @Option(help: "Address and port to listen on, e.g. 127.0.0.1:8080.") var listen: String
@@ -72,30 +72,32 @@ struct PIRCommand: AsyncParsableCommand {
             if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
         }
         let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity, limits: serving.limits, tls: tls)
-        let (channel, boundPort) = try await server.start(host: address.host, port: address.port)
-        HTTPServiceRunner.announce(tls: tls != nil, listen: ListenAddress(host: address.host, port: boundPort), logger: logger, metadata: [
-            "use_cases": "\(useCases.keys.sorted().joined(separator: ","))", "privacy_pass": "\(verifier == nil ? "off" : "required")",
-        ])
         // SIGHUP: reload from disk; keep serving the old databases when the new ones fail to load.
-        signal(SIGHUP, SIG_IGN)
-        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "netext.pir.reload"))
         let databaseRoot = database, threadCount = threads
-        reload.setEventHandler {
+        let reloadDatabases: @Sendable () async -> ReloadOutcome = {
             do throws(PIRServiceError) {
                 let fresh = try PIRDatabaseDirectory.load(root: databaseRoot, threads: threadCount)
                 handler.replaceUseCases(fresh)
                 handler.metrics.recordReload(succeeded: true)
                 logger.info("reloaded", metadata: ["use_cases": "\(fresh.keys.sorted().joined(separator: ","))"])
+                return .applied("use cases \(fresh.keys.sorted().joined(separator: ","))")
             } catch {
                 handler.metrics.recordReload(succeeded: false)
                 logger.error("reload failed; still serving the previous databases", metadata: ["error": "\(error)"])
+                return .refused("\(error)")
             }
         }
-        reload.resume()
-        let signalName = await TerminationSignals.wait()
-        logger.info("shutting down", metadata: ["signal": "\(signalName)"])
-        reload.cancel()
-        try? await channel.close()
-        await server.shutdown()
+        let announced: Logger.Metadata = [
+            "use_cases": "\(useCases.keys.sorted().joined(separator: ","))", "privacy_pass": "\(verifier == nil ? "off" : "required")",
+        ]
+        try await HTTPServiceRunner.serve(tls: tls, logger: logger, reload: reloadDatabases) { context in
+            let (channel, boundPort) = try await server.start(host: address.host, port: address.port)
+            let bound = ListenAddress(host: address.host, port: boundPort)
+            HTTPServiceRunner.announce(tls: tls != nil, listen: bound, logger: logger, metadata: announced)
+            context.ready("serving \(useCases.count) use cases on \(bound)")
+            await context.untilShutdown()
+            try? await channel.close()
+            await server.shutdown()
+        }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CommandLogging
+import DaemonLifecycle
 import Foundation
 import Logging
 import NetExtCore
@@ -19,7 +20,7 @@ struct TunnelRunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run the NetExt tunnel server (the default: `netext-server tunnel --config FILE`).",
-        discussion: "Runs in the foreground until SIGTERM or SIGINT; logs to standard error, never keys or payloads. SIGHUP reads the configuration file again and applies its peers live: added, removed and changed peers take effect, every other client keeps its session (a file that changes anything else is refused and the server keeps running as it was).")
+        discussion: "Runs in the foreground until SIGTERM or SIGINT (under systemd, Type=notify: ready once it listens); logs to standard error, never keys or payloads. SIGHUP reads the configuration file again and applies its peers live: added, removed and changed peers take effect, every other client keeps its session (a file that changes anything else is refused and the server keeps running as it was).")
 
     @Option(help: "The server's configuration file (JSON).") var config: String
     @Option(help: "The local socket `netext-server tunnel show` reads the peers from (default: /run/netext-server/tunnel-PORT.sock; 'none' for no socket).")
@@ -27,7 +28,7 @@ struct TunnelRunCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        signal(SIGHUP, SIG_IGN)  // until the reload handler is in place
+        signal(SIGHUP, SIG_IGN)  // a reload must never end the server, even while it starts
         logging.bootstrap()
         let logger = Logger(label: "netext-server.tunnel")
         let configuration: TunnelServerConfiguration
@@ -40,41 +41,44 @@ struct TunnelRunCommand: AsyncParsableCommand {
             throw ExitCode(3)
         }
         let failure = ServerFailure()
-        let finished = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            do throws(NetExtError) { try server.run() } catch {
-                failure.set(error)
-                // Wake the signal wait so the process exits with the error.
-                kill(getpid(), SIGTERM)
-            }
-            finished.signal()
-        }
-        thread.start()
-        let status = openStatusSocket(for: server, listen: configuration.listen, logger: logger)
-        defer { status?.close() }
         let path = config
-        let reloads = ReloadSignal.handle(label: "netext.tunnel.reload") {
+        let statusSocket = self.statusSocket
+        try await ProcessLifecycle(logger: logger).run(reload: {
             do throws(NetExtError) {
                 let report = try server.reload(try TunnelServerConfiguration.load(path: path))
                 logger.notice("configuration reloaded", metadata: [
                     "added": "\(report.added.joined(separator: ","))", "removed": "\(report.removed.joined(separator: ","))",
                     "reset": "\(report.reset.joined(separator: ","))", "kept": "\(report.kept)",
                 ])
+                return .applied("\(report.added.count) peers added, \(report.removed.count) removed, \(report.reset.count) changed, \(report.kept) kept")
             } catch {
                 logger.error("reload refused; still serving the previous configuration", metadata: ["reason": "\(error.message)"])
+                return .refused(error.message)
             }
+        }) { context in
+            let finished = DispatchSemaphore(value: 0)
+            let thread = Thread {
+                do throws(NetExtError) { try server.run() } catch {
+                    failure.set(error)
+                    // Wake the shutdown wait so the process exits with the error.
+                    kill(getpid(), SIGTERM)
+                }
+                finished.signal()
+            }
+            thread.start()
+            let status = Self.openStatusSocket(statusSocket, for: server, listen: configuration.listen, logger: logger)
+            defer { status?.close() }
+            context.ready("serving \(configuration.peers.count) peers on \(configuration.listen)")
+            await context.untilShutdown()
+            server.stop()
+            // Exit only once the server has finished: its loops wake at least every 250 ms, then it
+            // removes its forwarding (nftables table, sysctls). A fixed pause was too short on a
+            // loaded machine and left the table behind. Bounded: 10 s, waited off the task pool.
+            let stoppedInTime = await withCheckedContinuation { continuation in
+                Thread { continuation.resume(returning: finished.wait(timeout: .now() + 10) == .success) }.start()
+            }
+            if !stoppedInTime { logger.error("the server did not stop within 10 s; exiting anyway (its forwarding rules may be left)") }
         }
-        defer { reloads.cancel() }
-        let signalName = await TerminationSignals.wait()
-        logger.info("shutting down", metadata: ["signal": "\(signalName)"])
-        server.stop()
-        // Exit only once the server has finished: its loops wake at least every 250 ms, then it
-        // removes its forwarding (nftables table, sysctls). A fixed pause was too short on a
-        // loaded machine and left the table behind. Bounded: 10 s, waited off the task pool.
-        let stoppedInTime = await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: finished.wait(timeout: .now() + 10) == .success) }.start()
-        }
-        if !stoppedInTime { logger.error("the server did not stop within 10 s; exiting anyway (its forwarding rules may be left)") }
         if let error = failure.get() {
             FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
             throw ExitCode(1)
@@ -82,11 +86,10 @@ struct TunnelRunCommand: AsyncParsableCommand {
     }
 }
 
-
 extension TunnelRunCommand {
     /// The status socket, unless turned off; a server that cannot open it still serves (and says
     /// why `show` will not reach it).
-    func openStatusSocket(for server: TunnelServer, listen: String, logger: Logger) -> TunnelServerStatusSocket? {
+    static func openStatusSocket(_ statusSocket: String?, for server: TunnelServer, listen: String, logger: Logger) -> TunnelServerStatusSocket? {
         guard statusSocket != "none" else { return nil }
         // The configured port names the default socket (the file was checked: it parses).
         let path = statusSocket ?? TunnelServerStatusSocket.defaultPath(port: SocketAddress(listen)?.port ?? 0)

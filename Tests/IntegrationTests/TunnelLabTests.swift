@@ -9,7 +9,7 @@ struct TunnelLabTests {
 
     @Test("split tunnel, IPv6, MTU, large transfers both ways, masquerade, server restart, provider crash, unknown key")
     func endToEnd() async throws {
-        try await runChecks("scripts/e2e/tunnel.sh", checks: 56, timeout: 300)
+        try await runChecks("scripts/e2e/tunnel.sh", checks: 63, timeout: 300)
     }
 
     @Test("handshake floods from the internet (valid mac1; one reused cookie; random datagrams): the established tunnel keeps its pings, a reconnect completes during the flood, the per-source limit holds, drop reasons stay a short fixed list")

@@ -18,7 +18,7 @@ second_key="$("$bin/netext-server" genkey)"; second_public="$(echo "$second_key"
 umask 077
 cat > "$work/server.json" <<JSON
 {"privateKey": "$server_key", "listen": "0.0.0.0:51900", "ipv4Pool": "10.99.0.0/24", "ipv6Pool": "fd99::/64",
- "routes": ["10.20.0.0/16", "10.30.0.0/24", "fd20::/64"], "mtu": 1420, "masquerade": ["eth1"], "peers": [{"name": "laptop", "publicKey": "$client_public"}, {"name": "laptop2", "publicKey": "$second_public"}],
+ "routes": ["10.20.0.0/16", "10.30.0.0/24", "fd20::/64"], "mtu": 1420, "masquerade": ["eth1"], "peers": [{"name": "laptop", "publicKey": "$client_public"}],
  "dnsServers": ["10.20.0.53"], "searchDomains": ["office.test"],
  "httpProxy": "10.20.0.5:3128", "proxyExceptions": ["localhost", ".office.test"]}
 JSON
@@ -27,7 +27,10 @@ mkdir -p "$work/www"
 echo "internal page" > "$work/www/index.html"
 head -c 3000000 /dev/urandom > "$work/www/big.bin"
 echo "nameserver 198.51.100.53" > "$work/resolv.conf"
-start_server() { lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" --status-socket "$work/server.sock" 2>> "$work/server.log"; SERVER_PID=$!; }
+# systemd's notification socket, stood in for (Type=notify readiness, reloads, stopping).
+python3 "$(dirname "$0")/../lib/notify-receiver.py" "$work/notify.sock" "$work/notify.log" 300 & LAB_PIDS+=($!)
+lab_wait "test -S '$work/notify.sock'" 10
+start_server() { NOTIFY_SOCKET="$work/notify.sock" lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" --status-socket "$work/server.sock" 2>> "$work/server.log"; SERVER_PID=$!; }
 start_server
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www" 2>/dev/null
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8090 --bind 203.0.113.2 --directory "$work/www" 2>/dev/null
@@ -64,6 +67,22 @@ check "DNS: with its search domain" grep -q "search office.test" "$work/resolv.c
 check "proxy: shown in status" bash -c "'$bin/netext' status Office | grep -q 'proxy: http 10.20.0.5:3128'"
 check "proxy: exported by netext proxy-env" bash -c "'$bin/netext' proxy-env | grep -qx \"export http_proxy='http://10.20.0.5:3128'\""
 check "proxy: with its exceptions" bash -c "'$bin/netext' proxy-env | grep -qx \"export no_proxy='localhost,.office.test'\""
+
+check "systemd readiness: the server says READY=1 once it serves" grep -q '^READY=1 | STATUS=serving 1 peers on 0.0.0.0:51900$' "$work/notify.log"
+
+# SIGHUP adds a peer live (wg syncconf): the connected laptop keeps its session, with no new
+# handshake, and the new peer may connect at once.
+laptop_handshake() { office "$bin/netext-server" tunnel show --status-socket "$work/server.sock" --json | python3 -c 'import json, sys; print([p for p in json.load(sys.stdin)["peers"] if p["name"] == "laptop"][0]["lastHandshake"])'; }
+handshake_before="$(laptop_handshake)"
+sed -i "s|\"peers\": \[{\"name\": \"laptop\", \"publicKey\": \"$client_public\"}\]|\"peers\": [{\"name\": \"laptop\", \"publicKey\": \"$client_public\"}, {\"name\": \"laptop2\", \"publicKey\": \"$second_public\"}]|" "$work/server.json"
+kill -HUP "$SERVER_PID"
+check "SIGHUP: the server adds the peer and keeps the other" lab_wait "grep -q 'configuration reloaded.*added=laptop2 kept=1 ' '$work/server.log'" 10
+check "SIGHUP: systemd is told RELOADING=1, then READY=1 with what changed" lab_wait "grep -q '^RELOADING=1 | MONOTONIC_USEC=' '$work/notify.log' && grep -q '^READY=1 | STATUS=reloaded: 1 peers added, 0 removed, 0 changed, 1 kept$' '$work/notify.log'" 10
+check "SIGHUP: the server is still running" kill -0 "$SERVER_PID"
+# (A scheduled rekey, every 120 s, landing in this second would also move the handshake: that
+# one is told apart by its age.)
+check "SIGHUP: the connected laptop kept its session (no new handshake)" python3 -c 'import sys, datetime as d; a, b = (d.datetime.fromisoformat(x.replace("Z", "+00:00")) for x in sys.argv[1:]); sys.exit(0 if a == b or (b - a).total_seconds() >= 100 else 1)' "$handshake_before" "$(laptop_handshake)"
+check "SIGHUP: the connected laptop loads the page at once" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 3 http://10.20.0.5:8080/ | grep -q 'internal page'"
 
 # A second client at the same time, with its own netextd, key and address.
 netext2() { NETEXT_STATE_DIR="$work/state2" NETEXT_SOCKET="$work/netextd2.sock" NETEXT_RESOLV_CONF="$work/resolv2.conf" "$bin/netext" "$@"; }
@@ -127,6 +146,7 @@ check "the server's TUN interface uses offloads" grep -q "offloads=true" "$work/
 
 # The server restarts: the client notices the silence, reasserts, and recovers.
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+check "systemd is told STOPPING=1 at SIGTERM" grep -q '^STOPPING=1 | STATUS=shutting down (SIGTERM)$' "$work/notify.log"
 check "a stopped server leaves no nftables table and forwarding as it found it" bash -c "! ip netns exec $LAB_OFFICE nft list tables | grep -q netext_srv && test \"\$(ip netns exec $LAB_OFFICE sysctl -n net.ipv4.ip_forward)\" = 0"
 start_server
 lab_wait "grep -c 'tunnel server ready' '$work/server.log' | grep -q 2" 15

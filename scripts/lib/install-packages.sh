@@ -1,10 +1,11 @@
 # netext_install_packages: installs the Debian packages NetExt's build, tests and demo use, if
-# missing (needs root), and creates the system user the personal VPN's charon drops to (netext-ikev2).
+# missing (needs root; systemd for systemd-analyze only, never systemd-resolved), and creates the
+# system user the personal VPN's charon drops to (netext-ikev2).
 # netext_install PACKAGE...: installs just those (benchmarks). Another apt-get may hold the dpkg
 # lock: retried. Usage: source it, then call one of them.
 netext_install_packages() {
   netext_create_users
-  netext_install libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 python3-cryptography tcpdump nftables iptables openssl chromium valgrind strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins
+  netext_install libsqlite3-dev util-linux procps iproute2 iputils-ping curl python3 python3-cryptography tcpdump nftables iptables openssl chromium valgrind strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins systemd
 }
 
 # Installs exactly the given Debian packages, those missing (a benchmark's tools and anchors).

@@ -29,6 +29,13 @@ public struct BearerCredentials: Sendable {
 
     public var count: Int { digests.count }
 
+    /// A number that names the credential at `index` whatever its line in the file (the first
+    /// eight bytes of its digest): rate-limit buckets are kept by it, so a reload that adds or
+    /// removes other lines leaves every remaining credential its own bucket.
+    public func identity(at index: Int) -> Int {
+        digests[index].prefix(8).reduce(0) { ($0 << 8) | Int($1) }
+    }
+
     /// The index of the credential in an `Authorization: Bearer …` value, or `nil`.
     public func match(authorization: String?) -> Int? {
         guard let authorization else { return nil }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServing
 import PrivacyPass
+import Synchronization
 
 /// The Privacy Pass issuer's HTTP face (RFC 9578 §4–§6, with the endpoints Apple's URL filter
 /// clients use):
@@ -25,17 +26,23 @@ public struct IssuerResponder: HTTPResponder {
     public static let requestLength = 3 + PrivateToken.authenticatorLength
 
     public let keys: IssuerKeyRing
-    public let credentials: BearerCredentials
+    /// The credentials accepted now (``replaceCredentials(_:)`` swaps them at a reload).
+    public var credentials: BearerCredentials { accepted.value }
+    private let accepted: CurrentCredentials
     public let limiter: IssuanceRateLimiter
     public let replays: IssuanceReplayWindow
     public let metrics = ServiceCounters()
 
     public init(keys: IssuerKeyRing, credentials: BearerCredentials, limiter: IssuanceRateLimiter, replays: IssuanceReplayWindow = IssuanceReplayWindow()) {
         self.keys = keys
-        self.credentials = credentials
+        accepted = CurrentCredentials(credentials)
         self.limiter = limiter
         self.replays = replays
     }
+
+    /// Accepts `fresh` from the next request on (a reload of the credentials file). A credential
+    /// that stays keeps its rate-limit bucket (buckets follow ``BearerCredentials/identity(at:)``).
+    public func replaceCredentials(_ fresh: BearerCredentials) { accepted.value = fresh }
 
     static let endpoints = [IssuerDirectory.wellKnownPath, "/token-key-for-user-token", "/issue", "/metrics"]
 
@@ -75,7 +82,9 @@ public struct IssuerResponder: HTTPResponder {
     static let unauthorized = HTTPServerResponse.text(401, "a valid credential is required (Authorization: Bearer …)", headers: [("WWW-Authenticate", "Bearer")])
 
     func issue(_ request: HTTPServerRequest) -> HTTPServerResponse {
-        guard let credential = credentials.match(authorization: request.header("Authorization")) else { return Self.unauthorized }
+        let accepted = credentials
+        guard let index = accepted.match(authorization: request.header("Authorization")) else { return Self.unauthorized }
+        let credential = accepted.identity(at: index)
         guard request.header("Content-Type")?.lowercased().hasPrefix(Self.requestMediaType) == true else {
             return .text(415, "Content-Type must be \(Self.requestMediaType)")
         }
@@ -127,5 +136,15 @@ public struct IssuerResponder: HTTPResponder {
         }
         metrics.add("tokens_issued", count)
         return HTTPServerResponse(contentType: Self.responseMediaType, body: out)
+    }
+}
+
+/// The issuer's credentials, replaceable while it serves.
+final class CurrentCredentials: Sendable {
+    private let stored: Mutex<BearerCredentials>
+    init(_ credentials: BearerCredentials) { stored = Mutex(credentials) }
+    var value: BearerCredentials {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
