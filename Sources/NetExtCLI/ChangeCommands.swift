@@ -53,7 +53,7 @@ struct CreateCommand: AsyncParsableCommand {
 struct EnableCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a configuration (for an enterprise VPN this disables the others).")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
 
     func run() async throws {
         try await reportingFailures { try await SetEnabled.run(options: options, name: name, enabled: true) }
@@ -63,7 +63,7 @@ struct EnableCommand: AsyncParsableCommand {
 struct DisableCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a configuration (stopping its connection).")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
 
     func run() async throws {
         try await reportingFailures { try await SetEnabled.run(options: options, name: name, enabled: false) }
@@ -96,7 +96,7 @@ enum SetEnabled {
 struct RemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a configuration (stopping its connection).")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
 
     func run() async throws {
         try await reportingFailures {
@@ -145,7 +145,7 @@ struct OnDemandCommand: AsyncParsableCommand {
         commandName: "on-demand",
         abstract: "Turn connect-on-demand on or off, optionally replacing the rules (a JSON array of rules, as `netext show --json` prints them).")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
     @Argument(help: "on or off.") var state: String
     @Option(help: "A JSON file with the rules, e.g. [{\"action\": \"disconnect\", \"interfaceTypeMatch\": \"any\", \"dnsSearchDomainMatch\": [\"office.test\"]}, {\"action\": \"connect\", \"interfaceTypeMatch\": \"any\"}].") var rules: String?
 

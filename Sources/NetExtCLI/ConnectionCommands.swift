@@ -10,7 +10,7 @@ struct StartCommand: AsyncParsableCommand {
         commandName: "start", abstract: "Start a configuration's connection and wait until it is connected or failed.",
         discussion: "After two seconds without an answer it says what the connection is doing, on standard error, until it is connected or failed. With --timeout, a connection not up in time is stopped and the command fails (exit 75); without it, netextd's own start deadline (30 s) applies.")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
     @Option(help: "The user name to pass to the provider.") var username: String?
     @Flag(help: "Read a password from standard input (used for this start only, never stored).") var passwordStdin = false
     @Option(name: .customLong("option"), help: "A start option for the provider, key=value (repeatable).") var startOptions: [String] = []
@@ -110,7 +110,7 @@ final class StartProgress: Sendable {
 struct StopCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop a configuration's connection and wait until it is disconnected.")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
 
     func run() async throws {
         try await reportingFailures {
@@ -132,7 +132,7 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Show connection status; with --watch, follow configuration and status changes as they happen.")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "A configuration's name or id (default: all).") var name: String?
+    @Argument(help: "A configuration's name or id (default: all).", completion: ConfigurationNameCompletion.kind) var name: String?
     @Flag(help: "Keep running and print every change.") var watch = false
     @Option(help: "With --watch: exit after this many events.") var count: Int?
     @Option(help: "With --watch: exit after this many seconds.") var timeout: Double?
@@ -238,7 +238,7 @@ struct MessageCommand: AsyncParsableCommand {
         commandName: "message",
         abstract: "Send a message to a running configuration's provider (its handleAppMessage) and print the answer.")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
     @Argument(help: "The message text (default: read standard input).") var text: String?
 
     func run() async throws {

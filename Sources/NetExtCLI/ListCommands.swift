@@ -43,7 +43,7 @@ struct ListedConfiguration: Encodable {
 struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one configuration in full.")
     @OptionGroup var options: ClientOptions
-    @Argument(help: "The configuration's name or id.") var name: String
+    @Argument(help: "The configuration's name or id.", completion: ConfigurationNameCompletion.kind) var name: String
 
     func run() async throws {
         try await reportingFailures {

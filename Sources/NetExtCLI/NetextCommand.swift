@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NetExtCore
 
 /// `netext`: manage NetExt configurations, connections and profiles through netextd.
 public struct NetextCommand: AsyncParsableCommand {
@@ -7,7 +8,7 @@ public struct NetextCommand: AsyncParsableCommand {
         commandName: "netext",
         abstract: "Manage NetExt configurations, connections and profiles.",
         discussion: "Every command talks to netextd over its control socket. Exit codes are listed in docs/cli.md.",
-        version: "0.1.0",
+        version: NetExtVersion.current,
         subcommands: [
             ListCommand.self, ShowCommand.self, CreateCommand.self, CreatePersonalCommand.self, EnableCommand.self, DisableCommand.self,
             RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, MessageCommand.self, OnDemandCommand.self, ProxyEnvCommand.self,

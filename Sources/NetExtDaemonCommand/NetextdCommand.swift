@@ -13,7 +13,7 @@ public struct NetextdCommand: AsyncParsableCommand {
         commandName: "netextd",
         abstract: "The NetExt daemon: configuration store, control socket, provider launcher.",
         discussion: "Runs in the foreground and logs to standard error. Under systemd (Type=notify) it reports ready once the control socket serves. SIGHUP reads the provider manifests again; SIGTERM or SIGINT stops every connection and exits.",
-        version: "0.1.0")
+        version: NetExtVersion.current)
 
     @Option(help: "State directory (default: $NETEXT_STATE_DIR or /var/lib/netext).") var stateDir: String?
     @Option(help: "Control socket (default: $NETEXT_SOCKET or /run/netext/netextd.sock).") var socket: String?

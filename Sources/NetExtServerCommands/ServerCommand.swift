@@ -13,7 +13,7 @@ public struct ServerCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "netext-server",
         abstract: "NetExt's servers: the tunnel server, the URL filter's PIR server, Privacy Pass issuer and Oblivious HTTP gateway and relay, and key tools.",
-        version: "0.1.0",
+        version: NetExtVersion.current,
         subcommands: [
             TunnelCommand.self, PIRCommand.self, IssuerCommand.self, ObliviousGatewayCommand.self, ObliviousRelayCommand.self,
             GenerateKeyCommand.self, PublicKeyCommand.self,

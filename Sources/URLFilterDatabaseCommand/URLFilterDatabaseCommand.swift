@@ -12,7 +12,7 @@ public struct URLFilterDatabaseCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "netext-urlfilter-db",
         abstract: "Build and query the URL filter's prefilter and PIR database (docs/url-filter.md).",
-        version: "0.1.0",
+        version: NetExtVersion.current,
         subcommands: [BuildCommand.self, QueryCommand.self])
 
     public init() {}

@@ -7,6 +7,13 @@ import Foundation
 import NetExt
 import NetExtFilters
 
+let usage = """
+    usage: netext-filter-provider ROLE [ARGUMENTS]   (started by netextd from a provider manifest)
+    roles: school (filter-data), school-control (filter-control), firewall (filter-data),
+           firewall-control (filter-control), url-prefilter --from URL (url-filter-control)
+    See docs/content-filter.md and docs/url-filter.md.
+    """
+ProviderExecutable.answerInformationalArguments(name: "netext-filter-provider", usage: usage)
 let role = CommandLine.arguments.dropFirst().first
 let bundleIdentifier = ProcessInfo.processInfo.environment["NETEXT_PROVIDER_BUNDLE_IDENTIFIER"]
 do {
@@ -24,7 +31,7 @@ do {
             urlFilterControl: try PrefilterDownloadProvider(arguments: Array(CommandLine.arguments.dropFirst(2))),
             bundleIdentifier: bundleIdentifier ?? "org.netext.urlfilter.control")
     default:
-        FileHandle.standardError.write(Data("usage: netext-filter-provider school|school-control|firewall|firewall-control|url-prefilter --from URL   (started by netextd from a manifest)\n".utf8))
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)
     }
 } catch {

@@ -6,7 +6,7 @@ import NetExtIPC
 /// Answers control requests: authorizes each against the caller's identity, applies it to the
 /// store, the secret store and the sessions, and announces the changes.
 public final class ControlService: Sendable {
-    public static let daemonVersion = "0.1.0"
+    public static let daemonVersion = NetExtVersion.current
 
     let store: ConfigurationStore
     let secrets: SecretStore
