@@ -96,7 +96,7 @@ public enum LogLine {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 || (0x7F...0x9F).contains(scalar.value):
+            case _ where LogText.needsEscape(scalar):
                 result += String(format: "\\u%04x", scalar.value)
             default: result.unicodeScalars.append(scalar)
             }

@@ -91,19 +91,10 @@ struct ShutdownSignalService: Service {
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         for await signal in signals.cancelOnGracefulShutdown() {
-            logger.info("shutting down", metadata: ["signal": "\(Self.name(signal))"])
-            notifier.stopping(status: "shutting down (\(Self.name(signal)))")
+            // UnixSignal describes itself as people write it: SIGTERM, SIGINT.
+            logger.info("shutting down", metadata: ["signal": "\(signal)"])
+            notifier.stopping(status: "shutting down (\(signal))")
             return
-        }
-    }
-
-    /// `SIGTERM`, as people write it (the library says `SIGTERM` too; this does not depend on it).
-    static func name(_ signal: UnixSignal) -> String {
-        switch signal {
-        case .sigterm: "SIGTERM"
-        case .sigint: "SIGINT"
-        case .sighup: "SIGHUP"
-        default: "signal \(signal.rawValue)"
         }
     }
 }

@@ -13,7 +13,7 @@ import NIOPosix
 /// endpoint label, status and duration only: no peer addresses, headers, queries or bodies.
 /// Connections are capped (in all and per source), each request must arrive within a deadline, and a connection is
 /// closed after an error answer (`HTTPServerLimits`).
-public final class HTTPServer: Sendable {
+public final class HTTPServer: RunnableHTTPServer {
     public let responder: any HTTPResponder
     let logger: Logger
     let group: MultiThreadedEventLoopGroup
@@ -279,4 +279,13 @@ final class HTTPConnectionLimiter: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+}
+
+/// What a netext-server HTTP role runs: binds a `--listen` address, serves, and shuts down
+/// (`HTTPServer`, and servers built on it such as the PIR server).
+public protocol RunnableHTTPServer: Sendable {
+    /// Binds and starts serving; returns the channel and the bound port (useful with port 0).
+    func start(_ address: ListenAddress) async throws -> (any Channel, Int)
+    /// Stops serving and releases the server's threads.
+    func shutdown() async
 }

@@ -23,7 +23,6 @@ public final class Daemon: Sendable {
     public func start() async throws -> RunningDaemon {
         umask(0o077)
         signal(SIGPIPE, SIG_IGN)
-        signal(SIGHUP, SIG_IGN)  // a reload must never end netextd
         do {
             try FileManager.default.createDirectory(atPath: settings.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {

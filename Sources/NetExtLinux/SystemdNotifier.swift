@@ -60,25 +60,14 @@ public struct SystemdNotifier: Sendable {
     }
 
     private static func sendDatagram(_ bytes: [UInt8], to path: String) -> Bool {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        // An abstract name (`@name`) is the name after a NUL byte; its length is exact, not
-        // NUL-terminated.
-        var name = Array(path.utf8)
-        let abstract = name.first == UInt8(ascii: "@")
-        if abstract { name[0] = 0 }
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard !name.isEmpty, name.count < capacity else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
-        let length = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + name.count + (abstract ? 0 : 1)
+        guard let (socketAddress, length) = TCPSocket.unixAddress(path) else { return false }
+        var address = socketAddress
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         let sent = bytes.withUnsafeBytes { buffer in
             withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, socklen_t(length))
-                }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, length) }
             }
         }
         return sent == bytes.count

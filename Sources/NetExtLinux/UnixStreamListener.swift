@@ -15,7 +15,8 @@ public final class UnixStreamListener: @unchecked Sendable {
     /// Binds `path`. Errors name the path: in use by a running process, not a socket, or the
     /// system's refusal.
     public init(path: String) throws(SystemError) {
-        guard var address = TCPSocket.unixAddress(path) else { throw SystemError("bind", errno: ENAMETOOLONG, subject: path) }
+        guard let (socketAddress, length) = TCPSocket.unixAddress(path) else { throw SystemError("bind", errno: ENAMETOOLONG, subject: path) }
+        var address = socketAddress
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         if !directory.isEmpty, mkdir(directory, 0o700) != 0, errno != EEXIST {
             throw SystemError("mkdir", errno: errno, subject: directory)
@@ -32,7 +33,7 @@ public final class UnixStreamListener: @unchecked Sendable {
         guard fd >= 0 else { throw SystemError("socket", errno: errno) }
         let socket = TCPSocket(fd: fd)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
         }
         guard bound == 0 else { throw SystemError("bind", errno: errno, subject: path) }
         guard chmod(path, 0o600) == 0 else {

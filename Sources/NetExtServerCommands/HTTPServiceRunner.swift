@@ -21,11 +21,22 @@ enum HTTPServiceRunner {
         every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
     ) async throws {
         let tls = try serverTLS(serving)
-        let server = HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: tls)
+        try await run(
+            HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: tls), tls: tls, listen: listen, logger: logger, metadata: metadata,
+            reload: reload, every: interval, periodic)
+    }
+
+    /// As above, for a server the role built itself (the PIR server, with its work queue).
+    static func run(
+        _ server: any RunnableHTTPServer, tls: ServerTLS?, listen: ListenAddress, logger: Logger, metadata: Logger.Metadata = [:],
+        reload: (@Sendable () async -> ReloadOutcome)? = nil,
+        every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
+    ) async throws {
         try await serve(tls: tls, logger: logger, reload: reload) { context in
             let (channel, port) = try await server.start(listen)
-            announce(tls: server.servesTLS, listen: ListenAddress(host: listen.host, port: port), logger: logger, metadata: metadata)
-            context.ready("serving on \(ListenAddress(host: listen.host, port: port))\(tls == nil ? "" : " (TLS)")")
+            let bound = ListenAddress(host: listen.host, port: port)
+            announce(tls: tls != nil, listen: bound, logger: logger, metadata: metadata)
+            context.ready("serving on \(bound)\(tls == nil ? "" : " (TLS)")")
             let timer: Task<Void, Never>? = interval.flatMap { interval in
                 periodic.map { work in
                     Task {
@@ -47,7 +58,7 @@ enum HTTPServiceRunner {
     /// Runs `main` under the process lifecycle; SIGHUP reloads the TLS files (when serving TLS)
     /// and then runs `reload`. A refused TLS reload keeps the previous certificate and skips
     /// the role's reload (the admin fixes one thing at a time).
-    static func serve(
+    private static func serve(
         tls: ServerTLS?, logger: Logger, reload: (@Sendable () async -> ReloadOutcome)?, _ main: @escaping @Sendable (ServingContext) async throws -> Void
     ) async throws {
         var combined: (@Sendable () async -> ReloadOutcome)?

@@ -87,17 +87,8 @@ struct PIRCommand: AsyncParsableCommand {
                 return .refused("\(error)")
             }
         }
-        let announced: Logger.Metadata = [
+        try await HTTPServiceRunner.run(server, tls: tls, listen: address, logger: logger, metadata: [
             "use_cases": "\(useCases.keys.sorted().joined(separator: ","))", "privacy_pass": "\(verifier == nil ? "off" : "required")",
-        ]
-        try await HTTPServiceRunner.serve(tls: tls, logger: logger, reload: reloadDatabases) { context in
-            let (channel, boundPort) = try await server.start(host: address.host, port: address.port)
-            let bound = ListenAddress(host: address.host, port: boundPort)
-            HTTPServiceRunner.announce(tls: tls != nil, listen: bound, logger: logger, metadata: announced)
-            context.ready("serving \(useCases.count) use cases on \(bound)")
-            await context.untilShutdown()
-            try? await channel.close()
-            await server.shutdown()
-        }
+        ], reload: reloadDatabases)
     }
 }

@@ -28,7 +28,6 @@ struct TunnelRunCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        signal(SIGHUP, SIG_IGN)  // a reload must never end the server, even while it starts
         logging.bootstrap()
         let logger = Logger(label: "netext-server.tunnel")
         let configuration: TunnelServerConfiguration

@@ -11,7 +11,7 @@ import PIRProtobuf
 /// queries are already waiting a request is answered 503 with Retry-After. Errors are 4xx with a
 /// one-line reason, except the two a client acts on (Apple's `Error` message: 400 key not found,
 /// 410 configuration gone); logs never carry bodies or users.
-public final class PIRHTTPServer: Sendable {
+public final class PIRHTTPServer: RunnableHTTPServer {
     public let handler: PIRRequestHandler
     let server: HTTPServer
     let work: FairWorkQueue
@@ -25,6 +25,11 @@ public final class PIRHTTPServer: Sendable {
     /// Binds and starts serving; returns the bound port (useful with port 0).
     public func start(host: String, port: Int) async throws -> (any Channel, Int) {
         try await server.start(host: host, port: port)
+    }
+
+    /// Binds to a parsed `--listen` address.
+    public func start(_ address: ListenAddress) async throws -> (any Channel, Int) {
+        try await server.start(address)
     }
 
     public func shutdown() async {

@@ -1,5 +1,5 @@
 import Foundation
-import NetExtLinux
+@testable import NetExtLinux
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -64,22 +64,20 @@ final class DatagramReceiver {
 
     init(path: String) throws {
         self.path = path
-        fd = try Self.bound(name: Array(path.utf8), abstract: false)
+        fd = try Self.bound(path)
     }
 
     init(abstractName: String) throws {
         path = nil
-        fd = try Self.bound(name: [0] + Array(abstractName.utf8), abstract: true)
+        fd = try Self.bound("@" + abstractName)
     }
 
-    private static func bound(name: [UInt8], abstract: Bool) throws -> Int32 {
+    private static func bound(_ name: String) throws -> Int32 {
+        guard let (socketAddress, length) = TCPSocket.unixAddress(name) else { throw Failure(what: "address of \(name)") }
+        var address = socketAddress
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(what: "socket") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
-        let length = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + name.count + (abstract ? 0 : 1)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(length)) } }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
         guard bound == 0 else { Glibc.close(fd); throw Failure(what: "bind: errno \(errno)") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

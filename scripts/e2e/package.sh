@@ -36,11 +36,7 @@ done
 check "man netext-server documents every role's options (e.g. pir --database)" bash -c "zcat '$root/usr/share/man/man8/netext-server.8.gz' | grep -q '^\.SS netext\\\\-server pir' && zcat '$root/usr/share/man/man8/netext-server.8.gz' | grep -q 'database'"
 check "completions for bash, zsh and fish" bash -c "for c in netext netextd netext-server netext-urlfilter-db; do test -s '$root/usr/share/bash-completion/completions/'\$c && test -s '$root/usr/share/zsh/vendor-completions/_'\$c && test -s '$root/usr/share/fish/vendor_completions.d/'\$c.fish || exit 1; done && bash -n '$root/usr/share/bash-completion/completions/netext'"
 
-mkdir -p "$work/units"
-for unit in "$root"/usr/lib/systemd/system/*.service; do
-  sed -e "s|/usr/bin/|$root/usr/bin/|g" -e "s|/usr/sbin/|$root/usr/sbin/|g" -e "s|/etc/netext/|$root/etc/netext/|g" "$unit" > "$work/units/$(basename "$unit")"
-done
-(cd "$work/units" && timeout 120 systemd-analyze verify --man=no ./*.service > "$work/verify.log" 2>&1; echo "exit $?" >> "$work/verify.log")
+e2e_verify_units "$root/usr/lib/systemd/system" "$work/verify.log" -e "s|/usr/bin/|$root/usr/bin/|g" -e "s|/usr/sbin/|$root/usr/sbin/|g" -e "s|/etc/netext/|$root/etc/netext/|g"
 check "the installed units: six, and systemd-analyze verify finds nothing to say" bash -c "test \$(ls '$work/units' | wc -l) = 6 && test \"\$(cat '$work/verify.log')\" = 'exit 0'"
 check "sysusers: the netext group and the netext-server user" bash -c "grep -q '^g netext ' '$root/usr/lib/sysusers.d/netext.conf' && grep -q '^u netext-server ' '$root/usr/lib/sysusers.d/netext.conf'"
 check "the reference tunnel provider is registered at its installed path" grep -q '"executable": "/usr/libexec/netext/netext-tunnel-provider"' "$root/etc/netext/providers/com.netext.tunnel.json"

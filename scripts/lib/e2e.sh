@@ -74,6 +74,16 @@ e2e_provider_pid() {
 }
 
 # Prints the summary (and the tails of the given logs on failure); exits 1 on failure.
+# Copies the units in directory $1 to $work/units with `sed ARGS…` ($3…) applied (ExecStart must
+# name binaries that exist for systemd-analyze), runs `systemd-analyze verify` on them and writes
+# its output, then "exit STATUS", to $2: a unit without faults makes no output.
+e2e_verify_units() {
+  local from="$1" log="$2"; shift 2
+  mkdir -p "$work/units"
+  for unit in "$from"/*.service; do sed "$@" "$unit" > "$work/units/$(basename "$unit")"; done
+  (cd "$work/units" && timeout 120 systemd-analyze verify --man=no ./*.service > "$log" 2>&1; echo "exit $?" >> "$log")
+}
+
 e2e_finish() {
   if [ "$failures" -gt 0 ]; then
     for file in "$@"; do [ -f "$file" ] && { echo "--- $(basename "$file")"; tail -25 "$file"; }; done

@@ -32,7 +32,9 @@ public enum LogText {
         text.unicodeScalars.contains(where: needsEscape)
     }
 
-    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    /// Whether `scalar` is a control character a log line must escape: C0, DEL, C1, and the
+    /// Unicode line and paragraph separators.
+    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 }
