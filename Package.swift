@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Pure models: addresses, configurations, on-demand rules, profiles, errors.
@@ -70,6 +72,7 @@ let package = Package(
                 "NetExt", "NetExtCore", "NetExtLinux", "TunnelProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict),
         // The reference content filter providers (school filter).
@@ -106,6 +109,7 @@ let package = Package(
             name: "HTTPServing",
             dependencies: [
                 "NetExtCore",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -123,6 +127,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict),
         // The URL filter's client side: keys (normalization, the 24-key expansion, Punycode),
@@ -157,6 +162,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict),
         // Every Linux-specific system call, behind one name.
@@ -188,6 +194,7 @@ let package = Package(
             dependencies: [
                 "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -211,8 +218,9 @@ let package = Package(
         .target(
             name: "NetExtDaemonCommand",
             dependencies: [
-                "NetExtDaemon", "NetExtCore", "CommandLogging", "DaemonLifecycle",
+                "NetExtDaemon", "NetExtCore", "CommandLogging", "DaemonLifecycle", "ServiceMetrics", "HTTPServing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -220,8 +228,9 @@ let package = Package(
             name: "NetExtServerCommands",
             dependencies: [
                 "NetExtCore", "NetExtLinux", "NetExtTunnel", "TunnelProtocol", "PIRService", "HTTPServing", "PrivacyServices", "PrivacyPass",
-                "CommandLogging", "DaemonLifecycle",
+                "CommandLogging", "DaemonLifecycle", "ServiceMetrics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -240,6 +249,17 @@ let package = Package(
                 "NetExtLinux",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // Prometheus exposition of the swift-metrics every server role and netextd record: the
+        // described factory (HELP text for every family) and the loopback-only metrics listener.
+        .target(
+            name: "ServiceMetrics",
+            dependencies: [
+                "NetExtCore", "HTTPServing",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -286,7 +306,7 @@ let package = Package(
             name: "URLFilterTests",
             dependencies: [
                 "URLFilter", "URLFilterDatabase", "PIRService", "PIRProtobuf", "PrivateInformationRetrieval", "HomomorphicEncryption", "BloomFilter",
-                "PrivacyServices", "HTTPServing", "NetExtTestSupport",
+                "PrivacyServices", "HTTPServing", "NetExtTestSupport", "ServiceMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
@@ -298,8 +318,9 @@ let package = Package(
         .testTarget(
             name: "PrivacyServicesTests",
             dependencies: [
-                "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "URLFilter", "NetExtTestSupport",
+                "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "URLFilter", "NetExtTestSupport", "ServiceMetrics", "NetExtCore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
@@ -310,12 +331,12 @@ let package = Package(
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(
             name: "NetExtDaemonTests",
-            dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtTesting", "ServiceMetrics", "NetExtTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "NetExtTestingTests",
             dependencies: [
                 "NetExtTesting", "NetExt", "NetExtCore", "NetExtDaemon", "NetExtLinux", "NetExtTunnel", "NetExtFilters", "TunnelProtocol", "NetExtTransport", "NetExtIPC",
-                "NetExtTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "NetExtTestSupport", "ServiceMetrics", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]),
         // Starts the real binaries (netextd, netext, the test provider); needs root.

@@ -9,8 +9,6 @@ public protocol HTTPResponder: Sendable {
     func endpointLabel(path: String) -> String
     /// The answer. Runs off the event loop; may suspend.
     func respond(to request: HTTPServerRequest) async -> HTTPServerResponse
-    /// Called after each response is written (metrics).
-    func didRespond(endpoint: String, status: Int, microseconds: Int)
     /// Looks at a request's head before any of its body is read: `nil` reads on, a response
     /// is sent instead and the connection closed (a request without credentials never gets to
     /// upload its body). Runs on the event loop: must not block.
@@ -25,21 +23,30 @@ public protocol HTTPResponder: Sendable {
 }
 
 extension HTTPResponder {
-    public func didRespond(endpoint: String, status: Int, microseconds: Int) {}
     public func admit(method: String, path: String, headers: [(name: String, value: String)]) -> HTTPServerResponse? { nil }
     public func requiredContentType(method: String, path: String) -> String? { nil }
     public func unreadiness() -> String? { nil }
 }
 
-/// `GET /healthz` and `GET /readyz`, which every HTTP role answers itself, before admission (no
-/// Privacy Pass token, no body): probes of a process supervisor or load balancer.
-enum HealthEndpoint {
-    static let paths = ["/healthz", "/readyz"]
+/// What every HTTP role answers itself, before admission (no Privacy Pass token, no body):
+/// `GET /healthz` and `GET /readyz` for a process supervisor or load balancer, and `GET /metrics`
+/// (Prometheus text) when the server was given an exposition.
+enum BuiltInEndpoints {
+    static let healthPaths = ["/healthz", "/readyz"]
+    static let metricsPath = "/metrics"
 
-    /// The answer to a health probe, or nil when the request is not one.
-    static func response(method: String, path: String, responder: any HTTPResponder) -> HTTPServerResponse? {
-        guard paths.contains(path) else { return nil }
+    /// Whether the server answers `path` itself.
+    static func serves(_ path: String, metrics: HTTPServerMetrics?) -> Bool {
+        healthPaths.contains(path) || (path == metricsPath && metrics?.exposition != nil)
+    }
+
+    /// The answer to a built-in endpoint, or nil when the request is for the responder.
+    static func response(method: String, path: String, responder: any HTTPResponder, metrics: HTTPServerMetrics?) -> HTTPServerResponse? {
+        guard serves(path, metrics: metrics) else { return nil }
         guard method == "GET" || method == "HEAD" else { return .text(405, "\(path) takes GET") }
+        if path == metricsPath, let exposition = metrics?.exposition {
+            return HTTPServerResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", body: exposition.exposition())
+        }
         if path == "/readyz", let reason = responder.unreadiness() { return .text(503, "not ready: \(reason)") }
         return .text(200, "ok")
     }

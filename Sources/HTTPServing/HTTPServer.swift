@@ -20,13 +20,19 @@ public final class HTTPServer: RunnableHTTPServer {
     let usage: HTTPServerUsage
     /// TLS to serve with; nil serves plain HTTP (loopback, or behind a TLS-terminating proxy).
     let tls: ServerTLS?
+    /// Where requests are counted and timed, and what `GET /metrics` serves (nil: neither).
+    let metrics: HTTPServerMetrics?
 
-    public init(responder: any HTTPResponder, logger: Logger, eventLoops: Int = 1, limits: HTTPServerLimits = HTTPServerLimits(), tls: ServerTLS? = nil) {
+    public init(
+        responder: any HTTPResponder, logger: Logger, eventLoops: Int = 1, limits: HTTPServerLimits = HTTPServerLimits(), tls: ServerTLS? = nil,
+        metrics: HTTPServerMetrics? = nil
+    ) {
         self.responder = responder
         self.logger = logger
         group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, eventLoops))
         usage = HTTPServerUsage(limits: limits)
         self.tls = tls
+        self.metrics = metrics
     }
 
     /// Whether connections are TLS.
@@ -40,7 +46,7 @@ public final class HTTPServer: RunnableHTTPServer {
 
     /// Binds and starts serving; returns the channel and the bound port (useful with port 0).
     public func start(host: String, port: Int) async throws -> (any Channel, Int) {
-        let responder = self.responder, logger = self.logger, usage = self.usage, tls = self.tls
+        let responder = self.responder, logger = self.logger, usage = self.usage, tls = self.tls, metrics = self.metrics
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -56,7 +62,7 @@ public final class HTTPServer: RunnableHTTPServer {
                     if let tls { try channel.pipeline.syncOperations.addHandler(tls.handler()) }
                 } catch { return channel.eventLoop.makeFailedFuture(error) }
                 return channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(HTTPServerChannelHandler(responder: responder, logger: logger, usage: usage, limiter: limiter))
+                    channel.pipeline.addHandler(HTTPServerChannelHandler(responder: responder, logger: logger, usage: usage, limiter: limiter, metrics: metrics))
                 }
             }
             .bind(host: host, port: port).get()
@@ -91,13 +97,15 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
     private var refused = false
     /// The connection's caps and deadline, ahead of TLS in the pipeline.
     let limiter: HTTPConnectionLimiter
+    let metrics: HTTPServerMetrics?
     private var started: UInt64 = 0
 
-    init(responder: any HTTPResponder, logger: Logger, usage: HTTPServerUsage, limiter: HTTPConnectionLimiter) {
+    init(responder: any HTTPResponder, logger: Logger, usage: HTTPServerUsage, limiter: HTTPConnectionLimiter, metrics: HTTPServerMetrics?) {
         self.responder = responder
         self.logger = logger
         self.usage = usage
         self.limiter = limiter
+        self.metrics = metrics
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -120,10 +128,10 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             started = DispatchTime.now().uptimeNanoseconds
             headerFields = head.headers.map { (name: $0.name, value: $0.value) }
             let path = Self.split(head.uri).path
-            if let health = HealthEndpoint.response(method: head.method.rawValue, path: path, responder: responder) {
+            if let builtIn = BuiltInEndpoints.response(method: head.method.rawValue, path: path, responder: responder, metrics: metrics) {
                 // Answered at once; the (empty) rest of the request is not read.
                 refused = true
-                write(health, context: context, head: head, close: !head.isKeepAlive)
+                write(builtIn, context: context, head: head, close: !head.isKeepAlive)
                 if head.isKeepAlive { limiter.arm() }  // the next request's deadline starts now
                 return
             }
@@ -192,11 +200,13 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
         // Counted and logged before the bytes go out, so whoever reads the answer can rely on
         // the log line being there.
         let path = Self.split(head.uri).path
-        let endpoint = HealthEndpoint.paths.contains(path) ? path : responder.endpointLabel(path: path)
-        let microseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1000)
-        responder.didRespond(endpoint: endpoint, status: response.status, microseconds: microseconds)
-        logger.info("request", metadata: [
-            "method": "\(head.method.rawValue)", "path": "\(endpoint)", "status": "\(response.status)", "ms": "\(microseconds / 1000)",
+        let endpoint = BuiltInEndpoints.serves(path, metrics: metrics) ? path : responder.endpointLabel(path: path)
+        let nanoseconds = DispatchTime.now().uptimeNanoseconds - started
+        metrics?.record(endpoint: endpoint, status: response.status, nanoseconds: Int64(clamping: nanoseconds))
+        // Routine: every request at debug (the metrics count them); refusals a client caused
+        // are not the operator's problem either.
+        logger.debug("request", metadata: [
+            "method": "\(head.method.rawValue)", "path": "\(endpoint)", "status": "\(response.status)", "ms": "\(nanoseconds / 1_000_000)",
         ])
         var headers = HTTPHeaders()
         for (name, value) in response.headers where name.lowercased() != "content-length" { headers.add(name: name, value: value) }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// Sends requests to another server — the relay to its gateway, the gateway to its targets, an
@@ -53,8 +54,18 @@ public final class HTTPUpstream: Sendable {
     }
     /// As `exchange`, with failures answered 504 (timeout) or 502, so that a forwarding role
     /// always has a response to pass on.
-    public func send(method: String, url: URL, headers: [(name: String, value: String)], body: [UInt8]) async -> HTTPServerResponse {
-        do throws(Failure) { return try await exchange(method: method, url: url, headers: headers, body: body) } catch {
+    /// `observe` learns each exchange's duration and failure (metrics).
+    public func send(
+        method: String, url: URL, headers: [(name: String, value: String)], body: [UInt8],
+        observe: ((_ nanoseconds: UInt64, _ failure: Failure?) -> Void)? = nil
+    ) async -> HTTPServerResponse {
+        let started = DispatchTime.now().uptimeNanoseconds
+        do throws(Failure) {
+            let answer = try await exchange(method: method, url: url, headers: headers, body: body)
+            observe?(DispatchTime.now().uptimeNanoseconds - started, nil)
+            return answer
+        } catch {
+            observe?(DispatchTime.now().uptimeNanoseconds - started, error)
             switch error {
             case .timedOut: return .text(504, "upstream did not answer within \(Int(timeout)) s")
             case .unreachable: return .text(502, "upstream unreachable")

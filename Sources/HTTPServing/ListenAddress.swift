@@ -22,4 +22,8 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Whether the host is a loopback address (127.0.0.0/8, ::1) or `localhost`: reachable from
+    /// this machine only.
+    public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
 }

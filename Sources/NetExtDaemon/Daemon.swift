@@ -12,10 +12,13 @@ import Glibc
 public final class Daemon: Sendable {
     public let settings: DaemonSettings
     let logger: Logger
+    /// What netextd records; exported by the command when `--metrics-listen` is given.
+    public let metrics: DaemonMetrics
 
-    public init(settings: DaemonSettings, logger: Logger) {
+    public init(settings: DaemonSettings, logger: Logger, metrics: DaemonMetrics = DaemonMetrics()) {
         self.settings = settings
         self.logger = logger
+        self.metrics = metrics
     }
 
     /// Opens the state, serves the control socket and restores what was running; returns once
@@ -35,7 +38,8 @@ public final class Daemon: Sendable {
         let collected = secrets.collectGarbage(keeping: try store.secretReferences())
         if collected > 0 { logger.info("removed secrets no configuration refers to", metadata: ["count": "\(collected)"]) }
 
-        let hub = NotificationHub()
+        let hub = NotificationHub(metrics: metrics)
+        metrics.countConfigurations { try? store.allConfigurations().count }
         let registry = ProviderRegistry(directory: settings.providersDirectory)
         let resolver = ResolverConfiguration(path: settings.resolverPath, backupPath: settings.stateDirectory + "/resolv.conf.backup")
         let stubAddress = SocketAddress(settings.dnsStubAddress)

@@ -1,10 +1,12 @@
 import ArgumentParser
 import CommandLogging
+import CoreMetrics
 import DaemonLifecycle
 import Foundation
 import Logging
 import NetExtCore
 import NetExtDaemon
+import ServiceMetrics
 import Synchronization
 
 /// `netextd`: the NetExt daemon, in the foreground.
@@ -21,8 +23,16 @@ public struct NetextdCommand: AsyncParsableCommand {
     @Option(help: "Group whose members may change configurations.") var adminGroup = "netext"
     @OptionGroup var logging: LoggingOptions
     @Option(help: "Seconds a provider has to start.") var providerStartTimeout: Double = 30
+    @Option(help: "Serve Prometheus metrics (control requests, status changes, sessions by status) at http://HOST:PORT/metrics; loopback addresses only. Off by default.")
+    var metricsListen: String?
 
     public init() {}
+
+    public func validate() throws {
+        if let metricsListen {
+            do throws(MetricsListenerError) { _ = try MetricsListener.parse(metricsListen) } catch { throw ValidationError(error.message) }
+        }
+    }
 
     public func run() async throws {
         var settings = DaemonSettings.fromEnvironment()
@@ -34,7 +44,11 @@ public struct NetextdCommand: AsyncParsableCommand {
         logging.bootstrap()
         let logger = Logger(label: "netextd")
         do {
-            let daemon = Daemon(settings: settings, logger: logger)
+            let exporter = PrometheusExporter(descriptions: DaemonMetrics.descriptions)
+            let metrics = DaemonMetrics(factory: metricsListen == nil ? NOOPMetricsHandler.instance : exporter)
+            exporter.addCollector { metrics.collect() }
+            let daemon = Daemon(settings: settings, logger: logger, metrics: metrics)
+            let metricsListen = self.metricsListen
             // The daemon is started inside the main service, so a reload before it serves finds
             // nothing to reload yet and says so.
             let running = RunningBox()
@@ -45,8 +59,21 @@ public struct NetextdCommand: AsyncParsableCommand {
             }) { context in
                 let daemon = try await daemon.start()
                 running.value = daemon
+                // The endpoint the admin asked for, or no netextd: a missing endpoint would
+                // otherwise go unnoticed until a scrape fails.
+                var listener: MetricsListener?
+                if let metricsListen {
+                    do {
+                        listener = try await MetricsListener.start(try MetricsListener.parse(metricsListen), exporter: exporter, logger: logger)
+                        logger.info("metrics endpoint ready", metadata: ["listen": "\(listener!.address)"])
+                    } catch {
+                        await daemon.stop()
+                        throw NetExtError(.configurationInvalid, "\(error)")
+                    }
+                }
                 context.ready(daemon.summary)
                 await context.untilShutdown()
+                await listener?.stop()
                 await daemon.stop()
             }
         } catch let error as NetExtError {

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServing
 import Logging
 import NetExtLinux
+import ServiceMetrics
 
 /// Runs one HTTP role of netext-server until SIGTERM/SIGINT: binds `--listen`, logs the bound
 /// address, tells systemd it is ready, calls `every` (key rotation, directory refresh) on its
@@ -16,14 +17,14 @@ enum HTTPServiceRunner {
     }
 
     static func run(
-        _ responder: any HTTPResponder, listen: ListenAddress, serving: HTTPServingOptions, logger: Logger, metadata: Logger.Metadata = [:],
-        reload: (@Sendable () async -> ReloadOutcome)? = nil,
+        _ responder: any HTTPResponder, metrics: HTTPRoleMetrics, listen: ListenAddress, serving: HTTPServingOptions, logger: Logger,
+        metadata: Logger.Metadata = [:], reload: (@Sendable () async -> ReloadOutcome)? = nil,
         every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
     ) async throws {
         let tls = try serverTLS(serving)
         try await run(
-            HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: tls), tls: tls, listen: listen, logger: logger, metadata: metadata,
-            reload: reload, every: interval, periodic)
+            HTTPServer(responder: responder, logger: logger, limits: serving.limits, tls: tls, metrics: metrics.server), tls: tls, listen: listen,
+            logger: logger, metadata: metadata, reload: reload, every: interval, periodic)
     }
 
     /// As above, for a server the role built itself (the PIR server, with its work queue).
@@ -104,13 +105,9 @@ enum HTTPServiceRunner {
         fields["listen"] = "\(listen)"
         fields["tls"] = "\(tls ? "on" : "off")"
         logger.info("serving", metadata: fields)
-        if !tls, !isLoopback(listen.host) {
+        if !tls, !listen.isLoopback {
             logger.warning("serving plain HTTP beyond loopback: give --tls-certificate and --tls-key, or put a TLS-terminating proxy in front")
         }
-    }
-
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     /// Reads the TLS to serve with from the options' files, or exits 3 with the reason.

@@ -4,6 +4,7 @@ import DaemonLifecycle
 import Foundation
 import Logging
 import PrivacyServices
+import ServiceMetrics
 
 /// `netext-server issuer`: the Privacy Pass issuer (RFC 9578, token type 0x0002).
 struct IssuerCommand: AsyncParsableCommand {
@@ -38,9 +39,12 @@ struct IssuerCommand: AsyncParsableCommand {
             ring = try IssuerKeyRing(directory: keys, schedule: try KeyRotationSchedule(lifetime: keyLifetime, overlap: keyOverlap))
             accepted = try BearerCredentials(file: credentials)
         } catch { throw HTTPServiceRunner.fail("\(error)") }
-        let responder = IssuerResponder(keys: ring, credentials: accepted, limiter: IssuanceRateLimiter(perHour: ratePerHour, burst: burst))
+        let metrics = HTTPRoleMetrics(prefix: "netext_issuer", descriptions: IssuerMetrics.descriptions)
+        let responder = IssuerResponder(
+            keys: ring, credentials: accepted, limiter: IssuanceRateLimiter(perHour: ratePerHour, burst: burst), metrics: IssuerMetrics(factory: metrics.exporter))
+        metrics.exporter.addCollector { responder.sampleMetrics() }
         try await HTTPServiceRunner.run(
-            responder, listen: address, serving: serving, logger: logger, metadata: ["keys": "\(ring.keys.count)", "credentials": "\(accepted.count)"],
+            responder, metrics: metrics, listen: address, serving: serving, logger: logger, metadata: ["keys": "\(ring.keys.count)", "credentials": "\(accepted.count)"],
             reload: { [credentials] in
                 // SIGHUP: the credentials file again (a credential added or revoked).
                 do throws(PrivacyServiceError) {

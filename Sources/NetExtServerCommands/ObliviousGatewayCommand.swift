@@ -4,6 +4,7 @@ import Foundation
 import HTTPServing
 import Logging
 import PrivacyServices
+import ServiceMetrics
 
 /// `netext-server ohttp-gateway`: the Oblivious HTTP gateway in front of allow-listed targets.
 struct ObliviousGatewayCommand: AsyncParsableCommand {
@@ -42,8 +43,11 @@ struct ObliviousGatewayCommand: AsyncParsableCommand {
         do throws(PrivacyServiceError) {
             ring = try GatewayKeyRing(directory: keys, schedule: try KeyRotationSchedule(lifetime: keyLifetime, overlap: keyOverlap))
         } catch { throw HTTPServiceRunner.fail("\(error)") }
+        let metrics = HTTPRoleMetrics(prefix: "netext_gateway", descriptions: GatewayMetrics.descriptions)
+        let responder = GatewayResponder(
+            keys: ring, targets: allowed, upstream: HTTPUpstream(tls: try HTTPServiceRunner.upstreamTLS(upstream)), metrics: GatewayMetrics(factory: metrics.exporter))
         try await HTTPServiceRunner.run(
-            GatewayResponder(keys: ring, targets: allowed, upstream: HTTPUpstream(tls: try HTTPServiceRunner.upstreamTLS(upstream))), listen: address, serving: serving, logger: logger,
+            responder, metrics: metrics, listen: address, serving: serving, logger: logger,
             metadata: ["targets": "\(allowed.keys.sorted().joined(separator: ","))", "key_ids": "\(ring.keys.map { String($0.keyID) }.joined(separator: ","))"],
             every: .seconds(30)
         ) {

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServing
 import Logging
 import PrivacyServices
+import ServiceMetrics
 
 /// `netext-server ohttp-relay`: the Oblivious HTTP relay in front of one gateway.
 struct ObliviousRelayCommand: AsyncParsableCommand {
@@ -31,6 +32,9 @@ struct ObliviousRelayCommand: AsyncParsableCommand {
             throw ValidationError("--gateway must be an http(s) URL, got \(gateway)")
         }
         let keysURL = gatewayKeys.flatMap(URL.init(string:)) ?? gatewayURL.deletingLastPathComponent().appendingPathComponent("ohttp-keys")
-        try await HTTPServiceRunner.run(RelayResponder(gatewayURL: gatewayURL, keysURL: keysURL, upstream: HTTPUpstream(tls: try HTTPServiceRunner.upstreamTLS(upstream))), listen: address, serving: serving, logger: logger)
+        let metrics = HTTPRoleMetrics(prefix: "netext_relay", descriptions: RelayMetrics.descriptions)
+        let responder = RelayResponder(
+            gatewayURL: gatewayURL, keysURL: keysURL, upstream: HTTPUpstream(tls: try HTTPServiceRunner.upstreamTLS(upstream)), metrics: RelayMetrics(factory: metrics.exporter))
+        try await HTTPServiceRunner.run(responder, metrics: metrics, listen: address, serving: serving, logger: logger)
     }
 }

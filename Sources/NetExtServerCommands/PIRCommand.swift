@@ -6,6 +6,7 @@ import Logging
 import NetExtLinux
 import HTTPServing
 import PIRService
+import ServiceMetrics
 import PrivacyPass
 import PrivacyServices
 
@@ -56,8 +57,11 @@ struct PIRCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("netext-server: \(error)\n".utf8))
             throw ExitCode(3)
         }
+        let metrics = HTTPRoleMetrics(prefix: "netext_pir", descriptions: PIRMetrics.descriptions)
         let handler = PIRRequestHandler(
-            useCases: useCases, keyCapacity: keyCapacity, keyByteBudget: keyStoreMegabytes << 20, maximumQueriesPerRequest: maxQueriesPerRequest)
+            useCases: useCases, keyCapacity: keyCapacity, keyByteBudget: keyStoreMegabytes << 20, maximumQueriesPerRequest: maxQueriesPerRequest,
+            metrics: PIRMetrics(factory: metrics.exporter))
+        metrics.exporter.addCollector { handler.sampleMetrics() }
         var verifier: PrivateTokenVerifier?
         let tls = try HTTPServiceRunner.serverTLS(serving)
         if let privacyPassIssuer {
@@ -71,7 +75,7 @@ struct PIRCommand: AsyncParsableCommand {
             } catch { throw HTTPServiceRunner.fail("\(error)") }
             if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
         }
-        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity, limits: serving.limits, tls: tls)
+        let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity, limits: serving.limits, tls: tls, metrics: metrics.server)
         // SIGHUP: reload from disk; keep serving the old databases when the new ones fail to load.
         let databaseRoot = database, threadCount = threads
         let reloadDatabases: @Sendable () async -> ReloadOutcome = {

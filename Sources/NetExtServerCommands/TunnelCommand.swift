@@ -1,11 +1,13 @@
 import ArgumentParser
 import CommandLogging
+import CoreMetrics
 import DaemonLifecycle
 import Foundation
 import Logging
 import NetExtCore
 import NetExtLinux
 import NetExtTunnel
+import ServiceMetrics
 import TunnelProtocol
 
 struct TunnelCommand: AsyncParsableCommand {
@@ -25,16 +27,27 @@ struct TunnelRunCommand: AsyncParsableCommand {
     @Option(help: "The server's configuration file (JSON).") var config: String
     @Option(help: "The local socket `netext-server tunnel show` reads the peers from (default: /run/netext-server/tunnel-PORT.sock; 'none' for no socket).")
     var statusSocket: String?
+    @Option(help: "Serve Prometheus metrics (per-peer transfer and handshakes, drops by reason, handshake times) at http://HOST:PORT/metrics; loopback addresses only.")
+    var metricsListen: String?
     @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        if let metricsListen {
+            do throws(MetricsListenerError) { _ = try MetricsListener.parse(metricsListen) } catch { throw ValidationError(error.message) }
+        }
+    }
 
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "netext-server.tunnel")
         let configuration: TunnelServerConfiguration
         let server: TunnelServer
+        let exporter = PrometheusExporter(descriptions: TunnelServerMetrics.descriptions)
         do throws(NetExtError) {
             configuration = try TunnelServerConfiguration.load(path: config)
-            server = try TunnelServer(configuration: configuration, logger: logger)
+            server = try TunnelServer(
+                configuration: configuration, logger: logger,
+                metrics: TunnelServerMetrics(factory: metricsListen == nil ? NOOPMetricsHandler.instance : exporter))
         } catch {
             FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))
             throw ExitCode(3)
@@ -42,6 +55,19 @@ struct TunnelRunCommand: AsyncParsableCommand {
         let failure = ServerFailure()
         let path = config
         let statusSocket = self.statusSocket
+        var metricsListener: MetricsListener?
+        if let metricsListen {
+            exporter.addCollector { server.metrics.collect(server.status()) }
+            do {
+                let listener = try await MetricsListener.start(try MetricsListener.parse(metricsListen), exporter: exporter, logger: logger)
+                logger.info("metrics endpoint ready", metadata: ["listen": "\(listener.address)"])
+                metricsListener = listener
+            } catch {
+                FileHandle.standardError.write(Data("netext-server: \(error)\n".utf8))
+                throw ExitCode(3)
+            }
+        }
+        let metricsEndpoint = metricsListener
         try await ProcessLifecycle(logger: logger).run(reload: {
             do throws(NetExtError) {
                 let report = try server.reload(try TunnelServerConfiguration.load(path: path))
@@ -77,6 +103,7 @@ struct TunnelRunCommand: AsyncParsableCommand {
                 Thread { continuation.resume(returning: finished.wait(timeout: .now() + 10) == .success) }.start()
             }
             if !stoppedInTime { logger.error("the server did not stop within 10 s; exiting anyway (its forwarding rules may be left)") }
+            await metricsEndpoint?.stop()
         }
         if let error = failure.get() {
             FileHandle.standardError.write(Data("netext-server: \(error.message)\n".utf8))

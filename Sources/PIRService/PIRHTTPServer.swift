@@ -5,7 +5,7 @@ import NIOCore
 import PIRProtobuf
 
 /// The PIR service over HTTP/1.1: `POST /config`, `POST /key`, `POST /queries` (protobuf
-/// bodies), `GET /metrics` (Prometheus text). With an authorizer (Privacy Pass), every POST
+/// bodies), and `GET /metrics` (Prometheus text) when given an exposition. With an authorizer (Privacy Pass), every POST
 /// must pass it first. Work runs on a `FairWorkQueue` (not the event loop or the cooperative
 /// pool): each request's queries take turns with every other request's, and when `workCapacity`
 /// queries are already waiting a request is answered 503 with Retry-After. Errors are 4xx with a
@@ -16,10 +16,14 @@ public final class PIRHTTPServer: RunnableHTTPServer {
     let server: HTTPServer
     let work: FairWorkQueue
 
-    public init(handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil, workCapacity: Int = 1024, limits: HTTPServerLimits = HTTPServerLimits(), tls: ServerTLS? = nil) {
+    public init(
+        handler: PIRRequestHandler, logger: Logger, authorizer: (any HTTPRequestAuthorizer)? = nil, workCapacity: Int = 1024,
+        limits: HTTPServerLimits = HTTPServerLimits(), tls: ServerTLS? = nil, metrics: HTTPServerMetrics? = nil
+    ) {
         self.handler = handler
         work = FairWorkQueue(capacity: workCapacity)
-        server = HTTPServer(responder: PIRResponder(service: handler, authorizer: authorizer, work: work), logger: logger, limits: limits, tls: tls)
+        server = HTTPServer(
+            responder: PIRResponder(service: handler, authorizer: authorizer, work: work), logger: logger, limits: limits, tls: tls, metrics: metrics)
     }
 
     /// Binds and starts serving; returns the bound port (useful with port 0).
@@ -54,22 +58,14 @@ struct PIRResponder: HTTPResponder {
         return authorizer.precheck(headers: headers)
     }
 
-    func endpointLabel(path: String) -> String { (Self.endpoints + ["/metrics"]).contains(path) ? path : "other" }
+    func endpointLabel(path: String) -> String { Self.endpoints.contains(path) ? path : "other" }
 
     /// Not ready while the work queue is full: a query now would be refused with 503.
     func unreadiness() -> String? {
         work.queuedJobs >= work.capacity ? "the work queue is full (\(work.capacity) jobs)" : nil
     }
 
-    func didRespond(endpoint: String, status: Int, microseconds: Int) {
-        service.metrics.countRequest(endpoint: endpoint, status: status)
-    }
-
     func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
-        if request.path == "/metrics", request.method == "GET" {
-            let text = service.metrics.render(keys: service.keys.count, keyBytes: service.keys.byteCount, useCases: service.useCaseNames.count)
-            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(text.utf8))
-        }
         guard Self.endpoints.contains(request.path) else { return .text(404, "no such endpoint \(request.path)") }
         guard request.method == "POST" else { return .text(405, "\(request.path) takes POST") }
         if let authorizer, let refusal = await authorizer.authorize(request) { return refusal }

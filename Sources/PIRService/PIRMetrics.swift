@@ -1,87 +1,64 @@
-import Synchronization
+import CoreMetrics
+import NetExtCore
 
-/// Counters the server exposes at `GET /metrics` in the Prometheus text format. Nothing in
-/// them identifies a user or a query.
+/// What the PIR service records (swift-metrics; `GET /metrics` renders it through the process's
+/// exporter). Nothing in it identifies a user or a query: requests are counted by endpoint and
+/// status by the HTTP server, queries only in number and server time.
 public final class PIRMetrics: Sendable {
-    struct State {
-        var requests: [String: Int] = [:]      // "endpoint status" → count
-        var queries = 0
-        var queryMicroseconds: [Int] = []      // ring of recent per-query server times
-        var queryMicrosecondsTotal = 0         // every query's server time, for the summary's _sum
-        var reloads = 0
-        var overloads = 0
-        var reloadFailures = 0
+    public static let descriptions: [MetricDescription] = [
+        MetricDescription("netext_pir_queries_total", "PIR queries answered."),
+        MetricDescription(
+            "netext_pir_query_duration_seconds", "Server time to answer one PIR query (the homomorphic evaluation).",
+            buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56]),
+        MetricDescription("netext_pir_overloaded_total", "Requests refused with 503 because the work queue was full."),
+        MetricDescription("netext_pir_reloads_total", "Database reloads (SIGHUP), by result."),
+        MetricDescription("netext_pir_evaluation_keys", "Evaluation keys held."),
+        MetricDescription("netext_pir_evaluation_key_bytes", "Bytes of evaluation-key material held."),
+        MetricDescription("netext_pir_use_cases", "Use cases served."),
+    ]
+
+    private let queries: Counter
+    private let queryDuration: Timer
+    private let overloads: Counter
+    private let reloadsApplied: Counter
+    private let reloadsFailed: Counter
+    private let keys: Gauge
+    private let keyBytes: Gauge
+    private let useCases: Gauge
+
+    /// - Parameter factory: the process's exporter (the no-op factory records nothing).
+    public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
+        queries = Counter(label: "netext_pir_queries_total", factory: factory)
+        queryDuration = Timer(label: "netext_pir_query_duration_seconds", factory: factory)
+        overloads = Counter(label: "netext_pir_overloaded_total", factory: factory)
+        reloadsApplied = Counter(label: "netext_pir_reloads_total", dimensions: [("result", "ok")], factory: factory)
+        reloadsFailed = Counter(label: "netext_pir_reloads_total", dimensions: [("result", "failed")], factory: factory)
+        keys = Gauge(label: "netext_pir_evaluation_keys", factory: factory)
+        keyBytes = Gauge(label: "netext_pir_evaluation_key_bytes", factory: factory)
+        useCases = Gauge(label: "netext_pir_use_cases", factory: factory)
     }
 
-    private let state = Mutex(State())
-
-    public init() {}
-
-    public func countRequest(endpoint: String, status: Int) {
-        state.withLock { $0.requests["\(endpoint) \(status)", default: 0] += 1 }
-    }
-
-    public func recordQuery(microseconds: Int) {
-        state.withLock { state in
-            state.queries += 1
-            state.queryMicrosecondsTotal += microseconds
-            state.queryMicroseconds.append(microseconds)
-            if state.queryMicroseconds.count > 1024 { state.queryMicroseconds.removeFirst(state.queryMicroseconds.count - 1024) }
-        }
+    func recordQuery(nanoseconds: UInt64) {
+        queries.increment()
+        queryDuration.recordNanoseconds(Int64(clamping: nanoseconds))
     }
 
     /// A request refused because the work queue was full (503).
-    public func countOverload() {
-        state.withLock { $0.overloads += 1 }
-    }
+    func countOverload() { overloads.increment() }
 
-    public func recordReload(succeeded: Bool) {
-        state.withLock { succeeded ? ($0.reloads += 1) : ($0.reloadFailures += 1) }
-    }
+    public func recordReload(succeeded: Bool) { (succeeded ? reloadsApplied : reloadsFailed).increment() }
 
-    /// The exposition text; `keys` and `useCases` are gauges sampled by the caller.
-    public func render(keys: Int, keyBytes: Int = 0, useCases: Int) -> String {
-        state.withLock { state in
-            var lines = [
-                "# HELP netext_pir_requests_total HTTP requests by endpoint and status.",
-                "# TYPE netext_pir_requests_total counter",
-            ]
-            for (key, count) in state.requests.sorted(by: { $0.key < $1.key }) {
-                let parts = key.split(separator: " ")
-                lines.append("netext_pir_requests_total{endpoint=\"\(parts[0])\",status=\"\(parts[1])\"} \(count)")
-            }
-            let sorted = state.queryMicroseconds.sorted()
-            func quantile(_ q: Double) -> Double {
-                sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1e6
-            }
-            lines += [
-                "# HELP netext_pir_queries_total PIR queries answered.",
-                "# TYPE netext_pir_queries_total counter",
-                "netext_pir_queries_total \(state.queries)",
-                "# HELP netext_pir_query_seconds Server time per query (quantiles over the last 1024 queries; sum and count over all).",
-                "# TYPE netext_pir_query_seconds summary",
-                "netext_pir_query_seconds{quantile=\"0.5\"} \(quantile(0.5))",
-                "netext_pir_query_seconds{quantile=\"0.99\"} \(quantile(0.99))",
-                "netext_pir_query_seconds_sum \(Double(state.queryMicrosecondsTotal) / 1e6)",
-                "netext_pir_query_seconds_count \(state.queries)",
-                "# HELP netext_pir_overloaded_total Requests refused with 503 because the work queue was full.",
-                "# TYPE netext_pir_overloaded_total counter",
-                "netext_pir_overloaded_total \(state.overloads)",
-                "# HELP netext_pir_evaluation_keys Evaluation keys held.",
-                "# TYPE netext_pir_evaluation_keys gauge",
-                "netext_pir_evaluation_keys \(keys)",
-                "# HELP netext_pir_evaluation_key_bytes Bytes of evaluation-key material held.",
-                "# TYPE netext_pir_evaluation_key_bytes gauge",
-                "netext_pir_evaluation_key_bytes \(keyBytes)",
-                "# HELP netext_pir_use_cases Use cases served.",
-                "# TYPE netext_pir_use_cases gauge",
-                "netext_pir_use_cases \(useCases)",
-                "# HELP netext_pir_reloads_total Database reloads (SIGHUP) by result.",
-                "# TYPE netext_pir_reloads_total counter",
-                "netext_pir_reloads_total{result=\"ok\"} \(state.reloads)",
-                "netext_pir_reloads_total{result=\"failed\"} \(state.reloadFailures)",
-            ]
-            return lines.joined(separator: "\n") + "\n"
-        }
+    /// Sets the gauges from what the service holds now (called before each rendering).
+    func sample(keys held: Int, keyBytes bytes: Int, useCases served: Int) {
+        keys.record(held)
+        keyBytes.record(bytes)
+        useCases.record(served)
+    }
+}
+
+extension PIRRequestHandler {
+    /// Samples the gauges (keys held, their bytes, use cases): give it to the exporter as a collector.
+    public func sampleMetrics() {
+        metrics.sample(keys: keys.count, keyBytes: keys.byteCount, useCases: useCaseNames.count)
     }
 }

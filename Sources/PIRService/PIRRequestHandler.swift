@@ -185,7 +185,7 @@ public final class PIRRequestHandler: Sendable {
         do throws(PirError) {
             answer = try server.respond(to: IndexPirQuery(ciphertexts: query.ciphertexts), evaluationKey: query.evaluationKey)
         } catch { return .failure(.pir(error)) }
-        metrics.recordQuery(microseconds: Int((DispatchTime.now().uptimeNanoseconds - start) / 1000))
+        metrics.recordQuery(nanoseconds: DispatchTime.now().uptimeNanoseconds - start)
         // A key that answered a query is in use: it leaves the probationary part of the store.
         if let user = query.storedKeyUser { keys.confirmUse(user: user, configHash: query.useCase.evaluationKeyConfigHash) }
         // One reply per queried index (cuckoo table), holding that entry's chunk ciphertexts.

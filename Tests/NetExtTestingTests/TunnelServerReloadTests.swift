@@ -63,9 +63,10 @@ struct TunnelServerReloadTests {
         let laptop = Curve25519.KeyAgreement.PrivateKey(), phone = Curve25519.KeyAgreement.PrivateKey()
         let server = try TunnelServer(configuration: try Self.configuration(peers: [("laptop", laptop)]), logger: Logger(label: "t") { _ in SwiftLogNoOpLogHandler() })
         try await Self.serving(server, interface: "reload0") { server, listening in
-            guard var (laptopSession, laptopAssignment, laptopSocket) = try await handshake(laptop, server: listening, index: 11) else {
+            guard let (firstSession, laptopAssignment, laptopSocket) = try await handshake(laptop, server: listening, index: 11) else {
                 Issue.record("the configured peer got no answer"); return
             }
+            var laptopSession = firstSession
             defer { laptopSocket.close() }
             #expect(laptopAssignment.addresses == ["10.99.0.2/32"])
             #expect(try await handshake(phone, server: listening, index: 12) == nil, "an unknown peer is not answered")

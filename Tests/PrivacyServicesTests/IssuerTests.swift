@@ -2,6 +2,7 @@ import Foundation
 import HTTPServing
 import NetExtTestSupport
 import PrivacyPass
+import ServiceMetrics
 import Testing
 @testable import PrivacyServices
 @testable import URLFilter
@@ -15,13 +16,17 @@ struct IssuerTests {
         let ring: IssuerKeyRing
         let served: Served
         let responder: IssuerResponder
+        /// As `netext-server issuer` wires them (served at GET /metrics).
+        let metrics: HTTPRoleMetrics
 
         static func start(perHour: Double = 1000, burst: Double = 100) async throws -> Issuer {
             let directory = TemporaryDirectory()
             let ring = try IssuerKeyRing(directory: directory.path + "/keys", schedule: try KeyRotationSchedule(lifetime: 86400, overlap: 3600))
+            let metrics = HTTPRoleMetrics(prefix: "netext_issuer", descriptions: IssuerMetrics.descriptions)
             let responder = IssuerResponder(keys: ring, credentials: BearerCredentials(credentials: [IssuerTests.credential]),
-                                            limiter: IssuanceRateLimiter(perHour: perHour, burst: burst))
-            return Issuer(directory: directory, ring: ring, served: try await Served.start(responder), responder: responder)
+                                            limiter: IssuanceRateLimiter(perHour: perHour, burst: burst), metrics: IssuerMetrics(factory: metrics.exporter))
+            metrics.exporter.addCollector { responder.sampleMetrics() }
+            return Issuer(directory: directory, ring: ring, served: try await Served.start(responder, metrics: metrics.server), responder: responder, metrics: metrics)
         }
 
         func stop() async {
@@ -72,7 +77,7 @@ struct IssuerTests {
         #expect(!token.verify(publicKeyDER: key, challenge: TokenChallenge(issuerName: "127.0.0.1", originInfo: ["other.test"])))
         #expect(store.count == 3)
         #expect(await client.fetchedTokens == 4)
-        #expect(issuer.responder.metrics.value("tokens_issued") == 4)
+        #expect(issuer.metrics.exporter.render().contains("netext_issuer_tokens_issued_total 4\n"))
         let mode = try FileManager.default.attributesOfItem(atPath: storePath)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         // The unused tokens survive a restart, and each comes out once.
@@ -115,7 +120,10 @@ struct IssuerTests {
         // The wrong credential never appears in the metrics text.
         let metrics = try await DirectTransport(timeout: testClientTimeout).send(ServiceRequest(method: "GET", url: issuer.served.url("/metrics")))
         let exposition = String(decoding: metrics.body, as: UTF8.self)
-        #expect(exposition.contains("netext_issuer_tokens_issued_total 1"))
+        #expect(exposition.contains("netext_issuer_tokens_issued_total 1\n"))
+        #expect(exposition.contains("netext_issuer_refused_total{reason=\"malformed\"} 1\n"), "\(exposition)")
+        #expect(exposition.contains("netext_issuer_requests_total{endpoint=\"/issue\",status=\"401\"} 2\n"), "\(exposition)")
+        #expect(exposition.contains("netext_issuer_keys \(Double(issuer.ring.keys.count))\n"), "\(exposition)")
         #expect(!exposition.contains("credential-wrong"))
         #expect(PrometheusExposition.problems(in: exposition).isEmpty, "\(PrometheusExposition.problems(in: exposition))")
     }

@@ -23,8 +23,11 @@ struct Served {
     let port: Int
 
     /// Serves `responder` on loopback, over TLS when `tls` is given.
-    static func start(_ responder: any HTTPResponder, tls: ServerTLS? = nil, host: String = "127.0.0.1", limits: HTTPServerLimits = HTTPServerLimits()) async throws -> Served {
-        let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, limits: limits, tls: tls)
+    static func start(
+        _ responder: any HTTPResponder, tls: ServerTLS? = nil, host: String = "127.0.0.1", limits: HTTPServerLimits = HTTPServerLimits(),
+        metrics: HTTPServerMetrics? = nil
+    ) async throws -> Served {
+        let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, limits: limits, tls: tls, metrics: metrics)
         let (_, port) = try await server.start(host: host, port: 0)
         return Served(server: server, port: port, host: host)
     }

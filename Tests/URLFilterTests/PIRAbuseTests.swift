@@ -5,6 +5,7 @@ import FoundationNetworking
 import PIRProtobuf
 import NetExtTestSupport
 import PIRService
+import ServiceMetrics
 import Synchronization
 import Testing
 import URLFilter
@@ -76,11 +77,14 @@ struct PIRAbuseTests {
             #expect(refused.status == 503, "\(refused)")
             #expect(Int(refused.retryAfter ?? "") ?? 0 >= 1, "Retry-After: \(String(describing: refused.retryAfter))")
             #expect(refused.text.contains("busy"))
-            let metrics = served.server.handler.metrics.render(keys: 0, useCases: 1)
+            let metrics = served.metrics.exporter.render()
             #expect(metrics.contains("netext_pir_overloaded_total 1"))
-            // A well-formed exposition: HELP and TYPE for every family, the summary's sum and count.
+            // A well-formed exposition: HELP and TYPE for every family, the histogram's sum and count.
             #expect(PrometheusExposition.problems(in: metrics).isEmpty, "\(PrometheusExposition.problems(in: metrics))")
-            #expect(metrics.contains("netext_pir_queries_total 16\n") && metrics.contains("netext_pir_query_seconds_count 16\n"), "\(metrics)")
+            #expect(served.metrics.exporter.undescribedNames.isEmpty, "\(served.metrics.exporter.undescribedNames)")
+            #expect(metrics.contains("netext_pir_queries_total 16\n") && metrics.contains("netext_pir_query_duration_seconds_count 16\n"), "\(metrics)")
+            #expect(metrics.contains("netext_pir_requests_total{endpoint=\"/queries\",status=\"503\"} 1"), "\(metrics)")
+            #expect(metrics.contains("netext_pir_use_cases 1.0\n") && metrics.contains("netext_pir_evaluation_keys 1.0\n"), "\(metrics)")
         }
     }
 
@@ -89,13 +93,15 @@ struct PIRAbuseTests {
         let served = try await ServedDatabase.start(urls: Self.urls, logs: LogCollector())
         try await served.use { served in
             let (user, _, query) = try await recordedClient(served)
-            let strict = PIRRequestHandler(useCases: try PIRDatabaseDirectory.load(root: served.directory, threads: 1), maximumQueriesPerRequest: 4)
+            let exporter = PrometheusExporter(descriptions: PIRMetrics.descriptions)
+            let strict = PIRRequestHandler(
+                useCases: try PIRDatabaseDirectory.load(root: served.directory, threads: 1), maximumQueriesPerRequest: 4, metrics: PIRMetrics(factory: exporter))
             var five = ProtoRequests()
             five.requests = Array(repeating: query, count: 5)
             #expect(throws: PIRServiceError.malformedRequest("5 requests in one message (1–4)")) {
                 try strict.prepareQueries(body: try five.serializedBytes(), user: user)
             }
-            #expect(strict.metrics.render(keys: 0, useCases: 1).contains("netext_pir_queries_total 0"))
+            #expect(exporter.render().contains("netext_pir_queries_total 0\n"), "no query was answered")
         }
     }
 }

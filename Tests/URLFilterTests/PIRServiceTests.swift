@@ -8,6 +8,7 @@ import HTTPServing
 import Logging
 import PIRProtobuf
 import PIRService
+import ServiceMetrics
 import Synchronization
 import NetExtTestSupport
 import Testing
@@ -47,6 +48,8 @@ struct ServedDatabase {
     let server: PIRHTTPServer
     let port: Int
     let prefilter: BloomFilter
+    /// The server's metrics, as `netext-server pir` wires them (also served at GET /metrics).
+    let metrics: HTTPRoleMetrics
 
     static func start(
         urls: [String], logs: LogCollector, authorizer: (any HTTPRequestAuthorizer)? = nil, keyCapacity: Int = 256, workCapacity: Int = 1024
@@ -55,11 +58,14 @@ struct ServedDatabase {
         let builder = URLFilterDatabaseBuilder(falsePositiveRate: 0.001, useCase: useCase)
         let summary = try builder.build(list: urls.joined(separator: "\n"), output: directory)
         let useCases = try PIRDatabaseDirectory.load(root: directory, threads: 2)
-        let server = PIRHTTPServer(handler: PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity), logger: logs.logger, authorizer: authorizer, workCapacity: workCapacity)
+        let metrics = HTTPRoleMetrics(prefix: "netext_pir", descriptions: PIRMetrics.descriptions)
+        let handler = PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity, metrics: PIRMetrics(factory: metrics.exporter))
+        metrics.exporter.addCollector { handler.sampleMetrics() }
+        let server = PIRHTTPServer(handler: handler, logger: logs.logger, authorizer: authorizer, workCapacity: workCapacity, metrics: metrics.server)
         let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/prefilter.bin"))
         let prefilter = try BloomFilter(data: [UInt8](data), bitCount: summary.bitCount, hashCount: summary.hashCount, murmurSeed: 0)
-        return ServedDatabase(directory: directory, server: server, port: port, prefilter: prefilter)
+        return ServedDatabase(directory: directory, server: server, port: port, prefilter: prefilter, metrics: metrics)
     }
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }

@@ -58,6 +58,11 @@ printf '%s\n' "$second_credential" >> "$work/credentials"
 kill -HUP "$issuer"
 check "issuer: SIGHUP reads the credentials file again" notified '^READY=1 | STATUS=reloaded: 2 credentials$'
 check "issuer: the added credential is accepted at once (200)" test "$(key_status "$second_credential")" = 200
+check "issuer: /metrics counts the 401 and the 200, every family with HELP and TYPE, no credential in it" bash -c \
+  "curl -s http://127.0.0.1:$port/metrics > '$work/issuer-metrics.txt' && ! grep -q credential- '$work/issuer-metrics.txt' && python3 scripts/lib/prometheus-sample.py --check \
+    'netext_issuer_requests_total{endpoint=\"/token-key-for-user-token\",status=\"401\"}' == 1 \
+    'netext_issuer_requests_total{endpoint=\"/token-key-for-user-token\",status=\"200\"}' == 1 \
+    'netext_issuer_request_duration_seconds_count{endpoint=\"/token-key-for-user-token\"}' == 2 < '$work/issuer-metrics.txt'"
 printf 'short\n' >> "$work/credentials"
 kill -HUP "$issuer"
 check "issuer: a malformed credentials file is refused, naming the line" notified '^READY=1 | STATUS=reload refused, serving the previous configuration: .*line 4'
@@ -72,10 +77,16 @@ e2e_netextd_environment
 export NETEXT_FILTER_RULES_ROOT="$work/rules" NETEXT_DNS_STUB=127.0.0.1:0
 echo "nameserver 127.0.0.1" > "$work/resolv.conf"
 : > "$work/notify.log"
-NOTIFY_SOCKET="$work/notify.sock" ip netns exec "$LAB_LAPTOP" "$bin/netextd" --log-format logfmt 2> "$work/netextd.log" &
+check "netextd: a metrics endpoint beyond loopback is refused (usage, exit 64)" bash -c \
+  "ip netns exec '$LAB_LAPTOP' '$bin/netextd' --metrics-listen 0.0.0.0:9587 2> '$work/netextd-refused.txt'; test \$? -eq 64 && grep -q 'loopback only' '$work/netextd-refused.txt'"
+NOTIFY_SOCKET="$work/notify.sock" ip netns exec "$LAB_LAPTOP" "$bin/netextd" --log-format logfmt --metrics-listen 127.0.0.1:9587 2> "$work/netextd.log" &
 netextd=$!; LAB_PIDS+=($netextd)
 check "netextd: READY=1 once its socket serves, with what it holds" notified "^READY=1 | STATUS=0 configurations, 1 providers; socket $work/netextd.sock$" 20
 check "netextd: the CLI reaches it" "$bin/netext" list
+check "netextd: --metrics-listen serves control requests by method and result, sessions by status" bash -c \
+  "ip netns exec '$LAB_LAPTOP' curl -s http://127.0.0.1:9587/metrics | python3 scripts/lib/prometheus-sample.py --check \
+    'netext_daemon_control_requests_total{method=\"listConfigurations\",result=\"ok\"}' '>=' 1 \
+    'netext_daemon_configurations' == 0 'netext_daemon_sessions{status=\"connected\"}' == 0"
 e2e_filter_provider com.example.school filter-data school nobody
 echo '{"bundleIdentifier": ' > "$NETEXT_PROVIDERS_DIR/broken.json"
 kill -HUP "$netextd"

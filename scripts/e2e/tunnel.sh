@@ -30,7 +30,7 @@ echo "nameserver 198.51.100.53" > "$work/resolv.conf"
 # systemd's notification socket, stood in for (Type=notify readiness, reloads, stopping).
 python3 "$(dirname "$0")/../lib/notify-receiver.py" "$work/notify.sock" "$work/notify.log" 300 & LAB_PIDS+=($!)
 lab_wait "test -S '$work/notify.sock'" 10
-start_server() { NOTIFY_SOCKET="$work/notify.sock" lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" --status-socket "$work/server.sock" 2>> "$work/server.log"; SERVER_PID=$!; }
+start_server() { NOTIFY_SOCKET="$work/notify.sock" lab_spawn "$LAB_OFFICE" "$bin/netext-server" tunnel --config "$work/server.json" --status-socket "$work/server.sock" --metrics-listen 127.0.0.1:9586 2>> "$work/server.log"; SERVER_PID=$!; }
 start_server
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www" 2>/dev/null
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8090 --bind 203.0.113.2 --directory "$work/www" 2>/dev/null
@@ -143,6 +143,15 @@ lab_wait "test -s '$work/upload.sha256'" 20
 check "a 3 MB upload arrives intact" test "$(cat "$work/upload.sha256" 2>/dev/null)" = "$(sha256sum "$work/www/big.bin" | cut -d' ' -f1)"
 check "status counts the tunnel's traffic (the 3 MB each way)" bash -c "'$bin/netext' status Office --json | python3 -c 'import json, sys; s = json.load(sys.stdin)[0]; sys.exit(0 if s[\"bytesIn\"] > 3000000 and s[\"bytesOut\"] > 3000000 else 1)'"
 check "the server's TUN interface uses offloads" grep -q "offloads=true" "$work/server.log"
+# Metrics: scraped on the office's loopback, where --metrics-listen put them.
+office curl -s -m 5 http://127.0.0.1:9586/metrics > "$work/metrics.txt"
+check "metrics: every family with HELP and TYPE; per-peer transfer (the 3 MB each way) and handshakes" \
+  python3 scripts/lib/prometheus-sample.py --check \
+    'netext_tunnel_peer_received_bytes_total{peer="laptop"}' '>' 3000000 'netext_tunnel_peer_sent_bytes_total{peer="laptop"}' '>' 3000000 \
+    'netext_tunnel_peer_handshakes_total{peer="laptop"}' '>=' 1 'netext_tunnel_peers' '==' 2 \
+    'netext_tunnel_handshake_duration_seconds_count' '>=' 2 < "$work/metrics.txt"
+check "metrics: no keys or client addresses in them" bash -c "! grep -Eq '$client_public|$second_public|198\.51\.100\.2|192\.0\.2\.2' '$work/metrics.txt'"
+check "metrics: the endpoint answers only /metrics and the probes" bash -c "test \"\$(ip netns exec $LAB_OFFICE curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9586/peers)\" = 404"
 
 # The server restarts: the client notices the silence, reasserts, and recovers.
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Logging
 import NetExtCore
@@ -44,6 +45,9 @@ public final class ControlService: Sendable {
     /// and returns the encoded reply (a frame's payload).
     public func reply(to envelope: RequestEnvelope, from identity: ClientIdentity) async -> Data {
         let name = envelope.method.name
+        let started = DispatchTime.now().uptimeNanoseconds
+        var result = "ok"
+        defer { hub.metrics.recordRequest(method: name, result: result, nanoseconds: DispatchTime.now().uptimeNanoseconds - started) }
         do {
             if envelope.modifiesState && !identity.mayModify {
                 throw NetExtError.permissionDenied("\(name) needs root or membership of netextd's admin group (uid \(identity.uid) is neither)")
@@ -54,6 +58,7 @@ public final class ControlService: Sendable {
             return try await handler(self, envelope.method, identity, envelope.id)
         } catch {
             let mapped = (error as? NetExtError) ?? NetExtError(.configurationReadWriteFailed, "\(error)")
+            result = mapped.code.name
             if mapped.code != .configurationUnknown {
                 logger.notice("request refused", metadata: ["method": "\(name)", "uid": "\(identity.uid)", "app": "\(identity.appIdentifier)", "error": "\(mapped.code.name)"])
             }

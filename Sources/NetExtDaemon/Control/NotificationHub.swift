@@ -19,8 +19,12 @@ public final class NotificationHub: Sendable {
     }
 
     private let subscribers = Mutex<[UUID: Subscriber]>([:])
+    /// Every status transition and removal passes here, so the metrics learn them here too.
+    let metrics: DaemonMetrics
 
-    public init() {}
+    public init(metrics: DaemonMetrics = DaemonMetrics()) {
+        self.metrics = metrics
+    }
 
     /// Adds a subscriber; returns the key to remove it with.
     public func add(_ subscriber: Subscriber) -> UUID {
@@ -40,11 +44,13 @@ public final class NotificationHub: Sendable {
         let event = ConfigurationChange(
             id: configuration.id, change: change, name: configuration.localizedDescription,
             configuration: change == .saved ? configuration : nil)
+        if change == .removed { metrics.forget(configuration.id) }
         publish(.configurationChanged(event)) { $0.canSee(configuration) }
     }
 
     /// Announces a status transition.
     public func statusChanged(previous: ConnectionStatus, current: StatusInfo) {
+        metrics.recordStatus(current)
         publish(.statusChanged(StatusChange(previous: previous, current: current))) { _ in true }
     }
 

@@ -27,6 +27,8 @@ struct ServerPeerTable {
         /// still hears from the server; anything sent clears it.
         var keepaliveDue: Date?
         var lastHandshake: Date?
+        /// Handshakes completed with this peer (connections and rekeys).
+        var handshakes: UInt64 = 0
         var bytesIn: UInt64 = 0
         var bytesOut: UInt64 = 0
         var packetsIn: UInt64 = 0
@@ -88,6 +90,7 @@ struct ServerPeerTable {
         peers[position].previous = peers[position].current
         peers[position].current = session
         peers[position].lastHandshake = now
+        peers[position].handshakes &+= 1
         byIndex[session.localIndex] = position
     }
 }
@@ -139,6 +142,7 @@ extension ServerPeerTable {
                     peer.bytesOut = old.bytesOut
                     peer.packetsIn = old.packetsIn
                     peer.packetsOut = old.packetsOut
+                    peer.handshakes = old.handshakes
                     report.reset.append(peer.name)
                 }
             } else {

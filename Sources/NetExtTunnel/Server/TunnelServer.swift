@@ -21,11 +21,16 @@ public final class TunnelServer: Sendable {
     /// When the server was made (its uptime in `status()`).
     let startedAt = Date()
     let resources = Mutex<(socket: UDPSocket?, tun: Int32, interface: String)>((nil, -1, ""))
+    /// What the handshake thread records as it goes; the rest is collected from `status()`.
+    public let metrics: TunnelServerMetrics
 
-    public init(configuration: TunnelServerConfiguration, logger: Logger, timing: TunnelTiming = .standard) throws(NetExtError) {
+    public init(
+        configuration: TunnelServerConfiguration, logger: Logger, timing: TunnelTiming = .standard, metrics: TunnelServerMetrics = TunnelServerMetrics()
+    ) throws(NetExtError) {
         self.configuration = configuration
         self.logger = logger
         self.timing = timing
+        self.metrics = metrics
         do {
             staticKey = try TunnelKeys.privateKey(base64: try configuration.loadPrivateKey().text)
         } catch let error as NetExtError {
@@ -303,10 +308,12 @@ public final class TunnelServer: Sendable {
     private func handleInitiation(_ item: HandshakeQueue.Item, admission: inout HandshakeAdmission, socket: UDPSocket) {
         let (message, source, local) = (item.message, item.source, item.local)
         let now = Date()
+        let started = DispatchTime.now().uptimeNanoseconds
         if admission.load.record(now: now, queued: handshakes.count, queueCapacity: handshakes.capacity) {
             guard admission.cookies.hasValidMAC2(message, source: source.bytes, now: now) else {
                 if let reply = try? admission.cookies.reply(to: message, receiverIndex: message.readBigEndianUInt32(at: 4), source: source.bytes, now: now) {
                     try? reply.withUnsafeBytes { try socket.send($0, to: source, from: local) }
+                    metrics.cookieReplies.increment()
                 }
                 table.withLock { $0.drop(.initiationCookieSent) }
                 return
@@ -342,6 +349,7 @@ public final class TunnelServer: Sendable {
         switch outcome {
         case .success(let (response, name, returning)):
             try? response.withUnsafeBytes { try socket.send($0, to: source, from: local) }
+            metrics.handshakeDuration.recordNanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds - started))
             // A peer connecting is news; its rekey every two minutes is routine.
             logger.log(level: returning ? .info : .debug, returning ? "peer connected" : "handshake completed (rekey)", metadata: ["peer": "\(name)", "endpoint": "\(source)"])
         case .failure(let error):

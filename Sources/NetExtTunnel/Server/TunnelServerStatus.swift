@@ -14,6 +14,8 @@ public struct TunnelServerStatus: Sendable, Hashable, Codable {
         /// The addresses assigned to it (`allowed ips` in WireGuard's words).
         public var addresses: [String]
         public var lastHandshake: Date?
+        /// Handshakes completed with the peer since the server started (connections and rekeys).
+        public var handshakes: UInt64
         /// Inner bytes and packets, as the server counts them (received from the peer, sent to it).
         public var bytesReceived: UInt64
         public var bytesSent: UInt64
@@ -44,7 +46,7 @@ extension TunnelServer {
                     TunnelServerStatus.Peer(
                         name: peer.name, publicKey: Data(peer.publicKey).base64EncodedString(),
                         endpoint: peer.endpoint?.description, addresses: peer.addresses.map(\.description),
-                        lastHandshake: peer.lastHandshake, bytesReceived: peer.bytesIn, bytesSent: peer.bytesOut,
+                        lastHandshake: peer.lastHandshake, handshakes: peer.handshakes, bytesReceived: peer.bytesIn, bytesSent: peer.bytesOut,
                         packetsReceived: peer.packetsIn, packetsSent: peer.packetsOut, hasSession: peer.current != nil)
                 },
                 dropped: Dictionary(uniqueKeysWithValues: table.dropped.map { ($0.key.rawValue, $0.value) }))

@@ -22,12 +22,13 @@ public struct GatewayResponder: HTTPResponder {
     /// Allowed target authorities (as the inner request names them) and where each is reached.
     public let targets: [String: URL]
     let upstream: HTTPUpstream
-    public let metrics = ServiceCounters()
+    let metrics: GatewayMetrics
 
-    public init(keys: GatewayKeyRing, targets: [String: URL], upstream: HTTPUpstream = HTTPUpstream()) {
+    public init(keys: GatewayKeyRing, targets: [String: URL], upstream: HTTPUpstream = HTTPUpstream(), metrics: GatewayMetrics = GatewayMetrics()) {
         self.keys = keys
         self.targets = targets
         self.upstream = upstream
+        self.metrics = metrics
     }
 
     public func bodyLimit(method: String, path: String) -> Int { path == "/gateway" ? 4 << 20 : 0 }
@@ -37,9 +38,7 @@ public struct GatewayResponder: HTTPResponder {
         method == "POST" && path == "/gateway" ? Self.requestMediaType : nil
     }
 
-    public func endpointLabel(path: String) -> String { ["/ohttp-keys", "/gateway", "/metrics"].contains(path) ? path : "other" }
-
-    public func didRespond(endpoint: String, status: Int, microseconds: Int) { metrics.countRequest(endpoint: endpoint, status: status) }
+    public func endpointLabel(path: String) -> String { ["/ohttp-keys", "/gateway"].contains(path) ? path : "other" }
 
     public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
         switch (request.method, request.path) {
@@ -48,8 +47,6 @@ public struct GatewayResponder: HTTPResponder {
                                       headers: [("Cache-Control", "max-age=3600")])
         case ("POST", "/gateway"):
             return await forward(request)
-        case ("GET", "/metrics"):
-            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(prefix: "netext_gateway").utf8))
         case (_, "/ohttp-keys"), (_, "/gateway"):
             return .text(405, "\(request.path) does not take \(request.method)")
         default:
@@ -59,7 +56,7 @@ public struct GatewayResponder: HTTPResponder {
 
     func forward(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         guard let keyID = request.body.first, let key = keys.key(id: keyID) else {
-            metrics.count("decapsulation_failed")
+            metrics.decapsulationFailed.increment()
             return .text(400, "no key with the request's key id; fetch /ohttp-keys again")
         }
         let opened: (request: [UInt8], context: ObliviousHTTP.GatewayContext)
@@ -68,21 +65,22 @@ public struct GatewayResponder: HTTPResponder {
             opened = try ObliviousHTTP.decapsulateRequest(request.body, keyID: keyID, privateKey: key.privateKey)
             inner = try BinaryHTTPRequest(decoding: opened.request)
         } catch {
-            metrics.count("decapsulation_failed")
+            metrics.decapsulationFailed.increment()
             return .text(400, "cannot open the request: \(error)")
         }
         let answer: BinaryHTTPResponse
         if let base = targets[inner.authority.lowercased()], inner.path.hasPrefix("/"),
            let url = URL(string: base.absoluteString.trimmingSuffix("/") + inner.path) {
             let headers = inner.headers.filter { Self.forwardedRequestHeaders.contains($0.0.lowercased()) }.map { (name: $0.0, value: $0.1) }
-            let response = await upstream.send(method: inner.method, url: url, headers: headers, body: inner.content)
-            metrics.count("forwarded")
+            let target = metrics.target
+            let response = await upstream.send(method: inner.method, url: url, headers: headers, body: inner.content) { target.record(nanoseconds: $0, failure: $1) }
+            metrics.forwarded.increment()
             answer = BinaryHTTPResponse(
                 status: response.status,
                 headers: response.headers.filter { Self.returnedResponseHeaders.contains($0.name.lowercased()) }.map { ($0.name.lowercased(), $0.value) },
                 content: response.body)
         } else {
-            metrics.count("target_refused")
+            metrics.targetRefused.increment()
             answer = BinaryHTTPResponse(status: 403, headers: [("content-type", "text/plain")], content: Array("target not allowed\n".utf8))
         }
         do throws(ObliviousHTTPError) {

@@ -31,26 +31,31 @@ public struct IssuerResponder: HTTPResponder {
     private let accepted: CurrentCredentials
     public let limiter: IssuanceRateLimiter
     public let replays: IssuanceReplayWindow
-    public let metrics = ServiceCounters()
+    let metrics: IssuerMetrics
 
-    public init(keys: IssuerKeyRing, credentials: BearerCredentials, limiter: IssuanceRateLimiter, replays: IssuanceReplayWindow = IssuanceReplayWindow()) {
+    public init(
+        keys: IssuerKeyRing, credentials: BearerCredentials, limiter: IssuanceRateLimiter, replays: IssuanceReplayWindow = IssuanceReplayWindow(),
+        metrics: IssuerMetrics = IssuerMetrics()
+    ) {
         self.keys = keys
         accepted = CurrentCredentials(credentials)
         self.limiter = limiter
         self.replays = replays
+        self.metrics = metrics
     }
+
+    /// Sets the keys gauge (called before each rendering of the metrics).
+    public func sampleMetrics() { metrics.keys.record(keys.keys.count) }
 
     /// Accepts `fresh` from the next request on (a reload of the credentials file). A credential
     /// that stays keeps its rate-limit bucket (buckets follow ``BearerCredentials/identity(at:)``).
     public func replaceCredentials(_ fresh: BearerCredentials) { accepted.value = fresh }
 
-    static let endpoints = [IssuerDirectory.wellKnownPath, "/token-key-for-user-token", "/issue", "/metrics"]
+    static let endpoints = [IssuerDirectory.wellKnownPath, "/token-key-for-user-token", "/issue"]
 
     public func bodyLimit(method: String, path: String) -> Int { path == "/issue" ? Self.maximumBatch * Self.requestLength : 0 }
 
     public func endpointLabel(path: String) -> String { Self.endpoints.contains(path) ? path : "other" }
-
-    public func didRespond(endpoint: String, status: Int, microseconds: Int) { metrics.countRequest(endpoint: endpoint, status: status) }
 
     public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
         let now = UInt64(Date().timeIntervalSince1970)
@@ -64,8 +69,6 @@ public struct IssuerResponder: HTTPResponder {
             return HTTPServerResponse(contentType: "application/octet-stream", body: key.publicKeyDER)
         case ("POST", "/issue"):
             return issue(request)
-        case ("GET", "/metrics"):
-            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(prefix: "netext_issuer", extra: ["# HELP netext_issuer_keys Issuer keys published.", "# TYPE netext_issuer_keys gauge", "netext_issuer_keys \(keys.keys.count)"]).utf8))
         case (_, let path) where Self.endpoints.contains(path):
             return .text(405, "\(path) does not take \(request.method)")
         default:
@@ -101,30 +104,30 @@ public struct IssuerResponder: HTTPResponder {
             do throws(PrivacyPassError) {
                 let tokenRequest = try BlindRSAIssuance.TokenRequest(decoding: bytes)
                 guard let key = keys.keys(truncatedKeyID: tokenRequest.truncatedKeyID).first else {
-                    metrics.count("refused_malformed")
+                    metrics.refusedMalformed.increment()
                     return .text(400, "token request \(index): no key in service has truncated id \(tokenRequest.truncatedKeyID)")
                 }
                 if Self.isTrivial(tokenRequest.blindedMessage) {
-                    metrics.count("refused_malformed")
+                    metrics.refusedMalformed.increment()
                     return .text(400, "token request \(index): the blinded message is 0 or 1")
                 }
                 signing.append((key, tokenRequest))
             } catch {
-                metrics.count("refused_malformed")
+                metrics.refusedMalformed.increment()
                 return .text(400, "token request \(index): \(error)")
             }
         }
         let digests = IssuanceReplayWindow.digests(signing.map(\.request.blindedMessage))
         if replays.containsAny(digests) {
-            metrics.count("refused_replay")
+            metrics.refusedReplay.increment()
             return .text(409, "this token request was already answered (a replay); nothing was charged")
         }
         if let wait = limiter.take(count, credential: credential) {
-            metrics.count("rate_limited")
+            metrics.rateLimited.increment()
             return .text(429, "issuance limit reached for this credential", headers: wait == Int.max ? [] : [("Retry-After", String(wait))])
         }
         guard replays.record(digests) else {
-            metrics.count("refused_replay")
+            metrics.refusedReplay.increment()
             return .text(409, "this token request was already answered (a replay)")
         }
         var out: [UInt8] = []
@@ -134,7 +137,7 @@ public struct IssuerResponder: HTTPResponder {
                 return .text(400, "token request \(index): \(error)")
             }
         }
-        metrics.add("tokens_issued", count)
+        metrics.tokensIssued.increment(by: count)
         return HTTPServerResponse(contentType: Self.responseMediaType, body: out)
     }
 }

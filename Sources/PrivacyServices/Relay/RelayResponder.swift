@@ -12,12 +12,13 @@ public struct RelayResponder: HTTPResponder {
     public let gatewayURL: URL
     public let keysURL: URL?
     let upstream: HTTPUpstream
-    public let metrics = ServiceCounters()
+    let metrics: RelayMetrics
 
-    public init(gatewayURL: URL, keysURL: URL?, upstream: HTTPUpstream = HTTPUpstream()) {
+    public init(gatewayURL: URL, keysURL: URL?, upstream: HTTPUpstream = HTTPUpstream(), metrics: RelayMetrics = RelayMetrics()) {
         self.gatewayURL = gatewayURL
         self.keysURL = keysURL
         self.upstream = upstream
+        self.metrics = metrics
     }
 
     public func bodyLimit(method: String, path: String) -> Int { path == "/relay" ? 4 << 20 : 0 }
@@ -27,24 +28,21 @@ public struct RelayResponder: HTTPResponder {
         method == "POST" && path == "/relay" ? GatewayResponder.requestMediaType : nil
     }
 
-    public func endpointLabel(path: String) -> String { ["/relay", "/ohttp-keys", "/metrics"].contains(path) ? path : "other" }
-
-    public func didRespond(endpoint: String, status: Int, microseconds: Int) {
-        metrics.countRequest(endpoint: endpoint, status: status)
-    }
+    public func endpointLabel(path: String) -> String { ["/relay", "/ohttp-keys"].contains(path) ? path : "other" }
 
     public func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
         switch (request.method, request.path) {
         case ("POST", "/relay"):
-            let answer = await upstream.send(method: "POST", url: gatewayURL, headers: [("Content-Type", GatewayResponder.requestMediaType)], body: request.body)
-            metrics.count("relayed")
+            let gateway = metrics.gateway
+            let answer = await upstream.send(method: "POST", url: gatewayURL, headers: [("Content-Type", GatewayResponder.requestMediaType)], body: request.body) {
+                gateway.record(nanoseconds: $0, failure: $1)
+            }
+            metrics.relayed.increment()
             return Self.passBack(answer, allowed: [GatewayResponder.responseMediaType])
         case ("GET", "/ohttp-keys"):
             guard let keysURL else { return .text(404, "this relay does not pass key configurations through") }
             let answer = await upstream.send(method: "GET", url: keysURL, headers: [("Accept", OHTTPKeyConfig.listMediaType)], body: [])
             return Self.passBack(answer, allowed: [OHTTPKeyConfig.listMediaType])
-        case ("GET", "/metrics"):
-            return HTTPServerResponse(contentType: "text/plain; version=0.0.4", body: Array(metrics.render(prefix: "netext_relay").utf8))
         case (_, "/relay"), (_, "/ohttp-keys"):
             return .text(405, "\(request.path) does not take \(request.method)")
         default:
