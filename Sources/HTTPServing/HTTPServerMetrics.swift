@@ -17,8 +17,8 @@ public final class HTTPServerMetrics: Sendable {
     let prefix: String
     let factory: any MetricsFactory
     let exposition: (any MetricsExposition)?
-    private let requests = Mutex<[String: CoreMetrics.Counter]>([:])
-    private let durations = Mutex<[String: CoreMetrics.Timer]>([:])
+    /// The series made so far: a counter per endpoint and status, a timer per endpoint.
+    private let series = Mutex<(requests: [String: CoreMetrics.Counter], durations: [String: CoreMetrics.Timer])>(([:], [:]))
 
     /// - Parameters:
     ///   - prefix: the role's metric prefix, e.g. `netext_pir`.
@@ -42,21 +42,17 @@ public final class HTTPServerMetrics: Sendable {
 
     func record(endpoint: String, status: Int, nanoseconds: Int64) {
         let factory = self.factory, prefix = self.prefix
-        let key = "\(endpoint) \(status)"
-        let counter = requests.withLock { counters in
-            if let counter = counters[key] { return counter }
-            let counter = CoreMetrics.Counter(
+        let (counter, timer) = series.withLock { series in
+            let key = "\(endpoint) \(status)"
+            let counter = series.requests[key] ?? CoreMetrics.Counter(
                 label: "\(prefix)_requests_total", dimensions: [("endpoint", endpoint), ("status", String(status))], factory: factory)
-            counters[key] = counter
-            return counter
+            series.requests[key] = counter
+            let timer = series.durations[endpoint] ?? CoreMetrics.Timer(
+                label: "\(prefix)_request_duration_seconds", dimensions: [("endpoint", endpoint)], factory: factory)
+            series.durations[endpoint] = timer
+            return (counter, timer)
         }
         counter.increment()
-        let timer = durations.withLock { timers in
-            if let timer = timers[endpoint] { return timer }
-            let timer = CoreMetrics.Timer(label: "\(prefix)_request_duration_seconds", dimensions: [("endpoint", endpoint)], factory: factory)
-            timers[endpoint] = timer
-            return timer
-        }
         timer.recordNanoseconds(nanoseconds)
     }
 }

@@ -39,7 +39,7 @@ public final class Daemon: Sendable {
         if collected > 0 { logger.info("removed secrets no configuration refers to", metadata: ["count": "\(collected)"]) }
 
         let hub = NotificationHub(metrics: metrics)
-        metrics.countConfigurations { try? store.allConfigurations().count }
+        metrics.countConfigurations { try? store.configurationCount() }
         let registry = ProviderRegistry(directory: settings.providersDirectory)
         let resolver = ResolverConfiguration(path: settings.resolverPath, backupPath: settings.stateDirectory + "/resolv.conf.backup")
         let stubAddress = SocketAddress(settings.dnsStubAddress)
@@ -63,7 +63,7 @@ public final class Daemon: Sendable {
         }
         let server = try await ControlServer.start(path: settings.socketPath, service: service, adminGroupID: adminGroupID, logger: logger)
         let providers = registry.load()
-        let configurationCount = try store.allConfigurations().count
+        let configurationCount = try store.configurationCount()
         for problem in providers.problems { logger.warning("provider manifest refused", metadata: ["problem": "\(problem)"]) }
         logger.info("netextd ready", metadata: [
             "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)",

@@ -64,8 +64,9 @@ public struct NetextdCommand: AsyncParsableCommand {
                 var listener: MetricsListener?
                 if let metricsListen {
                     do {
-                        listener = try await MetricsListener.start(try MetricsListener.parse(metricsListen), exporter: exporter, logger: logger)
-                        logger.info("metrics endpoint ready", metadata: ["listen": "\(listener!.address)"])
+                        let started = try await MetricsListener.start(try MetricsListener.parse(metricsListen), exporter: exporter, logger: logger)
+                        logger.info("metrics endpoint ready", metadata: ["listen": "\(started.address)"])
+                        listener = started
                     } catch {
                         await daemon.stop()
                         throw NetExtError(.configurationInvalid, "\(error)")

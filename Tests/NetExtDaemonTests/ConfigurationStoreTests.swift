@@ -19,10 +19,12 @@ struct ConfigurationStoreTests {
     @Test("a new configuration is saved at revision 1 and reads back equal")
     func saveAndRead() throws {
         let store = try ConfigurationStore()
+        #expect(try store.configurationCount() == 0)
         let saved = try store.save(tunnelConfiguration("A")).saved
         #expect(saved.revision == 1)
         #expect(try store.configuration(id: saved.id) == saved)
         #expect(try store.allConfigurations() == [saved])
+        #expect(try store.configurationCount() == 1)
     }
 
     @Test("saving over someone else's change is stale until reloaded")

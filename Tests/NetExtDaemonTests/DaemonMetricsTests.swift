@@ -12,8 +12,7 @@ struct DaemonMetricsTests {
     func recordsAndCollects() {
         let exporter = PrometheusExporter(descriptions: DaemonMetrics.descriptions)
         let metrics = DaemonMetrics(factory: exporter)
-        let count = Counting()
-        metrics.countConfigurations { count.value }
+        metrics.countConfigurations { 2 }
         metrics.recordRequest(method: "listConfigurations", result: "ok", nanoseconds: 200_000)
         metrics.recordRequest(method: "startConnection", result: "permissionDenied", nanoseconds: 1_000_000)
         let office = UUID(), home = UUID()
@@ -41,9 +40,5 @@ struct DaemonMetricsTests {
         metrics.collect()
         text = exporter.render()
         #expect(text.contains("netext_daemon_sessions{status=\"disconnected\"} 0.0\n"), "\(text)")
-    }
-
-    final class Counting: Sendable {
-        var value: Int? { 2 }
     }
 }

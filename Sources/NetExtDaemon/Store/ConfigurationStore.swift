@@ -57,6 +57,11 @@ public final class ConfigurationStore: Sendable {
         try read { db in try Self.decodeAll(db, sql: "SELECT body FROM configuration ORDER BY name, id") }
     }
 
+    /// How many configurations the store holds (a count, nothing decoded).
+    public func configurationCount() throws(NetExtError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM configuration") ?? 0 }
+    }
+
     /// One configuration, or nil.
     public func configuration(id: UUID) throws(NetExtError) -> Configuration? {
         try read { db in try Self.decodeAll(db, sql: "SELECT body FROM configuration WHERE id = ?", arguments: [id.uuidString]).first }
