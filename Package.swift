@@ -11,6 +11,10 @@ let package = Package(
         .library(name: "NetExt", targets: ["NetExt"]),
         .library(name: "NetExtCore", targets: ["NetExtCore"]),
         .library(name: "NetExtTesting", targets: ["NetExtTesting"]),
+        // The reference providers, to depend on or start from: the packet tunnel provider (and
+        // its client engine) and the content filter / URL filter providers.
+        .library(name: "NetExtTunnel", targets: ["NetExtTunnel"]),
+        .library(name: "NetExtFilters", targets: ["NetExtFilters"]),
         .library(name: "BloomFilter", targets: ["BloomFilter"]),
         .library(name: "HomomorphicEncryption", targets: ["HomomorphicEncryption"]),
         .library(name: "PrivateInformationRetrieval", targets: ["PrivateInformationRetrieval"]),
@@ -41,6 +45,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Only a command plugin (`swift package generate-documentation`, scripts/docs): no code
+        // of it is linked into any NetExt product.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Pure models: addresses, configurations, on-demand rules, profiles, errors.
@@ -295,6 +302,12 @@ let package = Package(
         .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt"], path: "examples/manager"),
+        // The example package's filter (examples/provider-package, which depends on this package's
+        // products), compiled here too so that CI keeps it building and tests it.
+        .target(
+            name: "ExamplePortBlockingFilter", dependencies: ["NetExt", "NetExtFilters"],
+            path: "examples/provider-package/Sources/PortBlockingFilter"),
+        .testTarget(name: "ExampleProviderTests", dependencies: ["ExamplePortBlockingFilter", "NetExt", "NetExtFilters"]),
         .testTarget(name: "NetExtCoreTests", dependencies: ["NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "IKEv2VICITests", dependencies: ["IKEv2VICI", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "FlowInspectionTests", dependencies: ["FlowInspection", "NetExtCore", "NetExtTestSupport"]),

@@ -6,28 +6,37 @@ import NetExtIPC
 /// netextd. `saveToPreferences` sends the revision it was loaded at, so a save over somebody
 /// else's change fails with `configurationStale` until the manager is reloaded.
 public protocol ConfigurationManager: Sendable {
+    /// The connection to netextd that loads, saves and starts this configuration.
     var client: ControlClient { get }
+    /// The configuration as last loaded or saved, with the caller's unsaved changes.
     var configuration: Configuration { get set }
 }
 
 extension ConfigurationManager {
+    /// The configuration's identifier, fixed when it is created.
     public var id: UUID { configuration.id }
 
+    /// The name people see (`netext list`, `netext status`); unique among what a user sees
+    /// unless saved with `allowsDuplicateName`.
     public var localizedDescription: String {
         get { configuration.localizedDescription }
         set { configuration.localizedDescription = newValue }
     }
 
+    /// Whether the configuration may run: an enabled VPN can be started (or is started on
+    /// demand); an enabled filter runs.
     public var isEnabled: Bool {
         get { configuration.isEnabled }
         set { configuration.isEnabled = newValue }
     }
 
+    /// Whether netextd starts and stops the connection by `onDemandRules`.
     public var isOnDemandEnabled: Bool {
         get { configuration.isOnDemandEnabled }
         set { configuration.isOnDemandEnabled = newValue }
     }
 
+    /// The rules netextd evaluates, first match wins, when the network changes.
     public var onDemandRules: [OnDemandRule] {
         get { configuration.onDemandRules }
         set { configuration.onDemandRules = newValue }

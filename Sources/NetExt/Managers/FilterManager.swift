@@ -12,7 +12,9 @@ import NetExtIPC
 /// try await manager.saveToPreferences()
 /// ```
 public struct FilterManager: ConfigurationManager {
+    /// The connection to netextd that loads, saves and starts this configuration.
     public let client: ControlClient
+    /// The configuration as last loaded or saved, with the caller's unsaved changes.
     public var configuration: Configuration
 
     /// Loads the app's content filter configuration, or returns a new unsaved one.

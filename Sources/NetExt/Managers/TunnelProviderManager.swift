@@ -12,7 +12,9 @@ import NetExtIPC
 /// try await manager.saveToPreferences()
 /// ```
 public struct TunnelProviderManager: ConfigurationManager {
+    /// The connection to netextd that loads, saves and starts this configuration.
     public let client: ControlClient
+    /// The configuration as last loaded or saved, with the caller's unsaved changes.
     public var configuration: Configuration
 
     /// A new, unsaved configuration.
@@ -50,7 +52,9 @@ public struct TunnelProviderManager: ConfigurationManager {
 /// The app's personal VPN configuration (built-in IKEv2), as Apple's `NEVPNManager.shared()`.
 /// Each app has at most one.
 public struct VPNManager: ConfigurationManager {
+    /// The connection to netextd that loads, saves and starts this configuration.
     public let client: ControlClient
+    /// The configuration as last loaded or saved, with the caller's unsaved changes.
     public var configuration: Configuration
 
     /// Loads the app's personal VPN configuration, or returns a new unsaved one for `serverAddress`.

@@ -17,7 +17,9 @@ import NetExtIPC
 /// try await manager.saveToPreferences()
 /// ```
 public struct URLFilterManager: ConfigurationManager {
+    /// The connection to netextd that loads, saves and starts this configuration.
     public let client: ControlClient
+    /// The configuration as last loaded or saved, with the caller's unsaved changes.
     public var configuration: Configuration
     /// A credential set by `setConfiguration`, sent to netextd's secret store on the next save.
     var pendingToken: String?
@@ -50,8 +52,11 @@ public struct URLFilterManager: ConfigurationManager {
         pendingToken = pirAuthenticationToken
     }
 
+    /// The PIR server that answers whether a URL is in the block list.
     public var pirServerURL: URL? { URL(string: settings.pirServerURL) }
+    /// The Privacy Pass issuer that gives tokens for the PIR server.
     public var pirPrivacyPassIssuerURL: URL? { URL(string: settings.pirPrivacyPassIssuerURL) }
+    /// The `url-filter-control` provider that fetches the prefilter.
     public var controlProviderBundleIdentifier: String { settings.controlProviderBundleIdentifier }
 
     /// Seconds between prefilter fetches (default 86400, at least 2700).

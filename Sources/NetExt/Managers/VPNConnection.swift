@@ -4,9 +4,13 @@ import NetExtIPC
 
 /// Controls and observes one configuration's connection, as Apple's `NEVPNConnection`.
 public struct VPNConnection: Sendable {
+    /// The connection to netextd the requests go through.
     public let client: ControlClient
+    /// The configuration whose connection this is.
     public let configurationID: UUID
 
+    /// The connection of the configuration `configurationID` (usually reached as a manager's
+    /// `connection`).
     public init(client: ControlClient, configurationID: UUID) {
         self.client = client
         self.configurationID = configurationID

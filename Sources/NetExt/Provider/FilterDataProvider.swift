@@ -48,7 +48,10 @@ extension FilterDataProvider {
 /// directory the data provider reads. It fetches rules, writes them, and calls
 /// `notifyRulesChanged()`. Its own connections are not filtered.
 public protocol FilterControlProvider: AnyObject, Sendable {
+    /// Called once when the filter starts; throwing fails the start. Fetch and write the first
+    /// rules here, or start a task that does.
     func startFilter(context: FilterControlContext) async throws
+    /// Called when the filter stops; the process exits after it returns.
     func stopFilter(reason: ProviderStopReason) async
     /// A flow the data provider could not judge (`needRules`).
     func handleNewFlow(_ flow: FilterFlow) async -> FilterControlVerdict
@@ -63,6 +66,7 @@ extension FilterControlProvider {
 
 /// What a started control provider knows and can ask of netextd.
 public struct FilterControlContext: Sendable {
+    /// The content filter configuration the provider was started for.
     public let configuration: Configuration
     let session: ProviderSession
 
@@ -71,11 +75,13 @@ public struct FilterControlContext: Sendable {
         self.session = session
     }
 
+    /// The content filter settings.
     public var filterConfiguration: ContentFilterProtocol? {
         if case .contentFilter(let settings) = configuration.protocolConfiguration { return settings }
         return nil
     }
 
+    /// `filterConfiguration.vendorConfiguration`.
     public var vendorConfiguration: [String: JSONValue] { filterConfiguration?.vendorConfiguration ?? [:] }
 
     /// The rules directory, writable by this provider (`$NETEXT_FILTER_RULES_DIR`).
@@ -103,10 +109,14 @@ public struct FilterControlContext: Sendable {
 
 /// What a started filter provider knows: its configuration and its read-only rules directory.
 public struct FilterContext: Sendable {
+    /// The content filter configuration the provider was started for.
     public let configuration: Configuration
+    /// The start options netextd passed (none today; kept for Apple's `startFilter(options:)`).
     public let options: [String: JSONValue]
     let session: ProviderSession?
 
+    /// A context not connected to netextd, for tests that call a provider's methods directly:
+    /// ``apply(_:)`` throws `daemonUnavailable`.
     public init(configuration: Configuration, options: [String: JSONValue]) {
         self.init(configuration: configuration, options: options, session: nil)
     }

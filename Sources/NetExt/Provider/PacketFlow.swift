@@ -31,9 +31,11 @@ extension PacketFlow {
 
 /// One IP packet with its protocol family (Apple's `NEPacket`).
 public struct TunnelPacket: Sendable, Hashable {
+    /// The whole IP packet, from its first header byte.
     public var data: [UInt8]
     /// `AF_INET` or `AF_INET6`; from the version nibble unless given.
     public var protocolFamily: Int32
+    /// A packet; the protocol family is read from `data`'s version nibble unless given.
     public init(data: [UInt8], protocolFamily: Int32? = nil) {
         self.data = data
         self.protocolFamily = protocolFamily ?? ((data.first ?? 0) >> 4 == 6 ? AF_INET6 : AF_INET)

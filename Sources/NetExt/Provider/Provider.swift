@@ -25,6 +25,7 @@ extension TunnelProvider {
 /// `NEPacketTunnelProvider` inherits: the configuration, `setTunnelNetworkSettings`,
 /// `packetFlow`, `reasserting`, `cancelTunnelWithError`.
 public final class ProviderContext: Sendable {
+    /// The configuration the connection was started for.
     public let configuration: Configuration
     /// The password from the start options or netextd's secret store.
     public let password: String?

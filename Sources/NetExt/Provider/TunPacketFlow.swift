@@ -11,6 +11,7 @@ import Glibc
 /// which reuse their buffers, split the kernel's TCP super-packets and join TCP segments again
 /// on the way back.
 public final class TunPacketFlow: PacketFlow {
+    /// The TUN device's descriptor, which netextd passed; the flow owns it and closes it.
     public let fileDescriptor: Int32
     public let interface: String
     public let mtu: Int

@@ -22,6 +22,8 @@ public final class ControlClient: Sendable {
     public var mayModify: Bool { hello.mayModify }
     /// netextd's version.
     public var daemonVersion: String { hello.daemonVersion }
+    /// The app identifier this program declared when it connected: configurations it creates
+    /// belong to this app (and to the caller's user).
     public let appIdentifier: String
     private let connection: FramedConnection
     private let state: Mutex<State>

@@ -75,7 +75,9 @@ public struct DNSQuery: Sendable, Hashable {
     }
 }
 
+/// Why a DNS message was refused: the byte offset at fault and what was wrong there.
 public enum DNSParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The message breaks RFC 1035's layout at `offset`.
     case malformed(offset: Int, String)
 
     public var description: String {
