@@ -3,10 +3,13 @@ import Logging
 import NetExtCore
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 
-/// A small HTTP/1.1 server on SwiftNIO shared by netext-server's roles (PIR, issuer, Oblivious
-/// HTTP gateway and relay). A request's head is shown to the responder first (`admit`: one
+/// A small HTTP server on SwiftNIO shared by netext-server's roles (PIR, issuer, Oblivious
+/// HTTP gateway and relay): HTTP/1.1, and with TLS HTTP/2 when the client offers `h2` in ALPN
+/// (RFC 9113 §3.2; each stream is one request, answered by the same handler as an HTTP/1.1
+/// request, through NIOHTTP2's HTTP/1 codec). A request's head is shown to the responder first (`admit`: one
 /// without credentials is refused before its body is read); the body is then collected whole
 /// (up to the responder's limit, else 413, and within the server's buffered-bytes budget,
 /// else 503), answered by an `HTTPResponder` off the event loop, and logged as method,
@@ -61,13 +64,55 @@ public final class HTTPServer: RunnableHTTPServer {
                     try channel.pipeline.syncOperations.addHandler(limiter)
                     if let tls { try channel.pipeline.syncOperations.addHandler(tls.handler()) }
                 } catch { return channel.eventLoop.makeFailedFuture(error) }
-                return channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
-                    channel.pipeline.addHandler(HTTPServerChannelHandler(responder: responder, logger: logger, usage: usage, limiter: limiter, metrics: metrics))
+                let requests: @Sendable () -> HTTPServerChannelHandler = {
+                    HTTPServerChannelHandler(responder: responder, logger: logger, usage: usage, limiter: limiter, metrics: metrics)
                 }
+                guard tls != nil else { return Self.configureHTTP1(channel, requests: requests) }
+                // ALPN decides (no h2 without TLS: a plain port serves HTTP/1.1 only).
+                return channel.configureHTTP2SecureUpgrade(
+                    h2ChannelConfigurator: { connection in
+                        connection.configureHTTP2Pipeline(
+                            mode: .server, connectionConfiguration: Self.http2Connection, streamConfiguration: Self.http2Stream
+                        ) { stream in
+                            stream.eventLoop.makeCompletedFuture {
+                                try stream.pipeline.syncOperations.addHandlers(HTTP2FramePayloadToHTTP1ServerCodec(), requests())
+                            }
+                        }.map { _ in () }
+                    },
+                    http1ChannelConfigurator: { connection in Self.configureHTTP1(connection, requests: requests) })
             }
             .bind(host: host, port: port).get()
         return (channel, channel.localAddress?.port ?? port)
     }
+
+    /// HTTP/1.1 on a connection: NIO's parser, one request at a time (pipelined ones wait), and
+    /// a 400 for what does not parse.
+    static func configureHTTP1(_ channel: any Channel, requests: @escaping @Sendable () -> HTTPServerChannelHandler) -> EventLoopFuture<Void> {
+        channel.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
+            channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(requests()) }
+        }
+    }
+
+    /// The HTTP/2 settings a connection announces (RFC 9113 §6.5.2): at most 100 requests in
+    /// flight on one connection, header lists of at most 16 KiB, and 1 MiB per stream before a
+    /// window update, so a PIR evaluation key (about 0.8 MB) is not held back by flow control.
+    /// Bodies still count against the server's buffered-bytes budget as HTTP/1.1 ones do.
+    static let http2Connection: NIOHTTP2Handler.ConnectionConfiguration = {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
+            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+        ]
+        return configuration
+    }()
+
+    /// Each stream's flow-control target (what a window update restores).
+    static let http2Stream: NIOHTTP2Handler.StreamConfiguration = {
+        var configuration = NIOHTTP2Handler.StreamConfiguration()
+        configuration.targetWindowSize = 1 << 20
+        return configuration
+    }()
 
     /// Binds to a parsed `--listen` address.
     public func start(_ address: ListenAddress) async throws -> (any Channel, Int) {
@@ -132,7 +177,7 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
                 // Answered at once; the (empty) rest of the request is not read.
                 refused = true
                 write(builtIn, context: context, head: head, close: !head.isKeepAlive)
-                if head.isKeepAlive { limiter.arm() }  // the next request's deadline starts now
+                if head.isKeepAlive { limiter.rearmIfIdle() }  // the next request's deadline starts now
                 return
             }
             if let refusal = Self.refusal(ofType: head.headers.first(name: "Content-Type"), required: responder.requiredContentType(method: head.method.rawValue, path: path))
@@ -159,7 +204,7 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             body += buffer.readBytes(length: buffer.readableBytes) ?? []
         case .end:
             guard !refused, let head else { return }
-            limiter.disarm()
+            limiter.requestBegan()
             let (path, query) = Self.split(head.uri)
             let request = HTTPServerRequest(
                 method: head.method.rawValue, path: path, query: query, headers: headerFields, body: body)
@@ -178,7 +223,7 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
                     // is not worth reading (a 401 challenge keeps it, the token comes next).
                     let close = !keepAlive || (response.status >= 400 && response.status != 401)
                     self.write(response, context: bound.value, head: head, close: close)
-                    if !close { self.limiter.arm() }
+                    self.limiter.requestEnded()
                 }
             }
         }
@@ -211,7 +256,9 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
         var headers = HTTPHeaders()
         for (name, value) in response.headers where name.lowercased() != "content-length" { headers.add(name: name, value: value) }
         headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
-        if close { headers.replaceOrAdd(name: "Connection", value: "close") }
+        // HTTP/2 has no Connection field (RFC 9113 §8.2.2): closing there ends the stream only,
+        // and the connection's other requests go on.
+        if close, head.version.major == 1 { headers.replaceOrAdd(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers))), promise: nil)
         if !response.body.isEmpty {
             var buffer = context.channel.allocator.buffer(capacity: response.body.count)
@@ -229,7 +276,9 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
 /// The first handler of every connection: counts it against the server's caps (closing it at
 /// once when over one) and closes it when a whole request has not arrived within the deadline —
 /// from accept, so a TLS handshake that never finishes is held to it too, and again after each
-/// response. `HTTPServerChannelHandler` disarms it while a request is being answered.
+/// response. There is no deadline while a request is being answered: on HTTP/2, while any of
+/// the connection's streams is (`requestBegan`/`requestEnded`, called by each stream's
+/// `HTTPServerChannelHandler` on the connection's event loop).
 final class HTTPConnectionLimiter: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
 
@@ -239,6 +288,8 @@ final class HTTPConnectionLimiter: ChannelInboundHandler, @unchecked Sendable {
     private var source: SourceKey?
     private var channel: (any Channel)?
     private var deadline: Scheduled<Void>?
+    /// Requests read whole and not yet answered (HTTP/1.1: 0 or 1; HTTP/2: up to the streams cap).
+    private var requestsInProgress = 0
 
     init(usage: HTTPServerUsage) {
         self.usage = usage
@@ -274,10 +325,27 @@ final class HTTPConnectionLimiter: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    /// A whole request is in: no deadline while it is answered (on the channel's loop).
+    /// No deadline (on the channel's loop).
     func disarm() {
         deadline?.cancel()
         deadline = nil
+    }
+
+    /// A whole request is in: no deadline while it is answered (on the channel's loop).
+    func requestBegan() {
+        requestsInProgress += 1
+        disarm()
+    }
+
+    /// A request was answered: the next one's deadline starts once none is left in progress.
+    func requestEnded() {
+        requestsInProgress = max(0, requestsInProgress - 1)
+        rearmIfIdle()
+    }
+
+    /// Restarts the deadline unless a request is being answered.
+    func rearmIfIdle() {
+        if requestsInProgress == 0 { arm() }
     }
 
     /// The per-source key of an IP peer; nil for a Unix socket.

@@ -10,7 +10,7 @@ public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
 
 /// The TLS an HTTP role serves with: a certificate chain and its private key, read from PEM
 /// files; TLS 1.2 and 1.3 only (BoringSSL's default cipher suites, all forward-secret), ALPN
-/// `http/1.1`. ``reload()`` reads the files again (a renewed certificate): connections accepted
+/// `h2` then `http/1.1` (a client that offers neither gets HTTP/1.1). ``reload()`` reads the files again (a renewed certificate): connections accepted
 /// afterwards use the new chain, established ones keep theirs.
 public final class ServerTLS: Sendable {
     /// The PEM files it was read from (and that ``reload()`` reads).
@@ -43,6 +43,9 @@ public final class ServerTLS: Sendable {
         current.withLock { $0 = fresh }
     }
 
+    /// What the server offers in ALPN, preferred first (RFC 7301; `h2`: RFC 9113 §3.2).
+    static let applicationProtocols = ["h2", "http/1.1"]
+
     func handler() -> NIOSSLServerHandler { NIOSSLServerHandler(context: current.withLock { $0.context }) }
 
     private static func load(certificateFile: String, keyFile: String) throws(TLSSetupError) -> Loaded {
@@ -57,7 +60,7 @@ public final class ServerTLS: Sendable {
         }
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
-        configuration.applicationProtocols = ["http/1.1"]
+        configuration.applicationProtocols = ServerTLS.applicationProtocols
         // The key was read above, so failing to load it here means BoringSSL found that it
         // does not belong to the leaf certificate.
         let context: NIOSSLContext
