@@ -26,7 +26,9 @@ struct HealthAndMetricsTests {
 
     static func get(_ path: String, port: Int, method: String = "GET") async throws -> String {
         try await offPool {
-            let client = try HTTPServerLimitsTests.RawClient(port: port)
+            // The server closes after answering, so a long timeout costs nothing when it works; 3 s
+            // was too short once when the whole suite kept both cores busy.
+            let client = try HTTPServerLimitsTests.RawClient(port: port, timeout: 20)
             client.send("\(method) \(path) HTTP/1.1\r\nHost: role.test\r\nConnection: close\r\n\r\n")
             return client.readUntilClosed().text
         }
