@@ -7,19 +7,26 @@ import Glibc
 /// ("cannot listen on 127.0.0.1:8443: the address is already in use …") instead of NIO's
 /// description of the failed system call.
 public struct ListenFailure: Error, Sendable, CustomStringConvertible {
-    public let description: String
+    /// The address that could not be bound.
+    public let address: ListenAddress
+    /// Why, in a few words ("the address is already in use …").
+    public let reason: String
 
     public init(address: ListenAddress, _ error: any Error) {
-        description = "cannot listen on \(address): \(Self.reason(error))"
+        self.address = address
+        reason = Self.reason(error)
     }
 
+    public var description: String { "cannot listen on \(address): \(reason)" }
+
+    /// The three refusals an admin meets, said with what to do; anything else in the system's
+    /// words (`ConnectFailureText`).
     static func reason(_ error: any Error) -> String {
-        guard let io = error as? IOError else { return ConnectFailureText.reason(error) }
-        switch io.errnoCode {
-        case EADDRINUSE: return "the address is already in use (another process listens on this port)"
-        case EADDRNOTAVAIL: return "no interface of this machine has this address"
-        case EACCES: return "permission denied (ports below 1024 need CAP_NET_BIND_SERVICE)"
-        default: return String(cString: strerror(io.errnoCode))
+        switch (error as? IOError)?.errnoCode {
+        case EADDRINUSE: "the address is already in use (another process listens on this port)"
+        case EADDRNOTAVAIL: "no interface of this machine has this address"
+        case EACCES: "permission denied (ports below 1024 need CAP_NET_BIND_SERVICE)"
+        default: ConnectFailureText.reason(error)
         }
     }
 }

@@ -46,12 +46,12 @@ public final class MetricsListener: Sendable {
         let server = HTTPServer(
             responder: NotFoundResponder(), logger: logger, limits: limits,
             metrics: HTTPServerMetrics(prefix: "netext_metrics_endpoint", factory: NOOPMetricsHandler.instance, exposition: exporter))
-        do {
-            let (channel, port) = try await server.start(address)
+        do throws(ListenFailure) {
+            let (channel, port) = try await server.listen(on: address)
             return MetricsListener(server: server, channel: channel, address: ListenAddress(host: address.host, port: port))
         } catch {
             await server.shutdown()
-            throw MetricsListenerError(message: "cannot listen for metrics on \(address): \(error)")
+            throw MetricsListenerError(message: "cannot listen for metrics on \(address): \(error.reason)")
         }
     }
 

@@ -120,6 +120,14 @@ struct HealthAndMetricsTests {
             #expect(collected.withLock { $0 } == 1, "collectors run before each rendering")
             #expect(try await Self.get("/healthz", port: listener.address.port).hasPrefix("HTTP/1.1 200"))
             #expect(try await Self.get("/anything", port: listener.address.port).hasPrefix("HTTP/1.1 404"))
+            // A port already taken is said in a sentence naming the address, not as NIO's bind dump.
+            do {
+                let second = try await MetricsListener.start(listener.address, exporter: exporter, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+                await second.stop()
+                Issue.record("a second listener bound \(listener.address)")
+            } catch let error as MetricsListenerError {
+                #expect(error.message == "cannot listen for metrics on \(listener.address): the address is already in use (another process listens on this port)")
+            }
         }
         // The checker itself finds what is missing.
         #expect(!PrometheusExposition.problems(in: "netext_x_total 1\n").isEmpty)
