@@ -17,16 +17,3 @@ enum ConnectFailureText {
         return "\(error)"
     }
 }
-
-extension PooledHTTPClient.Failure: CustomStringConvertible {
-    public var description: String {
-        switch self {
-        case let .connect(reason): reason
-        case let .tls(reason): "TLS: \(reason)"
-        case .closedBeforeResponse, .closedEarly: "the server closed the connection before its whole answer arrived"
-        case .notSent: "the server closed the connection before the request was sent"
-        case .timedOut: "no answer in time"
-        case .tooLarge: "the answer is larger than this client accepts"
-        }
-    }
-}

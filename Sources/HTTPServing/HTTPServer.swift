@@ -207,7 +207,7 @@ final class HTTPServerChannelHandler: ChannelInboundHandler, @unchecked Sendable
             limiter.requestBegan()
             let (path, query) = Self.split(head.uri)
             let request = HTTPServerRequest(
-                method: head.method.rawValue, path: path, query: query, headers: headerFields, body: body)
+                method: head.method.rawValue, path: path, query: query, headers: headerFields, body: body, majorVersion: head.version.major)
             let held = reserved
             body = []
             reserved = 0

@@ -9,13 +9,16 @@ public struct HTTPServerRequest: Sendable {
     /// Header fields in arrival order; names as sent.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// The HTTP major version it came in: 1 (HTTP/1.x) or 2 (a stream of an HTTP/2 connection).
+    public var majorVersion: Int
 
-    public init(method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(method: String, path: String, query: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = [], majorVersion: Int = 1) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
         self.body = body
+        self.majorVersion = majorVersion
     }
 
     /// The first value of a header (names compare case-insensitively).

@@ -1,10 +1,18 @@
+import AsyncHTTPClient
 import Dispatch
 import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
 
 /// Sends requests to another server — the relay to its gateway, the gateway to its targets, an
-/// origin to its issuer's directory, a client to the relay: HTTP and HTTPS over pooled keep-alive
-/// connections (`PooledHTTPClient`). Only the headers the caller names are sent; no cookies, no
-/// cache, no credentials of its own.
+/// origin to its issuer's directory, a client to the relay — through AsyncHTTPClient: pooled
+/// keep-alive connections, HTTP/2 when the server offers it in ALPN (HTTPS) and HTTP/1.1
+/// otherwise, TLS checked against the trust given at init (`ClientTLS`, by default the system's
+/// trust store). Only the headers the caller names are sent; no cookies, no cache, no
+/// redirects followed, no proxy from the environment, no credentials of its own.
 public final class HTTPUpstream: Sendable {
     /// Why no answer came.
     public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -19,13 +27,39 @@ public final class HTTPUpstream: Sendable {
         }
     }
 
-    let pool: PooledHTTPClient
+    /// The largest answer taken; a larger one fails the exchange (an evaluation key upload is
+    /// answered in bytes, a PIR response is a few hundred KiB).
+    public static let maximumBody = 32 << 20
+
+    let client: HTTPClient
     let timeout: Double
 
     /// `tls`: whom HTTPS upstreams must prove themselves to (default: the system trust store).
+    /// `timeout` bounds each exchange, from the connection to the answer's last byte.
     public init(timeout: Double = 30, tls: ClientTLS? = nil) {
-        pool = PooledHTTPClient(timeout: timeout, tls: tls)
         self.timeout = timeout
+        let bound = TimeAmount.milliseconds(Int64(timeout * 1000))
+        var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
+        // A refused or failed connection fails the requests waiting for it at once, with its
+        // reason, instead of being retried with backoff until their deadline.
+        pool.retryConnectionEstablishment = false
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls?.configuration ?? ClientTLS.configuration(trusting: .default),
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: bound, read: bound),
+            connectionPool: pool,
+            proxy: nil,
+            ignoreUncleanSSLShutdown: false,
+            decompression: .disabled)
+        configuration.httpVersion = .automatic
+        client = HTTPClient(
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration,
+            backgroundActivityLogger: Logger(label: "netext.http-upstream", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    deinit {
+        // Closes the pooled connections; nothing waits for it.
+        client.shutdown { _ in }
     }
 
     /// Sends one request and returns the answer, whatever its status; `headers` are the only
@@ -34,24 +68,44 @@ public final class HTTPUpstream: Sendable {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
             throw .unreachable("\(url.absoluteString) is not an http or https URL")
         }
-        let secure = scheme == "https"
-        var target = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { target += "?" + query }
-        // URL keeps an IPv6 literal's brackets in `host`; sockets want the bare address.
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        do throws(PooledHTTPClient.Failure) {
-            let answer = try await pool.send(
-                method: method, secure: secure, host: bare, port: url.port ?? (secure ? 443 : 80), target: target, headers: headers, body: body)
-            return HTTPServerResponse(status: answer.status, headers: answer.headers, body: answer.body)
-        } catch {
-            switch error {
-            case .timedOut: throw .timedOut(seconds: Int(timeout))
-            case let .tls(reason): throw .unreachable("\(host): TLS: \(reason)")
-            case .connect: throw .unreachable("\(error)")
-            default: throw .unreachable("\(host): \(error)")
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = HTTPMethod(rawValue: method)
+        for (name, value) in headers {
+            let lowered = name.lowercased()
+            guard lowered != "host", lowered != "content-length", lowered != "connection", lowered != "transfer-encoding" else { continue }
+            request.headers.add(name: name, value: value)
+        }
+        if !body.isEmpty || method == "POST" || method == "PUT" { request.body = .bytes(body) }
+        do {
+            let response = try await client.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
+            let content = try await response.body.collect(upTo: Self.maximumBody)
+            return HTTPServerResponse(
+                status: Int(response.status.code), headers: response.headers.map { (name: $0.name, value: $0.value) },
+                body: Array(content.readableBytesView))
+        } catch { throw Self.failure(error, host: host, port: url.port ?? (scheme == "https" ? 443 : 80), timeout: timeout) }
+    }
+
+    /// AsyncHTTPClient's, NIO's and BoringSSL's errors as one of ours, with a sentence.
+    static func failure(_ error: any Error, host: String, port: Int, timeout: Double) -> Failure {
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .deadlineExceeded, .readTimeout, .writeTimeout: return .timedOut(seconds: Int(timeout))
+            case .connectTimeout: return .unreachable("\(host):\(port): no connection within \(Int(timeout)) s")
+            case .remoteConnectionClosed: return .unreachable("\(host): the server closed the connection before its whole answer arrived")
+            case .invalidURL, .emptyHost, .emptyScheme: return .unreachable("\(host): the URL is not one this client can send to")
+            default: return .unreachable("\(host): \(client)")
             }
         }
+        if error is NIOTooManyBytesError { return .unreachable("\(host): the answer is larger than this client accepts") }
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            return .unreachable("\(host): TLS: \(TLSFailure.describe(error))")
+        }
+        if error is NIOConnectionError || error is IOError || error is ChannelError {
+            return .unreachable("\(host):\(port): \(ConnectFailureText.reason(error))")
+        }
+        return .unreachable("\(host): \(error)")
     }
+
     /// As `exchange`, with failures answered 504 (timeout) or 502, so that a forwarding role
     /// always has a response to pass on.
     /// `observe` learns each exchange's duration and failure (metrics).

@@ -77,7 +77,9 @@ public final class ServerTLS: Sendable {
 /// (a private CA, as labs and self-run deployments use). TLS 1.2 or later; the server's name or
 /// IP address must match its certificate.
 public struct ClientTLS: Sendable {
-    let context: NIOSSLContext
+    /// What HTTPS connections are set up with (AsyncHTTPClient offers ALPN `h2` and
+    /// `http/1.1` on top of it and checks the server's name or IP address).
+    let configuration: TLSConfiguration
 
     /// The machine's trust store (`/etc/ssl/certs`).
     public static func system() throws(TLSSetupError) -> ClientTLS { try ClientTLS(roots: .default, origin: "the system trust store") }
@@ -93,20 +95,21 @@ public struct ClientTLS: Sendable {
     }
 
     private init(roots: NIOSSLTrustRoots, origin: String) throws(TLSSetupError) {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.minimumTLSVersion = .tlsv12
-        configuration.trustRoots = roots
-        configuration.certificateVerification = .fullVerification
-        configuration.applicationProtocols = ["http/1.1"]
-        do { context = try NIOSSLContext(configuration: configuration) } catch {
+        configuration = Self.configuration(trusting: roots)
+        // Built once here so that an unusable trust store is refused when the role starts,
+        // naming where it came from, rather than at the first request.
+        do { _ = try NIOSSLContext(configuration: configuration) } catch {
             throw TLSSetupError(description: "cannot set up TLS with \(origin): \(TLSFailure.describe(error))")
         }
     }
 
-    /// A handler for a connection to `host`: its name goes in SNI and is checked against the
-    /// certificate; an IP literal is checked against the certificate's IP addresses instead.
-    func handler(host: String) throws -> NIOSSLClientHandler {
-        try NIOSSLClientHandler(context: context, serverHostname: (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil)
+    /// TLS 1.2 or later, the certificate chain and name checked against `roots`.
+    static func configuration(trusting roots: NIOSSLTrustRoots) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.trustRoots = roots
+        configuration.certificateVerification = .fullVerification
+        return configuration
     }
 }
 

@@ -11,8 +11,15 @@ import ServiceMetrics
 /// interval, reloads at SIGHUP (the TLS certificate and key, then what the role reloads), and
 /// shuts down cleanly.
 enum HTTPServiceRunner {
-    static func parseListen(_ text: String) throws -> ListenAddress {
+    /// Parses `--listen`; plain HTTP (no `--tls-certificate`) beyond loopback is refused unless
+    /// `--insecure-http` says so: a role on the network serves TLS or sits behind a proxy that does.
+    static func parseListen(_ text: String, serving: HTTPServingOptions) throws -> ListenAddress {
         guard let address = ListenAddress(parsing: text) else { throw ValidationError("--listen must be HOST:PORT, got \(text)") }
+        if serving.tlsCertificate == nil, !address.isLoopback, !serving.insecureHTTP {
+            throw ValidationError(
+                "--listen \(address) is not a loopback address and no --tls-certificate is given: serve TLS (--tls-certificate and --tls-key), "
+                    + "listen on loopback behind a TLS-terminating proxy, or give --insecure-http to serve plain HTTP there anyway (labs)")
+        }
         return address
     }
 
@@ -106,7 +113,7 @@ enum HTTPServiceRunner {
         fields["tls"] = "\(tls ? "on" : "off")"
         logger.info("serving", metadata: fields)
         if !tls, !listen.isLoopback {
-            logger.warning("serving plain HTTP beyond loopback: give --tls-certificate and --tls-key, or put a TLS-terminating proxy in front")
+            logger.warning("serving plain HTTP beyond loopback (--insecure-http): give --tls-certificate and --tls-key, or put a TLS-terminating proxy in front")
         }
     }
 

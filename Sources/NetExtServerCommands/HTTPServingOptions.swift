@@ -10,6 +10,10 @@ struct HTTPServingOptions: ParsableArguments {
     var tlsCertificate: String?
     @Option(help: "PEM file of the private key of --tls-certificate (keep it 0600).")
     var tlsKey: String?
+    @Flag(help: ArgumentHelp(
+        "Serve plain HTTP on a --listen address beyond loopback.",
+        discussion: "Without a certificate a role listens on loopback only (behind a TLS-terminating proxy); this flag is for labs."))
+    var insecureHTTP = false
     @Option(help: "Connections held at once; more are closed as soon as they are accepted.")
     var maxConnections = HTTPServerLimits().maximumConnections
     @Option(help: ArgumentHelp(

@@ -31,7 +31,7 @@ struct IssuerCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "netext-server.issuer")
-        let address = try HTTPServiceRunner.parseListen(listen)
+        let address = try HTTPServiceRunner.parseListen(listen, serving: serving)
         guard ratePerHour > 0, burst >= 1 else { throw ValidationError("--rate-per-hour must be positive and --burst at least 1") }
         let ring: IssuerKeyRing
         let accepted: BearerCredentials

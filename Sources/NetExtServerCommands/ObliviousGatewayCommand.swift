@@ -29,7 +29,7 @@ struct ObliviousGatewayCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "netext-server.ohttp-gateway")
-        let address = try HTTPServiceRunner.parseListen(listen)
+        let address = try HTTPServiceRunner.parseListen(listen, serving: serving)
         guard !targets.isEmpty else { throw ValidationError("name at least one --target AUTHORITY=URL") }
         var allowed: [String: URL] = [:]
         for target in targets {

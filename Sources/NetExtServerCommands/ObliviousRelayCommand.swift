@@ -27,7 +27,7 @@ struct ObliviousRelayCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "netext-server.ohttp-relay")
-        let address = try HTTPServiceRunner.parseListen(listen)
+        let address = try HTTPServiceRunner.parseListen(listen, serving: serving)
         guard let gatewayURL = URL(string: gateway), ["http", "https"].contains(gatewayURL.scheme ?? ""), gatewayURL.host != nil else {
             throw ValidationError("--gateway must be an http(s) URL, got \(gateway)")
         }

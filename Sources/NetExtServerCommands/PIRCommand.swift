@@ -51,7 +51,7 @@ struct PIRCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "netext-server.pir")
-        let address = try HTTPServiceRunner.parseListen(listen)
+        let address = try HTTPServiceRunner.parseListen(listen, serving: serving)
         let useCases: [String: PIRUseCase]
         do throws(PIRServiceError) { useCases = try PIRDatabaseDirectory.load(root: database, threads: threads) } catch {
             FileHandle.standardError.write(Data("netext-server: \(error)\n".utf8))

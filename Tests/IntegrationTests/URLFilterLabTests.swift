@@ -10,6 +10,12 @@ struct URLFilterLabTests {
         try await runChecks("scripts/e2e/urlfilter.sh", checks: 19, timeout: 400)
     }
 
+    /// The same path with every hop over TLS under a lab CA (scripts/e2e/urlfilter-tls.sh):
+    /// prefilter over HTTPS, relay → gateway over HTTP/2, captures of every hop TLS only.
+    @Test func privateVerdictsOverTLSOnEveryHop() async throws {
+        try await runChecks("scripts/e2e/urlfilter-tls.sh", checks: 12, timeout: 300)
+    }
+
     @Test func demoPrintsOneVerdictPerURL() async throws {
         let result = try await run(
             "/bin/bash", [repositoryRoot + "/scripts/demo-urlfilter", "--blocklist", repositoryRoot + "/examples/urlfilter/blocklist.txt",

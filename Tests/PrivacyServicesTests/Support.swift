@@ -62,6 +62,8 @@ final class Wiretap: HTTPResponder, @unchecked Sendable {
     let inner: any HTTPResponder
     let bodies = Mutex<[[UInt8]]>([])
     let headers = Mutex<[[(name: String, value: String)]]>([])
+    /// The HTTP major version of each request (2: a stream of an HTTP/2 connection).
+    let versions = Mutex<[Int]>([])
 
     init(_ inner: any HTTPResponder) { self.inner = inner }
 
@@ -70,6 +72,7 @@ final class Wiretap: HTTPResponder, @unchecked Sendable {
     func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
         bodies.withLock { $0.append(request.body) }
         headers.withLock { $0.append(request.headers) }
+        versions.withLock { $0.append(request.majorVersion) }
         return await inner.respond(to: request)
     }
 }

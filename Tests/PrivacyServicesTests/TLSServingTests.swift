@@ -4,6 +4,7 @@ import Logging
 import NetExtTestSupport
 import PrivacyPass
 import Testing
+@testable import URLFilter
 @testable import PrivacyServices
 
 /// TLS on the HTTP roles (`ServerTLS`) and on their own requests to other servers (`ClientTLS`
@@ -145,6 +146,40 @@ struct TLSServingTests {
                 let stranger = try verifier(trusting: certificates.otherCAFile)
                 #expect(await stranger.refreshKeys() == false)
                 #expect(stranger.keys.isEmpty)
+            }
+        }
+    }
+
+    /// The hop Apple's relay makes with HTTP/2: NetExt's relay reaches a gateway that serves TLS
+    /// over HTTP/2 (ALPN), every request of the exchange (the key fetch and the encapsulated
+    /// request) as a stream of one kept connection; a plain-HTTP upstream is spoken to in HTTP/1.1.
+    @Test func theRelayReachesATLSGatewayOverHTTP2AndAPlainOneOverHTTP1() async throws {
+        try await Self.withCertificates { certificates in
+            let keys = TemporaryDirectory()
+            defer { keys.remove() }
+            let target = RecordingTarget()
+            try await Served.start(target).use { targetServer in
+                let ring = try GatewayKeyRing(directory: keys.path + "/gateway-keys", schedule: try KeyRotationSchedule(lifetime: 86400, overlap: 3600))
+                let tap = Wiretap(GatewayResponder(keys: ring, targets: ["service.test": targetServer.url("")]))
+                let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+                try await Served.start(tap, tls: tls).use { gateway in
+                    let upstream = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.caFile))
+                    let relay = RelayResponder(gatewayURL: gateway.url("/gateway"), keysURL: gateway.url("/ohttp-keys"), upstream: upstream)
+                    try await Served.start(relay).use { relayServer in
+                        let transport = ObliviousTransport(relayURL: relayServer.url("/relay"), timeout: testClientTimeout)
+                        for index in 0..<3 {
+                            let body = Array("query \(index)".utf8)
+                            let answer = try await transport.send(ServiceRequest(method: "POST", url: URL(string: "http://service.test/q")!, body: body))
+                            #expect(answer.status == 200)
+                            #expect(answer.body == body.reversed())
+                        }
+                    }
+                }
+                let versions = tap.versions.withLock { $0 }
+                #expect(versions.count >= 4, "\(versions)")  // at least one key fetch and three requests
+                #expect(versions.allSatisfy { $0 == 2 }, "the gateway was reached over HTTP/\(versions)")
+                // The gateway's own hop to the plain-HTTP target: HTTP/1.1.
+                #expect(target.requests.withLock { $0.map(\.majorVersion) } == [1, 1, 1])
             }
         }
     }
