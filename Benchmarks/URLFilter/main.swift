@@ -66,7 +66,6 @@ let issuerKey = issuerKeys.keys[0].key
 let challenge = TokenChallenge(issuerName: "127.0.0.1", originInfo: ["pir.bench"])
 let batch = 16
 let requests = try (0..<batch).map { _ in try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: issuerKey.publicKeyDER).0 }
-let body = requests.flatMap { $0.encoded() }
 for threads in [1, 2] {
     let raw = try await rate(workers: threads) {
         for request in requests { _ = try issuerKey.respond(to: request) }
@@ -79,11 +78,33 @@ let issuerServer = HTTPServer(responder: IssuerResponder(
     limiter: IssuanceRateLimiter(perHour: 1e12, burst: 1e12)), logger: quiet, eventLoops: 2)
 let (_, issuerPort) = try await issuerServer.start(host: "127.0.0.1", port: 0)
 let direct = DirectTransport()
-let issueRequest = ServiceRequest(
-    method: "POST", url: URL(string: "http://127.0.0.1:\(issuerPort)/issue")!,
-    headers: [("Content-Type", "application/private-token-request"), ("Authorization", "Bearer bench-credential-0123456789")], body: body)
+/// Batches of fresh token requests: the issuer refuses a blinded message it has signed before
+/// (409, a replay), so every exchange needs new ones. Made before the clock starts (the client's
+/// blinding is not the issuer's work); made on demand if the run outlasts them.
+final class FreshIssueBodies: @unchecked Sendable {
+    let lock = NSLock()
+    var bodies: [[UInt8]]
+    let make: @Sendable () throws -> [UInt8]
+    init(count: Int, make: @escaping @Sendable () throws -> [UInt8]) throws {
+        self.make = make
+        bodies = try (0..<count).map { _ in try make() }
+    }
+    func next() throws -> [UInt8] {
+        lock.lock()
+        let body = bodies.popLast()
+        lock.unlock()
+        return try body ?? make()
+    }
+}
+let issuerKeyDER = issuerKey.publicKeyDER
+let fresh = try FreshIssueBodies(count: Int(seconds * 300) + 64) {
+    try (0..<batch).flatMap { _ in try BlindRSAIssuance.makeRequest(challenge: challenge, issuerKeyDER: issuerKeyDER).0.encoded() }
+}
 for clients in [1, 2] {
     let issued = try await rate(workers: clients) {
+        let issueRequest = ServiceRequest(
+            method: "POST", url: URL(string: "http://127.0.0.1:\(issuerPort)/issue")!,
+            headers: [("Content-Type", "application/private-token-request"), ("Authorization", "Bearer bench-credential-0123456789")], body: try fresh.next())
         let answer = try await direct.send(issueRequest)
         guard answer.status == 200 else { throw URLFilterError.server(status: answer.status, message: answer.message) }
         return batch
