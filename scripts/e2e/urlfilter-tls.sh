@@ -29,13 +29,7 @@ start_captures() {
 UF_ON_LAB_UP=start_captures
 check "the lab comes up over TLS: prefilter fetched from https://cdn.lab.test, the URL filter running" urlfilter_lab_up "$work/blocklist.txt"
 
-verdicts() {
-  local expected="$1"; shift
-  local got
-  got="$(urlfilter_check "$@" 2>>"$work/check.err" | awk '{print $2}' | paste -sd ' ')"
-  [ "$got" = "$expected" ] || { echo "  got: $got; expected: $expected"; return 1; }
-}
-check "listed URLs are denied and others allowed, through relay, gateway and PIR over TLS" verdicts "deny deny allow allow" \
+check "listed URLs are denied and others allowed, through relay, gateway and PIR over TLS" urlfilter_verdicts "deny deny allow allow" \
   https://blocked17.example/ https://www.casino.example/table https://fine.example/ https://blocked17.example.org/
 private_lookups() {
   netext urlfilter status --json > "$work/status.json" && python3 - "$work/status.json" <<'PY'

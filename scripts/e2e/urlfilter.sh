@@ -24,13 +24,7 @@ netext urlfilter status >> "$work/status.log" 2>&1
 lab_capture_start relay_dump "$LAB_INTERNET" eth0 "$work/relay-side.pcap" -s 0 'tcp port 8083'
 lab_capture_start provider_dump "$LAB_OFFICE" eth0 "$work/provider-side.pcap" -s 0
 
-verdicts() {
-  local expected="$1"; shift
-  local got
-  got="$(urlfilter_check "$@" 2>>"$work/check.err" | awk '{print $2}' | paste -sd ' ')"
-  [ "$got" = "$expected" ] || { echo "  got: $got; expected: $expected"; return 1; }
-}
-check "listed URLs are denied (paths, parent domains), others allowed" verdicts "deny deny deny allow allow" \
+check "listed URLs are denied (paths, parent domains), others allowed" urlfilter_verdicts "deny deny deny allow allow" \
   https://blocked17.example/ https://www.casino.example/table https://news.example/politics/today.html https://news.example/sport/ https://fine.example/
 
 # A URL that passes the prefilter without being listed: PIR must say allow.
@@ -66,7 +60,7 @@ for i in range(500000):
         print(f"https://{host}/"); break
 PY
 )"
-fp_resolves() { [ -n "$fp" ] && verdicts "allow" "$fp"; }
+fp_resolves() { [ -n "$fp" ] && urlfilter_verdicts "allow" "$fp"; }
 check "a Bloom false positive ($fp) resolves to allow through PIR" fp_resolves
 counted() { netext urlfilter status --json > "$work/status.json" && python3 - "$work/status.json" <<'PY'
 import json, sys
@@ -115,7 +109,7 @@ check "the refilled tokens serve further private lookups" denied_21
 urlfilter_stop_pir
 check "with the PIR server down, a prefilter positive is unknown and allowed (fail open)" bash -c \
   "'$bin/netext' urlfilter check --app '$UF_APP' https://blocked2500.example/ | grep -qx 'https://blocked2500.example/ unknown (allow by policy)'"
-check "prefilter negatives still answer at once" verdicts "allow" https://other.example/
+check "prefilter negatives still answer at once" urlfilter_verdicts "allow" https://other.example/
 fail_closed() {
   netext urlfilter configure --app "$UF_APP" --pir-server http://pir.netext --issuer http://issuer.netext --token-stdin <<< "$UF_CREDENTIAL" \
     --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --fail-closed --enable > /dev/null &&
@@ -126,7 +120,7 @@ fail_closed() {
 }
 check "after reconfiguring to fail closed, the same situation denies" fail_closed
 urlfilter_start_pir
-check "with the PIR server back, verdicts are decided again" verdicts "deny" https://blocked2502.example/
+check "with the PIR server back, verdicts are decided again" urlfilter_verdicts "deny" https://blocked2502.example/
 
 # A new block list: the PIR server reloads, the CDN publishes the new prefilter, netextd fetches it.
 refresh() {
@@ -135,10 +129,10 @@ refresh() {
   { cat "$work/blocklist.txt"; echo "https://newly-listed.example/"; } > "$work/blocklist2.txt"
   urlfilter_build "$work/blocklist2.txt" && kill -HUP "$UF_PIR_PID" && lab_wait "grep -q reloaded '$work/pir.log'" 60 &&
   lab_wait "[ \$('$bin/netext' urlfilter status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"prefilterFetches\"])') -ge $((fetches + 2)) ]" 30 &&
-  verdicts "deny allow" https://newly-listed.example/page https://not-listed.example/
+  urlfilter_verdicts "deny allow" https://newly-listed.example/page https://not-listed.example/
 }
 check "a rebuilt list is picked up: the prefilter is fetched again at the interval and the new URL is denied" refresh
 
 check "disabling the URL filter turns it off" bash -c "'$bin/netext' urlfilter disable --app '$UF_APP' > /dev/null && '$bin/netext' urlfilter status | grep -qx 'URL filter: off'"
-check "with no URL filter, everything is allowed" verdicts "allow" https://blocked17.example/
+check "with no URL filter, everything is allowed" urlfilter_verdicts "allow" https://blocked17.example/
 e2e_finish "$work/netextd.log" "$work/pir.log" "$work/gateway.log" "$work/relay.log" "$work/issuer.log" "$work/check.err" "$work/status.log"

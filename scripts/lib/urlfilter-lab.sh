@@ -119,3 +119,11 @@ urlfilter_lab_up() {
 
 # `netext urlfilter check` as the lab's app; prints 'URL verdict…' lines.
 urlfilter_check() { "$bin/netext" urlfilter check --app "$UF_APP" "$@"; }
+
+# Checks the verdicts of URLs: urlfilter_verdicts "deny allow" URL1 URL2 (stderr to $work/check.err).
+urlfilter_verdicts() {
+  local expected="$1"; shift
+  local got
+  got="$(urlfilter_check "$@" 2>>"$work/check.err" | awk '{print $2}' | paste -sd ' ')"
+  [ "$got" = "$expected" ] || { echo "  got: $got; expected: $expected"; return 1; }
+}
