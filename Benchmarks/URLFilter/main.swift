@@ -13,6 +13,7 @@ import PIRService
 import PrivacyPass
 import PrivacyServices
 import URLFilter
+import Synchronization
 import URLFilterDatabase
 
 func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
@@ -81,20 +82,14 @@ let direct = DirectTransport()
 /// Batches of fresh token requests: the issuer refuses a blinded message it has signed before
 /// (409, a replay), so every exchange needs new ones. Made before the clock starts (the client's
 /// blinding is not the issuer's work); made on demand if the run outlasts them.
-final class FreshIssueBodies: @unchecked Sendable {
-    let lock = NSLock()
-    var bodies: [[UInt8]]
+final class FreshIssueBodies: Sendable {
+    let bodies: Mutex<[[UInt8]]>
     let make: @Sendable () throws -> [UInt8]
     init(count: Int, make: @escaping @Sendable () throws -> [UInt8]) throws {
         self.make = make
-        bodies = try (0..<count).map { _ in try make() }
+        bodies = Mutex(try (0..<count).map { _ in try make() })
     }
-    func next() throws -> [UInt8] {
-        lock.lock()
-        let body = bodies.popLast()
-        lock.unlock()
-        return try body ?? make()
-    }
+    func next() throws -> [UInt8] { try bodies.withLock { $0.popLast() } ?? make() }
 }
 let issuerKeyDER = issuerKey.publicKeyDER
 let fresh = try FreshIssueBodies(count: Int(seconds * 300) + 64) {

@@ -81,9 +81,6 @@ public struct ClientTLS: Sendable {
     /// `http/1.1` on top of it and checks the server's name or IP address).
     let configuration: TLSConfiguration
 
-    /// The machine's trust store (`/etc/ssl/certs`).
-    public static func system() throws(TLSSetupError) -> ClientTLS { try ClientTLS(roots: .default, origin: "the system trust store") }
-
     /// The certificates in `caFile` (PEM) and nothing else.
     public init(caFile: String) throws(TLSSetupError) {
         let roots: [NIOSSLCertificate]
@@ -91,15 +88,11 @@ public struct ClientTLS: Sendable {
             throw TLSSetupError(description: "cannot read the CA file \(caFile): \(TLSFailure.describe(error))")
         }
         guard !roots.isEmpty else { throw TLSSetupError(description: "the CA file \(caFile) holds no PEM certificate") }
-        try self.init(roots: .certificates(roots), origin: caFile)
-    }
-
-    private init(roots: NIOSSLTrustRoots, origin: String) throws(TLSSetupError) {
-        configuration = Self.configuration(trusting: roots)
-        // Built once here so that an unusable trust store is refused when the role starts,
-        // naming where it came from, rather than at the first request.
+        configuration = Self.configuration(trusting: .certificates(roots))
+        // Built once here so that an unusable CA file is refused when the role starts, naming
+        // the file, rather than at the first request.
         do { _ = try NIOSSLContext(configuration: configuration) } catch {
-            throw TLSSetupError(description: "cannot set up TLS with \(origin): \(TLSFailure.describe(error))")
+            throw TLSSetupError(description: "cannot set up TLS with \(caFile): \(TLSFailure.describe(error))")
         }
     }
 

@@ -111,7 +111,7 @@ check "with the PIR server down, a prefilter positive is unknown and allowed (fa
   "'$bin/netext' urlfilter check --app '$UF_APP' https://blocked2500.example/ | grep -qx 'https://blocked2500.example/ unknown (allow by policy)'"
 check "prefilter negatives still answer at once" urlfilter_verdicts "allow" https://other.example/
 fail_closed() {
-  netext urlfilter configure --app "$UF_APP" --pir-server http://pir.netext --issuer http://issuer.netext --token-stdin <<< "$UF_CREDENTIAL" \
+  netext urlfilter configure --app "$UF_APP" --pir-server "$UF_SCHEME://$UF_PIR_NAME" --issuer "$UF_SCHEME://$UF_ISSUER_NAME" --token-stdin <<< "$UF_CREDENTIAL" \
     --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --fail-closed --enable > /dev/null &&
   lab_wait "'$bin/netext' urlfilter status | grep -q 'running.*fails closed'" 30 || { echo "  not running: $("$bin/netext" urlfilter status | head -1)"; return 1; }
   local got

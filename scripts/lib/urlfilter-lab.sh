@@ -22,17 +22,19 @@ UF_CONTROL=org.netext.urlfilter.control
 UF_USE_CASE=org.netext.urlfilter.url.filtering
 UF_CREDENTIAL="lab-credential-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 UF_TLS="${UF_TLS:-0}"
+# Where each party is reached; UF_PLAIN_BEYOND_LOOPBACK lets the plain lab's gateway and relay
+# serve plain HTTP on their namespace addresses.
 if [ "$UF_TLS" = 1 ]; then
-  UF_RELAY_URL=https://relay.lab.test:8083/relay
-  UF_PREFILTER_FROM=https://cdn.lab.test/files/
-  UF_PIR_NAME=pir.lab.test UF_ISSUER_NAME=issuer.lab.test
+  UF_SCHEME=https UF_PIR_NAME=pir.lab.test UF_ISSUER_NAME=issuer.lab.test
+  UF_RELAY_URL=https://relay.lab.test:8083/relay UF_GATEWAY_URL=https://gateway.lab.test:8082/gateway
+  UF_PIR_DIRECT=https://pir.lab.test:8080 UF_ISSUER_DIRECT=https://issuer.lab.test:8081
+  UF_PREFILTER_FROM=https://cdn.lab.test/files/ UF_PLAIN_BEYOND_LOOPBACK=
 else
-  UF_RELAY_URL=http://198.51.100.1:8083/relay
-  UF_PREFILTER_FROM=http://198.51.100.1:8090/
-  UF_PIR_NAME=pir.netext UF_ISSUER_NAME=issuer.netext
+  UF_SCHEME=http UF_PIR_NAME=pir.netext UF_ISSUER_NAME=issuer.netext
+  UF_RELAY_URL=http://198.51.100.1:8083/relay UF_GATEWAY_URL=http://203.0.113.2:8082/gateway
+  UF_PIR_DIRECT=http://127.0.0.1:8080 UF_ISSUER_DIRECT=http://127.0.0.1:8081
+  UF_PREFILTER_FROM=http://198.51.100.1:8090/ UF_PLAIN_BEYOND_LOOPBACK=--insecure-http
 fi
-UF_SCHEME=http UF_ISSUER_DIRECT=http://127.0.0.1:8081
-[ "$UF_TLS" = 1 ] && UF_SCHEME=https UF_ISSUER_DIRECT=https://issuer.lab.test:8081
 UF_PREFILTER_INTERVAL="${UF_PREFILTER_INTERVAL:-5}"
 [ -n "${UF_CONFIGURE_FLAGS+x}" ] || UF_CONFIGURE_FLAGS=()
 
@@ -72,9 +74,9 @@ urlfilter_start_pir() {
     --privacy-pass-issuer "$UF_ISSUER_DIRECT" --issuer-name "$UF_ISSUER_NAME" \
     --origin-name "$UF_PIR_NAME" 2>> "$work/pir.log"
   UF_PIR_PID=$!
-  local metrics=http://127.0.0.1:8080/metrics
-  [ "$UF_TLS" = 1 ] && metrics="--cacert $work/ca/ca.crt https://pir.lab.test:8080/metrics"
-  lab_wait "grep -q 'privacy_pass=required' '$work/pir.log' && ip netns exec '$LAB_OFFICE' curl -s -o /dev/null $metrics" 30
+  local trust=""
+  [ "$UF_TLS" = 1 ] && trust="--cacert $work/ca/ca.crt"
+  lab_wait "grep -q 'privacy_pass=required' '$work/pir.log' && ip netns exec '$LAB_OFFICE' curl -s -o /dev/null $trust $UF_PIR_DIRECT/metrics" 30
 }
 urlfilter_stop_pir() { kill "$UF_PIR_PID" 2>/dev/null; wait "$UF_PIR_PID" 2>/dev/null; }
 
@@ -89,16 +91,13 @@ urlfilter_lab_up() {
   lab_spawn "$LAB_OFFICE" "$bin/netext-server" issuer --listen 127.0.0.1:8081 --keys "$work/issuer-keys" --credentials "$work/credentials" $(urlfilter_tls issuer) 2>> "$work/issuer.log"
   lab_wait "grep -q 'serving' '$work/issuer.log'" 20 || { echo "the issuer did not start"; return 1; }
   urlfilter_start_pir || { echo "the PIR server did not start"; tail -5 "$work/pir.log"; return 1; }
+  lab_spawn "$LAB_OFFICE" "$bin/netext-server" ohttp-gateway --listen 203.0.113.2:8082 $UF_PLAIN_BEYOND_LOOPBACK $(urlfilter_tls gateway upstream) \
+    --keys "$work/gateway-keys" --target "$UF_PIR_NAME=$UF_PIR_DIRECT" --target "$UF_ISSUER_NAME=$UF_ISSUER_DIRECT" 2>> "$work/gateway.log"
+  lab_spawn "$LAB_INTERNET" "$bin/netext-server" ohttp-relay --listen 198.51.100.1:8083 $UF_PLAIN_BEYOND_LOOPBACK $(urlfilter_tls relay upstream) \
+    --gateway "$UF_GATEWAY_URL" 2>> "$work/relay.log"
   if [ "$UF_TLS" = 1 ]; then
-    lab_spawn "$LAB_OFFICE" "$bin/netext-server" ohttp-gateway --listen 203.0.113.2:8082 --keys "$work/gateway-keys" $(urlfilter_tls gateway upstream) \
-      --target pir.lab.test=https://pir.lab.test:8080 --target issuer.lab.test=https://issuer.lab.test:8081 2>> "$work/gateway.log"
-    lab_spawn "$LAB_INTERNET" "$bin/netext-server" ohttp-relay --listen 198.51.100.1:8083 --gateway https://gateway.lab.test:8082/gateway \
-      $(urlfilter_tls relay upstream) 2>> "$work/relay.log"
     lab_spawn "$LAB_INTERNET" python3 scripts/e2e/web-server.py "$work/ca/cdn.crt" "$work/ca/cdn.key" "$work/cdn.log" "$work/cdn"
   else
-    lab_spawn "$LAB_OFFICE" "$bin/netext-server" ohttp-gateway --listen 203.0.113.2:8082 --insecure-http --keys "$work/gateway-keys" \
-      --target pir.netext=http://127.0.0.1:8080 --target issuer.netext=http://127.0.0.1:8081 2>> "$work/gateway.log"
-    lab_spawn "$LAB_INTERNET" "$bin/netext-server" ohttp-relay --listen 198.51.100.1:8083 --insecure-http --gateway http://203.0.113.2:8082/gateway 2>> "$work/relay.log"
     lab_spawn "$LAB_INTERNET" python3 -m http.server --bind 198.51.100.1 --directory "$work/cdn" 8090 2>> "$work/cdn.log"
   fi
   lab_wait "grep -q serving '$work/gateway.log' && grep -q serving '$work/relay.log' && ip netns exec '$LAB_LAPTOP' curl -sf -o /dev/null ${UF_PREFILTER_FROM}prefilter.json" 20 ||
