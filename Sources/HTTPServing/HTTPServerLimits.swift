@@ -18,6 +18,9 @@ public struct HTTPServerLimits: Sendable {
     /// deliver a whole request (head and body); then it is closed. Covers idle keep-alive
     /// connections, slowly sent heads (slowloris) and slowly sent bodies.
     public var requestDeadline: Double = 30
+    /// Seconds a shutdown waits for requests being answered (and HTTP/2 clients told to go
+    /// away) before it closes what is still open.
+    public var drainDeadline: Double = 10
 
     public init() {}
 }

@@ -10,19 +10,32 @@ public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
 
 /// The TLS an HTTP role serves with: a certificate chain and its private key, read from PEM
 /// files; TLS 1.2 and 1.3 only (BoringSSL's default cipher suites, all forward-secret), ALPN
-/// `h2` then `http/1.1` (a client that offers neither gets HTTP/1.1). ``reload()`` reads the files again (a renewed certificate): connections accepted
-/// afterwards use the new chain, established ones keep theirs.
+/// `h2` then `http/1.1` (a client that offers neither gets HTTP/1.1). ``reload()`` reads the
+/// files again (a renewed certificate): handshakes from then on use the new chain, established
+/// connections keep theirs and are not interrupted.
 public final class ServerTLS: Sendable {
     /// The PEM files it was read from (and that ``reload()`` reads).
     public let certificateFile: String
     public let keyFile: String
-    private let current: Mutex<Loaded>
+    /// The chain and key in use, shared with the handshake callback of ``configuration``.
+    private let current: CertificateSlot
+    /// What the server's TLS context is made from: the chain and key first read, and a
+    /// callback that hands each handshake the reloaded ones once there are any (swift-nio-ssl's
+    /// `sslContextCallback`, run once per ClientHello).
+    let configuration: TLSConfiguration
 
     /// What one reading of the files gave.
     struct Loaded: Sendable {
-        let context: NIOSSLContext
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
         /// The leaf certificate's last valid moment.
         let notValidAfter: Date
+    }
+
+    /// The chain and key handshakes use; `reloaded` once ``reload()`` has replaced the first.
+    final class CertificateSlot: Sendable {
+        let state: Mutex<(loaded: Loaded, reloaded: Bool)>
+        init(_ loaded: Loaded) { state = Mutex((loaded, false)) }
     }
 
     /// Reads the chain (leaf first) and its key. Refuses a missing or unreadable file, a file
@@ -30,23 +43,41 @@ public final class ServerTLS: Sendable {
     public init(certificateFile: String, keyFile: String) throws(TLSSetupError) {
         self.certificateFile = certificateFile
         self.keyFile = keyFile
-        current = Mutex(try Self.load(certificateFile: certificateFile, keyFile: keyFile))
+        let loaded = try Self.load(certificateFile: certificateFile, keyFile: keyFile)
+        let slot = CertificateSlot(loaded)
+        current = slot
+        var configuration = Self.configuration(chain: loaded.chain, key: loaded.key)
+        configuration.sslContextCallback = { _, promise in
+            let (loaded, reloaded) = slot.state.withLock { $0 }
+            guard reloaded else { return promise.succeed(.noChanges) }
+            var override = NIOSSLContextConfigurationOverride()
+            override.certificateChain = loaded.chain.map { .certificate($0) }
+            override.privateKey = .privateKey(loaded.key)
+            promise.succeed(override)
+        }
+        self.configuration = configuration
     }
 
     /// When the certificate in use stops being valid.
-    public var notValidAfter: Date { current.withLock { $0.notValidAfter } }
+    public var notValidAfter: Date { current.state.withLock { $0.loaded.notValidAfter } }
 
-    /// Reads the files again and serves new connections with them. On an error nothing changes:
+    /// Reads the files again and serves new handshakes with them. On an error nothing changes:
     /// the previous chain keeps serving.
     public func reload() throws(TLSSetupError) {
         let fresh = try Self.load(certificateFile: certificateFile, keyFile: keyFile)
-        current.withLock { $0 = fresh }
+        current.state.withLock { $0 = (fresh, true) }
     }
 
     /// What the server offers in ALPN, preferred first (RFC 7301; `h2`: RFC 9113 §3.2).
     static let applicationProtocols = ["h2", "http/1.1"]
 
-    func handler() -> NIOSSLServerHandler { NIOSSLServerHandler(context: current.withLock { $0.context }) }
+    /// TLS 1.2 or later, the given chain and key, ALPN `h2` then `http/1.1`.
+    static func configuration(chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.applicationProtocols = ServerTLS.applicationProtocols
+        return configuration
+    }
 
     private static func load(certificateFile: String, keyFile: String) throws(TLSSetupError) -> Loaded {
         let chain: [NIOSSLCertificate]
@@ -58,18 +89,14 @@ public final class ServerTLS: Sendable {
         do { key = try NIOSSLPrivateKey(file: keyFile, format: .pem) } catch {
             throw TLSSetupError(description: "cannot read the private key file \(keyFile): \(TLSFailure.describe(error))")
         }
-        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-        configuration.minimumTLSVersion = .tlsv12
-        configuration.applicationProtocols = ServerTLS.applicationProtocols
-        // The key was read above, so failing to load it here means BoringSSL found that it
-        // does not belong to the leaf certificate.
-        let context: NIOSSLContext
-        do { context = try NIOSSLContext(configuration: configuration) } catch NIOSSLError.failedToLoadPrivateKey {
+        // A context is built here only to check the pair: the key was read above, so failing
+        // to load it means BoringSSL found that it does not belong to the leaf certificate.
+        do { _ = try NIOSSLContext(configuration: configuration(chain: chain, key: key)) } catch NIOSSLError.failedToLoadPrivateKey {
             throw TLSSetupError(description: "the private key in \(keyFile) does not match the first certificate in \(certificateFile)")
         } catch {
             throw TLSSetupError(description: "cannot use \(certificateFile) with \(keyFile): \(TLSFailure.describe(error))")
         }
-        return Loaded(context: context, notValidAfter: Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter)))
+        return Loaded(chain: chain, key: key, notValidAfter: Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter)))
     }
 }
 

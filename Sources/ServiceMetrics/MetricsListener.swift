@@ -25,13 +25,11 @@ public final class MetricsListener: Sendable {
     }
 
     private let server: HTTPServer
-    private let channel: any Channel
     /// The address actually bound (the port is the bound one when 0 was asked for).
     public let address: ListenAddress
 
-    private init(server: HTTPServer, channel: any Channel, address: ListenAddress) {
+    private init(server: HTTPServer, address: ListenAddress) {
         self.server = server
-        self.channel = channel
         self.address = address
     }
 
@@ -47,8 +45,8 @@ public final class MetricsListener: Sendable {
             responder: NotFoundResponder(), logger: logger, limits: limits,
             metrics: HTTPServerMetrics(prefix: "netext_metrics_endpoint", factory: NOOPMetricsHandler.instance, exposition: exporter))
         do throws(ListenFailure) {
-            let (channel, port) = try await server.listen(on: address)
-            return MetricsListener(server: server, channel: channel, address: ListenAddress(host: address.host, port: port))
+            let (_, port) = try await server.listen(on: address)
+            return MetricsListener(server: server, address: ListenAddress(host: address.host, port: port))
         } catch {
             await server.shutdown()
             throw MetricsListenerError(message: "cannot listen for metrics on \(address): \(error.reason)")
@@ -56,7 +54,6 @@ public final class MetricsListener: Sendable {
     }
 
     public func stop() async {
-        try? await channel.close()
         await server.shutdown()
     }
 }

@@ -139,6 +139,29 @@ struct HTTPServerLimitsTests {
         #expect(server.openConnections == 0)
     }
 
+    /// The deadline is for clients, not for the server: a request read whole is answered however
+    /// long the responder takes, and the keep-alive connection then gets a fresh deadline,
+    /// counted from the answer.
+    @Test func noDeadlineWhileARequestIsAnsweredAndAFreshOneFromItsAnswer() async throws {
+        var limits = HTTPServerLimits()
+        limits.requestDeadline = 1
+        let (server, port) = try await Self.serve(SlowResponder(delay: .milliseconds(1500)), limits: limits)
+        defer { Task { await server.shutdown() } }
+        let outcome = try await offPool { () -> (text: String, closed: Bool, seconds: Double) in
+            let client = try RawClient(port: port, timeout: 8)
+            let began = Date()
+            client.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+            let answer = client.readUntilClosed()
+            return (answer.text, answer.closed, Date().timeIntervalSince(began))
+        }
+        // Answered at 1.5 s, past the 1 s deadline, on a connection still open.
+        #expect(outcome.text.hasPrefix("HTTP/1.1 200"), "\(outcome.text)")
+        // Closed by the fresh deadline (1.5 + 1 s), not at the answer and not never (the client
+        // gives up at 8 s, and then `closed` is false).
+        #expect(outcome.closed)
+        #expect(outcome.seconds >= 2.3 && outcome.seconds < 7, "closed after \(outcome.seconds) s")
+    }
+
     @Test func oneSourceCannotTakeEveryConnection() async throws {
         var limits = HTTPServerLimits()
         limits.maximumConnections = 8

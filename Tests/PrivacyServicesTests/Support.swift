@@ -57,6 +57,18 @@ final class RecordingTarget: HTTPResponder, @unchecked Sendable {
     }
 }
 
+/// Answers 200 "slow" after `delay` (a responder busy for a while).
+struct SlowResponder: HTTPResponder {
+    let delay: Duration
+
+    func bodyLimit(method: String, path: String) -> Int { 1024 }
+    func endpointLabel(path: String) -> String { "slow" }
+    func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
+        try? await Task.sleep(for: delay)
+        return .text(200, "slow")
+    }
+}
+
 /// Wraps a responder and records the bodies it is sent (what a relay or gateway sees).
 final class Wiretap: HTTPResponder, @unchecked Sendable {
     let inner: any HTTPResponder

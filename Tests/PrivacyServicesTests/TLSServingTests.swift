@@ -45,6 +45,41 @@ struct TLSServingTests {
         }
     }
 
+    /// SIGHUP's certificate reload (`ServerTLS.reload()`) on a live server: a connection kept
+    /// open across it goes on with the certificate it began with, and handshakes from then on
+    /// present the renewal. The renewal comes from another CA, so which certificate each client
+    /// met shows in whether it is trusted.
+    @Test func aReloadedCertificateServesNewHandshakesWithoutDroppingKeptConnections() async throws {
+        try await Self.withCertificates { certificates in
+            try await certificates.issueRenewal()
+            let target = RecordingTarget()
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            try await Served.start(target, tls: tls).use { served in
+                let kept = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.caFile))
+                #expect(try await kept.exchange(method: "POST", url: served.url("/x"), headers: [], body: [1]).status == 200)
+                #expect(served.server.openConnections == 1)
+
+                try FileManager.default.removeItem(atPath: certificates.certificateFile)
+                try FileManager.default.copyItem(atPath: certificates.renewedCertificateFile, toPath: certificates.certificateFile)
+                try FileManager.default.removeItem(atPath: certificates.keyFile)
+                try FileManager.default.copyItem(atPath: certificates.renewedKeyFile, toPath: certificates.keyFile)
+                try tls.reload()
+
+                // The kept connection (HTTP/2) still answers: it was not dropped, and a new one
+                // would have met the renewal, which this client does not trust.
+                #expect(try await kept.exchange(method: "POST", url: served.url("/x"), headers: [], body: [2]).status == 200)
+                #expect(served.server.openConnections == 1)
+                // A new handshake presents the renewal.
+                let renewedTrust = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.otherCAFile))
+                #expect(try await renewedTrust.exchange(method: "POST", url: served.url("/x"), headers: [], body: [3]).status == 200)
+                let oldTrust = HTTPUpstream(timeout: testClientTimeout, tls: try ClientTLS(caFile: certificates.caFile))
+                let refusal = await Self.failure(oldTrust, served.base + "/x")
+                #expect(refusal?.contains("not signed by a trusted authority") == true, "\(refusal ?? "no failure")")
+                #expect(target.requests.withLock { $0.map(\.body) } == [[1], [2], [3]])
+            }
+        }
+    }
+
     @Test func aServerOutsideTheTrustOrNamedOtherwiseIsRefusedWithTheReason() async throws {
         try await Self.withCertificates { certificates in
             let target = RecordingTarget()

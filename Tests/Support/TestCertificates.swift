@@ -34,7 +34,34 @@ public struct TestCertificates: Sendable {
             openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.crt 2>/dev/null
             chmod 0600 server.key ca.key other-ca.key
             """
-        let status = try await offPool { () -> Int32 in
+        let status = try await run(script)
+        let made = TestCertificates(directory: directory)
+        guard status == 0, FileManager.default.fileExists(atPath: made.certificateFile) else {
+            made.remove()
+            throw Failure(description: "openssl could not make the test certificates (exit \(status))")
+        }
+        return made
+    }
+
+    /// A renewal of the server's certificate, issued by the unrelated CA (`otherCAFile`) to the
+    /// same names, with a key of its own: written to `renewedCertificateFile` and `renewedKeyFile`.
+    public func issueRenewal() async throws {
+        let status = try await Self.run("""
+            set -e
+            cd '\(directory)'
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=localhost -keyout renewed.key -out renewed.csr 2>/dev/null
+            openssl x509 -req -in renewed.csr -CA other-ca.crt -CAkey other-ca.key -CAcreateserial -days 2 -extfile server.ext -out renewed.crt 2>/dev/null
+            chmod 0600 renewed.key
+            """)
+        guard status == 0 else { throw Failure(description: "openssl could not issue the renewed certificate (exit \(status))") }
+    }
+
+    public var renewedCertificateFile: String { directory + "/renewed.crt" }
+    public var renewedKeyFile: String { directory + "/renewed.key" }
+
+    /// Runs a shell script off the task pool; its exit status.
+    static func run(_ script: String) async throws -> Int32 {
+        try await offPool { () -> Int32 in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", script]
@@ -43,12 +70,6 @@ public struct TestCertificates: Sendable {
             process.waitUntilExit()
             return process.terminationStatus
         }
-        let made = TestCertificates(directory: directory)
-        guard status == 0, FileManager.default.fileExists(atPath: made.certificateFile) else {
-            made.remove()
-            throw Failure(description: "openssl could not make the test certificates (exit \(status))")
-        }
-        return made
     }
 
     public func remove() {

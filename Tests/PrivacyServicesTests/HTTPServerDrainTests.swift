@@ -1,0 +1,67 @@
+import Foundation
+import HTTPServing
+import Logging
+import NetExtTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a role's shutdown (SIGTERM) does to its clients: it stops accepting, finishes the
+/// requests it is answering, and closes idle connections at once instead of waiting out their
+/// deadline.
+@Suite("HTTP roles drain on shutdown")
+struct HTTPServerDrainTests {
+    typealias RawClient = HTTPServerLimitsTests.RawClient
+
+    @Test func aRequestBeingAnsweredFinishesIdleConnectionsCloseAndNoNewOneIsTaken() async throws {
+        var limits = HTTPServerLimits()
+        limits.requestDeadline = 60
+        limits.drainDeadline = 10
+        let (server, port) = try await HTTPServerLimitsTests.serve(SlowResponder(delay: .milliseconds(1500)), limits: limits)
+        let (busy, idle) = try await offPool { () -> (RawClient, RawClient) in
+            let busy = try RawClient(port: port, timeout: 8)
+            busy.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+            let idle = try RawClient(port: port, timeout: 8)
+            usleep(300_000)
+            return (busy, idle)
+        }
+        #expect(server.openConnections == 2)
+        let began = Date()
+        let shutdown = Task { await server.shutdown() }
+        let outcome = try await offPool { () -> (busy: String, idleClosedAfter: Double, refused: Bool) in
+            let idleClosed = idle.readUntilClosed().closed
+            let idleSeconds = Date().timeIntervalSince(began)
+            usleep(100_000)
+            // The listening socket is closed: a new connection is refused.
+            let refused = (try? RawClient(port: port, timeout: 1)) == nil
+            let answer = busy.readUntilClosed()
+            return (answer.text, idleClosed ? idleSeconds : .infinity, refused)
+        }
+        await shutdown.value
+        let shutdownSeconds = Date().timeIntervalSince(began)
+        #expect(outcome.busy.hasPrefix("HTTP/1.1 200"), "the request being answered was cut off: \(outcome.busy)")
+        #expect(outcome.idleClosedAfter < 1, "the idle connection closed after \(outcome.idleClosedAfter) s")
+        #expect(outcome.refused, "a connection was accepted during the drain")
+        // The drain waited for the answer (about 1.2 s left of it) and not for the deadlines.
+        #expect(shutdownSeconds >= 1 && shutdownSeconds < 8, "shutdown took \(shutdownSeconds) s")
+    }
+
+    @Test func aDrainIsBoundedByItsDeadline() async throws {
+        var limits = HTTPServerLimits()
+        limits.drainDeadline = 0.5
+        let (server, port) = try await HTTPServerLimitsTests.serve(SlowResponder(delay: .seconds(30)), limits: limits)
+        let busy = try await offPool { () -> RawClient in
+            let busy = try RawClient(port: port, timeout: 8)
+            busy.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+            usleep(300_000)
+            return busy
+        }
+        let began = Date()
+        await server.shutdown()
+        let seconds = Date().timeIntervalSince(began)
+        let closed = try await offPool { busy.readUntilClosed().closed }
+        #expect(seconds < 5, "shutdown took \(seconds) s with a 0.5 s drain deadline")
+        #expect(closed, "the connection outlived the server")
+    }
+}
