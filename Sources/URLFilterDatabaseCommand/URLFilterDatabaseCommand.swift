@@ -97,7 +97,9 @@ struct QueryCommand: AsyncParsableCommand {
                     return value
                 }
                 let name = String(format: "%02d-%@.bin", number, String(path.dropFirst()))
-                FileManager.default.createFile(atPath: recordRequests + "/" + name, contents: Data(body))
+                if !FileManager.default.createFile(atPath: recordRequests + "/" + name, contents: Data(body)) {
+                    FileHandle.standardError.write(Data("netext-urlfilter-db: cannot write the recorded request \(recordRequests)/\(name)\n".utf8))
+                }
             }
         }
         let client = PIRHTTPClient(server: serverURL, useCase: useCase, userIdentifier: userIdentifier, observer: observer)

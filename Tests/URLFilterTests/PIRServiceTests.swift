@@ -26,8 +26,8 @@ final class LogCollector: @unchecked Sendable {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-            let text = "\(message) \(metadata ?? [:]) \(self.metadata)"
+        func log(event: LogEvent) {
+            let text = "\(event.message) \(event.metadata ?? [:]) \(self.metadata)"
             collector.lines.withLock { $0.append(text) }
         }
     }
