@@ -234,5 +234,58 @@ for index in 1..<41 {
 let positives = Double(latencies.count) / (now() - positiveStart)
 print(String(format: "positive_end_to_end_ms_p50=%.1f p90=%.1f verdicts_per_s_positive=%.1f tokens_fetched=%d",
              percentile(latencies, 0.5), percentile(latencies, 0.9), positives, await tokens.fetchedTokens))
+
+// MARK: PIR per verdict over plain HTTP/1.1 and over HTTPS with HTTP/2, alternating in rounds:
+// the same database and handler behind two listeners, a client of each straight to the server
+// (no relay, no tokens), a distinct listed URL per verdict.
+func makeCertificates(in directory: String) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", """
+        set -e; cd '\(directory)'
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=bench CA' 2>/dev/null
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
+        printf 'subjectAltName=IP:127.0.0.1\\n' > leaf.ext
+        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile leaf.ext -out leaf.pem 2>/dev/null
+        """]
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { fatalError("openssl could not make the benchmark's certificates") }
+}
+try makeCertificates(in: root)
+let sharedHandler = PIRRequestHandler(useCases: try PIRDatabaseDirectory.load(root: root + "/db", threads: 2))
+let plainPIR = PIRHTTPServer(handler: sharedHandler, logger: quiet)
+let (_, plainPIRPort) = try await plainPIR.start(host: "127.0.0.1", port: 0)
+let tlsPIR = PIRHTTPServer(handler: sharedHandler, logger: quiet, tls: try ServerTLS(certificateFile: root + "/leaf.pem", keyFile: root + "/leaf.key"))
+let (_, tlsPIRPort) = try await tlsPIR.start(host: "127.0.0.1", port: 0)
+let useCase = "org.netext.bench.url.filtering"
+let plainLookup = URLFilterLookup(
+    prefilter: prefilter, client: PIRHTTPClient(server: URL(string: "http://127.0.0.1:\(plainPIRPort)")!, useCase: useCase), failClosed: false)
+let tlsLookup = URLFilterLookup(
+    prefilter: prefilter,
+    client: PIRHTTPClient(server: URL(string: "https://127.0.0.1:\(tlsPIRPort)")!, useCase: useCase,
+                          transport: DirectTransport(tls: try ClientTLS(caFile: root + "/ca.pem"))),
+    failClosed: false)
+// Warm-up: configuration, evaluation key upload, first connection.
+_ = await plainLookup.decision(for: blocked[100])
+_ = await tlsLookup.decision(for: blocked[101])
+var plainMs: [Double] = [], tlsMs: [Double] = []
+var next = 200
+for _ in 0..<6 {
+    for (lookup, isTLS) in [(plainLookup, false), (tlsLookup, true)] {
+        for _ in 0..<6 {
+            let begin = now()
+            let decision = await lookup.decision(for: blocked[next])
+            next += 1
+            guard decision.verdict == .deny, decision.source == .pir else { fatalError("benchmark lookup gave \(decision)") }
+            if isTLS { tlsMs.append((now() - begin) * 1000) } else { plainMs.append((now() - begin) * 1000) }
+        }
+    }
+}
+let plainMedian = percentile(plainMs, 0.5), tlsMedian = percentile(tlsMs, 0.5)
+print(String(format: "pir_verdict_ms_plain_http1_p50=%.2f pir_verdict_ms_https_h2_p50=%.2f https_h2_over_plain=%.3f verdicts_each=%d",
+             plainMedian, tlsMedian, tlsMedian / plainMedian, plainMs.count))
+await plainPIR.shutdown(); await tlsPIR.shutdown()
 await relayServer.shutdown(); await fullGateway.shutdown(); await pirServer.shutdown()
 await gatewayServer.shutdown(); await echoServer.shutdown(); await issuerServer.shutdown()

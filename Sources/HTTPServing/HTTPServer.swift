@@ -101,6 +101,8 @@ struct RunningListener: Sendable {
     let channel: any Channel
     /// Starts a graceful shutdown and returns when it has finished.
     let shutdownGracefully: @Sendable () async -> Void
+    /// Runs the server; ends once the listener is closed and every connection's task is done.
+    let serving: Task<Void, Never>
 
     /// Binds `childChannel`'s server to `host:port` and runs it in a task; returns once it
     /// listens, or throws the bind failure.
@@ -116,31 +118,44 @@ struct RunningListener: Sendable {
             childChannelSetup: childChannel,
             configuration: ServerConfiguration(address: .hostname(host, port: port), backlog: 1024),
             onServerRunning: { channel in boundSink.yield(.success(channel)) }, eventLoopGroup: group, logger: quiet)
-        Task {
+        let serving = Task {
             do { try await server.run() } catch { boundSink.yield(.failure(error)) }
             boundSink.finish()
         }
         for await outcome in bound {
-            return RunningListener(channel: try outcome.get(), shutdownGracefully: { try? await server.shutdownGracefully() })
+            return RunningListener(channel: try outcome.get(), shutdownGracefully: { try? await server.shutdownGracefully() }, serving: serving)
         }
         throw ListenerStopped()
     }
 
-    /// Shuts down gracefully, waiting at most `deadline`; what is still open then is closed
-    /// when the event loops stop.
+    /// Shuts down gracefully and waits, at most `deadline`, until every connection's task is
+    /// done (so none is left to touch the event loops once they stop). Past the deadline the
+    /// tasks still answering are cancelled and given a second to end.
     func drain(within deadline: Duration) async {
-        let (finished, finishedSink) = AsyncStream<Void>.makeStream()
         let shutdown = shutdownGracefully
-        Task {
-            await shutdown()
-            finishedSink.yield()
+        Task { await shutdown() }
+        if await Self.wait(for: serving, atMost: deadline) { return }
+        serving.cancel()
+        _ = await Self.wait(for: serving, atMost: .seconds(1))
+    }
+
+    /// Whether `task` ended within `limit`.
+    static func wait(for task: Task<Void, Never>, atMost limit: Duration) async -> Bool {
+        let (outcome, sink) = AsyncStream<Bool>.makeStream()
+        let waiter = Task {
+            await task.value
+            sink.yield(true)
         }
         let timer = Task {
-            try? await Task.sleep(for: deadline)
-            finishedSink.yield()
+            try? await Task.sleep(for: limit)
+            sink.yield(false)
         }
-        for await _ in finished { break }
-        timer.cancel()
+        defer {
+            waiter.cancel()
+            timer.cancel()
+        }
+        for await ended in outcome { return ended }
+        return false
     }
 }
 
