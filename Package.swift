@@ -137,14 +137,13 @@ let package = Package(
             ],
             swiftSettings: strict),
         // The PIR service: processed database files, use cases, evaluation-key store, request
-        // handling and its HTTP/1.1 server (netext-server pir).
+        // handling and its HTTP server (netext-server pir).
         .target(
             name: "PIRService",
             dependencies: [
                 "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRProtobuf", "HTTPServing", "NetExtCore", "NetExtLinux",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],

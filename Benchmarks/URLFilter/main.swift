@@ -77,7 +77,7 @@ for threads in [1, 2] {
 let issuerServer = HTTPServer(responder: IssuerResponder(
     keys: issuerKeys, credentials: BearerCredentials(credentials: ["bench-credential-0123456789"]),
     limiter: IssuanceRateLimiter(perHour: 1e12, burst: 1e12)), logger: quiet, eventLoops: 2)
-let (_, issuerPort) = try await issuerServer.start(host: "127.0.0.1", port: 0)
+let issuerPort = try await issuerServer.start(host: "127.0.0.1", port: 0)
 let direct = DirectTransport()
 /// Batches of fresh token requests: the issuer refuses a blinded message it has signed before
 /// (409, a replay), so every exchange needs new ones. Made before the clock starts (the client's
@@ -148,10 +148,10 @@ for threads in [1, 2] {
     print(String(format: "raw_hpke_exchange_per_s_%dthreads=%.0f", threads, rawExchange))
 }
 let echoServer = HTTPServer(responder: Echo(), logger: quiet)
-let (_, echoPort) = try await echoServer.start(host: "127.0.0.1", port: 0)
+let echoPort = try await echoServer.start(host: "127.0.0.1", port: 0)
 let gatewayServer = HTTPServer(responder: GatewayResponder(keys: gatewayKeys, targets: ["echo.bench": URL(string: "http://127.0.0.1:\(echoPort)")!]),
                                logger: quiet, eventLoops: 2)
-let (_, gatewayPort) = try await gatewayServer.start(host: "127.0.0.1", port: 0)
+let gatewayPort = try await gatewayServer.start(host: "127.0.0.1", port: 0)
 let gatewayURL = URL(string: "http://127.0.0.1:\(gatewayPort)/gateway")!
 for clients in [1, 4] {
     let handled = try await rate(workers: clients) {
@@ -174,14 +174,14 @@ let verifier = PrivateTokenVerifier(
     issuerName: "issuer.bench", originName: "pir.bench", directoryURL: URL(string: "http://127.0.0.1:\(issuerPort)\(IssuerDirectory.wellKnownPath)")!,
     spent: try SpentTokenStore(path: root + "/spent.sqlite"), logger: quiet)
 let pirServer = PIRHTTPServer(handler: PIRRequestHandler(useCases: try PIRDatabaseDirectory.load(root: root + "/db", threads: 2)), logger: quiet, authorizer: verifier)
-let (_, pirPort) = try await pirServer.start(host: "127.0.0.1", port: 0)
+let pirPort = try await pirServer.start(host: "127.0.0.1", port: 0)
 let fullGateway = HTTPServer(responder: GatewayResponder(keys: gatewayKeys, targets: [
     "pir.bench": URL(string: "http://127.0.0.1:\(pirPort)")!, "issuer.bench": URL(string: "http://127.0.0.1:\(issuerPort)")!,
 ]), logger: quiet)
-let (_, fullGatewayPort) = try await fullGateway.start(host: "127.0.0.1", port: 0)
+let fullGatewayPort = try await fullGateway.start(host: "127.0.0.1", port: 0)
 let relayServer = HTTPServer(responder: RelayResponder(
     gatewayURL: URL(string: "http://127.0.0.1:\(fullGatewayPort)/gateway")!, keysURL: URL(string: "http://127.0.0.1:\(fullGatewayPort)/ohttp-keys")!), logger: quiet)
-let (_, relayPort) = try await relayServer.start(host: "127.0.0.1", port: 0)
+let relayPort = try await relayServer.start(host: "127.0.0.1", port: 0)
 let oblivious = ObliviousTransport(relayURL: URL(string: "http://127.0.0.1:\(relayPort)/relay")!)
 let tokens = PrivacyPassClient(issuerURL: URL(string: "http://issuer.bench")!, credential: "bench-credential-0123456789",
                                transport: oblivious, store: try PrivateTokenStore(path: nil), batchSize: 16)
@@ -256,9 +256,9 @@ func makeCertificates(in directory: String) throws {
 try makeCertificates(in: root)
 let sharedHandler = PIRRequestHandler(useCases: try PIRDatabaseDirectory.load(root: root + "/db", threads: 2))
 let plainPIR = PIRHTTPServer(handler: sharedHandler, logger: quiet)
-let (_, plainPIRPort) = try await plainPIR.start(host: "127.0.0.1", port: 0)
+let plainPIRPort = try await plainPIR.start(host: "127.0.0.1", port: 0)
 let tlsPIR = PIRHTTPServer(handler: sharedHandler, logger: quiet, tls: try ServerTLS(certificateFile: root + "/leaf.pem", keyFile: root + "/leaf.key"))
-let (_, tlsPIRPort) = try await tlsPIR.start(host: "127.0.0.1", port: 0)
+let tlsPIRPort = try await tlsPIR.start(host: "127.0.0.1", port: 0)
 let useCase = "org.netext.bench.url.filtering"
 let plainLookup = URLFilterLookup(
     prefilter: prefilter, client: PIRHTTPClient(server: URL(string: "http://127.0.0.1:\(plainPIRPort)")!, useCase: useCase), failClosed: false)

@@ -18,9 +18,7 @@ struct HTTPExchange: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         let method = request.method.rawValue
         let (path, query) = Self.split(request.head.path ?? "/")
-        // An HTTP/2 request arrives on a stream, a child channel of its connection, itself a
-        // child of the listening socket; an HTTP/1.1 request on the connection.
-        let majorVersion = channel.parent?.parent == nil ? 1 : 2
+        let majorVersion = channel.isHTTP2Stream ? 2 : 1
         let keepAlive = request.headers[.connection]?.lowercased() != "close"
         let answer = Answer(method: method, path: path, started: started, endpoint: endpointLabel(path), exchange: self)
 

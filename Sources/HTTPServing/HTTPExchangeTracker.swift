@@ -30,12 +30,9 @@ final class HTTPExchangeTracker: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         // The limiter is in the connection's pipeline: this one's (HTTP/1.1) or, for an HTTP/2
         // stream, its parent's, which shares this event loop and can be read synchronously.
-        if let own = try? context.channel.pipeline.syncOperations.handler(type: HTTPConnectionLimiter.self) {
-            limiter = own
-        } else if let connection = context.channel.parent {
-            onStream = true
-            limiter = try? connection.pipeline.syncOperations.handler(type: HTTPConnectionLimiter.self)
-        }
+        onStream = context.channel.isHTTP2Stream
+        let connection = onStream ? context.channel.parent ?? context.channel : context.channel
+        limiter = try? connection.pipeline.syncOperations.handler(type: HTTPConnectionLimiter.self)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -96,4 +93,10 @@ final class HTTPExchangeTracker: ChannelDuplexHandler, RemovableChannelHandler {
         }
         context.write(data, promise: promise)
     }
+}
+
+extension Channel {
+    /// Whether this is a stream of an HTTP/2 connection: a child of the connection's channel,
+    /// itself a child of the listening socket (an HTTP/1.1 connection's parent is the listener).
+    var isHTTP2Stream: Bool { parent?.parent != nil }
 }

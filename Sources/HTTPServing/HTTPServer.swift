@@ -54,9 +54,10 @@ public final class HTTPServer: RunnableHTTPServer {
     /// Request body bytes held in memory now.
     public var bufferedBodyBytes: Int { usage.buffered }
 
-    /// Binds and starts serving; returns the listening channel and the bound port (useful with
-    /// port 0). Fails with the system's error when the address cannot be bound.
-    public func start(host: String, port: Int) async throws -> (any Channel, Int) {
+    /// Binds and starts serving; returns the bound port (useful with port 0). Fails with the
+    /// system's error when the address cannot be bound. The listening socket stays the server's:
+    /// ``shutdown()`` closes it as the first step of the drain.
+    public func start(host: String, port: Int) async throws -> Int {
         let exchange = HTTPExchange(responder: responder, logger: logger, usage: usage, metrics: metrics)
         let respond: HTTPChannelHandler.Responder = { request, writer, channel in
             try await exchange.serve(request, writer: writer, channel: channel)
@@ -75,11 +76,11 @@ public final class HTTPServer: RunnableHTTPServer {
             listener = try await RunningListener.start(LimitedChildChannel(base: http1, usage: usage), host: host, port: port, group: group, logger: logger)
         }
         running.withLock { $0.append(listener) }
-        return (listener.channel, listener.channel.localAddress?.port ?? port)
+        return listener.port
     }
 
     /// Binds to a parsed `--listen` address.
-    public func start(_ address: ListenAddress) async throws -> (any Channel, Int) {
+    public func start(_ address: ListenAddress) async throws -> Int {
         try await start(host: address.host, port: address.port)
     }
 
@@ -90,15 +91,18 @@ public final class HTTPServer: RunnableHTTPServer {
             return listeners
         }
         let deadline = Duration.milliseconds(Int64(usage.limits.drainDeadline * 1000))
-        for listener in listeners { await listener.drain(within: deadline) }
+        // All at once: no listener keeps accepting while another drains.
+        await withTaskGroup(of: Void.self) { group in
+            for listener in listeners { group.addTask { await listener.drain(within: deadline) } }
+        }
         try? await group.shutdownGracefully()
     }
 }
 
 /// One bound Hummingbird server and the task running it.
 struct RunningListener: Sendable {
-    /// The listening socket.
-    let channel: any Channel
+    /// The port the listening socket is bound to.
+    let port: Int
     /// Starts a graceful shutdown and returns when it has finished.
     let shutdownGracefully: @Sendable () async -> Void
     /// Runs the server; ends once the listener is closed and every connection's task is done.
@@ -123,7 +127,9 @@ struct RunningListener: Sendable {
             boundSink.finish()
         }
         for await outcome in bound {
-            return RunningListener(channel: try outcome.get(), shutdownGracefully: { try? await server.shutdownGracefully() }, serving: serving)
+            let channel = try outcome.get()
+            return RunningListener(
+                port: channel.localAddress?.port ?? port, shutdownGracefully: { try? await server.shutdownGracefully() }, serving: serving)
         }
         throw ListenerStopped()
     }
@@ -167,8 +173,8 @@ struct ListenerStopped: Error, CustomStringConvertible {
 /// What a netext-server HTTP role runs: binds a `--listen` address, serves, and shuts down
 /// (`HTTPServer`, and servers built on it such as the PIR server).
 public protocol RunnableHTTPServer: Sendable {
-    /// Binds and starts serving; returns the channel and the bound port (useful with port 0).
-    func start(_ address: ListenAddress) async throws -> (any Channel, Int)
+    /// Binds and starts serving; returns the bound port (useful with port 0).
+    func start(_ address: ListenAddress) async throws -> Int
     /// Stops serving: drains open requests, then releases the server's threads.
     func shutdown() async
 }

@@ -33,7 +33,7 @@ public struct ListenFailure: Error, Sendable, CustomStringConvertible {
 
 extension RunnableHTTPServer {
     /// ``start(_:)``, with a failure to bind said as a ``ListenFailure``.
-    public func listen(on address: ListenAddress) async throws(ListenFailure) -> (any Channel, Int) {
+    public func listen(on address: ListenAddress) async throws(ListenFailure) -> Int {
         do { return try await start(address) } catch { throw ListenFailure(address: address, error) }
     }
 }

@@ -41,7 +41,7 @@ enum HTTPServiceRunner {
         every interval: Duration? = nil, _ periodic: (@Sendable () async -> Void)? = nil
     ) async throws {
         try await serve(tls: tls, logger: logger, reload: reload) { context in
-            let (_, port) = try await server.listen(on: listen)
+            let port = try await server.listen(on: listen)
             let bound = ListenAddress(host: listen.host, port: port)
             announce(tls: tls != nil, listen: bound, logger: logger, metadata: metadata)
             context.ready("serving on \(bound)\(tls == nil ? "" : " (TLS)")")

@@ -1,10 +1,9 @@
 import Dispatch
 import HTTPServing
 import Logging
-import NIOCore
 import PIRProtobuf
 
-/// The PIR service over HTTP/1.1: `POST /config`, `POST /key`, `POST /queries` (protobuf
+/// The PIR service over HTTP (HTTP/1.1; with TLS, HTTP/2 by ALPN): `POST /config`, `POST /key`, `POST /queries` (protobuf
 /// bodies), and `GET /metrics` (Prometheus text) when given an exposition. With an authorizer (Privacy Pass), every POST
 /// must pass it first. Work runs on a `FairWorkQueue` (not the event loop or the cooperative
 /// pool): each request's queries take turns with every other request's, and when `workCapacity`
@@ -27,12 +26,12 @@ public final class PIRHTTPServer: RunnableHTTPServer {
     }
 
     /// Binds and starts serving; returns the bound port (useful with port 0).
-    public func start(host: String, port: Int) async throws -> (any Channel, Int) {
+    public func start(host: String, port: Int) async throws -> Int {
         try await server.start(host: host, port: port)
     }
 
     /// Binds to a parsed `--listen` address.
-    public func start(_ address: ListenAddress) async throws -> (any Channel, Int) {
+    public func start(_ address: ListenAddress) async throws -> Int {
         try await server.start(address)
     }
 

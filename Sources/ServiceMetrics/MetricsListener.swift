@@ -1,7 +1,6 @@
 import CoreMetrics
 import HTTPServing
 import Logging
-import NIOCore
 
 /// The opt-in metrics endpoint of a process that serves no HTTP otherwise (netextd, the tunnel
 /// server): plain HTTP on a loopback address only — `GET /metrics`, `/healthz`, `/readyz`, and 404
@@ -45,7 +44,7 @@ public final class MetricsListener: Sendable {
             responder: NotFoundResponder(), logger: logger, limits: limits,
             metrics: HTTPServerMetrics(prefix: "netext_metrics_endpoint", factory: NOOPMetricsHandler.instance, exposition: exporter))
         do throws(ListenFailure) {
-            let (_, port) = try await server.listen(on: address)
+            let port = try await server.listen(on: address)
             return MetricsListener(server: server, address: ListenAddress(host: address.host, port: port))
         } catch {
             await server.shutdown()

@@ -61,7 +61,7 @@ struct HTTPServerLimitsTests {
 
     static func serve(_ responder: any HTTPResponder, limits: HTTPServerLimits) async throws -> (HTTPServer, Int) {
         let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, limits: limits)
-        let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
+        let port = try await server.start(host: "127.0.0.1", port: 0)
         return (server, port)
     }
 

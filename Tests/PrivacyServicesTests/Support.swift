@@ -2,7 +2,6 @@ import Foundation
 import HTTPServing
 import Logging
 import NetExtTestSupport
-import NIOCore
 import Synchronization
 
 /// A temporary directory with a unique name, removed by `remove()`.
@@ -28,7 +27,7 @@ struct Served {
         metrics: HTTPServerMetrics? = nil
     ) async throws -> Served {
         let server = HTTPServer(responder: responder, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, limits: limits, tls: tls, metrics: metrics)
-        let (_, port) = try await server.start(host: host, port: 0)
+        let port = try await server.start(host: host, port: 0)
         return Served(server: server, port: port, host: host)
     }
 

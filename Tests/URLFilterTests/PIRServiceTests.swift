@@ -62,7 +62,7 @@ struct ServedDatabase {
         let handler = PIRRequestHandler(useCases: useCases, keyCapacity: keyCapacity, metrics: PIRMetrics(factory: metrics.exporter))
         metrics.exporter.addCollector { handler.sampleMetrics() }
         let server = PIRHTTPServer(handler: handler, logger: logs.logger, authorizer: authorizer, workCapacity: workCapacity, metrics: metrics.server)
-        let (_, port) = try await server.start(host: "127.0.0.1", port: 0)
+        let port = try await server.start(host: "127.0.0.1", port: 0)
         let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/prefilter.bin"))
         let prefilter = try BloomFilter(data: [UInt8](data), bitCount: summary.bitCount, hashCount: summary.hashCount, murmurSeed: 0)
         return ServedDatabase(directory: directory, server: server, port: port, prefilter: prefilter, metrics: metrics)

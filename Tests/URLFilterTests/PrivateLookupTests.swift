@@ -32,7 +32,7 @@ struct PrivateLookupTests {
             let issuer = HTTPServer(responder: IssuerResponder(
                 keys: try IssuerKeyRing(directory: root + "/issuer-keys", schedule: schedule),
                 credentials: BearerCredentials(credentials: [PrivateLookupTests.credential]), limiter: IssuanceRateLimiter(perHour: 10_000, burst: 1000)), logger: quiet)
-            let (_, issuerPort) = try await issuer.start(host: "127.0.0.1", port: 0)
+            let issuerPort = try await issuer.start(host: "127.0.0.1", port: 0)
             verifier = PrivateTokenVerifier(
                 issuerName: "issuer.test", originName: "pir.test",
                 directoryURL: URL(string: "http://127.0.0.1:\(issuerPort)\(IssuerDirectory.wellKnownPath)")!,
@@ -42,10 +42,10 @@ struct PrivateLookupTests {
             let gateway = HTTPServer(responder: GatewayResponder(
                 keys: try GatewayKeyRing(directory: root + "/gateway-keys", schedule: schedule),
                 targets: ["pir.test": pir.url, "issuer.test": URL(string: "http://127.0.0.1:\(issuerPort)")!]), logger: quiet)
-            let (_, gatewayPort) = try await gateway.start(host: "127.0.0.1", port: 0)
+            let gatewayPort = try await gateway.start(host: "127.0.0.1", port: 0)
             let relay = HTTPServer(responder: RelayResponder(
                 gatewayURL: URL(string: "http://127.0.0.1:\(gatewayPort)/gateway")!, keysURL: URL(string: "http://127.0.0.1:\(gatewayPort)/ohttp-keys")!), logger: quiet)
-            (_, relayPort) = try await relay.start(host: "127.0.0.1", port: 0)
+            relayPort = try await relay.start(host: "127.0.0.1", port: 0)
             servers = [issuer, gateway, relay]
         }
 
