@@ -2,7 +2,8 @@
 // of a positive through relay → gateway → PIR server with Privacy Pass tokens (all on loopback),
 // verdicts per second, issuer tokens per second beside raw blind-RSA signing, and gateway
 // requests per second beside raw HPKE open+seal — each anchor measured in the same run.
-// Usage: netext-bench-urlfilter [SECONDS_PER_MEASUREMENT]   Prints key=value lines.
+// and a PIR verdict over HTTPS/2 beside plain HTTP/1.1.
+// Usage: NETEXT_BENCH_TLS_DIR=DIR netext-bench-urlfilter [SECONDS_PER_MEASUREMENT]   Prints key=value lines.
 import BloomFilter
 import Crypto
 import Foundation
@@ -18,6 +19,12 @@ import URLFilterDatabase
 
 func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 func percentile(_ values: [Double], _ q: Double) -> Double { values.sorted()[min(values.count - 1, Int(Double(values.count) * q))] }
+// The certificates come from scripts/lib/lab-ca.sh (scripts/bench-urlfilter makes them):
+// NETEXT_BENCH_TLS_DIR holds ca.crt and pir.crt/pir.key for 127.0.0.1.
+guard let tlsDirectory = ProcessInfo.processInfo.environment["NETEXT_BENCH_TLS_DIR"] else {
+    FileHandle.standardError.write(Data("netext-bench-urlfilter: set NETEXT_BENCH_TLS_DIR to a lab CA directory with pir.crt and pir.key for 127.0.0.1 (scripts/bench-urlfilter does)\n".utf8))
+    exit(64)
+}
 let seconds = CommandLine.arguments.count > 1 ? Double(CommandLine.arguments[1]) ?? 3 : 3
 let quiet = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
 let root = NSTemporaryDirectory() + "netext-bench-urlfilter-\(UUID().uuidString)"
@@ -238,26 +245,10 @@ print(String(format: "positive_end_to_end_ms_p50=%.1f p90=%.1f verdicts_per_s_po
 // MARK: PIR per verdict over plain HTTP/1.1 and over HTTPS with HTTP/2, alternating in rounds:
 // the same database and handler behind two listeners, a client of each straight to the server
 // (no relay, no tokens), a distinct listed URL per verdict.
-func makeCertificates(in directory: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", """
-        set -e; cd '\(directory)'
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=bench CA' 2>/dev/null
-        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
-        printf 'subjectAltName=IP:127.0.0.1\\n' > leaf.ext
-        openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile leaf.ext -out leaf.pem 2>/dev/null
-        """]
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { fatalError("openssl could not make the benchmark's certificates") }
-}
-try makeCertificates(in: root)
 let sharedHandler = PIRRequestHandler(useCases: try PIRDatabaseDirectory.load(root: root + "/db", threads: 2))
 let plainPIR = PIRHTTPServer(handler: sharedHandler, logger: quiet)
 let plainPIRPort = try await plainPIR.start(host: "127.0.0.1", port: 0)
-let tlsPIR = PIRHTTPServer(handler: sharedHandler, logger: quiet, tls: try ServerTLS(certificateFile: root + "/leaf.pem", keyFile: root + "/leaf.key"))
+let tlsPIR = PIRHTTPServer(handler: sharedHandler, logger: quiet, tls: try ServerTLS(certificateFile: tlsDirectory + "/pir.crt", keyFile: tlsDirectory + "/pir.key"))
 let tlsPIRPort = try await tlsPIR.start(host: "127.0.0.1", port: 0)
 let useCase = "org.netext.bench.url.filtering"
 let plainLookup = URLFilterLookup(
@@ -265,7 +256,7 @@ let plainLookup = URLFilterLookup(
 let tlsLookup = URLFilterLookup(
     prefilter: prefilter,
     client: PIRHTTPClient(server: URL(string: "https://127.0.0.1:\(tlsPIRPort)")!, useCase: useCase,
-                          transport: DirectTransport(tls: try ClientTLS(caFile: root + "/ca.pem"))),
+                          transport: DirectTransport(tls: try ClientTLS(caFile: tlsDirectory + "/ca.crt"))),
     failClosed: false)
 // Warm-up: configuration, evaluation key upload, first connection.
 _ = await plainLookup.decision(for: blocked[100])

@@ -20,7 +20,7 @@ struct HTTPExchange: Sendable {
         let (path, query) = Self.split(request.head.path ?? "/")
         let majorVersion = channel.isHTTP2Stream ? 2 : 1
         let keepAlive = request.headers[.connection]?.lowercased() != "close"
-        let answer = Answer(method: method, path: path, started: started, endpoint: endpointLabel(path), exchange: self)
+        let answer = Answer(method: method, started: started, endpoint: endpointLabel(path), exchange: self)
 
         if let builtIn = BuiltInEndpoints.response(method: method, path: path, responder: responder, metrics: metrics) {
             // Answered at once; the (empty) rest of the request is not needed.
@@ -80,7 +80,6 @@ struct HTTPExchange: Sendable {
     /// log line being there.
     struct Answer {
         let method: String
-        let path: String
         let started: UInt64
         let endpoint: String
         let exchange: HTTPExchange
