@@ -89,7 +89,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         // The reference content filter providers (school filter).
-        .target(name: "NetExtFilters", dependencies: ["NetExt"], swiftSettings: strict),
+        .target(name: "NetExtFilters", dependencies: ["NetExt", "HTTPFetching"], swiftSettings: strict),
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
         .target(name: "BloomFilter", swiftSettings: strict),
         // BFV homomorphic encryption over RNS with NTT arithmetic (the URL filter's PIR).
@@ -117,13 +117,27 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        // The HTTP client every NetExt part shares (AsyncHTTPClient: pooled, HTTP/2 by ALPN,
+        // TLS against the system's or a given CA, failures as sentences): the servers' upstream
+        // hops, netextd's URL filter, the reference filter providers.
+        .target(
+            name: "HTTPFetching",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         // The HTTP server every netext-server role runs (Hummingbird 2: HTTP/1.1; with TLS,
-        // HTTP/2 by ALPN), with NetExt's limits, built-in endpoints and metrics, and the upstream
-        // client (AsyncHTTPClient).
+        // HTTP/2 by ALPN), with NetExt's limits, built-in endpoints and metrics; re-exports
+        // HTTPFetching (its upstream client).
         .target(
             name: "HTTPServing",
             dependencies: [
-                "NetExtCore",
+                "NetExtCore", "HTTPFetching",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -132,7 +146,6 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -342,6 +355,7 @@ let package = Package(
         .testTarget(
             name: "PrivacyServicesTests",
             dependencies: [
+                "NetExtFilters", "NetExt",
                 "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "URLFilter", "NetExtTestSupport", "ServiceMetrics", "NetExtCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

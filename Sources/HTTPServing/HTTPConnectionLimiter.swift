@@ -1,3 +1,4 @@
+import HTTPFetching
 import HummingbirdCore
 import Logging
 import NetExtCore

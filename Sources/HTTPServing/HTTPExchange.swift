@@ -1,3 +1,4 @@
+import HTTPFetching
 import Dispatch
 import HTTPTypes
 import HummingbirdCore

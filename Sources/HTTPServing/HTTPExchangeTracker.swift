@@ -1,3 +1,4 @@
+import HTTPFetching
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes

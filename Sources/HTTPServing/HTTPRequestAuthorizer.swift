@@ -1,3 +1,4 @@
+import HTTPFetching
 /// Decides whether a request may reach a handler (the PIR server's Privacy Pass check).
 public protocol HTTPRequestAuthorizer: Sendable {
     /// `nil` lets the request through; otherwise the response to send instead (401 with a

@@ -1,3 +1,4 @@
+import HTTPFetching
 /// What an `HTTPServer` serves: body limits, the label logs and metrics use for a path, and
 /// the answer to each request.
 public protocol HTTPResponder: Sendable {

@@ -1,3 +1,4 @@
+import HTTPFetching
 import HummingbirdCore
 import HummingbirdHTTP2
 import Logging

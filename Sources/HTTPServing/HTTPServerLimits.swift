@@ -1,3 +1,4 @@
+import HTTPFetching
 import NetExtCore
 import Synchronization
 

@@ -1,3 +1,4 @@
+import HTTPFetching
 import CoreMetrics
 import NetExtCore
 import Synchronization

@@ -1,3 +1,4 @@
+import HTTPFetching
 /// One HTTP request as a handler sees it: method, path, query, headers and the whole body.
 /// It deliberately carries no peer address, so nothing downstream can log or forward one.
 public struct HTTPServerRequest: Sendable {
@@ -29,13 +30,5 @@ public struct HTTPServerRequest: Sendable {
     /// Every value of a header, in order.
     public func headerValues(_ name: String) -> [String] {
         headers.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
-    }
-}
-
-extension String {
-    /// ASCII case-insensitive equality (header names are ASCII).
-    func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        guard utf8.count == other.utf8.count else { return false }
-        return zip(utf8, other.utf8).allSatisfy { a, b in a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A) }
     }
 }

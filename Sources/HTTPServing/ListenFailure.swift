@@ -1,3 +1,4 @@
+import HTTPFetching
 import NIOCore
 #if canImport(Glibc)
 import Glibc

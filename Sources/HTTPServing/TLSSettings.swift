@@ -1,12 +1,8 @@
+import HTTPFetching
 import Foundation
 import NIOCore
 import NIOSSL
 import Synchronization
-
-/// Why TLS could not be set up from files: each names the file and what is wrong with it.
-public struct TLSSetupError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-}
 
 /// The TLS an HTTP role serves with: a certificate chain and its private key, read from PEM
 /// files; TLS 1.2 and 1.3 only (BoringSSL's default cipher suites, all forward-secret), ALPN
@@ -97,62 +93,5 @@ public final class ServerTLS: Sendable {
             throw TLSSetupError(description: "cannot use \(certificateFile) with \(keyFile): \(TLSFailure.describe(error))")
         }
         return Loaded(chain: chain, key: key, notValidAfter: Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter)))
-    }
-}
-
-/// Whom a client trusts for HTTPS: the machine's CA bundle, or the certificates of one PEM file
-/// (a private CA, as labs and self-run deployments use). TLS 1.2 or later; the server's name or
-/// IP address must match its certificate.
-public struct ClientTLS: Sendable {
-    /// What HTTPS connections are set up with (AsyncHTTPClient offers ALPN `h2` and
-    /// `http/1.1` on top of it and checks the server's name or IP address).
-    let configuration: TLSConfiguration
-
-    /// The certificates in `caFile` (PEM) and nothing else.
-    public init(caFile: String) throws(TLSSetupError) {
-        let roots: [NIOSSLCertificate]
-        do { roots = try NIOSSLCertificate.fromPEMFile(caFile) } catch {
-            throw TLSSetupError(description: "cannot read the CA file \(caFile): \(TLSFailure.describe(error))")
-        }
-        guard !roots.isEmpty else { throw TLSSetupError(description: "the CA file \(caFile) holds no PEM certificate") }
-        configuration = Self.configuration(trusting: .certificates(roots))
-        // Built once here so that an unusable CA file is refused when the role starts, naming
-        // the file, rather than at the first request.
-        do { _ = try NIOSSLContext(configuration: configuration) } catch {
-            throw TLSSetupError(description: "cannot set up TLS with \(caFile): \(TLSFailure.describe(error))")
-        }
-    }
-
-    /// TLS 1.2 or later, the certificate chain and name checked against `roots`.
-    static func configuration(trusting roots: NIOSSLTrustRoots) -> TLSConfiguration {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.minimumTLSVersion = .tlsv12
-        configuration.trustRoots = roots
-        configuration.certificateVerification = .fullVerification
-        return configuration
-    }
-}
-
-/// Sentences for TLS failures (BoringSSL's error queue is not for people).
-enum TLSFailure {
-    static func describe(_ error: any Error) -> String {
-        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
-            return "the certificate is not for this host"
-        }
-        let text = String(describing: error)
-        let known: [(String, String)] = [
-            ("CERTIFICATE_VERIFY_FAILED", "the certificate is not signed by a trusted authority (or has expired)"),
-            ("WRONG_VERSION_NUMBER", "the server does not speak TLS"),
-            ("NO_START_LINE", "no PEM block found"),
-            ("failedToLoadCertificate", "it holds no readable PEM certificate"),
-            ("failedToLoadPrivateKey", "it holds no readable PEM private key (an encrypted key is not supported)"),
-            ("TLSV1_ALERT_PROTOCOL_VERSION", "no TLS version in common (1.2 or later is required)"),
-            ("NO_SHARED_CIPHER", "no cipher suite in common"),
-            ("No such file or directory", "no such file"),
-            ("Permission denied", "permission denied"),
-        ]
-        for (marker, sentence) in known where text.contains(marker) { return sentence }
-        if error is NIOSSLError || error is BoringSSLError { return "TLS failed (\(text.prefix(160)))" }
-        return text
     }
 }

@@ -18,14 +18,15 @@ struct URLFilterCommand: AsyncParsableCommand {
 struct URLFilterConfigureCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "configure", abstract: "Create or change your app's URL filter configuration.")
     @OptionGroup var options: ClientOptions
-    @Option(help: "The PIR server's URL (as the gateway knows it).") var pirServer: String
-    @Option(help: "The Privacy Pass issuer's URL (as the gateway knows it).") var issuer: String
+    @Option(help: "The PIR server's URL as the gateway knows it: https://HOST (e.g. https://pir.example.net).") var pirServer: String
+    @Option(help: "The Privacy Pass issuer's URL as the gateway knows it: https://HOST (e.g. https://issuer.example.net).") var issuer: String
     @Flag(help: "Read the credential the issuer accepts (pirAuthenticationToken) from standard input, one line; it goes to netextd's secret store and never onto a command line.") var tokenStdin = false
     @Option(help: "The control provider's bundle identifier (a url-filter-control manifest).") var controlProvider: String
     @Option(help: "The Oblivious HTTP relay's URL (e.g. http://relay.example:8083/relay).") var relay: String?
     @Option(help: "Seconds between prefilter fetches (at least 2700).") var fetchInterval: Double = URLFilterProtocol.defaultPrefilterFetchInterval
     @Option(help: "The name shown to people.") var name: String?
     @Flag(help: "Deny URLs the filter cannot decide (default: allow).") var failClosed = false
+    @Flag(help: "Accept service URLs with a path, a port or plain http, as Apple does for apps installed from Xcode (labs, development). Without it both must be https://HOST with no path, as Apple requires since iOS 26.4.") var development = false
     @Flag(help: "Enable the filter now.") var enable = false
 
     func run() async throws {
@@ -43,6 +44,7 @@ struct URLFilterConfigureCommand: AsyncParsableCommand {
                 }
                 manager.prefilterFetchInterval = fetchInterval
                 manager.shouldFailClosed = failClosed
+                manager.allowsDevelopmentURLs = development
                 if let name { manager.localizedDescription = name }
                 if enable { manager.isEnabled = true }
                 try await manager.saveToPreferences()

@@ -1,12 +1,12 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import HTTPFetching
 import NetExt
 import Synchronization
 
 /// The reference school filter's control provider: fetches the block list from
-/// `vendorConfiguration["rulesURL"]` (http or https) at start, every
+/// `vendorConfiguration["rulesURL"]` (http or https, HTTP/2 when the server offers it; an https
+/// server must prove itself against the system's CA bundle, or only against the certificates in
+/// `vendorConfiguration["rulesCAFile"]`, a PEM file) at start, every
 /// `vendorConfiguration["rulesRefreshSeconds"]` seconds (default 300), and whenever the data
 /// provider asks for rules; writes it atomically to `blocklist.txt` in the rules directory when
 /// it changed and is well-formed, and tells netextd (`notifyRulesChanged`). A list with a bad
@@ -19,17 +19,12 @@ public final class SchoolControlProvider: FilterControlProvider {
         var inFlight: Task<Bool, Never>?
         var failClosed = false
         var refresher: Task<Void, Never>?
+        var upstream: HTTPUpstream?
     }
 
     private let state = Mutex(State())
-    private let session: URLSession
 
-    public init() {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 10
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
-    }
+    public init() {}
 
     public func startFilter(context: FilterControlContext) async throws {
         guard let directory = context.rulesDirectory else { throw NetExtError.invalid("netextd gave no rules directory (NETEXT_FILTER_RULES_DIR)") }
@@ -39,7 +34,15 @@ public final class SchoolControlProvider: FilterControlProvider {
         let refreshValue = context.vendorConfiguration["rulesRefreshSeconds"]
         let refresh = refreshValue?.numberValue ?? refreshValue?.stringValue.flatMap(Double.init) ?? 300
         guard refresh >= 1 else { throw NetExtError.invalid("vendorConfiguration.rulesRefreshSeconds must be at least 1") }
+        var tls: ClientTLS?
+        if let caFile = context.vendorConfiguration["rulesCAFile"]?.stringValue {
+            do throws(TLSSetupError) { tls = try ClientTLS(caFile: caFile) } catch {
+                throw NetExtError.invalid("vendorConfiguration.rulesCAFile: \(error.description)")
+            }
+        }
+        let upstream = HTTPUpstream(timeout: 10, tls: tls)
         state.withLock { state in
+            state.upstream = upstream
             state.rulesURL = url
             state.file = directory + "/blocklist.txt"
             state.failClosed = context.filterConfiguration?.failClosed ?? false
@@ -84,18 +87,18 @@ public final class SchoolControlProvider: FilterControlProvider {
     }
 
     private func download() async -> Bool {
-        let (url, file) = state.withLock { ($0.rulesURL, $0.file) }
-        guard let url, let file else { return false }
+        let (url, file, upstream) = state.withLock { ($0.rulesURL, $0.file, $0.upstream) }
+        guard let url, let file, let upstream else { return false }
         let body: Data
-        do {
-            let (data, response) = try await session.data(from: url)
-            guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
-                report("\(url): HTTP \((response as? HTTPURLResponse)?.statusCode ?? 0); keeping the rules in force")
+        do throws(HTTPUpstream.Failure) {
+            let answer = try await upstream.exchange(method: "GET", url: url, headers: [], body: [])
+            guard answer.status == 200 else {
+                report("\(url): HTTP \(answer.status); keeping the rules in force")
                 return false
             }
-            body = data
+            body = Data(answer.body)
         } catch {
-            report("\(url): \(error.localizedDescription); keeping the rules in force")
+            report("\(url): \(error.description); keeping the rules in force")
             return false
         }
         guard let text = String(data: body, encoding: .utf8) else {

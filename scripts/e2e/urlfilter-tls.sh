@@ -47,6 +47,19 @@ h2_gateway() {
   [ "$version" = 2 ] || { echo "  curl negotiated HTTP/$version"; return 1; }
 }
 check "the gateway serves HTTP/2 over TLS to the relay's side (ALPN h2)" h2_gateway
+# The lab's service URLs are host names alone, as Apple requires of a deployment since iOS 26.4;
+# a path instead of a subdomain is refused unless the configuration is a development one, and the
+# configuration in force is left as it was.
+path_refused() {
+  local out
+  if out="$(netext urlfilter configure --app "$UF_APP" --pir-server https://lab.test/pir --issuer "https://$UF_ISSUER_NAME" \
+      --token-stdin --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --enable <<< "$UF_CREDENTIAL" 2>&1)"; then
+    echo "  accepted: $out"; return 1
+  fi
+  echo "$out" | grep -q "pirServerURL: 'https://lab.test/pir' has the path '/pir'; since iOS and macOS 26.4" || { echo "  said: $out"; return 1; }
+  netext urlfilter status | grep -q "PIR server: https://$UF_PIR_NAME," || { echo "  the configuration in force changed"; return 1; }
+}
+check "a service URL with a path instead of a subdomain is refused, naming the fault, and nothing changes" path_refused
 
 lab_capture_stop "$laptop_dump" "$work/laptop.pcap"
 lab_capture_stop "$provider_dump" "$work/provider.pcap"

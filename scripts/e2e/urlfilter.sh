@@ -112,7 +112,7 @@ check "with the PIR server down, a prefilter positive is unknown and allowed (fa
 check "prefilter negatives still answer at once" urlfilter_verdicts "allow" https://other.example/
 fail_closed() {
   netext urlfilter configure --app "$UF_APP" --pir-server "$UF_SCHEME://$UF_PIR_NAME" --issuer "$UF_SCHEME://$UF_ISSUER_NAME" --token-stdin <<< "$UF_CREDENTIAL" \
-    --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --fail-closed --enable > /dev/null &&
+    --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --fail-closed --enable $UF_DEVELOPMENT > /dev/null &&
   lab_wait "'$bin/netext' urlfilter status | grep -q 'running.*fails closed'" 30 || { echo "  not running: $("$bin/netext" urlfilter status | head -1)"; return 1; }
   local got
   got="$("$bin/netext" urlfilter check --app "$UF_APP" https://blocked2501.example/)"

@@ -29,11 +29,15 @@ if [ "$UF_TLS" = 1 ]; then
   UF_RELAY_URL=https://relay.lab.test:8083/relay UF_GATEWAY_URL=https://gateway.lab.test:8082/gateway
   UF_PIR_DIRECT=https://pir.lab.test:8080 UF_ISSUER_DIRECT=https://issuer.lab.test:8081
   UF_PREFILTER_FROM=https://cdn.lab.test/files/ UF_PLAIN_BEYOND_LOOPBACK=
+  # Host-only https service URLs: the deployment rules apply (docs/url-filter.md).
+  UF_DEVELOPMENT=
 else
   UF_SCHEME=http UF_PIR_NAME=pir.netext UF_ISSUER_NAME=issuer.netext
   UF_RELAY_URL=http://198.51.100.1:8083/relay UF_GATEWAY_URL=http://203.0.113.2:8082/gateway
   UF_PIR_DIRECT=http://127.0.0.1:8080 UF_ISSUER_DIRECT=http://127.0.0.1:8081
   UF_PREFILTER_FROM=http://198.51.100.1:8090/ UF_PLAIN_BEYOND_LOOPBACK=--insecure-http
+  # http service URLs: a development configuration, as Apple allows for apps run from Xcode.
+  UF_DEVELOPMENT=--development
 fi
 UF_PREFILTER_INTERVAL="${UF_PREFILTER_INTERVAL:-5}"
 [ -n "${UF_CONFIGURE_FLAGS+x}" ] || UF_CONFIGURE_FLAGS=()
@@ -111,7 +115,7 @@ urlfilter_lab_up() {
   lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"; NETEXTD_PID=$!
   lab_wait "'$bin/netext' status" 15 || { echo "netextd did not start"; return 1; }
   "$bin/netext" urlfilter configure --app "$UF_APP" --name "Lab URL filter" --pir-server "$UF_SCHEME://$UF_PIR_NAME" --issuer "$UF_SCHEME://$UF_ISSUER_NAME" \
-    --token-stdin <<< "$UF_CREDENTIAL" --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --enable "${UF_CONFIGURE_FLAGS[@]}" > "$work/configure.out" 2>&1 ||
+    --token-stdin <<< "$UF_CREDENTIAL" --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --enable $UF_DEVELOPMENT "${UF_CONFIGURE_FLAGS[@]}" > "$work/configure.out" 2>&1 ||
     { cat "$work/configure.out"; return 1; }
   lab_wait "'$bin/netext' urlfilter status | grep -q 'URL filter: running'" 30 || { echo "the URL filter did not start"; tail -5 "$work/netextd.log"; return 1; }
 }

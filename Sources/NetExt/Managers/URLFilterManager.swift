@@ -78,6 +78,15 @@ public struct URLFilterManager: ConfigurationManager {
         set { settings.relayURL = newValue?.absoluteString }
     }
 
+    /// Accept service URLs with a path, another port or plain http, as Apple does for an app
+    /// installed from Xcode (NetExt's stand-in for that; default false). A deployment's URLs
+    /// are host-only https, each service named by a host name alone, as Apple requires since iOS and macOS
+    /// 26.4: `https://pir.example.net`, `https://issuer.example.net`.
+    public var allowsDevelopmentURLs: Bool {
+        get { settings.allowsDevelopmentURLs }
+        set { settings.allowsDevelopmentURLs = newValue }
+    }
+
     /// Saves, sending a credential given to `setConfiguration` to the secret store.
     public mutating func saveToPreferences() async throws(NetExtError) {
         let request = SaveConfiguration(configuration: configuration, password: pendingToken)

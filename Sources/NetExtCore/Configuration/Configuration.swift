@@ -84,6 +84,11 @@ extension Configuration {
             try Self.requireIdentifier(settings.controlProviderBundleIdentifier, field: "controlProviderBundleIdentifier")
             try Self.requireHTTPSURL(settings.pirServerURL, field: "pirServerURL")
             try Self.requireHTTPSURL(settings.pirPrivacyPassIssuerURL, field: "pirPrivacyPassIssuerURL")
+            if !settings.allowsDevelopmentURLs {
+                for (value, field) in [(settings.pirServerURL, "pirServerURL"), (settings.pirPrivacyPassIssuerURL, "pirPrivacyPassIssuerURL")] {
+                    if let problem = URLFilterServiceURL.deploymentProblem(value, field: field) { throw .invalid(problem) }
+                }
+            }
             if settings.prefilterFetchInterval < URLFilterProtocol.minimumPrefilterFetchInterval {
                 throw .invalid("prefilterFetchInterval: \(Int(settings.prefilterFetchInterval)) s is below the minimum of 2700 s")
             }

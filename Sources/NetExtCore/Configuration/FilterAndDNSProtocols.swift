@@ -45,6 +45,11 @@ public struct URLFilterProtocol: Sendable, Hashable, Codable {
     public var shouldFailClosed: Bool
     /// The Oblivious HTTP relay queries go through.
     public var relayURL: String?
+    /// Whether the service URLs may have paths, other ports and plain http, as Apple allows
+    /// for an app installed from Xcode during development. Off (the default), both must be
+    /// host-only https URLs, each service on a name of its own, as Apple requires of a deployed
+    /// app since iOS and macOS 26.4 (``URLFilterServiceURL``).
+    public var allowsDevelopmentURLs: Bool
 
     public static let defaultPrefilterFetchInterval: Double = 86_400
     public static let minimumPrefilterFetchInterval: Double = 2_700
@@ -56,7 +61,8 @@ public struct URLFilterProtocol: Sendable, Hashable, Codable {
         controlProviderBundleIdentifier: String,
         prefilterFetchInterval: Double = URLFilterProtocol.defaultPrefilterFetchInterval,
         shouldFailClosed: Bool = false,
-        relayURL: String? = nil
+        relayURL: String? = nil,
+        allowsDevelopmentURLs: Bool = false
     ) {
         self.pirServerURL = pirServerURL
         self.pirPrivacyPassIssuerURL = pirPrivacyPassIssuerURL
@@ -65,6 +71,26 @@ public struct URLFilterProtocol: Sendable, Hashable, Codable {
         self.prefilterFetchInterval = prefilterFetchInterval
         self.shouldFailClosed = shouldFailClosed
         self.relayURL = relayURL
+        self.allowsDevelopmentURLs = allowsDevelopmentURLs
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case pirServerURL, pirPrivacyPassIssuerURL, pirAuthenticationTokenReference, controlProviderBundleIdentifier
+        case prefilterFetchInterval, shouldFailClosed, relayURL, allowsDevelopmentURLs
+    }
+
+    /// Reads configurations stored before `allowsDevelopmentURLs` existed as development ones:
+    /// they were accepted with any http(s) URL, and a stored configuration must stay readable.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        pirServerURL = try container.decode(String.self, forKey: .pirServerURL)
+        pirPrivacyPassIssuerURL = try container.decode(String.self, forKey: .pirPrivacyPassIssuerURL)
+        pirAuthenticationTokenReference = try container.decodeIfPresent(String.self, forKey: .pirAuthenticationTokenReference)
+        controlProviderBundleIdentifier = try container.decode(String.self, forKey: .controlProviderBundleIdentifier)
+        prefilterFetchInterval = try container.decode(Double.self, forKey: .prefilterFetchInterval)
+        shouldFailClosed = try container.decode(Bool.self, forKey: .shouldFailClosed)
+        relayURL = try container.decodeIfPresent(String.self, forKey: .relayURL)
+        allowsDevelopmentURLs = try container.decodeIfPresent(Bool.self, forKey: .allowsDevelopmentURLs) ?? true
     }
 }
 

@@ -6,8 +6,8 @@ import Glibc
 
 /// Why a connection could not be made, in the system's words ("Connection refused", "cannot
 /// resolve the name"), instead of NIO's description of its attempts.
-enum ConnectFailureText {
-    static func reason(_ error: any Error) -> String {
+package enum ConnectFailureText {
+    package static func reason(_ error: any Error) -> String {
         if let failure = error as? NIOConnectionError {
             if let first = failure.connectionErrors.first { return reason(first.error) }
             return failure.dnsAError != nil || failure.dnsAAAAError != nil ? "cannot resolve the name" : "no address to connect to"
