@@ -160,16 +160,20 @@ let gatewayServer = HTTPServer(responder: GatewayResponder(keys: gatewayKeys, ta
                                logger: quiet, eventLoops: 2)
 let gatewayPort = try await gatewayServer.start(host: "127.0.0.1", port: 0)
 let gatewayURL = URL(string: "http://127.0.0.1:\(gatewayPort)/gateway")!
-for clients in [1, 4] {
-    let handled = try await rate(workers: clients) {
-        let request = try ObliviousHTTP.encapsulateRequest(inner, config: gatewayEntry.config)
-        let answer = try await direct.send(ServiceRequest(method: "POST", url: gatewayURL, headers: [("Content-Type", "message/ohttp-req")], body: request.message))
-        guard answer.status == 200 else { throw URLFilterError.server(status: answer.status, message: answer.message) }
-        _ = try request.context.openResponse(answer.body)
-        return 1
+/// Gateway requests per second with 1 and 4 clients through `transport`, printed as `key`.
+func measureGateway(_ url: URL, through transport: any ServiceTransport, key: String) async throws {
+    for clients in [1, 4] {
+        let handled = try await rate(workers: clients) {
+            let request = try ObliviousHTTP.encapsulateRequest(inner, config: gatewayEntry.config)
+            let answer = try await transport.send(ServiceRequest(method: "POST", url: url, headers: [("Content-Type", "message/ohttp-req")], body: request.message))
+            guard answer.status == 200 else { throw URLFilterError.server(status: answer.status, message: answer.message) }
+            _ = try request.context.openResponse(answer.body)
+            return 1
+        }
+        print("\(key)_\(clients)clients=" + String(format: "%.0f", handled))
     }
-    print(String(format: "gateway_requests_per_s_%dclients=%.0f", clients, handled))
 }
+try await measureGateway(gatewayURL, through: direct, key: "gateway_requests_per_s")
 // The same gateway over TLS, as Apple's relay reaches it: HTTPS with HTTP/2 (ALPN) on pooled
 // connections, the certificate for 127.0.0.1 from the lab CA; the hop to the target stays plain.
 let tlsGatewayServer = HTTPServer(responder: GatewayResponder(keys: gatewayKeys, targets: ["echo.bench": URL(string: "http://127.0.0.1:\(echoPort)")!]),
@@ -178,16 +182,7 @@ let tlsGatewayServer = HTTPServer(responder: GatewayResponder(keys: gatewayKeys,
 let tlsGatewayPort = try await tlsGatewayServer.start(host: "127.0.0.1", port: 0)
 let tlsGatewayURL = URL(string: "https://127.0.0.1:\(tlsGatewayPort)/gateway")!
 let tlsDirect = DirectTransport(tls: try ClientTLS(caFile: tlsDirectory + "/ca.crt"))
-for clients in [1, 4] {
-    let handled = try await rate(workers: clients) {
-        let request = try ObliviousHTTP.encapsulateRequest(inner, config: gatewayEntry.config)
-        let answer = try await tlsDirect.send(ServiceRequest(method: "POST", url: tlsGatewayURL, headers: [("Content-Type", "message/ohttp-req")], body: request.message))
-        guard answer.status == 200 else { throw URLFilterError.server(status: answer.status, message: answer.message) }
-        _ = try request.context.openResponse(answer.body)
-        return 1
-    }
-    print(String(format: "gateway_https_h2_requests_per_s_%dclients=%.0f", clients, handled))
-}
+try await measureGateway(tlsGatewayURL, through: tlsDirect, key: "gateway_https_h2_requests_per_s")
 await tlsGatewayServer.shutdown()
 
 // MARK: Verdicts: a Bloom negative in process, and positives through the whole private path.

@@ -50,10 +50,10 @@ public final class PrefilterDownloadProvider: URLFilterControlProvider {
         let binURL = baseURL.appendingPathComponent("prefilter.bin")
         let bin = try await get(binURL, headers: headers)
         if bin.status == 304 { return nil }
-        guard bin.status == 200 else { throw NetExtError(.providerFailed, "\(binURL.absoluteString): HTTP \(bin.status)") }
+        guard bin.status == 200 else { throw NetExtError(.providerFailed, "\(binURL.absoluteString): \(bin.statusText)") }
         let jsonURL = baseURL.appendingPathComponent("prefilter.json")
         let json = try await get(jsonURL, headers: [])
-        guard json.status == 200 else { throw NetExtError(.providerFailed, "\(jsonURL.absoluteString): HTTP \(json.status)") }
+        guard json.status == 200 else { throw NetExtError(.providerFailed, "\(jsonURL.absoluteString): \(json.statusText)") }
         let parameters: Parameters
         let document = Data(json.body)
         do { parameters = try JSONDecoder().decode(Parameters.self, from: document) } catch {

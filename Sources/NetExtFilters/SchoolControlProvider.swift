@@ -93,7 +93,7 @@ public final class SchoolControlProvider: FilterControlProvider {
         do throws(HTTPUpstream.Failure) {
             let answer = try await upstream.exchange(method: "GET", url: url, headers: [], body: [])
             guard answer.status == 200 else {
-                report("\(url): HTTP \(answer.status); keeping the rules in force")
+                report("\(url): \(answer.statusText); keeping the rules in force")
                 return false
             }
             body = Data(answer.body)

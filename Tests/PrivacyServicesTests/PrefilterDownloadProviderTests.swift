@@ -33,6 +33,8 @@ struct PrefilterDownloadProviderTests {
             case "/files/prefilter.bin":
                 if request.header("If-Modified-Since") == Self.lastModified { return HTTPServerResponse(status: 304) }
                 return HTTPServerResponse(contentType: "application/octet-stream", body: bits, headers: [("Last-Modified", Self.lastModified)])
+            case "/moved/prefilter.bin":
+                return HTTPServerResponse(status: 301, headers: [("Location", "https://cdn.example/files/prefilter.bin")])
             case "/files/prefilter.json":
                 return HTTPServerResponse(contentType: "application/json", body: Array(json.withLock { $0 }.utf8))
             default:
@@ -75,7 +77,7 @@ struct PrefilterDownloadProviderTests {
         }
     }
 
-    @Test func aMalformedParameterFileNamesTheKeyAndAMissingFileItsStatus() async throws {
+    @Test func aMalformedParameterFileNamesTheKeyAndAMissingOrMovedFileItsStatus() async throws {
         let directory = PrefilterDirectory(bits: [1, 2], json: #"{"bitCount": 64, "hashCount": "three", "murmurSeed": 7}"#)
         try await Served.start(directory).use { served in
             let provider = try PrefilterDownloadProvider(arguments: ["--from", served.base + "/files/"])
@@ -84,6 +86,9 @@ struct PrefilterDownloadProviderTests {
             let missing = try PrefilterDownloadProvider(arguments: ["--from", served.base + "/elsewhere/"])
             let notFound = await #expect(throws: NetExtError.self) { _ = try await missing.fetchPrefilter() }
             #expect(notFound?.message == "\(served.base)/elsewhere/prefilter.bin: HTTP 404")
+            let moved = try PrefilterDownloadProvider(arguments: ["--from", served.base + "/moved/"])
+            let redirect = await #expect(throws: NetExtError.self) { _ = try await moved.fetchPrefilter() }
+            #expect(redirect?.message == "\(served.base)/moved/prefilter.bin: HTTP 301 (redirects are not followed; the server points to https://cdn.example/files/prefilter.bin)")
         }
     }
 

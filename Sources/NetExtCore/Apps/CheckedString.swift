@@ -1,0 +1,21 @@
+/// A value kept as one string that only a check lets in (``AppIdentifier``,
+/// ``UnitNamePattern``): it encodes as that string, and decoding runs the same check as
+/// `init(_:)`, so a stored file cannot smuggle in what the initializer refuses.
+public protocol CheckedString: Codable {
+    init(_ text: String) throws(NetExtError)
+    var text: String { get }
+}
+
+extension CheckedString {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do throws(NetExtError) { try self.init(text) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
+    }
+}
