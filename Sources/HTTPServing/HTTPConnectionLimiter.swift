@@ -1,4 +1,3 @@
-import HTTPFetching
 import HummingbirdCore
 import Logging
 import NetExtCore

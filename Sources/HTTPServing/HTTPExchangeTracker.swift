@@ -1,4 +1,3 @@
-import HTTPFetching
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes

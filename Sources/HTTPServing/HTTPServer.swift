@@ -1,4 +1,3 @@
-import HTTPFetching
 import HummingbirdCore
 import HummingbirdHTTP2
 import Logging

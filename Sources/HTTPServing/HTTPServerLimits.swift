@@ -1,4 +1,3 @@
-import HTTPFetching
 import NetExtCore
 import Synchronization
 

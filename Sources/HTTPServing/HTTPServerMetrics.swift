@@ -1,4 +1,3 @@
-import HTTPFetching
 import CoreMetrics
 import NetExtCore
 import Synchronization

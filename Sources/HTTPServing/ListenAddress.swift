@@ -1,4 +1,3 @@
-import HTTPFetching
 /// A `HOST:PORT` listening address as the servers' `--listen` options take it (`[::1]:8080`
 /// for IPv6).
 public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {

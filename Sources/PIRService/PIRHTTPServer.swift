@@ -3,9 +3,9 @@ import HTTPServing
 import Logging
 import PIRProtobuf
 
-/// The PIR service over HTTP (HTTP/1.1; with TLS, HTTP/2 by ALPN): `POST /config`, `POST /key`, `POST /queries` (protobuf
-/// bodies), and `GET /metrics` (Prometheus text) when given an exposition. With an authorizer (Privacy Pass), every POST
-/// must pass it first. Work runs on a `FairWorkQueue` (not the event loop or the cooperative
+/// The PIR service over HTTP (HTTP/1.1; with TLS, HTTP/2 by ALPN): `POST /config`,
+/// `POST /key`, `POST /queries` (protobuf bodies), and `GET /metrics` (Prometheus text) when
+/// given an exposition. With an authorizer (Privacy Pass), every POST must pass it first. Work runs on a `FairWorkQueue` (not the event loop or the cooperative
 /// pool): each request's queries take turns with every other request's, and when `workCapacity`
 /// queries are already waiting a request is answered 503 with Retry-After. Errors are 4xx with a
 /// one-line reason, except the two a client acts on (Apple's `Error` message: 400 key not found,

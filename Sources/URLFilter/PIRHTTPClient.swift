@@ -1,8 +1,5 @@
 import BloomFilter
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HomomorphicEncryption
 import PIRProtobuf
 import PrivateInformationRetrieval

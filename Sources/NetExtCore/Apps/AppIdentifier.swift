@@ -1,7 +1,7 @@
 /// An app's identity on Linux, as a bundle identifier is on Apple's platforms: a reverse-DNS
 /// name (`org.mozilla.firefox`), the same form desktop files, Flatpak and D-Bus use for
 /// application IDs. It is what `NEAppRule.matchSigningIdentifier` becomes here.
-public struct AppIdentifier: Sendable, Hashable, CheckedString, CustomStringConvertible {
+public struct AppIdentifier: Sendable, Hashable, CheckedString {
     public let rawValue: String
 
     /// Checks the form: 2–255 characters in at least two dot-separated elements of ASCII
@@ -17,7 +17,6 @@ public struct AppIdentifier: Sendable, Hashable, CheckedString, CustomStringConv
 
     public var description: String { rawValue }
 
-    public var text: String { rawValue }
 
     static func problem(in text: String) -> String? {
         if text.isEmpty { return "it is empty" }

@@ -1,9 +1,9 @@
 /// A value kept as one string that only a check lets in (``AppIdentifier``,
 /// ``UnitNamePattern``): it encodes as that string, and decoding runs the same check as
-/// `init(_:)`, so a stored file cannot smuggle in what the initializer refuses.
-public protocol CheckedString: Codable {
+/// `init(_:)`, so a stored file cannot smuggle in what the initializer refuses. Its
+/// `description` is the string itself.
+public protocol CheckedString: Codable, CustomStringConvertible {
     init(_ text: String) throws(NetExtError)
-    var text: String { get }
 }
 
 extension CheckedString {
@@ -16,6 +16,6 @@ extension CheckedString {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
-        try container.encode(text)
+        try container.encode(description)
     }
 }

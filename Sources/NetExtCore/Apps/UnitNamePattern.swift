@@ -2,7 +2,7 @@
 /// `app-flatpak-org.mozilla.firefox-4711.scope`): `*` stands for any run of bytes, `?` for one
 /// byte (unit names are ASCII), everything else for itself. Names are compared after systemd's
 /// `\xNN` escapes are undone (systemd-escape(1): an application ID's `-` appears as `\x2d`).
-public struct UnitNamePattern: Sendable, Hashable, CheckedString, CustomStringConvertible {
+public struct UnitNamePattern: Sendable, Hashable, CheckedString {
     public let pattern: String
     private let parts: [UInt8]
 
@@ -18,7 +18,6 @@ public struct UnitNamePattern: Sendable, Hashable, CheckedString, CustomStringCo
 
     public var description: String { pattern }
 
-    public var text: String { pattern }
 
     /// Whether `unitName` (escaped or not) matches.
     public func matches(_ unitName: String) -> Bool {
