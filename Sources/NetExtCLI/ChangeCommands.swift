@@ -21,6 +21,7 @@ struct CreateCommand: AsyncParsableCommand {
     @Flag(help: "Send all traffic through the tunnel and block everything else while enabled (kill switch).") var includeAllNetworks = false
     @Flag(help: "With --include-all-networks: local subnets stay reachable outside the tunnel.") var excludeLocalNetworks = false
     @Flag(help: "Traffic to the tunnel's routes never leaves outside the tunnel while enabled.") var enforceRoutes = false
+    @Flag(help: "A per-app VPN: only the apps bound to it (netext app bind) enter the tunnel, to any destination.") var perApp = false
 
     func run() async throws {
         try await reportingFailures {
@@ -39,6 +40,8 @@ struct CreateCommand: AsyncParsableCommand {
             settings.includeAllNetworks = includeAllNetworks
             settings.excludeLocalNetworks = excludeLocalNetworks
             settings.enforceRoutes = enforceRoutes
+            // The per-app VPN's VPNUUID, as a profile's applayer payload gives one.
+            if perApp { settings.perAppUUID = manager.id.uuidString }
             manager.protocolConfiguration = settings
             let password = passwordStdin ? try StandardInput.readSecretLine() : nil
             let disabled = try await manager.saveToPreferences(password: password, allowsDuplicateName: allowDuplicateName)

@@ -44,9 +44,16 @@ public final class Daemon: Sendable {
         let resolver = ResolverConfiguration(path: settings.resolverPath, backupPath: settings.stateDirectory + "/resolv.conf.backup")
         let stubAddress = SocketAddress(settings.dnsStubAddress)
         if stubAddress == nil { logger.warning("NETEXT_DNS_STUB is not ADDRESS:PORT; DNS match domains will be ignored", metadata: ["value": "\(settings.dnsStubAddress)"]) }
+        var appCgroups: (any AppCgroupHost)?
+        var appCgroupProblem = ""
+        do throws(NetExtError) { appCgroups = try SystemAppCgroups() } catch {
+            appCgroupProblem = error.message
+            logger.notice("per-app routing is unavailable", metadata: ["reason": "\(error.message)"])
+        }
         let sessions = SessionManager(
             registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline,
-            ikev2Directory: settings.stateDirectory + "/ikev2", secretLookup: { (reference) throws(NetExtError) in try secrets.secret(for: reference) })
+            ikev2Directory: settings.stateDirectory + "/ikev2", secretLookup: { (reference) throws(NetExtError) in try secrets.secret(for: reference) },
+            appCgroups: appCgroups, appCgroupProblem: appCgroupProblem, appLaunchRoot: settings.appCgroupRoot)
         await sessions.removeStaleState()
         await sessions.restoreGuards(try store.allConfigurations())
         let filters = FilterController(registry: registry, logger: logger, rulesRoot: settings.filterRulesRoot)

@@ -1,4 +1,5 @@
 import Foundation
+import NetExtCore
 
 /// Where netextd keeps its state and socket, from the environment or the command line.
 public struct DaemonSettings: Sendable {
@@ -17,6 +18,9 @@ public struct DaemonSettings: Sendable {
     /// `$NETEXT_DNS_STUB`, default `127.0.0.153:53`: where netextd's DNS stub listens while a
     /// tunnel with DNS match domains is up (resolver files cannot name another port than 53).
     public var dnsStubAddress: String = "127.0.0.153:53"
+    /// The cgroup (relative to the cgroup v2 root) under which `netext run --app` places apps,
+    /// one child per app (`NETEXT_APP_CGROUP`).
+    public var appCgroupRoot: String = "netext-apps"
     /// `$NETEXT_FILTER_RULES_ROOT`, default `/var/lib/netext-filter-rules`: each content filter
     /// data provider reads its rules from `<root>/<bundle identifier>` (world-readable, written
     /// by root and control providers; outside the private state directory).
@@ -41,6 +45,10 @@ public struct DaemonSettings: Sendable {
             providersDirectory: environment["NETEXT_PROVIDERS_DIR"] ?? "/etc/netext/providers")
         if let resolver = environment["NETEXT_RESOLV_CONF"] { settings.resolverPath = resolver }
         if let stub = environment["NETEXT_DNS_STUB"] { settings.dnsStubAddress = stub }
+        if let root = environment["NETEXT_APP_CGROUP"] {
+            let trimmed = root.split(separator: "/").joined(separator: "/")
+            if !trimmed.isEmpty && FlowSteering.isWritable(path: trimmed) && !trimmed.split(separator: "/").contains("..") { settings.appCgroupRoot = trimmed }
+        }
         if let rules = environment["NETEXT_FILTER_RULES_ROOT"] { settings.filterRulesRoot = rules }
         if let interval = environment["NETEXT_PREFILTER_INTERVAL"].flatMap(Double.init), interval >= 1 { settings.prefilterFetchIntervalOverride = interval }
         return settings

@@ -65,6 +65,7 @@ extension Configuration {
         case .tunnelProvider(let settings):
             try Self.requireIdentifier(settings.providerBundleIdentifier, field: "providerBundleIdentifier")
             try Self.requireHost(settings.serverAddress, field: "serverAddress")
+            try settings.validateAppRules()
         case .personalVPN(let settings):
             try Self.requireHost(settings.serverAddress, field: "serverAddress")
         case .contentFilter(let settings):

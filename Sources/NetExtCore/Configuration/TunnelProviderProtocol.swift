@@ -28,6 +28,17 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
     public var excludeLocalNetworks: Bool
     /// Enforce the tunnel's routes even over more specific local routes.
     public var enforceRoutes: Bool
+    /// Per-app VPN (``isPerApp``): the apps whose flows the tunnel carries, whatever their
+    /// destination (Apple's `NETunnelProviderManager.appRules`); other apps' flows never enter it.
+    public var appRules: [AppRule]
+    /// A tunnel that routes by destination: the apps whose flows bypass it and leave directly,
+    /// as if it were not there (exclude mode; also past the kill switch).
+    public var excludedAppRules: [AppRule]
+
+    /// Whether the tunnel routes by source app rather than by destination: a per-app VPN, as a
+    /// profile's `com.apple.vpn.managed.applayer` payload (with its `VPNUUID`) or
+    /// `netext create --per-app` makes one.
+    public var isPerApp: Bool { perAppUUID != nil }
 
     public init(
         providerBundleIdentifier: String,
@@ -39,7 +50,9 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
         perAppUUID: String? = nil,
         includeAllNetworks: Bool = false,
         excludeLocalNetworks: Bool = false,
-        enforceRoutes: Bool = false
+        enforceRoutes: Bool = false,
+        appRules: [AppRule] = [],
+        excludedAppRules: [AppRule] = []
     ) {
         self.providerBundleIdentifier = providerBundleIdentifier
         self.providerType = providerType
@@ -51,7 +64,60 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
         self.includeAllNetworks = includeAllNetworks
         self.excludeLocalNetworks = excludeLocalNetworks
         self.enforceRoutes = enforceRoutes
+        self.appRules = appRules
+        self.excludedAppRules = excludedAppRules
     }
+}
+
+extension TunnelProviderProtocol {
+    private enum CodingKeys: String, CodingKey {
+        case providerBundleIdentifier, providerType, serverAddress, providerConfiguration, username, passwordReference, perAppUUID
+        case includeAllNetworks, excludeLocalNetworks, enforceRoutes, appRules, excludedAppRules
+    }
+
+    /// Configurations stored before per-app routing existed have no app rules.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            providerBundleIdentifier: try container.decode(String.self, forKey: .providerBundleIdentifier),
+            providerType: try container.decode(ProviderType.self, forKey: .providerType),
+            serverAddress: try container.decode(String.self, forKey: .serverAddress),
+            providerConfiguration: try container.decode([String: JSONValue].self, forKey: .providerConfiguration),
+            username: try container.decodeIfPresent(String.self, forKey: .username),
+            passwordReference: try container.decodeIfPresent(String.self, forKey: .passwordReference),
+            perAppUUID: try container.decodeIfPresent(String.self, forKey: .perAppUUID),
+            includeAllNetworks: try container.decode(Bool.self, forKey: .includeAllNetworks),
+            excludeLocalNetworks: try container.decode(Bool.self, forKey: .excludeLocalNetworks),
+            enforceRoutes: try container.decode(Bool.self, forKey: .enforceRoutes),
+            appRules: try container.decodeIfPresent([AppRule].self, forKey: .appRules) ?? [],
+            excludedAppRules: try container.decodeIfPresent([AppRule].self, forKey: .excludedAppRules) ?? [])
+    }
+
+    /// Checks the app rules: a per-app VPN has only `appRules`, a tunnel that routes by
+    /// destination only `excludedAppRules`; an app appears once; `matchDomains` is not steered
+    /// yet and is refused rather than ignored.
+    public func validateAppRules() throws(NetExtError) {
+        if isPerApp && !excludedAppRules.isEmpty {
+            throw .invalid("excludedAppRules: a per-app VPN carries only its own apps, so no app needs excluding (unbind it instead)")
+        }
+        if !isPerApp && !appRules.isEmpty {
+            throw .invalid("appRules: only a per-app VPN (perAppUUID set; netext create --per-app) carries apps by source; this tunnel routes by destination (exclude apps with excludedAppRules)")
+        }
+        let rules = appRules + excludedAppRules
+        if rules.count > Self.maximumAppRules { throw .invalid("appRules: \(rules.count) rules; at most \(Self.maximumAppRules) are accepted") }
+        var seen = Set<AppIdentifier>()
+        for rule in rules {
+            if !seen.insert(rule.matchSigningIdentifier).inserted {
+                throw .invalid("appRules: \(rule.matchSigningIdentifier) appears more than once")
+            }
+            if !rule.matchDomains.isEmpty {
+                throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) is not supported yet: netextd steers an app's every flow")
+            }
+        }
+    }
+
+    /// The most app rules one configuration holds.
+    public static let maximumAppRules = 1_024
 }
 
 /// The protocol settings of the built-in IKEv2 client, as Apple's `NEVPNProtocolIKEv2`.

@@ -17,13 +17,24 @@ public struct NetworkPlan: Sendable, Hashable {
     public var dns: DNSSettings?
     public var proxy: ProxySettings?
 
-    /// A policy routing rule: packets to `destination` (all if nil) of `family` look up `table`.
+    /// A policy routing rule: packets to `destination` (all if nil) of `family`, and with the
+    /// mark `fwmark` under ``FlowSteering/markMask`` if one is given (an app's flows, marked by
+    /// netextd's flow steering), look up `table`.
     public struct PolicyRule: Sendable, Hashable {
         public enum Table: Sendable, Hashable { case main, tunnel(Int) }
         public var priority: Int
         public var isIPv6: Bool
         public var destination: IPPrefix?
         public var table: Table
+        public var fwmark: UInt32?
+
+        public init(priority: Int, isIPv6: Bool, destination: IPPrefix?, table: Table, fwmark: UInt32? = nil) {
+            self.priority = priority
+            self.isIPv6 = isIPv6
+            self.destination = destination
+            self.table = table
+            self.fwmark = fwmark
+        }
     }
 
     /// The overhead assumed when the provider gives neither an MTU nor `tunnelOverheadBytes`:
@@ -39,10 +50,22 @@ public struct NetworkPlan: Sendable, Hashable {
         public var includeAllNetworks = false
         /// With `includeAllNetworks`: these subnets (the machine's own networks) stay outside.
         public var localNetworks: [IPPrefix] = []
-        public init(includeAllNetworks: Bool = false, localNetworks: [IPPrefix] = []) {
+        /// Routing by source app: which flows (marked by the flow steering) the tunnel takes.
+        public var appRouting: AppRouting?
+        public init(includeAllNetworks: Bool = false, localNetworks: [IPPrefix] = [], appRouting: AppRouting? = nil) {
             self.includeAllNetworks = includeAllNetworks
             self.localNetworks = localNetworks
+            self.appRouting = appRouting
         }
+    }
+
+    /// How marked app flows and the tunnel meet.
+    public enum AppRouting: Sendable, Hashable {
+        /// Per-app VPN: only flows with this mark enter the tunnel, to every destination (a
+        /// default route per family the tunnel has an address in); nothing else does.
+        case include(mark: UInt32)
+        /// Flows with this mark bypass the tunnel (they look up the main table first).
+        case exclude(mark: UInt32)
     }
 
     public static func make(
@@ -85,6 +108,12 @@ public struct NetworkPlan: Sendable, Hashable {
             }
             excluded = policy.localNetworks
         }
+        if case .include = policy.appRouting {
+            // The bound apps' every destination: a default route per family with an address.
+            included = Set(addresses.map(\.isIPv6)).sorted { !$0 && $1 }.map { isIPv6 in
+                IPPrefix(address: [UInt8](repeating: 0, count: isIPv6 ? 16 : 4), length: 0)
+            }
+        }
         // An explicit MTU wins; otherwise the underlying interface's MTU minus the overhead.
         let mtu = settings.mtu ?? ((underlyingMTU ?? 1500) - (settings.tunnelOverheadBytes ?? defaultOverhead))
         guard (576...65_535).contains(mtu) else { throw .invalid("mtu: \(mtu) is outside 576...65535") }
@@ -100,8 +129,13 @@ public struct NetworkPlan: Sendable, Hashable {
             for route in excluded where route.isIPv6 == isIPv6 {
                 rules.append(PolicyRule(priority: rulePriority + 1, isIPv6: isIPv6, destination: route, table: .main))
             }
+            if case .exclude(let mark) = policy.appRouting {
+                rules.append(PolicyRule(priority: rulePriority + 1, isIPv6: isIPv6, destination: nil, table: .main, fwmark: mark))
+            }
             if included.contains(where: { $0.isIPv6 == isIPv6 }) {
-                rules.append(PolicyRule(priority: rulePriority + 2, isIPv6: isIPv6, destination: nil, table: .tunnel(table)))
+                var mark: UInt32?
+                if case .include(let included) = policy.appRouting { mark = included }
+                rules.append(PolicyRule(priority: rulePriority + 2, isIPv6: isIPv6, destination: nil, table: .tunnel(table), fwmark: mark))
             }
         }
         for route in included where !families.contains(route.isIPv6) {
@@ -130,6 +164,7 @@ extension NetworkPlan.PolicyRule {
     func command(action: String) -> [String] {
         var words = [isIPv6 ? "-6" : "-4", "rule", action, "priority", "\(priority)"]
         if let destination { words += ["to", destination.description] }
+        if let fwmark { words += ["fwmark", FlowSteering.hex(fwmark) + "/" + FlowSteering.hex(FlowSteering.markMask)] }
         switch table {
         case .main: words += ["lookup", "main"]
         case .tunnel(let table): words += ["lookup", "\(table)"]
@@ -167,12 +202,14 @@ extension NetworkPlan {
     /// The route a packet to `destination` (4 or 16 bytes) takes with `plans` applied: the
     /// rules of every plan in priority order (a rule to the main table ends the search; a rule to
     /// a tunnel's table ends it only if that table has a route to the destination, as `ip rule`
-    /// falls through an empty lookup), then the main table. For fakes that play the kernel.
-    public static func route(to destination: [UInt8], through plans: [NetworkPlan]) -> PlannedRoute {
+    /// falls through an empty lookup), then the main table. A rule with a mark applies only to
+    /// a packet of that `mark` (an app's flow). For fakes that play the kernel.
+    public static func route(to destination: [UInt8], through plans: [NetworkPlan], mark: UInt32 = 0) -> PlannedRoute {
         let host = IPPrefix(address: destination, length: destination.count * 8)
         let isIPv6 = destination.count == 16
         let rules = plans.flatMap { plan in plan.rules.map { (plan, $0) } }.filter { $0.1.isIPv6 == isIPv6 }.sorted { $0.1.priority < $1.1.priority }
         for (plan, rule) in rules where rule.destination.map({ $0.contains(host) }) ?? true {
+            if let fwmark = rule.fwmark, mark & FlowSteering.markMask != fwmark { continue }
             switch rule.table {
             case .main: return .main
             case .tunnel:

@@ -17,13 +17,33 @@ public struct TrafficGuard: Sendable, Hashable {
         public var localNetworks: [IPPrefix]
         /// `enforceRoutes`: these destinations never leave outside the tunnel.
         public var enforcedRoutes: [IPPrefix]
+        /// A tunnel that routes by app: its apps' mark (``FlowSteering``). In exclude mode they
+        /// may leave outside the tunnel; in include mode (a per-app VPN) `blocksAll` covers only
+        /// them, since only their flows belong in the tunnel.
+        public var apps: (mode: FlowSteering.Mode, mark: UInt32)?
 
-        public init(configuration: UUID, providerUID: UInt32, blocksAll: Bool, localNetworks: [IPPrefix] = [], enforcedRoutes: [IPPrefix] = []) {
+        public init(configuration: UUID, providerUID: UInt32, blocksAll: Bool, localNetworks: [IPPrefix] = [], enforcedRoutes: [IPPrefix] = [], apps: (mode: FlowSteering.Mode, mark: UInt32)? = nil) {
             self.configuration = configuration
             self.providerUID = providerUID
             self.blocksAll = blocksAll
             self.localNetworks = localNetworks
             self.enforcedRoutes = enforcedRoutes
+            self.apps = apps
+        }
+
+        public static func == (lhs: Member, rhs: Member) -> Bool {
+            (lhs.configuration, lhs.providerUID, lhs.blocksAll, lhs.localNetworks, lhs.enforcedRoutes) == (rhs.configuration, rhs.providerUID, rhs.blocksAll, rhs.localNetworks, rhs.enforcedRoutes)
+                && lhs.apps?.mode == rhs.apps?.mode && lhs.apps?.mark == rhs.apps?.mark
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(configuration)
+            hasher.combine(providerUID)
+            hasher.combine(blocksAll)
+            hasher.combine(localNetworks)
+            hasher.combine(enforcedRoutes)
+            hasher.combine(apps?.mode)
+            hasher.combine(apps?.mark)
         }
     }
 
@@ -42,10 +62,14 @@ public struct TrafficGuard: Sendable, Hashable {
     /// that an ordinary program (not a provider) sends on an interface that is neither loopback
     /// nor a tunnel: the same decision as the rules, for fakes that play the kernel. Enforced
     /// routes drop first; then, with `blocksAll`, everything but the local networks.
-    public func dropsDirectPacket(to destination: [UInt8]) -> Bool {
+    /// A packet with `mark` is an app's flow: an excluded app's passes; a per-app VPN's kill
+    /// switch drops only its own apps' packets.
+    public func dropsDirectPacket(to destination: [UInt8], mark: UInt32 = 0) -> Bool {
         let host = IPPrefix(address: destination, length: destination.count * 8)
+        let appMark = mark & FlowSteering.markMask
+        if appMark != 0, members.contains(where: { $0.apps?.mode == .exclude && $0.apps?.mark == appMark }) { return false }
         if members.flatMap(\.enforcedRoutes).contains(where: { $0.contains(host) }) { return true }
-        let blocking = members.filter(\.blocksAll)
+        let blocking = members.filter { $0.blocksAll && ($0.apps?.mode != .include || $0.apps?.mark == appMark) }
         guard !blocking.isEmpty else { return false }
         return !blocking.flatMap(\.localNetworks).contains { $0.contains(host) }
     }
@@ -64,12 +88,25 @@ public struct TrafficGuard: Sendable, Hashable {
         let uids = Set(members.map(\.providerUID)).sorted()
         if !uids.isEmpty { lines.append("    meta skuid { \(uids.map(String.init).joined(separator: ", ")) } accept") }
         lines.append("    icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept")
+        // Apps a tunnel excludes leave directly, past every drop below.
+        let mask = FlowSteering.hex(FlowSteering.markMask)
+        for mark in Set(members.compactMap { $0.apps?.mode == .exclude ? $0.apps?.mark : nil }).sorted() {
+            lines.append("    meta mark & \(mask) == \(FlowSteering.hex(mark)) accept")
+        }
         // Enforced routes first: they win even over local networks.
         let enforced = members.flatMap(\.enforcedRoutes)
         lines += Self.rules(for: enforced, verdict: "counter drop")
-        if members.contains(where: \.blocksAll) {
-            lines += Self.rules(for: members.filter(\.blocksAll).flatMap(\.localNetworks), verdict: "accept")
-            lines.append("    counter drop")
+        let blocking = members.filter(\.blocksAll)
+        if !blocking.isEmpty {
+            lines += Self.rules(for: blocking.flatMap(\.localNetworks), verdict: "accept")
+            if blocking.contains(where: { $0.apps?.mode != .include }) {
+                lines.append("    counter drop")
+            } else {
+                // Only per-app VPNs: their kill switch holds their own apps' flows.
+                for mark in Set(blocking.compactMap(\.apps?.mark)).sorted() {
+                    lines.append("    meta mark & \(mask) == \(FlowSteering.hex(mark)) counter drop")
+                }
+            }
         }
         lines += ["  }", "}"]
         return lines.joined(separator: "\n") + "\n"

@@ -120,6 +120,12 @@ public final class ControlService: Sendable {
         table.on(GetURLFilterStatus.self) { service, _, _ in
             await service.urlFilters?.status() ?? URLFilterStatus(state: .off)
         }
+        table.on(PlaceInApp.self) { service, method, identity in
+            try await service.placeInApp(method, identity: identity)
+        }
+        table.on(ListApps.self) { service, _, identity in
+            AppList(apps: await service.sessions.appStatuses(isVisible: identity.canSee))
+        }
         return table
     }()
 
@@ -176,6 +182,21 @@ public final class ControlService: Sendable {
             return ProviderMessageReply(data: try await filters.sendControlMessage(message.data, to: configuration))
         }
         return ProviderMessageReply(data: try await sessions.sendProviderMessage(message.data, to: configuration))
+    }
+
+    /// Moves the caller into its app's cgroup. Anyone may launch an app into a tunnel that
+    /// carries it, or an app no tunnel names; leaving a tunnel (an app it excludes, which also
+    /// passes its kill switch) is for root and the admin group only.
+    private func placeInApp(_ method: PlaceInApp, identity: ClientIdentity) async throws -> AppPlacement {
+        let app = try AppIdentifier(method.app)
+        if let executable = method.executable, !executable.hasPrefix("/") || executable.utf8.count > 4096 {
+            throw NetExtError.invalid("executable: '\(LogText.escaped(executable))' is not an absolute path")
+        }
+        if !identity.mayModify, let mark = await sessions.appBinding(of: app), mark.mode == .exclude {
+            throw NetExtError.permissionDenied("\(app) bypasses \(mark.configurationName); launching it outside the tunnel needs root or membership of netextd's admin group (uid \(identity.uid) is neither)")
+        }
+        let placed = try await sessions.appSteering.place(pid: identity.credentials.pid, app: app, executable: method.executable)
+        return AppPlacement(cgroup: placed.cgroup, configurationName: placed.binding?.configuration.localizedDescription, mode: placed.binding?.mode)
     }
 
     /// The largest app message netextd relays (the control protocol's frames are larger).

@@ -27,7 +27,8 @@ actor KillSwitch {
     /// Puts a configuration's kill switch or enforced routes in force (nothing for one that asks
     /// for neither). `manifest` names the provider whose own packets (to its server) may leave
     /// outside the tunnel; a provider that cannot be found gets a user id no process has.
-    func engage(_ configuration: Configuration, manifest: ProviderManifest?) async throws(NetExtError) {
+    /// `apps`: the mark and mode of the configuration's apps when it routes by app.
+    func engage(_ configuration: Configuration, manifest: ProviderManifest?, apps: (mode: FlowSteering.Mode, mark: UInt32)? = nil) async throws(NetExtError) {
         guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration,
               settings.includeAllNetworks || settings.enforceRoutes else { return }
         let uid: UInt32 = manifest.flatMap { manifest in getuid() == 0 ? UserDatabase.user(named: manifest.user)?.uid : getuid() } ?? UInt32.max - 1
@@ -35,7 +36,7 @@ actor KillSwitch {
         let previous = members[configuration.id]
         let member = TrafficGuard.Member(
             configuration: configuration.id, providerUID: uid, blocksAll: settings.includeAllNetworks,
-            localNetworks: localNetworks, enforcedRoutes: previous?.enforcedRoutes ?? [])
+            localNetworks: localNetworks, enforcedRoutes: previous?.enforcedRoutes ?? [], apps: apps)
         members[configuration.id] = member
         do throws(NetExtError) { try await applyWanted() } catch {
             members[configuration.id] = previous
@@ -71,10 +72,10 @@ actor KillSwitch {
 
     /// At start: the guards of every enabled configuration that asks for one (fail closed from
     /// the moment netextd runs), replacing whatever an earlier netextd left.
-    func restore(_ configurations: [Configuration], manifest: @Sendable (Configuration) -> ProviderManifest?) async {
+    func restore(_ configurations: [Configuration], apps: [UUID: (mode: FlowSteering.Mode, mark: UInt32)] = [:], manifest: @Sendable (Configuration) -> ProviderManifest?) async {
         members = [:]
         for configuration in configurations where configuration.isEnabled {
-            do throws(NetExtError) { try await engage(configuration, manifest: manifest(configuration)) } catch {
+            do throws(NetExtError) { try await engage(configuration, manifest: manifest(configuration), apps: apps[configuration.id]) } catch {
                 logger.error("cannot put the traffic guard in force", metadata: ["configuration": "\(configuration.localizedDescription)", "error": "\(error.message)"])
             }
         }

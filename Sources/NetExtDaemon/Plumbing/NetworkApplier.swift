@@ -21,6 +21,8 @@ public protocol NetworkApplier: Sendable {
     func localNetworks() -> [IPPrefix]
     /// Installs (or replaces) the traffic guard; with no active member, removes it.
     func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError)
+    /// Installs (or replaces) the flow steering's table; with no member, removes it.
+    func applySteering(_ steering: FlowSteering) throws(NetExtError)
     /// Creates a tunnel interface (a TUN device named after `pattern`, `netext%d`) and returns
     /// its descriptor and name; the interface lives until the descriptor is closed.
     func openTunnelInterface(pattern: String) throws(NetExtError) -> (fd: Int32, name: String)
@@ -40,6 +42,7 @@ extension NetworkApplier {
 
     public func localNetworks() -> [IPPrefix] { [] }
     public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {}
+    public func applySteering(_ steering: FlowSteering) throws(NetExtError) {}
 }
 
 /// Runs `ip` (iproute2) for each step.
@@ -121,6 +124,26 @@ public struct IPCommandApplier: NetworkApplier {
         let result = CommandRunner.run(nft, ["-f", "-"], input: trafficGuard.ruleset)
         guard result.status == 0 else {
             throw NetExtError(.connectionFailed, "nft refused the traffic guard: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+    }
+
+    public func applySteering(_ steering: FlowSteering) throws(NetExtError) {
+        guard let nft = CommandRunner.nftPath else {
+            if steering.isActive { throw NetExtError(.connectionFailed, "per-app routing needs nft (apt-get install nftables)") }
+            return
+        }
+        guard steering.isActive else {
+            _ = CommandRunner.run(nft, ["delete", "table", "inet", FlowSteering.tableName])
+            return
+        }
+        let result = CommandRunner.run(nft, ["-f", "-"], input: steering.ruleset)
+        guard result.status == 0 else {
+            throw NetExtError(.connectionFailed, "nft refused the per-app steering: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        // Replies to an app's flow come in through the tunnel from addresses the main table
+        // routes elsewhere: strict reverse-path filtering would drop them, loose keeps its check.
+        for member in steering.members where member.mode == .include && !member.interface.isEmpty {
+            try? "2\n".write(toFile: "/proc/sys/net/ipv4/conf/\(member.interface)/rp_filter", atomically: false, encoding: .utf8)
         }
     }
 

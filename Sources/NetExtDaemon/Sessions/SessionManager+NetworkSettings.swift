@@ -57,6 +57,7 @@ extension SessionManager {
             let (localNetworks, underlyingMTU) = await network.perform { applier in
                 (askLocalNetworks ? applier.localNetworks() : [], applier.underlyingMTU(toward: remote))
             }
+            policy.appRouting = await appSteering.routing(for: id)
             guard isCurrent(id, generation: generation) else { return }
             policy.localNetworks = localNetworks
             let plan = try NetworkPlan.make(
@@ -96,7 +97,14 @@ extension SessionManager {
             // Recorded now, before the DNS step that may throw: the applied plan must be in the
             // session, or a later teardown would not find it.
             sessions[id]?.tunnel = tunnel
-            try dns.apply(settings.dnsSettings, for: id, rank: tunnel.slot)
+            if case .include = policy.appRouting {
+                // A per-app VPN's resolvers are its apps' alone: their queries are redirected
+                // there; the machine's resolver file is left as it is.
+                await appSteering.tunnelUp(id, interface: tunnel.name, dnsServers: settings.dnsSettings?.servers ?? [])
+            } else {
+                try dns.apply(settings.dnsSettings, for: id, rank: tunnel.slot)
+                if policy.appRouting != nil { await appSteering.tunnelUp(id, interface: tunnel.name, dnsServers: bypassResolvers()) }
+            }
             logger.info("tunnel network settings applied", metadata: [
                 "interface": "\(tunnel.name)", "mtu": "\(plan.mtu)", "addresses": "\(plan.addresses.map(\.description))",
                 "routes": "\(plan.includedRoutes.map(\.description))", "table": "\(plan.table)",
@@ -114,6 +122,8 @@ extension SessionManager {
         guard let tunnel = sessions[id]?.tunnel else { return }
         if let plan = tunnel.plan { network.enqueue { $0.teardown(plan) } }
         dns.remove(id)
+        let steering = appSteering
+        Task { await steering.tunnelDown(id, interface: tunnel.name) }
         SocketPair.close(tunnel.fd)
         usedSlots.remove(tunnel.slot)
         sessions[id]?.tunnel = nil

@@ -43,6 +43,8 @@ public actor SessionManager {
     var sessions: [UUID: Session] = [:]
     /// Every configuration's kill switch and enforced routes.
     let killSwitch: KillSwitch
+    /// Per-app routing: the apps' cgroups, marks and the table that steers their flows.
+    let appSteering: AppSteeringController
     /// Apps' messages waiting for their provider's answer.
     private var appMessages = AppMessageRelay()
     /// How long a provider has to answer an app's message.
@@ -81,7 +83,8 @@ public actor SessionManager {
         applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil, dnsStubAddress: SocketAddress? = nil,
         startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5),
         ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil,
-        launcher: any ProviderLauncher = ProcessProviderLauncher()
+        launcher: any ProviderLauncher = ProcessProviderLauncher(),
+        appCgroups: (any AppCgroupHost)? = nil, appCgroupProblem: String = "no cgroup v2 hierarchy was found", appLaunchRoot: String = "netext-apps"
     ) {
         supervisor = ProviderSupervisor(launcher: launcher)
         self.ikev2Directory = ikev2Directory
@@ -92,6 +95,7 @@ public actor SessionManager {
         self.logger = logger
         network = NetworkWorker(applier: applier)
         killSwitch = KillSwitch(network: network, logger: logger)
+        appSteering = AppSteeringController(host: appCgroups, hostProblem: appCgroupProblem, launchRoot: appLaunchRoot, network: network, logger: logger)
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
     }
@@ -131,7 +135,7 @@ public actor SessionManager {
             throw .invalid("configuration '\(configuration.localizedDescription)' is a \(configuration.kind.rawValue) configuration; it has no VPN connection to start")
         }
         // The kill switch closes before the provider runs, and stays closed whatever happens to it.
-        try await killSwitch.engage(configuration, manifest: manifest)
+        try await killSwitch.engage(configuration, manifest: manifest, apps: await appSteering.mark(for: configuration.id))
         var session = sessions[configuration.id] ?? Session(configuration: configuration)
         session.configuration = configuration
         session.pendingStart = ProviderStart(configuration: configuration, options: options, password: password)
@@ -166,6 +170,7 @@ public actor SessionManager {
             for configuration in active { group.addTask { await self.stop(configuration, reason: .daemonShutdown) } }
         }
         stragglers.cancel()
+        await appSteering.shutdown()
         await network.drain()
     }
 
@@ -211,6 +216,10 @@ public actor SessionManager {
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
+        await appSteering.update(configuration, removed: removed)
+        if let routing = await appSteering.mark(for: configuration.id), routing.mode == .exclude {
+            await appSteering.setBypassResolvers(configuration.id, servers: bypassResolvers())
+        }
         if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
         guard var session = sessions[configuration.id] else { return }
         session.configuration = configuration
@@ -406,16 +415,45 @@ public actor SessionManager {
         return try result.get()
     }
 
+    // MARK: Apps
+
+    /// The bound apps of the configurations `isVisible` admits (`netext apps`).
+    public func appStatuses(isVisible: @Sendable (Configuration) -> Bool) async -> [AppBindingStatus] {
+        let connected = Set(sessions.filter { $0.value.machine.status == .connected }.map(\.key))
+        return await appSteering.statuses(isVisible: isVisible, isConnected: { connected.contains($0) })
+    }
+
+    /// The enabled tunnel `app` is bound to, and how.
+    func appBinding(of app: AppIdentifier) async -> (configurationName: String, mode: FlowSteering.Mode)? {
+        let statuses = await appSteering.statuses(isVisible: { _ in true }, isConnected: { _ in false })
+        return statuses.first { $0.app == app.rawValue }.map { ($0.configurationName, $0.mode) }
+    }
+
+    /// The resolvers outside every tunnel (the resolver file as it was before netextd wrote it):
+    /// where an excluded app's DNS queries go.
+    func bypassResolvers() -> [String] {
+        guard let resolver = dns.resolver else { return [] }
+        return resolver.originalNameservers(excluding: dns.stubAddress?.hostText ?? "")
+    }
+
     private func finishAppMessage(_ messageID: Int, _ result: Result<Data?, NetExtError>) {
         appMessages.finish(messageID, result)
     }
 
     // MARK: Kill switch and enforced routes
 
-    /// At start: the guards of every enabled configuration that asks for one (see `KillSwitch`).
+    /// At start: the guards of every enabled configuration that asks for one (see `KillSwitch`),
+    /// and the per-app steering of every enabled tunnel with app rules.
     public func restoreGuards(_ configurations: [Configuration]) async {
+        await appSteering.restore(configurations)
+        var apps: [UUID: (mode: FlowSteering.Mode, mark: UInt32)] = [:]
+        for configuration in configurations {
+            guard let routing = await appSteering.mark(for: configuration.id) else { continue }
+            apps[configuration.id] = routing
+            if routing.mode == .exclude { await appSteering.setBypassResolvers(configuration.id, servers: bypassResolvers()) }
+        }
         let registry = self.registry
-        await killSwitch.restore(configurations) { configuration in
+        await killSwitch.restore(configurations, apps: apps) { configuration in
             guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
             return try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.extensionPoint)
         }

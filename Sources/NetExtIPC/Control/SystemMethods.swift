@@ -76,5 +76,6 @@ public enum ControlMethods {
         StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
         InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
         GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
+        PlaceInApp.self, ListApps.self,
     ]
 }

@@ -1,0 +1,162 @@
+import Foundation
+
+/// Steering flows by the app they come from (DESIGN.md, "Flows"): the nftables table netextd
+/// keeps while tunnels with app rules are connected, `inet netextd_apps`. Each tunnel (a
+/// ``Member``) has a set of cgroup v2 IDs — the cgroups of its apps, added as they appear, so
+/// the rules never change when cgroups come and go — and a mark; a `type route` output chain
+/// marks the packets of sockets created in those cgroups, and policy rules
+/// (``NetworkPlan/AppRouting``) send marked packets into the tunnel (include mode) or around it
+/// (exclude mode). Pure: it computes the ruleset; netextd's network worker installs it.
+///
+/// The kernel's `socket cgroupv2 level N` compares the ancestor at depth N of the socket's
+/// cgroup, so there is one rule per depth the set's cgroups sit at, each looking up the same set.
+public struct FlowSteering: Sendable, Hashable {
+    public static let tableName = "netextd_apps"
+    /// The mark bits the steering owns (the content filter's verdicts use 0x6800_0000).
+    public static let markMask: UInt32 = 0x00FF_0000
+    /// The most tunnels steered at once (one mark each).
+    public static let maximumSlots = 0x7F
+
+    /// The mark of the tunnel in netextd's slot `slot`.
+    public static func mark(slot: Int) -> UInt32 {
+        precondition((0...maximumSlots).contains(slot), "slot \(slot) has no steering mark")
+        return UInt32(0x80 | slot) << 16
+    }
+
+    /// `0x00810000`: how `ip rule` and nft write marks.
+    public static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+    }
+
+    public enum Mode: String, Sendable, Hashable, Codable {
+        /// Only the apps' flows enter the tunnel (a per-app VPN).
+        case include
+        /// The apps' flows bypass a tunnel that takes everything else.
+        case exclude
+    }
+
+    /// One cgroup of an app, as a path relative to the cgroup v2 root (`netext-apps/org.example.App`,
+    /// `user.slice/…/app-flatpak-org.example.App-12.scope`).
+    public struct AppCgroup: Sendable, Hashable, Comparable {
+        public var app: AppIdentifier
+        public var path: String
+
+        public init(app: AppIdentifier, path: String) {
+            self.app = app
+            self.path = path
+        }
+
+        /// The cgroup's depth below the root: what `socket cgroupv2 level` compares at.
+        public var depth: Int { path.split(separator: "/").count }
+
+        public static func < (lhs: AppCgroup, rhs: AppCgroup) -> Bool { (lhs.path, lhs.app.rawValue) < (rhs.path, rhs.app.rawValue) }
+    }
+
+    /// A connected tunnel whose flows are steered by app.
+    public struct Member: Sendable, Hashable {
+        public var configuration: UUID
+        public var mode: Mode
+        /// ``FlowSteering/mark(slot:)`` of the tunnel's slot; names its set too.
+        public var mark: UInt32
+        /// The tunnel interface (include mode masquerades what leaves through it); empty while
+        /// the tunnel is not connected (the apps' flows are marked all the same).
+        public var interface: String
+        /// The apps' cgroups alive now.
+        public var cgroups: [AppCgroup]
+        /// Where the apps' DNS queries (port 53) go instead of where they were sent: the
+        /// tunnel's resolvers in include mode, the resolvers outside it in exclude mode. Empty:
+        /// left as sent.
+        public var dnsServers: [String]
+
+        public init(configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = []) {
+            self.configuration = configuration
+            self.mode = mode
+            self.mark = mark
+            self.interface = interface
+            self.cgroups = cgroups
+            self.dnsServers = dnsServers
+        }
+
+        var setName: String { "apps_" + String(mark >> 16, radix: 16) }
+    }
+
+    public var members: [Member]
+    /// Where nft finds the hierarchy: nft resolves a cgroup path below `/sys/fs/cgroup`, so on a
+    /// hybrid layout (cgroup2 at `/sys/fs/cgroup/unified`) this is `unified/`; on a unified one
+    /// it is empty.
+    public var nftPathPrefix: String
+
+    public init(members: [Member] = [], nftPathPrefix: String = "") {
+        self.members = members
+        self.nftPathPrefix = nftPathPrefix
+    }
+
+    /// Whether there is a table to keep.
+    public var isActive: Bool { !members.isEmpty }
+
+    /// Whether a path can be written into an nft string as it is (systemd unit names, app
+    /// identifiers and netextd's own directories can; a name with quotes, spaces, backslashes or
+    /// other bytes is left out rather than escaped).
+    public static func isWritable(path: String) -> Bool {
+        !path.isEmpty && path.utf8.count <= 4096 && path.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "@"), UInt8(ascii: "/"), UInt8(ascii: ":"), UInt8(ascii: "+"): true
+            default: false
+            }
+        }
+    }
+
+    /// The complete `nft -f` input that (re)defines the table in one transaction.
+    public var ruleset: String {
+        var lines = ["add table inet \(Self.tableName)", "delete table inet \(Self.tableName)", "table inet \(Self.tableName) {"]
+        let ordered = members.sorted { $0.mark < $1.mark }
+        for member in ordered {
+            lines.append("  set \(member.setName) {")
+            lines.append("    type cgroupsv2")
+            let paths = Set(member.cgroups.map(\.path).filter(Self.isWritable)).sorted()
+            if !paths.isEmpty {
+                lines.append("    elements = { " + paths.map { "\"\(nftPathPrefix)\($0)\"" }.joined(separator: ", ") + " }")
+            }
+            lines.append("  }")
+        }
+        let keep = Self.hex(~Self.markMask)
+        lines += ["  chain route {", "    type route hook output priority mangle; policy accept;"]
+        for member in ordered {
+            let depths = Set(member.cgroups.filter { Self.isWritable(path: $0.path) }.map(\.depth)).sorted()
+            for depth in depths {
+                lines.append("    socket cgroupv2 level \(depth) @\(member.setName) meta mark set meta mark & \(keep) | \(Self.hex(member.mark))")
+            }
+        }
+        lines.append("  }")
+        let redirects = ordered.filter { !$0.dnsServers.isEmpty }
+        if !redirects.isEmpty {
+            lines += ["  chain dns {", "    type nat hook output priority dstnat; policy accept;"]
+            for member in redirects {
+                let marked = "meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
+                // The first resolver of each family; a query of a family the tunnel has no
+                // resolver for is left as sent.
+                if let v4 = member.dnsServers.first(where: { !$0.contains(":") }) {
+                    lines.append("    \(marked) meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to \(v4)")
+                }
+                if let v6 = member.dnsServers.first(where: { $0.contains(":") }) {
+                    lines.append("    \(marked) meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to \(v6)")
+                }
+            }
+            lines.append("  }")
+        }
+        let included = ordered.filter { $0.mode == .include && !$0.interface.isEmpty }
+        if !included.isEmpty {
+            // A socket that chose its source address before the mark rerouted it into the
+            // tunnel has the underlay's: masquerade gives it the tunnel's.
+            lines += ["  chain postrouting {", "    type nat hook postrouting priority srcnat; policy accept;"]
+            for member in included {
+                lines.append("    oifname \"\(member.interface)\" meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark)) masquerade")
+            }
+            lines.append("  }")
+        }
+        lines.append("}")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

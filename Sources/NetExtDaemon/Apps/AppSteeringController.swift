@@ -1,0 +1,228 @@
+import Foundation
+import Logging
+import NetExtCore
+
+/// Per-app routing (DESIGN.md, "Flows"): which apps each enabled tunnel carries (a per-app
+/// VPN's `appRules`) or lets bypass it (`excludedAppRules`), the cgroups those apps live in now,
+/// and the nftables table that marks their flows (``FlowSteering``). A configuration's apps are
+/// marked from the moment it is enabled until it is disabled or removed — so the kill switch can
+/// tell them apart while the tunnel is down — and its policy rules (the session's plan) send
+/// marked flows into or around the tunnel while it is connected.
+///
+/// New cgroups are found by the host's watcher (inotify) and a scan of the hierarchy; a process
+/// launched with `netext run --app` is placed in its app's cgroup, and the set updated, before
+/// netextd answers, so its first socket is already steered.
+actor AppSteeringController {
+    struct Entry {
+        var configuration: Configuration
+        var mode: FlowSteering.Mode
+        var rules: [AppRule]
+        var mark: UInt32
+        var interface = ""
+        var dnsServers: [String] = []
+    }
+
+    private var entries: [UUID: Entry] = [:]
+    private var cgroups: [FlowSteering.AppCgroup] = []
+    private let host: (any AppCgroupHost)?
+    private let hostProblem: String
+    /// The directory (relative to the cgroup root) netextd launches apps in.
+    let launchRoot: String
+    private let network: NetworkWorker
+    private let logger: Logger
+    private var watching = false
+
+    init(host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger) {
+        self.host = host
+        self.hostProblem = hostProblem
+        self.launchRoot = launchRoot
+        self.network = network
+        self.logger = logger
+    }
+
+    // MARK: Configurations and tunnels
+
+    /// Takes a saved, restored or removed configuration: an enabled tunnel with app rules is
+    /// steered from now on; anything else is not (any more).
+    func update(_ configuration: Configuration, removed: Bool = false) async {
+        let wanted = removed ? nil : Self.steeredApps(of: configuration)
+        guard let (mode, rules) = wanted else {
+            guard entries.removeValue(forKey: configuration.id) != nil else { return }
+            logger.notice("per-app routing ended", metadata: ["configuration": "\(LogText.quoted(configuration.localizedDescription))"])
+            await applyWanted()
+            return
+        }
+        if var entry = entries[configuration.id] {
+            guard entry.rules != rules || entry.mode != mode || entry.configuration != configuration else { return }
+            entry.configuration = configuration
+            entry.mode = mode
+            entry.rules = rules
+            entries[configuration.id] = entry
+        } else {
+            let used = Set(entries.values.map(\.mark))
+            guard let mark = (0...FlowSteering.maximumSlots).lazy.map(FlowSteering.mark(slot:)).first(where: { !used.contains($0) }) else {
+                logger.error("per-app routing: every steering mark is in use", metadata: ["configuration": "\(LogText.quoted(configuration.localizedDescription))"])
+                return
+            }
+            entries[configuration.id] = Entry(configuration: configuration, mode: mode, rules: rules, mark: mark)
+            logger.notice("per-app routing in force", metadata: [
+                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "mode": "\(mode.rawValue)",
+                "apps": "\(rules.map(\.matchSigningIdentifier.rawValue))", "mark": "\(FlowSteering.hex(mark))",
+            ])
+        }
+        startWatchingIfNeeded()
+        await rescan()
+    }
+
+    /// At start: every enabled configuration with app rules; whatever an earlier netextd left is
+    /// replaced (or removed, if none has any).
+    func restore(_ configurations: [Configuration]) async {
+        entries = [:]
+        for configuration in configurations { await update(configuration) }
+        if entries.isEmpty { await applyWanted() }
+    }
+
+    /// The enabled tunnel's apps and mode, if it routes by app at all.
+    static func steeredApps(of configuration: Configuration) -> (FlowSteering.Mode, [AppRule])? {
+        guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
+        if settings.isPerApp { return (.include, settings.appRules) }
+        if !settings.excludedAppRules.isEmpty { return (.exclude, settings.excludedAppRules) }
+        return nil
+    }
+
+    /// How the session's plan routes marked flows: nil for a tunnel that does not route by app.
+    func routing(for id: UUID) -> NetworkPlan.AppRouting? {
+        guard let entry = entries[id] else { return nil }
+        return entry.mode == .include ? .include(mark: entry.mark) : .exclude(mark: entry.mark)
+    }
+
+    /// The mark of a configuration's apps and its mode (the kill switch's exceptions).
+    func mark(for id: UUID) -> (mode: FlowSteering.Mode, mark: UInt32)? {
+        entries[id].map { ($0.mode, $0.mark) }
+    }
+
+    /// The tunnel is up on `interface`: include mode masquerades there and sends the apps' DNS
+    /// queries to `dnsServers`.
+    func tunnelUp(_ id: UUID, interface: String, dnsServers: [String]) async {
+        guard var entry = entries[id] else { return }
+        entry.interface = interface
+        entry.dnsServers = dnsServers
+        entries[id] = entry
+        await applyWanted()
+    }
+
+    /// The tunnel on `interface` is gone (a newer tunnel of the same configuration is left alone).
+    func tunnelDown(_ id: UUID, interface: String) async {
+        guard var entry = entries[id], entry.interface == interface else { return }
+        entry.interface = ""
+        entry.dnsServers = entry.mode == .exclude ? entry.dnsServers : []
+        entries[id] = entry
+        await applyWanted()
+    }
+
+    /// In exclude mode the apps' DNS goes to the resolvers outside the tunnel whether or not it
+    /// is up (the machine's resolver file names the tunnel's while it is).
+    func setBypassResolvers(_ id: UUID, servers: [String]) async {
+        guard var entry = entries[id], entry.mode == .exclude, entry.dnsServers != servers else { return }
+        entry.dnsServers = servers
+        entries[id] = entry
+        await applyWanted()
+    }
+
+    // MARK: Apps
+
+    /// Moves process `pid` into `app`'s launch cgroup (made if missing) and updates the sets
+    /// before returning. Returns the cgroup's path and the configuration the app is bound to.
+    func place(pid: Int32, app: AppIdentifier, executable: String?) async throws(NetExtError) -> (cgroup: String, binding: Entry?) {
+        guard let host else { throw NetExtError(.connectionFailed, "per-app routing needs cgroup v2: \(hostProblem)") }
+        let binding = entries.values.first { $0.rules.contains { $0.matchSigningIdentifier == app } }
+        if let rule = binding?.rules.first(where: { $0.matchSigningIdentifier == app }), let path = rule.matchPath, executable != path {
+            throw .invalid("\(app) is bound with matchPath \(path); '\(executable ?? "?")' is another program")
+        }
+        let path = launchRoot + "/" + app.rawValue
+        try host.place(pid: pid, in: path)
+        startWatchingIfNeeded()
+        await rescan()
+        logger.info("process placed in its app's cgroup", metadata: ["pid": "\(pid)", "app": "\(app)", "cgroup": "\(path)"])
+        return (path, binding)
+    }
+
+    /// Every bound app with its configuration and live cgroups, for those `isVisible` admits.
+    func statuses(isVisible: (Configuration) -> Bool, isConnected: (UUID) -> Bool) -> [AppBindingStatus] {
+        entries.values.filter { isVisible($0.configuration) }.flatMap { entry in
+            entry.rules.map { rule in
+                AppBindingStatus(
+                    app: rule.matchSigningIdentifier.rawValue, configuration: entry.configuration.id,
+                    configurationName: entry.configuration.localizedDescription, mode: entry.mode, matchPath: rule.matchPath,
+                    cgroups: cgroups.filter { $0.app == rule.matchSigningIdentifier }.map(\.path), isConnected: isConnected(entry.configuration.id))
+            }
+        }.sorted { ($0.app, $0.configurationName) < ($1.app, $1.configurationName) }
+    }
+
+    /// Scans the hierarchy again and updates the sets if the apps' cgroups changed.
+    func rescan() async {
+        guard let host else { return }
+        let apps = entries.values.flatMap(\.rules).map { AppCgroupMatcher.App($0.matchSigningIdentifier, extraPatterns: $0.matchUnits) }
+        let matcher = AppCgroupMatcher(apps: apps, launchRoot: launchRoot)
+        let found = apps.isEmpty ? [] : matcher.cgroups(in: host.scan())
+        guard found != cgroups else { return }
+        cgroups = found
+        await applyWanted()
+    }
+
+    /// Removes the table, stops watching and removes the launch cgroups left empty (shutdown).
+    func shutdown() async {
+        entries = [:]
+        host?.stopWatching()
+        watching = false
+        await applyWanted()
+        if let host {
+            for path in host.scan() where path.hasPrefix(launchRoot + "/") { host.removeIfEmpty(path, keeping: "") }
+        }
+    }
+
+    // MARK: Applying
+
+    private func startWatchingIfNeeded() {
+        guard !watching, let host, !entries.isEmpty else { return }
+        watching = true
+        host.startWatching { [weak self] in
+            guard let self else { return }
+            Task { await self.rescan() }
+        }
+    }
+
+    private func wanted() -> FlowSteering {
+        FlowSteering(
+            members: entries.values.map { entry in
+                let apps = Set(entry.rules.map(\.matchSigningIdentifier))
+                return FlowSteering.Member(
+                    configuration: entry.configuration.id, mode: entry.mode, mark: entry.mark, interface: entry.interface,
+                    cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers)
+            },
+            nftPathPrefix: host?.nftPathPrefix ?? "")
+    }
+
+    /// Installs the table for the entries and cgroups known now. A cgroup that vanished between
+    /// the scan and nft's reading of it makes nft refuse the whole table: scanned again and
+    /// retried (three times at most).
+    private func applyWanted() async {
+        if host != nil && host?.nftPathPrefix == nil && !entries.isEmpty {
+            logger.error("per-app routing: nft finds cgroups only below /sys/fs/cgroup; mount cgroup2 there (or at /sys/fs/cgroup/unified)")
+        }
+        for attempt in 1...3 {
+            let steering = wanted()
+            do throws(NetExtError) {
+                try await network.performThrowing { applier throws(NetExtError) in try applier.applySteering(steering) }
+                return
+            } catch {
+                if attempt == 3 || host == nil {
+                    logger.error("cannot install the per-app steering", metadata: ["error": "\(error.message)"])
+                    return
+                }
+                let apps = entries.values.flatMap(\.rules).map { AppCgroupMatcher.App($0.matchSigningIdentifier, extraPatterns: $0.matchUnits) }
+                cgroups = AppCgroupMatcher(apps: apps, launchRoot: launchRoot).cgroups(in: host?.scan() ?? [])
+            }
+        }
+    }
+}
