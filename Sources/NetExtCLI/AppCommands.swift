@@ -132,8 +132,9 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run a program as an app: netextd moves this process into the app's cgroup, then the program replaces it.",
         discussion: "Everything the program and its children open is steered as the app's: into the per-app VPN the app is bound to, or around the tunnel that excludes it.")
-    @OptionGroup var options: ClientOptions
-    @Option(name: .customLong("app"), help: "The app's identifier (reverse-DNS, such as org.mozilla.firefox).") var appIdentifier: String
+    @Option(name: .customLong("app"), help: "The app's identifier (reverse-DNS, such as org.mozilla.firefox); netextd is told it as the caller's too.") var appIdentifier: String
+    @Flag(name: .long, help: "Say nothing on standard error before the program runs.") var quiet = false
+    @Option(name: .long, help: "netextd's control socket (default: $NETEXT_SOCKET or /run/netext/netextd.sock).") var socket: String?
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).") var command: [String] = []
 
     func run() async throws {
@@ -145,10 +146,11 @@ struct RunCommand: AsyncParsableCommand {
             guard let executable = ExecutableSearch.resolve(program) else {
                 throw NetExtError.invalid("'\(program)' is not an executable file (nor one on PATH)")
             }
+            let options = try ClientOptions.parse(["--app", identifier.rawValue] + (socket.map { ["--socket", $0] } ?? []))
             let placement = try await options.withClient { client in
                 try await client.call(PlaceInApp(app: identifier.rawValue, executable: executable))
             }
-            if !options.json {
+            if !quiet {
                 let how = placement.configurationName.map { name in placement.mode == .exclude ? "bypassing \(name)" : "through \(name)" } ?? "bound to no tunnel"
                 StandardStreams.error(Data("netext: running \(program) as \(identifier) (\(how))\n".utf8))
             }

@@ -68,14 +68,22 @@ public struct FlowSteering: Sendable, Hashable {
         /// tunnel's resolvers in include mode, the resolvers outside it in exclude mode. Empty:
         /// left as sent.
         public var dnsServers: [String]
+        /// The tunnel's own addresses while it is connected: in exclude mode a socket that chose
+        /// one of them as its source (the route it saw first was the tunnel's) is masqueraded
+        /// to the underlay's address when its mark sends it around the tunnel.
+        public var tunnelAddresses: [IPPrefix]
 
-        public init(configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = []) {
+        public init(
+            configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = [],
+            tunnelAddresses: [IPPrefix] = []
+        ) {
             self.configuration = configuration
             self.mode = mode
             self.mark = mark
             self.interface = interface
             self.cgroups = cgroups
             self.dnsServers = dnsServers
+            self.tunnelAddresses = tunnelAddresses
         }
 
         var setName: String { "apps_" + String(mark >> 16, radix: 16) }
@@ -132,7 +140,7 @@ public struct FlowSteering: Sendable, Hashable {
         lines.append("  }")
         let redirects = ordered.filter { !$0.dnsServers.isEmpty }
         if !redirects.isEmpty {
-            lines += ["  chain dns {", "    type nat hook output priority dstnat; policy accept;"]
+            lines += ["  chain dns {", "    type nat hook output priority -100; policy accept;"]
             for member in redirects {
                 let marked = "meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
                 // The first resolver of each family; a query of a family the tunnel has no
@@ -146,13 +154,24 @@ public struct FlowSteering: Sendable, Hashable {
             }
             lines.append("  }")
         }
-        let included = ordered.filter { $0.mode == .include && !$0.interface.isEmpty }
-        if !included.isEmpty {
-            // A socket that chose its source address before the mark rerouted it into the
-            // tunnel has the underlay's: masquerade gives it the tunnel's.
+        let connected = ordered.filter { !$0.interface.isEmpty }
+        if !connected.isEmpty {
+            // A socket picks its source address by the route it sees before the mark reroutes
+            // it: an included app's has the underlay's address and gets the tunnel's; an
+            // excluded app's may have the tunnel's and gets the underlay's.
             lines += ["  chain postrouting {", "    type nat hook postrouting priority srcnat; policy accept;"]
-            for member in included {
-                lines.append("    oifname \"\(member.interface)\" meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark)) masquerade")
+            for member in connected {
+                let marked = "meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
+                switch member.mode {
+                case .include:
+                    lines.append("    oifname \"\(member.interface)\" \(marked) masquerade")
+                case .exclude:
+                    for isIPv6 in [false, true] {
+                        let own = member.tunnelAddresses.filter { $0.isIPv6 == isIPv6 }.map { $0.addressText }
+                        guard !own.isEmpty else { continue }
+                        lines.append("    oifname != \"\(member.interface)\" \(marked) \(isIPv6 ? "ip6" : "ip") saddr { \(own.joined(separator: ", ")) } masquerade")
+                    }
+                }
             }
             lines.append("  }")
         }

@@ -20,6 +20,7 @@ actor AppSteeringController {
         var mark: UInt32
         var interface = ""
         var dnsServers: [String] = []
+        var tunnelAddresses: [IPPrefix] = []
     }
 
     private var entries: [UUID: Entry] = [:]
@@ -103,9 +104,10 @@ actor AppSteeringController {
 
     /// The tunnel is up on `interface`: include mode masquerades there and sends the apps' DNS
     /// queries to `dnsServers`.
-    func tunnelUp(_ id: UUID, interface: String, dnsServers: [String]) async {
+    func tunnelUp(_ id: UUID, interface: String, addresses: [IPPrefix], dnsServers: [String]) async {
         guard var entry = entries[id] else { return }
         entry.interface = interface
+        entry.tunnelAddresses = addresses
         entry.dnsServers = dnsServers
         entries[id] = entry
         await applyWanted()
@@ -115,6 +117,7 @@ actor AppSteeringController {
     func tunnelDown(_ id: UUID, interface: String) async {
         guard var entry = entries[id], entry.interface == interface else { return }
         entry.interface = ""
+        entry.tunnelAddresses = []
         entry.dnsServers = entry.mode == .exclude ? entry.dnsServers : []
         entries[id] = entry
         await applyWanted()
@@ -198,7 +201,7 @@ actor AppSteeringController {
                 let apps = Set(entry.rules.map(\.matchSigningIdentifier))
                 return FlowSteering.Member(
                     configuration: entry.configuration.id, mode: entry.mode, mark: entry.mark, interface: entry.interface,
-                    cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers)
+                    cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses)
             },
             nftPathPrefix: host?.nftPathPrefix ?? "")
     }
