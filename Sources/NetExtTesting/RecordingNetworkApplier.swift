@@ -15,6 +15,8 @@ public final class RecordingNetworkApplier: NetworkApplier {
         case tornDown(NetworkPlan)
         case removedStale(tables: ClosedRange<Int>, priorities: ClosedRange<Int>)
         case guarded(TrafficGuard)
+        /// The per-app steering table was installed (no member: removed).
+        case steered(FlowSteering)
         /// A tunnel interface was opened (a socketpair stands in for the TUN device).
         case openedInterface(String)
     }
@@ -24,6 +26,7 @@ public final class RecordingNetworkApplier: NetworkApplier {
     private let interfaces = Mutex<[String: Int32]>([:])
     private let failure: Mutex<String?>
     private let guardFailure = Mutex(false)
+    private let steeringFailures = Mutex(0)
     private let mtu: Int?
     private let networks: [IPPrefix]
 
@@ -59,6 +62,14 @@ public final class RecordingNetworkApplier: NetworkApplier {
     public var currentGuard: TrafficGuard? {
         events.reversed().lazy.compactMap { if case .guarded(let trafficGuard) = $0 { trafficGuard } else { nil } }.first
     }
+
+    /// The per-app steering last installed (nil: none was).
+    public var currentSteering: FlowSteering? {
+        events.reversed().lazy.compactMap { if case .steered(let steering) = $0 { steering } else { nil } }.first
+    }
+
+    /// Makes the next `count` steering installs fail the way nft refuses a cgroup that vanished.
+    public func failSteering(times count: Int) { steeringFailures.withLock { $0 = count } }
 
     /// Makes later traffic-guard installs fail the way `nft` refuses a ruleset (or succeed again).
     public func failGuards(_ fail: Bool) { guardFailure.withLock { $0 = fail } }
@@ -121,5 +132,15 @@ public final class RecordingNetworkApplier: NetworkApplier {
             throw NetExtError(.connectionFailed, "nft -f - failed: refused by the recording applier")
         }
         recorded.withLock { $0.append(.guarded(trafficGuard)) }
+    }
+
+    public func applySteering(_ steering: FlowSteering) throws(NetExtError) {
+        let fail = steeringFailures.withLock { remaining in
+            guard remaining > 0 else { return false }
+            remaining -= 1
+            return true
+        }
+        if fail { throw NetExtError(.connectionFailed, "nft refused the per-app steering: cgroupv2 path fails: No such file or directory") }
+        recorded.withLock { $0.append(.steered(steering)) }
     }
 }

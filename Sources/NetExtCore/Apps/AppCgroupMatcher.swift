@@ -38,7 +38,10 @@ public struct AppCgroupMatcher: Sendable, Hashable {
             return apps.first { $0.identifier.rawValue == last }?.identifier
         }
         let name = String(last)
-        return apps.first { app in app.unitPatterns.contains { $0.matches(name) } }?.identifier
+        // `app-org.example.App-Two-12.scope` matches both org.example.App's pattern and
+        // org.example.App-Two's: the longer identifier is the more specific claim.
+        return apps.filter { app in app.unitPatterns.contains { $0.matches(name) } }
+            .max { $0.identifier.rawValue.utf8.count < $1.identifier.rawValue.utf8.count }?.identifier
     }
 
     /// The app cgroups among `paths` (a scan of the hierarchy, in any order): every path that

@@ -72,7 +72,7 @@ actor AppSteeringController {
             ])
         }
         startWatchingIfNeeded()
-        await rescan()
+        await rescan(applyingAnyway: true)
     }
 
     /// At start: every enabled configuration with app rules; whatever an earlier netextd left is
@@ -162,13 +162,13 @@ actor AppSteeringController {
         }.sorted { ($0.app, $0.configurationName) < ($1.app, $1.configurationName) }
     }
 
-    /// Scans the hierarchy again and updates the sets if the apps' cgroups changed.
-    func rescan() async {
-        guard let host else { return }
+    /// Scans the hierarchy again and updates the sets if the apps' cgroups changed (or, with
+    /// `applyingAnyway`, whether or not they did: the entries changed).
+    func rescan(applyingAnyway: Bool = false) async {
         let apps = entries.values.flatMap(\.rules).map { AppCgroupMatcher.App($0.matchSigningIdentifier, extraPatterns: $0.matchUnits) }
         let matcher = AppCgroupMatcher(apps: apps, launchRoot: launchRoot)
-        let found = apps.isEmpty ? [] : matcher.cgroups(in: host.scan())
-        guard found != cgroups else { return }
+        let found = apps.isEmpty ? [] : matcher.cgroups(in: host?.scan() ?? [])
+        guard found != cgroups || applyingAnyway else { return }
         cgroups = found
         await applyWanted()
     }

@@ -1,0 +1,233 @@
+import Foundation
+import Testing
+@testable import NetExtCore
+
+@Suite("Per-app routing: plans, the steering table, app cgroups, the kill switch's exceptions")
+struct FlowSteeringTests {
+    static let settings = PacketTunnelNetworkSettings(
+        tunnelRemoteAddress: "192.0.2.1",
+        ipv4Settings: IPv4Settings(addresses: ["10.99.0.2"], subnetMasks: ["255.255.255.255"],
+            includedRoutes: [IPv4Route(destinationAddress: "10.20.0.0", subnetMask: "255.255.0.0")],
+            excludedRoutes: [IPv4Route(destinationAddress: "10.20.9.0", subnetMask: "255.255.255.0")]),
+        ipv6Settings: IPv6Settings(addresses: ["fd99::2"], networkPrefixLengths: [128], includedRoutes: [IPv6Route(destinationAddress: "fd20::", networkPrefixLength: 64)]),
+        mtu: 1420)
+    static let mark = FlowSteering.mark(slot: 0)
+
+    static func plan(_ routing: NetworkPlan.AppRouting?) throws -> NetworkPlan {
+        try NetworkPlan.make(settings: settings, interface: "netext0", table: 7100, rulePriority: 7100, underlyingMTU: 1500, policy: .init(appRouting: routing))
+    }
+
+    @Test("marks: one per slot inside the steering's bits, clear of the content filter's; written as ip rule and nft write them")
+    func marks() {
+        #expect(FlowSteering.mark(slot: 0) == 0x0080_0000)
+        #expect(FlowSteering.mark(slot: FlowSteering.maximumSlots) == 0x00FF_0000)
+        let all = (0...FlowSteering.maximumSlots).map(FlowSteering.mark(slot:))
+        #expect(Set(all).count == all.count)
+        #expect(all.allSatisfy { $0 & ~FlowSteering.markMask == 0 && $0 & FilterSteering.verdictMask == 0 && $0 & FilterSteering.replyMark == 0 })
+        #expect(FlowSteering.hex(0x0080_0000) == "0x00800000")
+        #expect(FlowSteering.hex(0xFF00_FFFF) == "0xff00ffff")
+    }
+
+    @Test("include mode: a default route per family, and only marked flows look the tunnel's table up")
+    func includePlan() throws {
+        let plan = try Self.plan(.include(mark: Self.mark))
+        #expect(plan.includedRoutes == [try IPPrefix("0.0.0.0/0"), try IPPrefix("::/0")])
+        #expect(plan.applyCommands.contains(["-4", "rule", "add", "priority", "7102", "fwmark", "0x00800000/0x00ff0000", "lookup", "7100"]))
+        #expect(plan.applyCommands.contains(["-6", "rule", "add", "priority", "7102", "fwmark", "0x00800000/0x00ff0000", "lookup", "7100"]))
+        #expect(!plan.applyCommands.contains { $0.suffix(2) == ["lookup", "7100"] && !$0.contains("fwmark") })
+    }
+
+    @Test("exclude mode: the provider's routes as usual, and marked flows look the main table up first")
+    func excludePlan() throws {
+        let plan = try Self.plan(.exclude(mark: Self.mark))
+        #expect(plan.includedRoutes == [try IPPrefix("10.20.0.0/16"), try IPPrefix("fd20::/64")])
+        #expect(plan.applyCommands.contains(["-4", "rule", "add", "priority", "7101", "fwmark", "0x00800000/0x00ff0000", "lookup", "main"]))
+        #expect(plan.applyCommands.contains(["-4", "rule", "add", "priority", "7102", "lookup", "7100"]))
+        // Changing modes changes only the rules.
+        let include = try Self.plan(.include(mark: Self.mark))
+        let change = include.changeCommands(from: plan)
+        #expect(change.contains(["-4", "rule", "del", "priority", "7101", "fwmark", "0x00800000/0x00ff0000", "lookup", "main"]))
+        #expect(!change.contains { $0.contains("address") })
+    }
+
+    @Test("property: where a packet goes, by destination and mark, in both modes, matches the model (2,000 random packets)")
+    func routingProperty() throws {
+        var generator = SystemRandomNumberGenerator()
+        let include = try Self.plan(.include(mark: Self.mark))
+        let exclude = try Self.plan(.exclude(mark: Self.mark))
+        let plain = try Self.plan(nil)
+        let office = try IPPrefix("10.20.0.0/16"), excluded = try IPPrefix("10.20.9.0/24"), office6 = try IPPrefix("fd20::/64")
+        for _ in 0..<2_000 {
+            let isIPv6 = Bool.random(using: &generator)
+            var address: [UInt8]
+            if isIPv6 {
+                address = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                if Bool.random(using: &generator) { address[0] = 0xfd; address[1] = 0x20; address[2...7] = [0, 0, 0, 0, 0, 0] }
+            } else {
+                address = (0..<4).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                if Bool.random(using: &generator) { address[0] = 10; address[1] = 20 }
+                if Int.random(in: 0..<8, using: &generator) == 0 { address[2] = 9 }
+                if Int.random(in: 0..<50, using: &generator) == 0 { address = [192, 0, 2, 1] }
+            }
+            let marked = Bool.random(using: &generator)
+            let mark: UInt32 = marked ? Self.mark | 0x2000_0000 : UInt32.random(in: 0...0xFFFF, using: &generator)
+            let host = IPPrefix(address: address, length: address.count * 8)
+            let isServer = address == [192, 0, 2, 1]
+            let splitRoutes = (office.contains(host) && !excluded.contains(host)) || office6.contains(host)
+            func inTunnel(_ route: PlannedRoute) -> Bool { if case .tunnel = route { true } else { false } }
+            // Include: a bound app's packet goes in unless it is for the server or an excluded route.
+            #expect(inTunnel(NetworkPlan.route(to: address, through: [include], mark: mark)) == (marked && !isServer && !excluded.contains(host)))
+            // Exclude: a bound app's packet never goes in; others as the split tunnel routes them.
+            #expect(inTunnel(NetworkPlan.route(to: address, through: [exclude], mark: mark)) == (!marked && splitRoutes && !isServer))
+            #expect(inTunnel(NetworkPlan.route(to: address, through: [plain], mark: mark)) == (splitRoutes && !isServer))
+        }
+    }
+
+    @Test("the steering table: a set per tunnel, one rule per depth its cgroups sit at, DNS redirected, masquerade by mode")
+    func ruleset() throws {
+        let app = try AppIdentifier("org.example.Office")
+        let other = try AppIdentifier("org.example.Direct")
+        let steering = FlowSteering(members: [
+            .init(configuration: UUID(), mode: .include, mark: FlowSteering.mark(slot: 0), interface: "netext0",
+                  cgroups: [.init(app: app, path: "netext-apps/org.example.Office"),
+                            .init(app: app, path: "user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.Office-12.scope"),
+                            .init(app: app, path: "bad\"name/x")],
+                  dnsServers: ["10.20.0.53", "fd20::53"]),
+            .init(configuration: UUID(), mode: .exclude, mark: FlowSteering.mark(slot: 1), interface: "netext1",
+                  cgroups: [.init(app: other, path: "netext-apps/org.example.Direct")], dnsServers: ["198.51.100.53"],
+                  tunnelAddresses: [try IPPrefix("10.99.0.2/32"), try IPPrefix("fd99::2/128")]),
+        ], nftPathPrefix: "unified/")
+        let lines = steering.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.prefix(3) == ["add table inet netextd_apps", "delete table inet netextd_apps", "table inet netextd_apps {"])
+        #expect(lines.contains("elements = { \"unified/netext-apps/org.example.Office\", \"unified/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.Office-12.scope\" }"))
+        #expect(!steering.ruleset.contains("bad"), "a path nft cannot be given as written is left out")
+        #expect(lines.contains("socket cgroupv2 level 2 @apps_80 meta mark set meta mark & 0xff00ffff | 0x00800000"))
+        #expect(lines.contains("socket cgroupv2 level 5 @apps_80 meta mark set meta mark & 0xff00ffff | 0x00800000"))
+        #expect(lines.contains("socket cgroupv2 level 2 @apps_81 meta mark set meta mark & 0xff00ffff | 0x00810000"))
+        #expect(lines.filter { $0.hasPrefix("socket cgroupv2") }.count == 3)
+        #expect(lines.contains("meta mark & 0x00ff0000 == 0x00800000 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 10.20.0.53"))
+        #expect(lines.contains("meta mark & 0x00ff0000 == 0x00800000 meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to fd20::53"))
+        #expect(lines.contains("meta mark & 0x00ff0000 == 0x00810000 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 198.51.100.53"))
+        #expect(lines.contains("oifname \"netext0\" meta mark & 0x00ff0000 == 0x00800000 masquerade"))
+        #expect(lines.contains("oifname != \"netext1\" meta mark & 0x00ff0000 == 0x00810000 ip saddr { 10.99.0.2 } masquerade"))
+        #expect(lines.contains("oifname != \"netext1\" meta mark & 0x00ff0000 == 0x00810000 ip6 saddr { fd99::2 } masquerade"))
+        #expect(lines.filter { $0 == "{" || $0.hasSuffix("{") }.count == lines.filter { $0 == "}" }.count, "braces balance")
+    }
+
+    @Test("a tunnel that is not connected: its set and marks stay, no masquerade, no DNS redirect; with no cgroups, no elements and no level rule")
+    func disconnectedMember() {
+        let steering = FlowSteering(members: [.init(configuration: UUID(), mode: .include, mark: FlowSteering.mark(slot: 3), interface: "")])
+        #expect(steering.isActive)
+        #expect(steering.ruleset.contains("set apps_83 {\n    type cgroupsv2\n  }"))
+        #expect(!steering.ruleset.contains("elements"))
+        #expect(!steering.ruleset.contains("socket cgroupv2"))
+        #expect(!steering.ruleset.contains("postrouting"))
+        #expect(!steering.ruleset.contains("dnat"))
+        #expect(!FlowSteering().isActive)
+    }
+
+    @Test("app cgroups: netext run's, systemd's and Flatpak's scopes and services, escaped names, explicit unit patterns; descendants left to the ancestor")
+    func matcher() throws {
+        let office = try AppIdentifier("org.example.Office")
+        let officeTwo = try AppIdentifier("org.example.Office-Two")
+        let firefox = try AppIdentifier("org.mozilla.firefox")
+        let matcher = AppCgroupMatcher(apps: [
+            .init(office), .init(officeTwo), .init(firefox, extraPatterns: [try UnitNamePattern("snap.firefox.*")]),
+        ], launchRoot: "netext-apps")
+        #expect(matcher.app(ofCgroup: "netext-apps/org.example.Office") == office)
+        #expect(matcher.app(ofCgroup: "netext-apps/org.example.Unknown") == nil)
+        #expect(matcher.app(ofCgroup: "netext-apps/org.example.Office/child") == nil)
+        #expect(matcher.app(ofCgroup: "elsewhere/netext-apps/org.example.Office") == nil)
+        #expect(matcher.app(ofCgroup: "user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.Office-4711.scope") == office)
+        #expect(matcher.app(ofCgroup: "user.slice/app-gnome-org.example.Office-12.scope") == office)
+        #expect(matcher.app(ofCgroup: "user.slice/app-org.example.Office@3b1f.service") == office)
+        #expect(matcher.app(ofCgroup: "user.slice/app-gnome-org.example.Office\\x2dTwo-12.scope") == officeTwo, "escaped, and the longer identifier wins")
+        #expect(matcher.app(ofCgroup: "user.slice/app-org.example.Office-Two-12.scope") == officeTwo)
+        #expect(matcher.app(ofCgroup: "system.slice/snap.firefox.firefox-1234.scope") == firefox)
+        #expect(matcher.app(ofCgroup: "user.slice/app-org.example.Officer-12.scope") == nil)
+        let found = matcher.cgroups(in: [
+            "user.slice/app-flatpak-org.example.Office-1.scope/inner", "user.slice", "user.slice/app-flatpak-org.example.Office-1.scope",
+            "netext-apps", "netext-apps/org.mozilla.firefox", "system.slice/snap.firefox.firefox-9.scope",
+        ])
+        #expect(found.map(\.path) == ["netext-apps/org.mozilla.firefox", "system.slice/snap.firefox.firefox-9.scope", "user.slice/app-flatpak-org.example.Office-1.scope"])
+    }
+
+    @Test("property: random trees — every app cgroup is found once, none is covered by an ancestor of the same app, nothing else is claimed")
+    func matcherProperty() throws {
+        var generator = SystemRandomNumberGenerator()
+        let ids = try ["org.a.One", "org.a.Two", "org.b.One-Extra", "com.c.D"].map(AppIdentifier.init)
+        let matcher = AppCgroupMatcher(apps: ids.map { AppCgroupMatcher.App($0) }, launchRoot: "netext-apps")
+        for _ in 0..<300 {
+            var paths: [String] = []
+            for _ in 0..<Int.random(in: 1...40, using: &generator) {
+                let depth = Int.random(in: 1...6, using: &generator)
+                var components: [String] = []
+                for _ in 0..<depth {
+                    let id = ids.randomElement(using: &generator)!.rawValue
+                    let choices = ["user.slice", "app.slice", "app-\(id)-\(Int.random(in: 1...99, using: &generator)).scope", "app-flatpak-\(id)-7.scope",
+                                   "netext-apps", id, "x\(Int.random(in: 0...9, using: &generator))"]
+                    components.append(choices.randomElement(using: &generator)!)
+                }
+                for end in 1...components.count { paths.append(components[..<end].joined(separator: "/")) }
+            }
+            paths = Array(Set(paths)).shuffled(using: &generator)
+            let found = matcher.cgroups(in: paths)
+            #expect(Set(found.map(\.path)).count == found.count)
+            for cgroup in found {
+                #expect(matcher.app(ofCgroup: cgroup.path) == cgroup.app)
+                #expect(!AppCgroupMatcher.ancestors(of: cgroup.path).contains { ancestor in found.contains { $0.path == ancestor && $0.app == cgroup.app } })
+            }
+            for path in paths {
+                guard let app = matcher.app(ofCgroup: path) else { continue }
+                let covered = AppCgroupMatcher.ancestors(of: path).contains { matcher.app(ofCgroup: $0) == app }
+                #expect(covered || found.contains { $0.path == path }, "\(path) belongs to \(app) and is neither found nor covered")
+            }
+        }
+    }
+
+    @Test("the kill switch lets excluded apps out; a per-app VPN's kill switch holds only its own apps")
+    func guardExceptions() throws {
+        let excludeGuard = TrafficGuard(members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, apps: (.exclude, Self.mark))])
+        let lines = excludeGuard.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let accept = try #require(lines.firstIndex(of: "meta mark & 0x00ff0000 == 0x00800000 accept"))
+        let drop = try #require(lines.firstIndex(of: "counter drop"))
+        #expect(accept < drop)
+        #expect(!excludeGuard.dropsDirectPacket(to: [100, 64, 0, 80], mark: Self.mark))
+        #expect(excludeGuard.dropsDirectPacket(to: [100, 64, 0, 80], mark: 0))
+
+        let includeGuard = TrafficGuard(members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, apps: (.include, Self.mark))])
+        #expect(includeGuard.ruleset.contains("meta mark & 0x00ff0000 == 0x00800000 counter drop"))
+        #expect(!includeGuard.ruleset.contains("\n    counter drop"))
+        #expect(includeGuard.dropsDirectPacket(to: [100, 64, 0, 80], mark: Self.mark))
+        #expect(!includeGuard.dropsDirectPacket(to: [100, 64, 0, 80], mark: 0))
+        // With a kill switch of a whole-machine tunnel beside it, everything unmarked is held too.
+        let both = TrafficGuard(members: includeGuard.members + [.init(configuration: UUID(), providerUID: 65534, blocksAll: true)])
+        #expect(both.ruleset.contains("\n    counter drop"))
+    }
+
+    @Test("app rules: stored configurations without them still decode; a per-app VPN takes appRules only, others excludedAppRules only; each named fault")
+    func appRulesValidation() throws {
+        let old = #"{"providerBundleIdentifier":"com.netext.tunnel","providerType":"packet-tunnel","serverAddress":"vpn.example","providerConfiguration":{},"includeAllNetworks":false,"excludeLocalNetworks":false,"enforceRoutes":false}"#
+        let decoded = try JSONDecoder().decode(TunnelProviderProtocol.self, from: Data(old.utf8))
+        #expect(decoded.appRules.isEmpty && decoded.excludedAppRules.isEmpty && !decoded.isPerApp)
+        let rule = try AppRule(matchSigningIdentifier: AppIdentifier("org.example.App"))
+        var settings = TunnelProviderProtocol(providerBundleIdentifier: "com.netext.tunnel", serverAddress: "vpn.example", appRules: [rule])
+        #expect(throws: NetExtError.self) { try settings.validateAppRules() }
+        do { try settings.validateAppRules() } catch { #expect(error.message.contains("appRules: only a per-app VPN")) }
+        settings.perAppUUID = "A"
+        try settings.validateAppRules()
+        settings.appRules = [rule, rule]
+        do { try settings.validateAppRules(); Issue.record("a duplicate was accepted") } catch { #expect(error.message.contains("appears more than once")) }
+        settings.appRules = [try AppRule(matchSigningIdentifier: AppIdentifier("org.example.App"), matchDomains: ["office.example"])]
+        do { try settings.validateAppRules(); Issue.record("matchDomains was accepted") } catch { #expect(error.message.contains("matchDomains")) }
+        settings.appRules = []
+        settings.excludedAppRules = [rule]
+        do { try settings.validateAppRules(); Issue.record("an exclusion on a per-app VPN was accepted") } catch { #expect(error.message.contains("excludedAppRules")) }
+        settings.perAppUUID = nil
+        try settings.validateAppRules()
+        // Round trip, with a unit pattern.
+        settings.excludedAppRules = [try AppRule(matchSigningIdentifier: AppIdentifier("io.snapcraft.firefox"), matchPath: "/snap/bin/firefox", matchUnits: [UnitNamePattern("snap.firefox.*")])]
+        let again = try JSONDecoder().decode(TunnelProviderProtocol.self, from: JSONEncoder().encode(settings))
+        #expect(again == settings)
+    }
+}
