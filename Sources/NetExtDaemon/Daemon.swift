@@ -81,6 +81,7 @@ public final class Daemon: Sendable {
             store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
+        await sessions.appSteering.setAppFlowHandler { id in Task { await onDemand.appFlowSeen(id) } }
 
         return RunningDaemon(
             settings: settings, logger: logger, registry: registry, onDemand: onDemand, sessions: sessions, filters: filters, urlFilters: urlFilters,

@@ -35,9 +35,9 @@ struct TunnelLabTests {
         #expect(result.stdout.contains("leaked_packets=0"))
     }
 
-    @Test("per-app VPN: only the bound app's flows (IPv4, IPv6, DNS) go through the tunnel, a scope made later joins, an app launched earlier is steered once bound; exclude mode lets one app around a full tunnel and its kill switch; every table and cgroup removed")
+    @Test("per-app VPN: only the bound app's flows (IPv4, IPv6, DNS) go through the tunnel, a scope made later joins, an app launched earlier is steered once bound; exclude mode lets one app around a full tunnel and its kill switch; per-app on demand from the first flow; every table and cgroup removed")
     func perApp() async throws {
-        try await runChecks("scripts/e2e/perapp.sh", checks: 56, timeout: 240)
+        try await runChecks("scripts/e2e/perapp.sh", checks: 63, timeout: 240)
     }
 
     @Test("roaming: a download through the tunnel survives the laptop moving to another uplink")

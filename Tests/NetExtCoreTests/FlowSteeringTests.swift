@@ -126,6 +126,19 @@ struct FlowSteeringTests {
         #expect(!FlowSteering().isActive)
     }
 
+    @Test("per-app on demand: while the tunnel is down its apps' packets are logged (rate-limited) and held; connected, neither")
+    func onDemandChain() {
+        let mark = FlowSteering.mark(slot: 2)
+        #expect(FlowSteering.onDemandLogGroup(mark: mark) == 7202)
+        var member = FlowSteering.Member(configuration: UUID(), mode: .include, mark: mark, interface: "", onDemandLogGroup: 7202)
+        let lines = FlowSteering(members: [member]).ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.contains("type filter hook output priority -10; policy accept;"))
+        #expect(lines.contains("oifname != \"lo\" meta mark & 0x00ff0000 == 0x00820000 limit rate 20/second log group 7202"))
+        #expect(lines.contains("oifname != \"lo\" meta mark & 0x00ff0000 == 0x00820000 counter drop"))
+        member.interface = "netext0"
+        #expect(!FlowSteering(members: [member]).ruleset.contains("log group"))
+    }
+
     @Test("app cgroups: netext run's, systemd's and Flatpak's scopes and services, escaped names, explicit unit patterns; descendants left to the ancestor")
     func matcher() throws {
         let office = try AppIdentifier("org.example.Office")

@@ -1,5 +1,6 @@
 import Foundation
 import NetExtCore
+import Synchronization
 import NetExtTesting
 import Testing
 @testable import NetExtDaemon
@@ -135,6 +136,35 @@ struct AppSteeringControllerTests {
         await restarted.shutdown()
         #expect(!cgroups.scan().contains { $0.hasPrefix("netext-apps-test") })
         #expect(!cgroups.isWatched)
+    }
+
+    @Test("per-app on demand: a log group opened while the VPN is down, its packets reported as the configuration's flow, closed once connected or off")
+    func onDemandTrigger() async throws {
+        let opened = Mutex<[UInt16: @Sendable () -> Void]>([:])
+        let closed = Mutex<[UInt16]>([])
+        let opener: AppSteeringController.TriggerOpener = { group, onFlow in
+            opened.withLock { $0[group] = onFlow }
+            return { closed.withLock { $0.append(group) } }
+        }
+        let controller = AppSteeringController(host: cgroups, launchRoot: "netext-apps-test", network: worker, logger: .init(label: "test"), openTrigger: opener)
+        let seen = Mutex<[UUID]>([])
+        await controller.setAppFlowHandler { id in seen.withLock { $0.append(id) } }
+        var office = try Self.tunnel("Office", perApp: true, apps: ["org.example.Office"])
+        await controller.update(office)
+        #expect(opened.withLock { $0.isEmpty }, "on demand off: no log group")
+        office.isOnDemandEnabled = true
+        await controller.update(office)
+        await worker.drain()
+        let group = FlowSteering.onDemandLogGroup(mark: FlowSteering.mark(slot: 0))
+        let flow = try #require(opened.withLock { $0[group] })
+        #expect(applier.currentSteering?.members.first?.onDemandLogGroup == group)
+        flow()
+        for _ in 0..<100 where seen.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(seen.withLock { $0 } == [office.id])
+        await controller.tunnelUp(office.id, interface: "netext0", addresses: [], dnsServers: [])
+        await worker.drain()
+        #expect(closed.withLock { $0 } == [group])
+        #expect(applier.currentSteering?.members.first?.onDemandLogGroup == nil)
     }
 
     @Test("without a cgroup v2 hierarchy, launching an app says why")

@@ -149,6 +149,16 @@ start_netextd
 check "netextd restarted: the steering table is restored" bash -c "nsenter --net=/run/netns/$LAB_LAPTOP nft list table inet netextd_apps | grep -q '$launch/$office_app'"
 check "netextd restarted: VPN starts again" netext start PerApp
 check "netextd restarted: the bound app reaches the internal page" internal4 as_app "$office_app"
+# Per-app on demand: the first flow of a bound app starts the VPN; nobody else's does.
+check "stop the per-app VPN" netext stop PerApp
+check "on-demand on, without rules" netext on-demand PerApp on
+check "another program's flow does not start it" bash -c "ip netns exec $LAB_LAPTOP curl -s -m 2 -o /dev/null http://10.20.0.5:8080/; sleep 1; '$bin/netext' status PerApp | grep -q 'PerApp: disconnected'"
+started=$(date +%s%N)
+check "on demand: the bound app's first connection starts the VPN and gets through once it is up" internal4 as_app "$office_app"
+echo "ondemand_first_flow_ms=$(( ($(date +%s%N) - started) / 1000000 ))"
+check "on demand: connected" bash -c "'$bin/netext' status PerApp | grep -q 'PerApp: connected'"
+check "on demand: netextd says a bound app's flow started it" grep -q "on-demand: a bound app opened a connection" "$work/netextd.log"
+check "on demand: while connected, no packet of the app is held" bash -c "! ip netns exec $LAB_LAPTOP nft list table inet netextd_apps | grep -q 'log group'"
 check "disable: the per-app VPN stops" netext disable PerApp
 check "after disable: no steering table" no_table
 check "after disable: no fwmark rule" bash -c "! ip netns exec $LAB_LAPTOP ip rule show | grep -q fwmark"

@@ -23,6 +23,10 @@ public struct FlowSteering: Sendable, Hashable {
         return UInt32(0x80 | slot) << 16
     }
 
+    /// The netfilter log group of per-app on demand for the tunnel with `mark` (the content
+    /// filter's DNS log is group 7100).
+    public static func onDemandLogGroup(mark: UInt32) -> UInt16 { 7200 + UInt16((mark >> 16) & 0x7F) }
+
     /// `0x00810000`: how `ip rule` and nft write marks.
     public static func hex(_ value: UInt32) -> String {
         let digits = String(value, radix: 16)
@@ -72,10 +76,15 @@ public struct FlowSteering: Sendable, Hashable {
         /// one of them as its source (the route it saw first was the tunnel's) is masqueraded
         /// to the underlay's address when its mark sends it around the tunnel.
         public var tunnelAddresses: [IPPrefix]
+        /// Per-app on demand, while the tunnel is down: the apps' packets (but to loopback) are
+        /// copied to this netfilter log group — their first flow starts the VPN — and dropped,
+        /// so nothing of theirs leaves outside the tunnel; the app's retransmission (TCP: after
+        /// a second) finds the tunnel up.
+        public var onDemandLogGroup: UInt16?
 
         public init(
             configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = [],
-            tunnelAddresses: [IPPrefix] = []
+            tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil
         ) {
             self.configuration = configuration
             self.mode = mode
@@ -84,6 +93,7 @@ public struct FlowSteering: Sendable, Hashable {
             self.cgroups = cgroups
             self.dnsServers = dnsServers
             self.tunnelAddresses = tunnelAddresses
+            self.onDemandLogGroup = onDemandLogGroup
         }
 
         var setName: String { "apps_" + String(mark >> 16, radix: 16) }
@@ -138,6 +148,17 @@ public struct FlowSteering: Sendable, Hashable {
             }
         }
         lines.append("  }")
+        let waiting = ordered.filter { $0.onDemandLogGroup != nil && $0.interface.isEmpty }
+        if !waiting.isEmpty {
+            // Before the kill switch's chain (priority filter): a held packet is logged first.
+            lines += ["  chain ondemand {", "    type filter hook output priority -10; policy accept;"]
+            for member in waiting {
+                let marked = "oifname != \"lo\" meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
+                lines.append("    \(marked) limit rate 20/second log group \(member.onDemandLogGroup ?? 0)")
+                lines.append("    \(marked) counter drop")
+            }
+            lines.append("  }")
+        }
         let redirects = ordered.filter { !$0.dnsServers.isEmpty }
         if !redirects.isEmpty {
             lines += ["  chain dns {", "    type nat hook output priority -100; policy accept;"]

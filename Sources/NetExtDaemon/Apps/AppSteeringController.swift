@@ -21,7 +21,13 @@ actor AppSteeringController {
         var interface = ""
         var dnsServers: [String] = []
         var tunnelAddresses: [IPPrefix] = []
+        /// Per-app on demand: the apps' first flow starts the tunnel.
+        var onDemand: Bool { mode == .include && configuration.isOnDemandEnabled }
     }
+
+    /// Opens a netfilter log group and calls back for each burst of packets logged to it;
+    /// returns what closes it.
+    typealias TriggerOpener = @Sendable (UInt16, @escaping @Sendable () -> Void) throws(NetExtError) -> @Sendable () -> Void
 
     private var entries: [UUID: Entry] = [:]
     private var cgroups: [FlowSteering.AppCgroup] = []
@@ -32,8 +38,16 @@ actor AppSteeringController {
     private let network: NetworkWorker
     private let logger: Logger
     private var watching = false
+    private let openTrigger: TriggerOpener?
+    /// The open log groups of per-app on demand, by configuration, with what closes each.
+    private var triggers: [UUID: (group: UInt16, close: @Sendable () -> Void)] = [:]
+    private var onAppFlow: (@Sendable (UUID) -> Void)?
 
-    init(host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger) {
+    init(
+        host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger,
+        openTrigger: TriggerOpener? = nil
+    ) {
+        self.openTrigger = openTrigger
         self.host = host
         self.hostProblem = hostProblem
         self.launchRoot = launchRoot
@@ -132,6 +146,14 @@ actor AppSteeringController {
         await applyWanted()
     }
 
+    /// Who is told when a bound app's flow arrives while its per-app VPN is down (on demand).
+    func setAppFlowHandler(_ handler: @escaping @Sendable (UUID) -> Void) { onAppFlow = handler }
+
+    private func appFlowSeen(_ id: UUID) {
+        guard let entry = entries[id], entry.onDemand, entry.interface.isEmpty else { return }
+        onAppFlow?(id)
+    }
+
     // MARK: Apps
 
     /// Moves process `pid` into `app`'s launch cgroup (made if missing) and updates the sets
@@ -176,6 +198,8 @@ actor AppSteeringController {
     /// Removes the table, stops watching and removes the launch cgroups left empty (shutdown).
     func shutdown() async {
         entries = [:]
+        for trigger in triggers.values { trigger.close() }
+        triggers = [:]
         host?.stopWatching()
         watching = false
         await applyWanted()
@@ -201,9 +225,31 @@ actor AppSteeringController {
                 let apps = Set(entry.rules.map(\.matchSigningIdentifier))
                 return FlowSteering.Member(
                     configuration: entry.configuration.id, mode: entry.mode, mark: entry.mark, interface: entry.interface,
-                    cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses)
+                    cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses,
+                    onDemandLogGroup: triggers[entry.configuration.id]?.group)
             },
             nftPathPrefix: host?.nftPathPrefix ?? "")
+    }
+
+    /// Opens the log group of every tunnel waiting for its apps' first flow, closes the others'.
+    private func updateTriggers() {
+        for (id, trigger) in triggers where !(entries[id].map { $0.onDemand && $0.interface.isEmpty } ?? false) {
+            trigger.close()
+            triggers[id] = nil
+        }
+        guard let openTrigger else { return }
+        for entry in entries.values where entry.onDemand && entry.interface.isEmpty && triggers[entry.configuration.id] == nil {
+            let id = entry.configuration.id, group = FlowSteering.onDemandLogGroup(mark: entry.mark)
+            do throws(NetExtError) {
+                let close = try openTrigger(group) { [weak self] in
+                    guard let self else { return }
+                    Task { await self.appFlowSeen(id) }
+                }
+                triggers[id] = (group, close)
+            } catch {
+                logger.error("per-app on demand is unavailable", metadata: ["configuration": "\(LogText.quoted(entry.configuration.localizedDescription))", "error": "\(error.message)"])
+            }
+        }
     }
 
     /// Installs the table for the entries and cgroups known now. A cgroup that vanished between
@@ -213,6 +259,7 @@ actor AppSteeringController {
         if host != nil && host?.nftPathPrefix == nil && !entries.isEmpty {
             logger.error("per-app routing: nft finds cgroups only below /sys/fs/cgroup; mount cgroup2 there (or at /sys/fs/cgroup/unified)")
         }
+        updateTriggers()
         for attempt in 1...3 {
             let steering = wanted()
             do throws(NetExtError) {

@@ -171,6 +171,18 @@ public actor OnDemandController {
         }
     }
 
+    /// Per-app on demand: a bound app opened a connection while its per-app VPN (enabled, with
+    /// on-demand on) is down; its packets are held (dropped, to be retransmitted) until it is up.
+    public func appFlowSeen(_ id: UUID) async {
+        guard running, let configuration = try? store.configuration(id: id), configuration.isEnabled, configuration.isOnDemandEnabled else { return }
+        let status = await sessions.statusInfo(for: configuration).status
+        guard status == .disconnected || status == .invalid, !connecting.contains(id) else { return }
+        if let failure = failures[id], Date() < failure.notBefore { return }
+        logger.info("on-demand: a bound app opened a connection", metadata: ["configuration": "\(configuration.localizedDescription)"])
+        connecting.insert(id)
+        await connect(configuration)
+    }
+
     private func connect(_ configuration: Configuration) async {
         defer { connecting.remove(configuration.id) }
         logger.info("on-demand: connecting", metadata: ["configuration": "\(configuration.localizedDescription)"])

@@ -95,7 +95,9 @@ public actor SessionManager {
         self.logger = logger
         network = NetworkWorker(applier: applier)
         killSwitch = KillSwitch(network: network, logger: logger)
-        appSteering = AppSteeringController(host: appCgroups, hostProblem: appCgroupProblem, launchRoot: appLaunchRoot, network: network, logger: logger)
+        appSteering = AppSteeringController(
+            host: appCgroups, hostProblem: appCgroupProblem, launchRoot: appLaunchRoot, network: network, logger: logger,
+            openTrigger: appCgroups == nil ? nil : AppFlowTrigger.opener)
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
     }

@@ -47,6 +47,13 @@ public final class NetfilterLog: Sendable {
         return malformed
     }
 
+    /// Waits until a logged packet can be read, at most `milliseconds`; false on timeout.
+    public func waitReadable(milliseconds: Int32) -> Bool {
+        guard !closed.load(ordering: .acquiring) else { return false }
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, milliseconds) > 0
+    }
+
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         Glibc.close(fd)
