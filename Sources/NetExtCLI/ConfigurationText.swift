@@ -25,7 +25,11 @@ enum ConfigurationText {
             lines.append("server:      \(settings.serverAddress)")
             if let username = settings.username { lines.append("username:    \(username)") }
             lines.append("password:    \(settings.passwordReference == nil ? "none" : "stored")")
-            if let uuid = settings.perAppUUID { lines.append("per-app:     VPNUUID \(uuid)") }
+            if let uuid = settings.perAppUUID {
+                lines.append("per-app:     VPNUUID \(uuid); carries only its apps")
+                lines.append("apps:        " + (settings.appRules.isEmpty ? "none bound (netext app bind APP --vpn NAME)" : Self.apps(settings.appRules)))
+            }
+            if !settings.excludedAppRules.isEmpty { lines.append("bypassed by: " + Self.apps(settings.excludedAppRules)) }
             let guards = [settings.includeAllNetworks ? "include all networks (kill switch)" : nil,
                           settings.excludeLocalNetworks ? "exclude local networks" : nil,
                           settings.enforceRoutes ? "enforce routes" : nil].compactMap { $0 }
@@ -71,5 +75,15 @@ enum ConfigurationText {
             let error = change.current.lastDisconnectError.map { " — \($0.message)" } ?? ""
             return "\(time) status \(change.current.name): \(StatusText.name(change.previous)) -> \(StatusText.name(change.current.status))\(error)"
         }
+    }
+
+    /// App rules as `netext show` lists them: identifiers, with a path or unit patterns if any.
+    static func apps(_ rules: [AppRule]) -> String {
+        rules.map { rule in
+            var extra: [String] = []
+            if let path = rule.matchPath { extra.append(path) }
+            extra += rule.matchUnits.map(\.pattern)
+            return rule.matchSigningIdentifier.rawValue + (extra.isEmpty ? "" : " (" + extra.joined(separator: ", ") + ")")
+        }.joined(separator: ", ")
     }
 }

@@ -40,6 +40,18 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/perapp.sh", checks: 63, timeout: 240)
     }
 
+    @Test("scripts/demo-perapp shows the bound app's page through the tunnel, the other program's failing, and an excluded app going around a full tunnel")
+    func perAppDemo() async throws {
+        let result = try await run("/bin/bash", [Self.root + "/scripts/demo-perapp"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("netext: running curl as org.example.Intranet (through Office Apps)"))
+        #expect(result.stdout.contains("Office intranet: hello from 10.20.0.5"))
+        #expect(result.stdout.contains("(unreachable: curl exit"))
+        #expect(result.stdout.contains("203.0.113.2 - \"GET /public.html HTTP/1.1\" 200 -\n198.51.100.2 - \"GET /public.html HTTP/1.1\" 200 -"))
+        #expect(result.stdout.contains("org.example.Backup  Everything  bypasses  connected"))
+        #expect(result.stdout.contains("== Done"))
+    }
+
     @Test("roaming: a download through the tunnel survives the laptop moving to another uplink")
     func roaming() async throws {
         try await runChecks("scripts/e2e/roaming.sh", checks: 9, timeout: 180)

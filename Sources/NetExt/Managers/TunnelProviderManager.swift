@@ -31,6 +31,40 @@ public struct TunnelProviderManager: ConfigurationManager {
         self.configuration = configuration
     }
 
+    /// A new, unsaved per-app VPN, as Apple's `NETunnelProviderManager.forPerAppVPN()`: it
+    /// carries only the flows of the apps in ``appRules``, to any destination; its `VPNUUID`
+    /// (`perAppUUID`) is the configuration's id.
+    public static func forPerAppVPN(client: ControlClient, providerBundleIdentifier: String, serverAddress: String) -> TunnelProviderManager {
+        var manager = TunnelProviderManager(client: client, providerBundleIdentifier: providerBundleIdentifier, serverAddress: serverAddress)
+        manager.protocolConfiguration?.perAppUUID = manager.configuration.id.uuidString
+        return manager
+    }
+
+    /// How the tunnel picks the flows it carries, as Apple's `NETunnelProviderRoutingMethod`.
+    public enum RoutingMethod: Sendable, Hashable {
+        /// By destination address (the provider's routes).
+        case destinationIP
+        /// By the app a flow comes from (a per-app VPN).
+        case sourceApplication
+    }
+
+    /// `.sourceApplication` for a per-app VPN, else `.destinationIP`.
+    public var routingMethod: RoutingMethod { protocolConfiguration?.isPerApp == true ? .sourceApplication : .destinationIP }
+
+    /// A per-app VPN's apps (Apple's `appRules`): their every flow enters the tunnel. Saving
+    /// rules on a tunnel that routes by destination is refused; use ``excludedAppRules`` there.
+    public var appRules: [AppRule] {
+        get { protocolConfiguration?.appRules ?? [] }
+        set { protocolConfiguration?.appRules = newValue }
+    }
+
+    /// A tunnel that routes by destination: the apps whose flows bypass it (exclude mode, also
+    /// past its kill switch). NetExt's own; Apple's systems have no counterpart.
+    public var excludedAppRules: [AppRule] {
+        get { protocolConfiguration?.excludedAppRules ?? [] }
+        set { protocolConfiguration?.excludedAppRules = newValue }
+    }
+
     /// The tunnel provider settings (`protocolConfiguration as NETunnelProviderProtocol`).
     /// Optional as in Apple's API; setting nil leaves the settings unchanged.
     public var protocolConfiguration: TunnelProviderProtocol? {

@@ -1,12 +1,14 @@
 import Foundation
 
 /// Reads Apple configuration profiles (`.mobileconfig`, XML or binary property lists) and turns
-/// their VPN payloads (`com.apple.vpn.managed`, `com.apple.vpn.managed.applayer`) and URL
+/// their VPN payloads (`com.apple.vpn.managed`, `com.apple.vpn.managed.applayer` with the apps
+/// `com.apple.vpn.managed.appmapping` maps to it) and URL
 /// filter payloads (`com.apple.webcontent-filter` with `FilterURLs`) into configurations. Key names follow Apple's "VPN" payload reference.
 public enum ProfileParser {
     public static let vpnPayloadType = "com.apple.vpn.managed"
     public static let appLayerVPNPayloadType = "com.apple.vpn.managed.applayer"
     public static let contentFilterPayloadType = "com.apple.webcontent-filter"
+    public static let appMappingPayloadType = "com.apple.vpn.managed.appmapping"
 
     /// Parses a profile. `owner` becomes the owner of every configuration it yields.
     /// Errors name the payload and key at fault.
@@ -35,6 +37,7 @@ public enum ProfileParser {
         }
         var configurations: [ProfileConfiguration] = []
         var skipped: [SkippedPayload] = []
+        var mappings: [(AppMappingPayloadParser.Mapping, String)] = []
         for (index, payload) in payloads.enumerated() {
             let payloadType = try payload.requiredString("PayloadType")
             let payloadIdentifier = try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)"
@@ -50,12 +53,18 @@ public enum ProfileParser {
                 parsed.configuration.profileIdentifier = identifier
                 if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
                 configurations.append(parsed)
+            case appMappingPayloadType:
+                mappings += try AppMappingPayloadParser.parse(reader).map { ($0, reader.context) }
             case contentFilterPayloadType:
                 skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier,
                                               reason: "only URL filter payloads (FilterURLs true) are installed from profiles so far"))
             default:
                 skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier, reason: "payload type not supported by NetExt"))
             }
+        }
+        // App mappings last: the per-app VPNs they name may come after them in the profile.
+        for (mapping, context) in mappings {
+            try AppMappingPayloadParser.apply([mapping], to: &configurations, context: context)
         }
         let ids = configurations.map(\.configuration.id)
         if Set(ids).count != ids.count {
