@@ -17,7 +17,7 @@ struct AppMappingProfileTests {
               <dict><key>PayloadType</key><string>com.apple.vpn.managed.appmapping</string><key>PayloadIdentifier</key><string>m</string>
                 <key>AppLayerVPNMapping</key><array>\(mapping)</array></dict>
               <dict><key>PayloadType</key><string>com.apple.vpn.managed.applayer</string><key>PayloadIdentifier</key><string>v</string>
-                <key>VPNType</key><string>VPN</string><key>VPNSubType</key><string>com.netext.tunnel</string><key>VPNUUID</key><string>\(vpnUUID)</string>
+                <key>UserDefinedName</key><string>Apps</string><key>VPNType</key><string>VPN</string><key>VPNSubType</key><string>com.netext.tunnel</string><key>VPNUUID</key><string>\(vpnUUID)</string>
                 <key>VPN</key><dict><key>RemoteAddress</key><string>vpn.example.test</string></dict></dict>
             </array></dict></plist>
             """.utf8)

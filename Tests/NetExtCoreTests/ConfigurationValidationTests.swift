@@ -65,6 +65,13 @@ struct ProviderManifestTests {
         #expect(manifest == ProviderManifest(bundleIdentifier: "com.example.t", extensionPoint: .packetTunnel, executable: "/usr/bin/t", user: "nobody"))
     }
 
+    @Test("NETestAppMapping: a manifest maps VPNUUIDs to apps for development")
+    func testAppMapping() throws {
+        let manifest = try ProviderManifest.parse(Data(#"{"bundleIdentifier":"com.example.t","extensionPoint":"packet-tunnel","executable":"/usr/bin/t","testAppMapping":{"CORP":["org.example.Box"]}}"#.utf8), file: "t.json")
+        let expected = ["CORP": [try AppIdentifier("org.example.Box")]]
+        #expect(manifest.testAppMapping == expected)
+    }
+
     @Test("bad manifests name the file and the key", arguments: [
         (#"{"extensionPoint":"packet-tunnel","executable":"/x"}"#, "provider manifest m.json: key 'bundleIdentifier' is required"),
         (#"{"bundleIdentifier":"b","extensionPoint":"vpn","executable":"/x"}"#, "provider manifest m.json: key 'extensionPoint': unknown extension point 'vpn'"),
@@ -72,6 +79,7 @@ struct ProviderManifestTests {
         (#"{"bundleIdentifier":"b","extensionPoint":"packet-tunnel","executable":5}"#, "provider manifest m.json: key 'executable'"),
         ("not json", "provider manifest m.json"),
         (#"{"bundleIdentifier":"b","extensionPoint":"packet-tunnel","executable":"/x","usr":"nobody"}"#, "provider manifest m.json: unknown key 'usr'"),
+        (#"{"bundleIdentifier":"b","extensionPoint":"packet-tunnel","executable":"/x","testAppMapping":{"U":["firefox"]}}"#, "provider manifest m.json: key 'testAppMapping.U[0]'"),
     ])
     func refuses(json: String, expected: String) {
         let error = #expect(throws: NetExtError.self) { try ProviderManifest.parse(Data(json.utf8), file: "m.json") }

@@ -36,7 +36,8 @@ public struct TunnelProviderManager: ConfigurationManager {
     /// (`perAppUUID`) is the configuration's id.
     public static func forPerAppVPN(client: ControlClient, providerBundleIdentifier: String, serverAddress: String) -> TunnelProviderManager {
         var manager = TunnelProviderManager(client: client, providerBundleIdentifier: providerBundleIdentifier, serverAddress: serverAddress)
-        manager.protocolConfiguration?.perAppUUID = manager.configuration.id.uuidString
+        let uuid = manager.configuration.id.uuidString
+        manager.protocolConfiguration?.perAppUUID = uuid
         return manager
     }
 

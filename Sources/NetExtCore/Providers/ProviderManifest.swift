@@ -27,16 +27,24 @@ public struct ProviderManifest: Sendable, Hashable, Codable {
     public var arguments: [String]
     /// The user the provider runs as; never root unless the manifest says so explicitly.
     public var user: String
+    /// Apple's `NETestAppMapping`, for development: per-app VPN `VPNUUID` → the apps a per-app
+    /// VPN with that UUID carries besides its stored `appRules` (on Apple's systems an Info.plist
+    /// key honoured for development builds only; here the manifest, which only root installs).
+    public var testAppMapping: [String: [AppIdentifier]]
 
-    public init(bundleIdentifier: String, extensionPoint: ExtensionPoint, executable: String, arguments: [String] = [], user: String = "nobody") {
+    public init(
+        bundleIdentifier: String, extensionPoint: ExtensionPoint, executable: String, arguments: [String] = [], user: String = "nobody",
+        testAppMapping: [String: [AppIdentifier]] = [:]
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.extensionPoint = extensionPoint
         self.executable = executable
         self.arguments = arguments
         self.user = user
+        self.testAppMapping = testAppMapping
     }
 
-    private enum CodingKeys: String, CodingKey { case bundleIdentifier, extensionPoint, executable, arguments, user }
+    private enum CodingKeys: String, CodingKey { case bundleIdentifier, extensionPoint, executable, arguments, user, testAppMapping }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -51,7 +59,9 @@ public struct ProviderManifest: Sendable, Hashable, Codable {
         executable = try container.decode(String.self, forKey: .executable)
         arguments = try container.decodeIfPresent([String].self, forKey: .arguments) ?? []
         user = try container.decodeIfPresent(String.self, forKey: .user) ?? "nobody"
+        testAppMapping = try container.decodeIfPresent([String: [AppIdentifier]].self, forKey: .testAppMapping) ?? [:]
     }
+
 
     /// Decodes and checks a manifest file's contents; errors name the file and the key.
     public static func parse(_ data: Data, file: String) throws(NetExtError) -> ProviderManifest {

@@ -59,8 +59,10 @@ actor AppSteeringController {
 
     /// Takes a saved, restored or removed configuration: an enabled tunnel with app rules is
     /// steered from now on; anything else is not (any more).
-    func update(_ configuration: Configuration, removed: Bool = false) async {
-        let wanted = removed ? nil : Self.steeredApps(of: configuration)
+    /// `testApps`: a per-app VPN's apps from its provider manifest's `testAppMapping`
+    /// (development), carried besides its stored rules.
+    func update(_ configuration: Configuration, removed: Bool = false, testApps: [AppIdentifier] = []) async {
+        let wanted = removed ? nil : Self.steeredApps(of: configuration, testApps: testApps)
         guard let (mode, rules) = wanted else {
             guard entries.removeValue(forKey: configuration.id) != nil else { return }
             logger.notice("per-app routing ended", metadata: ["configuration": "\(LogText.quoted(configuration.localizedDescription))"])
@@ -91,16 +93,20 @@ actor AppSteeringController {
 
     /// At start: every enabled configuration with app rules; whatever an earlier netextd left is
     /// replaced (or removed, if none has any).
-    func restore(_ configurations: [Configuration]) async {
+    func restore(_ configurations: [Configuration], testApps: [UUID: [AppIdentifier]] = [:]) async {
         entries = [:]
-        for configuration in configurations { await update(configuration) }
+        for configuration in configurations { await update(configuration, testApps: testApps[configuration.id] ?? []) }
         if entries.isEmpty { await applyWanted() }
     }
 
     /// The enabled tunnel's apps and mode, if it routes by app at all.
-    static func steeredApps(of configuration: Configuration) -> (FlowSteering.Mode, [AppRule])? {
+    static func steeredApps(of configuration: Configuration, testApps: [AppIdentifier] = []) -> (FlowSteering.Mode, [AppRule])? {
         guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
-        if settings.isPerApp { return (.include, settings.appRules) }
+        if settings.isPerApp {
+            let stored = Set(settings.appRules.map(\.matchSigningIdentifier))
+            let mapped = testApps.filter { !stored.contains($0) }.compactMap { try? AppRule(matchSigningIdentifier: $0) }
+            return (.include, settings.appRules + mapped)
+        }
         if !settings.excludedAppRules.isEmpty { return (.exclude, settings.excludedAppRules) }
         return nil
     }

@@ -218,7 +218,7 @@ public actor SessionManager {
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
-        await appSteering.update(configuration, removed: removed)
+        await appSteering.update(configuration, removed: removed, testApps: testAppMapping(of: configuration))
         if let routing = await appSteering.mark(for: configuration.id), routing.mode == .exclude {
             await appSteering.setBypassResolvers(configuration.id, servers: bypassResolvers())
         }
@@ -419,6 +419,20 @@ public actor SessionManager {
 
     // MARK: Apps
 
+    /// A per-app VPN's apps from its provider manifest's `testAppMapping` (Apple's
+    /// `NETestAppMapping`, for development), keyed by the configuration's `VPNUUID`.
+    func testAppMapping(of configuration: Configuration) -> [AppIdentifier] {
+        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration, let uuid = settings.perAppUUID,
+              let manifest = try? registry.manifest(for: settings.providerBundleIdentifier, extensionPoint: settings.extensionPoint) else { return [] }
+        let apps = manifest.testAppMapping[uuid] ?? []
+        if !apps.isEmpty {
+            logger.notice("per-app VPN: apps from the provider manifest's testAppMapping (development)", metadata: [
+                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "apps": "\(apps.map(\.rawValue))",
+            ])
+        }
+        return apps
+    }
+
     /// The bound apps of the configurations `isVisible` admits (`netext apps`).
     public func appStatuses(isVisible: @Sendable (Configuration) -> Bool) async -> [AppBindingStatus] {
         let connected = Set(sessions.filter { $0.value.machine.status == .connected }.map(\.key))
@@ -447,7 +461,8 @@ public actor SessionManager {
     /// At start: the guards of every enabled configuration that asks for one (see `KillSwitch`),
     /// and the per-app steering of every enabled tunnel with app rules.
     public func restoreGuards(_ configurations: [Configuration]) async {
-        await appSteering.restore(configurations)
+        let testApps = Dictionary(configurations.map { ($0.id, testAppMapping(of: $0)) }, uniquingKeysWith: { first, _ in first })
+        await appSteering.restore(configurations, testApps: testApps)
         var apps: [UUID: (mode: FlowSteering.Mode, mark: UInt32)] = [:]
         for configuration in configurations {
             guard let routing = await appSteering.mark(for: configuration.id) else { continue }
