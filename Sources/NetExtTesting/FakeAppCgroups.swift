@@ -10,6 +10,7 @@ public final class FakeAppCgroups: AppCgroupHost {
         var cgroups: Set<String> = []
         var processes: [String: Set<Int32>] = [:]
         var onChange: (@Sendable () -> Void)?
+        var socketMarks: [String: UInt32] = [:]
     }
 
     private let state = Mutex(State())
@@ -47,6 +48,18 @@ public final class FakeAppCgroups: AppCgroupHost {
 
     public func startWatching(_ onChange: @escaping @Sendable () -> Void) { state.withLock { $0.onChange = onChange } }
     public func stopWatching() { state.withLock { $0.onChange = nil } }
+
+    public func markSockets(in path: String, mark: UInt32) -> Bool {
+        state.withLock { $0.socketMarks[path] = mark }
+        return true
+    }
+
+    public func unmarkSockets(in path: String, mark: UInt32) {
+        state.withLock { if $0.socketMarks[path] == mark { $0.socketMarks[path] = nil } }
+    }
+
+    /// The cgroups whose new sockets netextd marks at creation, with the mark.
+    public var socketMarks: [String: UInt32] { state.withLock { $0.socketMarks } }
 
     /// Whether netextd watches the tree now.
     public var isWatched: Bool { state.withLock { $0.onChange != nil } }

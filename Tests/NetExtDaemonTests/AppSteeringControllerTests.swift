@@ -51,6 +51,7 @@ struct AppSteeringControllerTests {
         #expect(member.cgroups.map(\.path) == ["netext-apps-test/org.example.Office"])
         #expect(member.mode == .include && member.interface.isEmpty)
         #expect(applier.currentSteering?.nftPathPrefix == "unified/")
+        #expect(cgroups.socketMarks == ["netext-apps-test/org.example.Office": FlowSteering.mark(slot: 0)], "new sockets there are marked at creation")
 
         await steering.tunnelUp(office.id, interface: "netext0", addresses: [try IPPrefix("10.99.0.2/32")], dnsServers: ["10.20.0.53"])
         await worker.drain()
@@ -68,6 +69,7 @@ struct AppSteeringControllerTests {
         await worker.drain()
         #expect(applier.currentSteering?.isActive == false)
         #expect(await steering.routing(for: office.id) == nil)
+        #expect(cgroups.socketMarks.isEmpty, "disabled: the socket-creation mark is taken off")
     }
 
     @Test("a scope made after the binding is found through the watcher; one removed leaves the set")

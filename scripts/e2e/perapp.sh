@@ -55,7 +55,11 @@ umask 022
 e2e_netextd_environment "$resolv"
 export NETEXT_APP_CGROUP="$launch"
 e2e_start_server
+# Every server answers before the checks begin (a slow Python start is not a failure of ours).
 lab_wait "office curl -s -o /dev/null http://10.20.0.5:8080/" 15
+lab_wait "office curl -s -o /dev/null 'http://[fd20::5]:8081/'" 15
+lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null http://100.64.0.80:8080/public.html" 15
+lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null 'http://[2001:db8:ff::80]:8080/public.html'" 15
 
 start_netextd() {
   lab_spawn "$LAB_LAPTOP" sh -c "mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec '$bin/netextd' 2>> '$work/netextd.log'"; NETEXTD_PID=$!
@@ -103,6 +107,13 @@ check "the machine's resolver file is left alone by a per-app VPN" grep -qx "nam
 
 lab_capture_start dump "$LAB_LAPTOP" eth0 "$work/include.pcap"
 check "the bound app reaches the internal page (IPv4)" internal4 as_app "$office_app"
+# The eBPF program on the app's cgroup marked the socket at its creation: connect() already chose
+# the tunnel's route, and so the tunnel's source address (no address translation needed).
+sockets() { as_app "$office_app" python3 -c 'import socket, subprocess
+s = socket.create_connection(("10.20.0.5", 8080), timeout=4)
+print(subprocess.run(["ss", "-tneH", "dst", "10.20.0.5"], capture_output=True, text=True).stdout)'; }
+sockets_marked() { sockets | grep -q '10.99.0.2:[0-9]* *10.20.0.5:8080 .*fwmark:0x800000'; }
+check "a bound app's socket is marked at creation and leaves from the tunnel's address" sockets_marked
 check "the steering table marks the app's cgroup" bash -c "ip netns exec $LAB_LAPTOP nft list table inet netextd_apps | grep -q 'socket cgroupv2 level 2 @apps_80'"
 check "another program does not" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 http://10.20.0.5:8080/ | grep -q 'internal page'"
 check "the bound app reaches the internal page (IPv6)" internal6 as_app "$office_app"

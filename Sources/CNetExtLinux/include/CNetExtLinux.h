@@ -160,3 +160,16 @@ int netext_sock_diag_open(void);
 /// at a time). Returns 0 or -errno (-ENOENT: no such socket).
 int netext_socket_inode(int fd, int ipv6, int protocol, const unsigned char *local, unsigned short local_port,
                         const unsigned char *remote, unsigned short remote_port, unsigned int *inode, unsigned int *uid);
+
+/// Loads a BPF_CGROUP_INET_SOCK_CREATE program that gives every socket created in the cgroups
+/// it is attached to (and their descendants) the mark `mark`, before the socket's first route
+/// lookup. The verifier's log goes to `log` (NULL: none). Returns the program's descriptor or
+/// -errno.
+int netext_bpf_socket_mark_program(unsigned int mark, char *log, unsigned int log_size);
+
+/// Attaches program `program_fd` to the cgroup directory `cgroup_fd` (BPF_F_ALLOW_MULTI: other
+/// programs there stay). Returns 0 or -errno.
+int netext_bpf_cgroup_attach(int cgroup_fd, int program_fd);
+
+/// Detaches it again. Returns 0 or -errno.
+int netext_bpf_cgroup_detach(int cgroup_fd, int program_fd);

@@ -144,7 +144,7 @@ public struct FlowSteering: Sendable, Hashable {
         for member in ordered {
             let depths = Set(member.cgroups.filter { Self.isWritable(path: $0.path) }.map(\.depth)).sorted()
             for depth in depths {
-                lines.append("    socket cgroupv2 level \(depth) @\(member.setName) meta mark set meta mark & \(keep) | \(Self.hex(member.mark))")
+                lines.append("    socket cgroupv2 level \(depth) @\(member.setName) counter meta mark set meta mark & \(keep) | \(Self.hex(member.mark))")
             }
         }
         lines.append("  }")

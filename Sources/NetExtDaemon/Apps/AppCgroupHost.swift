@@ -1,6 +1,7 @@
 import Foundation
 import NetExtCore
 import NetExtLinux
+import Synchronization
 
 /// The cgroup v2 hierarchy as the flow steering uses it; the real one is ``SystemAppCgroups``,
 /// tests give a fake.
@@ -18,12 +19,25 @@ public protocol AppCgroupHost: Sendable {
     func startWatching(_ onChange: @escaping @Sendable () -> Void)
     /// Stops calling.
     func stopWatching()
+    /// Gives every socket created from now on in `path` (relative) or below it the mark `mark`
+    /// (an eBPF program on the cgroup); false if this host cannot (the nftables rule still marks
+    /// their packets, later).
+    func markSockets(in path: String, mark: UInt32) -> Bool
+    /// Stops doing so.
+    func unmarkSockets(in path: String, mark: UInt32)
+}
+
+extension AppCgroupHost {
+    public func markSockets(in path: String, mark: UInt32) -> Bool { false }
+    public func unmarkSockets(in path: String, mark: UInt32) {}
 }
 
 /// The machine's cgroup v2 hierarchy (found in `/proc/self/mountinfo`), watched with inotify.
 public final class SystemAppCgroups: AppCgroupHost {
     let tree: CgroupTree
     private let watcher = CgroupWatcher()
+    /// One loaded program per mark; nil once loading failed (no eBPF here: nft alone marks).
+    private let programs = Mutex<[UInt32: SocketMarkProgram?]>([:])
 
     /// The hierarchy this process sees; throws a sentence if none is mounted.
     public init() throws(NetExtError) {
@@ -47,4 +61,21 @@ public final class SystemAppCgroups: AppCgroupHost {
     public func removeIfEmpty(_ path: String, keeping: String) { tree.removeIfEmpty(path, keeping: keeping) }
     public func startWatching(_ onChange: @escaping @Sendable () -> Void) { watcher.start(root: tree.mountPoint, onChange: onChange) }
     public func stopWatching() { watcher.stop() }
+
+    public func markSockets(in path: String, mark: UInt32) -> Bool {
+        let program: SocketMarkProgram? = programs.withLock { loaded in
+            if let known = loaded[mark] { return known }
+            let made = try? SocketMarkProgram(mark: mark)
+            loaded[mark] = .some(made)
+            return made
+        }
+        guard let program else { return false }
+        do { try program.attach(toCgroup: tree.mountPoint + "/" + path) } catch { return false }
+        return true
+    }
+
+    public func unmarkSockets(in path: String, mark: UInt32) {
+        guard let program = programs.withLock({ $0[mark] ?? nil }) else { return }
+        program.detach(fromCgroup: tree.mountPoint + "/" + path)
+    }
 }

@@ -42,6 +42,8 @@ actor AppSteeringController {
     /// The open log groups of per-app on demand, by configuration, with what closes each.
     private var triggers: [UUID: (group: UInt16, close: @Sendable () -> Void)] = [:]
     private var onAppFlow: (@Sendable (UUID) -> Void)?
+    /// The cgroups whose new sockets an eBPF program marks at creation, with the mark.
+    private var socketMarks: [String: UInt32] = [:]
 
     init(
         host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger,
@@ -204,6 +206,7 @@ actor AppSteeringController {
     /// Removes the table, stops watching and removes the launch cgroups left empty (shutdown).
     func shutdown() async {
         entries = [:]
+        cgroups = []
         for trigger in triggers.values { trigger.close() }
         triggers = [:]
         host?.stopWatching()
@@ -261,7 +264,27 @@ actor AppSteeringController {
     /// Installs the table for the entries and cgroups known now. A cgroup that vanished between
     /// the scan and nft's reading of it makes nft refuse the whole table: scanned again and
     /// retried (three times at most).
+    /// Puts the socket-creation mark on every app cgroup of a steered tunnel and takes it off the
+    /// others: a socket created there gets its tunnel's route and source address from the
+    /// start, so its packets are not rerouted one by one.
+    private func updateSocketMarks() {
+        guard let host else { return }
+        var wanted: [String: UInt32] = [:]
+        for entry in entries.values {
+            let apps = Set(entry.rules.map(\.matchSigningIdentifier))
+            for cgroup in cgroups where apps.contains(cgroup.app) { wanted[cgroup.path] = entry.mark }
+        }
+        for (path, mark) in socketMarks where wanted[path] != mark {
+            host.unmarkSockets(in: path, mark: mark)
+            socketMarks[path] = nil
+        }
+        for (path, mark) in wanted where socketMarks[path] == nil {
+            if host.markSockets(in: path, mark: mark) { socketMarks[path] = mark }
+        }
+    }
+
     private func applyWanted() async {
+        updateSocketMarks()
         if host != nil && host?.nftPathPrefix == nil && !entries.isEmpty {
             logger.error("per-app routing: nft finds cgroups only below /sys/fs/cgroup; mount cgroup2 there (or at /sys/fs/cgroup/unified)")
         }
