@@ -108,7 +108,11 @@ struct FlowSteeringTests {
         #expect(lines.contains("meta mark & 0x00ff0000 == 0x00800000 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 10.20.0.53"))
         #expect(lines.contains("meta mark & 0x00ff0000 == 0x00800000 meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to fd20::53"))
         #expect(lines.contains("meta mark & 0x00ff0000 == 0x00810000 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 198.51.100.53"))
-        #expect(lines.contains("oifname \"netext0\" meta mark & 0x00ff0000 == 0x00800000 masquerade"))
+        #expect(lines.contains("oifname \"netext0\" meta mark & 0x00ff0000 == 0x00800000 masquerade"), "without its addresses known, every marked packet")
+        var known = steering
+        known.members[0].tunnelAddresses = [try IPPrefix("10.99.0.2/32")]
+        #expect(known.ruleset.contains("oifname \"netext0\" meta mark & 0x00ff0000 == 0x00800000 ip saddr != { 10.99.0.2 } masquerade"))
+        #expect(!known.ruleset.contains("oifname \"netext0\" meta mark & 0x00ff0000 == 0x00800000 masquerade"))
         #expect(lines.contains("oifname != \"netext1\" meta mark & 0x00ff0000 == 0x00810000 ip saddr { 10.99.0.2 } masquerade"))
         #expect(lines.contains("oifname != \"netext1\" meta mark & 0x00ff0000 == 0x00810000 ip6 saddr { fd99::2 } masquerade"))
         #expect(lines.filter { $0 == "{" || $0.hasSuffix("{") }.count == lines.filter { $0 == "}" }.count, "braces balance")

@@ -185,7 +185,14 @@ public struct FlowSteering: Sendable, Hashable {
                 let marked = "meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
                 switch member.mode {
                 case .include:
-                    lines.append("    oifname \"\(member.interface)\" \(marked) masquerade")
+                    // Sockets the eBPF program marked at creation already have the tunnel's
+                    // address: only older ones are translated.
+                    let families = [false, true].filter { isIPv6 in member.tunnelAddresses.contains { $0.isIPv6 == isIPv6 } }
+                    if families.isEmpty { lines.append("    oifname \"\(member.interface)\" \(marked) masquerade") }
+                    for isIPv6 in families {
+                        let own = member.tunnelAddresses.filter { $0.isIPv6 == isIPv6 }.map { $0.addressText }
+                        lines.append("    oifname \"\(member.interface)\" \(marked) \(isIPv6 ? "ip6" : "ip") saddr != { \(own.joined(separator: ", ")) } masquerade")
+                    }
                 case .exclude:
                     for isIPv6 in [false, true] {
                         let own = member.tunnelAddresses.filter { $0.isIPv6 == isIPv6 }.map { $0.addressText }
