@@ -19,6 +19,7 @@ struct MessageCodingTests {
         RemoveProfile(identifier: "com.example.profile"), ListProfiles(), ListProviders(),
         SendProviderMessage(.id(UUID()), data: Data("status".utf8)), SendProviderMessage(.name("VPN"), data: Data()), GetFilterStatus(), GetFilterLog(limit: 20),
         GetURLFilterVerdict(url: "https://www.example.test/a?b=c"), GetURLFilterStatus(),
+        PlaceInApp(app: "org.example.App", executable: "/usr/bin/curl"), PlaceInApp(app: "org.example.App", executable: nil), ListApps(),
     ] as [any ControlMethod]).map { RequestEnvelope(id: 42, method: $0) }
 
     @Test("every request round-trips", arguments: requests)

@@ -126,6 +126,14 @@ public struct FlowSteering: Sendable, Hashable {
         }
     }
 
+    /// One source-address match per family `addresses` has: ` ip saddr { … }` (or `!= { … }`).
+    static func bySource(_ addresses: [IPPrefix], matching: Bool) -> [String] {
+        [false, true].compactMap { isIPv6 in
+            let own = addresses.filter { $0.isIPv6 == isIPv6 }.map(\.addressText)
+            return own.isEmpty ? nil : " \(isIPv6 ? "ip6" : "ip") saddr \(matching ? "" : "!= "){ \(own.joined(separator: ", ")) }"
+        }
+    }
+
     /// The complete `nft -f` input that (re)defines the table in one transaction.
     public var ruleset: String {
         var lines = ["add table inet \(Self.tableName)", "delete table inet \(Self.tableName)", "table inet \(Self.tableName) {"]
@@ -187,18 +195,10 @@ public struct FlowSteering: Sendable, Hashable {
                 case .include:
                     // Sockets the eBPF program marked at creation already have the tunnel's
                     // address: only older ones are translated.
-                    let families = [false, true].filter { isIPv6 in member.tunnelAddresses.contains { $0.isIPv6 == isIPv6 } }
-                    if families.isEmpty { lines.append("    oifname \"\(member.interface)\" \(marked) masquerade") }
-                    for isIPv6 in families {
-                        let own = member.tunnelAddresses.filter { $0.isIPv6 == isIPv6 }.map { $0.addressText }
-                        lines.append("    oifname \"\(member.interface)\" \(marked) \(isIPv6 ? "ip6" : "ip") saddr != { \(own.joined(separator: ", ")) } masquerade")
-                    }
+                    let rules = Self.bySource(member.tunnelAddresses, matching: false)
+                    lines += (rules.isEmpty ? [""] : rules).map { "    oifname \"\(member.interface)\" \(marked)\($0) masquerade" }
                 case .exclude:
-                    for isIPv6 in [false, true] {
-                        let own = member.tunnelAddresses.filter { $0.isIPv6 == isIPv6 }.map { $0.addressText }
-                        guard !own.isEmpty else { continue }
-                        lines.append("    oifname != \"\(member.interface)\" \(marked) \(isIPv6 ? "ip6" : "ip") saddr { \(own.joined(separator: ", ")) } masquerade")
-                    }
+                    lines += Self.bySource(member.tunnelAddresses, matching: true).map { "    oifname != \"\(member.interface)\" \(marked)\($0) masquerade" }
                 }
             }
             lines.append("  }")

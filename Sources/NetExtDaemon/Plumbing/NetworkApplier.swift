@@ -113,37 +113,31 @@ public struct IPCommandApplier: NetworkApplier {
     }
 
     public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {
-        guard let nft = CommandRunner.nftPath else {
-            if trafficGuard.isActive { throw NetExtError(.connectionFailed, "the kill switch and enforced routes need nft (apt-get install nftables)") }
-            return
-        }
-        guard trafficGuard.isActive else {
-            _ = CommandRunner.run(nft, ["delete", "table", "inet", TrafficGuard.tableName])
-            return
-        }
-        let result = CommandRunner.run(nft, ["-f", "-"], input: trafficGuard.ruleset)
-        guard result.status == 0 else {
-            throw NetExtError(.connectionFailed, "nft refused the traffic guard: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
-        }
+        try installTable(TrafficGuard.tableName, ruleset: trafficGuard.isActive ? trafficGuard.ruleset : nil, purpose: "the kill switch and enforced routes", what: "the traffic guard")
     }
 
     public func applySteering(_ steering: FlowSteering) throws(NetExtError) {
-        guard let nft = CommandRunner.nftPath else {
-            if steering.isActive { throw NetExtError(.connectionFailed, "per-app routing needs nft (apt-get install nftables)") }
-            return
-        }
-        guard steering.isActive else {
-            _ = CommandRunner.run(nft, ["delete", "table", "inet", FlowSteering.tableName])
-            return
-        }
-        let result = CommandRunner.run(nft, ["-f", "-"], input: steering.ruleset)
-        guard result.status == 0 else {
-            throw NetExtError(.connectionFailed, "nft refused the per-app steering: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
-        }
+        try installTable(FlowSteering.tableName, ruleset: steering.isActive ? steering.ruleset : nil, purpose: "per-app routing", what: "the per-app steering")
         // Replies to an app's flow come in through the tunnel from addresses the main table
         // routes elsewhere: strict reverse-path filtering would drop them, loose keeps its check.
         for member in steering.members where member.mode == .include && !member.interface.isEmpty {
             try? "2\n".write(toFile: "/proc/sys/net/ipv4/conf/\(member.interface)/rp_filter", atomically: false, encoding: .utf8)
+        }
+    }
+
+    /// Replaces the `inet` table `name` with `ruleset` in one nft transaction, or (nil) deletes it.
+    private func installTable(_ name: String, ruleset: String?, purpose: String, what: String) throws(NetExtError) {
+        guard let nft = CommandRunner.nftPath else {
+            if ruleset != nil { throw NetExtError(.connectionFailed, "\(purpose) needs nft (apt-get install nftables)") }
+            return
+        }
+        guard let ruleset else {
+            _ = CommandRunner.run(nft, ["delete", "table", "inet", name])
+            return
+        }
+        let result = CommandRunner.run(nft, ["-f", "-"], input: ruleset)
+        guard result.status == 0 else {
+            throw NetExtError(.connectionFailed, "nft refused \(what): \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
     }
 
