@@ -135,6 +135,9 @@ encrypted=$(laptop tcpdump -n -r "$work/include.pcap" 'udp port 51900' 2>/dev/nu
 check "underlay: the other program's attempts went out directly, in the clear ($direct packets to the internal hosts)" test "$direct" -gt 0
 check "underlay: the internal page never crossed it in the clear ($cleartext)" test "$cleartext" -eq 0
 check "underlay: the bound app's flows crossed it inside the tunnel ($encrypted datagrams)" test "$encrypted" -gt 0
+home_dns=$(laptop tcpdump -n -r "$work/include.pcap" 'port 53 and host 198.51.100.53' 2>/dev/null | wc -l)
+office_dns=$(laptop tcpdump -n -r "$work/include.pcap" 'port 53 and not host 198.51.100.53' 2>/dev/null | wc -l)
+check "underlay: DNS in the clear only with the home resolver ($home_dns packets); the bound app's went inside the tunnel ($office_dns others)" bash -c "[ $home_dns -gt 0 ] && [ $office_dns -eq 0 ]"
 
 # A Flatpak-style scope made after the binding (as a desktop makes one when an app starts).
 scope="$slice/app-flatpak-$viewer_app-4711.scope"
