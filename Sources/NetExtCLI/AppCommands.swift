@@ -134,6 +134,7 @@ struct RunCommand: AsyncParsableCommand {
         discussion: "Everything the program and its children open is steered as the app's: into the per-app VPN the app is bound to, or around the tunnel that excludes it.")
     @Option(name: .customLong("app"), help: "The app's identifier (reverse-DNS, such as org.mozilla.firefox); netextd is told it as the caller's too.") var appIdentifier: String
     @Flag(name: .long, help: "Say nothing on standard error before the program runs.") var quiet = false
+    @Flag(name: .long, help: "Say where the program was placed as one JSON line on standard error (standard output is the program's).") var json = false
     @Option(name: .long, help: "netextd's control socket (default: $NETEXT_SOCKET or /run/netext/netextd.sock).") var socket: String?
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments (after --).") var command: [String] = []
 
@@ -150,7 +151,11 @@ struct RunCommand: AsyncParsableCommand {
             let placement = try await options.withClient { client in
                 try await client.call(PlaceInApp(app: identifier.rawValue, executable: executable))
             }
-            if !quiet {
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                StandardStreams.error(try encoder.encode(placement) + Data("\n".utf8))
+            } else if !quiet {
                 let how = placement.configurationName.map { name in placement.mode == .exclude ? "bypassing \(name)" : "through \(name)" } ?? "bound to no tunnel"
                 StandardStreams.error(Data("netext: running \(program) as \(identifier) (\(how))\n".utf8))
             }

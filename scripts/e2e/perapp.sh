@@ -110,9 +110,12 @@ check "the bound app reaches the internal page (IPv4)" internal4 as_app "$office
 # The eBPF program on the app's cgroup marked the socket at its creation: connect() already chose
 # the tunnel's route, and so the tunnel's source address (no address translation needed).
 sockets() { as_app "$office_app" python3 -c 'import socket, subprocess
-s = socket.create_connection(("10.20.0.5", 8080), timeout=4)
+s = socket.create_connection(("10.20.0.5", 8080), timeout=10)
 print(subprocess.run(["ss", "-tneH", "dst", "10.20.0.5"], capture_output=True, text=True).stdout)'; }
-sockets_marked() { sockets | grep -q '10.99.0.2:[0-9]* *10.20.0.5:8080 .*fwmark:0x800000'; }
+sockets_marked() {
+  local seen; seen="$(sockets 2>&1)"
+  grep -q '10.99.0.2:[0-9]* *10.20.0.5:8080 .*fwmark:0x800000' <<<"$seen" || { echo "ss saw: $seen" >&2; return 1; }
+}
 check "a bound app's socket is marked at creation and leaves from the tunnel's address" sockets_marked
 check "the steering table marks the app's cgroup" bash -c "ip netns exec $LAB_LAPTOP nft list table inet netextd_apps | grep -q 'socket cgroupv2 level 2 @apps_80'"
 check "another program does not" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 http://10.20.0.5:8080/ | grep -q 'internal page'"
@@ -145,6 +148,7 @@ mkdir -p "$cgroot/$scope"
 check "a scope made after the binding is listed by netext apps" lab_wait "'$bin/netext' apps | grep -q 'app-flatpak-$viewer_app-4711.scope'" 5
 in_scope() { sh -c "echo \$\$ > '$cgroot/$scope/cgroup.procs' && exec ip netns exec '$LAB_LAPTOP' \"\$@\"" sh "$@"; }
 check "a program in that scope reaches the internal page through the tunnel" internal4 in_scope
+check "netext run --json says where the program was placed, on standard error" bash -c "ip netns exec $LAB_LAPTOP '$bin/netext' run --json --app '$office_app' -- true 2>&1 >/dev/null | python3 -c 'import json,sys; p=json.loads(sys.stdin.readline()); sys.exit(0 if p[\"cgroup\"] == \"$launch/$office_app\" and p[\"configurationName\"] == \"PerApp\" and p[\"mode\"] == \"include\" else 1)'"
 check "netext apps --json names both apps and their cgroups" bash -c "'$bin/netext' apps --json | python3 -c 'import json,sys; a={x[\"app\"]: x for x in json.load(sys.stdin)}; sys.exit(0 if a[\"$office_app\"][\"cgroups\"] == [\"$launch/$office_app\"] and a[\"$viewer_app\"][\"cgroups\"] == [\"$scope\"] and a[\"$viewer_app\"][\"isConnected\"] else 1)'"
 
 # The program launched before its app was bound: bound now, it is steered from now on.
