@@ -148,6 +148,8 @@ mkdir -p "$cgroot/$scope"
 check "a scope made after the binding is listed by netext apps" lab_wait "'$bin/netext' apps | grep -q 'app-flatpak-$viewer_app-4711.scope'" 5
 in_scope() { sh -c "echo \$\$ > '$cgroot/$scope/cgroup.procs' && exec ip netns exec '$LAB_LAPTOP' \"\$@\"" sh "$@"; }
 check "a program in that scope reaches the internal page through the tunnel" internal4 in_scope
+as_nobody() { laptop setpriv --reuid nobody --regid nogroup --clear-groups "$bin/netext" run --quiet --app "$@" 2>> "$work/run.log"; }
+check "an ordinary user may launch an app into the per-app VPN" internal4 as_nobody "$office_app" --
 check "netext run --json says where the program was placed, on standard error" bash -c "ip netns exec $LAB_LAPTOP '$bin/netext' run --json --app '$office_app' -- true 2>&1 >/dev/null | python3 -c 'import json,sys; p=json.loads(sys.stdin.readline()); sys.exit(0 if p[\"cgroup\"] == \"$launch/$office_app\" and p[\"configurationName\"] == \"PerApp\" and p[\"mode\"] == \"include\" else 1)'"
 check "netext apps --json names both apps and their cgroups" bash -c "'$bin/netext' apps --json | python3 -c 'import json,sys; a={x[\"app\"]: x for x in json.load(sys.stdin)}; sys.exit(0 if a[\"$office_app\"][\"cgroups\"] == [\"$launch/$office_app\"] and a[\"$viewer_app\"][\"cgroups\"] == [\"$scope\"] and a[\"$viewer_app\"][\"isConnected\"] else 1)'"
 
@@ -193,6 +195,7 @@ lab_capture_start dump "$LAB_LAPTOP" eth0 "$work/exclude.pcap"
 check "exclude: an ordinary program reaches the public server through the tunnel" public4_from 203.0.113.2 laptop
 check "exclude: the excluded app reaches it directly" public4_from 198.51.100.2 as_app "$direct_app"
 check "exclude IPv6: the excluded app directly" public6_from 2001:db8:1::2 as_app "$direct_app"
+check "an ordinary user may not launch an app around the tunnel (and its kill switch), and is told why" bash -c "ip netns exec $LAB_LAPTOP setpriv --reuid nobody --regid nogroup --clear-groups '$bin/netext' run --app '$direct_app' -- true 2>&1 | grep -q 'needs root or membership'"
 check "exclude: the excluded app does not reach the internal network" bash -c "! ip netns exec $LAB_LAPTOP '$bin/netext' run --app '$direct_app' -- curl -s -m 2 http://10.20.0.5:8080/ 2>/dev/null | grep -q 'internal page'"
 : > "$work/home-dns.log"; : > "$work/office-dns.log"
 check "exclude DNS: the excluded app's name resolves outside the tunnel (100.64.0.80)" resolves_to 100.64.0.80 as_app "$direct_app"
