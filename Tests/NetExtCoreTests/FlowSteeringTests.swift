@@ -204,7 +204,7 @@ struct FlowSteeringTests {
 
     @Test("the kill switch lets excluded apps out; a per-app VPN's kill switch holds only its own apps")
     func guardExceptions() throws {
-        let excludeGuard = TrafficGuard(members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, apps: (.exclude, Self.mark))])
+        let excludeGuard = TrafficGuard(members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, apps: .init(mode: .exclude, mark: Self.mark))])
         let lines = excludeGuard.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let accept = try #require(lines.firstIndex(of: "meta mark & 0x00ff0000 == 0x00800000 accept"))
         let drop = try #require(lines.firstIndex(of: "counter drop"))
@@ -212,7 +212,7 @@ struct FlowSteeringTests {
         #expect(!excludeGuard.dropsDirectPacket(to: [100, 64, 0, 80], mark: Self.mark))
         #expect(excludeGuard.dropsDirectPacket(to: [100, 64, 0, 80], mark: 0))
 
-        let includeGuard = TrafficGuard(members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, apps: (.include, Self.mark))])
+        let includeGuard = TrafficGuard(members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, apps: .init(mode: .include, mark: Self.mark))])
         #expect(includeGuard.ruleset.contains("meta mark & 0x00ff0000 == 0x00800000 counter drop"))
         #expect(!includeGuard.ruleset.contains("\n    counter drop"))
         #expect(includeGuard.dropsDirectPacket(to: [100, 64, 0, 80], mark: Self.mark))

@@ -53,7 +53,7 @@ struct AppSteeringControllerTests {
         #expect(applier.currentSteering?.nftPathPrefix == "unified/")
         #expect(cgroups.socketMarks == ["netext-apps-test/org.example.Office": FlowSteering.mark(slot: 0)], "new sockets there are marked at creation")
 
-        await steering.tunnelUp(office.id, interface: "netext0", addresses: [try IPPrefix("10.99.0.2/32")], dnsServers: ["10.20.0.53"])
+        await steering.tunnelUp(office.id, interface: "netext0", addresses: [try IPPrefix("10.99.0.2/32")], resolvers: ["10.20.0.53"])
         await worker.drain()
         #expect(applier.currentSteering?.members.first?.dnsServers == ["10.20.0.53"])
         await steering.tunnelDown(office.id, interface: "netext7")
@@ -87,11 +87,10 @@ struct AppSteeringControllerTests {
     func excludeAndMarks() async throws {
         let full = try Self.tunnel("Full", perApp: false, apps: ["org.example.Direct"])
         let office = try Self.tunnel("Office", perApp: true, apps: ["org.example.Office"])
-        await steering.update(full)
+        await steering.update(full, bypassResolvers: ["198.51.100.53"])
         await steering.update(office)
         #expect(await steering.routing(for: full.id) == .exclude(mark: FlowSteering.mark(slot: 0)))
         #expect(await steering.routing(for: office.id) == .include(mark: FlowSteering.mark(slot: 1)))
-        await steering.setBypassResolvers(full.id, servers: ["198.51.100.53"])
         await worker.drain()
         #expect(applier.currentSteering?.members.first { $0.configuration == full.id }?.dnsServers == ["198.51.100.53"])
         let plain = try Self.tunnel("Plain", perApp: false, apps: [])
@@ -163,7 +162,7 @@ struct AppSteeringControllerTests {
         flow()
         for _ in 0..<100 where seen.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(10)) }
         #expect(seen.withLock { $0 } == [office.id])
-        await controller.tunnelUp(office.id, interface: "netext0", addresses: [], dnsServers: [])
+        await controller.tunnelUp(office.id, interface: "netext0", addresses: [], resolvers: [])
         await worker.drain()
         #expect(closed.withLock { $0 } == [group])
         #expect(applier.currentSteering?.members.first?.onDemandLogGroup == nil)

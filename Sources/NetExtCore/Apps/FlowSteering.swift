@@ -27,6 +27,19 @@ public struct FlowSteering: Sendable, Hashable {
     /// filter's DNS log is group 7100).
     public static func onDemandLogGroup(mark: UInt32) -> UInt16 { 7200 + UInt16((mark >> 16) & 0x7F) }
 
+    /// A steered tunnel's mark and whether its apps go into it or around it.
+    public struct Marking: Sendable, Hashable {
+        public var mode: Mode
+        public var mark: UInt32
+        public init(mode: Mode, mark: UInt32) {
+            self.mode = mode
+            self.mark = mark
+        }
+    }
+
+    /// The nft match of packets carrying `mark` in the steering's bits.
+    public static func markMatch(_ mark: UInt32) -> String { "meta mark & \(hex(markMask)) == \(hex(mark))" }
+
     /// `0x00810000`: how `ip rule` and nft write marks.
     public static func hex(_ value: UInt32) -> String {
         let digits = String(value, radix: 16)
@@ -161,7 +174,7 @@ public struct FlowSteering: Sendable, Hashable {
             // Before the kill switch's chain (priority filter): a held packet is logged first.
             lines += ["  chain ondemand {", "    type filter hook output priority -10; policy accept;"]
             for member in waiting {
-                let marked = "oifname != \"lo\" meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
+                let marked = "oifname != \"lo\" \(Self.markMatch(member.mark))"
                 lines.append("    \(marked) limit rate 20/second log group \(member.onDemandLogGroup ?? 0)")
                 lines.append("    \(marked) counter drop")
             }
@@ -171,7 +184,7 @@ public struct FlowSteering: Sendable, Hashable {
         if !redirects.isEmpty {
             lines += ["  chain dns {", "    type nat hook output priority -100; policy accept;"]
             for member in redirects {
-                let marked = "meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
+                let marked = Self.markMatch(member.mark)
                 // The first resolver of each family; a query of a family the tunnel has no
                 // resolver for is left as sent.
                 if let v4 = member.dnsServers.first(where: { !$0.contains(":") }) {
@@ -190,7 +203,7 @@ public struct FlowSteering: Sendable, Hashable {
             // excluded app's may have the tunnel's and gets the underlay's.
             lines += ["  chain postrouting {", "    type nat hook postrouting priority srcnat; policy accept;"]
             for member in connected {
-                let marked = "meta mark & \(Self.hex(Self.markMask)) == \(Self.hex(member.mark))"
+                let marked = Self.markMatch(member.mark)
                 switch member.mode {
                 case .include:
                     // Sockets the eBPF program marked at creation already have the tunnel's

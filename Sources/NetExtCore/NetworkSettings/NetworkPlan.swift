@@ -103,16 +103,12 @@ public struct NetworkPlan: Sendable, Hashable {
         if policy.includeAllNetworks {
             // All traffic: a default route per family the tunnel has an address in (the other
             // family is left to the traffic guard, which drops it); only local networks stay out.
-            included = Set(addresses.map(\.isIPv6)).sorted { !$0 && $1 }.map { isIPv6 in
-                IPPrefix(address: [UInt8](repeating: 0, count: isIPv6 ? 16 : 4), length: 0)
-            }
+            included = defaultRoutes(for: addresses)
             excluded = policy.localNetworks
         }
         if case .include = policy.appRouting {
-            // The bound apps' every destination: a default route per family with an address.
-            included = Set(addresses.map(\.isIPv6)).sorted { !$0 && $1 }.map { isIPv6 in
-                IPPrefix(address: [UInt8](repeating: 0, count: isIPv6 ? 16 : 4), length: 0)
-            }
+            // The bound apps' every destination.
+            included = defaultRoutes(for: addresses)
         }
         // An explicit MTU wins; otherwise the underlying interface's MTU minus the overhead.
         let mtu = settings.mtu ?? ((underlyingMTU ?? 1500) - (settings.tunnelOverheadBytes ?? defaultOverhead))
@@ -142,6 +138,13 @@ public struct NetworkPlan: Sendable, Hashable {
             throw .invalid("includedRoutes: \(route) needs \(route.isIPv6 ? "ipv6Settings" : "ipv4Settings") with an address")
         }
         return NetworkPlan(interface: interface, mtu: mtu, addresses: addresses, table: table, includedRoutes: included, rules: rules, dns: settings.dnsSettings, proxy: settings.proxySettings)
+    }
+
+    /// A default route per family the tunnel has an address in, IPv4 first.
+    static func defaultRoutes(for addresses: [IPPrefix]) -> [IPPrefix] {
+        Set(addresses.map(\.isIPv6)).sorted { !$0 && $1 }.map { isIPv6 in
+            IPPrefix(address: [UInt8](repeating: 0, count: isIPv6 ? 16 : 4), length: 0)
+        }
     }
 
     /// The `ip` commands that apply the plan, in order.

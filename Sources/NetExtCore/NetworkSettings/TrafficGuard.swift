@@ -17,33 +17,18 @@ public struct TrafficGuard: Sendable, Hashable {
         public var localNetworks: [IPPrefix]
         /// `enforceRoutes`: these destinations never leave outside the tunnel.
         public var enforcedRoutes: [IPPrefix]
-        /// A tunnel that routes by app: its apps' mark (``FlowSteering``). In exclude mode they
-        /// may leave outside the tunnel; in include mode (a per-app VPN) `blocksAll` covers only
-        /// them, since only their flows belong in the tunnel.
-        public var apps: (mode: FlowSteering.Mode, mark: UInt32)?
+        /// A tunnel that routes by app: its apps' mark. In exclude mode they may leave outside the
+        /// tunnel; in include mode (a per-app VPN) `blocksAll` covers only them, since only their
+        /// flows belong in the tunnel.
+        public var apps: FlowSteering.Marking?
 
-        public init(configuration: UUID, providerUID: UInt32, blocksAll: Bool, localNetworks: [IPPrefix] = [], enforcedRoutes: [IPPrefix] = [], apps: (mode: FlowSteering.Mode, mark: UInt32)? = nil) {
+        public init(configuration: UUID, providerUID: UInt32, blocksAll: Bool, localNetworks: [IPPrefix] = [], enforcedRoutes: [IPPrefix] = [], apps: FlowSteering.Marking? = nil) {
             self.configuration = configuration
             self.providerUID = providerUID
             self.blocksAll = blocksAll
             self.localNetworks = localNetworks
             self.enforcedRoutes = enforcedRoutes
             self.apps = apps
-        }
-
-        public static func == (lhs: Member, rhs: Member) -> Bool {
-            (lhs.configuration, lhs.providerUID, lhs.blocksAll, lhs.localNetworks, lhs.enforcedRoutes) == (rhs.configuration, rhs.providerUID, rhs.blocksAll, rhs.localNetworks, rhs.enforcedRoutes)
-                && lhs.apps?.mode == rhs.apps?.mode && lhs.apps?.mark == rhs.apps?.mark
-        }
-
-        public func hash(into hasher: inout Hasher) {
-            hasher.combine(configuration)
-            hasher.combine(providerUID)
-            hasher.combine(blocksAll)
-            hasher.combine(localNetworks)
-            hasher.combine(enforcedRoutes)
-            hasher.combine(apps?.mode)
-            hasher.combine(apps?.mark)
         }
     }
 
@@ -89,9 +74,8 @@ public struct TrafficGuard: Sendable, Hashable {
         if !uids.isEmpty { lines.append("    meta skuid { \(uids.map(String.init).joined(separator: ", ")) } accept") }
         lines.append("    icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept")
         // Apps a tunnel excludes leave directly, past every drop below.
-        let mask = FlowSteering.hex(FlowSteering.markMask)
         for mark in Set(members.compactMap { $0.apps?.mode == .exclude ? $0.apps?.mark : nil }).sorted() {
-            lines.append("    meta mark & \(mask) == \(FlowSteering.hex(mark)) accept")
+            lines.append("    \(FlowSteering.markMatch(mark)) accept")
         }
         // Enforced routes first: they win even over local networks.
         let enforced = members.flatMap(\.enforcedRoutes)
@@ -104,7 +88,7 @@ public struct TrafficGuard: Sendable, Hashable {
             } else {
                 // Only per-app VPNs: their kill switch holds their own apps' flows.
                 for mark in Set(blocking.compactMap(\.apps?.mark)).sorted() {
-                    lines.append("    meta mark & \(mask) == \(FlowSteering.hex(mark)) counter drop")
+                    lines.append("    \(FlowSteering.markMatch(mark)) counter drop")
                 }
             }
         }

@@ -19,8 +19,13 @@ actor AppSteeringController {
         var rules: [AppRule]
         var mark: UInt32
         var interface = ""
-        var dnsServers: [String] = []
+        /// Include mode, while connected: the tunnel's resolvers.
+        var tunnelResolvers: [String] = []
+        /// Exclude mode: the resolvers from before the tunnel.
+        var bypassResolvers: [String] = []
         var tunnelAddresses: [IPPrefix] = []
+        /// Where the apps' DNS queries go (empty: left as sent).
+        var dnsServers: [String] { mode == .include ? tunnelResolvers : bypassResolvers }
         /// Per-app on demand: the apps' first flow starts the tunnel.
         var onDemand: Bool { mode == .include && configuration.isOnDemandEnabled }
     }
@@ -62,8 +67,10 @@ actor AppSteeringController {
     /// Takes a saved, restored or removed configuration: an enabled tunnel with app rules is
     /// steered from now on; anything else is not (any more).
     /// `testApps`: a per-app VPN's apps from its provider manifest's `testAppMapping`
-    /// (development), carried besides its stored rules.
-    func update(_ configuration: Configuration, removed: Bool = false, testApps: [AppIdentifier] = []) async {
+    /// (development), carried besides its stored rules. `bypassResolvers`: in exclude mode, where
+    /// the apps' DNS queries go (the machine's resolvers from before the tunnel), whether or not
+    /// it is up.
+    func update(_ configuration: Configuration, removed: Bool = false, testApps: [AppIdentifier] = [], bypassResolvers: [String] = []) async {
         let wanted = removed ? nil : Self.steeredApps(of: configuration, testApps: testApps)
         guard let (mode, rules) = wanted else {
             guard entries.removeValue(forKey: configuration.id) != nil else { return }
@@ -72,10 +79,11 @@ actor AppSteeringController {
             return
         }
         if var entry = entries[configuration.id] {
-            guard entry.rules != rules || entry.mode != mode || entry.configuration != configuration else { return }
+            guard entry.rules != rules || entry.mode != mode || entry.configuration != configuration || entry.bypassResolvers != bypassResolvers else { return }
             entry.configuration = configuration
             entry.mode = mode
             entry.rules = rules
+            entry.bypassResolvers = bypassResolvers
             entries[configuration.id] = entry
         } else {
             let used = Set(entries.values.map(\.mark))
@@ -83,7 +91,7 @@ actor AppSteeringController {
                 logger.error("per-app routing: every steering mark is in use", metadata: ["configuration": "\(LogText.quoted(configuration.localizedDescription))"])
                 return
             }
-            entries[configuration.id] = Entry(configuration: configuration, mode: mode, rules: rules, mark: mark)
+            entries[configuration.id] = Entry(configuration: configuration, mode: mode, rules: rules, mark: mark, bypassResolvers: bypassResolvers)
             logger.notice("per-app routing in force", metadata: [
                 "configuration": "\(LogText.quoted(configuration.localizedDescription))", "mode": "\(mode.rawValue)",
                 "apps": "\(rules.map(\.matchSigningIdentifier.rawValue))", "mark": "\(FlowSteering.hex(mark))",
@@ -95,9 +103,11 @@ actor AppSteeringController {
 
     /// At start: every enabled configuration with app rules; whatever an earlier netextd left is
     /// replaced (or removed, if none has any).
-    func restore(_ configurations: [Configuration], testApps: [UUID: [AppIdentifier]] = [:]) async {
+    func restore(_ configurations: [Configuration], testApps: [UUID: [AppIdentifier]] = [:], bypassResolvers: [String] = []) async {
         entries = [:]
-        for configuration in configurations { await update(configuration, testApps: testApps[configuration.id] ?? []) }
+        for configuration in configurations {
+            await update(configuration, testApps: testApps[configuration.id] ?? [], bypassResolvers: bypassResolvers)
+        }
         if entries.isEmpty { await applyWanted() }
     }
 
@@ -120,17 +130,17 @@ actor AppSteeringController {
     }
 
     /// The mark of a configuration's apps and its mode (the kill switch's exceptions).
-    func mark(for id: UUID) -> (mode: FlowSteering.Mode, mark: UInt32)? {
-        entries[id].map { ($0.mode, $0.mark) }
+    func mark(for id: UUID) -> FlowSteering.Marking? {
+        entries[id].map { FlowSteering.Marking(mode: $0.mode, mark: $0.mark) }
     }
 
-    /// The tunnel is up on `interface`: include mode masquerades there and sends the apps' DNS
-    /// queries to `dnsServers`.
-    func tunnelUp(_ id: UUID, interface: String, addresses: [IPPrefix], dnsServers: [String]) async {
+    /// The tunnel is up on `interface` with `addresses`: the masquerade knows them, and include
+    /// mode sends the apps' DNS queries to the tunnel's `resolvers`.
+    func tunnelUp(_ id: UUID, interface: String, addresses: [IPPrefix], resolvers: [String]) async {
         guard var entry = entries[id] else { return }
         entry.interface = interface
         entry.tunnelAddresses = addresses
-        entry.dnsServers = dnsServers
+        entry.tunnelResolvers = resolvers
         entries[id] = entry
         await applyWanted()
     }
@@ -140,16 +150,7 @@ actor AppSteeringController {
         guard var entry = entries[id], entry.interface == interface else { return }
         entry.interface = ""
         entry.tunnelAddresses = []
-        entry.dnsServers = entry.mode == .exclude ? entry.dnsServers : []
-        entries[id] = entry
-        await applyWanted()
-    }
-
-    /// In exclude mode the apps' DNS goes to the resolvers outside the tunnel whether or not it
-    /// is up (the machine's resolver file names the tunnel's while it is).
-    func setBypassResolvers(_ id: UUID, servers: [String]) async {
-        guard var entry = entries[id], entry.mode == .exclude, entry.dnsServers != servers else { return }
-        entry.dnsServers = servers
+        entry.tunnelResolvers = []
         entries[id] = entry
         await applyWanted()
     }
@@ -164,12 +165,20 @@ actor AppSteeringController {
 
     // MARK: Apps
 
+    /// The enabled tunnel `app` is bound to, and its rule for the app.
+    func binding(of app: AppIdentifier) -> (entry: Entry, rule: AppRule)? {
+        for entry in entries.values {
+            if let rule = entry.rules.first(where: { $0.matchSigningIdentifier == app }) { return (entry, rule) }
+        }
+        return nil
+    }
+
     /// Moves process `pid` into `app`'s launch cgroup (made if missing) and updates the sets
     /// before returning. Returns the cgroup's path and the configuration the app is bound to.
     func place(pid: Int32, app: AppIdentifier, executable: String?) async throws(NetExtError) -> (cgroup: String, binding: Entry?) {
         guard let host else { throw NetExtError(.connectionFailed, "per-app routing needs cgroup v2: \(hostProblem)") }
-        let binding = entries.values.first { $0.rules.contains { $0.matchSigningIdentifier == app } }
-        if let rule = binding?.rules.first(where: { $0.matchSigningIdentifier == app }), let path = rule.matchPath, executable != path {
+        let binding = binding(of: app)
+        if let path = binding?.rule.matchPath, executable != path {
             throw .invalid("\(app) is bound with matchPath \(path); '\(executable ?? "?")' is another program")
         }
         let path = launchRoot + "/" + app.rawValue
@@ -177,7 +186,7 @@ actor AppSteeringController {
         startWatchingIfNeeded()
         await rescan()
         logger.info("process placed in its app's cgroup", metadata: ["pid": "\(pid)", "app": "\(app)", "cgroup": "\(path)"])
-        return (path, binding)
+        return (path, binding?.entry)
     }
 
     /// Every bound app with its configuration and live cgroups, for those `isVisible` admits.
@@ -195,9 +204,7 @@ actor AppSteeringController {
     /// Scans the hierarchy again and updates the sets if the apps' cgroups changed (or, with
     /// `applyingAnyway`, whether or not they did: the entries changed).
     func rescan(applyingAnyway: Bool = false) async {
-        let apps = entries.values.flatMap(\.rules).map { AppCgroupMatcher.App($0.matchSigningIdentifier, extraPatterns: $0.matchUnits) }
-        let matcher = AppCgroupMatcher(apps: apps, launchRoot: launchRoot)
-        let found = apps.isEmpty ? [] : matcher.cgroups(in: host?.scan() ?? [])
+        let found = scannedCgroups()
         guard found != cgroups || applyingAnyway else { return }
         cgroups = found
         await applyWanted()
@@ -218,6 +225,13 @@ actor AppSteeringController {
     }
 
     // MARK: Applying
+
+    /// The cgroups of every steered app in the hierarchy now (no scan without apps).
+    private func scannedCgroups() -> [FlowSteering.AppCgroup] {
+        let apps = entries.values.flatMap(\.rules).map { AppCgroupMatcher.App($0.matchSigningIdentifier, extraPatterns: $0.matchUnits) }
+        guard !apps.isEmpty, let host else { return [] }
+        return AppCgroupMatcher(apps: apps, launchRoot: launchRoot).cgroups(in: host.scan())
+    }
 
     private func startWatchingIfNeeded() {
         guard !watching, let host, !entries.isEmpty else { return }
@@ -299,8 +313,7 @@ actor AppSteeringController {
                     logger.error("cannot install the per-app steering", metadata: ["error": "\(error.message)"])
                     return
                 }
-                let apps = entries.values.flatMap(\.rules).map { AppCgroupMatcher.App($0.matchSigningIdentifier, extraPatterns: $0.matchUnits) }
-                cgroups = AppCgroupMatcher(apps: apps, launchRoot: launchRoot).cgroups(in: host?.scan() ?? [])
+                cgroups = scannedCgroups()
             }
         }
     }

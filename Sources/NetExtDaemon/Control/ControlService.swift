@@ -192,8 +192,8 @@ public final class ControlService: Sendable {
         if let executable = method.executable, !executable.hasPrefix("/") || executable.utf8.count > 4096 {
             throw NetExtError.invalid("executable: '\(LogText.escaped(executable))' is not an absolute path")
         }
-        if !identity.mayModify, let mark = await sessions.appBinding(of: app), mark.mode == .exclude {
-            throw NetExtError.permissionDenied("\(app) bypasses \(mark.configurationName); launching it outside the tunnel needs root or membership of netextd's admin group (uid \(identity.uid) is neither)")
+        if !identity.mayModify, let bound = await sessions.appSteering.binding(of: app)?.entry, bound.mode == .exclude {
+            throw NetExtError.permissionDenied("\(app) bypasses \(bound.configuration.localizedDescription); launching it outside the tunnel needs root or membership of netextd's admin group (uid \(identity.uid) is neither)")
         }
         let placed = try await sessions.appSteering.place(pid: identity.credentials.pid, app: app, executable: method.executable)
         return AppPlacement(cgroup: placed.cgroup, configurationName: placed.binding?.configuration.localizedDescription, mode: placed.binding?.mode)

@@ -28,7 +28,7 @@ actor KillSwitch {
     /// for neither). `manifest` names the provider whose own packets (to its server) may leave
     /// outside the tunnel; a provider that cannot be found gets a user id no process has.
     /// `apps`: the mark and mode of the configuration's apps when it routes by app.
-    func engage(_ configuration: Configuration, manifest: ProviderManifest?, apps: (mode: FlowSteering.Mode, mark: UInt32)? = nil) async throws(NetExtError) {
+    func engage(_ configuration: Configuration, manifest: ProviderManifest?, apps: FlowSteering.Marking? = nil) async throws(NetExtError) {
         guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration,
               settings.includeAllNetworks || settings.enforceRoutes else { return }
         let uid: UInt32 = manifest.flatMap { manifest in getuid() == 0 ? UserDatabase.user(named: manifest.user)?.uid : getuid() } ?? UInt32.max - 1
@@ -72,7 +72,7 @@ actor KillSwitch {
 
     /// At start: the guards of every enabled configuration that asks for one (fail closed from
     /// the moment netextd runs), replacing whatever an earlier netextd left.
-    func restore(_ configurations: [Configuration], apps: [UUID: (mode: FlowSteering.Mode, mark: UInt32)] = [:], manifest: @Sendable (Configuration) -> ProviderManifest?) async {
+    func restore(_ configurations: [Configuration], apps: [UUID: FlowSteering.Marking] = [:], manifest: @Sendable (Configuration) -> ProviderManifest?) async {
         members = [:]
         for configuration in configurations where configuration.isEnabled {
             do throws(NetExtError) { try await engage(configuration, manifest: manifest(configuration), apps: apps[configuration.id]) } catch {

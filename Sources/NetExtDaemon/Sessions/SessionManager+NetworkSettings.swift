@@ -100,10 +100,10 @@ extension SessionManager {
             if case .include = policy.appRouting {
                 // A per-app VPN's resolvers are its apps' alone: their queries are redirected
                 // there; the machine's resolver file is left as it is.
-                await appSteering.tunnelUp(id, interface: tunnel.name, addresses: plan.addresses, dnsServers: settings.dnsSettings?.servers ?? [])
+                await appSteering.tunnelUp(id, interface: tunnel.name, addresses: plan.addresses, resolvers: settings.dnsSettings?.servers ?? [])
             } else {
                 try dns.apply(settings.dnsSettings, for: id, rank: tunnel.slot)
-                if policy.appRouting != nil { await appSteering.tunnelUp(id, interface: tunnel.name, addresses: plan.addresses, dnsServers: bypassResolvers()) }
+                if policy.appRouting != nil { await appSteering.tunnelUp(id, interface: tunnel.name, addresses: plan.addresses, resolvers: []) }
             }
             logger.info("tunnel network settings applied", metadata: [
                 "interface": "\(tunnel.name)", "mtu": "\(plan.mtu)", "addresses": "\(plan.addresses.map(\.description))",

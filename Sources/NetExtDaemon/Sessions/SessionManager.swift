@@ -218,10 +218,9 @@ public actor SessionManager {
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
-        await appSteering.update(configuration, removed: removed, testApps: testAppMapping(of: configuration))
-        if let routing = await appSteering.mark(for: configuration.id), routing.mode == .exclude {
-            await appSteering.setBypassResolvers(configuration.id, servers: bypassResolvers())
-        }
+        await appSteering.update(
+            configuration, removed: removed, testApps: testAppMapping(of: configuration),
+            bypassResolvers: Self.excludesApps(configuration) ? bypassResolvers() : [])
         if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
         guard var session = sessions[configuration.id] else { return }
         session.configuration = configuration
@@ -439,10 +438,11 @@ public actor SessionManager {
         return await appSteering.statuses(isVisible: isVisible, isConnected: { connected.contains($0) })
     }
 
-    /// The enabled tunnel `app` is bound to, and how.
-    func appBinding(of app: AppIdentifier) async -> (configurationName: String, mode: FlowSteering.Mode)? {
-        let statuses = await appSteering.statuses(isVisible: { _ in true }, isConnected: { _ in false })
-        return statuses.first { $0.app == app.rawValue }.map { ($0.configurationName, $0.mode) }
+    /// Whether `configuration` is a tunnel that excluded apps bypass (their DNS goes to the
+    /// resolvers from before it).
+    static func excludesApps(_ configuration: Configuration) -> Bool {
+        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
+        return !settings.isPerApp && !settings.excludedAppRules.isEmpty
     }
 
     /// The resolvers outside every tunnel (the resolver file as it was before netextd wrote it):
@@ -462,12 +462,10 @@ public actor SessionManager {
     /// and the per-app steering of every enabled tunnel with app rules.
     public func restoreGuards(_ configurations: [Configuration]) async {
         let testApps = Dictionary(configurations.map { ($0.id, testAppMapping(of: $0)) }, uniquingKeysWith: { first, _ in first })
-        await appSteering.restore(configurations, testApps: testApps)
-        var apps: [UUID: (mode: FlowSteering.Mode, mark: UInt32)] = [:]
+        await appSteering.restore(configurations, testApps: testApps, bypassResolvers: configurations.contains(where: Self.excludesApps) ? bypassResolvers() : [])
+        var apps: [UUID: FlowSteering.Marking] = [:]
         for configuration in configurations {
-            guard let routing = await appSteering.mark(for: configuration.id) else { continue }
-            apps[configuration.id] = routing
-            if routing.mode == .exclude { await appSteering.setBypassResolvers(configuration.id, servers: bypassResolvers()) }
+            apps[configuration.id] = await appSteering.mark(for: configuration.id)
         }
         let registry = self.registry
         await killSwitch.restore(configurations, apps: apps) { configuration in

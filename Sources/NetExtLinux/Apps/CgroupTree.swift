@@ -37,22 +37,26 @@ public struct CgroupTree: Sendable, Hashable {
         var found: [String] = []
         var pending: [String] = [""]
         while let relative = pending.popLast(), found.count < limit {
-            let directory = relative.isEmpty ? mountPoint : mountPoint + "/" + relative
-            guard let handle = opendir(directory) else { continue }
-            defer { closedir(handle) }
-            while let entry = readdir(handle) {
-                guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                    String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                if name == "." || name == ".." { continue }
+            for name in Self.subdirectories(of: relative.isEmpty ? mountPoint : mountPoint + "/" + relative) where found.count < limit {
                 let child = relative.isEmpty ? name : relative + "/" + name
                 found.append(child)
                 pending.append(child)
-                if found.count >= limit { break }
             }
         }
         return found
+    }
+
+    /// The names of the directories in `directory` (a cgroup's children), without `.` and `..`.
+    static func subdirectories(of directory: String) -> [String] {
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// Makes the cgroup `path` (relative) and its parents, if missing.

@@ -31,13 +31,7 @@ public final class CgroupWatcher: Sendable {
                     let wd = inotify_add_watch(fd, next, mask)
                     guard wd >= 0 else { continue }
                     watches[wd] = next
-                    guard let handle = opendir(next) else { continue }
-                    while let entry = readdir(handle) {
-                        guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
-                        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                        if name != "." && name != ".." { pending.append(next + "/" + name) }
-                    }
-                    closedir(handle)
+                    pending += CgroupTree.subdirectories(of: next).map { next + "/" + $0 }
                 }
             }
             watch(root)
