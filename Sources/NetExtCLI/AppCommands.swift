@@ -21,7 +21,7 @@ struct AppBindCommand: AsyncParsableCommand {
         discussion: """
             An app is known by its identifier: the cgroup `netext run --app ID` launches it in, and the systemd units \
             desktops and Flatpak start it in (app-ID-*.scope, app-flatpak-ID-*.scope, …; --unit adds others, such as snap.firefox.*). \
-            A socket keeps the cgroup it was created in: an app already running is steered once it is started again.
+            A socket keeps the cgroup it was created in: an app already running is steered once it is started again.             --domain limits a per-app VPN's app to destinations in those domains (Apple's matchDomains): its names in them are             resolved by the tunnel's DNS servers, and only the addresses they answered go through the tunnel.
             """)
     @OptionGroup var options: ClientOptions
     @Argument(help: "The app's identifier (reverse-DNS, such as org.mozilla.firefox).") var app: String
@@ -29,13 +29,18 @@ struct AppBindCommand: AsyncParsableCommand {
     @Flag(help: "Let the app bypass the tunnel instead (a tunnel that routes by destination).") var exclude = false
     @Option(help: "Only this executable (absolute path) may be launched as the app with netext run.") var path: String?
     @Option(help: "A systemd unit name pattern that is the app's too (repeatable).") var unit: [String] = []
+    @Option(help: "Only destinations in this domain and its subdomains go through the per-app VPN (repeatable).") var domain: [String] = []
 
     func run() async throws {
         try await reportingFailures {
             let identifier = try AppIdentifier(app)
-            let rule = try AppRule(matchSigningIdentifier: identifier, matchPath: path, matchUnits: try unit.map { (text) throws(NetExtError) in try UnitNamePattern(text) })
+            let rule = try AppRule(
+                matchSigningIdentifier: identifier, matchPath: path, matchDomains: domain, matchUnits: try unit.map { (text) throws(NetExtError) in try UnitNamePattern(text) })
             let saved = try await AppBinding.change(options: options, vpn: vpn, app: identifier) { settings throws(NetExtError) in
                 if exclude {
+                    guard domain.isEmpty else {
+                        throw .invalid("--domain limits what a per-app VPN carries; an excluded app bypasses the tunnel for every destination (leave --domain out)")
+                    }
                     guard !settings.isPerApp else {
                         throw .invalid("'\(vpn)' is a per-app VPN: it carries only the apps bound to it, so none needs excluding (leave --exclude out to bind one)")
                     }
@@ -117,7 +122,11 @@ struct AppsCommand: AsyncParsableCommand {
             if options.json { return try options.printJSON(apps) }
             guard !apps.isEmpty else { return print("No apps are bound to an enabled tunnel.") }
             let rows = apps.map { app in
-                [app.app, app.configurationName, app.mode == .include ? "through" : "bypasses",
+                let traffic = app.mode == .exclude ? "bypasses" : app.matchDomains.map { domains in
+                    let learned = app.learnedDestinations ?? 0
+                    return "through for " + domains.joined(separator: ", ") + " (\(learned) \(learned == 1 ? "address" : "addresses") answered)"
+                } ?? "through"
+                return [app.app, app.configurationName, traffic,
                  app.isConnected ? "connected" : "not connected", app.cgroups.isEmpty ? "-" : app.cgroups.joined(separator: " ")]
             }
             print(TextTable.render(header: ["APP", "VPN", "TRAFFIC", "VPN STATUS", "CGROUPS"], rows: rows))

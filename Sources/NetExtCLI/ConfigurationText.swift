@@ -83,6 +83,7 @@ enum ConfigurationText {
             var extra: [String] = []
             if let path = rule.matchPath { extra.append(path) }
             extra += rule.matchUnits.map(\.pattern)
+            extra += rule.matchDomains.map { "domain " + $0 }
             return rule.matchSigningIdentifier.rawValue + (extra.isEmpty ? "" : " (" + extra.joined(separator: ", ") + ")")
         }.joined(separator: ", ")
     }

@@ -39,11 +39,15 @@ public final class TCPSocket: @unchecked Sendable {
         return TCPSocket(fd: client)
     }
 
-    /// A connection to `address`, or nil if it cannot be made within `milliseconds`.
-    public static func connect(to address: SocketAddress, timeoutMilliseconds: Int) -> TCPSocket? {
+    /// A connection to `address`, or nil if it cannot be made within `milliseconds`. `mark`: the
+    /// socket's mark (`SO_MARK`, CAP_NET_ADMIN), set before the route is chosen.
+    public static func connect(to address: SocketAddress, timeoutMilliseconds: Int, mark: UInt32? = nil) -> TCPSocket? {
         let fd = socket(address.isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         let socket = TCPSocket(fd: fd)
+        if var mark {
+            guard setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, socklen_t(MemoryLayout<UInt32>.size)) == 0 else { return nil }
+        }
         socket.setTimeouts(milliseconds: timeoutMilliseconds)
         guard address.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 else { return nil }
         return socket

@@ -235,16 +235,85 @@ struct FlowSteeringTests {
         try settings.validateAppRules()
         settings.appRules = [rule, rule]
         do { try settings.validateAppRules(); Issue.record("a duplicate was accepted") } catch { #expect(error.message.contains("appears more than once")) }
-        settings.appRules = [try AppRule(matchSigningIdentifier: AppIdentifier("org.example.App"), matchDomains: ["office.example"])]
-        do { try settings.validateAppRules(); Issue.record("matchDomains was accepted") } catch { #expect(error.message.contains("matchDomains")) }
+        let limited = try AppRule(matchSigningIdentifier: AppIdentifier("org.example.App"), matchDomains: ["office.example"])
+        settings.appRules = [limited]
+        try settings.validateAppRules()
         settings.appRules = []
         settings.excludedAppRules = [rule]
         do { try settings.validateAppRules(); Issue.record("an exclusion on a per-app VPN was accepted") } catch { #expect(error.message.contains("excludedAppRules")) }
         settings.perAppUUID = nil
         try settings.validateAppRules()
+        settings.excludedAppRules = [limited]
+        do { try settings.validateAppRules(); Issue.record("matchDomains on an excluded app was accepted") } catch {
+            #expect(error.message.contains("excludedAppRules: matchDomains (org.example.App)"))
+        }
         // Round trip, with a unit pattern.
         settings.excludedAppRules = [try AppRule(matchSigningIdentifier: AppIdentifier("io.snapcraft.firefox"), matchPath: "/snap/bin/firefox", matchUnits: [UnitNamePattern("snap.firefox.*")])]
         let again = try JSONDecoder().decode(TunnelProviderProtocol.self, from: JSONEncoder().encode(settings))
         #expect(again == settings)
+    }
+
+    @Test("a domain-limited rule: its own cgroup set, destination sets with timeouts, marks only toward them, DNS to netextd's resolver on loopback; not in the tunnel's own set")
+    func domainLimitedRuleset() throws {
+        let full = FlowSteering.AppCgroup(app: try AppIdentifier("org.example.Full"), path: "netext-apps/org.example.Full")
+        let mail = FlowSteering.AppCgroup(app: try AppIdentifier("org.example.Mail"), path: "user.slice/app-org.example.Mail-7.scope")
+        var apps = FlowSteering.DomainLimitedApps(
+            index: 0, cgroups: [mail],
+            destinations: [.init(address: [10, 20, 0, 5], secondsLeft: 300), .init(address: [0xfd, 0x20] + [UInt8](repeating: 0, count: 13) + [5], secondsLeft: 60)],
+            resolverPort: 40123, resolverHasIPv6: true)
+        var member = FlowSteering.Member(
+            configuration: UUID(), mode: .include, mark: FlowSteering.mark(slot: 0), interface: "netext0", cgroups: [full],
+            dnsServers: ["10.20.0.53"], tunnelAddresses: [try IPPrefix("10.99.0.2/32")], domainLimited: [apps])
+        var ruleset = FlowSteering(members: [member]).ruleset
+        // The domain-limited app's cgroup is not in the tunnel's own set: no mark for every flow.
+        #expect(ruleset.contains("  set apps_80 {\n    type cgroupsv2\n    elements = { \"netext-apps/org.example.Full\" }\n  }"))
+        #expect(ruleset.contains("  set dapps_80_0 {\n    type cgroupsv2\n    elements = { \"user.slice/app-org.example.Mail-7.scope\" }\n  }"))
+        #expect(ruleset.contains("  set dst4_80_0 {\n    type ipv4_addr\n    flags timeout\n    elements = { 10.20.0.5 timeout 300s }\n  }"))
+        #expect(ruleset.contains("  set dst6_80_0 {\n    type ipv6_addr\n    flags timeout\n    elements = { fd20::5 timeout 60s }\n  }"))
+        #expect(ruleset.contains("    socket cgroupv2 level 2 @dapps_80_0 ip daddr @dst4_80_0 counter meta mark set meta mark & 0xff00ffff | 0x00800000"))
+        #expect(ruleset.contains("    socket cgroupv2 level 2 @dapps_80_0 ip6 daddr @dst6_80_0 counter meta mark set"))
+        #expect(ruleset.contains("    socket cgroupv2 level 2 @dapps_80_0 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.1:40123"))
+        #expect(ruleset.contains("    socket cgroupv2 level 2 @dapps_80_0 meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to [::1]:40123"))
+        // The full app's DNS still goes to the tunnel's resolver, after the domain-limited rules.
+        #expect(ruleset.contains("meta mark & 0x00ff0000 == 0x00800000 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 10.20.0.53"))
+        // Disconnected: no resolver, no redirect; nothing learned: empty sets, rules kept.
+        apps.resolverPort = nil
+        apps.destinations = []
+        member.domainLimited = [apps]
+        member.dnsServers = []
+        member.interface = ""
+        ruleset = FlowSteering(members: [member]).ruleset
+        #expect(!ruleset.contains("chain dns"))
+        #expect(ruleset.contains("  set dst4_80_0 {\n    type ipv4_addr\n    flags timeout\n  }"))
+        #expect(ruleset.contains("@dapps_80_0 ip daddr @dst4_80_0"))
+    }
+
+    @Test("learned destinations: TTLs clamped to a minute and a day, repeats within half a lifetime change nothing, expiry, the capacity keeps the longest-lived")
+    func learnedDestinations() {
+        var learned = LearnedDestinations()
+        let start = ContinuousClock.now
+        var changed = learned.learn([([10, 0, 0, 1], 5), ([10, 0, 0, 2], 300), ([1, 2, 3], 300)], now: start)
+        #expect(changed)
+        #expect(learned.count == 2)  // a 3-byte address is not one
+        #expect(learned.alive(now: start) == [.init(address: [10, 0, 0, 1], secondsLeft: 60), .init(address: [10, 0, 0, 2], secondsLeft: 300)])
+        changed = learned.learn([([10, 0, 0, 2], 300)], now: start + .seconds(100))
+        #expect(!changed)  // 200 s left of 300: the table stays
+        changed = learned.learn([([10, 0, 0, 2], 300)], now: start + .seconds(200))
+        #expect(changed)  // 100 s left: renewed
+        #expect(learned.alive(now: start + .seconds(200)).last == .init(address: [10, 0, 0, 2], secondsLeft: 300))
+        changed = learned.learn([([10, 0, 0, 3], 999_999)], now: start)
+        #expect(changed)
+        #expect(learned.alive(now: start).last?.secondsLeft == 86_400)
+        learned.expire(now: start + .seconds(61))
+        #expect(!learned.alive(now: start + .seconds(61)).contains { $0.address == [10, 0, 0, 1] })
+        var full = LearnedDestinations()
+        var many: [(address: [UInt8], ttl: UInt32)] = []
+        for index in 0..<(LearnedDestinations.capacity + 10) {
+            let address: [UInt8] = [10, 1, UInt8(index >> 8), UInt8(index & 0xff)]
+            many.append((address, UInt32(100 + index)))
+        }
+        _ = full.learn(many, now: start)
+        #expect(full.count == LearnedDestinations.capacity)
+        #expect(!full.alive(now: start).contains { $0.address == [10, 1, 0, 0] })  // the shortest-lived left
     }
 }

@@ -178,4 +178,68 @@ struct AppSteeringControllerTests {
             #expect(error.message == "per-app routing needs cgroup v2: no cgroup v2 hierarchy is mounted")
         }
     }
+
+    /// A DNS response (RFC 1035 §4.1) for `name` with one A record per address (TTL 120).
+    static func answer(_ name: String, _ addresses: [[UInt8]]) -> [UInt8] {
+        var bytes: [UInt8] = [0x12, 0x34, 0x81, 0x80, 0, 1, 0, UInt8(addresses.count), 0, 0, 0, 0]
+        for label in name.split(separator: ".") { bytes += [UInt8(label.utf8.count)] + Array(label.utf8) }
+        bytes += [0, 0, 1, 0, 1]
+        for address in addresses { bytes += [0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 120, 0, 4] + address }
+        return bytes
+    }
+
+    @Test("matchDomains: the app's cgroups in the rule's own set, no socket mark; a resolver per rule while connected, with the tunnel's servers and mark; answers for its domains learned before they are relayed, others ignored; stopped when the tunnel goes")
+    func domainLimitedApps() async throws {
+        let opened = Mutex<[(request: AppSteeringController.DomainResolverRequest, answer: @Sendable ([UInt8]) -> Void)]>([])
+        let stopped = Mutex(0)
+        let steering = AppSteeringController(
+            host: cgroups, launchRoot: "netext-apps-test", network: worker, logger: .init(label: "test"),
+            openResolver: { request, answer throws(NetExtError) in
+                opened.withLock { $0.append((request, answer)) }
+                return .init(port: 40_000, hasIPv6: false) { stopped.withLock { $0 += 1 } }
+            })
+        var office = try Self.tunnel("Office", perApp: true, apps: ["org.example.Office"])
+        guard case .tunnelProvider(var settings) = office.protocolConfiguration else { return }
+        settings.appRules.append(try AppRule(matchSigningIdentifier: AppIdentifier("org.example.Mail"), matchDomains: ["corp.example"]))
+        office.protocolConfiguration = .tunnelProvider(settings)
+        await steering.update(office, bypassResolvers: ["198.51.100.53"])
+        _ = try await steering.place(pid: 7, app: try AppIdentifier("org.example.Mail"), executable: nil)
+        _ = try await steering.place(pid: 8, app: try AppIdentifier("org.example.Office"), executable: nil)
+        await worker.drain()
+        var member = try #require(applier.currentSteering?.members.first)
+        #expect(member.cgroups.map(\.path) == ["netext-apps-test/org.example.Office"])
+        #expect(member.domainLimited == [.init(index: 0, cgroups: [.init(app: try AppIdentifier("org.example.Mail"), path: "netext-apps-test/org.example.Mail")])])
+        #expect(cgroups.socketMarks == ["netext-apps-test/org.example.Office": FlowSteering.mark(slot: 0)], "only the unlimited app's sockets are marked at creation")
+        #expect(opened.withLock { $0.isEmpty }, "no resolver while the tunnel is down")
+
+        await steering.tunnelUp(office.id, interface: "netext0", addresses: [try IPPrefix("10.99.0.2/32")], resolvers: ["10.20.0.53"])
+        await worker.drain()
+        let request = try #require(opened.withLock { $0.first?.request })
+        #expect(request == .init(domains: ["corp.example"], tunnelServers: ["10.20.0.53"], otherServers: ["198.51.100.53"], mark: FlowSteering.mark(slot: 0)))
+        #expect(applier.currentSteering?.members.first?.domainLimited.first?.resolverPort == 40_000)
+
+        // The resolver's thread calls back and returns only once the address is in the table.
+        let answer = try #require(opened.withLock { $0.first?.answer })
+        await Task.detached { answer(Self.answer("intranet.corp.example", [[10, 20, 0, 5]])) }.value
+        member = try #require(applier.currentSteering?.members.first)
+        #expect(member.domainLimited.first?.destinations.map(\.address) == [[10, 20, 0, 5]])
+        #expect((member.domainLimited.first?.destinations.first?.secondsLeft ?? 0) > 60)
+        let before = applier.events.count
+        await Task.detached { answer(Self.answer("www.other.example", [[100, 64, 0, 80]])) }.value
+        await Task.detached { answer([0, 1, 2]) }.value
+        await worker.drain()
+        #expect(applier.events.count == before, "an answer outside the domains, or malformed, changes nothing")
+        let statuses = await steering.statuses(isVisible: { _ in true }, isConnected: { _ in true })
+        #expect(statuses.first { $0.app == "org.example.Mail" }?.learnedDestinations == 1)
+        #expect(statuses.first { $0.app == "org.example.Mail" }?.matchDomains == ["corp.example"])
+        #expect(statuses.first { $0.app == "org.example.Office" }?.learnedDestinations == nil)
+
+        await steering.tunnelDown(office.id, interface: "netext0")
+        await worker.drain()
+        #expect(stopped.withLock { $0 } == 1)
+        member = try #require(applier.currentSteering?.members.first)
+        #expect(member.domainLimited.first?.resolverPort == nil)
+        #expect(member.domainLimited.first?.destinations.map(\.address) == [[10, 20, 0, 5]], "learned addresses outlive a reconnection")
+        await steering.shutdown()
+    }
 }

@@ -161,6 +161,31 @@ check "the app launched before its binding reaches the internal page once bound"
 check "netext app unbind" netext app unbind "$late_app" --vpn PerApp
 check "after unbind, that app no longer reaches the internal page" bash -c "! ip netns exec $LAB_LAPTOP '$bin/netext' run --app '$late_app' -- curl -s -m 2 http://10.20.0.5:8080/ 2>/dev/null | grep -q 'internal page'"
 
+# A domain-limited app (matchDomains): through the tunnel only toward what the office's resolver
+# answered for lab.test; its other names and destinations go as if there were no tunnel.
+mail_app="org.example.$LAB_PREFIX.Mail"
+not_internal4() { ! internal4 "$@"; }
+check "netext app bind --domain with --exclude is refused with a reason" bash -c "'$bin/netext' app bind '$mail_app' --vpn PerApp --domain lab.test --exclude 2>&1 | grep -q 'limits what a per-app VPN carries'"
+check "netext app bind --domain" netext app bind "$mail_app" --vpn PerApp --domain lab.test
+check "domain-limited: before any answer, the app's flow to the internal address does not enter the tunnel" not_internal4 as_app "$mail_app"
+: > "$work/office-dns.log"; : > "$work/home-dns.log"
+lab_capture_start dump "$LAB_LAPTOP" eth0 "$work/domains.pcap"
+# The first resolution of the name and the connection right after it: the answer reached curl
+# only once its address was in the rule's set.
+check "domain-limited: the app's first connection by name (resolved just now) reaches the internal page through the tunnel" bash -c "ip netns exec $LAB_LAPTOP '$bin/netext' run --app '$mail_app' -- curl -s -m 4 http://www.lab.test:8080/ 2>/dev/null | grep -q 'internal page'"
+check "domain-limited DNS: the office's resolver answered the name, asked from the tunnel address" grep -q "^www.lab.test 1 from 10.99.0.2" "$work/office-dns.log"
+check "domain-limited DNS: the home resolver never saw it" bash -c "! grep -q 'www.lab.test' '$work/home-dns.log'"
+check "domain-limited: the answered address is in the rule's set, with a timeout" bash -c "nsenter --net=/run/netns/$LAB_LAPTOP nft list set inet netextd_apps dst4_80_0 | grep -q '10.20.0.5 timeout'"
+check "domain-limited DNS: a name outside its domains goes to the home resolver, from the laptop" bash -c "ip netns exec $LAB_LAPTOP '$bin/netext' run --app '$mail_app' -- getent ahostsv4 elsewhere.example; grep -q '^elsewhere.example 1 from 198.51.100.2' '$work/home-dns.log'"
+check "domain-limited: the app's flow to another destination goes directly (seen from 198.51.100.2)" public4_from 198.51.100.2 as_app "$mail_app"
+lab_capture_stop "$dump" "$work/domains.pcap"
+office_dns=$(laptop tcpdump -n -r "$work/domains.pcap" 'port 53 and not host 198.51.100.53' 2>/dev/null | wc -l)
+cleartext=$(laptop tcpdump -n -A -r "$work/domains.pcap" 2>/dev/null | grep -c 'internal page')
+check "underlay: the domain-limited app's office query and page crossed only inside the tunnel ($office_dns DNS packets, $cleartext pages in the clear)" bash -c "[ $office_dns -eq 0 ] && [ $cleartext -eq 0 ]"
+check "netext apps shows the domain and the answered address" bash -c "'$bin/netext' apps | grep '$mail_app' | grep -q 'through for lab.test (1 address answered)'"
+check "netext app unbind of the domain-limited app" netext app unbind "$mail_app" --vpn PerApp
+check "unbound: its rule's sets are gone" bash -c "! nsenter --net=/run/netns/$LAB_LAPTOP nft list table inet netextd_apps | grep -q dst4_80_0"
+
 # netextd killed -9 and restarted: the kernel kept the table; the new netextd takes over.
 kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
 for pid in $(e2e_provider_pid); do kill -9 "$pid"; done

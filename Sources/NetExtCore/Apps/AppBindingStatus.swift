@@ -12,8 +12,17 @@ public struct AppBindingStatus: Sendable, Hashable, Codable {
     /// Paths relative to the cgroup v2 root.
     public var cgroups: [String]
     public var isConnected: Bool
+    /// The rule's `matchDomains` (nil: every destination).
+    public var matchDomains: [String]?
+    /// A domain-limited app: how many addresses DNS has answered for its domains so far (alive).
+    public var learnedDestinations: Int?
 
-    public init(app: String, configuration: UUID, configurationName: String, mode: FlowSteering.Mode, matchPath: String?, cgroups: [String], isConnected: Bool) {
+    public init(
+        app: String, configuration: UUID, configurationName: String, mode: FlowSteering.Mode, matchPath: String?, cgroups: [String], isConnected: Bool,
+        matchDomains: [String]? = nil, learnedDestinations: Int? = nil
+    ) {
+        self.matchDomains = matchDomains
+        self.learnedDestinations = learnedDestinations
         self.app = app
         self.configuration = configuration
         self.configurationName = configurationName

@@ -70,6 +70,31 @@ public struct FlowSteering: Sendable, Hashable {
         public static func < (lhs: AppCgroup, rhs: AppCgroup) -> Bool { (lhs.path, lhs.app.rawValue) < (rhs.path, rhs.app.rawValue) }
     }
 
+    /// The apps of one rule with ``AppRule/matchDomains`` (include mode): their flows are marked
+    /// only toward the addresses DNS answered for names in those domains, so the rest of their
+    /// traffic goes as it would without the tunnel. Their DNS queries go to a resolver of
+    /// netextd's on loopback that sends names in the domains to the tunnel's resolvers (and
+    /// learns the answers) and other names to the machine's.
+    public struct DomainLimitedApps: Sendable, Hashable {
+        /// The rule's position among the tunnel's domain-limited rules: names its sets.
+        public var index: Int
+        public var cgroups: [AppCgroup]
+        /// The addresses answered for the rule's domains, with their time left.
+        public var destinations: [LearnedDestinations.Destination]
+        /// The port of netextd's resolver for these apps on 127.0.0.1 (and on ::1 when
+        /// `resolverHasIPv6`); nil: their queries are left as sent (the tunnel is not connected).
+        public var resolverPort: UInt16?
+        public var resolverHasIPv6: Bool
+
+        public init(index: Int, cgroups: [AppCgroup] = [], destinations: [LearnedDestinations.Destination] = [], resolverPort: UInt16? = nil, resolverHasIPv6: Bool = false) {
+            self.index = index
+            self.cgroups = cgroups
+            self.destinations = destinations
+            self.resolverPort = resolverPort
+            self.resolverHasIPv6 = resolverHasIPv6
+        }
+    }
+
     /// A connected tunnel whose flows are steered by app.
     public struct Member: Sendable, Hashable {
         public var configuration: UUID
@@ -94,11 +119,14 @@ public struct FlowSteering: Sendable, Hashable {
         /// so nothing of theirs leaves outside the tunnel; the app's retransmission (TCP: after
         /// a second) finds the tunnel up.
         public var onDemandLogGroup: UInt16?
+        /// The apps whose rules limit them to domains (include mode).
+        public var domainLimited: [DomainLimitedApps]
 
         public init(
             configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = [],
-            tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil
+            tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil, domainLimited: [DomainLimitedApps] = []
         ) {
+            self.domainLimited = domainLimited
             self.configuration = configuration
             self.mode = mode
             self.mark = mark
@@ -110,6 +138,12 @@ public struct FlowSteering: Sendable, Hashable {
         }
 
         var setName: String { "apps_" + String(mark >> 16, radix: 16) }
+
+        /// The sets of one domain-limited rule: its cgroups, and its IPv4 and IPv6 destinations.
+        func domainSetNames(_ apps: DomainLimitedApps) -> (cgroups: String, ipv4: String, ipv6: String) {
+            let suffix = String(mark >> 16, radix: 16) + "_" + String(apps.index)
+            return ("dapps_" + suffix, "dst4_" + suffix, "dst6_" + suffix)
+        }
     }
 
     public var members: [Member]
@@ -147,25 +181,56 @@ public struct FlowSteering: Sendable, Hashable {
         }
     }
 
+    /// A `type cgroupsv2` set of `cgroups`' writable paths.
+    private func cgroupSet(_ name: String, _ cgroups: [AppCgroup]) -> [String] {
+        var lines = ["  set \(name) {", "    type cgroupsv2"]
+        let paths = Set(cgroups.map(\.path).filter(Self.isWritable)).sorted()
+        if !paths.isEmpty {
+            lines.append("    elements = { " + paths.map { "\"\(nftPathPrefix)\($0)\"" }.joined(separator: ", ") + " }")
+        }
+        return lines + ["  }"]
+    }
+
+    /// An address set whose elements expire (`flags timeout`).
+    private static func destinationSet(_ name: String, type: String, _ destinations: [LearnedDestinations.Destination]) -> [String] {
+        var lines = ["  set \(name) {", "    type \(type)", "    flags timeout"]
+        if !destinations.isEmpty {
+            lines.append("    elements = { " + destinations.map { "\(IPPrefix.format($0.address)) timeout \($0.secondsLeft)s" }.joined(separator: ", ") + " }")
+        }
+        return lines + ["  }"]
+    }
+
+    /// The depths `cgroups` sit at (one `socket cgroupv2 level` rule each).
+    private static func depths(_ cgroups: [AppCgroup]) -> [Int] {
+        Set(cgroups.filter { isWritable(path: $0.path) }.map(\.depth)).sorted()
+    }
+
     /// The complete `nft -f` input that (re)defines the table in one transaction.
     public var ruleset: String {
         var lines = ["add table inet \(Self.tableName)", "delete table inet \(Self.tableName)", "table inet \(Self.tableName) {"]
         let ordered = members.sorted { $0.mark < $1.mark }
         for member in ordered {
-            lines.append("  set \(member.setName) {")
-            lines.append("    type cgroupsv2")
-            let paths = Set(member.cgroups.map(\.path).filter(Self.isWritable)).sorted()
-            if !paths.isEmpty {
-                lines.append("    elements = { " + paths.map { "\"\(nftPathPrefix)\($0)\"" }.joined(separator: ", ") + " }")
+            lines += cgroupSet(member.setName, member.cgroups)
+            for apps in member.domainLimited {
+                let names = member.domainSetNames(apps)
+                lines += cgroupSet(names.cgroups, apps.cgroups)
+                lines += Self.destinationSet(names.ipv4, type: "ipv4_addr", apps.destinations.filter { $0.address.count == 4 })
+                lines += Self.destinationSet(names.ipv6, type: "ipv6_addr", apps.destinations.filter { $0.address.count == 16 })
             }
-            lines.append("  }")
         }
         let keep = Self.hex(~Self.markMask)
         lines += ["  chain route {", "    type route hook output priority mangle; policy accept;"]
         for member in ordered {
-            let depths = Set(member.cgroups.filter { Self.isWritable(path: $0.path) }.map(\.depth)).sorted()
-            for depth in depths {
-                lines.append("    socket cgroupv2 level \(depth) @\(member.setName) counter meta mark set meta mark & \(keep) | \(Self.hex(member.mark))")
+            let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(member.mark))"
+            for depth in Self.depths(member.cgroups) {
+                lines.append("    socket cgroupv2 level \(depth) @\(member.setName) \(setMark)")
+            }
+            for apps in member.domainLimited {
+                let names = member.domainSetNames(apps)
+                for depth in Self.depths(apps.cgroups) {
+                    lines.append("    socket cgroupv2 level \(depth) @\(names.cgroups) ip daddr @\(names.ipv4) \(setMark)")
+                    lines.append("    socket cgroupv2 level \(depth) @\(names.cgroups) ip6 daddr @\(names.ipv6) \(setMark)")
+                }
             }
         }
         lines.append("  }")
@@ -180,10 +245,24 @@ public struct FlowSteering: Sendable, Hashable {
             }
             lines.append("  }")
         }
-        let redirects = ordered.filter { !$0.dnsServers.isEmpty }
+        let redirects = ordered.filter { !$0.dnsServers.isEmpty || $0.domainLimited.contains { $0.resolverPort != nil } }
         if !redirects.isEmpty {
             lines += ["  chain dns {", "    type nat hook output priority -100; policy accept;"]
             for member in redirects {
+                // A domain-limited app's queries go to netextd's resolver for its rule (its own
+                // packets are never marked toward a resolver it was not answered for).
+                for apps in member.domainLimited {
+                    guard let port = apps.resolverPort else { continue }
+                    let set = member.domainSetNames(apps).cgroups
+                    for depth in Self.depths(apps.cgroups) {
+                        let match = "socket cgroupv2 level \(depth) @\(set)"
+                        lines.append("    \(match) meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.1:\(port)")
+                        if apps.resolverHasIPv6 {
+                            lines.append("    \(match) meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to [::1]:\(port)")
+                        }
+                    }
+                }
+                guard !member.dnsServers.isEmpty else { continue }
                 let marked = Self.markMatch(member.mark)
                 // The first resolver of each family; a query of a family the tunnel has no
                 // resolver for is left as sent.

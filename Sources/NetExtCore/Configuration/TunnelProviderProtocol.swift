@@ -94,8 +94,8 @@ extension TunnelProviderProtocol {
     }
 
     /// Checks the app rules: a per-app VPN has only `appRules`, a tunnel that routes by
-    /// destination only `excludedAppRules`; an app appears once; `matchDomains` is not steered
-    /// yet and is refused rather than ignored.
+    /// destination only `excludedAppRules`; an app appears once; `matchDomains` limits a per-app
+    /// VPN's apps and is refused on excluded ones.
     public func validateAppRules() throws(NetExtError) {
         if isPerApp && !excludedAppRules.isEmpty {
             throw .invalid("excludedAppRules: a per-app VPN carries only its own apps, so no app needs excluding (unbind it instead)")
@@ -110,9 +110,9 @@ extension TunnelProviderProtocol {
             if !seen.insert(rule.matchSigningIdentifier).inserted {
                 throw .invalid("appRules: \(rule.matchSigningIdentifier) appears more than once")
             }
-            if !rule.matchDomains.isEmpty {
-                throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) is not supported yet: netextd steers an app's every flow")
-            }
+        }
+        for rule in excludedAppRules where !rule.matchDomains.isEmpty {
+            throw .invalid("excludedAppRules: matchDomains (\(rule.matchSigningIdentifier)) limits what a per-app VPN carries; an excluded app bypasses the tunnel for every destination")
         }
     }
 

@@ -1,3 +1,4 @@
+import FlowInspection
 import Foundation
 import Logging
 import NetExtCore
@@ -12,7 +13,35 @@ import NetExtCore
 /// New cgroups are found by the host's watcher (inotify) and a scan of the hierarchy; a process
 /// launched with `netext run --app` is placed in its app's cgroup, and the set updated, before
 /// netextd answers, so its first socket is already steered.
+///
+/// An app whose rule has `matchDomains` (include mode) is steered only toward the addresses DNS
+/// answered for names in those domains: while the tunnel is connected its queries go to a
+/// resolver of netextd's for its rule (``DomainResolver``), which asks the tunnel's servers for
+/// names in the domains, adds their addresses to the rule's sets before the app has the answer,
+/// and asks the machine's resolvers for every other name.
 actor AppSteeringController {
+    /// What a domain-limited rule's resolver is opened with.
+    struct DomainResolverRequest: Sendable, Hashable {
+        var domains: [String]
+        /// Where names in the domains are resolved (through the tunnel, with `mark`).
+        var tunnelServers: [String]
+        /// Where other names are resolved.
+        var otherServers: [String]
+        var mark: UInt32
+    }
+
+    /// A running resolver for one domain-limited rule's apps.
+    struct DomainResolver: Sendable {
+        /// Its port on 127.0.0.1 (and on ::1 when `hasIPv6`).
+        var port: UInt16
+        var hasIPv6: Bool
+        var stop: @Sendable () -> Void
+    }
+
+    /// Starts a resolver; the closure it is given must be called with each answer from the
+    /// tunnel's servers before the answer is relayed, and returns once its addresses are steered.
+    typealias DomainResolverOpener = @Sendable (DomainResolverRequest, @escaping @Sendable ([UInt8]) -> Void) throws(NetExtError) -> DomainResolver
+
     struct Entry {
         var configuration: Configuration
         var mode: FlowSteering.Mode
@@ -24,6 +53,19 @@ actor AppSteeringController {
         /// Exclude mode: the resolvers from before the tunnel.
         var bypassResolvers: [String] = []
         var tunnelAddresses: [IPPrefix] = []
+        /// The addresses answered for each domain-limited rule (by its index in `domainRules`).
+        var learned: [Int: LearnedDestinations] = [:]
+        /// The resolver of each domain-limited rule, while the tunnel is connected.
+        var resolvers: [Int: DomainResolver] = [:]
+        /// Include mode: the rules limited to domains, in order (the index names their sets).
+        var domainRules: [AppRule] { mode == .include ? rules.filter { !$0.matchDomains.isEmpty } : [] }
+        /// The apps steered for every destination.
+        var fullApps: Set<AppIdentifier> { Set(rules.filter { mode == .exclude || $0.matchDomains.isEmpty }.map(\.matchSigningIdentifier)) }
+        /// Stops the rules' resolvers.
+        mutating func stopResolvers() {
+            for resolver in resolvers.values { resolver.stop() }
+            resolvers = [:]
+        }
         /// Where the apps' DNS queries go (empty: left as sent).
         var dnsServers: [String] { mode == .include ? tunnelResolvers : bypassResolvers }
         /// Per-app on demand: the apps' first flow starts the tunnel.
@@ -50,11 +92,14 @@ actor AppSteeringController {
     /// The cgroups whose new sockets an eBPF program marks at creation, with the mark.
     private var socketMarks: [String: UInt32] = [:]
 
+    private let openResolver: DomainResolverOpener?
+
     init(
         host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger,
-        openTrigger: TriggerOpener? = nil
+        openTrigger: TriggerOpener? = nil, openResolver: DomainResolverOpener? = nil
     ) {
         self.openTrigger = openTrigger
+        self.openResolver = openResolver
         self.host = host
         self.hostProblem = hostProblem
         self.launchRoot = launchRoot
@@ -67,19 +112,25 @@ actor AppSteeringController {
     /// Takes a saved, restored or removed configuration: an enabled tunnel with app rules is
     /// steered from now on; anything else is not (any more).
     /// `testApps`: a per-app VPN's apps from its provider manifest's `testAppMapping`
-    /// (development), carried besides its stored rules. `bypassResolvers`: in exclude mode, where
-    /// the apps' DNS queries go (the machine's resolvers from before the tunnel), whether or not
-    /// it is up.
+    /// (development), carried besides its stored rules. `bypassResolvers`: the machine's resolvers
+    /// from before any tunnel: where an excluded app's DNS queries go, whether or not the tunnel
+    /// is up, and a domain-limited app's names outside its domains.
     func update(_ configuration: Configuration, removed: Bool = false, testApps: [AppIdentifier] = [], bypassResolvers: [String] = []) async {
         let wanted = removed ? nil : Self.steeredApps(of: configuration, testApps: testApps)
         guard let (mode, rules) = wanted else {
-            guard entries.removeValue(forKey: configuration.id) != nil else { return }
+            guard var removedEntry = entries.removeValue(forKey: configuration.id) else { return }
+            removedEntry.stopResolvers()
             logger.notice("per-app routing ended", metadata: ["configuration": "\(LogText.quoted(configuration.localizedDescription))"])
             await applyWanted()
             return
         }
         if var entry = entries[configuration.id] {
             guard entry.rules != rules || entry.mode != mode || entry.configuration != configuration || entry.bypassResolvers != bypassResolvers else { return }
+            if entry.rules != rules || entry.mode != mode || entry.bypassResolvers != bypassResolvers {
+                // Rule indexes and resolvers' servers may have changed: learned anew.
+                entry.stopResolvers()
+                entry.learned = [:]
+            }
             entry.configuration = configuration
             entry.mode = mode
             entry.rules = rules
@@ -138,6 +189,7 @@ actor AppSteeringController {
     /// mode sends the apps' DNS queries to the tunnel's `resolvers`.
     func tunnelUp(_ id: UUID, interface: String, addresses: [IPPrefix], resolvers: [String]) async {
         guard var entry = entries[id] else { return }
+        if entry.tunnelResolvers != resolvers || entry.interface != interface { entry.stopResolvers() }
         entry.interface = interface
         entry.tunnelAddresses = addresses
         entry.tunnelResolvers = resolvers
@@ -151,6 +203,7 @@ actor AppSteeringController {
         entry.interface = ""
         entry.tunnelAddresses = []
         entry.tunnelResolvers = []
+        entry.stopResolvers()
         entries[id] = entry
         await applyWanted()
     }
@@ -191,12 +244,17 @@ actor AppSteeringController {
 
     /// Every bound app with its configuration and live cgroups, for those `isVisible` admits.
     func statuses(isVisible: (Configuration) -> Bool, isConnected: (UUID) -> Bool) -> [AppBindingStatus] {
-        entries.values.filter { isVisible($0.configuration) }.flatMap { entry in
-            entry.rules.map { rule in
-                AppBindingStatus(
+        let now = ContinuousClock.now
+        return entries.values.filter { isVisible($0.configuration) }.flatMap { entry in
+            let limited = entry.domainRules.map(\.matchSigningIdentifier)
+            return entry.rules.map { rule in
+                let index = limited.firstIndex(of: rule.matchSigningIdentifier)
+                return AppBindingStatus(
                     app: rule.matchSigningIdentifier.rawValue, configuration: entry.configuration.id,
                     configurationName: entry.configuration.localizedDescription, mode: entry.mode, matchPath: rule.matchPath,
-                    cgroups: cgroups.filter { $0.app == rule.matchSigningIdentifier }.map(\.path), isConnected: isConnected(entry.configuration.id))
+                    cgroups: cgroups.filter { $0.app == rule.matchSigningIdentifier }.map(\.path), isConnected: isConnected(entry.configuration.id),
+                    matchDomains: rule.matchDomains.isEmpty ? nil : rule.matchDomains,
+                    learnedDestinations: index.map { entry.learned[$0]?.alive(now: now).count ?? 0 })
             }
         }.sorted { ($0.app, $0.configurationName) < ($1.app, $1.configurationName) }
     }
@@ -212,6 +270,7 @@ actor AppSteeringController {
 
     /// Removes the table, stops watching and removes the launch cgroups left empty (shutdown).
     func shutdown() async {
+        for id in entries.keys { entries[id]?.stopResolvers() }
         entries = [:]
         cgroups = []
         for trigger in triggers.values { trigger.close() }
@@ -243,15 +302,76 @@ actor AppSteeringController {
     }
 
     private func wanted() -> FlowSteering {
-        FlowSteering(
+        let now = ContinuousClock.now
+        return FlowSteering(
             members: entries.values.map { entry in
-                let apps = Set(entry.rules.map(\.matchSigningIdentifier))
+                let apps = entry.fullApps
+                let limited = entry.domainRules.enumerated().map { index, rule in
+                    FlowSteering.DomainLimitedApps(
+                        index: index, cgroups: cgroups.filter { $0.app == rule.matchSigningIdentifier },
+                        destinations: entry.learned[index]?.alive(now: now) ?? [],
+                        resolverPort: entry.resolvers[index]?.port, resolverHasIPv6: entry.resolvers[index]?.hasIPv6 ?? false)
+                }
                 return FlowSteering.Member(
                     configuration: entry.configuration.id, mode: entry.mode, mark: entry.mark, interface: entry.interface,
                     cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses,
-                    onDemandLogGroup: triggers[entry.configuration.id]?.group)
+                    onDemandLogGroup: triggers[entry.configuration.id]?.group, domainLimited: limited)
             },
             nftPathPrefix: host?.nftPathPrefix ?? "")
+    }
+
+    // MARK: Domain-limited apps
+
+    /// Starts the resolver of every domain-limited rule of a connected tunnel that has
+    /// resolvers, and stops the others'.
+    private func updateDomainResolvers() {
+        for id in Array(entries.keys) {
+            guard var entry = entries[id] else { continue }
+            let wanted = entry.interface.isEmpty || entry.tunnelResolvers.isEmpty ? [] : entry.domainRules
+            for (index, resolver) in entry.resolvers where index >= wanted.count {
+                resolver.stop()
+                entry.resolvers[index] = nil
+            }
+            if let openResolver {
+                for (index, rule) in wanted.enumerated() where entry.resolvers[index] == nil {
+                    let request = DomainResolverRequest(domains: rule.matchDomains, tunnelServers: entry.tunnelResolvers, otherServers: entry.bypassResolvers, mark: entry.mark)
+                    do throws(NetExtError) {
+                        entry.resolvers[index] = try openResolver(request) { [weak self] answer in
+                            guard let self else { return }
+                            // The answer waits for its addresses to be in the sets: the app's
+                            // first connection to them is already steered.
+                            let steered = DispatchSemaphore(value: 0)
+                            Task {
+                                await self.learn(answer, tunnel: id, rule: index)
+                                steered.signal()
+                            }
+                            _ = steered.wait(timeout: .now() + .seconds(2))
+                        }
+                    } catch {
+                        logger.error("per-app DNS for domain-limited apps is unavailable", metadata: [
+                            "configuration": "\(LogText.quoted(entry.configuration.localizedDescription))", "app": "\(rule.matchSigningIdentifier)", "error": "\(error.message)",
+                        ])
+                    }
+                }
+            }
+            entries[id] = entry
+        }
+    }
+
+    /// Takes an answer the tunnel's servers gave a domain-limited rule's apps: its addresses (for
+    /// a name within the rule's domains) join the rule's sets.
+    func learn(_ answer: [UInt8], tunnel id: UUID, rule index: Int) async {
+        guard var entry = entries[id], entry.domainRules.indices.contains(index),
+              let parsed = try? DNSAnswerAddresses(parsing: answer), entry.domainRules[index].covers(host: parsed.name), !parsed.addresses.isEmpty else { return }
+        let now = ContinuousClock.now
+        var learned = entry.learned[index] ?? LearnedDestinations()
+        learned.expire(now: now)
+        let changed = learned.learn(parsed.addresses.map { ($0.bytes, $0.ttl) }, now: now)
+        entry.learned[index] = learned
+        entries[id] = entry
+        guard changed else { return }
+        logger.debug("per-app: destinations learned", metadata: ["name": "\(parsed.name)", "addresses": "\(parsed.addresses.count)"])
+        await applyWanted()
     }
 
     /// Opens the log group of every tunnel waiting for its apps' first flow, closes the others'.
@@ -285,7 +405,8 @@ actor AppSteeringController {
         guard let host else { return }
         var wanted: [String: UInt32] = [:]
         for entry in entries.values {
-            let apps = Set(entry.rules.map(\.matchSigningIdentifier))
+            // A domain-limited app's sockets are marked per destination, by the table.
+            let apps = entry.fullApps
             for cgroup in cgroups where apps.contains(cgroup.app) { wanted[cgroup.path] = entry.mark }
         }
         for (path, mark) in socketMarks where wanted[path] != mark {
@@ -303,6 +424,7 @@ actor AppSteeringController {
             logger.error("per-app routing: nft finds cgroups only below /sys/fs/cgroup; mount cgroup2 there (or at /sys/fs/cgroup/unified)")
         }
         updateTriggers()
+        updateDomainResolvers()
         for attempt in 1...3 {
             let steering = wanted()
             do throws(NetExtError) {

@@ -44,16 +44,41 @@ public final class DNSStub: Sendable {
         observer.withLock { $0 = body }
     }
 
-    /// Binds the listener (port 53 needs root or CAP_NET_BIND_SERVICE).
-    public init(address: SocketAddress, logger: Logger) throws(NetExtError) {
-        self.address = address
+    /// The mark of queries for names a match domain routes (`SO_MARK`): a per-app VPN's
+    /// resolver reaches the tunnel's servers through the tunnel's policy rule. nil: unmarked.
+    private let tunnelMark: UInt32?
+    /// Called with each answer from the tunnel's servers before it is relayed; it may block.
+    private let answerObserver = Mutex<(@Sendable ([UInt8]) -> Void)?>(nil)
+
+    /// Binds the listener (port 53 needs root or CAP_NET_BIND_SERVICE; port 0 takes a free port
+    /// for UDP and TCP both, then `address` holds it).
+    public init(address: SocketAddress, tunnelMark: UInt32? = nil, logger: Logger) throws(NetExtError) {
         self.logger = logger
+        self.tunnelMark = tunnelMark
         do {
             socket = try UDPSocket(bindingTo: address, receiveBuffer: 1 << 20, sendBuffer: 1 << 20)
-            tcpListener = try TCPSocket.listen(on: address)
+            let bound = address.port == 0 ? (socket.localAddress ?? address) : address
+            do {
+                tcpListener = try TCPSocket.listen(on: bound)
+            } catch {
+                socket.close()
+                throw error
+            }
+            self.address = bound
         } catch {
             throw NetExtError(.connectionFailed, "cannot start the DNS stub on \(address): \(error)")
         }
+    }
+
+    /// Sets the observer of answers from the tunnel's servers.
+    public func observeAnswers(_ body: (@Sendable ([UInt8]) -> Void)?) {
+        answerObserver.withLock { $0 = body }
+    }
+
+    /// The answer to relay: the tunnel's is shown to the answer observer first.
+    private func relayed(_ reply: [UInt8], fromTunnel: Bool) -> [UInt8] {
+        if fromTunnel, let observe = answerObserver.withLock({ $0 }) { observe(reply) }
+        return reply
     }
 
     /// Serves on a thread of its own until `stop()`.
@@ -116,7 +141,8 @@ public final class DNSStub: Sendable {
                 self.counters.withLock { counters in
                     if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
                 }
-                let reply = self.forward(message, id: query.id, to: route.servers) ?? {
+                let mark = route.matched == nil ? nil : self.tunnelMark
+                let reply = self.forward(message, id: query.id, to: route.servers, mark: mark).map { self.relayed($0, fromTunnel: route.matched != nil) } ?? {
                     self.counters.withLock { $0.unanswered += 1 }
                     return query.serverFailure(for: message)
                 }()
@@ -160,7 +186,8 @@ public final class DNSStub: Sendable {
             counters.withLock { counters in
                 if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
             }
-            let reply = forwardTCP(message, id: query.id, to: route.servers) ?? {
+            let mark = route.matched == nil ? nil : tunnelMark
+            let reply = forwardTCP(message, id: query.id, to: route.servers, mark: mark).map { relayed($0, fromTunnel: route.matched != nil) } ?? {
                 counters.withLock { $0.unanswered += 1 }
                 return query.serverFailure(for: message)
             }()
@@ -168,10 +195,10 @@ public final class DNSStub: Sendable {
         }
     }
 
-    private func forwardTCP(_ message: [UInt8], id: UInt16, to servers: [String]) -> [UInt8]? {
+    private func forwardTCP(_ message: [UInt8], id: UInt16, to servers: [String], mark: UInt32?) -> [UInt8]? {
         for server in servers {
             guard let bytes = IPPrefix.parseAddress(server), bytes != address.address || address.port != 53,
-                  let upstream = TCPSocket.connect(to: SocketAddress(address: bytes, port: 53), timeoutMilliseconds: Self.upstreamTimeoutMilliseconds) else { continue }
+                  let upstream = TCPSocket.connect(to: SocketAddress(address: bytes, port: 53), timeoutMilliseconds: Self.upstreamTimeoutMilliseconds, mark: mark) else { continue }
             defer { upstream.close() }
             guard upstream.write([UInt8(message.count >> 8), UInt8(message.count & 0xff)] + message),
                   let header = upstream.read(exactly: 2), let reply = upstream.read(exactly: Int(header[0]) << 8 | Int(header[1])),
@@ -182,13 +209,14 @@ public final class DNSStub: Sendable {
     }
 
     /// Asks each server in turn; returns the first answer carrying the query's identifier.
-    private func forward(_ message: [UInt8], id: UInt16, to servers: [String]) -> [UInt8]? {
+    private func forward(_ message: [UInt8], id: UInt16, to servers: [String], mark: UInt32?) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 65_535)
         for server in servers {
             guard let bytes = IPPrefix.parseAddress(server), bytes != address.address || address.port != 53 else { continue }
             let upstream = SocketAddress(address: bytes, port: 53)
             guard let socket = try? UDPSocket(bindingTo: SocketAddress(address: [UInt8](repeating: 0, count: bytes.count), port: 0), receiveBuffer: 1 << 16, sendBuffer: 1 << 16) else { continue }
             defer { socket.close() }
+            if let mark { guard (try? socket.setMark(mark)) != nil else { continue } }
             guard (try? socket.connect(to: upstream)) != nil,
                   (try? message.withUnsafeBytes({ try socket.send($0) })) != nil else { continue }
             socket.setReceiveTimeout(milliseconds: Self.upstreamTimeoutMilliseconds)

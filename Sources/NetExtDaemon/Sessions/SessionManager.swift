@@ -97,7 +97,7 @@ public actor SessionManager {
         killSwitch = KillSwitch(network: network, logger: logger)
         appSteering = AppSteeringController(
             host: appCgroups, hostProblem: appCgroupProblem, launchRoot: appLaunchRoot, network: network, logger: logger,
-            openTrigger: appCgroups == nil ? nil : AppFlowTrigger.opener)
+            openTrigger: appCgroups == nil ? nil : AppFlowTrigger.opener, openResolver: appCgroups == nil ? nil : AppDomainResolver.opener(logger: logger))
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
     }
@@ -220,7 +220,7 @@ public actor SessionManager {
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
         await appSteering.update(
             configuration, removed: removed, testApps: testAppMapping(of: configuration),
-            bypassResolvers: Self.excludesApps(configuration) ? bypassResolvers() : [])
+            bypassResolvers: Self.steersApps(configuration) ? bypassResolvers() : [])
         if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
         guard var session = sessions[configuration.id] else { return }
         session.configuration = configuration
@@ -445,6 +445,13 @@ public actor SessionManager {
         return !settings.isPerApp && !settings.excludedAppRules.isEmpty
     }
 
+    /// Whether `configuration` steers apps: excluded apps' DNS and domain-limited apps' other
+    /// names go to the resolvers from before any tunnel.
+    static func steersApps(_ configuration: Configuration) -> Bool {
+        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
+        return excludesApps(configuration) || settings.appRules.contains { !$0.matchDomains.isEmpty }
+    }
+
     /// The resolvers outside every tunnel (the resolver file as it was before netextd wrote it):
     /// where an excluded app's DNS queries go.
     func bypassResolvers() -> [String] {
@@ -462,7 +469,7 @@ public actor SessionManager {
     /// and the per-app steering of every enabled tunnel with app rules.
     public func restoreGuards(_ configurations: [Configuration]) async {
         let testApps = Dictionary(configurations.map { ($0.id, testAppMapping(of: $0)) }, uniquingKeysWith: { first, _ in first })
-        await appSteering.restore(configurations, testApps: testApps, bypassResolvers: configurations.contains(where: Self.excludesApps) ? bypassResolvers() : [])
+        await appSteering.restore(configurations, testApps: testApps, bypassResolvers: configurations.contains(where: Self.steersApps) ? bypassResolvers() : [])
         var apps: [UUID: FlowSteering.Marking] = [:]
         for configuration in configurations {
             apps[configuration.id] = await appSteering.mark(for: configuration.id)
