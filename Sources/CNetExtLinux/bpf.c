@@ -59,7 +59,9 @@ int netext_bpf_cgroup_attach(int cgroup_fd, int program_fd) {
     attr.target_fd = (unsigned int)cgroup_fd;
     attr.attach_bpf_fd = (unsigned int)program_fd;
     attr.attach_type = BPF_CGROUP_INET_SOCK_CREATE;
-    attr.attach_flags = BPF_F_ALLOW_MULTI;
+    /* One program per cgroup, replacing the one there: a netextd that crashed left its
+       program attached, and the next one's takes its place instead of running beside it. */
+    attr.attach_flags = BPF_F_ALLOW_OVERRIDE;
     return netext_bpf(BPF_PROG_ATTACH, &attr) == 0 ? 0 : -errno;
 }
 

@@ -288,6 +288,32 @@ struct FlowSteeringTests {
         #expect(ruleset.contains("@dapps_80_0 ip daddr @dst4_80_0"))
     }
 
+    @Test("sockets marked at creation by eBPF: their cgroup needs no set element, no rule and no translation — no nat chain, so no connection tracking; a cgroup without it is marked and translated as before")
+    func socketMarkedCgroups() throws {
+        let launched = FlowSteering.AppCgroup(app: try AppIdentifier("org.example.Office"), path: "netext-apps/org.example.Office")
+        let scope = FlowSteering.AppCgroup(app: try AppIdentifier("org.example.Office"), path: "user.slice/u.slice/app-org.example.Office-3.scope")
+        for mode in [FlowSteering.Mode.include, .exclude] {
+            var member = FlowSteering.Member(
+                configuration: UUID(), mode: mode, mark: FlowSteering.mark(slot: 1), interface: "netext0", cgroups: [launched, scope],
+                tunnelAddresses: [try IPPrefix("10.99.0.2/32")], socketMarked: [launched.path, scope.path])
+            var ruleset = FlowSteering(members: [member]).ruleset
+            #expect(ruleset.contains("  set apps_81 {\n    type cgroupsv2\n  }"), "\(mode)")
+            #expect(!ruleset.contains("socket cgroupv2"), "\(mode)")
+            #expect(!ruleset.contains("type nat"), "\(mode): no nat chain at all")
+            // Per-app on demand: the first flow, held while the tunnel was down, has the
+            // underlay's address when it is let through.
+            member.isOnDemand = true
+            #expect(FlowSteering(members: [member]).ruleset.contains("masquerade") == (mode == .include), "\(mode)")
+            member.isOnDemand = false
+            member.socketMarked = [launched.path]
+            ruleset = FlowSteering(members: [member]).ruleset
+            #expect(ruleset.contains("elements = { \"user.slice/u.slice/app-org.example.Office-3.scope\" }"), "\(mode)")
+            #expect(ruleset.contains("socket cgroupv2 level 3 @apps_81 counter meta mark set"), "\(mode)")
+            #expect(!ruleset.contains("socket cgroupv2 level 2 "), "\(mode)")
+            #expect(ruleset.contains("masquerade"), "\(mode)")
+        }
+    }
+
     @Test("learned destinations: TTLs clamped to a minute and a day, repeats within half a lifetime change nothing, expiry, the capacity keeps the longest-lived")
     func learnedDestinations() {
         var learned = LearnedDestinations()

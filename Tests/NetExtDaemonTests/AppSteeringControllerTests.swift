@@ -52,6 +52,7 @@ struct AppSteeringControllerTests {
         #expect(member.mode == .include && member.interface.isEmpty)
         #expect(applier.currentSteering?.nftPathPrefix == "unified/")
         #expect(cgroups.socketMarks == ["netext-apps-test/org.example.Office": FlowSteering.mark(slot: 0)], "new sockets there are marked at creation")
+        #expect(member.socketMarked == ["netext-apps-test/org.example.Office"], "the table knows it need not mark them")
 
         await steering.tunnelUp(office.id, interface: "netext0", addresses: [try IPPrefix("10.99.0.2/32")], resolvers: ["10.20.0.53"])
         await worker.drain()

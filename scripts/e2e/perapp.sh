@@ -117,7 +117,7 @@ sockets_marked() {
   grep -q '10.99.0.2:[0-9]* *10.20.0.5:8080 .*fwmark:0x800000' <<<"$seen" || { echo "ss saw: $seen" >&2; return 1; }
 }
 check "a bound app's socket is marked at creation and leaves from the tunnel's address" sockets_marked
-check "the steering table marks the app's cgroup" bash -c "ip netns exec $LAB_LAPTOP nft list table inet netextd_apps | grep -q 'socket cgroupv2 level 2 @apps_80'"
+check "the eBPF mark alone steers the app: no table rule for its cgroup, no address translation" bash -c "nsenter --net=/run/netns/$LAB_LAPTOP nft list table inet netextd_apps > '$work/table.txt' && ! grep -q 'socket cgroupv2 level 2 @apps_80\|masquerade' '$work/table.txt'"
 check "another program does not" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 http://10.20.0.5:8080/ | grep -q 'internal page'"
 check "the bound app reaches the internal page (IPv6)" internal6 as_app "$office_app"
 check "another program does not (IPv6)" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 'http://[fd20::5]:8081/' | grep -q 'internal page'"
@@ -191,7 +191,9 @@ kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
 for pid in $(e2e_provider_pid); do kill -9 "$pid"; done
 start_netextd
 # nft names a set's cgroups by path only where cgroup2 is mounted: this script's mount namespace.
-check "netextd restarted: the steering table is restored" bash -c "nsenter --net=/run/netns/$LAB_LAPTOP nft list table inet netextd_apps | grep -q '$launch/$office_app'"
+socket_mark() { laptop "$bin/netext" run --quiet --app "$office_app" -- python3 -c 'import socket; s = socket.socket(); print(s.getsockopt(socket.SOL_SOCKET, 36))' 2>> "$work/run.log"; } # SO_MARK
+remarked() { nsenter --net="/run/netns/$LAB_LAPTOP" nft list table inet netextd_apps > /dev/null && [ "$(socket_mark)" = $((0x800000)) ]; }
+check "netextd restarted: the steering table is restored and the app's new sockets are marked again" remarked
 check "netextd restarted: VPN starts again" netext start PerApp
 check "netextd restarted: the bound app reaches the internal page" internal4 as_app "$office_app"
 # Per-app on demand: the first flow of a bound app starts the VPN; nobody else's does.
@@ -207,6 +209,10 @@ check "on demand: while connected, no packet of the app is held" bash -c "! ip n
 check "disable: the per-app VPN stops" netext disable PerApp
 check "after disable: no steering table" no_table
 check "after disable: no fwmark rule" bash -c "! ip netns exec $LAB_LAPTOP ip rule show | grep -q fwmark"
+# The crashed netextd's socket-mark program was replaced by the restarted one's, which disable
+# removed: nothing marks the app's sockets any more.
+unmarked() { [ "$(socket_mark)" = 0 ]; }
+check "after a crash, restart and disable: the app's new sockets carry no mark" unmarked
 
 # ---- Exclude mode: a full tunnel with a kill switch, one app let around it
 echo "$client_key" | netext create --name Full --provider com.netext.tunnel --server 203.0.113.2:51900 \

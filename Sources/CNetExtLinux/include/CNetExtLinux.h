@@ -167,9 +167,12 @@ int netext_socket_inode(int fd, int ipv6, int protocol, const unsigned char *loc
 /// -errno.
 int netext_bpf_socket_mark_program(unsigned int mark, char *log, unsigned int log_size);
 
-/// Attaches program `program_fd` to the cgroup directory `cgroup_fd` (BPF_F_ALLOW_MULTI: other
-/// programs there stay). Returns 0 or -errno.
+/// Attaches program `program_fd` to the cgroup directory `cgroup_fd` (BPF_F_ALLOW_OVERRIDE: it
+/// replaces the program of this kind attached there, such as one a crashed netextd left; a
+/// cgroup holding other programs of this kind in multi mode refuses it with -EPERM). Returns 0
+/// or -errno.
 int netext_bpf_cgroup_attach(int cgroup_fd, int program_fd);
 
-/// Detaches it again. Returns 0 or -errno.
+/// Detaches the program of this kind from the cgroup (whichever is attached: in override mode
+/// there is one). Returns 0 or -errno.
 int netext_bpf_cgroup_detach(int cgroup_fd, int program_fd);

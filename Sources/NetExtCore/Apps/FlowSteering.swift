@@ -6,7 +6,10 @@ import Foundation
 /// the rules never change when cgroups come and go — and a mark; a `type route` output chain
 /// marks the packets of sockets created in those cgroups, and policy rules
 /// (``NetworkPlan/AppRouting``) send marked packets into the tunnel (include mode) or around it
-/// (exclude mode). Pure: it computes the ruleset; netextd's network worker installs it.
+/// (exclude mode). Where an eBPF program marks an app's sockets as they are created
+/// (``Member/socketMarked``), the table has nothing to do for that cgroup, and without a nat
+/// chain the namespace runs without connection tracking. Pure: it computes the ruleset;
+/// netextd's network worker installs it.
 ///
 /// The kernel's `socket cgroupv2 level N` compares the ancestor at depth N of the socket's
 /// cgroup, so there is one rule per depth the set's cgroups sit at, each looking up the same set.
@@ -106,6 +109,15 @@ public struct FlowSteering: Sendable, Hashable {
         public var interface: String
         /// The apps' cgroups alive now.
         public var cgroups: [AppCgroup]
+        /// The cgroups (paths) whose sockets an eBPF program gives the mark at creation. Their
+        /// sockets need no rule of the table: they choose the tunnel's route (or the way around
+        /// it) and its source address themselves, and a socket older than the program keeps the
+        /// way it had (as an app's flows opened before it was bound do on Apple's platforms).
+        /// The other cgroups' packets are marked by the route chain, and translated.
+        public var socketMarked: Set<String>
+        /// Per-app on demand is on (include mode): a flow held while the tunnel was down chose
+        /// the underlay's source address before the tunnel came up, so translation stays on.
+        public var isOnDemand: Bool
         /// Where the apps' DNS queries (port 53) go instead of where they were sent: the
         /// tunnel's resolvers in include mode, the resolvers outside it in exclude mode. Empty:
         /// left as sent.
@@ -124,9 +136,12 @@ public struct FlowSteering: Sendable, Hashable {
 
         public init(
             configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = [],
-            tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil, domainLimited: [DomainLimitedApps] = []
+            tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil, domainLimited: [DomainLimitedApps] = [], socketMarked: Set<String> = [],
+            isOnDemand: Bool = false
         ) {
+            self.isOnDemand = isOnDemand
             self.domainLimited = domainLimited
+            self.socketMarked = socketMarked
             self.configuration = configuration
             self.mode = mode
             self.mark = mark
@@ -138,6 +153,16 @@ public struct FlowSteering: Sendable, Hashable {
         }
 
         var setName: String { "apps_" + String(mark >> 16, radix: 16) }
+
+        /// The cgroups whose packets the route chain marks (no eBPF mark on their sockets).
+        var tableMarked: [AppCgroup] { cgroups.filter { !socketMarked.contains($0.path) } }
+
+        /// Whether some of the apps' packets are marked after their socket chose its source
+        /// address, and so need translating: those of cgroups without the eBPF mark, a
+        /// domain-limited app's (marked by destination), and on demand's held first flows.
+        var needsTranslation: Bool {
+            !tableMarked.isEmpty || (mode == .include && (isOnDemand || domainLimited.contains { !$0.cgroups.isEmpty }))
+        }
 
         /// The sets of one domain-limited rule: its cgroups, and its IPv4 and IPv6 destinations.
         func domainSetNames(_ apps: DomainLimitedApps) -> (cgroups: String, ipv4: String, ipv6: String) {
@@ -210,7 +235,7 @@ public struct FlowSteering: Sendable, Hashable {
         var lines = ["add table inet \(Self.tableName)", "delete table inet \(Self.tableName)", "table inet \(Self.tableName) {"]
         let ordered = members.sorted { $0.mark < $1.mark }
         for member in ordered {
-            lines += cgroupSet(member.setName, member.cgroups)
+            lines += cgroupSet(member.setName, member.tableMarked)
             for apps in member.domainLimited {
                 let names = member.domainSetNames(apps)
                 lines += cgroupSet(names.cgroups, apps.cgroups)
@@ -222,7 +247,7 @@ public struct FlowSteering: Sendable, Hashable {
         lines += ["  chain route {", "    type route hook output priority mangle; policy accept;"]
         for member in ordered {
             let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(member.mark))"
-            for depth in Self.depths(member.cgroups) {
+            for depth in Self.depths(member.tableMarked) {
                 lines.append("    socket cgroupv2 level \(depth) @\(member.setName) \(setMark)")
             }
             for apps in member.domainLimited {
@@ -275,7 +300,9 @@ public struct FlowSteering: Sendable, Hashable {
             }
             lines.append("  }")
         }
-        let connected = ordered.filter { !$0.interface.isEmpty }
+        // Only where something needs translating: a nat chain switches connection tracking on
+        // for every packet of the namespace.
+        let connected = ordered.filter { !$0.interface.isEmpty && $0.needsTranslation }
         if !connected.isEmpty {
             // A socket picks its source address by the route it sees before the mark reroutes
             // it: an included app's has the underlay's address and gets the tunnel's; an
@@ -286,7 +313,7 @@ public struct FlowSteering: Sendable, Hashable {
                 switch member.mode {
                 case .include:
                     // Sockets the eBPF program marked at creation already have the tunnel's
-                    // address: only older ones are translated.
+                    // address: they are left alone.
                     let rules = Self.bySource(member.tunnelAddresses, matching: false)
                     lines += (rules.isEmpty ? [""] : rules).map { "    oifname \"\(member.interface)\" \(marked)\($0) masquerade" }
                 case .exclude:

@@ -315,7 +315,8 @@ actor AppSteeringController {
                 return FlowSteering.Member(
                     configuration: entry.configuration.id, mode: entry.mode, mark: entry.mark, interface: entry.interface,
                     cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses,
-                    onDemandLogGroup: triggers[entry.configuration.id]?.group, domainLimited: limited)
+                    onDemandLogGroup: triggers[entry.configuration.id]?.group, domainLimited: limited,
+                    socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand)
             },
             nftPathPrefix: host?.nftPathPrefix ?? "")
     }

@@ -25,7 +25,8 @@ public final class SocketMarkProgram: Sendable {
         self.fd = result
     }
 
-    /// Attaches the program to the cgroup directory at `path` (absolute).
+    /// Attaches the program to the cgroup directory at `path` (absolute), replacing the program
+    /// of its kind attached there (one left by a netextd that crashed).
     public func attach(toCgroup path: String) throws(SystemError) {
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { throw SystemError("open", errno: errno, subject: path) }
