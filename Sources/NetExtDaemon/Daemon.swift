@@ -46,7 +46,7 @@ public final class Daemon: Sendable {
         if stubAddress == nil { logger.warning("NETEXT_DNS_STUB is not ADDRESS:PORT; DNS match domains will be ignored", metadata: ["value": "\(settings.dnsStubAddress)"]) }
         var appCgroups: (any AppCgroupHost)?
         var appCgroupProblem = ""
-        do throws(NetExtError) { appCgroups = try SystemAppCgroups() } catch {
+        do throws(NetExtError) { appCgroups = try SystemAppCgroups(marksSockets: settings.appSocketMarks) } catch {
             appCgroupProblem = error.message
             logger.notice("per-app routing is unavailable", metadata: ["reason": "\(error.message)"])
         }

@@ -21,6 +21,10 @@ public struct DaemonSettings: Sendable {
     /// The cgroup (relative to the cgroup v2 root) under which `netext run --app` places apps,
     /// one child per app (`NETEXT_APP_CGROUP`).
     public var appCgroupRoot: String = "netext-apps"
+    /// `$NETEXT_APP_SOCKET_MARKS`, default on: apps' sockets are marked at creation by an eBPF
+    /// program; `off` leaves the marking to the nftables rules alone (kernels whose eBPF
+    /// misbehaves; the per-app benchmark's comparison).
+    public var appSocketMarks = true
     /// `$NETEXT_FILTER_RULES_ROOT`, default `/var/lib/netext-filter-rules`: each content filter
     /// data provider reads its rules from `<root>/<bundle identifier>` (world-readable, written
     /// by root and control providers; outside the private state directory).
@@ -49,6 +53,7 @@ public struct DaemonSettings: Sendable {
             let trimmed = root.split(separator: "/").joined(separator: "/")
             if !trimmed.isEmpty && FlowSteering.isWritable(path: trimmed) && !trimmed.split(separator: "/").contains("..") { settings.appCgroupRoot = trimmed }
         }
+        if environment["NETEXT_APP_SOCKET_MARKS"] == "off" { settings.appSocketMarks = false }
         if let rules = environment["NETEXT_FILTER_RULES_ROOT"] { settings.filterRulesRoot = rules }
         if let interval = environment["NETEXT_PREFILTER_INTERVAL"].flatMap(Double.init), interval >= 1 { settings.prefilterFetchIntervalOverride = interval }
         return settings

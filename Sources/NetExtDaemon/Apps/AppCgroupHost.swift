@@ -39,8 +39,12 @@ public final class SystemAppCgroups: AppCgroupHost {
     /// One loaded program per mark; nil once loading failed (no eBPF here: nft alone marks).
     private let programs = Mutex<[UInt32: SocketMarkProgram?]>([:])
 
-    /// The hierarchy this process sees; throws a sentence if none is mounted.
-    public init() throws(NetExtError) {
+    private let marksSockets: Bool
+
+    /// The hierarchy this process sees; throws a sentence if none is mounted. `marksSockets`:
+    /// whether apps' sockets get their mark from an eBPF program at creation.
+    public init(marksSockets: Bool = true) throws(NetExtError) {
+        self.marksSockets = marksSockets
         do { tree = try CgroupTree.current() } catch {
             throw NetExtError(.connectionFailed, "per-app routing needs cgroup v2: \(error.description)")
         }
@@ -63,6 +67,7 @@ public final class SystemAppCgroups: AppCgroupHost {
     public func stopWatching() { watcher.stop() }
 
     public func markSockets(in path: String, mark: UInt32) -> Bool {
+        guard marksSockets else { return false }
         let program: SocketMarkProgram? = programs.withLock { loaded in
             if let known = loaded[mark] { return known }
             let made = try? SocketMarkProgram(mark: mark)
