@@ -51,6 +51,7 @@ struct TunnelLabTests {
         #expect(result.stdout.contains("org.example.Backup  Everything  bypasses  connected"))
         #expect(result.stdout.contains("netext: running curl as org.example.Mail (through Office Apps)\nOffice intranet: hello from 10.20.0.5\n198.51.100.2 - \"GET /public.html"))
         #expect(result.stdout.contains("(the office resolver saw: intranet.office.test 1 from 10.99.0.2)"))
+        #expect(result.stdout.contains("# SO_MARK\n0x800000\n"), "the app's sockets are marked at creation")
         #expect(result.stdout.contains("through for office.test (1 address answered)"))
         #expect(result.stdout.contains("== Done"))
     }

@@ -13,29 +13,13 @@ A /queries body is a protobuf `Requests` message whose only field is `repeated R
 (Apple's pir.proto), so 64 copies of a one-query body make a valid 64-query body.
 Only the loopback server given with --server is contacted.
 """
-import argparse, glob, http.client, os, sys, threading, time
+import argparse, http.client, os, sys, threading, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pir_recorded import one_query
+from pir_recorded import load as load_recorded
 
 def load(directory):
-    def body(pattern):
-        files = sorted(glob.glob(os.path.join(directory, pattern)))
-        if not files:
-            sys.exit(f"pir-flood: no {pattern} in {directory} (record one with netext-urlfilter-db query --record-requests)")
-        with open(files[-1], "rb") as handle:
-            return handle.read()
-    with open(os.path.join(directory, "user-identifier")) as handle:
-        user = handle.read().strip()
-    return user, body("*-key.bin"), body("*-queries.bin")
-
-def one_query(body):
-    """The first Request of a recorded Requests message, as a message of its own."""
-    assert body[0] == 0x0A, "a Requests message starts with field 1"
-    length, shift, offset = 0, 0, 1
-    while True:
-        byte = body[offset]; offset += 1
-        length |= (byte & 0x7F) << shift; shift += 7
-        if byte < 0x80:
-            break
-    return body[:offset + length]
+    return load_recorded(directory, "pir-flood")
 
 class Client:
     def __init__(self, host, port, user):
