@@ -369,7 +369,10 @@ let package = Package(
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(
             name: "NetExtDaemonTests",
-            dependencies: ["NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtTesting", "ServiceMetrics", "NetExtTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTesting", "ServiceMetrics", "NetExtTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "NetExtTestingTests",
             dependencies: [
