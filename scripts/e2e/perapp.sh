@@ -61,8 +61,8 @@ lab_wait "office curl -s -o /dev/null 'http://[fd20::5]:8081/'" 15
 lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null http://100.64.0.80:8080/public.html" 15
 lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null 'http://[2001:db8:ff::80]:8080/public.html'" 15
 
-start_netextd() {
-  lab_spawn "$LAB_LAPTOP" sh -c "mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec '$bin/netextd' 2>> '$work/netextd.log'"; NETEXTD_PID=$!
+start_netextd() { # start_netextd [VAR=VALUE…]
+  lab_spawn "$LAB_LAPTOP" env "$@" sh -c "mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec '$bin/netextd' 2>> '$work/netextd.log'"; NETEXTD_PID=$!
   lab_wait "'$bin/netext' status" 15
 }
 start_netextd
@@ -196,6 +196,25 @@ remarked() { nsenter --net="/run/netns/$LAB_LAPTOP" nft list table inet netextd_
 check "netextd restarted: the steering table is restored and the app's new sockets are marked again" remarked
 check "netextd restarted: VPN starts again" netext start PerApp
 check "netextd restarted: the bound app reaches the internal page" internal4 as_app "$office_app"
+
+# nftables alone (a kernel without cgroup eBPF, or NETEXT_APP_SOCKET_MARKS=off): netextd killed
+# again and started without socket marks. It clears the program the last one left, and the
+# table marks the app's packets and translates their source instead.
+kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
+for pid in $(e2e_provider_pid); do kill -9 "$pid"; done
+start_netextd NETEXT_APP_SOCKET_MARKS=off
+table_marks() { nsenter --net="/run/netns/$LAB_LAPTOP" nft list table inet netextd_apps > "$work/table.txt" && grep -q "socket cgroupv2 level 2 @apps_80 counter" "$work/table.txt" && grep -q masquerade "$work/table.txt" && grep -q "$launch/$office_app" "$work/table.txt"; }
+check "nftables alone: VPN starts" netext start PerApp
+check "nftables alone: the app's cgroup is in the set, a rule marks it, a masquerade translates it" table_marks
+unmarked() { [ "$(socket_mark)" = 0 ]; }
+check "nftables alone: the last netextd's program was cleared (new sockets carry no mark)" unmarked
+check "nftables alone: the bound app reaches the internal page (IPv4)" internal4 as_app "$office_app"
+check "nftables alone: the bound app reaches the internal page (IPv6)" internal6 as_app "$office_app"
+check "nftables alone: another program does not" bash -c "! ip netns exec $LAB_LAPTOP curl -s -m 2 http://10.20.0.5:8080/ | grep -q 'internal page'"
+check "nftables alone: the bound app reaches the public server through the tunnel (seen from 203.0.113.2)" public4_from 203.0.113.2 as_app "$office_app"
+kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
+start_netextd
+check "netextd with socket marks again: VPN starts, the app's sockets are marked" bash -c "'$bin/netext' start PerApp > /dev/null && [ \"\$(ip netns exec $LAB_LAPTOP '$bin/netext' run --quiet --app '$office_app' -- python3 -c 'import socket; print(socket.socket().getsockopt(socket.SOL_SOCKET, 36))' 2>/dev/null)\" = $((0x800000)) ]"
 # Per-app on demand: the first flow of a bound app starts the VPN; nobody else's does.
 check "stop the per-app VPN" netext stop PerApp
 check "on-demand on, without rules" netext on-demand PerApp on
@@ -211,7 +230,6 @@ check "after disable: no steering table" no_table
 check "after disable: no fwmark rule" bash -c "! ip netns exec $LAB_LAPTOP ip rule show | grep -q fwmark"
 # The crashed netextd's socket-mark program was replaced by the restarted one's, which disable
 # removed: nothing marks the app's sockets any more.
-unmarked() { [ "$(socket_mark)" = 0 ]; }
 check "after a crash, restart and disable: the app's new sockets carry no mark" unmarked
 
 # ---- Exclude mode: a full tunnel with a kill switch, one app let around it

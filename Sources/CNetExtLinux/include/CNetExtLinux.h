@@ -174,5 +174,5 @@ int netext_bpf_socket_mark_program(unsigned int mark, char *log, unsigned int lo
 int netext_bpf_cgroup_attach(int cgroup_fd, int program_fd);
 
 /// Detaches the program of this kind from the cgroup (whichever is attached: in override mode
-/// there is one). Returns 0 or -errno.
+/// there is one; `program_fd` may be -1). Returns 0 or -errno.
 int netext_bpf_cgroup_detach(int cgroup_fd, int program_fd);

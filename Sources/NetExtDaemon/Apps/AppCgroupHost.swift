@@ -40,6 +40,8 @@ public final class SystemAppCgroups: AppCgroupHost {
     private let programs = Mutex<[UInt32: SocketMarkProgram?]>([:])
 
     private let marksSockets: Bool
+    /// Without socket marks: the cgroups already cleared of programs left by an earlier netextd.
+    private let cleared = Mutex<Set<String>>([])
 
     /// The hierarchy this process sees; throws a sentence if none is mounted. `marksSockets`:
     /// whether apps' sockets get their mark from an eBPF program at creation.
@@ -67,7 +69,12 @@ public final class SystemAppCgroups: AppCgroupHost {
     public func stopWatching() { watcher.stop() }
 
     public func markSockets(in path: String, mark: UInt32) -> Bool {
-        guard marksSockets else { return false }
+        guard marksSockets else {
+            // A program an earlier netextd left would keep marking behind the table's back
+            // (cleared once per cgroup).
+            if cleared.withLock({ $0.insert(path).inserted }) { SocketMarkProgram.detachAny(fromCgroup: tree.mountPoint + "/" + path) }
+            return false
+        }
         let program: SocketMarkProgram? = programs.withLock { loaded in
             if let known = loaded[mark] { return known }
             let made = try? SocketMarkProgram(mark: mark)

@@ -43,5 +43,16 @@ public final class SocketMarkProgram: Sendable {
         _ = netext_bpf_cgroup_detach(directory, fd)
     }
 
+    /// Detaches whatever program of this kind is attached to the cgroup at `path` (in override
+    /// mode there is at most one: a netextd that crashed may have left its own). Returns whether
+    /// one was.
+    @discardableResult
+    public static func detachAny(fromCgroup path: String) -> Bool {
+        let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { return false }
+        defer { close(directory) }
+        return netext_bpf_cgroup_detach(directory, -1) == 0
+    }
+
     deinit { close(fd) }
 }
