@@ -37,7 +37,7 @@ struct TunnelLabTests {
 
     @Test("per-app VPN: only the bound app's flows (IPv4, IPv6, DNS) go through the tunnel, a scope made later joins, an app launched earlier is steered once bound; exclude mode lets one app around a full tunnel and its kill switch; per-app on demand from the first flow; every table and cgroup removed")
     func perApp() async throws {
-        try await runChecks("scripts/e2e/perapp.sh", checks: 90, timeout: 240)
+        try await runChecks("scripts/e2e/perapp.sh", checks: 91, timeout: 240)
     }
 
     @Test("scripts/demo-perapp shows the bound app's page through the tunnel, the other program's failing, and an excluded app going around a full tunnel")

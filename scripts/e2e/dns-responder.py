@@ -4,12 +4,14 @@ queries for names within ZONE with ADDRESS, answers other types with no records,
 outside the zone with NXDOMAIN. Names starting with "big." are answered over UDP with the TC bit
 and no records (as a too-large answer would be), so the client retries over TCP. Appends
 "NAME TYPE from SOURCE" (plus " tcp" for TCP) to LOG.
-Usage: dns-responder.py BIND_ADDRESS ZONE ADDRESS LOG  (runs until killed)."""
+Usage: dns-responder.py BIND_ADDRESS ZONE ADDRESS LOG  (runs until killed; BIND_ADDRESS IPv4 or IPv6,
+ADDRESS the IPv4 address of the A answers)."""
 import socket
 import sys
 import threading
 
 bind, zone, answer, log_path = sys.argv[1:5]
+family = socket.AF_INET6 if ":" in bind else socket.AF_INET
 zone = zone.strip(".").lower()
 lock = threading.Lock()
 
@@ -43,7 +45,7 @@ def respond(query, source, transport):
 
 
 def serve_tcp():
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((bind, 53))
     listener.listen(16)
@@ -67,7 +69,7 @@ def serve_tcp():
 
 
 threading.Thread(target=serve_tcp, daemon=True).start()
-server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+server = socket.socket(family, socket.SOCK_DGRAM)
 server.bind((bind, 53))
 while True:
     query, source = server.recvfrom(4096)

@@ -33,9 +33,11 @@ mkdir -p "/etc/netns/$LAB_LAPTOP"
 resolv="/etc/netns/$LAB_LAPTOP/resolv.conf"
 echo "nameserver 198.51.100.53" > "$resolv"
 # The home resolver (on the internet) and the office's answer the same name differently.
-lab_in "$LAB_INTERNET" sh -c 'ip addr add 198.51.100.53/32 dev lo && ip addr add 100.64.0.80/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo'
+lab_in "$LAB_INTERNET" sh -c 'ip addr add 198.51.100.53/32 dev lo && ip addr add 100.64.0.80/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo && ip -6 addr add 2001:db8:ff::53/128 dev lo'
 lab_in "$LAB_OFFICE" ip addr add 10.20.0.53/32 dev lo
 lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.53 lab.test 100.64.0.80 "$work/home-dns.log"
+# The same home resolver's answers on IPv6 (a laptop whose resolver file names an IPv6 server).
+lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 2001:db8:ff::53 lab.test 100.64.0.80 "$work/home-dns.log"
 lab_spawn "$LAB_OFFICE" python3 scripts/e2e/dns-responder.py 10.20.0.53 lab.test 10.20.0.5 "$work/office-dns.log"
 mkdir -p "$work/www"; echo "internal page" > "$work/www/index.html"; echo "public page" > "$work/www/public.html"
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www"
@@ -182,6 +184,11 @@ lab_capture_stop "$dump" "$work/domains.pcap"
 office_dns=$(laptop tcpdump -n -r "$work/domains.pcap" 'port 53 and not host 198.51.100.53' 2>/dev/null | wc -l)
 cleartext=$(laptop tcpdump -n -A -r "$work/domains.pcap" 2>/dev/null | grep -c 'internal page')
 check "underlay: the domain-limited app's office query and page crossed only inside the tunnel ($office_dns DNS packets, $cleartext pages in the clear)" bash -c "[ $office_dns -eq 0 ] && [ $cleartext -eq 0 ]"
+# A resolver file naming an IPv6 server: the app's query goes to netextd's resolver on ::1.
+echo "nameserver 2001:db8:ff::53" > "$resolv"
+: > "$work/office-dns.log"
+check "domain-limited DNS over IPv6: a name in the domain resolves through the office's resolver (via netextd's resolver on ::1)" bash -c "ip netns exec $LAB_LAPTOP '$bin/netext' run --app '$mail_app' -- getent ahostsv4 v6.lab.test 2>/dev/null | grep -q '^10.20.0.5 ' && grep -q '^v6.lab.test 1 from 10.99.0.2' '$work/office-dns.log'"
+echo "nameserver 198.51.100.53" > "$resolv"
 check "netext apps shows the domain and the answered address" bash -c "'$bin/netext' apps | grep '$mail_app' | grep -q 'through for lab.test (1 address answered)'"
 check "netext app unbind of the domain-limited app" netext app unbind "$mail_app" --vpn PerApp
 check "unbound: its rule's sets are gone" bash -c "! nsenter --net=/run/netns/$LAB_LAPTOP nft list table inet netextd_apps | grep -q dst4_80_0"
