@@ -45,9 +45,7 @@ public final class TCPSocket: @unchecked Sendable {
         let fd = socket(address.isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         let socket = TCPSocket(fd: fd)
-        if var mark {
-            guard setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, socklen_t(MemoryLayout<UInt32>.size)) == 0 else { return nil }
-        }
+        if let mark, !setSocketMark(fd, mark) { return nil }
         socket.setTimeouts(milliseconds: timeoutMilliseconds)
         guard address.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 else { return nil }
         return socket

@@ -221,7 +221,8 @@ check "nftables alone: another program does not" bash -c "! ip netns exec $LAB_L
 check "nftables alone: the bound app reaches the public server through the tunnel (seen from 203.0.113.2)" public4_from 203.0.113.2 as_app "$office_app"
 kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
 start_netextd
-check "netextd with socket marks again: VPN starts, the app's sockets are marked" bash -c "'$bin/netext' start PerApp > /dev/null && [ \"\$(ip netns exec $LAB_LAPTOP '$bin/netext' run --quiet --app '$office_app' -- python3 -c 'import socket; print(socket.socket().getsockopt(socket.SOL_SOCKET, 36))' 2>/dev/null)\" = $((0x800000)) ]"
+marked_again() { "$bin/netext" start PerApp > /dev/null && [ "$(socket_mark)" = $((0x800000)) ]; }
+check "netextd with socket marks again: VPN starts, the app's sockets are marked" marked_again
 # Per-app on demand: the first flow of a bound app starts the VPN; nobody else's does.
 check "stop the per-app VPN" netext stop PerApp
 check "on-demand on, without rules" netext on-demand PerApp on

@@ -75,9 +75,24 @@ public final class DNSStub: Sendable {
         answerObserver.withLock { $0 = body }
     }
 
-    /// The answer to relay: the tunnel's is shown to the answer observer first.
-    private func relayed(_ reply: [UInt8], fromTunnel: Bool) -> [UInt8] {
-        if fromTunnel, let observe = answerObserver.withLock({ $0 }) { observe(reply) }
+    /// The answer to `query` for the client, over UDP or TCP (`forward` asks the servers with
+    /// the mark given): the query observer sees the name first, the servers are the routing's
+    /// for it, an answer from the tunnel's is shown to the answer observer before it is
+    /// returned, and no answer gives SERVFAIL.
+    private func answer(
+        _ query: DNSQuery, message: [UInt8], forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
+    ) -> [UInt8] {
+        if let observe = observer.withLock({ $0 }) { observe(query.name) }
+        let route = routing.withLock { $0.servers(for: query.name) }
+        let throughTunnel = route.matched != nil
+        counters.withLock { counters in
+            if throughTunnel { counters.forwardedToTunnel += 1 } else { counters.forwardedToSystem += 1 }
+        }
+        guard let reply = forward(route.servers, throughTunnel ? tunnelMark : nil) else {
+            counters.withLock { $0.unanswered += 1 }
+            return query.serverFailure(for: message)
+        }
+        if throughTunnel, let observe = answerObserver.withLock({ $0 }) { observe(reply) }
         return reply
     }
 
@@ -136,16 +151,7 @@ public final class DNSStub: Sendable {
             guard admit() else { continue }
             queue.async {
                 defer { self.inFlight.withLock { $0 -= 1 } }
-                if let observe = self.observer.withLock({ $0 }) { observe(query.name) }
-                let route = self.routing.withLock { $0.servers(for: query.name) }
-                self.counters.withLock { counters in
-                    if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
-                }
-                let mark = route.matched == nil ? nil : self.tunnelMark
-                let reply = self.forward(message, id: query.id, to: route.servers, mark: mark).map { self.relayed($0, fromTunnel: route.matched != nil) } ?? {
-                    self.counters.withLock { $0.unanswered += 1 }
-                    return query.serverFailure(for: message)
-                }()
+                let reply = self.answer(query, message: message) { servers, mark in self.forward(message, id: query.id, to: servers, mark: mark) }
                 try? reply.withUnsafeBytes { try self.socket.send($0, to: client) }
             }
         }
@@ -181,16 +187,7 @@ public final class DNSStub: Sendable {
                 counters.withLock { $0.malformed += 1 }
                 return
             }
-            if let observe = observer.withLock({ $0 }) { observe(query.name) }
-            let route = routing.withLock { $0.servers(for: query.name) }
-            counters.withLock { counters in
-                if route.matched == nil { counters.forwardedToSystem += 1 } else { counters.forwardedToTunnel += 1 }
-            }
-            let mark = route.matched == nil ? nil : tunnelMark
-            let reply = forwardTCP(message, id: query.id, to: route.servers, mark: mark).map { relayed($0, fromTunnel: route.matched != nil) } ?? {
-                counters.withLock { $0.unanswered += 1 }
-                return query.serverFailure(for: message)
-            }()
+            let reply = answer(query, message: message) { servers, mark in forwardTCP(message, id: query.id, to: servers, mark: mark) }
             guard connection.write([UInt8(reply.count >> 8), UInt8(reply.count & 0xff)] + reply) else { return }
         }
     }

@@ -33,8 +33,7 @@ public final class UDPSocket: Sendable {
     /// Marks the socket's packets (`SO_MARK`, needs CAP_NET_ADMIN): policy rules on the mark
     /// choose their route. Set it before `connect` so the route and source address follow it.
     public func setMark(_ mark: UInt32) throws(SystemError) {
-        var value = mark
-        guard setsockopt(fd, SOL_SOCKET, SO_MARK, &value, socklen_t(MemoryLayout<UInt32>.size)) == 0 else { throw SystemError("setsockopt SO_MARK", errno: errno) }
+        guard setSocketMark(fd, mark) else { throw SystemError("setsockopt SO_MARK", errno: errno) }
     }
 
     /// Connects the socket to one peer (a client's socket to its server).
