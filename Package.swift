@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
         .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
+        .executable(name: "netext-proxy-provider", targets: ["netext-proxy-provider"]),
         .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
         .executable(name: "netext-server", targets: ["netext-server"]),
         .executable(name: "netext-urlfilter-db", targets: ["netext-urlfilter-db"]),
@@ -90,6 +91,8 @@ let package = Package(
             swiftSettings: strict),
         // The reference content filter providers (school filter).
         .target(name: "NetExtFilters", dependencies: ["NetExt", "HTTPFetching"], swiftSettings: strict),
+        // The reference app proxy: SOCKS 5 and HTTP CONNECT handshakes and the forwarding provider.
+        .target(name: "NetExtProxies", dependencies: ["NetExt", "NetExtCore", "NetExtLinux"], swiftSettings: strict),
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.
         .target(name: "BloomFilter", swiftSettings: strict),
         // BFV homomorphic encryption over RNS with NTT arithmetic (the URL filter's PIR).
@@ -306,6 +309,7 @@ let package = Package(
         .executableTarget(name: "netext-server", dependencies: ["NetExtServerCommands"]),
         .executableTarget(name: "netext-urlfilter-db", dependencies: ["URLFilterDatabaseCommand"]),
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
+        .executableTarget(name: "netext-proxy-provider", dependencies: ["NetExt", "NetExtProxies"]),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
         // BFV primitive timings at the PIR parameters (scripts/bench-pir).
@@ -367,6 +371,7 @@ let package = Package(
             name: "CommandLoggingTests",
             dependencies: ["CommandLogging", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
+        .testTarget(name: "NetExtProxiesTests", dependencies: ["NetExtProxies", "NetExt", "NetExtIPC", "NetExtCore", "NetExtLinux"]),
         .testTarget(
             name: "NetExtDaemonTests",
             dependencies: [

@@ -253,7 +253,7 @@ public enum FlowChannelCodec {
         }
     }
 
-    private static func appendText(_ text: String, to bytes: inout [UInt8]) {
+    static func appendText(_ text: String, to bytes: inout [UInt8]) {
         // Cut at a character boundary, so what is sent is still UTF-8.
         var utf8: [UInt8] = []
         for scalar in text.unicodeScalars {
@@ -265,11 +265,11 @@ public enum FlowChannelCodec {
         bytes += utf8
     }
 
-    private static func append<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {
+    static func append<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.bigEndian) { bytes += $0 }
     }
 
-    private struct Reader {
+    struct Reader {
         let bytes: UnsafeRawBufferPointer
         var offset = 0
 

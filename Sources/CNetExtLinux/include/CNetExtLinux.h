@@ -176,3 +176,28 @@ int netext_bpf_cgroup_attach(int cgroup_fd, int program_fd);
 /// Detaches the program of this kind from the cgroup (whichever is attached: in override mode
 /// there is one; `program_fd` may be -1). Returns 0 or -errno.
 int netext_bpf_cgroup_detach(int cgroup_fd, int program_fd);
+
+// MARK: App proxy (proxy.c)
+
+/// A TCP listener for nftables `tproxy` (IP_TRANSPARENT / IPV6_TRANSPARENT, CAP_NET_ADMIN) on
+/// 127.0.0.1 or ::1 at `*port` (0: any free port, written back), non-blocking, close-on-exec.
+/// `udp`: a datagram socket instead, reporting each datagram's original destination
+/// (IP_RECVORIGDSTADDR / IPV6_RECVORIGDSTADDR). Returns the descriptor or -errno.
+int netext_tproxy_socket(int ipv6, int udp, uint16_t *port);
+
+/// Sends `length` bytes as one message with `fd_to_send` attached (SCM_RIGHTS; -1: none).
+/// Returns 0 or -errno.
+int netext_send_fd_message(int socket_fd, int fd_to_send, const void *bytes, size_t length);
+
+/// Receives one message into `buffer` and the descriptor attached to it (`*fd`, -1 if none;
+/// close-on-exec). Returns its length (0: the peer closed) or -errno.
+ssize_t netext_receive_fd_message(int socket_fd, void *buffer, size_t capacity, int *fd);
+
+/// The local (`peer` 0) or remote (`peer` 1) address of a socket: family (4 or 6), 16 address
+/// bytes (IPv4 in the first 4) and the port. Returns 0 or -errno.
+int netext_socket_endpoint(int fd, int peer, int *family, unsigned char address[16], uint16_t *port);
+
+/// Moves bytes from `from` to `to` through the kernel (splice through a pipe) until `from`
+/// ends or either fails; then shuts `to` down for writing. Both are blocking sockets. Returns
+/// the bytes moved, or -errno when a read or a write failed.
+long long netext_splice_stream(int from, int to);

@@ -30,6 +30,20 @@ public enum ProviderHost {
             bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
     }
 
+    /// Runs an app proxy until it is stopped: `startProxy`, then one `handleNewFlow` per flow
+    /// netextd hands over (descriptor 4), each answered as soon as it returns.
+    public static func run(appProxy provider: any AppProxyProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
+        try await serve(
+            Lifecycle(
+                start: { start, session in
+                    try await provider.startProxy(options: start.options, context: AppProxyContext(configuration: start.configuration, password: start.password, session: session))
+                    AppProxyFlowServer.start(provider, channel: session.descriptorSocket)
+                },
+                stop: { reason in await provider.stopProxy(with: reason) },
+                appMessage: { data in await provider.handleAppMessage(data) }),
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
+    }
+
     /// Runs a content filter's data provider until it is stopped: `startFilter`, then one
     /// `handleNewFlow` per flow netextd asks about, each answered as soon as it returns.
     public static func run(filter provider: any FilterDataProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {

@@ -54,6 +54,28 @@ public struct FlowSteering: Sendable, Hashable {
         case include
         /// The apps' flows bypass a tunnel that takes everything else.
         case exclude
+        /// The apps' TCP flows go to an app proxy provider: the route chain marks them, a policy
+        /// rule sends marked packets to the local table (``FlowSteering/proxyTable``), and a
+        /// prerouting `tproxy` rule hands them to netextd's transparent listeners, so the kernel
+        /// terminates the connection and netextd passes the socket to the provider.
+        case proxy
+    }
+
+    /// The routing table whose only route is `local` for every destination: where an app
+    /// proxy's marked packets are looked up, so they are delivered to this machine (and
+    /// `tproxy`'s listener) instead of leaving. Policy rules at priority ``proxyRulePriority``,
+    /// one per app proxy's mark, lead there; before every tunnel's rules.
+    public static let proxyTable = 7099
+    public static let proxyRulePriority = 7099
+
+    /// Where an app proxy's transparent listeners wait, on 127.0.0.1 and ::1.
+    public struct ProxyPorts: Sendable, Hashable {
+        public var tcp4: UInt16
+        public var tcp6: UInt16?
+        public init(tcp4: UInt16, tcp6: UInt16?) {
+            self.tcp4 = tcp4
+            self.tcp6 = tcp6
+        }
     }
 
     /// One cgroup of an app, as a path relative to the cgroup v2 root (`netext-apps/org.example.App`,
@@ -133,12 +155,18 @@ public struct FlowSteering: Sendable, Hashable {
         public var onDemandLogGroup: UInt16?
         /// The apps whose rules limit them to domains (include mode).
         public var domainLimited: [DomainLimitedApps]
+        /// Proxy mode, while the provider runs: its listeners. nil: the apps' flows are not
+        /// marked and go as they would without the proxy.
+        public var proxyPorts: ProxyPorts?
+        /// Whether the apps' flows go to a running app proxy.
+        public var isProxying: Bool { mode == .proxy && proxyPorts != nil }
 
         public init(
             configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = [],
             tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil, domainLimited: [DomainLimitedApps] = [], socketMarked: Set<String> = [],
-            isOnDemand: Bool = false
+            isOnDemand: Bool = false, proxyPorts: ProxyPorts? = nil
         ) {
+            self.proxyPorts = proxyPorts
             self.isOnDemand = isOnDemand
             self.domainLimited = domainLimited
             self.socketMarked = socketMarked
@@ -172,6 +200,9 @@ public struct FlowSteering: Sendable, Hashable {
     }
 
     public var members: [Member]
+
+    /// The marks of the running app proxies: one policy rule each to ``proxyTable``.
+    public var proxyMarks: Set<UInt32> { Set(members.filter(\.isProxying).map(\.mark)) }
     /// Where nft finds the hierarchy: nft resolves a cgroup path below `/sys/fs/cgroup`, so on a
     /// hybrid layout (cgroup2 at `/sys/fs/cgroup/unified`) this is `unified/`; on a unified one
     /// it is empty.
@@ -247,6 +278,15 @@ public struct FlowSteering: Sendable, Hashable {
         lines += ["  chain route {", "    type route hook output priority mangle; policy accept;"]
         for member in ordered {
             let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(member.mark))"
+            if member.mode == .proxy {
+                // Only TCP to other machines: loopback and the machine's own addresses stay
+                // local, and ICMP or DNS to the stub keep their way.
+                guard member.isProxying else { continue }
+                for depth in Self.depths(member.tableMarked) {
+                    lines.append("    socket cgroupv2 level \(depth) @\(member.setName) meta l4proto tcp fib daddr type != local \(setMark)")
+                }
+                continue
+            }
             for depth in Self.depths(member.tableMarked) {
                 lines.append("    socket cgroupv2 level \(depth) @\(member.setName) \(setMark)")
             }
@@ -259,6 +299,23 @@ public struct FlowSteering: Sendable, Hashable {
             }
         }
         lines.append("  }")
+        let proxying = ordered.filter(\.isProxying)
+        if !proxying.isEmpty {
+            // The marked packets come back in through lo (the proxy table's local route), and
+            // `tproxy` gives them to the listener without changing their addresses.
+            lines += ["  chain proxy {", "    type filter hook prerouting priority mangle; policy accept;"]
+            for member in proxying {
+                guard let ports = member.proxyPorts else { continue }
+                let marked = "iifname \"lo\" \(Self.markMatch(member.mark)) meta l4proto tcp"
+                lines.append("    \(marked) meta nfproto ipv4 counter tproxy ip to 127.0.0.1:\(ports.tcp4) accept")
+                if let tcp6 = ports.tcp6 {
+                    lines.append("    \(marked) meta nfproto ipv6 counter tproxy ip6 to [::1]:\(tcp6) accept")
+                } else {
+                    lines.append("    \(marked) meta nfproto ipv6 counter reject with tcp reset")
+                }
+            }
+            lines.append("  }")
+        }
         let waiting = ordered.filter { $0.onDemandLogGroup != nil && $0.interface.isEmpty }
         if !waiting.isEmpty {
             // Before the kill switch's chain (priority filter): a held packet is logged first.
@@ -318,6 +375,8 @@ public struct FlowSteering: Sendable, Hashable {
                     lines += (rules.isEmpty ? [""] : rules).map { "    oifname \"\(member.interface)\" \(marked)\($0) masquerade" }
                 case .exclude:
                     lines += Self.bySource(member.tunnelAddresses, matching: true).map { "    oifname != \"\(member.interface)\" \(marked)\($0) masquerade" }
+                case .proxy:
+                    break
                 }
             }
             lines.append("  }")

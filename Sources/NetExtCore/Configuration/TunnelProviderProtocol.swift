@@ -111,6 +111,12 @@ extension TunnelProviderProtocol {
                 throw .invalid("appRules: \(rule.matchSigningIdentifier) appears more than once")
             }
         }
+        if providerType == .appProxy, let rule = appRules.first(where: { !$0.matchDomains.isEmpty }) {
+            throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) is not supported for an app proxy yet; its provider sees every flow of the app and may decline the ones it does not want")
+        }
+        if providerType == .appProxy && !excludedAppRules.isEmpty {
+            throw .invalid("excludedAppRules: an app proxy carries only the apps bound to it; no app needs excluding")
+        }
         for rule in excludedAppRules where !rule.matchDomains.isEmpty {
             throw .invalid("excludedAppRules: matchDomains (\(rule.matchSigningIdentifier)) limits what a per-app VPN carries; an excluded app bypasses the tunnel for every destination")
         }

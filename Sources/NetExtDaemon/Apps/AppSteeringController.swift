@@ -67,7 +67,15 @@ actor AppSteeringController {
             resolvers = [:]
         }
         /// Where the apps' DNS queries go (empty: left as sent).
-        var dnsServers: [String] { mode == .include ? tunnelResolvers : bypassResolvers }
+        var dnsServers: [String] {
+            switch mode {
+            case .include: tunnelResolvers
+            case .exclude: bypassResolvers
+            case .proxy: []
+            }
+        }
+        /// An app proxy's listeners while its provider runs.
+        var proxyPorts: FlowSteering.ProxyPorts?
         /// Per-app on demand: the apps' first flow starts the tunnel.
         var onDemand: Bool { mode == .include && configuration.isOnDemandEnabled }
     }
@@ -93,6 +101,8 @@ actor AppSteeringController {
     private var socketMarks: [String: UInt32] = [:]
 
     private let openResolver: DomainResolverOpener?
+    /// Running app proxies, told their apps' cgroups after every change.
+    private var proxyObservers: [UUID: @Sendable ([String: AppIdentifier]) -> Void] = [:]
 
     init(
         host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger,
@@ -166,6 +176,7 @@ actor AppSteeringController {
     static func steeredApps(of configuration: Configuration, testApps: [AppIdentifier] = []) -> (FlowSteering.Mode, [AppRule])? {
         guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
         if settings.isPerApp {
+            if settings.providerType == .appProxy { return (.proxy, settings.appRules) }
             let stored = Set(settings.appRules.map(\.matchSigningIdentifier))
             let mapped = testApps.filter { !stored.contains($0) }.compactMap { try? AppRule(matchSigningIdentifier: $0) }
             return (.include, settings.appRules + mapped)
@@ -177,7 +188,11 @@ actor AppSteeringController {
     /// How the session's plan routes marked flows: nil for a tunnel that does not route by app.
     func routing(for id: UUID) -> NetworkPlan.AppRouting? {
         guard let entry = entries[id] else { return nil }
-        return entry.mode == .include ? .include(mark: entry.mark) : .exclude(mark: entry.mark)
+        switch entry.mode {
+        case .include: return .include(mark: entry.mark)
+        case .exclude: return .exclude(mark: entry.mark)
+        case .proxy: return nil
+        }
     }
 
     /// The mark of a configuration's apps and its mode (the kill switch's exceptions).
@@ -194,6 +209,27 @@ actor AppSteeringController {
         entry.tunnelAddresses = addresses
         entry.tunnelResolvers = resolvers
         entries[id] = entry
+        await applyWanted()
+    }
+
+    /// The app proxy's provider runs and its listeners wait on `ports`: the apps' TCP flows go
+    /// there from now on.
+    /// `appsChanged` is told the cgroups of its apps (path → app) now and whenever they change.
+    func proxyUp(_ id: UUID, ports: FlowSteering.ProxyPorts, appsChanged: @escaping @Sendable ([String: AppIdentifier]) -> Void) async throws(NetExtError) {
+        guard var entry = entries[id], entry.mode == .proxy else {
+            throw NetExtError(.configurationInvalid, "this app proxy has no apps to proxy (bind apps with `netext app bind`)")
+        }
+        entry.proxyPorts = ports
+        entries[id] = entry
+        proxyObservers[id] = appsChanged
+        await applyWanted()
+    }
+
+    /// The app proxy's provider stopped: its apps' flows go direct again.
+    func proxyDown(_ id: UUID) async {
+        proxyObservers[id] = nil
+        guard entries[id]?.proxyPorts != nil else { return }
+        entries[id]?.proxyPorts = nil
         await applyWanted()
     }
 
@@ -316,7 +352,8 @@ actor AppSteeringController {
                     configuration: entry.configuration.id, mode: entry.mode, mark: entry.mark, interface: entry.interface,
                     cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses,
                     onDemandLogGroup: triggers[entry.configuration.id]?.group, domainLimited: limited,
-                    socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand)
+                    socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand,
+                    proxyPorts: entry.proxyPorts)
             },
             nftPathPrefix: host?.nftPathPrefix ?? "")
     }
@@ -405,7 +442,9 @@ actor AppSteeringController {
     private func updateSocketMarks() {
         guard let host else { return }
         var wanted: [String: UInt32] = [:]
-        for entry in entries.values {
+        // An app proxy's apps are marked by the table after their route was chosen: a socket
+        // marked at creation would find the proxy table's local route and fail to connect.
+        for entry in entries.values where entry.mode != .proxy {
             // A domain-limited app's sockets are marked per destination, by the table.
             let apps = entry.fullApps
             for cgroup in cgroups where apps.contains(cgroup.app) { wanted[cgroup.path] = entry.mark }
@@ -421,6 +460,11 @@ actor AppSteeringController {
 
     private func applyWanted() async {
         updateSocketMarks()
+        for (id, observer) in proxyObservers {
+            guard let entry = entries[id] else { continue }
+            let apps = Set(entry.rules.map(\.matchSigningIdentifier))
+            observer(Dictionary(cgroups.filter { apps.contains($0.app) }.map { ($0.path, $0.app) }, uniquingKeysWith: { first, _ in first }))
+        }
         if host != nil && host?.nftPathPrefix == nil && !entries.isEmpty {
             logger.error("per-app routing: nft finds cgroups only below /sys/fs/cgroup; mount cgroup2 there (or at /sys/fs/cgroup/unified)")
         }

@@ -118,10 +118,47 @@ public struct IPCommandApplier: NetworkApplier {
 
     public func applySteering(_ steering: FlowSteering) throws(NetExtError) {
         try installTable(FlowSteering.tableName, ruleset: steering.isActive ? steering.ruleset : nil, purpose: "per-app routing", what: "the per-app steering")
+        try applyProxyRouting(marks: steering.proxyMarks)
         // Replies to an app's flow come in through the tunnel from addresses the main table
         // routes elsewhere: strict reverse-path filtering would drop them, loose keeps its check.
         for member in steering.members where member.mode == .include && !member.interface.isEmpty {
             try? "2\n".write(toFile: "/proc/sys/net/ipv4/conf/\(member.interface)/rp_filter", atomically: false, encoding: .utf8)
+        }
+    }
+
+    /// One policy rule per running app proxy's mark to the proxy table, whose route delivers
+    /// everything locally (`tproxy` needs the packets to come in); the table is emptied when no
+    /// proxy runs. The rules in force are read from `ip rule`, so only differences are changed.
+    private func applyProxyRouting(marks: Set<UInt32>) throws(NetExtError) {
+        let priority = "\(FlowSteering.proxyRulePriority)", table = "\(FlowSteering.proxyTable)"
+        let mask = FlowSteering.hex(FlowSteering.markMask)
+        for family in ["-4", "-6"] {
+            // "7099:	from all fwmark 0x810000/0xff0000 lookup 7099"
+            var present = Set<UInt32>()
+            for line in run([family, "rule", "show", "priority", priority]).output.split(separator: "\n") {
+                let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                guard let index = words.firstIndex(of: "fwmark"), index + 1 < words.count,
+                      let mark = UInt32(words[index + 1].prefix { $0 != "/" }.dropFirst(2), radix: 16) else { continue }
+                present.insert(mark)
+            }
+            if present.isEmpty && marks.isEmpty { continue }
+            if !marks.isEmpty {
+                let route = run([family, "route", "replace", "local", "default", "dev", "lo", "table", table])
+                guard route.status == 0 else {
+                    throw NetExtError(.connectionFailed, "ip \(family) route replace local default dev lo table \(table) failed: \(route.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+                }
+            }
+            for mark in marks.subtracting(present).sorted() {
+                let rule = [family, "rule", "add", "priority", priority, "fwmark", "\(FlowSteering.hex(mark))/\(mask)", "lookup", table]
+                let result = run(rule)
+                guard result.status == 0 else {
+                    throw NetExtError(.connectionFailed, "ip \(rule.joined(separator: " ")) failed: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+                }
+            }
+            for mark in present.subtracting(marks) {
+                _ = run([family, "rule", "del", "priority", priority, "fwmark", "\(FlowSteering.hex(mark))/\(mask)", "lookup", table])
+            }
+            if marks.isEmpty { _ = run([family, "route", "flush", "table", table]) }
         }
     }
 

@@ -27,6 +27,8 @@ public actor SessionManager {
         var statistics: TunnelStatistics?
         /// A connected personal VPN as charon reported it (it has no plan of netextd's).
         var personalDetails: TunnelDetails?
+        /// An app proxy's flow hand-over, while its provider runs.
+        var proxy: AppProxyFlowDispatcher?
     }
 
     /// A session's TUN interface: netextd keeps a descriptor so the interface lives exactly as
@@ -41,6 +43,8 @@ public actor SessionManager {
     }
 
     var sessions: [UUID: Session] = [:]
+    /// Ended app proxies' teardown (steering, then listeners), awaited by `stop`.
+    var proxyTeardowns: [UUID: Task<Void, Never>] = [:]
     /// Every configuration's kill switch and enforced routes.
     let killSwitch: KillSwitch
     /// Per-app routing: the apps' cgroups, marks and the table that steers their flows.
@@ -106,8 +110,8 @@ public actor SessionManager {
     public func removeStaleState() async {
         await network.perform { applier in
             applier.removeStale(
-                tables: Self.firstTable...(Self.firstTable + Self.slotCount - 1),
-                priorities: Self.firstTable...(Self.firstTable + 4 * Self.slotCount))
+                tables: FlowSteering.proxyTable...(Self.firstTable + Self.slotCount - 1),
+                priorities: FlowSteering.proxyRulePriority...(Self.firstTable + 4 * Self.slotCount))
         }
         dns.resolver?.restore()
         if let ikev2Directory { IKEv2Client.endLeftover(in: ikev2Directory + "/run") }
@@ -155,6 +159,7 @@ public actor SessionManager {
             sessions[configuration.id]?.configuration = configuration
             apply(.stopRequested(reason), to: configuration.id)
             await waitUntilDisconnected(configuration.id)
+            await awaitProxyTeardown(configuration.id)
         }
         return statusInfo(for: configuration)
     }
@@ -286,6 +291,7 @@ public actor SessionManager {
         case .publishStatus(let previous):
             if session.machine.status == .disconnected {
                 removeTunnel(id: id)
+                endProxying(id)
                 endIKEv2Client(of: id)
             }
             let info = statusInfo(for: session.configuration)
@@ -309,7 +315,7 @@ public actor SessionManager {
         }
         guard let manifest = session.pendingManifest else { return }
         supervisor.run(
-            ProviderLaunch(manifest: manifest, start: start, startDeadline: startDeadline),
+            ProviderLaunch(manifest: manifest, start: start, flowChannel: manifest.extensionPoint == .appProxy, startDeadline: startDeadline),
             adopt: { provider in await self.attach(provider, to: id, generation: generation) },
             events: { event in await self.handle(event, id: id, generation: generation) })
     }
@@ -345,7 +351,14 @@ public actor SessionManager {
             sessions[id]?.statistics = statistics
         case .appMessageReply(let messageID, let data):
             appMessages.reply(messageID, from: id, data: data)
-        case .started: apply(.providerStarted, to: id, generation: generation)
+        case .started:
+            if provider.manifest.extensionPoint == .appProxy {
+                do throws(NetExtError) { try await startProxying(id, provider: provider, generation: generation) } catch {
+                    apply(.providerFailed(error), to: id, generation: generation)
+                    return
+                }
+            }
+            apply(.providerStarted, to: id, generation: generation)
         case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
         case .stopped: apply(.providerStopped, to: id, generation: generation)
         case .hello, .start, .stop, .networkSettingsApplied, .networkSettingsRefused, .appMessage, .newFlow, .controlVerdict, .rulesChanged, .rulesApplied, .fetchPrefilter, .prefilterFetched,

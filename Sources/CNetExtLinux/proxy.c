@@ -1,0 +1,158 @@
+// The app proxy's system calls: transparent sockets for nftables `tproxy` (kernel document
+// Documentation/networking/tproxy.rst), descriptors passed with a message (SCM_RIGHTS,
+// unix(7)), socket endpoints, and the in-kernel byte relay (splice(2)).
+#define _GNU_SOURCE
+#include "CNetExtLinux.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#ifndef IP_TRANSPARENT
+#define IP_TRANSPARENT 19
+#endif
+#ifndef IPV6_TRANSPARENT
+#define IPV6_TRANSPARENT 75
+#endif
+#ifndef IP_RECVORIGDSTADDR
+#define IP_RECVORIGDSTADDR 20
+#endif
+#ifndef IPV6_RECVORIGDSTADDR
+#define IPV6_RECVORIGDSTADDR 74
+#endif
+
+int netext_tproxy_socket(int ipv6, int udp, uint16_t *port) {
+    int fd = socket(ipv6 ? AF_INET6 : AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int on = 1;
+    int failed = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0
+        || (ipv6 ? setsockopt(fd, SOL_IPV6, IPV6_TRANSPARENT, &on, sizeof(on)) : setsockopt(fd, SOL_IP, IP_TRANSPARENT, &on, sizeof(on))) < 0
+        || (ipv6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) < 0)
+        || (udp && (ipv6 ? setsockopt(fd, SOL_IPV6, IPV6_RECVORIGDSTADDR, &on, sizeof(on)) : setsockopt(fd, SOL_IP, IP_RECVORIGDSTADDR, &on, sizeof(on))) < 0);
+    if (!failed) {
+        if (ipv6) {
+            struct sockaddr_in6 address = { .sin6_family = AF_INET6, .sin6_port = htons(*port), .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+            failed = bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0;
+        } else {
+            struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons(*port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+            failed = bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0;
+        }
+    }
+    if (!failed && !udp) failed = listen(fd, 4096) < 0;
+    if (!failed) {
+        struct sockaddr_storage bound;
+        socklen_t length = sizeof(bound);
+        failed = getsockname(fd, (struct sockaddr *)&bound, &length) < 0;
+        if (!failed) *port = ntohs(ipv6 ? ((struct sockaddr_in6 *)&bound)->sin6_port : ((struct sockaddr_in *)&bound)->sin_port);
+    }
+    if (failed) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}
+
+int netext_send_fd_message(int socket_fd, int fd_to_send, const void *bytes, size_t length) {
+    struct iovec iov = { .iov_base = (void *)bytes, .iov_len = length };
+    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr message = { .msg_iov = &iov, .msg_iovlen = 1 };
+    if (fd_to_send >= 0) {
+        message.msg_control = control.buffer;
+        message.msg_controllen = sizeof(control.buffer);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(header), &fd_to_send, sizeof(int));
+    }
+    ssize_t sent;
+    do { sent = sendmsg(socket_fd, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
+    if (sent < 0) return -errno;
+    return (size_t)sent == length ? 0 : -EMSGSIZE;
+}
+
+ssize_t netext_receive_fd_message(int socket_fd, void *buffer, size_t capacity, int *fd) {
+    *fd = -1;
+    struct iovec iov = { .iov_base = buffer, .iov_len = capacity };
+    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    struct msghdr message = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer) };
+    ssize_t received;
+    do { received = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC); } while (received < 0 && errno == EINTR);
+    if (received < 0) return -errno;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS && header->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            memcpy(fd, CMSG_DATA(header), sizeof(int));
+        }
+    }
+    if (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        if (*fd >= 0) { close(*fd); *fd = -1; }
+        return -EMSGSIZE;
+    }
+    return received;
+}
+
+int netext_socket_endpoint(int fd, int peer, int *family, unsigned char address[16], uint16_t *port) {
+    struct sockaddr_storage storage;
+    socklen_t length = sizeof(storage);
+    int result = peer ? getpeername(fd, (struct sockaddr *)&storage, &length) : getsockname(fd, (struct sockaddr *)&storage, &length);
+    if (result < 0) return -errno;
+    memset(address, 0, 16);
+    if (storage.ss_family == AF_INET) {
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&storage;
+        *family = 4;
+        memcpy(address, &v4->sin_addr, 4);
+        *port = ntohs(v4->sin_port);
+    } else if (storage.ss_family == AF_INET6) {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&storage;
+        // An IPv4 peer of a dual-stack socket (::ffff:a.b.c.d) is reported as IPv4.
+        if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+            *family = 4;
+            memcpy(address, ((unsigned char *)&v6->sin6_addr) + 12, 4);
+        } else {
+            *family = 6;
+            memcpy(address, &v6->sin6_addr, 16);
+        }
+        *port = ntohs(v6->sin6_port);
+    } else {
+        return -EAFNOSUPPORT;
+    }
+    return 0;
+}
+
+long long netext_splice_stream(int from, int to) {
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) < 0) return -errno;
+    fcntl(pipe_fds[1], F_SETPIPE_SZ, 1 << 20);
+    long long total = 0;
+    int error = 0;
+    for (;;) {
+        ssize_t in;
+        do { in = splice(from, NULL, pipe_fds[1], NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_MORE); } while (in < 0 && errno == EINTR);
+        if (in == 0) break;
+        if (in < 0) { error = errno; break; }
+        ssize_t left = in;
+        while (left > 0) {
+            ssize_t out;
+            do { out = splice(pipe_fds[0], NULL, to, NULL, (size_t)left, SPLICE_F_MOVE | SPLICE_F_MORE); } while (out < 0 && errno == EINTR);
+            if (out <= 0) { error = out < 0 ? errno : EPIPE; break; }
+            left -= out;
+            total += out;
+        }
+        if (error) break;
+    }
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    if (error) {
+        // A failed side ends the other direction too: its reader wakes up with the end.
+        shutdown(to, SHUT_RDWR);
+        shutdown(from, SHUT_RDWR);
+    } else {
+        shutdown(to, SHUT_WR);
+    }
+    return error ? -(long long)error : total;
+}

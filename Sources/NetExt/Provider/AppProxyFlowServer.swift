@@ -1,0 +1,46 @@
+import Foundation
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+
+/// An app proxy's side of its flow channel (descriptor 4, ``AppProxyFlowCodec``): receives each
+/// flow netextd hands over with its socket, asks the provider, and answers netextd. A declined
+/// flow is reset, as Apple's app proxy closes the flows it does not handle.
+enum AppProxyFlowServer {
+    static func start(_ provider: any AppProxyProvider, channel: Int32) {
+        let thread = Thread { serve(provider, channel: channel) }
+        thread.name = "netext-proxy-flows"
+        thread.start()
+    }
+
+    private static func serve(_ provider: any AppProxyProvider, channel: Int32) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AppProxyFlowCodec.maximumMessage, alignment: 8)
+        defer { buffer.deallocate() }
+        while true {
+            let received: (length: Int, descriptor: Int32?)
+            do { received = try DescriptorMessages.receive(into: buffer, over: channel) } catch {
+                FileHandle.standardError.write(Data("app proxy: the flow channel failed: \(error)\n".utf8))
+                return
+            }
+            if received.length == 0 { return }
+            let offer: AppProxyFlowOffer
+            do { offer = try AppProxyFlowCodec.decodeOffer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length])) } catch {
+                if let fd = received.descriptor { StreamIO.reset(fd) }
+                FileHandle.standardError.write(Data("app proxy: malformed flow from netextd: \(error)\n".utf8))
+                continue
+            }
+            guard let fd = received.descriptor else {
+                FileHandle.standardError.write(Data("app proxy: flow \(offer.id) arrived without its socket\n".utf8))
+                continue
+            }
+            let flow = AppProxyTCPFlow(offer: offer, descriptor: fd)
+            let handled = provider.handleNewFlow(flow)
+            if !handled { flow.reset() }
+            do {
+                try DescriptorMessages.send(AppProxyFlowCodec.encode(AppProxyFlowCodec.Answer(flowID: offer.id, handled: handled)), descriptor: nil, over: channel)
+            } catch {
+                return
+            }
+        }
+    }
+}

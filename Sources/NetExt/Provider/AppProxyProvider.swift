@@ -1,0 +1,62 @@
+import Foundation
+import NetExtCore
+
+/// An app proxy, as Apple's `NEAppProxyProvider`: the flows of the apps bound to its
+/// configuration (a per-app configuration of provider type `app-proxy`) are handed to it one by
+/// one, already connected — the kernel completed the app's TCP handshake, netextd passed the
+/// socket — and the provider carries them wherever it wants (a SOCKS server, an HTTP proxy, a
+/// relay). Its own connections are never steered back to it.
+public protocol AppProxyProvider: AnyObject, Sendable {
+    /// Called once when the configuration's connection starts; throwing fails it with that
+    /// error. Flows arrive only after it returns.
+    func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws
+    /// Called when the connection stops; the process exits after it returns. Flows still open
+    /// are the provider's to close.
+    func stopProxy(with reason: ProviderStopReason) async
+    /// A new TCP flow of one of the apps. Return true to take it (the provider then owns it and
+    /// must close it); false declines it and NetExt closes it with a reset, as Apple's app proxy
+    /// closes a declined flow. Called on the flow thread, one flow at a time: return quickly and
+    /// do the flow's work elsewhere.
+    func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool
+    /// An app's message (`sendProviderMessage`); the answer goes back to it (nil = none).
+    func handleAppMessage(_ messageData: Data) async -> Data?
+}
+
+extension AppProxyProvider {
+    public func handleAppMessage(_ messageData: Data) async -> Data? { nil }
+}
+
+/// What a started app proxy knows and can ask of netextd: its configuration and
+/// `cancelProxy(with:)` (Apple's `cancelProxyWithError`).
+public final class AppProxyContext: Sendable {
+    /// The configuration the proxy was started for.
+    public let configuration: Configuration
+    /// The password from the start options or netextd's secret store.
+    public let password: String?
+    let session: ProviderSession
+
+    init(configuration: Configuration, password: String?, session: ProviderSession) {
+        self.configuration = configuration
+        self.password = password
+        self.session = session
+    }
+
+    /// The provider settings (`NETunnelProviderProtocol`).
+    public var protocolConfiguration: TunnelProviderProtocol? {
+        if case .tunnelProvider(let settings) = configuration.protocolConfiguration { return settings }
+        return nil
+    }
+
+    /// `protocolConfiguration.serverAddress`: for the reference proxies, the upstream proxy.
+    public var serverAddress: String? { protocolConfiguration?.serverAddress }
+    /// `protocolConfiguration.providerConfiguration`.
+    public var providerConfiguration: [String: JSONValue] { protocolConfiguration?.providerConfiguration ?? [:] }
+    /// The user name from the configuration.
+    public var username: String? { protocolConfiguration?.username }
+
+    /// Ends the proxy from the provider's side (`cancelProxyWithError`).
+    public func cancelProxy(with error: NetExtError?) async {
+        try? await session.send(.failed(error ?? NetExtError(.connectionFailed, "the provider cancelled the proxy")))
+        session.finish()
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Logging
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+import Synchronization
+
+/// Hands an app proxy's flows to its provider (DESIGN.md, "Flows"): the connections nftables
+/// `tproxy` delivers to netextd's transparent listeners are accepted by the kernel, and each
+/// socket goes to the provider on its flow channel (descriptor 4) with what netextd knows of it
+/// (``AppProxyFlowOffer``). The bytes never pass through netextd: it closes its copy of the
+/// descriptor once the provider has it. One thread accepts and hands over; another reads the
+/// provider's answers (taken or declined) and counts them.
+final class AppProxyFlowDispatcher: Sendable {
+    /// What happened to the flows so far.
+    struct Counters: Sendable, Hashable {
+        var offered = 0
+        var handled = 0
+        var declined = 0
+        /// Connections reset because the provider could not be given them (it was gone).
+        var lost = 0
+        /// Answers from the provider that could not be read (malformed).
+        var malformedAnswers = 0
+    }
+
+    let ports: FlowSteering.ProxyPorts
+    private let listeners: TransparentListenerSet
+    /// netextd's end of the provider's flow channel (owned by its `ProviderProcess`).
+    private let channel: Int32
+    /// The app of each cgroup (relative path) the configuration's apps live in now.
+    private let apps = Mutex<[String: AppIdentifier]>([:])
+    private let counts = Mutex(Counters())
+    private let stopped = Mutex(false)
+    private let logger: Logger
+    private let configurationName: String
+
+    /// Opens the listeners; nothing is accepted before `start()`.
+    init(channel: Int32, configurationName: String, logger: Logger) throws(NetExtError) {
+        do { listeners = try TransparentListenerSet() } catch {
+            throw NetExtError(.connectionFailed, "the app proxy cannot listen for its apps' flows: \(error)")
+        }
+        ports = FlowSteering.ProxyPorts(tcp4: listeners.ipv4.port, tcp6: listeners.ipv6?.port)
+        self.channel = channel
+        self.logger = logger
+        self.configurationName = configurationName
+    }
+
+    var counters: Counters { counts.withLock { $0 } }
+
+    /// The cgroups of the configuration's apps, by relative path (the steering's scan).
+    func setApps(_ cgroups: [String: AppIdentifier]) {
+        apps.withLock { $0 = cgroups }
+    }
+
+    /// Starts the accepting thread and the answer reader.
+    func start() {
+        let acceptor = Thread { [self] in acceptLoop() }
+        acceptor.name = "netextd-proxy-accept"
+        acceptor.start()
+        let reader = Thread { [self] in readAnswers() }
+        reader.name = "netextd-proxy-answers"
+        reader.start()
+    }
+
+    /// Stops accepting and waits (at most 2 s) until the accepting thread has closed the
+    /// listeners; connections not yet accepted are reset by the kernel.
+    func stop() async {
+        listeners.stop()
+        for _ in 0..<200 where !isStopped { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+
+    private func acceptLoop() {
+        let owners = SocketOwnerLookup()
+        var nextID: UInt64 = 1
+        while let accepted = listeners.accept(waitMilliseconds: 1_000, failed: { error in
+            logger.warning("app proxy: cannot accept a flow", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
+        }) {
+            for fd in accepted {
+                let id = nextID
+                nextID += 1
+                hand(fd, id: id, owners: owners)
+            }
+        }
+        listeners.close()
+        stopped.withLock { $0 = true }
+    }
+
+    /// Whether the listeners are closed (the accepting thread has left).
+    var isStopped: Bool { stopped.withLock { $0 } }
+
+    /// Sends one accepted connection to the provider, then closes netextd's copy.
+    private func hand(_ fd: Int32, id: UInt64, owners: SocketOwnerLookup) {
+        guard let destination = SocketEndpoints.local(of: fd), let source = SocketEndpoints.remote(of: fd) else {
+            // Reset before it was accepted: nothing to hand over.
+            TransparentListenerSet.reset(fd)
+            return
+        }
+        // The app's socket: its local end is our peer, its remote end our local one.
+        let process = owners.process(
+            isIPv6: source.isIPv6, isTCP: true, local: source.address, localPort: source.port, remote: destination.address, remotePort: destination.port)
+        let offer = AppProxyFlowOffer(
+            id: id, transport: .tcp,
+            remoteEndpoint: NetworkEndpoint(hostname: destination.hostText, port: destination.port),
+            localEndpoint: NetworkEndpoint(hostname: source.hostText, port: source.port),
+            sourceAppIdentifier: app(of: process?.cgroup)?.rawValue ?? "",
+            processIdentifier: process?.pid, executablePath: process.flatMap { $0.executable.isEmpty ? nil : $0.executable })
+        do {
+            try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fd, over: channel)
+            SocketPair.close(fd)
+            counts.withLock { $0.offered += 1 }
+        } catch {
+            TransparentListenerSet.reset(fd)
+            counts.withLock { $0.lost += 1 }
+            logger.warning("app proxy: the provider could not be given a flow; reset", metadata: [
+                "configuration": "\(configurationName)", "destination": "\(destination)", "error": "\(error)",
+            ])
+        }
+    }
+
+    /// The app a process's cgroup (`/a/b/c` from /proc) belongs to: its own or its nearest
+    /// ancestor's, among the configuration's apps' cgroups.
+    private func app(of cgroup: String?) -> AppIdentifier? {
+        guard var path = cgroup.map({ String($0.drop { $0 == "/" }) }) else { return nil }
+        let known = apps.withLock { $0 }
+        if known.count == 1, path.isEmpty { return nil }
+        while !path.isEmpty {
+            if let app = known[path] { return app }
+            guard let slash = path.lastIndex(of: "/") else { break }
+            path = String(path[..<slash])
+        }
+        return nil
+    }
+
+    private func readAnswers() {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buffer.deallocate() }
+        while true {
+            let received: (length: Int, descriptor: Int32?)
+            do { received = try DescriptorMessages.receive(into: buffer, over: channel) } catch { return }
+            if let stray = received.descriptor { SocketPair.close(stray) }
+            if received.length == 0 { return }
+            do {
+                let answer = try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length]))
+                counts.withLock { answer.handled ? ($0.handled += 1) : ($0.declined += 1) }
+            } catch {
+                counts.withLock { $0.malformedAnswers += 1 }
+                logger.warning("app proxy: malformed answer from the provider", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import NetExtCore
+
+/// netextd ↔ app proxy provider on the provider's descriptor 4 (a sequenced-packet socket):
+/// each flow is one message with the flow's socket attached (SCM_RIGHTS), each answer one
+/// message back. Binary, integers big-endian:
+///
+/// offer (netextd → provider, with the descriptor): `0x11 | flow id u64 | transport u8 (0 tcp,
+/// 1 udp) | remote address length u8 (4/16) + bytes | remote port u16 | local address length u8 +
+/// bytes | local port u16 | pid u32 (0: unknown) | app identifier length u16 + UTF-8 |
+/// executable length u16 + UTF-8 | remote host name length u16 + UTF-8 (0: unknown)`
+///
+/// answer (provider → netextd): `0x12 | flow id u64 | handled u8 (1: the provider took the flow,
+/// 0: it declined)`
+public enum AppProxyFlowCodec {
+    public static let offerTag: UInt8 = 0x11
+    public static let answerTag: UInt8 = 0x12
+    /// The longest message (three texts of at most `FlowChannelCodec.maximumText` bytes).
+    public static let maximumMessage = 3 * FlowChannelCodec.maximumText + 64
+
+    /// The provider's answer to an offered flow.
+    public struct Answer: Sendable, Hashable {
+        public var flowID: UInt64
+        public var handled: Bool
+        public init(flowID: UInt64, handled: Bool) {
+            self.flowID = flowID
+            self.handled = handled
+        }
+    }
+
+    public static func encode(_ offer: AppProxyFlowOffer) -> [UInt8] {
+        var bytes: [UInt8] = [offerTag]
+        bytes.reserveCapacity(96 + offer.sourceAppIdentifier.utf8.count + (offer.executablePath?.utf8.count ?? 0) + (offer.remoteHostname?.utf8.count ?? 0))
+        FlowChannelCodec.append(offer.id, to: &bytes)
+        bytes.append(offer.transport.rawValue)
+        for endpoint in [offer.remoteEndpoint, offer.localEndpoint] {
+            let address = IPPrefix.parseAddress(endpoint.hostname) ?? [0, 0, 0, 0]
+            bytes.append(UInt8(address.count))
+            bytes += address
+            FlowChannelCodec.append(endpoint.port, to: &bytes)
+        }
+        FlowChannelCodec.append(UInt32(bitPattern: offer.processIdentifier ?? 0), to: &bytes)
+        FlowChannelCodec.appendText(offer.sourceAppIdentifier, to: &bytes)
+        FlowChannelCodec.appendText(offer.executablePath ?? "", to: &bytes)
+        FlowChannelCodec.appendText(offer.remoteHostname ?? "", to: &bytes)
+        return bytes
+    }
+
+    public static func decodeOffer(_ bytes: UnsafeRawBufferPointer) throws(FlowChannelCodec.DecodeError) -> AppProxyFlowOffer {
+        var reader = FlowChannelCodec.Reader(bytes: bytes)
+        let tag = try reader.uint8()
+        guard tag == offerTag else { throw .invalid("message type \(tag) (expected a flow offer, \(offerTag))", at: 0) }
+        let id = try reader.uint64()
+        let rawTransport = try reader.uint8()
+        guard let transport = AppProxyFlowOffer.Transport(rawValue: rawTransport) else { throw .invalid("transport \(rawTransport)", at: reader.offset - 1) }
+        let remote = NetworkEndpoint(hostname: IPPrefix.format(try reader.address()), port: try reader.uint16())
+        let local = NetworkEndpoint(hostname: IPPrefix.format(try reader.address()), port: try reader.uint16())
+        let pid = Int32(bitPattern: try reader.uint32())
+        let app = try reader.text()
+        let executable = try reader.text()
+        let hostname = try reader.text()
+        try reader.finish()
+        return AppProxyFlowOffer(
+            id: id, transport: transport, remoteEndpoint: remote, localEndpoint: local, remoteHostname: hostname.isEmpty ? nil : hostname,
+            sourceAppIdentifier: app, processIdentifier: pid == 0 ? nil : pid, executablePath: executable.isEmpty ? nil : executable)
+    }
+
+    public static func encode(_ answer: Answer) -> [UInt8] {
+        var bytes: [UInt8] = [answerTag]
+        FlowChannelCodec.append(answer.flowID, to: &bytes)
+        bytes.append(answer.handled ? 1 : 0)
+        return bytes
+    }
+
+    public static func decodeAnswer(_ bytes: UnsafeRawBufferPointer) throws(FlowChannelCodec.DecodeError) -> Answer {
+        var reader = FlowChannelCodec.Reader(bytes: bytes)
+        let tag = try reader.uint8()
+        guard tag == answerTag else { throw .invalid("message type \(tag) (expected a flow answer, \(answerTag))", at: 0) }
+        let id = try reader.uint64()
+        let handled = try reader.uint8()
+        guard handled <= 1 else { throw .invalid("answer \(handled)", at: reader.offset - 1) }
+        try reader.finish()
+        return Answer(flowID: id, handled: handled == 1)
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtLinux
+import Synchronization
+
+/// The reference app proxy: every flow of the bound apps goes through an upstream proxy — a
+/// SOCKS 5 server (RFC 1928, CONNECT) or an HTTP proxy (CONNECT) — named by the configuration's
+/// server address (`host:port`). `providerConfiguration["upstream"]` chooses `socks5` (the
+/// default) or `http-connect`; the configuration's user name and password, when set,
+/// authenticate to it. Each flow's bytes move between the app's socket and the upstream
+/// connection inside the kernel (``AppProxyTCPFlow/relay(with:)``).
+public final class ForwardingProxyProvider: AppProxyProvider {
+    /// The kind of upstream proxy.
+    public enum Upstream: String, Sendable, CaseIterable {
+        case socks5
+        case httpConnect = "http-connect"
+    }
+
+    /// What the provider was started with.
+    struct Settings: Sendable {
+        var upstream: Upstream
+        var server: [SocketAddress]
+        var serverText: String
+        var username: String?
+        var password: String?
+    }
+
+    /// What happened to the flows so far.
+    public struct Counters: Sendable, Hashable {
+        public var forwarded = 0
+        public var failed = 0
+    }
+
+    private let settings = Mutex<Settings?>(nil)
+    private let counts = Mutex(Counters())
+    /// How long connecting to the upstream proxy and its handshake may take.
+    static let handshakeMilliseconds = 10_000
+
+    public init() {}
+
+    public var counters: Counters { counts.withLock { $0 } }
+
+    public func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {
+        let started = try Self.settings(
+            serverAddress: context.serverAddress ?? "", providerConfiguration: context.providerConfiguration,
+            username: context.username, password: context.password)
+        settings.withLock { $0 = started }
+        Self.log("forwarding every flow to the \(started.upstream.rawValue) proxy at \(started.serverText)")
+    }
+
+    public func stopProxy(with reason: ProviderStopReason) async {
+        let counters = self.counters
+        Self.log("stopped (\(reason.rawValue)): \(counters.forwarded) flows forwarded, \(counters.failed) failed")
+    }
+
+    public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
+        guard let settings = settings.withLock({ $0 }) else { return false }
+        let thread = Thread { [self] in forward(flow, settings: settings) }
+        thread.name = "netext-proxy-connect"
+        thread.stackSize = 256 * 1024
+        thread.start()
+        return true
+    }
+
+    /// Reads the settings: `host:port` (a name is resolved now), the upstream kind, credentials.
+    static func settings(serverAddress: String, providerConfiguration: [String: JSONValue], username: String?, password: String?) throws(NetExtError) -> Settings {
+        var upstream = Upstream.socks5
+        if let value = providerConfiguration["upstream"] {
+            guard case .string(let text) = value, let chosen = Upstream(rawValue: text) else {
+                throw NetExtError(.configurationInvalid, "providerConfiguration 'upstream': expected one of \(Upstream.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            upstream = chosen
+        }
+        let addresses: [SocketAddress]
+        if let numeric = SocketAddress(serverAddress) {
+            addresses = [numeric]
+        } else {
+            guard let colon = serverAddress.lastIndex(of: ":"), let port = UInt16(serverAddress[serverAddress.index(after: colon)...]), colon > serverAddress.startIndex else {
+                throw NetExtError(.configurationInvalid, "serverAddress '\(serverAddress)': expected the upstream proxy as host:port")
+            }
+            do { addresses = try SocketAddress.resolve(host: String(serverAddress[..<colon]), port: port) } catch {
+                throw NetExtError(.connectionFailed, "serverAddress '\(serverAddress)': \(error)")
+            }
+        }
+        let credentials = (username?.isEmpty == false && password?.isEmpty == false) ? (username, password) : (nil, nil)
+        return Settings(upstream: upstream, server: addresses, serverText: serverAddress, username: credentials.0, password: credentials.1)
+    }
+
+    private func forward(_ flow: AppProxyTCPFlow, settings: Settings) {
+        do {
+            let upstream = try Self.open(toward: flow.remoteHostname ?? flow.remoteEndpoint.hostname, port: flow.remoteEndpoint.port, settings: settings)
+            counts.withLock { $0.forwarded += 1 }
+            Task {
+                await flow.relay(with: upstream.fd)
+                upstream.close()
+            }
+        } catch {
+            counts.withLock { $0.failed += 1 }
+            Self.log("flow to \(flow.remoteEndpoint) of \(flow.metaData.sourceAppSigningIdentifier.isEmpty ? "an unknown app" : flow.metaData.sourceAppSigningIdentifier): \(error)")
+            flow.reset()
+        }
+    }
+
+    /// A connection through the upstream proxy to `host`:`port`, ready to carry the flow.
+    static func open(toward host: String, port: UInt16, settings: Settings) throws(NetExtError) -> TCPSocket {
+        var connected: TCPSocket?
+        for address in settings.server where connected == nil {
+            connected = TCPSocket.connect(to: address, timeoutMilliseconds: handshakeMilliseconds)
+        }
+        guard let socket = connected else {
+            throw NetExtError(.connectionFailed, "cannot connect to the \(settings.upstream.rawValue) proxy at \(settings.serverText)")
+        }
+        switch settings.upstream {
+        case .socks5: try socksHandshake(socket, host: host, port: port, settings: settings)
+        case .httpConnect: try httpHandshake(socket, host: host, port: port, settings: settings)
+        }
+        socket.setTimeouts(milliseconds: 0)
+        return socket
+    }
+
+    private static func socksHandshake(_ socket: TCPSocket, host: String, port: UInt16, settings: Settings) throws(NetExtError) {
+        let offering = settings.username != nil
+        do {
+            try send(socket, SOCKS5Handshake.greeting(offeringPassword: offering))
+            if try SOCKS5Handshake.passwordRequired(byMethodSelection: try read(socket, 2), offeredPassword: offering) {
+                try send(socket, try SOCKS5Handshake.passwordRequest(username: settings.username ?? "", password: settings.password ?? ""))
+                try SOCKS5Handshake.checkPasswordReply(try read(socket, 2))
+            }
+            try send(socket, try SOCKS5Handshake.connectRequest(host: host, port: port))
+            let rest = try SOCKS5Handshake.remainingReplyLength(afterFirst5: try read(socket, 5))
+            _ = try read(socket, rest)
+        } catch let failure as SOCKS5Handshake.Failure {
+            throw NetExtError(.connectionFailed, failure.description)
+        } catch let error as NetExtError {
+            throw error
+        } catch {
+            throw NetExtError(.connectionFailed, "\(error)")
+        }
+    }
+
+    private static func httpHandshake(_ socket: TCPSocket, host: String, port: UInt16, settings: Settings) throws(NetExtError) {
+        try send(socket, HTTPConnectHandshake.request(host: host, port: port, username: settings.username, password: settings.password))
+        // The head is read a byte at a time: nothing after it (the destination's first bytes)
+        // may be taken from the socket before the relay starts.
+        var head: [UInt8] = []
+        while HTTPConnectHandshake.headEnd(in: head) == nil {
+            guard head.count < HTTPConnectHandshake.maximumHead else {
+                throw NetExtError(.connectionFailed, "the HTTP proxy's answer head is longer than \(HTTPConnectHandshake.maximumHead) bytes")
+            }
+            head += try read(socket, 1)
+        }
+        do { try HTTPConnectHandshake.checkResponse(head: head) } catch { throw NetExtError(.connectionFailed, error.description) }
+    }
+
+    private static func send(_ socket: TCPSocket, _ bytes: [UInt8]) throws(NetExtError) {
+        guard socket.write(bytes) else { throw NetExtError(.connectionFailed, "the upstream proxy closed the connection during the handshake") }
+    }
+
+    private static func read(_ socket: TCPSocket, _ count: Int) throws(NetExtError) -> [UInt8] {
+        guard let bytes = socket.read(exactly: count) else {
+            throw NetExtError(.connectionFailed, "the upstream proxy closed the connection or did not answer within \(handshakeMilliseconds / 1000) s")
+        }
+        return bytes
+    }
+
+    static func log(_ line: String) {
+        FileHandle.standardError.write(Data("netext-proxy-provider: \(line)\n".utf8))
+    }
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# End-to-end checks of the app proxy in a namespace lab: an app bound to an app-proxy
+# configuration has its TCP flows (IPv4 and IPv6) carried by the reference provider
+# (netext-proxy-provider) through a SOCKS 5 server nobody here wrote (Debian's dante, in the
+# office), while another app's flows go direct; the web servers' logs and dante's log show which
+# way each flow took. Large transfers arrive intact; the provider's own connections are not
+# captured again; after a kill -9 of the provider its apps' new flows go direct, and stop and
+# netextd's crash leave no rule, table or listener behind. Needs root.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/appproxy.sh   Prints one line per check; exits non-zero on failure.
+cd "$(dirname "$0")/../.."
+source scripts/lib/e2e.sh appproxy
+source scripts/lib/install-packages.sh
+netext_install dante-server nftables curl python3 >/dev/null || { echo "FAIL packages"; exit 1; }
+danted="$(command -v danted || echo /usr/sbin/danted)"
+
+cgroot="$(findmnt -n -t cgroup2 -o TARGET | head -1)"
+[ -n "$cgroot" ] || { echo "FAIL no cgroup v2 hierarchy is mounted"; exit 1; }
+launch="netext-apps-$LAB_PREFIX"
+appproxy_cleanup() {
+  if [ -d "$cgroot/$launch" ]; then
+    find "$cgroot/$launch" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
+    find "$cgroot/$launch" -depth -type d -exec rmdir {} + 2>/dev/null
+  fi
+  e2e_cleanup
+}
+trap appproxy_cleanup EXIT
+
+lab_up || { echo "FAIL lab"; exit 1; }
+# The public web server (on the internet) logs who asked: the laptop (direct) or the office,
+# where dante runs (proxied). 10.20.0.5 is reachable from the office only.
+lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo'
+mkdir -p "$work/www"; echo "public page" > "$work/www/public.html"; echo "internal page" > "$work/www/index.html"
+head -c 50000000 /dev/urandom > "$work/www/large.bin"
+lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.80 --directory '$work/www' 2>> '$work/public4.log'"
+lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 2001:db8:ff::80 --directory '$work/www' 2>> '$work/public6.log'"
+lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www"
+
+cat > "$work/danted.conf" <<CONF
+logoutput: $work/dante.log
+internal: 203.0.113.2 port = 1080
+internal: 2001:db8:2::2 port = 1080
+external: 203.0.113.2
+external: 2001:db8:2::2
+external: 10.20.0.5
+external.rotation: route
+clientmethod: none
+socksmethod: none
+user.privileged: root
+user.unprivileged: nobody
+client pass {
+  from: 0/0 to: 0/0
+  log: error
+}
+socks pass {
+  from: 0/0 to: 0/0
+  command: connect udpassociate
+  log: connect error
+}
+CONF
+lab_spawn "$LAB_OFFICE" "$danted" -f "$work/danted.conf" -N 1
+lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null http://100.64.0.80:8080/public.html" 15
+lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null 'http://[2001:db8:ff::80]:8080/public.html'" 15
+lab_wait "office curl -s -o /dev/null --socks5 203.0.113.2:1080 http://10.20.0.5:8080/" 15
+
+e2e_netextd_environment
+printf '{"bundleIdentifier": "com.netext.proxy", "extensionPoint": "app-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-proxy-provider" > "$NETEXT_PROVIDERS_DIR/proxy.json"
+chmod 644 "$NETEXT_PROVIDERS_DIR/proxy.json"
+export NETEXT_APP_CGROUP="$launch"
+start_netextd() {
+  lab_spawn "$LAB_LAPTOP" sh -c "mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec '$bin/netextd' 2>> '$work/netextd.log'"; NETEXTD_PID=$!
+  lab_wait "'$bin/netext' status" 15
+}
+start_netextd
+
+proxied_app="org.example.$LAB_PREFIX.Proxied"
+direct_app="org.example.$LAB_PREFIX.Direct"
+as_app() { local app="$1"; shift; laptop "$bin/netext" run --app "$app" -- "$@" 2>> "$work/run.log"; }
+# seen_from LOG SOURCE PATH: the web server logged PATH asked from SOURCE.
+seen_from() { grep -F "$3" "$1" | grep -q "^$2 "; }
+provider_pid() { for pid in $(ip netns pids "$LAB_LAPTOP"); do grep -q netext-proxy-provider "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"; done | head -1; }
+
+check "netext create an app proxy (per-app, provider type app-proxy)" netext create --name Proxy --per-app --provider com.netext.proxy --provider-type app-proxy --server 203.0.113.2:1080 --enable
+check "netext app bind" netext app bind "$proxied_app" --vpn Proxy
+check "netext start: the app proxy is connected" bash -c "'$bin/netext' start Proxy | grep -q 'connected'"
+check "the provider runs as nobody" bash -c "[ \"\$(ps -o user= -p \$(echo $(provider_pid)))\" = nobody ]"
+
+# fetch_seen APP URL LOG SOURCE: APP loads URL (200), and the server's LOG names SOURCE for it.
+fetch_seen() {
+  local tag="t$RANDOM$RANDOM"
+  [ "$(as_app "$1" curl -s -m 8 -o /dev/null -w '%{http_code}' "$2?$tag")" = 200 ] && seen_from "$3" "$4" "$tag"
+}
+internal_page() { as_app "$1" curl -s -m "${2:-8}" http://10.20.0.5:8080/ | grep -q 'internal page'; }
+check "the bound app's IPv4 flow reaches the server through dante (the server saw the office)" \
+  fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 203.0.113.2
+check "the bound app's IPv6 flow goes through dante too" \
+  fetch_seen "$proxied_app" 'http://[2001:db8:ff::80]:8080/public.html' "$work/public6.log" 2001:db8:2::2
+check "dante's log shows the proxied connections" grep -q "100.64.0.80.8080" "$work/dante.log"
+check "the bound app reaches the office's internal host (only dante can)" internal_page "$proxied_app"
+check "another app's flow goes direct (the server saw the laptop)" \
+  fetch_seen "$direct_app" http://100.64.0.80:8080/public.html "$work/public4.log" 198.51.100.2
+no_internal_page() { ! internal_page "$1" 3; }
+check "another app cannot reach the internal host" no_internal_page "$direct_app"
+sum="$(sha256sum < "$work/www/large.bin")"
+large_intact() { [ "$(as_app "$proxied_app" curl -s -m 60 http://100.64.0.80:8080/large.bin | sha256sum)" = "$sum" ]; }
+check "a 50 MB transfer through the proxy arrives intact" large_intact
+check "the provider's own connections reach dante straight from the laptop (not captured again)" grep -Eq "198\.51\.100\.2\.[0-9]+ 203\.0\.113\.2\.1080 -> " "$work/dante.log"
+check "netextd counted every proxied flow as handed over and taken" bash -c "'$bin/netext' stop Proxy >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -q 'declined=0 handled=[1-9][0-9]* lost=0 offered=[1-9]'"
+
+# What the proxy leaves once stopped: nothing steers, nothing listens.
+proxy_rules() { laptop ip rule show priority 7099; laptop ip -6 rule show priority 7099; }
+listeners() { laptop ss -Htlnp | grep -c netextd; }
+nothing_left() { [ -z "$(proxy_rules)" ] && [ -z "$(laptop ip route show table 7099)" ] && ! laptop nft list table inet netextd_apps 2>/dev/null | grep -q tproxy && [ "$(listeners)" = 0 ]; }
+check "after stop: no proxy rule, route, tproxy rule or listener is left" nothing_left
+check "after stop: the bound app's flows go direct" fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 198.51.100.2
+
+# The provider killed in the middle of a transfer: the app's connection ends at once (no hang),
+# the session ends, and new flows go direct.
+check "netext start again" bash -c "'$bin/netext' start Proxy | grep -q connected"
+as_app "$proxied_app" curl -s -m 60 --limit-rate 2M -o /dev/null http://100.64.0.80:8080/large.bin & transfer=$!
+sleep 2
+check "kill -9 of the provider mid-transfer" kill -9 "$(provider_pid)"
+transfer_ended() { for _ in $(seq 1 50); do kill -0 "$transfer" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+check "the app's transfer ends within 5 s of the provider's death" transfer_ended
+wait "$transfer" 2>/dev/null; code=$?
+check "and curl reports the transfer cut short (exit $code)" [ "$code" != 0 ]
+lab_wait "'$bin/netext' status Proxy | grep -q disconnected" 10
+check "the session is disconnected, naming the provider's end" bash -c "'$bin/netext' status Proxy | grep -qi 'disconnected'"
+check "after the provider's death: nothing is left" nothing_left
+check "after the provider's death: new flows go direct" fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 198.51.100.2
+
+# netextd killed while the proxy runs: its successor removes what it left.
+check "netext start before netextd's crash" bash -c "'$bin/netext' start Proxy | grep -q connected"
+check "while running, the tproxy rules are in place" bash -c "[ -n \"\$(ip netns exec '$LAB_LAPTOP' ip rule show priority 7099)\" ]"
+kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
+for pid in $(provider_pid); do kill -9 "$pid"; done
+start_netextd
+check "after netextd's crash and restart: nothing of the old proxy is left" nothing_left
+check "netext disable" netext disable Proxy
+check "after disable: the app steering table is gone" bash -c "! ip netns exec '$LAB_LAPTOP' nft list table inet netextd_apps >/dev/null 2>&1"
+
+e2e_finish "$work/netextd.log" "$work/dante.log" "$work/run.log"
