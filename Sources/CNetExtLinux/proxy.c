@@ -132,13 +132,13 @@ long long netext_splice_stream(int from, int to) {
     int error = 0;
     for (;;) {
         ssize_t in;
-        do { in = splice(from, NULL, pipe_fds[1], NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_MORE); } while (in < 0 && errno == EINTR);
+        do { in = splice(from, NULL, pipe_fds[1], NULL, 1 << 20, SPLICE_F_MOVE); } while (in < 0 && errno == EINTR);
         if (in == 0) break;
         if (in < 0) { error = errno; break; }
         ssize_t left = in;
         while (left > 0) {
             ssize_t out;
-            do { out = splice(pipe_fds[0], NULL, to, NULL, (size_t)left, SPLICE_F_MOVE | SPLICE_F_MORE); } while (out < 0 && errno == EINTR);
+            do { out = splice(pipe_fds[0], NULL, to, NULL, (size_t)left, SPLICE_F_MOVE); } while (out < 0 && errno == EINTR);
             if (out <= 0) { error = out < 0 ? errno : EPIPE; break; }
             left -= out;
             total += out;

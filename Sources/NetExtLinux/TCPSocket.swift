@@ -96,6 +96,12 @@ public final class TCPSocket: @unchecked Sendable {
         _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
     }
 
+    /// Gives the descriptor up: the caller (a relay) closes it from now on, this object never.
+    public func detach() -> Int32 {
+        isClosed = true
+        return fd
+    }
+
     public func close() {
         guard !isClosed else { return }
         isClosed = true

@@ -8,13 +8,16 @@ import Synchronization
 /// SOCKS 5 server (RFC 1928, CONNECT) or an HTTP proxy (CONNECT) — named by the configuration's
 /// server address (`host:port`). `providerConfiguration["upstream"]` chooses `socks5` (the
 /// default) or `http-connect`; the configuration's user name and password, when set,
-/// authenticate to it. Each flow's bytes move between the app's socket and the upstream
+/// authenticate to it. `direct` passes every flow straight to where the app was going (a
+/// pass-through proxy: the provider's own connections are never captured again), the start of
+/// a provider that inspects or accounts flows, and the benchmark's measure of the hand-over. Each flow's bytes move between the app's socket and the upstream
 /// connection inside the kernel (``AppProxyTCPFlow/relay(with:)``).
 public final class ForwardingProxyProvider: AppProxyProvider {
     /// The kind of upstream proxy.
     public enum Upstream: String, Sendable, CaseIterable {
         case socks5
         case httpConnect = "http-connect"
+        case direct
     }
 
     /// What the provider was started with.
@@ -46,7 +49,7 @@ public final class ForwardingProxyProvider: AppProxyProvider {
             serverAddress: context.serverAddress ?? "", providerConfiguration: context.providerConfiguration,
             username: context.username, password: context.password)
         settings.withLock { $0 = started }
-        Self.log("forwarding every flow to the \(started.upstream.rawValue) proxy at \(started.serverText)")
+        Self.log(started.upstream == .direct ? "passing every flow straight to its destination" : "forwarding every flow to the \(started.upstream.rawValue) proxy at \(started.serverText)")
     }
 
     public func stopProxy(with reason: ProviderStopReason) async {
@@ -56,6 +59,15 @@ public final class ForwardingProxyProvider: AppProxyProvider {
 
     public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
         guard let settings = settings.withLock({ $0 }) else { return false }
+        if settings.upstream == .direct {
+            // Connected and relayed by the relay's loop: no thread, no wait here.
+            flow.relay(connectingTo: flow.remoteEndpoint) { [self] result in
+                counts.withLock { result.error == nil ? ($0.forwarded += 1) : ($0.failed += 1) }
+            }
+            return true
+        }
+        // A proxy's handshake is a few blocking exchanges: on a thread of the flow's own, which
+        // ends once the relay has the connection.
         let thread = Thread { [self] in forward(flow, settings: settings) }
         thread.name = "netext-proxy-connect"
         thread.stackSize = 256 * 1024
@@ -73,7 +85,9 @@ public final class ForwardingProxyProvider: AppProxyProvider {
             upstream = chosen
         }
         let addresses: [SocketAddress]
-        if let numeric = SocketAddress(serverAddress) {
+        if upstream == .direct {
+            addresses = []
+        } else if let numeric = SocketAddress(serverAddress) {
             addresses = [numeric]
         } else {
             guard let colon = serverAddress.lastIndex(of: ":"), let port = UInt16(serverAddress[serverAddress.index(after: colon)...]), colon > serverAddress.startIndex else {
@@ -89,12 +103,12 @@ public final class ForwardingProxyProvider: AppProxyProvider {
 
     private func forward(_ flow: AppProxyTCPFlow, settings: Settings) {
         do {
-            let upstream = try Self.open(toward: flow.remoteHostname ?? flow.remoteEndpoint.hostname, port: flow.remoteEndpoint.port, settings: settings)
+            // A proxy is sent the name when the app's resolver answered one (it resolves it
+            // itself); the direct path connects to the address the app chose.
+            let host = settings.upstream == .direct ? flow.remoteEndpoint.hostname : (flow.remoteHostname ?? flow.remoteEndpoint.hostname)
+            let upstream = try Self.open(toward: host, port: flow.remoteEndpoint.port, settings: settings)
             counts.withLock { $0.forwarded += 1 }
-            Task {
-                await flow.relay(with: upstream.fd)
-                upstream.close()
-            }
+            flow.relay(with: upstream.detach())
         } catch {
             counts.withLock { $0.failed += 1 }
             Self.log("flow to \(flow.remoteEndpoint) of \(flow.metaData.sourceAppSigningIdentifier.isEmpty ? "an unknown app" : flow.metaData.sourceAppSigningIdentifier): \(error)")
@@ -104,6 +118,14 @@ public final class ForwardingProxyProvider: AppProxyProvider {
 
     /// A connection through the upstream proxy to `host`:`port`, ready to carry the flow.
     static func open(toward host: String, port: UInt16, settings: Settings) throws(NetExtError) -> TCPSocket {
+        if settings.upstream == .direct {
+            guard let address = SocketAddress(host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"),
+                  let socket = TCPSocket.connect(to: address, timeoutMilliseconds: handshakeMilliseconds) else {
+                throw NetExtError(.connectionFailed, "cannot connect to \(host):\(port)")
+            }
+            socket.setTimeouts(milliseconds: 0)
+            return socket
+        }
         var connected: TCPSocket?
         for address in settings.server where connected == nil {
             connected = TCPSocket.connect(to: address, timeoutMilliseconds: handshakeMilliseconds)
@@ -114,6 +136,7 @@ public final class ForwardingProxyProvider: AppProxyProvider {
         switch settings.upstream {
         case .socks5: try socksHandshake(socket, host: host, port: port, settings: settings)
         case .httpConnect: try httpHandshake(socket, host: host, port: port, settings: settings)
+        case .direct: break
         }
         socket.setTimeouts(milliseconds: 0)
         return socket

@@ -118,6 +118,32 @@ struct FlowSteeringTests {
         #expect(lines.filter { $0 == "{" || $0.hasSuffix("{") }.count == lines.filter { $0 == "}" }.count, "braces balance")
     }
 
+    @Test("proxy mode: only TCP to other machines is marked, tproxy per family to the listeners, no nat; nothing is marked while the provider is not running")
+    func proxyRuleset() throws {
+        let app = try AppIdentifier("org.example.Browser")
+        var member = FlowSteering.Member(
+            configuration: UUID(), mode: .proxy, mark: FlowSteering.mark(slot: 2), interface: "",
+            cgroups: [.init(app: app, path: "netext-apps/org.example.Browser")], proxyPorts: .init(tcp4: 40001, tcp6: 40002))
+        let running = FlowSteering(members: [member])
+        let lines = running.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.contains("socket cgroupv2 level 2 @apps_82 meta l4proto tcp fib daddr type != local counter meta mark set meta mark & 0xff00ffff | 0x00820000"))
+        #expect(lines.contains("type filter hook prerouting priority mangle; policy accept;"))
+        #expect(lines.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00820000 meta l4proto tcp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:40001 accept"))
+        #expect(lines.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00820000 meta l4proto tcp meta nfproto ipv6 counter tproxy ip6 to [::1]:40002 accept"))
+        #expect(!running.ruleset.contains("type nat"), "the kernel terminates the connection: nothing is translated")
+        #expect(running.proxyMarks == [FlowSteering.mark(slot: 2)])
+        // Without an IPv6 listener an IPv6 flow is refused at once rather than left to time out.
+        member.proxyPorts = .init(tcp4: 40001, tcp6: nil)
+        #expect(FlowSteering(members: [member]).ruleset.contains("meta nfproto ipv6 counter reject with tcp reset"))
+        // The provider not running: the set stays, nothing is marked or redirected.
+        member.proxyPorts = nil
+        let idle = FlowSteering(members: [member])
+        #expect(idle.ruleset.contains("set apps_82 {"))
+        #expect(!idle.ruleset.contains("socket cgroupv2"))
+        #expect(!idle.ruleset.contains("tproxy"))
+        #expect(idle.proxyMarks.isEmpty)
+    }
+
     @Test("a tunnel that is not connected: its set and marks stay, no masquerade, no DNS redirect; with no cgroups, no elements and no level rule")
     func disconnectedMember() {
         let steering = FlowSteering(members: [.init(configuration: UUID(), mode: .include, mark: FlowSteering.mark(slot: 3), interface: "")])

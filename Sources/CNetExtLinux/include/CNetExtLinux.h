@@ -201,3 +201,37 @@ int netext_socket_endpoint(int fd, int peer, int *family, unsigned char address[
 /// ends or either fails; then shuts `to` down for writing. Both are blocking sockets. Returns
 /// the bytes moved, or -errno when a read or a write failed.
 long long netext_splice_stream(int from, int to);
+
+// MARK: Flow relay (relay.c)
+
+/// An event loop (epoll) that moves bytes between pairs of connected stream sockets inside the
+/// kernel (non-blocking splice through a pipe per direction), connecting the upstream socket
+/// itself where asked. One thread runs it (`netext_relay_run`); any thread adds pairs.
+typedef struct netext_relay netext_relay;
+
+/// What became of one pair: the bytes each way, and the errno that ended it (0: both sides
+/// finished in order; ECONNREFUSED etc.: the upstream connection failed).
+typedef struct {
+    uint64_t id;
+    long long app_to_upstream;
+    long long upstream_to_app;
+    int error;
+} netext_relay_done;
+
+/// A new loop, or NULL with errno set.
+netext_relay *netext_relay_create(void);
+/// Frees a loop whose `netext_relay_run` has returned -1 (stopped); closes what it still holds.
+void netext_relay_destroy(netext_relay *relay);
+/// Hands a pair to the loop: `app_fd` and `upstream_fd` (connected) are the loop's from now on,
+/// closed when the pair ends. Returns 0 or -errno (then the caller still owns both).
+int netext_relay_add(netext_relay *relay, uint64_t id, int app_fd, int upstream_fd);
+/// Hands `app_fd` to the loop with an upstream the loop connects to (`family` 4 or 6, the
+/// address bytes, `port`); a failed connection resets the app's. Returns 0 or -errno.
+int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int family, const unsigned char *address, uint16_t port);
+/// Runs until at least one pair ended, then returns how many (their outcomes in `done`, at most
+/// `capacity`), or -1 once `netext_relay_stop` was called.
+int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity);
+/// Makes `netext_relay_run` return -1.
+void netext_relay_stop(netext_relay *relay);
+/// Pairs in the loop now.
+int netext_relay_count(netext_relay *relay);

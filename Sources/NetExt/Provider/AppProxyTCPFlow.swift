@@ -3,6 +3,24 @@ import NetExtCore
 import NetExtLinux
 import Synchronization
 
+/// How a relayed flow ended: the bytes the app sent and received, and what ended it, if it
+/// failed (a connection refused, a reset).
+public struct FlowRelayResult: Sendable, Hashable {
+    public var sent: Int
+    public var received: Int
+    public var error: NetExtError?
+
+    public init(sent: Int, received: Int, error: NetExtError?) {
+        self.sent = sent
+        self.received = received
+        self.error = error
+    }
+
+    init(_ outcome: FlowRelay.Outcome, endpoint: NetworkEndpoint) {
+        self.init(sent: outcome.appToUpstream, received: outcome.upstreamToApp, error: outcome.error.map { NetExtError(.connectionFailed, "the flow to \(endpoint): \($0)") })
+    }
+}
+
 /// Who a flow comes from, as Apple's `NEFlowMetaData`.
 public struct FlowMetaData: Sendable, Hashable {
     /// The app identifier the app was bound with (`sourceAppSigningIdentifier`).
@@ -16,8 +34,8 @@ public struct FlowMetaData: Sendable, Hashable {
 /// One TCP connection of an app, as Apple's `NEAppProxyTCPFlow`, backed by the real socket the
 /// kernel accepted for it: reads return what the app sent, writes reach the app. Where Apple's
 /// flow is opened before data moves, this one is already connected (`open` only checks that it
-/// is still usable); the descriptor itself is available to move bytes in the kernel
-/// (``relay(with:)``).
+/// is still usable); its bytes can be moved inside the kernel (``relay(with:completion:)``,
+/// ``relay(connectingTo:completion:)``).
 public final class AppProxyTCPFlow: Sendable {
     /// Where the app was connecting to.
     public let remoteEndpoint: NetworkEndpoint
@@ -83,28 +101,60 @@ public final class AppProxyTCPFlow: Sendable {
         try result.get()
     }
 
-    /// Moves the flow's bytes to and from `upstream` (a connected blocking socket) inside the
-    /// kernel until both directions have ended, then closes the flow (not `upstream`). Returns
-    /// the bytes the app sent and the bytes it received. The fast path of the reference proxies.
-    public func relay(with upstream: Int32) async -> (sent: Int, received: Int) {
-        let app = fileDescriptor
-        async let sent = Self.pump(from: app, to: upstream)
-        async let received = Self.pump(from: upstream, to: app)
-        let result = await (sent, received)
-        closeDescriptor()
-        return result
+    /// Moves the flow's bytes to and from `upstream` (a connected socket, the relay's from now
+    /// on) inside the kernel until both directions have ended, then closes both; `completion`
+    /// (on the relay's thread; keep it short) learns the bytes each way. No thread per flow: one
+    /// loop relays every flow of the process. The fast path of the reference proxies.
+    public func relay(with upstream: Int32, completion: (@Sendable (FlowRelayResult) -> Void)? = nil) {
+        guard let app = takeDescriptor() else {
+            SocketPair.close(upstream)
+            completion?(FlowRelayResult(sent: 0, received: 0, error: NetExtError(.connectionFailed, "the flow to \(remoteEndpoint) was already closed")))
+            return
+        }
+        let endpoint = remoteEndpoint
+        do throws(SystemError) {
+            guard let relay = FlowRelay.shared else { throw SystemError("flow relay", errno: ENOMEM) }
+            try relay.relay(app: app, upstream: upstream) { completion?(FlowRelayResult($0, endpoint: endpoint)) }
+        } catch {
+            StreamIO.reset(app)
+            SocketPair.close(upstream)
+            completion?(FlowRelayResult(sent: 0, received: 0, error: NetExtError(.connectionFailed, "relaying the flow to \(endpoint): \(error)")))
+        }
     }
 
-    private static func pump(from: Int32, to: Int32) async -> Int {
-        await withCheckedContinuation { continuation in
-            let thread = Thread {
-                let moved = (try? StreamSplice.pump(from: from, to: to).get()) ?? 0
-                continuation.resume(returning: moved)
-            }
-            thread.name = "netext-flow-relay"
-            thread.stackSize = 256 * 1024
-            thread.start()
+    /// Connects to `destination` (an address and port) without blocking any thread and relays
+    /// the flow to it, as ``relay(with:completion:)``; a connection that fails resets the app's.
+    public func relay(connectingTo destination: NetworkEndpoint, completion: (@Sendable (FlowRelayResult) -> Void)? = nil) {
+        guard let address = SocketAddress(destination.hostname.contains(":") ? "[\(destination.hostname)]:\(destination.port)" : "\(destination.hostname):\(destination.port)") else {
+            reset()
+            completion?(FlowRelayResult(sent: 0, received: 0, error: NetExtError(.configurationInvalid, "\(destination) is not an address and port")))
+            return
         }
+        guard let app = takeDescriptor() else {
+            completion?(FlowRelayResult(sent: 0, received: 0, error: NetExtError(.connectionFailed, "the flow to \(remoteEndpoint) was already closed")))
+            return
+        }
+        do throws(SystemError) {
+            guard let relay = FlowRelay.shared else { throw SystemError("flow relay", errno: ENOMEM) }
+            try relay.relay(app: app, connectingTo: address) { completion?(FlowRelayResult($0, endpoint: destination)) }
+        } catch {
+            StreamIO.reset(app)
+            completion?(FlowRelayResult(sent: 0, received: 0, error: NetExtError(.connectionFailed, "relaying the flow to \(destination): \(error)")))
+        }
+    }
+
+    /// ``relay(with:completion:)``, awaited.
+    public func relay(with upstream: Int32) async -> FlowRelayResult {
+        await withCheckedContinuation { continuation in relay(with: upstream) { continuation.resume(returning: $0) } }
+    }
+
+    /// Hands the descriptor over (to the relay): the flow no longer closes it.
+    private func takeDescriptor() -> Int32? {
+        let taken = state.withLock { current -> Bool in
+            defer { current = (true, true, true) }
+            return !current.descriptorClosed
+        }
+        return taken ? fileDescriptor : nil
     }
 
     /// Stops reading from the app (Apple's `closeReadWithError`); the socket is closed once

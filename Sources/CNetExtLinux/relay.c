@@ -1,0 +1,370 @@
+// The flow relay: an epoll loop that moves each pair's bytes with non-blocking splice(2) through
+// one pipe per direction (the bytes stay in the kernel), half-closes in order (a side that
+// finished sending is shut down for writing on the other), and connects upstream sockets
+// without blocking (connect(2) EINPROGRESS, then SO_ERROR).
+#define _GNU_SOURCE
+#include "CNetExtLinux.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DIRECTION_CHUNK (1 << 20)
+
+typedef struct relay_pair relay_pair;
+
+typedef struct {
+    int from;
+    int to;
+    int pipe[2];
+    size_t buffered;     // bytes in the pipe
+    bool from_ended;     // `from` sent its end
+    bool finished;       // the end was passed on (`to` shut down for writing)
+    long long moved;
+} relay_direction;
+
+typedef struct {
+    relay_pair *pair;
+} relay_handle;
+
+struct relay_pair {
+    uint64_t id;
+    int app;
+    int upstream;
+    bool connecting;
+    bool ended;
+    int error;
+    relay_direction out;   // app → upstream
+    relay_direction in;    // upstream → app
+    relay_handle app_handle;
+    relay_handle upstream_handle;
+    relay_pair *next_pending;
+    relay_pair *previous_live;
+    relay_pair *next_live;
+};
+
+struct netext_relay {
+    int epoll;
+    int wake;
+    pthread_mutex_t lock;
+    relay_pair *pending;     // added, not yet registered (guarded by lock)
+    relay_pair *live;        // registered (the loop thread's alone)
+    netext_relay_done *completed;
+    int completed_count;
+    int completed_capacity;
+    atomic_bool stopping;
+    atomic_int count;
+};
+
+static void link_live(netext_relay *relay, relay_pair *pair) {
+    pair->previous_live = NULL;
+    pair->next_live = relay->live;
+    if (relay->live) relay->live->previous_live = pair;
+    relay->live = pair;
+}
+
+static void unlink_live(netext_relay *relay, relay_pair *pair) {
+    if (pair->previous_live) pair->previous_live->next_live = pair->next_live; else relay->live = pair->next_live;
+    if (pair->next_live) pair->next_live->previous_live = pair->previous_live;
+    pair->previous_live = pair->next_live = NULL;
+}
+
+/// Records a pair's outcome; false if there is no memory for it (it is then lost).
+static bool push_completed(netext_relay *relay, relay_pair *pair) {
+    if (relay->completed_count == relay->completed_capacity) {
+        int capacity = relay->completed_capacity ? relay->completed_capacity * 2 : 64;
+        netext_relay_done *grown = realloc(relay->completed, (size_t)capacity * sizeof(*grown));
+        if (!grown) return false;
+        relay->completed = grown;
+        relay->completed_capacity = capacity;
+    }
+    relay->completed[relay->completed_count++] = (netext_relay_done){ pair->id, pair->out.moved, pair->in.moved, pair->error };
+    return true;
+}
+
+static void close_direction_pipe(relay_direction *direction) {
+    if (direction->pipe[0] >= 0) close(direction->pipe[0]);
+    if (direction->pipe[1] >= 0) close(direction->pipe[1]);
+    direction->pipe[0] = direction->pipe[1] = -1;
+}
+
+static void free_pair(relay_pair *pair, bool reset) {
+    if (reset) {
+        struct linger linger = { .l_onoff = 1, .l_linger = 0 };
+        if (pair->app >= 0) setsockopt(pair->app, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
+        if (pair->upstream >= 0) setsockopt(pair->upstream, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
+    }
+    if (pair->app >= 0) close(pair->app);
+    if (pair->upstream >= 0) close(pair->upstream);
+    close_direction_pipe(&pair->out);
+    close_direction_pipe(&pair->in);
+    free(pair);
+}
+
+netext_relay *netext_relay_create(void) {
+    netext_relay *relay = calloc(1, sizeof(*relay));
+    if (!relay) return NULL;
+    relay->epoll = epoll_create1(EPOLL_CLOEXEC);
+    relay->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (relay->epoll < 0 || relay->wake < 0) {
+        int error = errno;
+        if (relay->epoll >= 0) close(relay->epoll);
+        if (relay->wake >= 0) close(relay->wake);
+        free(relay);
+        errno = error;
+        return NULL;
+    }
+    pthread_mutex_init(&relay->lock, NULL);
+    struct epoll_event event = { .events = EPOLLIN, .data.ptr = NULL };
+    epoll_ctl(relay->epoll, EPOLL_CTL_ADD, relay->wake, &event);
+    return relay;
+}
+
+static relay_pair *new_pair(uint64_t id, int app, int upstream) {
+    relay_pair *pair = calloc(1, sizeof(*pair));
+    if (!pair) return NULL;
+    pair->id = id;
+    pair->app = app;
+    pair->upstream = upstream;
+    pair->out = (relay_direction){ .from = app, .to = upstream, .pipe = { -1, -1 } };
+    pair->in = (relay_direction){ .from = upstream, .to = app, .pipe = { -1, -1 } };
+    if (pipe2(pair->out.pipe, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(pair->in.pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+        int error = errno;
+        close_direction_pipe(&pair->out);
+        close_direction_pipe(&pair->in);
+        free(pair);
+        errno = error;
+        return NULL;
+    }
+    pair->app_handle.pair = pair;
+    pair->upstream_handle.pair = pair;
+    return pair;
+}
+
+static int queue_pair(netext_relay *relay, relay_pair *pair) {
+    pthread_mutex_lock(&relay->lock);
+    pair->next_pending = relay->pending;
+    relay->pending = pair;
+    pthread_mutex_unlock(&relay->lock);
+    atomic_fetch_add(&relay->count, 1);
+    uint64_t one = 1;
+    ssize_t written = write(relay->wake, &one, sizeof(one));
+    (void)written;
+    return 0;
+}
+
+int netext_relay_add(netext_relay *relay, uint64_t id, int app_fd, int upstream_fd) {
+    relay_pair *pair = new_pair(id, app_fd, upstream_fd);
+    if (!pair) return -errno;
+    fcntl(app_fd, F_SETFL, fcntl(app_fd, F_GETFL) | O_NONBLOCK);
+    fcntl(upstream_fd, F_SETFL, fcntl(upstream_fd, F_GETFL) | O_NONBLOCK);
+    return queue_pair(relay, pair);
+}
+
+int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int family, const unsigned char *address, uint16_t port) {
+    int upstream = socket(family == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (upstream < 0) return -errno;
+    int result;
+    if (family == 6) {
+        struct sockaddr_in6 target = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+        memcpy(&target.sin6_addr, address, 16);
+        result = connect(upstream, (struct sockaddr *)&target, sizeof(target));
+    } else {
+        struct sockaddr_in target = { .sin_family = AF_INET, .sin_port = htons(port) };
+        memcpy(&target.sin_addr, address, 4);
+        result = connect(upstream, (struct sockaddr *)&target, sizeof(target));
+    }
+    if (result < 0 && errno != EINPROGRESS) {
+        int error = errno;
+        close(upstream);
+        return -error;
+    }
+    relay_pair *pair = new_pair(id, app_fd, upstream);
+    if (!pair) {
+        int error = errno;
+        close(upstream);
+        return -error;
+    }
+    pair->connecting = result < 0;
+    fcntl(app_fd, F_SETFL, fcntl(app_fd, F_GETFL) | O_NONBLOCK);
+    return queue_pair(relay, pair);
+}
+
+/// Moves what can be moved in one direction without blocking. Returns false on a failure
+/// (`pair->error` set).
+static bool pump(relay_pair *pair, relay_direction *direction, bool *progressed) {
+    for (;;) {
+        bool moved = false;
+        if (!direction->from_ended && direction->buffered < DIRECTION_CHUNK) {
+            ssize_t in = splice(direction->from, NULL, direction->pipe[1], NULL, DIRECTION_CHUNK - direction->buffered, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (in > 0) {
+                direction->buffered += (size_t)in;
+                moved = true;
+            } else if (in == 0) {
+                direction->from_ended = true;
+                moved = true;
+            } else if (errno != EAGAIN && errno != EINTR) {
+                pair->error = errno;
+                return false;
+            }
+        }
+        if (direction->buffered > 0) {
+            ssize_t out = splice(direction->pipe[0], NULL, direction->to, NULL, direction->buffered, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (out > 0) {
+                direction->buffered -= (size_t)out;
+                direction->moved += out;
+                moved = true;
+            } else if (out < 0 && errno != EAGAIN && errno != EINTR) {
+                pair->error = errno;
+                return false;
+            }
+        }
+        if (direction->from_ended && direction->buffered == 0 && !direction->finished) {
+            direction->finished = true;
+            shutdown(direction->to, SHUT_WR);
+            moved = true;
+        }
+        if (!moved) return true;
+        *progressed = true;
+    }
+}
+
+static int register_pair(netext_relay *relay, relay_pair *pair) {
+    struct epoll_event app_event = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = &pair->app_handle };
+    struct epoll_event upstream_event = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = &pair->upstream_handle };
+    if (epoll_ctl(relay->epoll, EPOLL_CTL_ADD, pair->app, &app_event) < 0) return -errno;
+    if (epoll_ctl(relay->epoll, EPOLL_CTL_ADD, pair->upstream, &upstream_event) < 0) {
+        int error = errno;
+        epoll_ctl(relay->epoll, EPOLL_CTL_DEL, pair->app, NULL);
+        return -error;
+    }
+    return 0;
+}
+
+/// Advances a pair after an event; true once it has ended.
+static bool advance(relay_pair *pair) {
+    if (pair->connecting) {
+        int error = 0;
+        socklen_t length = sizeof(error);
+        if (getsockopt(pair->upstream, SOL_SOCKET, SO_ERROR, &error, &length) < 0) error = errno;
+        if (error == EINPROGRESS || error == EALREADY) return false;
+        if (error != 0) {
+            pair->error = error;
+            return true;
+        }
+        // Still in progress when no error is reported yet and the socket is not writable:
+        // the peer name exists only once connected.
+        struct sockaddr_storage peer;
+        socklen_t peer_length = sizeof(peer);
+        if (getpeername(pair->upstream, (struct sockaddr *)&peer, &peer_length) < 0) return false;
+        pair->connecting = false;
+    }
+    bool progressed = true;
+    while (progressed) {
+        progressed = false;
+        if (!pump(pair, &pair->out, &progressed) || !pump(pair, &pair->in, &progressed)) return true;
+    }
+    return pair->out.finished && pair->in.finished;
+}
+
+/// Ends a registered pair: out of epoll and the live list, its outcome recorded. The memory is
+/// freed by the caller once no event of the current batch can name it.
+static void end_pair(netext_relay *relay, relay_pair *pair) {
+    pair->ended = true;
+    epoll_ctl(relay->epoll, EPOLL_CTL_DEL, pair->app, NULL);
+    epoll_ctl(relay->epoll, EPOLL_CTL_DEL, pair->upstream, NULL);
+    unlink_live(relay, pair);
+    push_completed(relay, pair);
+    atomic_fetch_sub(&relay->count, 1);
+}
+
+int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity) {
+    struct epoll_event events[64];
+    while (relay->completed_count == 0) {
+        if (atomic_load(&relay->stopping)) return -1;
+        int ready = epoll_wait(relay->epoll, events, 64, 1000);
+        if (ready < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        for (int index = 0; index < ready; index++) {
+            relay_handle *handle = events[index].data.ptr;
+            if (handle == NULL) {
+                uint64_t value;
+                ssize_t got = read(relay->wake, &value, sizeof(value));
+                (void)got;
+                pthread_mutex_lock(&relay->lock);
+                relay_pair *pending = relay->pending;
+                relay->pending = NULL;
+                pthread_mutex_unlock(&relay->lock);
+                while (pending) {
+                    relay_pair *pair = pending;
+                    pending = pair->next_pending;
+                    int result = register_pair(relay, pair);
+                    link_live(relay, pair);
+                    if (result < 0) pair->error = -result;
+                    if (result < 0 || advance(pair)) {
+                        // Registered in this batch: no event of it can follow; freed now.
+                        end_pair(relay, pair);
+                        free_pair(pair, pair->error != 0);
+                    }
+                }
+                continue;
+            }
+            relay_pair *pair = handle->pair;
+            if (!pair->ended && advance(pair)) end_pair(relay, pair);
+        }
+        // The pairs that ended in this batch are freed once all its events were seen (both of a
+        // pair's sockets may have had one).
+        for (int index = 0; index < ready; index++) {
+            relay_handle *handle = events[index].data.ptr;
+            if (handle == NULL || !handle->pair->ended) continue;
+            relay_pair *pair = handle->pair;
+            for (int later = index + 1; later < ready; later++) {
+                relay_handle *other = events[later].data.ptr;
+                if (other && other->pair == pair) events[later].data.ptr = NULL;
+            }
+            free_pair(pair, pair->error != 0);
+        }
+    }
+    int count = relay->completed_count < capacity ? relay->completed_count : capacity;
+    memcpy(done, relay->completed, (size_t)count * sizeof(*done));
+    memmove(relay->completed, relay->completed + count, (size_t)(relay->completed_count - count) * sizeof(*done));
+    relay->completed_count -= count;
+    return count;
+}
+
+void netext_relay_stop(netext_relay *relay) {
+    atomic_store(&relay->stopping, true);
+    uint64_t one = 1;
+    ssize_t written = write(relay->wake, &one, sizeof(one));
+    (void)written;
+}
+
+int netext_relay_count(netext_relay *relay) { return atomic_load(&relay->count); }
+
+void netext_relay_destroy(netext_relay *relay) {
+    while (relay->live) {
+        relay_pair *pair = relay->live;
+        unlink_live(relay, pair);
+        free_pair(pair, true);
+    }
+    while (relay->pending) {
+        relay_pair *pair = relay->pending;
+        relay->pending = pair->next_pending;
+        free_pair(pair, true);
+    }
+    close(relay->epoll);
+    close(relay->wake);
+    pthread_mutex_destroy(&relay->lock);
+    free(relay->completed);
+    free(relay);
+}

@@ -1,0 +1,144 @@
+import Foundation
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+import Synchronization
+import Testing
+@testable import NetExt
+
+/// The provider side of the hand-over, in one process and without root: a loopback connection
+/// stands for the one the kernel accepted through tproxy; its socket goes over a sequenced-packet
+/// pair as netextd sends it.
+@Suite("App proxy flows: the socket handed over, read and written, relayed, declined")
+struct AppProxyFlowTests {
+    /// Echoes through `readData`/`write` (port 7), relays to a connection it made to `upstream`
+    /// (port 8) or to one the relay makes (port 10), declines the rest.
+    final class TestProvider: AppProxyProvider {
+        let upstream: SocketAddress
+        let seen = Mutex<[AppProxyFlowOffer.Transport: [String]]>([:])
+        init(upstream: SocketAddress) { self.upstream = upstream }
+        func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {}
+        func stopProxy(with reason: ProviderStopReason) async {}
+        func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
+            seen.withLock { $0[.tcp, default: []].append(flow.metaData.sourceAppSigningIdentifier) }
+            switch flow.remoteEndpoint.port {
+            case 7:
+                Task {
+                    let data = (try? await flow.readData()) ?? Data()
+                    try? await flow.write(Data("echo: ".utf8) + data)
+                    flow.closeWriteWithError(nil)
+                }
+                return true
+            case 8:
+                guard let socket = TCPSocket.connect(to: upstream, timeoutMilliseconds: 2_000) else { return false }
+                socket.setTimeouts(milliseconds: 0)
+                flow.relay(with: socket.detach())
+                return true
+            case 10:
+                flow.relay(connectingTo: NetworkEndpoint(hostname: upstream.hostText, port: upstream.port))
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    /// A connected pair: the app's socket and the one the kernel accepted for it.
+    static func connection() throws -> (app: TCPSocket, accepted: TCPSocket) {
+        let listener = try TCPSocket.listen(on: SocketAddress("127.0.0.1:0")!)
+        let address = try #require(SocketEndpoints.local(of: listener.fd))
+        let app = try #require(TCPSocket.connect(to: address, timeoutMilliseconds: 2_000))
+        let accepted = try #require(try listener.accept(waitMilliseconds: 2_000))
+        app.setTimeouts(milliseconds: 5_000)
+        return (app, accepted)
+    }
+
+    /// An upstream that answers each of two connections with "up: " and what it read, then closes.
+    static func upstreamServer() throws -> (address: SocketAddress, listener: TCPSocket) {
+        let listener = try TCPSocket.listen(on: SocketAddress("127.0.0.1:0")!)
+        let address = try #require(SocketEndpoints.local(of: listener.fd))
+        let thread = Thread {
+            for _ in 0..<2 {
+                guard let client = try? listener.accept(waitMilliseconds: 5_000) else { return }
+                client.setTimeouts(milliseconds: 5_000)
+                if let bytes = client.read(exactly: 5) { _ = client.write(Array("up: ".utf8) + bytes) }
+                client.close()
+            }
+        }
+        thread.start()
+        return (address, listener)
+    }
+
+    static func offer(id: UInt64, port: UInt16) -> AppProxyFlowOffer {
+        AppProxyFlowOffer(
+            id: id, transport: .tcp, remoteEndpoint: NetworkEndpoint(hostname: "192.0.2.7", port: port),
+            localEndpoint: NetworkEndpoint(hostname: "127.0.0.1", port: 40000), sourceAppIdentifier: "org.example.App\(id)", processIdentifier: 42)
+    }
+
+    static func answer(over channel: Int32) throws -> AppProxyFlowCodec.Answer {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buffer.deallocate() }
+        let received = try DescriptorMessages.receive(into: buffer, over: channel)
+        #expect(received.descriptor == nil)
+        return try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length]))
+    }
+
+    static func readAll(_ socket: TCPSocket) -> String {
+        var bytes: [UInt8] = []
+        while let byte = socket.read(exactly: 1) { bytes += byte }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test("taken flows are answered handled and carry bytes both ways; a declined flow is reset; metadata arrives")
+    func handOver() async throws {
+        let (daemon, providerEnd) = try SocketPair.makePackets()
+        defer { SocketPair.close(daemon) }
+        let upstream = try Self.upstreamServer()
+        let provider = TestProvider(upstream: upstream.address)
+        AppProxyFlowServer.start(provider, channel: providerEnd)
+
+        // Read and write through the flow.
+        let echo = try Self.connection()
+        try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 1, port: 7)), descriptor: echo.accepted.fd, over: daemon)
+        echo.accepted.close()
+        #expect(try Self.answer(over: daemon) == .init(flowID: 1, handled: true))
+        #expect(echo.app.write(Array("hello".utf8)))
+        #expect(Self.readAll(echo.app) == "echo: hello")
+
+        // Relayed in the kernel to an upstream connection.
+        let relayed = try Self.connection()
+        try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 2, port: 8)), descriptor: relayed.accepted.fd, over: daemon)
+        relayed.accepted.close()
+        #expect(try Self.answer(over: daemon) == .init(flowID: 2, handled: true))
+        #expect(relayed.app.write(Array("world".utf8)))
+        #expect(Self.readAll(relayed.app) == "up: world")
+
+        // Connected by the relay's loop without blocking, then relayed.
+        let connecting = try Self.connection()
+        try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 5, port: 10)), descriptor: connecting.accepted.fd, over: daemon)
+        connecting.accepted.close()
+        #expect(try Self.answer(over: daemon) == .init(flowID: 5, handled: true))
+        #expect(connecting.app.write(Array("again".utf8)))
+        #expect(Self.readAll(connecting.app) == "up: again")
+
+        // Declined: the app's connection is reset.
+        let declined = try Self.connection()
+        try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 3, port: 9)), descriptor: declined.accepted.fd, over: daemon)
+        declined.accepted.close()
+        #expect(try Self.answer(over: daemon) == .init(flowID: 3, handled: false))
+        var byte: UInt8 = 0
+        let result = recv(declined.app.fd, &byte, 1, 0)
+        #expect(result < 0 && errno == ECONNRESET, "a declined flow is reset, not ended in order")
+
+        // A malformed message costs nothing but itself; the next flow is served.
+        try DescriptorMessages.send([0x11, 0, 1], descriptor: nil, over: daemon)
+        let after = try Self.connection()
+        try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 4, port: 7)), descriptor: after.accepted.fd, over: daemon)
+        after.accepted.close()
+        #expect(try Self.answer(over: daemon) == .init(flowID: 4, handled: true))
+        #expect(after.app.write(Array("again".utf8)))
+        #expect(Self.readAll(after.app) == "echo: again")
+        #expect(provider.seen.withLock { $0[.tcp] } == ["org.example.App1", "org.example.App2", "org.example.App5", "org.example.App3", "org.example.App4"])
+        _ = upstream.listener
+    }
+}
