@@ -11,6 +11,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <linux/inet_diag.h>
+#include <linux/rtnetlink.h>
 
 int netext_sock_diag_open(void) {
     int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -21,7 +22,7 @@ int netext_sock_diag_open(void) {
 }
 
 static int query(int fd, int family, int protocol, const unsigned char *src, unsigned short sport,
-                 const unsigned char *dst, unsigned short dport, unsigned int *inode, unsigned int *uid) {
+                 const unsigned char *dst, unsigned short dport, unsigned int *inode, unsigned int *uid, unsigned long long *cgroup) {
     static unsigned int sequence = 0;
     struct {
         struct nlmsghdr header;
@@ -58,6 +59,15 @@ static int query(int fd, int family, int protocol, const unsigned char *src, uns
             struct inet_diag_msg *found = (struct inet_diag_msg *)NLMSG_DATA(answer);
             *inode = found->idiag_inode;
             *uid = found->idiag_uid;
+            if (cgroup) {
+                // INET_DIAG_CGROUP_ID (21, Linux 5.7): the socket's cgroup v2 id, sent with every
+                // answer where the kernel keeps socket cgroup data.
+                *cgroup = 0;
+                int rest = (int)answer->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*found));
+                for (struct rtattr *attribute = (struct rtattr *)(found + 1); RTA_OK(attribute, rest); attribute = RTA_NEXT(attribute, rest)) {
+                    if (attribute->rta_type == 21 && RTA_PAYLOAD(attribute) >= sizeof(*cgroup)) memcpy(cgroup, RTA_DATA(attribute), sizeof(*cgroup));
+                }
+            }
             return 0;
         }
     }
@@ -69,9 +79,15 @@ int netext_socket_inode(int fd, int ipv6, int protocol, const unsigned char *loc
     int family = ipv6 ? AF_INET6 : AF_INET;
     // TCP looks a socket up from its own side (source = local); UDP from an arriving packet's
     // (source = remote), which also finds unconnected sockets bound to the local port.
-    int result = query(fd, family, protocol, local, local_port, remote, remote_port, inode, uid);
+    int result = query(fd, family, protocol, local, local_port, remote, remote_port, inode, uid, NULL);
     if (result != 0 && protocol == IPPROTO_UDP) {
-        result = query(fd, family, protocol, remote, remote_port, local, local_port, inode, uid);
+        result = query(fd, family, protocol, remote, remote_port, local, local_port, inode, uid, NULL);
     }
     return result;
+}
+
+int netext_socket_cgroup(int fd, int ipv6, const unsigned char *local, unsigned short local_port,
+                         const unsigned char *remote, unsigned short remote_port, unsigned long long *cgroup, unsigned int *uid) {
+    unsigned int inode = 0;
+    return query(fd, ipv6 ? AF_INET6 : AF_INET, IPPROTO_TCP, local, local_port, remote, remote_port, &inode, uid, cgroup);
 }

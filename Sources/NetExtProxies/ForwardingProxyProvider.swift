@@ -37,6 +37,8 @@ public final class ForwardingProxyProvider: AppProxyProvider {
 
     private let settings = Mutex<Settings?>(nil)
     private let counts = Mutex(Counters())
+    /// The apps whose first flow was logged (each app once, so the log shows who uses the proxy).
+    private let appsSeen = Mutex<Set<String>>([])
     /// How long connecting to the upstream proxy and its handshake may take.
     static let handshakeMilliseconds = 10_000
 
@@ -59,6 +61,11 @@ public final class ForwardingProxyProvider: AppProxyProvider {
 
     public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
         guard let settings = settings.withLock({ $0 }) else { return false }
+        let app = flow.metaData.sourceAppSigningIdentifier
+        if appsSeen.withLock({ $0.count < 1_024 && $0.insert(app).inserted }) {
+            let process = flow.metaData.processIdentifier.map { " (pid \($0)\(flow.metaData.executablePath.map { ", \($0)" } ?? ""))" } ?? ""
+            Self.log("first flow of \(app.isEmpty ? "an unidentified app" : app)\(process) to \(flow.remoteEndpoint)")
+        }
         if settings.upstream == .direct {
             // Connected and relayed by the relay's loop: no thread, no wait here.
             flow.relay(connectingTo: flow.remoteEndpoint) { [self] result in

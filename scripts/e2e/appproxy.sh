@@ -94,6 +94,7 @@ check "the bound app's IPv4 flow reaches the server through dante (the server sa
   fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 203.0.113.2
 check "the bound app's IPv6 flow goes through dante too" \
   fetch_seen "$proxied_app" 'http://[2001:db8:ff::80]:8080/public.html' "$work/public6.log" 2001:db8:2::2
+check "the provider was told the app, its process and executable" grep -Eq "first flow of $proxied_app \\(pid [0-9]+, /usr/bin/curl\\) to 100\\.64\\.0\\.80:8080" "$work/netextd.log"
 check "dante's log shows the proxied connections" grep -q "100.64.0.80.8080" "$work/dante.log"
 check "the bound app reaches the office's internal host (only dante can)" internal_page "$proxied_app"
 check "another app's flow goes direct (the server saw the laptop)" \

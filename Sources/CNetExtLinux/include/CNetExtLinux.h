@@ -152,6 +152,11 @@ int netext_raw_open(int ipv6);
 /// Sends one whole IP packet to its own destination address. Returns the length or -errno.
 long netext_raw_send(int fd, const unsigned char *packet, unsigned long length);
 
+/// The cgroup v2 id (0 if the kernel does not report it) and owner uid of the local TCP socket
+/// of a connection, asked as netext_socket_inode does. Returns 0 or -errno.
+int netext_socket_cgroup(int fd, int ipv6, const unsigned char *local, unsigned short local_port,
+                         const unsigned char *remote, unsigned short remote_port, unsigned long long *cgroup, unsigned int *uid);
+
 /// A NETLINK_SOCK_DIAG socket for netext_socket_inode (200 ms answer timeout), or -errno.
 int netext_sock_diag_open(void);
 

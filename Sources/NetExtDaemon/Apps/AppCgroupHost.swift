@@ -25,11 +25,14 @@ public protocol AppCgroupHost: Sendable {
     func markSockets(in path: String, mark: UInt32) -> Bool
     /// Stops doing so.
     func unmarkSockets(in path: String, mark: UInt32)
+    /// The cgroup's id (what sock_diag reports for its sockets) and its `cgroup.procs` path.
+    func identity(of path: String) -> (id: UInt64, procs: String)?
 }
 
 extension AppCgroupHost {
     public func markSockets(in path: String, mark: UInt32) -> Bool { false }
     public func unmarkSockets(in path: String, mark: UInt32) {}
+    public func identity(of path: String) -> (id: UInt64, procs: String)? { nil }
 }
 
 /// The machine's cgroup v2 hierarchy (found in `/proc/self/mountinfo`), watched with inotify.
@@ -54,6 +57,7 @@ public final class SystemAppCgroups: AppCgroupHost {
 
     public var nftPathPrefix: String? { tree.nftPathPrefix }
     public func scan() -> [String] { tree.scan() }
+    public func identity(of path: String) -> (id: UInt64, procs: String)? { tree.identity(of: path) }
 
     public func place(pid: Int32, in path: String) throws(NetExtError) {
         do {

@@ -20,6 +20,16 @@ import NetExtCore
 /// names in the domains, adds their addresses to the rule's sets before the app has the answer,
 /// and asks the machine's resolvers for every other name.
 actor AppSteeringController {
+    /// A cgroup of an app proxy's app, as the flow hand-over identifies sockets by it.
+    struct ProxiedCgroup: Sendable, Hashable {
+        var path: String
+        var app: AppIdentifier
+        /// Its id (what sock_diag reports for a socket created in it), when it could be read.
+        var id: UInt64?
+        /// Its `cgroup.procs`.
+        var procs: String?
+    }
+
     /// What a domain-limited rule's resolver is opened with.
     struct DomainResolverRequest: Sendable, Hashable {
         var domains: [String]
@@ -102,7 +112,7 @@ actor AppSteeringController {
 
     private let openResolver: DomainResolverOpener?
     /// Running app proxies, told their apps' cgroups after every change.
-    private var proxyObservers: [UUID: @Sendable ([String: AppIdentifier]) -> Void] = [:]
+    private var proxyObservers: [UUID: @Sendable ([ProxiedCgroup]) -> Void] = [:]
 
     init(
         host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger,
@@ -214,8 +224,8 @@ actor AppSteeringController {
 
     /// The app proxy's provider runs and its listeners wait on `ports`: the apps' TCP flows go
     /// there from now on.
-    /// `appsChanged` is told the cgroups of its apps (path → app) now and whenever they change.
-    func proxyUp(_ id: UUID, ports: FlowSteering.ProxyPorts, appsChanged: @escaping @Sendable ([String: AppIdentifier]) -> Void) async throws(NetExtError) {
+    /// `appsChanged` is told the cgroups of its apps now and whenever they change.
+    func proxyUp(_ id: UUID, ports: FlowSteering.ProxyPorts, appsChanged: @escaping @Sendable ([ProxiedCgroup]) -> Void) async throws(NetExtError) {
         guard var entry = entries[id], entry.mode == .proxy else {
             throw NetExtError(.configurationInvalid, "this app proxy has no apps to proxy (bind apps with `netext app bind`)")
         }
@@ -463,7 +473,10 @@ actor AppSteeringController {
         for (id, observer) in proxyObservers {
             guard let entry = entries[id] else { continue }
             let apps = Set(entry.rules.map(\.matchSigningIdentifier))
-            observer(Dictionary(cgroups.filter { apps.contains($0.app) }.map { ($0.path, $0.app) }, uniquingKeysWith: { first, _ in first }))
+            observer(cgroups.filter { apps.contains($0.app) }.map { cgroup in
+                let identity = host?.identity(of: cgroup.path)
+                return ProxiedCgroup(path: cgroup.path, app: cgroup.app, id: identity?.id, procs: identity?.procs)
+            })
         }
         if host != nil && host?.nftPathPrefix == nil && !entries.isEmpty {
             logger.error("per-app routing: nft finds cgroups only below /sys/fs/cgroup; mount cgroup2 there (or at /sys/fs/cgroup/unified)")

@@ -27,8 +27,9 @@ final class AppProxyFlowDispatcher: Sendable {
     private let listeners: TransparentListenerSet
     /// netextd's end of the provider's flow channel (owned by its `ProviderProcess`).
     private let channel: Int32
-    /// The app of each cgroup (relative path) the configuration's apps live in now.
-    private let apps = Mutex<[String: AppIdentifier]>([:])
+    /// The cgroups the configuration's apps live in now: by id (what sock_diag reports for a
+    /// socket) and by relative path (for a process in a cgroup below them).
+    private let apps = Mutex<(byID: [UInt64: AppSteeringController.ProxiedCgroup], byPath: [String: AppIdentifier])>(([:], [:]))
     private let counts = Mutex(Counters())
     private let stopped = Mutex(false)
     private let logger: Logger
@@ -47,9 +48,15 @@ final class AppProxyFlowDispatcher: Sendable {
 
     var counters: Counters { counts.withLock { $0 } }
 
-    /// The cgroups of the configuration's apps, by relative path (the steering's scan).
-    func setApps(_ cgroups: [String: AppIdentifier]) {
-        apps.withLock { $0 = cgroups }
+    /// The cgroups of the configuration's apps (the steering's scan).
+    func setApps(_ cgroups: [AppSteeringController.ProxiedCgroup]) {
+        var byID: [UInt64: AppSteeringController.ProxiedCgroup] = [:]
+        var byPath: [String: AppIdentifier] = [:]
+        for cgroup in cgroups {
+            if let id = cgroup.id { byID[id] = cgroup }
+            byPath[cgroup.path] = cgroup.app
+        }
+        apps.withLock { $0 = (byID, byPath) }
     }
 
     /// Starts the accepting thread and the answer reader.
@@ -95,14 +102,25 @@ final class AppProxyFlowDispatcher: Sendable {
             TransparentListenerSet.reset(fd)
             return
         }
-        // The app's socket: its local end is our peer, its remote end our local one.
-        let process = owners.process(
-            isIPv6: source.isIPv6, isTCP: true, local: source.address, localPort: source.port, remote: destination.address, remotePort: destination.port)
+        // The app's socket: its local end is our peer, its remote end our local one. Its cgroup
+        // (one sock_diag answer) names the app; the process is the cgroup's only one where it
+        // has one, else found through /proc (a process in a cgroup below the app's).
+        var app: AppIdentifier?
+        var process: SocketOwnerLookup.Process?
+        if let cgroupID = owners.cgroupID(isIPv6: source.isIPv6, local: source.address, localPort: source.port, remote: destination.address, remotePort: destination.port),
+           let cgroup = apps.withLock({ $0.byID[cgroupID] }) {
+            app = cgroup.app
+            process = cgroup.procs.flatMap { owners.soleProcess(inCgroupProcs: $0) }
+        } else {
+            process = owners.process(
+                isIPv6: source.isIPv6, isTCP: true, local: source.address, localPort: source.port, remote: destination.address, remotePort: destination.port)
+            app = self.app(of: process?.cgroup)
+        }
         let offer = AppProxyFlowOffer(
             id: id, transport: .tcp,
             remoteEndpoint: NetworkEndpoint(hostname: destination.hostText, port: destination.port),
             localEndpoint: NetworkEndpoint(hostname: source.hostText, port: source.port),
-            sourceAppIdentifier: app(of: process?.cgroup)?.rawValue ?? "",
+            sourceAppIdentifier: app?.rawValue ?? "",
             processIdentifier: process?.pid, executablePath: process.flatMap { $0.executable.isEmpty ? nil : $0.executable })
         do {
             try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fd, over: channel)
@@ -121,8 +139,7 @@ final class AppProxyFlowDispatcher: Sendable {
     /// ancestor's, among the configuration's apps' cgroups.
     private func app(of cgroup: String?) -> AppIdentifier? {
         guard var path = cgroup.map({ String($0.drop { $0 == "/" }) }) else { return nil }
-        let known = apps.withLock { $0 }
-        if known.count == 1, path.isEmpty { return nil }
+        let known = apps.withLock { $0.byPath }
         while !path.isEmpty {
             if let app = known[path] { return app }
             guard let slash = path.lastIndex(of: "/") else { break }

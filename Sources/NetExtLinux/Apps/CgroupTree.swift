@@ -31,6 +31,15 @@ public struct CgroupTree: Sendable, Hashable {
         return String(mountPoint.dropFirst("/sys/fs/cgroup/".count)) + "/"
     }
 
+    /// A cgroup's id (its directory's inode: what sock_diag reports for a socket created in it)
+    /// and the path of its `cgroup.procs`; nil if it is gone.
+    public func identity(of path: String) -> (id: UInt64, procs: String)? {
+        let directory = path.isEmpty ? mountPoint : mountPoint + "/" + path
+        var status = stat()
+        guard stat(directory, &status) == 0 else { return nil }
+        return (UInt64(status.st_ino), directory + "/cgroup.procs")
+    }
+
     /// Every cgroup below the root as a path relative to it, parents before children; at most
     /// `limit` of them (a walk of a huge tree stops there rather than taking seconds).
     public func scan(limit: Int = 100_000) -> [String] {

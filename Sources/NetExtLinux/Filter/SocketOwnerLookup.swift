@@ -60,6 +60,31 @@ public final class SocketOwnerLookup {
         return describe(pid)
     }
 
+    /// The cgroup v2 id of the local end of a TCP connection (the cgroup directory's inode), from
+    /// one sock_diag answer; nil where the socket is gone or the kernel does not say.
+    public func cgroupID(isIPv6: Bool, local: [UInt8], localPort: UInt16, remote: [UInt8], remotePort: UInt16) -> UInt64? {
+        guard diagnostics >= 0 else { return nil }
+        var cgroup: UInt64 = 0
+        var uid: UInt32 = 0
+        let result = local.withUnsafeBufferPointer { localBytes in
+            remote.withUnsafeBufferPointer { remoteBytes in
+                netext_socket_cgroup(diagnostics, isIPv6 ? 1 : 0, localBytes.baseAddress, localPort, remoteBytes.baseAddress, remotePort, &cgroup, &uid)
+            }
+        }
+        return result == 0 && cgroup != 0 ? cgroup : nil
+    }
+
+    /// The only process in a cgroup (its `cgroup.procs` at `procsPath`), described; nil when
+    /// it holds none or several.
+    public func soleProcess(inCgroupProcs procsPath: String) -> Process? {
+        guard let file = fopen(procsPath, "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 32)
+        guard fgets(&line, Int32(line.count), file) != nil, let pid = Int32(String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)) else { return nil }
+        guard fgets(&line, Int32(line.count), file) == nil else { return nil }
+        return describe(pid)
+    }
+
     private func describe(_ pid: Int32) -> Process {
         let now = ContinuousClock.now
         if let cached = details[pid], now - cached.read < Self.detailsLifetime { return cached.process }
