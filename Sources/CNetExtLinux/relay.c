@@ -98,8 +98,10 @@ static void close_direction_pipe(relay_direction *direction) {
 }
 
 static void free_pair(relay_pair *pair, bool reset) {
-    if (reset) {
-        struct linger linger = { .l_onoff = 1, .l_linger = 0 };
+    // A reset on failure; an orderly close otherwise, even on a socket handed over set to reset
+    // when closed (netextd sets that, so that a provider's death resets its apps' connections).
+    {
+        struct linger linger = { .l_onoff = reset ? 1 : 0, .l_linger = 0 };
         if (pair->app >= 0) setsockopt(pair->app, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
         if (pair->upstream >= 0) setsockopt(pair->upstream, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
     }

@@ -39,6 +39,7 @@ public final class ForwardingProxyProvider: AppProxyProvider {
     private let counts = Mutex(Counters())
     /// The apps whose first flow was logged (each app once, so the log shows who uses the proxy).
     private let appsSeen = Mutex<Set<String>>([])
+    private let handshakes = DispatchQueue(label: "netext-proxy-handshakes", attributes: .concurrent)
     /// How long connecting to the upstream proxy and its handshake may take.
     static let handshakeMilliseconds = 10_000
 
@@ -73,12 +74,9 @@ public final class ForwardingProxyProvider: AppProxyProvider {
             }
             return true
         }
-        // A proxy's handshake is a few blocking exchanges: on a thread of the flow's own, which
-        // ends once the relay has the connection.
-        let thread = Thread { [self] in forward(flow, settings: settings) }
-        thread.name = "netext-proxy-connect"
-        thread.stackSize = 256 * 1024
-        thread.start()
+        // A proxy's handshake is a few blocking exchanges: on a pooled thread (reused, so no
+        // thread is made per flow), free again once the relay has the connection.
+        handshakes.async { [self] in forward(flow, settings: settings) }
         return true
     }
 

@@ -40,6 +40,11 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/perapp.sh", checks: 91, timeout: 240)
     }
 
+    @Test("app proxy: the bound app's TCP flows (IPv4, IPv6, by name) reach the destination through the provider and dante, another app's go direct; 50 MB intact; the provider's own connections not captured; kill -9 resets the apps' connections; nothing left after stop, the provider's death or netextd's crash")
+    func appProxy() async throws {
+        try await runChecks("scripts/e2e/appproxy.sh", checks: 30, timeout: 240)
+    }
+
     @Test("scripts/demo-perapp shows the bound app's page through the tunnel, the other program's failing, and an excluded app going around a full tunnel")
     func perAppDemo() async throws {
         let result = try await run("/bin/bash", [Self.root + "/scripts/demo-perapp"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)

@@ -28,7 +28,10 @@ trap appproxy_cleanup EXIT
 lab_up || { echo "FAIL lab"; exit 1; }
 # The public web server (on the internet) logs who asked: the laptop (direct) or the office,
 # where dante runs (proxied). 10.20.0.5 is reachable from the office only.
-lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo'
+lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo && ip addr add 198.51.100.53/32 dev lo'
+# One resolver (on the internet) for the laptop and the office: www.site.test is 100.64.0.80.
+for ns in "$LAB_LAPTOP" "$LAB_OFFICE"; do mkdir -p "/etc/netns/$ns"; echo "nameserver 198.51.100.53" > "/etc/netns/$ns/resolv.conf"; done
+lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.53 site.test 100.64.0.80 "$work/dns.log"
 mkdir -p "$work/www"; echo "public page" > "$work/www/public.html"; echo "internal page" > "$work/www/index.html"
 head -c 50000000 /dev/urandom > "$work/www/large.bin"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.80 --directory '$work/www' 2>> '$work/public4.log'"
@@ -96,6 +99,9 @@ check "the bound app's IPv6 flow goes through dante too" \
   fetch_seen "$proxied_app" 'http://[2001:db8:ff::80]:8080/public.html' "$work/public6.log" 2001:db8:2::2
 check "the provider was told the app, its process and executable" grep -Eq "first flow of $proxied_app \\(pid [0-9]+, /usr/bin/curl\\) to 100\\.64\\.0\\.80:8080" "$work/netextd.log"
 check "dante's log shows the proxied connections" grep -q "100.64.0.80.8080" "$work/dante.log"
+check "a flow to a name the app's resolver answered goes upstream by name (dante resolved www.site.test)" \
+  fetch_seen "$proxied_app" http://www.site.test:8080/public.html "$work/public4.log" 203.0.113.2
+check "the office asked the resolver for www.site.test (dante was given the name)" grep -Eq "^www.site.test 1 from 203.0.113.2" "$work/dns.log"
 check "the bound app reaches the office's internal host (only dante can)" internal_page "$proxied_app"
 check "another app's flow goes direct (the server saw the laptop)" \
   fetch_seen "$direct_app" http://100.64.0.80:8080/public.html "$work/public4.log" 198.51.100.2
@@ -121,7 +127,7 @@ as_app "$proxied_app" curl -s -m 60 --limit-rate 2M -o /dev/null http://100.64.0
 sleep 2
 check "kill -9 of the provider mid-transfer" kill -9 "$(provider_pid)"
 transfer_ended() { for _ in $(seq 1 50); do kill -0 "$transfer" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
-check "the app's transfer ends within 5 s of the provider's death" transfer_ended
+check "the app's transfer ends within 5 s of the provider's death (reset, not drained)" transfer_ended
 wait "$transfer" 2>/dev/null; code=$?
 check "and curl reports the transfer cut short (exit $code)" [ "$code" != 0 ]
 lab_wait "'$bin/netext' status Proxy | grep -q disconnected" 10

@@ -190,6 +190,9 @@ public final class AppProxyTCPFlow: Sendable {
             return !current.descriptorClosed
         }
         if first {
+            // netextd hands sockets over set to reset when closed (a provider that dies resets its
+            // apps' connections); an orderly close is asked for here.
+            StreamIO.setResetOnClose(fileDescriptor, false)
             StreamIO.shutdown(fileDescriptor, read: true, write: true)
             SocketPair.close(fileDescriptor)
         }

@@ -67,6 +67,9 @@ public struct FlowSteering: Sendable, Hashable {
     /// one per app proxy's mark, lead there; before every tunnel's rules.
     public static let proxyTable = 7099
     public static let proxyRulePriority = 7099
+    /// The netfilter log group that gets a copy of every DNS answer (UDP from port 53) arriving
+    /// while an app proxy runs: the names its flows' addresses were looked up as.
+    public static let proxyDNSLogGroup: UInt16 = 7099
 
     /// Where an app proxy's transparent listeners wait, on 127.0.0.1 and ::1.
     public struct ProxyPorts: Sendable, Hashable {
@@ -314,6 +317,10 @@ public struct FlowSteering: Sendable, Hashable {
                     lines.append("    \(marked) meta nfproto ipv6 counter reject with tcp reset")
                 }
             }
+            lines.append("  }")
+            // The names behind the addresses: every DNS answer that arrives is copied to netextd.
+            lines += ["  chain proxydns {", "    type filter hook input priority -10; policy accept;"]
+            lines.append("    udp sport 53 log group \(Self.proxyDNSLogGroup) snaplen 1500")
             lines.append("  }")
         }
         let waiting = ordered.filter { $0.onDemandLogGroup != nil && $0.interface.isEmpty }

@@ -29,14 +29,18 @@ final class AppProxyFlowDispatcher: Sendable {
     private let channel: Int32
     /// The cgroups the configuration's apps live in now: by id (what sock_diag reports for a
     /// socket) and by relative path (for a process in a cgroup below them).
-    private let apps = Mutex<(byID: [UInt64: AppSteeringController.ProxiedCgroup], byPath: [String: AppIdentifier])>(([:], [:]))
+    private let apps = Mutex<(byID: [UInt64: AppSteeringController.ProxiedCgroup], byPath: [String: AppIdentifier], sole: AppIdentifier?)>(([:], [:], nil))
     private let counts = Mutex(Counters())
     private let stopped = Mutex(false)
     private let logger: Logger
     private let configurationName: String
 
     /// Opens the listeners; nothing is accepted before `start()`.
-    init(channel: Int32, configurationName: String, logger: Logger) throws(NetExtError) {
+    /// Where flows' host names come from (nil: flows carry addresses only).
+    private let names: ProxyDNSNames?
+
+    init(channel: Int32, configurationName: String, names: ProxyDNSNames?, logger: Logger) throws(NetExtError) {
+        self.names = names
         do { listeners = try TransparentListenerSet() } catch {
             throw NetExtError(.connectionFailed, "the app proxy cannot listen for its apps' flows: \(error)")
         }
@@ -56,7 +60,9 @@ final class AppProxyFlowDispatcher: Sendable {
             if let id = cgroup.id { byID[id] = cgroup }
             byPath[cgroup.path] = cgroup.app
         }
-        apps.withLock { $0 = (byID, byPath) }
+        // With a single app every flow is that app's: no lookup is needed to name it.
+        let distinct = Set(cgroups.map(\.app))
+        apps.withLock { $0 = (byID, byPath, distinct.count == 1 ? distinct.first : nil) }
     }
 
     /// Starts the accepting thread and the answer reader.
@@ -102,13 +108,18 @@ final class AppProxyFlowDispatcher: Sendable {
             TransparentListenerSet.reset(fd)
             return
         }
-        // The app's socket: its local end is our peer, its remote end our local one. Its cgroup
-        // (one sock_diag answer) names the app; the process is the cgroup's only one where it
-        // has one, else found through /proc (a process in a cgroup below the app's).
+        // The app's socket: its local end is our peer, its remote end our local one. With one
+        // app cgroup steered, it is that cgroup's; else its cgroup (one sock_diag answer) names
+        // the app. The process is the cgroup's only one where it has one, else found through
+        // /proc (a process in a cgroup below the app's).
         var app: AppIdentifier?
         var process: SocketOwnerLookup.Process?
-        if let cgroupID = owners.cgroupID(isIPv6: source.isIPv6, local: source.address, localPort: source.port, remote: destination.address, remotePort: destination.port),
-           let cgroup = apps.withLock({ $0.byID[cgroupID] }) {
+        let known = apps.withLock { $0 }
+        if let sole = known.sole, known.byID.count == 1, let cgroup = known.byID.values.first {
+            app = sole
+            process = cgroup.procs.flatMap { owners.soleProcess(inCgroupProcs: $0) }
+        } else if let cgroupID = owners.cgroupID(isIPv6: source.isIPv6, local: source.address, localPort: source.port, remote: destination.address, remotePort: destination.port),
+                  let cgroup = known.byID[cgroupID] {
             app = cgroup.app
             process = cgroup.procs.flatMap { owners.soleProcess(inCgroupProcs: $0) }
         } else {
@@ -120,8 +131,12 @@ final class AppProxyFlowDispatcher: Sendable {
             id: id, transport: .tcp,
             remoteEndpoint: NetworkEndpoint(hostname: destination.hostText, port: destination.port),
             localEndpoint: NetworkEndpoint(hostname: source.hostText, port: source.port),
+            remoteHostname: names?.name(for: destination.address),
             sourceAppIdentifier: app?.rawValue ?? "",
             processIdentifier: process?.pid, executablePath: process.flatMap { $0.executable.isEmpty ? nil : $0.executable })
+        // Should the provider die holding it, the kernel's close resets the app's connection at
+        // once instead of ending it as if the server had finished.
+        StreamIO.setResetOnClose(fd, true)
         do {
             try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fd, over: channel)
             SocketPair.close(fd)

@@ -11,7 +11,13 @@ extension SessionManager {
         guard isCurrent(id, generation: generation), let session = sessions[id], session.proxy == nil else { return }
         // An earlier run's steering and listeners go first.
         await proxyTeardowns.removeValue(forKey: id)?.value
-        let dispatcher = try AppProxyFlowDispatcher(channel: provider.flowChannel, configurationName: session.configuration.localizedDescription, logger: logger)
+        if proxyNames == nil {
+            do { proxyNames = try ProxyDNSNames() } catch {
+                logger.warning("app proxy: flows will carry addresses only, no host names", metadata: ["error": "\(error.message)"])
+            }
+        }
+        let dispatcher = try AppProxyFlowDispatcher(
+            channel: provider.flowChannel, configurationName: session.configuration.localizedDescription, names: proxyNames, logger: logger)
         sessions[id]?.proxy = dispatcher
         dispatcher.start()
         do {

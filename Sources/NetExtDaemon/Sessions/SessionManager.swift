@@ -45,6 +45,8 @@ public actor SessionManager {
     var sessions: [UUID: Session] = [:]
     /// Ended app proxies' teardown (steering, then listeners), awaited by `stop`.
     var proxyTeardowns: [UUID: Task<Void, Never>] = [:]
+    /// The names behind app proxies' flows' addresses (read from the first proxy's start on).
+    var proxyNames: ProxyDNSNames?
     /// Every configuration's kill switch and enforced routes.
     let killSwitch: KillSwitch
     /// Per-app routing: the apps' cgroups, marks and the table that steers their flows.

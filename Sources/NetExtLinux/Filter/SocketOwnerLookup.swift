@@ -77,6 +77,18 @@ public final class SocketOwnerLookup {
     /// The only process in a cgroup (its `cgroup.procs` at `procsPath`), described; nil when
     /// it holds none or several.
     public func soleProcess(inCgroupProcs procsPath: String) -> Process? {
+        // Read once per `detailsLifetime` / 4 (a burst of connections reads it once).
+        let now = ContinuousClock.now
+        if let cached = soleProcesses[procsPath], now - cached.read < Self.detailsLifetime / 4 { return cached.process }
+        let process = readSoleProcess(procsPath)
+        if soleProcesses.count > 1_024 { soleProcesses.removeAll(keepingCapacity: true) }
+        soleProcesses[procsPath] = (process, now)
+        return process
+    }
+
+    private var soleProcesses: [String: (process: Process?, read: ContinuousClock.Instant)] = [:]
+
+    private func readSoleProcess(_ procsPath: String) -> Process? {
         guard let file = fopen(procsPath, "r") else { return nil }
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 32)

@@ -36,6 +36,14 @@ public enum StreamIO {
         _ = Glibc.shutdown(fd, how)
     }
 
+    /// With `true`, any close of the socket — the holder's, or the kernel's when the holding
+    /// process dies — resets the connection (SO_LINGER 0) instead of ending it in order; `false`
+    /// gives the orderly close back.
+    public static func setResetOnClose(_ fd: Int32, _ reset: Bool) {
+        var linger = Glibc.linger(l_onoff: reset ? 1 : 0, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+    }
+
     /// Closes with a reset (SO_LINGER 0): the peer's next call fails at once.
     public static func reset(_ fd: Int32) {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
