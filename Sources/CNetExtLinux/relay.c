@@ -176,9 +176,14 @@ int netext_relay_add(netext_relay *relay, uint64_t id, int app_fd, int upstream_
     return queue_pair(relay, pair);
 }
 
-int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int family, const unsigned char *address, uint16_t port) {
+int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int family, const unsigned char *address, uint16_t port, uint32_t mark) {
     int upstream = socket(family == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (upstream < 0) return -errno;
+    if (mark != 0 && setsockopt(upstream, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
+        int error = errno;
+        close(upstream);
+        return -error;
+    }
     int result;
     if (family == 6) {
         struct sockaddr_in6 target = { .sin6_family = AF_INET6, .sin6_port = htons(port) };

@@ -24,6 +24,10 @@ public enum ProviderMessage: Sendable, Hashable {
     case networkSettingsApplied(interface: String, mtu: Int)
     /// Daemon → provider: the settings were refused (nothing of them stays applied).
     case networkSettingsRefused(NetExtError)
+    /// Transparent proxy → daemon: its network rules (`setTunnelNetworkSettings` with
+    /// `NETransparentProxyNetworkSettings`; nil removes them). Answered `networkSettingsApplied`
+    /// (no interface) or `networkSettingsRefused`.
+    case setTransparentProxySettings(TransparentProxyNetworkSettings?)
     /// Provider → daemon: `reasserting` changed (the tunnel is reconnecting, or back).
     case reasserting(Bool)
     /// Provider → daemon: what the provider knows of its connection (endpoint, handshakes), sent
@@ -72,7 +76,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter, filterSettings, statistics }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter, filterSettings, statistics, proxySettings }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -91,6 +95,7 @@ extension ProviderMessage: Codable {
         case "networkSettingsApplied":
             self = .networkSettingsApplied(interface: try container.decode(String.self, forKey: .interface), mtu: try container.decode(Int.self, forKey: .mtu))
         case "networkSettingsRefused": self = .networkSettingsRefused(try container.decode(NetExtError.self, forKey: .error))
+        case "setTransparentProxySettings": self = .setTransparentProxySettings(try container.decodeIfPresent(TransparentProxyNetworkSettings.self, forKey: .proxySettings))
         case "reasserting": self = .reasserting(try container.decode(Bool.self, forKey: .value))
         case "tunnelStatistics": self = .tunnelStatistics(try container.decode(TunnelStatistics.self, forKey: .statistics))
         case "appMessage": self = .appMessage(id: try container.decode(Int.self, forKey: .id), data: try container.decode(Data.self, forKey: .data))
@@ -140,6 +145,9 @@ extension ProviderMessage: Codable {
         case .networkSettingsRefused(let error):
             try container.encode("networkSettingsRefused", forKey: .type)
             try container.encode(error, forKey: .error)
+        case .setTransparentProxySettings(let settings):
+            try container.encode("setTransparentProxySettings", forKey: .type)
+            try container.encodeIfPresent(settings, forKey: .proxySettings)
         case .reasserting(let value):
             try container.encode("reasserting", forKey: .type)
             try container.encode(value, forKey: .value)

@@ -12,7 +12,14 @@ import Synchronization
 /// pass-through proxy: the provider's own connections are never captured again), the start of
 /// a provider that inspects or accounts flows, and the benchmark's measure of the hand-over. Each flow's bytes move between the app's socket and the upstream
 /// connection inside the kernel (``AppProxyTCPFlow/relay(with:)``).
-public final class ForwardingProxyProvider: AppProxyProvider {
+///
+/// Run as a transparent proxy (provider type `transparent-proxy`), it asks for the flows
+/// `providerConfiguration["include"]` names — comma-separated `PREFIX [PORT]` items such as
+/// `0.0.0.0/0 443, ::/0 443` — and, when `providerConfiguration["hosts"]` lists host names
+/// (comma-separated; a name also covers its subdomains), takes only flows to those names and
+/// declines the rest, which netextd then sends on directly: "one website's flows through a
+/// proxy".
+public final class ForwardingProxyProvider: TransparentProxyProvider {
     /// The kind of upstream proxy.
     public enum Upstream: String, Sendable, CaseIterable {
         case socks5
@@ -27,6 +34,15 @@ public final class ForwardingProxyProvider: AppProxyProvider {
         var serverText: String
         var username: String?
         var password: String?
+        /// Transparent proxy: only flows to these names (and their subdomains) are taken.
+        var hosts: [String] = []
+
+        /// Whether a flow to `name` (as the app's resolver was answered; nil: unknown) is taken.
+        func takes(_ name: String?) -> Bool {
+            guard !hosts.isEmpty else { return true }
+            guard let name = name?.lowercased() else { return false }
+            return hosts.contains { name == $0 || name.hasSuffix("." + $0) }
+        }
     }
 
     /// What happened to the flows so far.
@@ -48,9 +64,16 @@ public final class ForwardingProxyProvider: AppProxyProvider {
     public var counters: Counters { counts.withLock { $0 } }
 
     public func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {
-        let started = try Self.settings(
+        var started = try Self.settings(
             serverAddress: context.serverAddress ?? "", providerConfiguration: context.providerConfiguration,
             username: context.username, password: context.password)
+        if context.protocolConfiguration?.providerType == .transparentProxy {
+            let (rules, hosts) = try Self.transparentRules(context.providerConfiguration)
+            started.hosts = hosts
+            settings.withLock { $0 = started }
+            try await context.setTransparentProxySettings(TransparentProxyNetworkSettings(includedNetworkRules: rules))
+            Self.log("transparent proxy for \(rules.map(\.description).joined(separator: ", "))\(hosts.isEmpty ? "" : "; taking only flows to \(hosts.joined(separator: ", "))")")
+        }
         settings.withLock { $0 = started }
         Self.log(started.upstream == .direct ? "passing every flow straight to its destination" : "forwarding every flow to the \(started.upstream.rawValue) proxy at \(started.serverText)")
     }
@@ -61,7 +84,7 @@ public final class ForwardingProxyProvider: AppProxyProvider {
     }
 
     public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
-        guard let settings = settings.withLock({ $0 }) else { return false }
+        guard let settings = settings.withLock({ $0 }), settings.takes(flow.remoteHostname) else { return false }
         let app = flow.metaData.sourceAppSigningIdentifier
         if appsSeen.withLock({ $0.count < 1_024 && $0.insert(app).inserted }) {
             let process = flow.metaData.processIdentifier.map { " (pid \($0)\(flow.metaData.executablePath.map { ", \($0)" } ?? ""))" } ?? ""
@@ -78,6 +101,34 @@ public final class ForwardingProxyProvider: AppProxyProvider {
         // thread is made per flow), free again once the relay has the connection.
         handshakes.async { [self] in forward(flow, settings: settings) }
         return true
+    }
+
+    /// A transparent proxy's rules (`include`) and host names (`hosts`); errors name the key.
+    static func transparentRules(_ configuration: [String: JSONValue]) throws(NetExtError) -> (rules: [NetworkRule], hosts: [String]) {
+        guard case .string(let include)? = configuration["include"] else {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'include': a transparent proxy needs the networks it takes, as 'PREFIX [PORT], …' (e.g. '0.0.0.0/0 443')")
+        }
+        var rules: [NetworkRule] = []
+        for item in include.split(separator: ",") {
+            let words = item.split(separator: " ")
+            guard (1...2).contains(words.count), let prefix = try? IPPrefix(String(words[0])) else {
+                throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'PREFIX [PORT]'")
+            }
+            var port: UInt16?
+            if words.count == 2 {
+                guard let value = UInt16(words[1]), value > 0 else {
+                    throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(words[1])' is not a port")
+                }
+                port = value
+            }
+            rules.append(NetworkRule(destinationNetwork: prefix, destinationPort: port, protocol: .tcp))
+        }
+        var hosts: [String] = []
+        if let value = configuration["hosts"] {
+            guard case .string(let text) = value else { throw NetExtError(.configurationInvalid, "providerConfiguration 'hosts': expected comma-separated host names") }
+            hosts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        }
+        return (rules, hosts)
     }
 
     /// Reads the settings: `host:port` (a name is resolved now), the upstream kind, credentials.

@@ -83,6 +83,31 @@ struct AppProxyFlowTests {
         return try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length]))
     }
 
+    @Test("a transparent proxy's declined flow comes back to netextd with the answer, still connected to the app")
+    func declinedFlowReturns() async throws {
+        let (daemon, providerEnd) = try SocketPair.makePackets()
+        defer { SocketPair.close(daemon) }
+        let upstream = try Self.upstreamServer()
+        AppProxyFlowServer.start(TestProvider(upstream: upstream.address), channel: providerEnd, returnsDeclinedFlows: true)
+        let declined = try Self.connection()
+        try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 6, port: 9)), descriptor: declined.accepted.fd, over: daemon)
+        declined.accepted.close()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buffer.deallocate() }
+        let received = try DescriptorMessages.receive(into: buffer, over: daemon)
+        #expect(try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length])) == .init(flowID: 6, handled: false))
+        let returned = try #require(received.descriptor)
+        // The returned socket is the app's connection: what is written on it reaches the app.
+        #expect(SocketEndpoints.remote(of: returned) == SocketEndpoints.local(of: declined.app.fd))
+        let bytes = Array("direct".utf8)
+        #expect(bytes.withUnsafeBytes { (try? StreamIO.sendAll(returned, $0).get()) != nil })
+        StreamIO.setResetOnClose(returned, false)
+        StreamIO.shutdown(returned, read: true, write: true)
+        SocketPair.close(returned)
+        #expect(Self.readAll(declined.app) == "direct")
+        _ = upstream.listener
+    }
+
     static func readAll(_ socket: TCPSocket) -> String {
         var bytes: [UInt8] = []
         while let byte = socket.read(exactly: 1) { bytes += byte }
@@ -95,7 +120,7 @@ struct AppProxyFlowTests {
         defer { SocketPair.close(daemon) }
         let upstream = try Self.upstreamServer()
         let provider = TestProvider(upstream: upstream.address)
-        AppProxyFlowServer.start(provider, channel: providerEnd)
+        AppProxyFlowServer.start(provider, channel: providerEnd, returnsDeclinedFlows: false)
 
         // Read and write through the flow.
         let echo = try Self.connection()

@@ -231,8 +231,9 @@ void netext_relay_destroy(netext_relay *relay);
 /// closed when the pair ends. Returns 0 or -errno (then the caller still owns both).
 int netext_relay_add(netext_relay *relay, uint64_t id, int app_fd, int upstream_fd);
 /// Hands `app_fd` to the loop with an upstream the loop connects to (`family` 4 or 6, the
-/// address bytes, `port`); a failed connection resets the app's. Returns 0 or -errno.
-int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int family, const unsigned char *address, uint16_t port);
+/// address bytes, `port`; `mark` nonzero: the upstream socket's SO_MARK, CAP_NET_ADMIN); a
+/// failed connection resets the app's. Returns 0 or -errno.
+int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int family, const unsigned char *address, uint16_t port, uint32_t mark);
 /// Runs until at least one pair ended, then returns how many (their outcomes in `done`, at most
 /// `capacity`), or -1 once `netext_relay_stop` was called.
 int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity);

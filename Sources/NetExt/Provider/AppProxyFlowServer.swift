@@ -5,15 +5,17 @@ import NetExtLinux
 
 /// An app proxy's side of its flow channel (descriptor 4, ``AppProxyFlowCodec``): receives each
 /// flow netextd hands over with its socket, asks the provider, and answers netextd. A declined
-/// flow is reset, as Apple's app proxy closes the flows it does not handle.
+/// flow is reset, as Apple's app proxy closes the flows it does not handle — or, for a
+/// transparent proxy (`returnsDeclinedFlows`), goes back to netextd with the answer, to be sent
+/// on directly.
 enum AppProxyFlowServer {
-    static func start(_ provider: any AppProxyProvider, channel: Int32) {
-        let thread = Thread { serve(provider, channel: channel) }
+    static func start(_ provider: any AppProxyProvider, channel: Int32, returnsDeclinedFlows: Bool) {
+        let thread = Thread { serve(provider, channel: channel, returnsDeclinedFlows: returnsDeclinedFlows) }
         thread.name = "netext-proxy-flows"
         thread.start()
     }
 
-    private static func serve(_ provider: any AppProxyProvider, channel: Int32) {
+    private static func serve(_ provider: any AppProxyProvider, channel: Int32, returnsDeclinedFlows: Bool) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AppProxyFlowCodec.maximumMessage, alignment: 8)
         defer { buffer.deallocate() }
         while true {
@@ -35,9 +37,12 @@ enum AppProxyFlowServer {
             }
             let flow = AppProxyTCPFlow(offer: offer, descriptor: fd)
             let handled = provider.handleNewFlow(flow)
-            if !handled { flow.reset() }
+            // A declined flow's socket goes back with the answer (transparent proxy) or is reset.
+            let returned = !handled && returnsDeclinedFlows ? flow.takeDescriptor() : nil
+            if !handled && returned == nil { flow.reset() }
+            defer { if let returned { SocketPair.close(returned) } }
             do {
-                try DescriptorMessages.send(AppProxyFlowCodec.encode(AppProxyFlowCodec.Answer(flowID: offer.id, handled: handled)), descriptor: nil, over: channel)
+                try DescriptorMessages.send(AppProxyFlowCodec.encode(AppProxyFlowCodec.Answer(flowID: offer.id, handled: handled)), descriptor: returned, over: channel)
             } catch {
                 return
             }

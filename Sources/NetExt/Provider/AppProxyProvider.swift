@@ -26,6 +26,12 @@ extension AppProxyProvider {
     public func handleAppMessage(_ messageData: Data) async -> Data? { nil }
 }
 
+/// A transparent proxy, as Apple's `NETransparentProxyProvider`: in `startProxy` it tells netextd
+/// which flows it wants (``AppProxyContext/setTransparentProxySettings(_:)``), and the flows of
+/// every program that match come to `handleNewFlow`. A flow it declines (`false`) is not
+/// closed: netextd sends it on to where it was going, byte for byte, as if no proxy were there.
+public protocol TransparentProxyProvider: AppProxyProvider {}
+
 /// What a started app proxy knows and can ask of netextd: its configuration and
 /// `cancelProxy(with:)` (Apple's `cancelProxyWithError`).
 public final class AppProxyContext: Sendable {
@@ -53,6 +59,17 @@ public final class AppProxyContext: Sendable {
     public var providerConfiguration: [String: JSONValue] { protocolConfiguration?.providerConfiguration ?? [:] }
     /// The user name from the configuration.
     public var username: String? { protocolConfiguration?.username }
+
+    /// A transparent proxy's network rules (Apple's `setTunnelNetworkSettings` with
+    /// `NETransparentProxyNetworkSettings`): from when it returns, the matching flows come to the
+    /// provider; nil takes them all back. Throws netextd's refusal (naming the rule at fault).
+    public func setTransparentProxySettings(_ settings: TransparentProxyNetworkSettings?) async throws(NetExtError) {
+        switch await session.requestTransparentProxySettings(settings) {
+        case .networkSettingsApplied: return
+        case .networkSettingsRefused(let error): throw error
+        default: throw NetExtError(.protocolError, "unexpected answer to setTransparentProxySettings")
+        }
+    }
 
     /// Ends the proxy from the provider's side (`cancelProxyWithError`).
     public func cancelProxy(with error: NetExtError?) async {

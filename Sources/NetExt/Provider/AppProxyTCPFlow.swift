@@ -148,8 +148,8 @@ public final class AppProxyTCPFlow: Sendable {
         await withCheckedContinuation { continuation in relay(with: upstream) { continuation.resume(returning: $0) } }
     }
 
-    /// Hands the descriptor over (to the relay): the flow no longer closes it.
-    private func takeDescriptor() -> Int32? {
+    /// Hands the descriptor over (to the relay, or back to netextd): the flow no longer closes it.
+    func takeDescriptor() -> Int32? {
         let taken = state.withLock { current -> Bool in
             defer { current = (true, true, true) }
             return !current.descriptorClosed

@@ -37,7 +37,22 @@ public enum ProviderHost {
             Lifecycle(
                 start: { start, session in
                     try await provider.startProxy(options: start.options, context: AppProxyContext(configuration: start.configuration, password: start.password, session: session))
-                    AppProxyFlowServer.start(provider, channel: session.descriptorSocket)
+                    AppProxyFlowServer.start(provider, channel: session.descriptorSocket, returnsDeclinedFlows: false)
+                },
+                stop: { reason in await provider.stopProxy(with: reason) },
+                appMessage: { data in await provider.handleAppMessage(data) }),
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
+    }
+
+    /// Runs a transparent proxy until it is stopped: `startProxy` (which sets its network
+    /// rules), then one `handleNewFlow` per flow; a declined flow goes back to netextd, which
+    /// sends it on directly.
+    public static func run(transparentProxy provider: any TransparentProxyProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
+        try await serve(
+            Lifecycle(
+                start: { start, session in
+                    try await provider.startProxy(options: start.options, context: AppProxyContext(configuration: start.configuration, password: start.password, session: session))
+                    AppProxyFlowServer.start(provider, channel: session.descriptorSocket, returnsDeclinedFlows: true)
                 },
                 stop: { reason in await provider.stopProxy(with: reason) },
                 appMessage: { data in await provider.handleAppMessage(data) }),

@@ -30,6 +30,11 @@ final class ProviderSession: Sendable {
         await request(.setNetworkSettings(settings), busy: "another setTunnelNetworkSettings call is still in progress") { .networkSettingsRefused($0) }
     }
 
+    /// Sends a transparent proxy's network rules and waits for netextd's answer.
+    func requestTransparentProxySettings(_ settings: TransparentProxyNetworkSettings?) async -> ProviderMessage {
+        await request(.setTransparentProxySettings(settings), busy: "another setTransparentProxySettings call is still in progress") { .networkSettingsRefused($0) }
+    }
+
     /// Sends a filter's kernel rules and waits for netextd's answer.
     func requestFilterSettings(_ settings: FilterSettings?) async -> ProviderMessage {
         await request(.applyFilterSettings(settings), busy: "another apply(settings) call is still in progress") { .filterSettingsRefused($0) }

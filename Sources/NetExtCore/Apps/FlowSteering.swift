@@ -203,21 +203,25 @@ public struct FlowSteering: Sendable, Hashable {
     }
 
     public var members: [Member]
+    /// The running transparent proxies (by network rules, for every program).
+    public var transparentProxies: [TransparentProxy]
 
-    /// The marks of the running app proxies: one policy rule each to ``proxyTable``.
-    public var proxyMarks: Set<UInt32> { Set(members.filter(\.isProxying).map(\.mark)) }
+    /// The marks of the running app and transparent proxies: one policy rule each to
+    /// ``proxyTable``.
+    public var proxyMarks: Set<UInt32> { Set(members.filter(\.isProxying).map(\.mark) + transparentProxies.map(\.mark)) }
     /// Where nft finds the hierarchy: nft resolves a cgroup path below `/sys/fs/cgroup`, so on a
     /// hybrid layout (cgroup2 at `/sys/fs/cgroup/unified`) this is `unified/`; on a unified one
     /// it is empty.
     public var nftPathPrefix: String
 
-    public init(members: [Member] = [], nftPathPrefix: String = "") {
+    public init(members: [Member] = [], transparentProxies: [TransparentProxy] = [], nftPathPrefix: String = "") {
         self.members = members
+        self.transparentProxies = transparentProxies
         self.nftPathPrefix = nftPathPrefix
     }
 
     /// Whether there is a table to keep.
-    public var isActive: Bool { !members.isEmpty }
+    public var isActive: Bool { !members.isEmpty || !transparentProxies.isEmpty }
 
     /// Whether a path can be written into an nft string as it is (systemd unit names, app
     /// identifiers and netextd's own directories can; a name with quotes, spaces, backslashes or
@@ -301,15 +305,16 @@ public struct FlowSteering: Sendable, Hashable {
                 }
             }
         }
+        lines += transparentRouteLines(keep: keep)
         lines.append("  }")
         let proxying = ordered.filter(\.isProxying)
-        if !proxying.isEmpty {
+        if !proxying.isEmpty || !transparentProxies.isEmpty {
             // The marked packets come back in through lo (the proxy table's local route), and
             // `tproxy` gives them to the listener without changing their addresses.
             lines += ["  chain proxy {", "    type filter hook prerouting priority mangle; policy accept;"]
-            for member in proxying {
-                guard let ports = member.proxyPorts else { continue }
-                let marked = "iifname \"lo\" \(Self.markMatch(member.mark)) meta l4proto tcp"
+            let listeners = proxying.compactMap { member in member.proxyPorts.map { (member.mark, $0) } } + transparentProxies.map { ($0.mark, $0.ports) }
+            for (mark, ports) in listeners {
+                let marked = "iifname \"lo\" \(Self.markMatch(mark)) meta l4proto tcp"
                 lines.append("    \(marked) meta nfproto ipv4 counter tproxy ip to 127.0.0.1:\(ports.tcp4) accept")
                 if let tcp6 = ports.tcp6 {
                     lines.append("    \(marked) meta nfproto ipv6 counter tproxy ip6 to [::1]:\(tcp6) accept")

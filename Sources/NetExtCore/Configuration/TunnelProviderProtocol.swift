@@ -4,6 +4,9 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
     public enum ProviderType: String, Sendable, Hashable, Codable, CaseIterable {
         case packetTunnel = "packet-tunnel"
         case appProxy = "app-proxy"
+        /// A transparent proxy (Apple's `NETransparentProxyManager`): the flows its network
+        /// rules name, from every program, go to the provider; the ones it declines go direct.
+        case transparentProxy = "transparent-proxy"
     }
 
     /// The bundle identifier of the provider that runs the tunnel.
@@ -11,7 +14,13 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
     public var providerType: ProviderType
 
     /// The extension point the provider's manifest must declare.
-    public var extensionPoint: ProviderManifest.ExtensionPoint { providerType == .appProxy ? .appProxy : .packetTunnel }
+    public var extensionPoint: ProviderManifest.ExtensionPoint {
+        switch providerType {
+        case .packetTunnel: .packetTunnel
+        case .appProxy: .appProxy
+        case .transparentProxy: .transparentProxy
+        }
+    }
     /// The VPN server's address or host name.
     public var serverAddress: String
     /// Free-form settings handed to the provider (profile key `VendorConfig`).
@@ -113,6 +122,9 @@ extension TunnelProviderProtocol {
         }
         if providerType == .appProxy, let rule = appRules.first(where: { !$0.matchDomains.isEmpty }) {
             throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) is not supported for an app proxy yet; its provider sees every flow of the app and may decline the ones it does not want")
+        }
+        if providerType == .transparentProxy && (isPerApp || !appRules.isEmpty || !excludedAppRules.isEmpty) {
+            throw .invalid("appRules: a transparent proxy takes flows by its provider's network rules, not by app (use an app proxy, provider type app-proxy, for apps)")
         }
         if providerType == .appProxy && !excludedAppRules.isEmpty {
             throw .invalid("excludedAppRules: an app proxy carries only the apps bound to it; no app needs excluding")

@@ -75,8 +75,9 @@ enum VPNPayloadParser {
 
     private static func parseProvider(_ vpn: PlistReader, payload: PlistReader, subtype: String, id: UUID, name: String, owner: Owner) throws(NetExtError) -> ProfileConfiguration {
         let providerType: TunnelProviderProtocol.ProviderType
-        switch try vpn.choice("ProviderType", allowed: ["packet-tunnel", "app-proxy"]) ?? "packet-tunnel" {
+        switch try vpn.choice("ProviderType", allowed: ["packet-tunnel", "app-proxy", "transparent-proxy"]) ?? "packet-tunnel" {
         case "app-proxy": providerType = .appProxy
+        case "transparent-proxy": providerType = .transparentProxy
         default: providerType = .packetTunnel
         }
         var vendor: [String: JSONValue] = [:]

@@ -13,6 +13,7 @@ public struct ProviderManifest: Sendable, Hashable, Codable {
     public enum ExtensionPoint: String, Sendable, Hashable, Codable, CaseIterable {
         case packetTunnel = "packet-tunnel"
         case appProxy = "app-proxy"
+        case transparentProxy = "transparent-proxy"
         case filterData = "filter-data"
         case filterControl = "filter-control"
         case urlFilterControl = "url-filter-control"

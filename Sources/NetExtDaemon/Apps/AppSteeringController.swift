@@ -111,6 +111,8 @@ actor AppSteeringController {
     private var socketMarks: [String: UInt32] = [:]
 
     private let openResolver: DomainResolverOpener?
+    /// Running transparent proxies.
+    private var transparent: [UUID: FlowSteering.TransparentProxy] = [:]
     /// Running app proxies, told their apps' cgroups after every change.
     private var proxyObservers: [UUID: @Sendable ([ProxiedCgroup]) -> Void] = [:]
 
@@ -243,6 +245,29 @@ actor AppSteeringController {
         await applyWanted()
     }
 
+    /// A transparent proxy's provider asked for `settings`: the matching flows of every program
+    /// (but those of `exemptUIDs`) go to its listeners on `ports` from now on.
+    func transparentUp(_ id: UUID, ports: FlowSteering.ProxyPorts, settings: TransparentProxyNetworkSettings, exemptUIDs: [UInt32]) async throws(NetExtError) {
+        let mark: UInt32
+        if let running = transparent[id] {
+            mark = running.mark
+        } else {
+            let used = Set(transparent.values.map(\.mark))
+            guard let free = (0..<FlowSteering.maximumTransparentProxies).lazy.map(FlowSteering.transparentMark(index:)).first(where: { !used.contains($0) }) else {
+                throw NetExtError(.connectionFailed, "\(FlowSteering.maximumTransparentProxies) transparent proxies run already")
+            }
+            mark = free
+        }
+        transparent[id] = FlowSteering.TransparentProxy(configuration: id, mark: mark, ports: ports, settings: settings, exemptUIDs: exemptUIDs)
+        await applyWanted()
+    }
+
+    /// The transparent proxy stopped (or cleared its settings): its flows go direct again.
+    func transparentDown(_ id: UUID) async {
+        guard transparent.removeValue(forKey: id) != nil else { return }
+        await applyWanted()
+    }
+
     /// The tunnel on `interface` is gone (a newer tunnel of the same configuration is left alone).
     func tunnelDown(_ id: UUID, interface: String) async {
         guard var entry = entries[id], entry.interface == interface else { return }
@@ -365,6 +390,7 @@ actor AppSteeringController {
                     socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand,
                     proxyPorts: entry.proxyPorts)
             },
+            transparentProxies: Array(transparent.values),
             nftPathPrefix: host?.nftPathPrefix ?? "")
     }
 

@@ -19,8 +19,11 @@ final class AppProxyFlowDispatcher: Sendable {
         var declined = 0
         /// Connections reset because the provider could not be given them (it was gone).
         var lost = 0
-        /// Answers from the provider that could not be read (malformed).
+        /// Answers from the provider that could not be read (malformed), or named no flow offered.
         var malformedAnswers = 0
+        /// Declined flows sent on directly (transparent proxy), and those that failed to connect.
+        var sentDirect = 0
+        var directFailed = 0
     }
 
     let ports: FlowSteering.ProxyPorts
@@ -39,8 +42,17 @@ final class AppProxyFlowDispatcher: Sendable {
     /// Where flows' host names come from (nil: flows carry addresses only).
     private let names: ProxyDNSNames?
 
-    init(channel: Int32, configurationName: String, names: ProxyDNSNames?, logger: Logger) throws(NetExtError) {
+    /// A transparent proxy's: declined flows come back and are sent on directly.
+    private let sendsDeclinedFlowsOn: Bool
+    /// The flows offered and not answered yet, with their ends (a returned socket must be one
+    /// of them: netextd connects on its behalf, past every rule).
+    private let unanswered = Mutex<[UInt64: (destination: SocketAddress, source: SocketAddress)]>([:])
+    /// The most flows waiting for the provider's answer before new ones are refused.
+    static let maximumUnanswered = 4_096
+
+    init(channel: Int32, configurationName: String, names: ProxyDNSNames?, sendsDeclinedFlowsOn: Bool, logger: Logger) throws(NetExtError) {
         self.names = names
+        self.sendsDeclinedFlowsOn = sendsDeclinedFlowsOn
         do { listeners = try TransparentListenerSet() } catch {
             throw NetExtError(.connectionFailed, "the app proxy cannot listen for its apps' flows: \(error)")
         }
@@ -137,12 +149,25 @@ final class AppProxyFlowDispatcher: Sendable {
         // Should the provider die holding it, the kernel's close resets the app's connection at
         // once instead of ending it as if the server had finished.
         StreamIO.setResetOnClose(fd, true)
+        if sendsDeclinedFlowsOn {
+            let admitted = unanswered.withLock { waiting -> Bool in
+                guard waiting.count < Self.maximumUnanswered else { return false }
+                waiting[id] = (destination, source)
+                return true
+            }
+            guard admitted else {
+                TransparentListenerSet.reset(fd)
+                counts.withLock { $0.lost += 1 }
+                return
+            }
+        }
         do {
             try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fd, over: channel)
             SocketPair.close(fd)
             counts.withLock { $0.offered += 1 }
         } catch {
             TransparentListenerSet.reset(fd)
+            _ = unanswered.withLock { $0.removeValue(forKey: id) }
             counts.withLock { $0.lost += 1 }
             logger.warning("app proxy: the provider could not be given a flow; reset", metadata: [
                 "configuration": "\(configurationName)", "destination": "\(destination)", "error": "\(error)",
@@ -163,21 +188,54 @@ final class AppProxyFlowDispatcher: Sendable {
         return nil
     }
 
+    /// A declined flow of a transparent proxy goes where the app sent it, on a connection of
+    /// netextd's that the steering lets by (``FlowSteering/bypassMark``); bytes move in the
+    /// kernel. The socket must be the flow offered: a provider cannot have netextd connect
+    /// anywhere else.
+    private func sendDirect(_ fd: Int32, offered: (destination: SocketAddress, source: SocketAddress)) {
+        guard SocketEndpoints.local(of: fd) == offered.destination, SocketEndpoints.remote(of: fd) == offered.source, let relay = FlowRelay.shared else {
+            TransparentListenerSet.reset(fd)
+            counts.withLock { $0.malformedAnswers += 1 }
+            return
+        }
+        do {
+            try relay.relay(app: fd, connectingTo: offered.destination, mark: FlowSteering.bypassMark) { [self] outcome in
+                if outcome.error != nil, outcome.appToUpstream == 0, outcome.upstreamToApp == 0 { counts.withLock { $0.directFailed += 1 } }
+            }
+            counts.withLock { $0.sentDirect += 1 }
+        } catch {
+            TransparentListenerSet.reset(fd)
+            counts.withLock { $0.directFailed += 1 }
+        }
+    }
+
     private func readAnswers() {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { buffer.deallocate() }
         while true {
             let received: (length: Int, descriptor: Int32?)
             do { received = try DescriptorMessages.receive(into: buffer, over: channel) } catch { return }
-            if let stray = received.descriptor { SocketPair.close(stray) }
-            if received.length == 0 { return }
-            do {
-                let answer = try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length]))
-                counts.withLock { answer.handled ? ($0.handled += 1) : ($0.declined += 1) }
-            } catch {
+            if received.length == 0 {
+                if let stray = received.descriptor { SocketPair.close(stray) }
+                return
+            }
+            let answer: AppProxyFlowCodec.Answer
+            do { answer = try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length])) } catch {
+                if let stray = received.descriptor { SocketPair.close(stray) }
                 counts.withLock { $0.malformedAnswers += 1 }
                 logger.warning("app proxy: malformed answer from the provider", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
+                continue
             }
+            counts.withLock { answer.handled ? ($0.handled += 1) : ($0.declined += 1) }
+            let offered = sendsDeclinedFlowsOn ? unanswered.withLock { $0.removeValue(forKey: answer.flowID) } : nil
+            guard let returned = received.descriptor else { continue }
+            guard !answer.handled, let offered else {
+                // Only a transparent proxy gives sockets back, and only with a flow it declined.
+                SocketPair.close(returned)
+                counts.withLock { $0.malformedAnswers += 1 }
+                continue
+            }
+            sendDirect(returned, offered: offered)
         }
     }
 }

@@ -316,8 +316,9 @@ public actor SessionManager {
             return
         }
         guard let manifest = session.pendingManifest else { return }
+        let proxies = manifest.extensionPoint == .appProxy || manifest.extensionPoint == .transparentProxy
         supervisor.run(
-            ProviderLaunch(manifest: manifest, start: start, flowChannel: manifest.extensionPoint == .appProxy, startDeadline: startDeadline),
+            ProviderLaunch(manifest: manifest, start: start, flowChannel: proxies, startDeadline: startDeadline),
             adopt: { provider in await self.attach(provider, to: id, generation: generation) },
             events: { event in await self.handle(event, id: id, generation: generation) })
     }
@@ -347,6 +348,8 @@ public actor SessionManager {
         switch message {
         case .setNetworkSettings(let settings):
             await applyNetworkSettings(settings, provider: provider, id: id, generation: generation)
+        case .setTransparentProxySettings(let settings):
+            await applyTransparentProxySettings(settings, provider: provider, id: id, generation: generation)
         case .reasserting(let value): apply(.providerReasserting(value), to: id, generation: generation)
         case .tunnelStatistics(let statistics):
             guard isCurrent(id, generation: generation) else { return }

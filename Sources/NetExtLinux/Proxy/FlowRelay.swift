@@ -63,11 +63,12 @@ public final class FlowRelay: @unchecked Sendable {
     }
 
     /// Connects to `destination` without blocking and relays between it and `app` (the relay's
-    /// from now on); a failed connection resets `app` and reports the error.
-    public func relay(app: Int32, connectingTo destination: SocketAddress, completion: @escaping @Sendable (Outcome) -> Void) throws(SystemError) {
+    /// from now on); a failed connection resets `app` and reports the error. `mark`: the new
+    /// socket's SO_MARK (CAP_NET_ADMIN), set before its route is chosen.
+    public func relay(app: Int32, connectingTo destination: SocketAddress, mark: UInt32 = 0, completion: @escaping @Sendable (Outcome) -> Void) throws(SystemError) {
         let id = register(completion)
         let result = destination.address.withUnsafeBufferPointer { bytes in
-            netext_relay_add_connect(relay, id, app, destination.isIPv6 ? 6 : 4, bytes.baseAddress, destination.port)
+            netext_relay_add_connect(relay, id, app, destination.isIPv6 ? 6 : 4, bytes.baseAddress, destination.port, mark)
         }
         if result < 0 {
             _ = completions.withLock { $0.removeValue(forKey: id) }

@@ -1,0 +1,64 @@
+import Foundation
+
+/// Transparent proxies in the steering table: flows of every program are chosen by the
+/// provider's network rules instead of by app, marked in the same route chain, and handed to
+/// netextd's listeners by the same `tproxy` rules as an app proxy's.
+extension FlowSteering {
+    /// The mark of the transparent proxy at `index` (0…63): below every tunnel's
+    /// (``mark(slot:)``), inside the steering's bits.
+    public static func transparentMark(index: Int) -> UInt32 {
+        precondition((0...maximumTransparentProxies - 1).contains(index), "transparent proxy \(index) has no mark")
+        return UInt32(0x40 | index) << 16
+    }
+
+    public static let maximumTransparentProxies = 64
+
+    /// The mark netextd gives its own connections that must never be steered (the direct
+    /// connection of a flow a transparent proxy declined).
+    public static let bypassMark: UInt32 = 0x01 << 16
+
+    /// A running transparent proxy.
+    public struct TransparentProxy: Sendable, Hashable {
+        public var configuration: UUID
+        public var mark: UInt32
+        public var ports: ProxyPorts
+        public var settings: TransparentProxyNetworkSettings
+        /// The users whose sockets are never taken (the provider's own, so its upstream
+        /// connections are not captured again).
+        public var exemptUIDs: [UInt32]
+
+        public init(configuration: UUID, mark: UInt32, ports: ProxyPorts, settings: TransparentProxyNetworkSettings, exemptUIDs: [UInt32]) {
+            self.configuration = configuration
+            self.mark = mark
+            self.ports = ports
+            self.settings = settings
+            self.exemptUIDs = exemptUIDs
+        }
+    }
+
+    /// The route chain's lines for the transparent proxies: exemptions first (netextd's own
+    /// bypass connections, the providers' users, the machine's own addresses, already-steered
+    /// packets), then each proxy's excluded rules, then its included ones.
+    func transparentRouteLines(keep: String) -> [String] {
+        guard !transparentProxies.isEmpty else { return [] }
+        var lines: [String] = []
+        lines.append("    meta l4proto tcp \(Self.markMatch(Self.bypassMark)) return")
+        let exempt = Set(transparentProxies.flatMap(\.exemptUIDs)).sorted()
+        if !exempt.isEmpty {
+            lines.append("    meta l4proto tcp meta skuid { \(exempt.map(String.init).joined(separator: ", ")) } return")
+        }
+        lines.append("    meta l4proto tcp fib daddr type local return")
+        // A flow an app proxy or tunnel already steers keeps its way.
+        lines.append("    meta l4proto tcp meta mark & \(Self.hex(Self.markMask)) != 0 return")
+        for proxy in transparentProxies.sorted(by: { $0.mark < $1.mark }) {
+            let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(proxy.mark))"
+            for rule in proxy.settings.excludedNetworkRules where rule.transportProtocol != .udp {
+                lines.append("    \(rule.nftMatch()) return")
+            }
+            for rule in proxy.settings.includedNetworkRules where rule.transportProtocol != .udp {
+                lines.append("    \(rule.nftMatch()) \(setMark)")
+            }
+        }
+        return lines
+    }
+}
