@@ -128,6 +128,10 @@ struct MessageCodingTests {
             id: 7, direction: .outbound, transport: .tcp, localAddress: "198.51.100.2", localPort: 40000, remoteAddress: "2001:db8::1",
             remotePort: 443, remoteHostname: "school.test", url: nil, sourceApplication: SourceApplication(uid: 1000, gid: 100))),
         .controlVerdict(flowID: 7, verdict: .updateRules), .controlVerdict(flowID: UInt64.max, verdict: .drop), .rulesChanged, .rulesApplied,
+        .setTransparentProxySettings(TransparentProxyNetworkSettings(
+            includedNetworkRules: [NetworkRule(destinationNetwork: try! IPPrefix("0.0.0.0/0"), destinationPort: 443, protocol: .tcp)],
+            excludedNetworkRules: [NetworkRule(destinationNetwork: try! IPPrefix("2001:db8::/32"))])),
+        .setTransparentProxySettings(nil),
         .fetchPrefilter(id: 3), .prefilterFetched(id: 3, prefilter: nil, error: nil),
         .prefilterFetched(id: 4, prefilter: URLFilterPrefilter(data: Data([1, 2, 3]), bitCount: 20, hashCount: 3, murmurSeed: 7), error: nil),
         .prefilterFetched(id: 5, prefilter: URLFilterPrefilter(path: "/tmp/p.bin", bitCount: 8, hashCount: 1, murmurSeed: 0), error: nil),
