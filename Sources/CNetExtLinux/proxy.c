@@ -156,3 +156,83 @@ long long netext_splice_stream(int from, int to) {
     }
     return error ? -(long long)error : total;
 }
+
+static socklen_t fill_address(struct sockaddr_storage *storage, int family, const unsigned char *address, uint16_t port) {
+    memset(storage, 0, sizeof(*storage));
+    if (family == 6) {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)storage;
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        memcpy(&v6->sin6_addr, address, 16);
+        return sizeof(*v6);
+    }
+    struct sockaddr_in *v4 = (struct sockaddr_in *)storage;
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    memcpy(&v4->sin_addr, address, 4);
+    return sizeof(*v4);
+}
+
+ssize_t netext_udp_receive_original(int fd, void *buffer, size_t capacity,
+                                    int *source_family, unsigned char source[16], uint16_t *source_port,
+                                    unsigned char destination[16], uint16_t *destination_port) {
+    struct sockaddr_storage from;
+    union { char buffer[256]; struct cmsghdr align; } control;
+    struct iovec iov = { .iov_base = buffer, .iov_len = capacity };
+    struct msghdr message = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1,
+                              .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer) };
+    ssize_t received;
+    do { received = recvmsg(fd, &message, MSG_DONTWAIT); } while (received < 0 && errno == EINTR);
+    if (received < 0) return -errno;
+    memset(source, 0, 16);
+    memset(destination, 0, 16);
+    if (from.ss_family == AF_INET6) {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&from;
+        *source_family = 6;
+        memcpy(source, &v6->sin6_addr, 16);
+        *source_port = ntohs(v6->sin6_port);
+    } else {
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&from;
+        *source_family = 4;
+        memcpy(source, &v4->sin_addr, 4);
+        *source_port = ntohs(v4->sin_port);
+    }
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == SOL_IP && header->cmsg_type == IP_RECVORIGDSTADDR) {
+            struct sockaddr_in original;
+            memcpy(&original, CMSG_DATA(header), sizeof(original));
+            memcpy(destination, &original.sin_addr, 4);
+            *destination_port = ntohs(original.sin_port);
+            return received;
+        }
+        if (header->cmsg_level == SOL_IPV6 && header->cmsg_type == IPV6_RECVORIGDSTADDR) {
+            struct sockaddr_in6 original;
+            memcpy(&original, CMSG_DATA(header), sizeof(original));
+            memcpy(destination, &original.sin6_addr, 16);
+            *destination_port = ntohs(original.sin6_port);
+            return received;
+        }
+    }
+    return -EBADMSG;
+}
+
+int netext_udp_flow_socket(int family, const unsigned char destination[16], uint16_t destination_port,
+                           const unsigned char source[16], uint16_t source_port) {
+    int fd = socket(family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int on = 1;
+    struct sockaddr_storage local, peer;
+    socklen_t local_length = fill_address(&local, family, destination, destination_port);
+    socklen_t peer_length = fill_address(&peer, family, source, source_port);
+    int failed = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0
+        || (family == 6 ? setsockopt(fd, SOL_IPV6, IPV6_TRANSPARENT, &on, sizeof(on)) : setsockopt(fd, SOL_IP, IP_TRANSPARENT, &on, sizeof(on))) < 0
+        || (family == 6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) < 0)
+        || bind(fd, (struct sockaddr *)&local, local_length) < 0
+        || connect(fd, (struct sockaddr *)&peer, peer_length) < 0;
+    if (failed) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}

@@ -7,15 +7,19 @@ import NetExtCore
 /// offer (netextd → provider, with the descriptor): `0x11 | flow id u64 | transport u8 (0 tcp,
 /// 1 udp) | remote address length u8 (4/16) + bytes | remote port u16 | local address length u8 +
 /// bytes | local port u16 | pid u32 (0: unknown) | app identifier length u16 + UTF-8 |
-/// executable length u16 + UTF-8 | remote host name length u16 + UTF-8 (0: unknown)`
+/// executable length u16 + UTF-8 | remote host name length u16 + UTF-8 (0: unknown) | initial
+/// datagram length u16 + bytes (UDP: the app's first datagram; TCP: 0)`
 ///
 /// answer (provider → netextd): `0x12 | flow id u64 | handled u8 (1: the provider took the flow,
 /// 0: it declined)`
 public enum AppProxyFlowCodec {
     public static let offerTag: UInt8 = 0x11
     public static let answerTag: UInt8 = 0x12
-    /// The longest message (three texts of at most `FlowChannelCodec.maximumText` bytes).
-    public static let maximumMessage = 3 * FlowChannelCodec.maximumText + 64
+    /// The longest message (three texts of at most `FlowChannelCodec.maximumText` bytes and a
+    /// datagram).
+    public static let maximumMessage = 3 * FlowChannelCodec.maximumText + maximumDatagram + 64
+    /// The largest UDP payload (IPv4: 65,535 − 20 − 8).
+    public static let maximumDatagram = 65_507
 
     /// The provider's answer to an offered flow.
     public struct Answer: Sendable, Hashable {
@@ -42,6 +46,9 @@ public enum AppProxyFlowCodec {
         FlowChannelCodec.appendText(offer.sourceAppIdentifier, to: &bytes)
         FlowChannelCodec.appendText(offer.executablePath ?? "", to: &bytes)
         FlowChannelCodec.appendText(offer.remoteHostname ?? "", to: &bytes)
+        let datagram = offer.initialDatagram.prefix(maximumDatagram)
+        FlowChannelCodec.append(UInt16(datagram.count), to: &bytes)
+        bytes += datagram
         return bytes
     }
 
@@ -58,10 +65,15 @@ public enum AppProxyFlowCodec {
         let app = try reader.text()
         let executable = try reader.text()
         let hostname = try reader.text()
+        let datagramLength = Int(try reader.uint16())
+        guard datagramLength <= maximumDatagram else { throw .invalid("datagram of \(datagramLength) bytes", at: reader.offset - 2) }
+        guard transport == .udp || datagramLength == 0 else { throw .invalid("a datagram in a TCP offer", at: reader.offset - 2) }
+        let datagram = Array(try reader.take(datagramLength))
         try reader.finish()
         return AppProxyFlowOffer(
             id: id, transport: transport, remoteEndpoint: remote, localEndpoint: local, remoteHostname: hostname.isEmpty ? nil : hostname,
-            sourceAppIdentifier: app, processIdentifier: pid == 0 ? nil : pid, executablePath: executable.isEmpty ? nil : executable)
+            sourceAppIdentifier: app, processIdentifier: pid == 0 ? nil : pid, executablePath: executable.isEmpty ? nil : executable,
+            initialDatagram: datagram)
     }
 
     public static func encode(_ answer: Answer) -> [UInt8] {

@@ -131,6 +131,126 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
         return (rules, hosts)
     }
 
+    /// A UDP flow: relayed by a thread of its own through the SOCKS server's UDP relay (UDP
+    /// ASSOCIATE) or, with `direct`, straight to its destination; closed after a minute without
+    /// datagrams either way. An HTTP proxy carries no UDP: declined.
+    public func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {
+        guard let settings = settings.withLock({ $0 }), settings.upstream != .httpConnect, settings.takes(flow.remoteHostname) else { return false }
+        let app = flow.metaData.sourceAppSigningIdentifier
+        if appsSeen.withLock({ $0.count < 1_024 && $0.insert("udp " + app).inserted }) {
+            Self.log("first UDP flow of \(app.isEmpty ? "an unidentified app" : app) to \(flow.remoteEndpoint)")
+        }
+        let thread = Thread { [self] in
+            do { try Self.relayDatagrams(flow, settings: settings) } catch {
+                counts.withLock { $0.failed += 1 }
+                Self.log("UDP flow to \(flow.remoteEndpoint): \(error)")
+            }
+            flow.close()
+        }
+        thread.name = "netext-proxy-udp"
+        thread.stackSize = 256 * 1024
+        thread.start()
+        counts.withLock { $0.forwarded += 1 }
+        return true
+    }
+
+    /// How long a UDP flow lives without a datagram either way.
+    static let udpIdleMilliseconds: Int32 = 60_000
+
+    /// Moves a UDP flow's datagrams until it has been idle for `udpIdleMilliseconds` or the SOCKS
+    /// server ends the association (its TCP connection).
+    static func relayDatagrams(_ flow: AppProxyUDPFlow, settings: Settings) throws(NetExtError) {
+        let destination: SocketAddress
+        var control: TCPSocket?
+        if settings.upstream == .direct {
+            guard let address = SocketAddress(flow.remoteEndpoint.hostname.contains(":") ? "[\(flow.remoteEndpoint.hostname)]:\(flow.remoteEndpoint.port)" : "\(flow.remoteEndpoint.hostname):\(flow.remoteEndpoint.port)") else {
+                throw NetExtError(.configurationInvalid, "\(flow.remoteEndpoint) is not an address")
+            }
+            destination = address
+        } else {
+            let (socket, relay) = try udpAssociate(settings: settings)
+            control = socket
+            destination = relay
+        }
+        defer { control?.close() }
+        let upstream: UDPSocket
+        do {
+            upstream = try UDPSocket(bindingTo: SocketAddress(address: destination.isIPv6 ? [UInt8](repeating: 0, count: 16) : [0, 0, 0, 0], port: 0), receiveBuffer: 256 << 10, sendBuffer: 256 << 10)
+            try upstream.connect(to: destination)
+        } catch {
+            throw NetExtError(.connectionFailed, "cannot open the UDP path to \(destination): \(error)")
+        }
+        defer { upstream.close() }
+        let wrap = settings.upstream != .direct
+        let host = flow.remoteHostname ?? flow.remoteEndpoint.hostname
+        // The first datagram (netextd received it before the flow had its socket) goes first.
+        var pending: [FlowDatagram] = flow.takeFirstDatagram().map { [$0] } ?? []
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536 + 300, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            for datagram in pending {
+                let bytes = wrap ? SOCKS5Handshake.udpDatagram(to: host, port: flow.remoteEndpoint.port, data: datagram.data) : Array(datagram.data)
+                guard let bytes else { continue }
+                try? bytes.withUnsafeBytes { try upstream.send($0) }
+            }
+            pending = []
+            let fds = [flow.fileDescriptor, upstream.fd] + (control.map { [$0.fd] } ?? [])
+            let ready = DescriptorWait.readable(fds, milliseconds: udpIdleMilliseconds)
+            if !ready.contains(true) { return }
+            if ready.count > 2 && ready[2] { return }
+            if ready[0] {
+                guard case .success(let count) = DatagramIO.receive(flow.fileDescriptor, into: buffer) else { return }
+                pending.append(FlowDatagram(data: Data(UnsafeRawBufferPointer(rebasing: buffer[0..<count])), endpoint: flow.remoteEndpoint))
+            }
+            if ready[1] {
+                guard case .success(let count) = DatagramIO.receive(upstream.fd, into: buffer) else { return }
+                let received = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                let offset = wrap ? SOCKS5Handshake.udpPayloadOffset(received) : 0
+                if let offset {
+                    try? flow.writeDatagrams([FlowDatagram(data: Data(received[offset...]), endpoint: flow.remoteEndpoint)])
+                }
+            }
+        }
+    }
+
+    /// A UDP association with the SOCKS server: its TCP connection (the association lives as long
+    /// as it does) and the relay's address.
+    static func udpAssociate(settings: Settings) throws(NetExtError) -> (TCPSocket, SocketAddress) {
+        var connected: TCPSocket?
+        var serverAddress: SocketAddress?
+        for address in settings.server where connected == nil {
+            connected = TCPSocket.connect(to: address, timeoutMilliseconds: handshakeMilliseconds)
+            serverAddress = address
+        }
+        guard let socket = connected, let serverAddress else {
+            throw NetExtError(.connectionFailed, "cannot connect to the socks5 proxy at \(settings.serverText)")
+        }
+        let offering = settings.username != nil
+        do {
+            try send(socket, SOCKS5Handshake.greeting(offeringPassword: offering))
+            if try SOCKS5Handshake.passwordRequired(byMethodSelection: try read(socket, 2), offeredPassword: offering) {
+                try send(socket, try SOCKS5Handshake.passwordRequest(username: settings.username ?? "", password: settings.password ?? ""))
+                try SOCKS5Handshake.checkPasswordReply(try read(socket, 2))
+            }
+            try send(socket, SOCKS5Handshake.udpAssociateRequest)
+            let first5 = try read(socket, 5)
+            let rest = try read(socket, try SOCKS5Handshake.remainingReplyLength(afterFirst5: first5))
+            let bound = try SOCKS5Handshake.boundEndpoint(first5: first5, rest: rest)
+            // An unspecified bound address means "the server's own".
+            var relay = SocketAddress(bound.host.contains(":") ? "[\(bound.host)]:\(bound.port)" : "\(bound.host):\(bound.port)")
+            if let found = relay, found.address.allSatisfy({ $0 == 0 }) { relay = SocketAddress(address: serverAddress.address, port: found.port) }
+            guard let relay else { throw NetExtError(.connectionFailed, "the SOCKS server named its UDP relay '\(bound.host)', not an address") }
+            socket.setTimeouts(milliseconds: 0)
+            return (socket, relay)
+        } catch let failure as SOCKS5Handshake.Failure {
+            throw NetExtError(.connectionFailed, failure.description)
+        } catch let error as NetExtError {
+            throw error
+        } catch {
+            throw NetExtError(.connectionFailed, "\(error)")
+        }
+    }
+
     /// Reads the settings: `host:port` (a name is resolved now), the upstream kind, credentials.
     static func settings(serverAddress: String, providerConfiguration: [String: JSONValue], username: String?, password: String?) throws(NetExtError) -> Settings {
         var upstream = Upstream.socks5

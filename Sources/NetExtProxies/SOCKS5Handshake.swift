@@ -64,6 +64,59 @@ public enum SOCKS5Handshake {
         return bytes + [UInt8(port >> 8), UInt8(port & 0xFF)]
     }
 
+    /// The UDP ASSOCIATE request (RFC 1928 §4, command 3) with an unspecified client address
+    /// (0.0.0.0:0: the client sends from wherever its UDP socket is).
+    public static let udpAssociateRequest: [UInt8] = [version, 3, 0, 1, 0, 0, 0, 0, 0, 0]
+
+    /// The bound address and port of a reply (`rest`, the bytes after the first 5, whose fifth
+    /// byte began the address): where the server relays UDP. A name (address type 3) is returned
+    /// as text.
+    public static func boundEndpoint(first5: [UInt8], rest: [UInt8]) throws(Failure) -> (host: String, port: UInt16) {
+        let whole = first5 + rest
+        guard whole.count >= 4 + 2 else { throw Failure("malformed SOCKS reply (got \(hex(whole)))") }
+        let port = UInt16(whole[whole.count - 2]) << 8 | UInt16(whole[whole.count - 1])
+        let address = Array(whole[4..<(whole.count - 2)])
+        switch whole[3] {
+        case 1 where address.count == 4, 4 where address.count == 16: return (IPPrefix.format(address), port)
+        case 3 where !address.isEmpty && Int(address[0]) == address.count - 1:
+            return (String(decoding: address.dropFirst(), as: UTF8.self), port)
+        default: throw Failure("malformed SOCKS reply: bound address of type \(whole[3]) and \(address.count) bytes")
+        }
+    }
+
+    /// A datagram to send through the UDP relay (RFC 1928 §7): the header naming its
+    /// destination (an address, or a name the server resolves), then the data. Nil if the name
+    /// is too long.
+    public static func udpDatagram(to host: String, port: UInt16, data: some Collection<UInt8>) -> [UInt8]? {
+        var bytes: [UInt8] = [0, 0, 0]
+        if let address = IPPrefix.parseAddress(host) {
+            bytes.append(address.count == 4 ? 1 : 4)
+            bytes += address
+        } else {
+            let name = Array(host.utf8)
+            guard (1...255).contains(name.count) else { return nil }
+            bytes += [3, UInt8(name.count)] + name
+        }
+        return bytes + [UInt8(port >> 8), UInt8(port & 0xFF)] + data
+    }
+
+    /// Where a datagram from the UDP relay (RFC 1928 §7) starts its data; nil for a malformed
+    /// or fragmented one (fragments are not reassembled: RFC 1928 lets a client drop them).
+    public static func udpPayloadOffset(_ datagram: some RandomAccessCollection<UInt8>) -> Int? {
+        let bytes = Array(datagram.prefix(262))
+        guard bytes.count >= 4, bytes[0] == 0, bytes[1] == 0, bytes[2] == 0 else { return nil }
+        let header: Int
+        switch bytes[3] {
+        case 1: header = 4 + 4 + 2
+        case 4: header = 4 + 16 + 2
+        case 3:
+            guard bytes.count >= 5 else { return nil }
+            header = 4 + 1 + Int(bytes[4]) + 2
+        default: return nil
+        }
+        return datagram.count >= header ? header : nil
+    }
+
     /// Reads the first 5 bytes of the CONNECT reply (RFC 1928 §6): throws the server's refusal,
     /// or returns how many more bytes the reply has (the rest of the bound address and port).
     public static func remainingReplyLength(afterFirst5 reply: [UInt8]) throws(Failure) -> Int {

@@ -132,6 +132,12 @@ struct FlowSteeringTests {
         #expect(lines.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00820000 meta l4proto tcp meta nfproto ipv6 counter tproxy ip6 to [::1]:40002 accept"))
         #expect(!running.ruleset.contains("type nat"), "the kernel terminates the connection: nothing is translated")
         #expect(running.proxyMarks == [FlowSteering.mark(slot: 2)])
+        // With UDP sockets: UDP is marked too (but DNS), and handed to them.
+        member.proxyPorts = .init(tcp4: 40001, tcp6: 40002, udp4: 40003, udp6: 40004)
+        let withUDP = FlowSteering(members: [member]).ruleset
+        #expect(withUDP.contains("socket cgroupv2 level 2 @apps_82 meta l4proto { tcp, udp } th dport != 53 fib daddr type != local counter"))
+        #expect(withUDP.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00820000 meta l4proto udp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:40003 accept"))
+        #expect(withUDP.contains("meta l4proto udp meta nfproto ipv6 counter tproxy ip6 to [::1]:40004 accept"))
         // Without an IPv6 listener an IPv6 flow is refused at once rather than left to time out.
         member.proxyPorts = .init(tcp4: 40001, tcp6: nil)
         #expect(FlowSteering(members: [member]).ruleset.contains("meta nfproto ipv6 counter reject with tcp reset"))

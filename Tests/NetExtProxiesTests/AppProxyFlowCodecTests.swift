@@ -11,7 +11,7 @@ struct AppProxyFlowCodecTests {
             remoteHostname: "www.site.test", sourceAppIdentifier: "org.example.Browser", processIdentifier: 4242, executablePath: "/usr/bin/curl"),
         AppProxyFlowOffer(
             id: .max, transport: .udp, remoteEndpoint: NetworkEndpoint(hostname: "2001:db8::7", port: 53), localEndpoint: NetworkEndpoint(hostname: "2001:db8:1::2", port: 5353),
-            sourceAppIdentifier: ""),
+            sourceAppIdentifier: "", initialDatagram: Array("query".utf8)),
     ]
 
     @Test("offers and answers survive encoding")

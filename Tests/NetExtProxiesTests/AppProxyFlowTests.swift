@@ -9,7 +9,9 @@ import Testing
 /// The provider side of the hand-over, in one process and without root: a loopback connection
 /// stands for the one the kernel accepted through tproxy; its socket goes over a sequenced-packet
 /// pair as netextd sends it.
-@Suite("App proxy flows: the socket handed over, read and written, relayed, declined")
+// Serialized: each test blocks a thread of the cooperative pool on its app's socket while the
+// provider's tasks need another; two at once on a two-core machine would leave them none.
+@Suite("App proxy flows: the socket handed over, read and written, relayed, declined", .serialized)
 struct AppProxyFlowTests {
     /// Echoes through `readData`/`write` (port 7), relays to a connection it made to `upstream`
     /// (port 8) or to one the relay makes (port 10), declines the rest.
@@ -81,6 +83,60 @@ struct AppProxyFlowTests {
         let received = try DescriptorMessages.receive(into: buffer, over: channel)
         #expect(received.descriptor == nil)
         return try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length]))
+    }
+
+    /// Echoes UDP flows through `readDatagrams`/`writeDatagrams`.
+    final class UDPEchoProvider: AppProxyProvider {
+        func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {}
+        func stopProxy(with reason: ProviderStopReason) async {}
+        func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool { false }
+        func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {
+            Task {
+                for _ in 0..<2 {
+                    guard let datagrams = try? await flow.readDatagrams(timeout: .seconds(5)), !datagrams.isEmpty else { break }
+                    try? flow.writeDatagrams(datagrams.map { FlowDatagram(data: Data("echo ".utf8) + $0.data, endpoint: $0.endpoint) })
+                }
+                flow.close()
+            }
+            return initialRemoteEndpoint.port == 7
+        }
+    }
+
+    @Test("a UDP flow: its first datagram read first, later ones from its socket, answers reach the app; another destination refused as sender")
+    func udpFlow() async throws {
+        let (daemon, providerEnd) = try SocketPair.makePackets()
+        defer { SocketPair.close(daemon) }
+        AppProxyFlowServer.start(UDPEchoProvider(), channel: providerEnd, returnsDeclinedFlows: false)
+        // Two connected loopback UDP sockets: the app's, and the one netextd makes for the flow.
+        let app = try UDPSocket(bindingTo: SocketAddress("127.0.0.1:0")!)
+        let flowSide = try UDPSocket(bindingTo: SocketAddress("127.0.0.1:0")!)
+        let appAddress = try #require(app.localAddress), flowAddress = try #require(flowSide.localAddress)
+        try app.connect(to: flowAddress)
+        try flowSide.connect(to: appAddress)
+        let offer = AppProxyFlowOffer(
+            id: 9, transport: .udp, remoteEndpoint: NetworkEndpoint(hostname: "192.0.2.7", port: 7),
+            localEndpoint: NetworkEndpoint(hostname: appAddress.hostText, port: appAddress.port), sourceAppIdentifier: "org.example.App",
+            initialDatagram: Array("first".utf8))
+        // The flow's socket goes over as netextd sends it (UDPSocket.close would shut it down
+        // for the copy too; this process's descriptor is simply closed).
+        try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: flowSide.fd, over: daemon)
+        SocketPair.close(flowSide.fd)
+        #expect(try Self.answer(over: daemon) == .init(flowID: 9, handled: true))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 8)
+        defer { buffer.deallocate() }
+        try #require(DescriptorWait.readable([app.fd], milliseconds: 5_000) == [true])
+        let first = try #require(try app.receive(into: buffer))
+        #expect(Array(buffer[0..<first.count]) == Array("echo first".utf8))
+        try Array("second".utf8).withUnsafeBytes { try app.send($0) }
+        try #require(DescriptorWait.readable([app.fd], milliseconds: 5_000) == [true])
+        let second = try #require(try app.receive(into: buffer))
+        #expect(Array(buffer[0..<second.count]) == Array("echo second".utf8))
+        app.close()
+        // A flow can send only as its destination.
+        let (_, other) = try SocketPair.makePackets()
+        let flow = AppProxyUDPFlow(offer: offer, descriptor: other)
+        #expect(throws: NetExtError.self) { try flow.writeDatagrams([FlowDatagram(data: Data([1]), endpoint: NetworkEndpoint(hostname: "192.0.2.8", port: 7))]) }
+        flow.close()
     }
 
     @Test("a transparent proxy's declined flow comes back to netextd with the answer, still connected to the app")

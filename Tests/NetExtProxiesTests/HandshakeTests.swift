@@ -72,6 +72,33 @@ struct HandshakeTests {
         }
     }
 
+    @Test("UDP ASSOCIATE (RFC 1928 §4, §7): the request, the relay's address, datagram headers both ways")
+    func udpAssociate() throws {
+        #expect(SOCKS5Handshake.udpAssociateRequest == [5, 3, 0, 1, 0, 0, 0, 0, 0, 0])
+        let bound = try SOCKS5Handshake.boundEndpoint(first5: [5, 0, 0, 1, 203], rest: [0, 113, 2, 0x8F, 0x1D])
+        #expect(bound.host == "203.0.113.2" && bound.port == 36637)
+        let named = try SOCKS5Handshake.boundEndpoint(first5: [5, 0, 0, 3, 5], rest: Array("relay".utf8) + [0, 80])
+        #expect(named.host == "relay" && named.port == 80)
+        #expect(throws: SOCKS5Handshake.Failure.self) { try SOCKS5Handshake.boundEndpoint(first5: [5, 0, 0, 1, 1], rest: [2, 0, 80]) }
+        #expect(SOCKS5Handshake.udpDatagram(to: "10.20.0.5", port: 7, data: [9, 9]) == [0, 0, 0, 1, 10, 20, 0, 5, 0, 7, 9, 9])
+        #expect(SOCKS5Handshake.udpDatagram(to: "www.site.test", port: 53, data: [1]) == [0, 0, 0, 3, 13] + Array("www.site.test".utf8) + [0, 53, 1])
+        #expect(SOCKS5Handshake.udpDatagram(to: String(repeating: "a", count: 256), port: 1, data: [1]) == nil)
+        #expect(SOCKS5Handshake.udpPayloadOffset([0, 0, 0, 1, 10, 20, 0, 5, 0, 7, 9, 9]) == 10)
+        #expect(SOCKS5Handshake.udpPayloadOffset([0, 0, 0, 4] + [UInt8](repeating: 0, count: 18)) == 22)
+        #expect(SOCKS5Handshake.udpPayloadOffset([0, 0, 1, 1, 10, 20, 0, 5, 0, 7]) == nil, "a fragment is dropped")
+        #expect(SOCKS5Handshake.udpPayloadOffset([0, 0, 0, 3, 9, 1]) == nil, "truncated")
+    }
+
+    @Test("any relay datagram is read or dropped, and a payload offset lies within it (property)")
+    func udpProperty() {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<20_000 {
+            var bytes = (0..<Int.random(in: 0...40, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            if round % 2 == 0, bytes.count >= 4 { bytes[0] = 0; bytes[1] = 0; bytes[2] = 0; bytes[3] = [1, 3, 4][round % 3] }
+            if let offset = SOCKS5Handshake.udpPayloadOffset(bytes) { #expect(offset <= bytes.count && offset >= 7) }
+        }
+    }
+
     @Test("HTTP CONNECT: the request with its authority and Basic credentials")
     func httpRequest() {
         let plain = String(decoding: HTTPConnectHandshake.request(host: "192.0.2.7", port: 443), as: UTF8.self)

@@ -21,6 +21,7 @@ appproxy_cleanup() {
     find "$cgroot/$launch" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
     find "$cgroot/$launch" -depth -type d -exec rmdir {} + 2>/dev/null
   fi
+  [ -n "${APPPROXY_KEEP:-}" ] && cp -r "$work" "$APPPROXY_KEEP"
   e2e_cleanup
 }
 trap appproxy_cleanup EXIT
@@ -37,6 +38,11 @@ head -c 50000000 /dev/urandom > "$work/www/large.bin"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.80 --directory '$work/www' 2>> '$work/public4.log'"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 2001:db8:ff::80 --directory '$work/www' 2>> '$work/public6.log'"
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www"
+# A UDP echo on the office's internal host: only dante (in the office) reaches it.
+lab_spawn "$LAB_OFFICE" python3 -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.20.0.5", 7))
+while True:
+    data, peer = s.recvfrom(2048); s.sendto(data, peer)'
 
 cat > "$work/danted.conf" <<CONF
 logoutput: $work/dante.log
@@ -56,7 +62,7 @@ client pass {
 }
 socks pass {
   from: 0/0 to: 0/0
-  command: connect udpassociate
+  command: connect udpassociate udpreply
   log: connect error
 }
 CONF
@@ -108,6 +114,11 @@ check "another app's flow goes direct (the server saw the laptop)" \
   fetch_seen "$direct_app" http://100.64.0.80:8080/public.html "$work/public4.log" 198.51.100.2
 no_internal_page() { ! internal_page "$1" 3; }
 check "another app cannot reach the internal host" no_internal_page "$direct_app"
+udp_echo() { as_app "$1" python3 scripts/e2e/udp-probe.py 10.20.0.5 7; }
+no_udp_echo() { ! udp_echo "$1"; }
+check "the bound app's UDP datagrams reach the office's internal echo through dante (UDP ASSOCIATE) and back" udp_echo "$proxied_app"
+check "dante's log shows the UDP association" grep -q "udpassociate" "$work/dante.log"
+check "another app's UDP does not (it goes direct)" no_udp_echo "$direct_app"
 sum="$(sha256sum < "$work/www/large.bin")"
 large_intact() { [ "$(as_app "$proxied_app" curl -s -m 60 http://100.64.0.80:8080/large.bin | sha256sum)" = "$sum" ]; }
 check "a 50 MB transfer through the proxy arrives intact" large_intact

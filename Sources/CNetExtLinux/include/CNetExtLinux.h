@@ -241,3 +241,18 @@ int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity)
 void netext_relay_stop(netext_relay *relay);
 /// Pairs in the loop now.
 int netext_relay_count(netext_relay *relay);
+
+/// Receives one datagram on a transparent UDP socket (netext_tproxy_socket with `udp`): its
+/// bytes, the sender (`source`) and where the sender addressed it (`destination`, from
+/// IP_ORIGDSTADDR / IPV6_ORIGDSTADDR). Addresses: family 4 or 6, 16 bytes (IPv4 in the first 4).
+/// Returns the length, or -errno (-EAGAIN: none waiting; -EBADMSG: no original destination).
+ssize_t netext_udp_receive_original(int fd, void *buffer, size_t capacity,
+                                    int *source_family, unsigned char source[16], uint16_t *source_port,
+                                    unsigned char destination[16], uint16_t *destination_port);
+
+/// A UDP socket that stands for one app flow: bound (IP_TRANSPARENT, SO_REUSEADDR) to the
+/// address and port the app sent to, connected to the app's, so the kernel's `tproxy` lookup
+/// gives it the flow's further datagrams and what is written on it reaches the app from where
+/// the app expects. Blocking, close-on-exec. Returns the descriptor or -errno.
+int netext_udp_flow_socket(int family, const unsigned char destination[16], uint16_t destination_port,
+                           const unsigned char source[16], uint16_t source_port);

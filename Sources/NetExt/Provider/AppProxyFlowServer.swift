@@ -35,6 +35,17 @@ enum AppProxyFlowServer {
                 FileHandle.standardError.write(Data("app proxy: flow \(offer.id) arrived without its socket\n".utf8))
                 continue
             }
+            if offer.transport == .udp {
+                let flow = AppProxyUDPFlow(offer: offer, descriptor: fd)
+                let handled = provider.handleNewUDPFlow(flow, initialRemoteEndpoint: offer.remoteEndpoint)
+                if !handled { flow.close() }
+                do {
+                    try DescriptorMessages.send(AppProxyFlowCodec.encode(AppProxyFlowCodec.Answer(flowID: offer.id, handled: handled)), descriptor: nil, over: channel)
+                } catch {
+                    return
+                }
+                continue
+            }
             let flow = AppProxyTCPFlow(offer: offer, descriptor: fd)
             let handled = provider.handleNewFlow(flow)
             // A declined flow's socket goes back with the answer (transparent proxy) or is reset.

@@ -18,12 +18,17 @@ public protocol AppProxyProvider: AnyObject, Sendable {
     /// closes a declined flow. Called on the flow thread, one flow at a time: return quickly and
     /// do the flow's work elsewhere.
     func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool
+    /// A new UDP flow of one of the apps (its datagrams to one destination, Apple's
+    /// `handleNewUDPFlow(_:initialRemoteEndpoint:)`): true to take it, false to close it. The
+    /// default declines every UDP flow.
+    func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool
     /// An app's message (`sendProviderMessage`); the answer goes back to it (nil = none).
     func handleAppMessage(_ messageData: Data) async -> Data?
 }
 
 extension AppProxyProvider {
     public func handleAppMessage(_ messageData: Data) async -> Data? { nil }
+    public func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool { false }
 }
 
 /// A transparent proxy, as Apple's `NETransparentProxyProvider`: in `startProxy` it tells netextd

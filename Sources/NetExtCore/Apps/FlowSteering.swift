@@ -75,9 +75,14 @@ public struct FlowSteering: Sendable, Hashable {
     public struct ProxyPorts: Sendable, Hashable {
         public var tcp4: UInt16
         public var tcp6: UInt16?
-        public init(tcp4: UInt16, tcp6: UInt16?) {
+        /// The UDP sockets (app proxies); nil: the apps' UDP is not taken.
+        public var udp4: UInt16?
+        public var udp6: UInt16?
+        public init(tcp4: UInt16, tcp6: UInt16?, udp4: UInt16? = nil, udp6: UInt16? = nil) {
             self.tcp4 = tcp4
             self.tcp6 = tcp6
+            self.udp4 = udp4
+            self.udp6 = udp6
         }
     }
 
@@ -286,11 +291,13 @@ public struct FlowSteering: Sendable, Hashable {
         for member in ordered {
             let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(member.mark))"
             if member.mode == .proxy {
-                // Only TCP to other machines: loopback and the machine's own addresses stay
-                // local, and ICMP or DNS to the stub keep their way.
-                guard member.isProxying else { continue }
+                // TCP and UDP to other machines: loopback and the machine's own addresses stay
+                // local, ICMP keeps its way, and so does DNS (port 53), which the machine's
+                // resolver answers and whose answers name the proxied flows.
+                guard member.isProxying, let ports = member.proxyPorts else { continue }
+                let transports = ports.udp4 != nil ? "meta l4proto { tcp, udp } th dport != 53" : "meta l4proto tcp"
                 for depth in Self.depths(member.tableMarked) {
-                    lines.append("    socket cgroupv2 level \(depth) @\(member.setName) meta l4proto tcp fib daddr type != local \(setMark)")
+                    lines.append("    socket cgroupv2 level \(depth) @\(member.setName) \(transports) fib daddr type != local \(setMark)")
                 }
                 continue
             }
@@ -321,6 +328,9 @@ public struct FlowSteering: Sendable, Hashable {
                 } else {
                     lines.append("    \(marked) meta nfproto ipv6 counter reject with tcp reset")
                 }
+                let datagrams = "iifname \"lo\" \(Self.markMatch(mark)) meta l4proto udp"
+                if let udp4 = ports.udp4 { lines.append("    \(datagrams) meta nfproto ipv4 counter tproxy ip to 127.0.0.1:\(udp4) accept") }
+                if let udp6 = ports.udp6 { lines.append("    \(datagrams) meta nfproto ipv6 counter tproxy ip6 to [::1]:\(udp6) accept") }
             }
             lines.append("  }")
             // The names behind the addresses: every DNS answer that arrives is copied to netextd.

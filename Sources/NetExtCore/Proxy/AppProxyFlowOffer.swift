@@ -36,11 +36,15 @@ public struct AppProxyFlowOffer: Sendable, Hashable {
     public var processIdentifier: Int32?
     /// That process's executable (`/proc/PID/exe`).
     public var executablePath: String?
+    /// A UDP flow: the app's first datagram (netextd received it before the flow had a socket
+    /// of its own). Empty for TCP.
+    public var initialDatagram: [UInt8]
 
     public init(
         id: UInt64, transport: Transport, remoteEndpoint: NetworkEndpoint, localEndpoint: NetworkEndpoint, remoteHostname: String? = nil,
-        sourceAppIdentifier: String, processIdentifier: Int32? = nil, executablePath: String? = nil
+        sourceAppIdentifier: String, processIdentifier: Int32? = nil, executablePath: String? = nil, initialDatagram: [UInt8] = []
     ) {
+        self.initialDatagram = initialDatagram
         self.id = id
         self.transport = transport
         self.remoteEndpoint = remoteEndpoint

@@ -21,6 +21,11 @@ final class AppProxyFlowDispatcher: Sendable {
         var lost = 0
         /// Answers from the provider that could not be read (malformed), or named no flow offered.
         var malformedAnswers = 0
+        /// UDP flows handed over; datagrams dropped (a flow's before its socket took over, or
+        /// without their original destination).
+        var udpOffered = 0
+        var datagramsDropped = 0
+        var malformedDatagrams = 0
         /// Declined flows sent on directly (transparent proxy), and those that failed to connect.
         var sentDirect = 0
         var directFailed = 0
@@ -56,7 +61,10 @@ final class AppProxyFlowDispatcher: Sendable {
         do { listeners = try TransparentListenerSet() } catch {
             throw NetExtError(.connectionFailed, "the app proxy cannot listen for its apps' flows: \(error)")
         }
-        ports = FlowSteering.ProxyPorts(tcp4: listeners.ipv4.port, tcp6: listeners.ipv6?.port)
+        // A transparent proxy's rules take TCP only; an app proxy's apps' UDP comes too.
+        ports = FlowSteering.ProxyPorts(
+            tcp4: listeners.ipv4.port, tcp6: listeners.ipv6?.port,
+            udp4: sendsDeclinedFlowsOn ? nil : listeners.udp4?.port, udp6: sendsDeclinedFlowsOn ? nil : listeners.udp6?.port)
         self.channel = channel
         self.logger = logger
         self.configurationName = configurationName
@@ -97,13 +105,31 @@ final class AppProxyFlowDispatcher: Sendable {
     private func acceptLoop() {
         let owners = SocketOwnerLookup()
         var nextID: UInt64 = 1
-        while let accepted = listeners.accept(waitMilliseconds: 1_000, failed: { error in
+        // A flow's datagrams that reach the listener after its first (before its own socket
+        // took over) are dropped, not made into another flow: the app sends again.
+        var recentDatagramFlows: [String: ContinuousClock.Instant] = [:]
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+        defer { buffer.deallocate() }
+        while let arrivals = listeners.wait(milliseconds: 1_000, buffer: buffer, failed: { error in
             logger.warning("app proxy: cannot accept a flow", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
-        }) {
-            for fd in accepted {
+        }, dropped: { counts.withLock { $0.malformedDatagrams += 1 } }) {
+            for fd in arrivals.connections {
                 let id = nextID
                 nextID += 1
                 hand(fd, id: id, owners: owners)
+            }
+            let now = ContinuousClock.now
+            if recentDatagramFlows.count > 4_096 { recentDatagramFlows = recentDatagramFlows.filter { now - $0.value < .seconds(1) } }
+            for datagram in arrivals.datagrams {
+                let key = "\(datagram.source)>\(datagram.destination)"
+                if let seen = recentDatagramFlows[key], now - seen < .seconds(1) {
+                    counts.withLock { $0.datagramsDropped += 1 }
+                    continue
+                }
+                recentDatagramFlows[key] = now
+                let id = nextID
+                nextID += 1
+                hand(datagram, id: id)
             }
         }
         listeners.close()
@@ -173,6 +199,34 @@ final class AppProxyFlowDispatcher: Sendable {
                 "configuration": "\(configurationName)", "destination": "\(destination)", "error": "\(error)",
             ])
         }
+    }
+
+    /// Makes a UDP flow's own socket and hands it over with the first datagram. Its app is the
+    /// configuration's when it has one, else found by the sender's socket (sock_diag for UDP).
+    private func hand(_ datagram: TransparentDatagramSocket.Datagram, id: UInt64) {
+        let fd: Int32
+        do { fd = try TransparentDatagramSocket.flowSocket(for: datagram) } catch {
+            counts.withLock { $0.lost += 1 }
+            logger.warning("app proxy: cannot make a UDP flow's socket", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
+            return
+        }
+        let known = apps.withLock { $0 }
+        let offer = AppProxyFlowOffer(
+            id: id, transport: .udp,
+            remoteEndpoint: NetworkEndpoint(hostname: datagram.destination.hostText, port: datagram.destination.port),
+            localEndpoint: NetworkEndpoint(hostname: datagram.source.hostText, port: datagram.source.port),
+            remoteHostname: names?.name(for: datagram.destination.address),
+            sourceAppIdentifier: known.sole?.rawValue ?? "", initialDatagram: datagram.payload)
+        do {
+            try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fd, over: channel)
+            counts.withLock {
+                $0.offered += 1
+                $0.udpOffered += 1
+            }
+        } catch {
+            counts.withLock { $0.lost += 1 }
+        }
+        SocketPair.close(fd)
     }
 
     /// The app a process's cgroup (`/a/b/c` from /proc) belongs to: its own or its nearest

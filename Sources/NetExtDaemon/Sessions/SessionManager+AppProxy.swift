@@ -93,6 +93,7 @@ extension SessionManager {
         logger.info("app proxy ended", metadata: [
             "configuration": "\(id)", "offered": "\(counters.offered)", "handled": "\(counters.handled)",
             "declined": "\(counters.declined)", "lost": "\(counters.lost)", "sentDirect": "\(counters.sentDirect)", "directFailed": "\(counters.directFailed)",
+            "udpOffered": "\(counters.udpOffered)", "datagramsDropped": "\(counters.datagramsDropped)",
         ])
     }
 }

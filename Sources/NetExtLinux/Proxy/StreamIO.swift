@@ -51,3 +51,36 @@ public enum StreamIO {
         Glibc.close(fd)
     }
 }
+
+/// Waiting on several descriptors at once (a relay thread of a reference provider).
+public enum DescriptorWait {
+    /// Which of `fds` are readable (or at their end, or failed) after waiting at most
+    /// `milliseconds`; all false on timeout.
+    public static func readable(_ fds: [Int32], milliseconds: Int32) -> [Bool] {
+        var pollers = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        let ready = poll(&pollers, nfds_t(pollers.count), milliseconds)
+        guard ready > 0 else { return Array(repeating: false, count: fds.count) }
+        return pollers.map { $0.revents != 0 }
+    }
+}
+
+/// One datagram at a time on a connected UDP socket (an app proxy's UDP flow).
+public enum DatagramIO {
+    /// Receives one datagram (blocking); its length (a datagram may be empty).
+    public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, SystemError> {
+        while true {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return .success(count) }
+            if errno != EINTR { return .failure(SystemError("recv", errno: errno)) }
+        }
+    }
+
+    /// Sends one datagram.
+    public static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Void, SystemError> {
+        while true {
+            let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if count >= 0 { return .success(()) }
+            if errno != EINTR { return .failure(SystemError("send", errno: errno)) }
+        }
+    }
+}

@@ -81,11 +81,79 @@ public enum StreamSplice {
     }
 }
 
-/// An app proxy's listeners (IPv4, and IPv6 where the machine has it) and a way to stop the
-/// thread that waits on them.
+/// A loopback UDP socket that nftables `tproxy` hands an app's first datagram of each flow to
+/// (IP_TRANSPARENT, IP_RECVORIGDSTADDR): the datagram, its sender and where it was sent.
+public final class TransparentDatagramSocket: @unchecked Sendable {
+    public let fd: Int32
+    public let port: UInt16
+    private var isClosed = false
+
+    /// One datagram as the app sent it.
+    public struct Datagram: Sendable, Hashable {
+        public var source: SocketAddress
+        public var destination: SocketAddress
+        public var payload: [UInt8]
+    }
+
+    public init(ipv6: Bool, port: UInt16 = 0) throws(SystemError) {
+        var chosen = port
+        let result = netext_tproxy_socket(ipv6 ? 1 : 0, 1, &chosen)
+        guard result >= 0 else { throw SystemError("transparent UDP socket", errno: -result, subject: ipv6 ? "[::1]:\(port)" : "127.0.0.1:\(port)") }
+        fd = result
+        self.port = chosen
+    }
+
+    deinit { close() }
+
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(fd)
+    }
+
+    /// The next waiting datagram (the socket is non-blocking); nil when none is waiting. A
+    /// datagram without its original destination is dropped (counted by the caller as malformed
+    /// through `dropped`).
+    public func receive(into buffer: UnsafeMutableRawBufferPointer, dropped: () -> Void) -> Datagram? {
+        while true {
+            var family: Int32 = 0
+            var source = [UInt8](repeating: 0, count: 16), destination = [UInt8](repeating: 0, count: 16)
+            var sourcePort: UInt16 = 0, destinationPort: UInt16 = 0
+            let count = netext_udp_receive_original(fd, buffer.baseAddress, buffer.count, &family, &source, &sourcePort, &destination, &destinationPort)
+            if count == -Int(EBADMSG) {
+                dropped()
+                continue
+            }
+            guard count >= 0 else { return nil }
+            let length = family == 4 ? 4 : 16
+            return Datagram(
+                source: SocketAddress(address: Array(source[0..<length]), port: sourcePort),
+                destination: SocketAddress(address: Array(destination[0..<length]), port: destinationPort),
+                payload: Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+        }
+    }
+
+    /// A socket for one flow of datagrams: bound (transparently) to where the app sent them,
+    /// connected to the app; the kernel gives it the flow's further datagrams, and what is
+    /// written on it reaches the app from the address it sent to. Blocking.
+    public static func flowSocket(for datagram: Datagram) throws(SystemError) -> Int32 {
+        let result = datagram.destination.address.withUnsafeBufferPointer { destination in
+            datagram.source.address.withUnsafeBufferPointer { source in
+                netext_udp_flow_socket(datagram.source.isIPv6 ? 6 : 4, destination.baseAddress, datagram.destination.port, source.baseAddress, datagram.source.port)
+            }
+        }
+        guard result >= 0 else { throw SystemError("UDP flow socket", errno: -result, subject: "\(datagram.destination) ← \(datagram.source)") }
+        return result
+    }
+}
+
+/// An app proxy's listeners (TCP and UDP; IPv4, and IPv6 where the machine has it) and a way to
+/// stop the thread that waits on them.
 public final class TransparentListenerSet: @unchecked Sendable {
     public let ipv4: TransparentListener
     public let ipv6: TransparentListener?
+    public let udp4: TransparentDatagramSocket?
+    public let udp6: TransparentDatagramSocket?
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
@@ -93,6 +161,8 @@ public final class TransparentListenerSet: @unchecked Sendable {
     public init() throws(SystemError) {
         ipv4 = try TransparentListener(ipv6: false)
         ipv6 = try? TransparentListener(ipv6: true)
+        udp4 = try? TransparentDatagramSocket(ipv6: false)
+        udp6 = try? TransparentDatagramSocket(ipv6: true)
         var fds: [Int32] = [-1, -1]
         let result = netext_pipe_cloexec(&fds)
         guard result == 0 else { throw SystemError("pipe", errno: -result) }
@@ -105,21 +175,31 @@ public final class TransparentListenerSet: @unchecked Sendable {
         Glibc.close(wakeWrite)
     }
 
-    /// Waits (at most `milliseconds`) for connections and accepts those waiting, at most `limit`;
+    /// What one wait brought: accepted connections and first datagrams of flows.
+    public struct Arrivals: Sendable {
+        public var connections: [Int32] = []
+        public var datagrams: [TransparentDatagramSocket.Datagram] = []
+    }
+
+    /// Waits (at most `milliseconds`) and takes what is waiting, at most `limit` of each kind;
     /// nil once `stop()` was called. Accept failures (out of descriptors) are reported through
-    /// `failed` and the wait goes on after a pause, so a full table is not a busy loop.
-    public func accept(waitMilliseconds: Int32, limit: Int = 64, failed: (SystemError) -> Void) -> [Int32]? {
-        var pollers = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0), pollfd(fd: ipv4.fd, events: Int16(POLLIN), revents: 0)]
-        if let ipv6 { pollers.append(pollfd(fd: ipv6.fd, events: Int16(POLLIN), revents: 0)) }
-        let ready = poll(&pollers, nfds_t(pollers.count), waitMilliseconds)
+    /// `failed` and the wait goes on after a pause, so a full table is not a busy loop; a
+    /// datagram without its original destination through `dropped`.
+    public func wait(milliseconds: Int32, limit: Int = 64, buffer: UnsafeMutableRawBufferPointer, failed: (SystemError) -> Void, dropped: () -> Void) -> Arrivals? {
+        let listeners = [ipv4, ipv6].compactMap { $0 }
+        let datagramSockets = [udp4, udp6].compactMap { $0 }
+        var pollers = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        pollers += listeners.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        pollers += datagramSockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        let ready = poll(&pollers, nfds_t(pollers.count), milliseconds)
         if pollers[0].revents != 0 { return nil }
-        guard ready > 0 else { return [] }
-        var accepted: [Int32] = []
-        for (index, listener) in [ipv4, ipv6].compactMap({ $0 }).enumerated() where pollers[index + 1].revents != 0 {
-            while accepted.count < limit {
+        var arrivals = Arrivals()
+        guard ready > 0 else { return arrivals }
+        for (index, listener) in listeners.enumerated() where pollers[index + 1].revents != 0 {
+            while arrivals.connections.count < limit {
                 do {
                     guard let fd = try listener.accept() else { break }
-                    accepted.append(fd)
+                    arrivals.connections.append(fd)
                 } catch {
                     failed(error)
                     usleep(50_000)
@@ -127,13 +207,20 @@ public final class TransparentListenerSet: @unchecked Sendable {
                 }
             }
         }
-        return accepted
+        for (index, socket) in datagramSockets.enumerated() where pollers[index + 1 + listeners.count].revents != 0 {
+            while arrivals.datagrams.count < limit, let datagram = socket.receive(into: buffer, dropped: dropped) {
+                arrivals.datagrams.append(datagram)
+            }
+        }
+        return arrivals
     }
 
     /// Closes both listeners; called by the accepting thread once `accept` returned nil.
     public func close() {
         ipv4.close()
         ipv6?.close()
+        udp4?.close()
+        udp6?.close()
     }
 
     /// Makes the waiting `accept` return nil (now and from now on).
