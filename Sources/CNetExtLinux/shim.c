@@ -94,18 +94,7 @@ pid_t netext_spawn(const char *path, char *const argv[], char *const envp[],
 
 int netext_send_fd(int socket_fd, int fd_to_send) {
     char byte = 'F';
-    struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
-    memset(&control, 0, sizeof(control));
-    struct msghdr message = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer) };
-    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(header), &fd_to_send, sizeof(int));
-    ssize_t sent;
-    do { sent = sendmsg(socket_fd, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
-    return sent == 1 ? 0 : -errno;
+    return netext_send_fd_message(socket_fd, fd_to_send, &byte, 1);
 }
 
 int netext_receive_fd(int socket_fd) {

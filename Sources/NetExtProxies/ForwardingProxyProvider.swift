@@ -216,22 +216,9 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
     /// A UDP association with the SOCKS server: its TCP connection (the association lives as long
     /// as it does) and the relay's address.
     static func udpAssociate(settings: Settings) throws(NetExtError) -> (TCPSocket, SocketAddress) {
-        var connected: TCPSocket?
-        var serverAddress: SocketAddress?
-        for address in settings.server where connected == nil {
-            connected = TCPSocket.connect(to: address, timeoutMilliseconds: handshakeMilliseconds)
-            serverAddress = address
-        }
-        guard let socket = connected, let serverAddress else {
-            throw NetExtError(.connectionFailed, "cannot connect to the socks5 proxy at \(settings.serverText)")
-        }
-        let offering = settings.username != nil
+        let (socket, serverAddress) = try connectToServer(settings)
         do {
-            try send(socket, SOCKS5Handshake.greeting(offeringPassword: offering))
-            if try SOCKS5Handshake.passwordRequired(byMethodSelection: try read(socket, 2), offeredPassword: offering) {
-                try send(socket, try SOCKS5Handshake.passwordRequest(username: settings.username ?? "", password: settings.password ?? ""))
-                try SOCKS5Handshake.checkPasswordReply(try read(socket, 2))
-            }
+            try socksAuthenticate(socket, settings: settings)
             try send(socket, SOCKS5Handshake.udpAssociateRequest)
             let first5 = try read(socket, 5)
             let rest = try read(socket, try SOCKS5Handshake.remainingReplyLength(afterFirst5: first5))
@@ -302,13 +289,7 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
             socket.setTimeouts(milliseconds: 0)
             return socket
         }
-        var connected: TCPSocket?
-        for address in settings.server where connected == nil {
-            connected = TCPSocket.connect(to: address, timeoutMilliseconds: handshakeMilliseconds)
-        }
-        guard let socket = connected else {
-            throw NetExtError(.connectionFailed, "cannot connect to the \(settings.upstream.rawValue) proxy at \(settings.serverText)")
-        }
+        let (socket, _) = try connectToServer(settings)
         switch settings.upstream {
         case .socks5: try socksHandshake(socket, host: host, port: port, settings: settings)
         case .httpConnect: try httpHandshake(socket, host: host, port: port, settings: settings)
@@ -318,14 +299,27 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
         return socket
     }
 
-    private static func socksHandshake(_ socket: TCPSocket, host: String, port: UInt16, settings: Settings) throws(NetExtError) {
+    /// The SOCKS greeting, and the user name and password if the server asks for them.
+    private static func socksAuthenticate(_ socket: TCPSocket, settings: Settings) throws {
         let offering = settings.username != nil
+        try send(socket, SOCKS5Handshake.greeting(offeringPassword: offering))
+        if try SOCKS5Handshake.passwordRequired(byMethodSelection: try read(socket, 2), offeredPassword: offering) {
+            try send(socket, try SOCKS5Handshake.passwordRequest(username: settings.username ?? "", password: settings.password ?? ""))
+            try SOCKS5Handshake.checkPasswordReply(try read(socket, 2))
+        }
+    }
+
+    /// A connection to the first of the upstream proxy's addresses that answers.
+    private static func connectToServer(_ settings: Settings) throws(NetExtError) -> (TCPSocket, SocketAddress) {
+        for address in settings.server {
+            if let socket = TCPSocket.connect(to: address, timeoutMilliseconds: handshakeMilliseconds) { return (socket, address) }
+        }
+        throw NetExtError(.connectionFailed, "cannot connect to the \(settings.upstream.rawValue) proxy at \(settings.serverText)")
+    }
+
+    private static func socksHandshake(_ socket: TCPSocket, host: String, port: UInt16, settings: Settings) throws(NetExtError) {
         do {
-            try send(socket, SOCKS5Handshake.greeting(offeringPassword: offering))
-            if try SOCKS5Handshake.passwordRequired(byMethodSelection: try read(socket, 2), offeredPassword: offering) {
-                try send(socket, try SOCKS5Handshake.passwordRequest(username: settings.username ?? "", password: settings.password ?? ""))
-                try SOCKS5Handshake.checkPasswordReply(try read(socket, 2))
-            }
+            try socksAuthenticate(socket, settings: settings)
             try send(socket, try SOCKS5Handshake.connectRequest(host: host, port: port))
             let rest = try SOCKS5Handshake.remainingReplyLength(afterFirst5: try read(socket, 5))
             _ = try read(socket, rest)

@@ -39,7 +39,7 @@ public protocol TransparentProxyProvider: AppProxyProvider {}
 
 /// What a started app proxy knows and can ask of netextd: its configuration and
 /// `cancelProxy(with:)` (Apple's `cancelProxyWithError`).
-public final class AppProxyContext: Sendable {
+public final class AppProxyContext: ProviderSettingsReading, Sendable {
     /// The configuration the proxy was started for.
     public let configuration: Configuration
     /// The password from the start options or netextd's secret store.
@@ -52,18 +52,6 @@ public final class AppProxyContext: Sendable {
         self.session = session
     }
 
-    /// The provider settings (`NETunnelProviderProtocol`).
-    public var protocolConfiguration: TunnelProviderProtocol? {
-        if case .tunnelProvider(let settings) = configuration.protocolConfiguration { return settings }
-        return nil
-    }
-
-    /// `protocolConfiguration.serverAddress`: for the reference proxies, the upstream proxy.
-    public var serverAddress: String? { protocolConfiguration?.serverAddress }
-    /// `protocolConfiguration.providerConfiguration`.
-    public var providerConfiguration: [String: JSONValue] { protocolConfiguration?.providerConfiguration ?? [:] }
-    /// The user name from the configuration.
-    public var username: String? { protocolConfiguration?.username }
 
     /// A transparent proxy's network rules (Apple's `setTunnelNetworkSettings` with
     /// `NETransparentProxyNetworkSettings`): from when it returns, the matching flows come to the

@@ -29,6 +29,12 @@ public struct FlowMetaData: Sendable, Hashable {
     public var processIdentifier: Int32?
     /// That process's executable.
     public var executablePath: String?
+
+    init(_ offer: AppProxyFlowOffer) {
+        sourceAppSigningIdentifier = offer.sourceAppIdentifier
+        processIdentifier = offer.processIdentifier
+        executablePath = offer.executablePath
+    }
 }
 
 /// One TCP connection of an app, as Apple's `NEAppProxyTCPFlow`, backed by the real socket the
@@ -55,7 +61,7 @@ public final class AppProxyTCPFlow: Sendable {
         localEndpoint = offer.localEndpoint
         remoteHostname = offer.remoteHostname
         identifier = offer.id
-        metaData = FlowMetaData(sourceAppSigningIdentifier: offer.sourceAppIdentifier, processIdentifier: offer.processIdentifier, executablePath: offer.executablePath)
+        metaData = FlowMetaData(offer)
         fileDescriptor = descriptor
     }
 

@@ -36,7 +36,7 @@ public final class AppProxyUDPFlow: Sendable {
         localEndpoint = offer.localEndpoint
         remoteHostname = offer.remoteHostname
         identifier = offer.id
-        metaData = FlowMetaData(sourceAppSigningIdentifier: offer.sourceAppIdentifier, processIdentifier: offer.processIdentifier, executablePath: offer.executablePath)
+        metaData = FlowMetaData(offer)
         fileDescriptor = descriptor
         state.withLock { $0.initial = offer.initialDatagram }
     }

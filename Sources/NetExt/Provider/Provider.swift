@@ -24,7 +24,7 @@ extension TunnelProvider {
 /// What a started provider knows and can ask of netextd, as the members Apple's
 /// `NEPacketTunnelProvider` inherits: the configuration, `setTunnelNetworkSettings`,
 /// `packetFlow`, `reasserting`, `cancelTunnelWithError`.
-public final class ProviderContext: Sendable {
+public final class ProviderContext: ProviderSettingsReading, Sendable {
     /// The configuration the connection was started for.
     public let configuration: Configuration
     /// The password from the start options or netextd's secret store.
@@ -38,20 +38,6 @@ public final class ProviderContext: Sendable {
         self.session = session
     }
 
-    /// The tunnel provider settings, if the configuration is a tunnel-provider one.
-    public var protocolConfiguration: TunnelProviderProtocol? {
-        if case .tunnelProvider(let settings) = configuration.protocolConfiguration { return settings }
-        return nil
-    }
-
-    /// `protocolConfiguration.serverAddress`.
-    public var serverAddress: String? { protocolConfiguration?.serverAddress }
-
-    /// `protocolConfiguration.providerConfiguration`.
-    public var providerConfiguration: [String: JSONValue] { protocolConfiguration?.providerConfiguration ?? [:] }
-
-    /// The user name from the configuration.
-    public var username: String? { protocolConfiguration?.username }
 
     /// The tunnel's packets, once network settings were applied (`NEPacketTunnelProvider.packetFlow`).
     public var packetFlow: TunPacketFlow? { flow.withLock { $0 } }
@@ -100,4 +86,28 @@ public final class ProviderContext: Sendable {
         try? await session.send(.failed(error ?? NetExtError(.connectionFailed, "the provider cancelled the tunnel")))
         session.finish()
     }
+}
+
+/// What every started provider's context reads from its configuration, as the members of
+/// Apple's `NETunnelProvider.protocolConfiguration`.
+public protocol ProviderSettingsReading {
+    /// The configuration the provider was started for.
+    var configuration: Configuration { get }
+}
+
+extension ProviderSettingsReading {
+    /// The tunnel provider settings, if the configuration is a tunnel-provider one.
+    public var protocolConfiguration: TunnelProviderProtocol? {
+        if case .tunnelProvider(let settings) = configuration.protocolConfiguration { return settings }
+        return nil
+    }
+
+    /// `protocolConfiguration.serverAddress`.
+    public var serverAddress: String? { protocolConfiguration?.serverAddress }
+
+    /// `protocolConfiguration.providerConfiguration`.
+    public var providerConfiguration: [String: JSONValue] { protocolConfiguration?.providerConfiguration ?? [:] }
+
+    /// The user name from the configuration.
+    public var username: String? { protocolConfiguration?.username }
 }

@@ -33,26 +33,24 @@ public enum ProviderHost {
     /// Runs an app proxy until it is stopped: `startProxy`, then one `handleNewFlow` per flow
     /// netextd hands over (descriptor 4), each answered as soon as it returns.
     public static func run(appProxy provider: any AppProxyProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
-        try await serve(
-            Lifecycle(
-                start: { start, session in
-                    try await provider.startProxy(options: start.options, context: AppProxyContext(configuration: start.configuration, password: start.password, session: session))
-                    AppProxyFlowServer.start(provider, channel: session.descriptorSocket, returnsDeclinedFlows: false)
-                },
-                stop: { reason in await provider.stopProxy(with: reason) },
-                appMessage: { data in await provider.handleAppMessage(data) }),
-            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
+        try await serveProxy(provider, returnsDeclinedFlows: false, bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
     }
 
     /// Runs a transparent proxy until it is stopped: `startProxy` (which sets its network
     /// rules), then one `handleNewFlow` per flow; a declined flow goes back to netextd, which
     /// sends it on directly.
     public static func run(transparentProxy provider: any TransparentProxyProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
+        try await serveProxy(provider, returnsDeclinedFlows: true, bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
+    }
+
+    /// `startProxy`, then the flows: an app proxy's and a transparent proxy's run differ only in
+    /// what becomes of a declined flow.
+    private static func serveProxy(_ provider: any AppProxyProvider, returnsDeclinedFlows: Bool, bundleIdentifier: String, descriptor: Int32, descriptorSocket: Int32) async throws {
         try await serve(
             Lifecycle(
                 start: { start, session in
                     try await provider.startProxy(options: start.options, context: AppProxyContext(configuration: start.configuration, password: start.password, session: session))
-                    AppProxyFlowServer.start(provider, channel: session.descriptorSocket, returnsDeclinedFlows: true)
+                    AppProxyFlowServer.start(provider, channel: session.descriptorSocket, returnsDeclinedFlows: returnsDeclinedFlows)
                 },
                 stop: { reason in await provider.stopProxy(with: reason) },
                 appMessage: { data in await provider.handleAppMessage(data) }),

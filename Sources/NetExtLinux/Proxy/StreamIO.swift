@@ -68,11 +68,7 @@ public enum DescriptorWait {
 public enum DatagramIO {
     /// Receives one datagram (blocking); its length (a datagram may be empty).
     public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, SystemError> {
-        while true {
-            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
-            if count >= 0 { return .success(count) }
-            if errno != EINTR { return .failure(SystemError("recv", errno: errno)) }
-        }
+        StreamIO.receive(fd, into: buffer)
     }
 
     /// Sends one datagram.
