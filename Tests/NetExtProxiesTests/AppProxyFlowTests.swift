@@ -45,13 +45,21 @@ struct AppProxyFlowTests {
         }
     }
 
+    /// Runs `body`, which blocks on sockets, on a thread of its own: the test's waits must not
+    /// hold the cooperative pool the provider's tasks run on (hundreds of tests share it).
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
     /// A connected pair: the app's socket and the one the kernel accepted for it.
     static func connection() throws -> (app: TCPSocket, accepted: TCPSocket) {
         let listener = try TCPSocket.listen(on: SocketAddress("127.0.0.1:0")!)
         let address = try #require(SocketEndpoints.local(of: listener.fd))
         let app = try #require(TCPSocket.connect(to: address, timeoutMilliseconds: 2_000))
         let accepted = try #require(try listener.accept(waitMilliseconds: 2_000))
-        app.setTimeouts(milliseconds: 5_000)
+        app.setTimeouts(milliseconds: 20_000)
         return (app, accepted)
     }
 
@@ -93,7 +101,7 @@ struct AppProxyFlowTests {
         func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {
             Task {
                 for _ in 0..<2 {
-                    guard let datagrams = try? await flow.readDatagrams(timeout: .seconds(5)), !datagrams.isEmpty else { break }
+                    guard let datagrams = try? await flow.readDatagrams(timeout: .seconds(30)), !datagrams.isEmpty else { break }
                     try? flow.writeDatagrams(datagrams.map { FlowDatagram(data: Data("echo ".utf8) + $0.data, endpoint: $0.endpoint) })
                 }
                 flow.close()
@@ -121,16 +129,18 @@ struct AppProxyFlowTests {
         // for the copy too; this process's descriptor is simply closed).
         try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: flowSide.fd, over: daemon)
         SocketPair.close(flowSide.fd)
-        #expect(try Self.answer(over: daemon) == .init(flowID: 9, handled: true))
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 8)
-        defer { buffer.deallocate() }
-        try #require(DescriptorWait.readable([app.fd], milliseconds: 5_000) == [true])
-        let first = try #require(try app.receive(into: buffer))
-        #expect(Array(buffer[0..<first.count]) == Array("echo first".utf8))
+        #expect(try await Self.offPool { try Self.answer(over: daemon) } == .init(flowID: 9, handled: true))
+        // The app's side: a datagram back (at most 20 s), or nil.
+        let receive: @Sendable () -> [UInt8]? = {
+            guard DescriptorWait.readable([app.fd], milliseconds: 20_000) == [true] else { return nil }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 8)
+            defer { buffer.deallocate() }
+            guard let received = try? app.receive(into: buffer) else { return nil }
+            return Array(buffer[0..<received.count])
+        }
+        #expect(try await Self.offPool(receive) == Array("echo first".utf8))
         try Array("second".utf8).withUnsafeBytes { try app.send($0) }
-        try #require(DescriptorWait.readable([app.fd], milliseconds: 5_000) == [true])
-        let second = try #require(try app.receive(into: buffer))
-        #expect(Array(buffer[0..<second.count]) == Array("echo second".utf8))
+        #expect(try await Self.offPool(receive) == Array("echo second".utf8))
         app.close()
         // A flow can send only as its destination.
         let (_, other) = try SocketPair.makePackets()
@@ -160,7 +170,7 @@ struct AppProxyFlowTests {
         StreamIO.setResetOnClose(returned, false)
         StreamIO.shutdown(returned, read: true, write: true)
         SocketPair.close(returned)
-        #expect(Self.readAll(declined.app) == "direct")
+        #expect(try await Self.offPool { Self.readAll(declined.app) } == "direct")
         _ = upstream.listener
     }
 
@@ -182,31 +192,31 @@ struct AppProxyFlowTests {
         let echo = try Self.connection()
         try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 1, port: 7)), descriptor: echo.accepted.fd, over: daemon)
         echo.accepted.close()
-        #expect(try Self.answer(over: daemon) == .init(flowID: 1, handled: true))
+        #expect(try await Self.offPool { try Self.answer(over: daemon) } == .init(flowID: 1, handled: true))
         #expect(echo.app.write(Array("hello".utf8)))
-        #expect(Self.readAll(echo.app) == "echo: hello")
+        #expect(try await Self.offPool { Self.readAll(echo.app) } == "echo: hello")
 
         // Relayed in the kernel to an upstream connection.
         let relayed = try Self.connection()
         try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 2, port: 8)), descriptor: relayed.accepted.fd, over: daemon)
         relayed.accepted.close()
-        #expect(try Self.answer(over: daemon) == .init(flowID: 2, handled: true))
+        #expect(try await Self.offPool { try Self.answer(over: daemon) } == .init(flowID: 2, handled: true))
         #expect(relayed.app.write(Array("world".utf8)))
-        #expect(Self.readAll(relayed.app) == "up: world")
+        #expect(try await Self.offPool { Self.readAll(relayed.app) } == "up: world")
 
         // Connected by the relay's loop without blocking, then relayed.
         let connecting = try Self.connection()
         try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 5, port: 10)), descriptor: connecting.accepted.fd, over: daemon)
         connecting.accepted.close()
-        #expect(try Self.answer(over: daemon) == .init(flowID: 5, handled: true))
+        #expect(try await Self.offPool { try Self.answer(over: daemon) } == .init(flowID: 5, handled: true))
         #expect(connecting.app.write(Array("again".utf8)))
-        #expect(Self.readAll(connecting.app) == "up: again")
+        #expect(try await Self.offPool { Self.readAll(connecting.app) } == "up: again")
 
         // Declined: the app's connection is reset.
         let declined = try Self.connection()
         try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 3, port: 9)), descriptor: declined.accepted.fd, over: daemon)
         declined.accepted.close()
-        #expect(try Self.answer(over: daemon) == .init(flowID: 3, handled: false))
+        #expect(try await Self.offPool { try Self.answer(over: daemon) } == .init(flowID: 3, handled: false))
         var byte: UInt8 = 0
         let result = recv(declined.app.fd, &byte, 1, 0)
         #expect(result < 0 && errno == ECONNRESET, "a declined flow is reset, not ended in order")
@@ -216,9 +226,9 @@ struct AppProxyFlowTests {
         let after = try Self.connection()
         try DescriptorMessages.send(AppProxyFlowCodec.encode(Self.offer(id: 4, port: 7)), descriptor: after.accepted.fd, over: daemon)
         after.accepted.close()
-        #expect(try Self.answer(over: daemon) == .init(flowID: 4, handled: true))
+        #expect(try await Self.offPool { try Self.answer(over: daemon) } == .init(flowID: 4, handled: true))
         #expect(after.app.write(Array("again".utf8)))
-        #expect(Self.readAll(after.app) == "echo: again")
+        #expect(try await Self.offPool { Self.readAll(after.app) } == "echo: again")
         #expect(provider.seen.withLock { $0[.tcp] } == ["org.example.App1", "org.example.App2", "org.example.App5", "org.example.App3", "org.example.App4"])
         _ = upstream.listener
     }
