@@ -224,8 +224,8 @@ actor AppSteeringController {
         await applyWanted()
     }
 
-    /// The app proxy's provider runs and its listeners wait on `ports`: the apps' TCP flows go
-    /// there from now on.
+    /// The app proxy's provider runs and its listeners wait on `ports`: the apps' TCP and UDP
+    /// flows go there from now on.
     /// `appsChanged` is told the cgroups of its apps now and whenever they change.
     func proxyUp(_ id: UUID, ports: FlowSteering.ProxyPorts, appsChanged: @escaping @Sendable ([ProxiedCgroup]) -> Void) async throws(NetExtError) {
         guard var entry = entries[id], entry.mode == .proxy else {
@@ -343,6 +343,8 @@ actor AppSteeringController {
     func shutdown() async {
         for id in entries.keys { entries[id]?.stopResolvers() }
         entries = [:]
+        transparent = [:]
+        proxyObservers = [:]
         cgroups = []
         for trigger in triggers.values { trigger.close() }
         triggers = [:]

@@ -43,7 +43,6 @@ final class AppProxyFlowDispatcher: Sendable {
     private let logger: Logger
     private let configurationName: String
 
-    /// Opens the listeners; nothing is accepted before `start()`.
     /// Where flows' host names come from (nil: flows carry addresses only).
     private let names: ProxyDNSNames?
 
@@ -55,6 +54,7 @@ final class AppProxyFlowDispatcher: Sendable {
     /// The most flows waiting for the provider's answer before new ones are refused.
     static let maximumUnanswered = 4_096
 
+    /// Opens the listeners; nothing is accepted before `start()`.
     init(channel: Int32, configurationName: String, names: ProxyDNSNames?, sendsDeclinedFlowsOn: Bool, logger: Logger) throws(NetExtError) {
         self.names = names
         self.sendsDeclinedFlowsOn = sendsDeclinedFlowsOn
@@ -129,7 +129,7 @@ final class AppProxyFlowDispatcher: Sendable {
                 recentDatagramFlows[key] = now
                 let id = nextID
                 nextID += 1
-                hand(datagram, id: id)
+                hand(datagram, id: id, owners: owners)
             }
         }
         listeners.close()
@@ -202,8 +202,9 @@ final class AppProxyFlowDispatcher: Sendable {
     }
 
     /// Makes a UDP flow's own socket and hands it over with the first datagram. Its app is the
-    /// configuration's when it has one, else found by the sender's socket (sock_diag for UDP).
-    private func hand(_ datagram: TransparentDatagramSocket.Datagram, id: UInt64) {
+    /// configuration's when it has one, else the one whose cgroup holds the process owning the
+    /// sender's socket (sock_diag, then /proc).
+    private func hand(_ datagram: TransparentDatagramSocket.Datagram, id: UInt64, owners: SocketOwnerLookup) {
         let fd: Int32
         do { fd = try TransparentDatagramSocket.flowSocket(for: datagram) } catch {
             counts.withLock { $0.lost += 1 }
@@ -211,12 +212,21 @@ final class AppProxyFlowDispatcher: Sendable {
             return
         }
         let known = apps.withLock { $0 }
+        var app = known.sole
+        var process: SocketOwnerLookup.Process?
+        if app == nil {
+            process = owners.process(
+                isIPv6: datagram.source.isIPv6, isTCP: false, local: datagram.source.address, localPort: datagram.source.port,
+                remote: datagram.destination.address, remotePort: datagram.destination.port)
+            app = self.app(of: process?.cgroup)
+        }
         let offer = AppProxyFlowOffer(
             id: id, transport: .udp,
             remoteEndpoint: NetworkEndpoint(hostname: datagram.destination.hostText, port: datagram.destination.port),
             localEndpoint: NetworkEndpoint(hostname: datagram.source.hostText, port: datagram.source.port),
             remoteHostname: names?.name(for: datagram.destination.address),
-            sourceAppIdentifier: known.sole?.rawValue ?? "", initialDatagram: datagram.payload)
+            sourceAppIdentifier: app?.rawValue ?? "", processIdentifier: process?.pid,
+            executablePath: process.flatMap { $0.executable.isEmpty ? nil : $0.executable }, initialDatagram: datagram.payload)
         do {
             try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fd, over: channel)
             counts.withLock {
