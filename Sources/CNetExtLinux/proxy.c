@@ -1,6 +1,6 @@
 // The app proxy's system calls: transparent sockets for nftables `tproxy` (kernel document
 // Documentation/networking/tproxy.rst), descriptors passed with a message (SCM_RIGHTS,
-// unix(7)), socket endpoints, and the in-kernel byte relay (splice(2)).
+// unix(7)), socket endpoints, and UDP flows' sockets.
 #define _GNU_SOURCE
 #include "CNetExtLinux.h"
 #include <errno.h>
@@ -122,39 +122,6 @@ int netext_socket_endpoint(int fd, int peer, int *family, unsigned char address[
         return -EAFNOSUPPORT;
     }
     return 0;
-}
-
-long long netext_splice_stream(int from, int to) {
-    int pipe_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) < 0) return -errno;
-    fcntl(pipe_fds[1], F_SETPIPE_SZ, 1 << 20);
-    long long total = 0;
-    int error = 0;
-    for (;;) {
-        ssize_t in;
-        do { in = splice(from, NULL, pipe_fds[1], NULL, 1 << 20, SPLICE_F_MOVE); } while (in < 0 && errno == EINTR);
-        if (in == 0) break;
-        if (in < 0) { error = errno; break; }
-        ssize_t left = in;
-        while (left > 0) {
-            ssize_t out;
-            do { out = splice(pipe_fds[0], NULL, to, NULL, (size_t)left, SPLICE_F_MOVE); } while (out < 0 && errno == EINTR);
-            if (out <= 0) { error = out < 0 ? errno : EPIPE; break; }
-            left -= out;
-            total += out;
-        }
-        if (error) break;
-    }
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    if (error) {
-        // A failed side ends the other direction too: its reader wakes up with the end.
-        shutdown(to, SHUT_RDWR);
-        shutdown(from, SHUT_RDWR);
-    } else {
-        shutdown(to, SHUT_WR);
-    }
-    return error ? -(long long)error : total;
 }
 
 static socklen_t fill_address(struct sockaddr_storage *storage, int family, const unsigned char *address, uint16_t port) {

@@ -62,7 +62,6 @@ struct netext_relay {
     int completed_count;
     int completed_capacity;
     atomic_bool stopping;
-    atomic_int count;
 };
 
 static void link_live(netext_relay *relay, relay_pair *pair) {
@@ -161,7 +160,6 @@ static int queue_pair(netext_relay *relay, relay_pair *pair) {
     pair->next_pending = relay->pending;
     relay->pending = pair;
     pthread_mutex_unlock(&relay->lock);
-    atomic_fetch_add(&relay->count, 1);
     uint64_t one = 1;
     ssize_t written = write(relay->wake, &one, sizeof(one));
     (void)written;
@@ -295,7 +293,6 @@ static void end_pair(netext_relay *relay, relay_pair *pair) {
     epoll_ctl(relay->epoll, EPOLL_CTL_DEL, pair->upstream, NULL);
     unlink_live(relay, pair);
     push_completed(relay, pair);
-    atomic_fetch_sub(&relay->count, 1);
 }
 
 int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity) {
@@ -360,8 +357,6 @@ void netext_relay_stop(netext_relay *relay) {
     ssize_t written = write(relay->wake, &one, sizeof(one));
     (void)written;
 }
-
-int netext_relay_count(netext_relay *relay) { return atomic_load(&relay->count); }
 
 void netext_relay_destroy(netext_relay *relay) {
     while (relay->live) {

@@ -202,10 +202,6 @@ ssize_t netext_receive_fd_message(int socket_fd, void *buffer, size_t capacity, 
 /// bytes (IPv4 in the first 4) and the port. Returns 0 or -errno.
 int netext_socket_endpoint(int fd, int peer, int *family, unsigned char address[16], uint16_t *port);
 
-/// Moves bytes from `from` to `to` through the kernel (splice through a pipe) until `from`
-/// ends or either fails; then shuts `to` down for writing. Both are blocking sockets. Returns
-/// the bytes moved, or -errno when a read or a write failed.
-long long netext_splice_stream(int from, int to);
 
 // MARK: Flow relay (relay.c)
 
@@ -239,8 +235,6 @@ int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int f
 int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity);
 /// Makes `netext_relay_run` return -1.
 void netext_relay_stop(netext_relay *relay);
-/// Pairs in the loop now.
-int netext_relay_count(netext_relay *relay);
 
 /// Receives one datagram on a transparent UDP socket (netext_tproxy_socket with `udp`): its
 /// bytes, the sender (`source`) and where the sender addressed it (`destination`, from

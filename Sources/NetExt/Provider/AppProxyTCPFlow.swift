@@ -42,28 +42,9 @@ public struct FlowMetaData: Sendable, Hashable {
 /// flow is opened before data moves, this one is already connected (`open` only checks that it
 /// is still usable); its bytes can be moved inside the kernel (``relay(with:completion:)``,
 /// ``relay(connectingTo:completion:)``).
-public final class AppProxyTCPFlow: Sendable {
-    /// Where the app was connecting to.
-    public let remoteEndpoint: NetworkEndpoint
-    /// The app's own end.
-    public let localEndpoint: NetworkEndpoint
-    /// The name the app asked its resolver for, when netextd saw the answer.
-    public let remoteHostname: String?
-    public let metaData: FlowMetaData
-    /// netextd's number for the flow.
-    public let identifier: UInt64
-    /// The connected socket (blocking). Owned by the flow: closed when both directions are.
-    public let fileDescriptor: Int32
+/// The socket is closed when both directions are.
+public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
     private let state = Mutex((readClosed: false, writeClosed: false, descriptorClosed: false))
-
-    init(offer: AppProxyFlowOffer, descriptor: Int32) {
-        remoteEndpoint = offer.remoteEndpoint
-        localEndpoint = offer.localEndpoint
-        remoteHostname = offer.remoteHostname
-        identifier = offer.id
-        metaData = FlowMetaData(offer)
-        fileDescriptor = descriptor
-    }
 
     deinit {
         if !state.withLock({ $0.descriptorClosed }) { SocketPair.close(fileDescriptor) }

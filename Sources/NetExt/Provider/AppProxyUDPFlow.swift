@@ -18,27 +18,13 @@ public struct FlowDatagram: Sendable, Hashable {
 /// sent to ``remoteEndpoint`` (the first datagram included), writes reach the app as if
 /// ``remoteEndpoint`` had sent them. Where Apple's UDP flow covers every destination of the
 /// app's socket, NetExt hands one flow per destination.
-public final class AppProxyUDPFlow: Sendable {
-    /// Where the app sent the datagrams.
-    public let remoteEndpoint: NetworkEndpoint
-    /// The app's own end.
-    public let localEndpoint: NetworkEndpoint
-    /// The name the app asked its resolver for, when netextd saw the answer.
-    public let remoteHostname: String?
-    public let metaData: FlowMetaData
-    public let identifier: UInt64
-    /// The flow's socket (connected to the app; blocking). Owned by the flow.
-    public let fileDescriptor: Int32
-    private let state = Mutex((initial: [UInt8]?.none, closed: false))
+/// Its socket is connected to the app.
+public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
+    private let state: Mutex<(initial: [UInt8]?, closed: Bool)>
 
-    init(offer: AppProxyFlowOffer, descriptor: Int32) {
-        remoteEndpoint = offer.remoteEndpoint
-        localEndpoint = offer.localEndpoint
-        remoteHostname = offer.remoteHostname
-        identifier = offer.id
-        metaData = FlowMetaData(offer)
-        fileDescriptor = descriptor
-        state.withLock { $0.initial = offer.initialDatagram }
+    override init(offer: AppProxyFlowOffer, descriptor: Int32) {
+        state = Mutex((offer.initialDatagram, false))
+        super.init(offer: offer, descriptor: descriptor)
     }
 
     deinit { close() }

@@ -1,6 +1,7 @@
 import Foundation
 import NetExtCore
 import NetExtLinux
+import Synchronization
 
 /// Applies and removes network plans. The real one runs iproute2's `ip`; tests can record.
 public protocol NetworkApplier: Sendable {
@@ -48,6 +49,13 @@ extension NetworkApplier {
 /// Runs `ip` (iproute2) for each step.
 public struct IPCommandApplier: NetworkApplier {
     public let executable: String
+    /// The app proxies' marks whose policy rules this applier installed (nil: not known yet, the
+    /// first call reads them), so a steering change with no proxy before or after costs no `ip`.
+    private let proxyMarksInForce = ProxyMarks()
+
+    private final class ProxyMarks: Sendable {
+        let marks = Mutex<Set<UInt32>?>(nil)
+    }
 
     public init(executable: String = CommandRunner.ipPath) {
         self.executable = executable
@@ -130,6 +138,10 @@ public struct IPCommandApplier: NetworkApplier {
     /// everything locally (`tproxy` needs the packets to come in); the table is emptied when no
     /// proxy runs. The rules in force are read from `ip rule`, so only differences are changed.
     private func applyProxyRouting(marks: Set<UInt32>) throws(NetExtError) {
+        let before = proxyMarksInForce.marks.withLock { $0 }
+        if before == marks { return }
+        // Unknown until it is in force: a failure leaves the next call to read the rules again.
+        proxyMarksInForce.marks.withLock { $0 = nil }
         let priority = "\(FlowSteering.proxyRulePriority)", table = "\(FlowSteering.proxyTable)"
         let mask = FlowSteering.hex(FlowSteering.markMask)
         for family in ["-4", "-6"] {
@@ -160,6 +172,7 @@ public struct IPCommandApplier: NetworkApplier {
             }
             if marks.isEmpty { _ = run([family, "route", "flush", "table", table]) }
         }
+        proxyMarksInForce.marks.withLock { $0 = marks }
     }
 
     /// Replaces the `inet` table `name` with `ruleset` in one nft transaction, or (nil) deletes it.

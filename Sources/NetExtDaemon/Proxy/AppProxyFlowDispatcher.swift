@@ -143,7 +143,7 @@ final class AppProxyFlowDispatcher: Sendable {
     private func hand(_ fd: Int32, id: UInt64, owners: SocketOwnerLookup) {
         guard let destination = SocketEndpoints.local(of: fd), let source = SocketEndpoints.remote(of: fd) else {
             // Reset before it was accepted: nothing to hand over.
-            TransparentListenerSet.reset(fd)
+            StreamIO.reset(fd)
             return
         }
         // The app's socket: its local end is our peer, its remote end our local one. With one
@@ -182,7 +182,7 @@ final class AppProxyFlowDispatcher: Sendable {
                 return true
             }
             guard admitted else {
-                TransparentListenerSet.reset(fd)
+                StreamIO.reset(fd)
                 counts.withLock { $0.lost += 1 }
                 return
             }
@@ -192,7 +192,7 @@ final class AppProxyFlowDispatcher: Sendable {
             SocketPair.close(fd)
             counts.withLock { $0.offered += 1 }
         } catch {
-            TransparentListenerSet.reset(fd)
+            StreamIO.reset(fd)
             _ = unanswered.withLock { $0.removeValue(forKey: id) }
             counts.withLock { $0.lost += 1 }
             logger.warning("app proxy: the provider could not be given a flow; reset", metadata: [
@@ -258,7 +258,7 @@ final class AppProxyFlowDispatcher: Sendable {
     /// anywhere else.
     private func sendDirect(_ fd: Int32, offered: (destination: SocketAddress, source: SocketAddress)) {
         guard SocketEndpoints.local(of: fd) == offered.destination, SocketEndpoints.remote(of: fd) == offered.source, let relay = FlowRelay.shared else {
-            TransparentListenerSet.reset(fd)
+            StreamIO.reset(fd)
             counts.withLock { $0.malformedAnswers += 1 }
             return
         }
@@ -268,7 +268,7 @@ final class AppProxyFlowDispatcher: Sendable {
             }
             counts.withLock { $0.sentDirect += 1 }
         } catch {
-            TransparentListenerSet.reset(fd)
+            StreamIO.reset(fd)
             counts.withLock { $0.directFailed += 1 }
         }
     }

@@ -24,22 +24,20 @@ final class ProxyDNSNames: Sendable {
     }
 
     private let reader: Mutex<Reader>
-    private let running = Atomic<Bool>(true)
     private let log: NetfilterLog
 
-    /// Subscribes to the log group and starts reading; throws if the subscription fails.
+    /// Subscribes to the log group and starts reading, for netextd's lifetime (nothing is logged
+    /// to the group while no proxy runs); throws if the subscription fails.
     init() throws(NetExtError) {
         do { log = try NetfilterLog(group: FlowSteering.proxyDNSLogGroup, copyRange: 1_500) } catch {
             throw NetExtError(.connectionFailed, "cannot subscribe to netfilter log group \(FlowSteering.proxyDNSLogGroup) (DNS answers for app proxies): \(error)")
         }
         reader = Mutex(Reader(log: log, buffer: .allocate(byteCount: 65_536, alignment: 16)))
         let thread = Thread { [self] in
-            while running.load(ordering: .acquiring) {
-                guard log.waitReadable(milliseconds: 200) else { continue }
+            while true {
+                guard log.waitReadable(milliseconds: 1_000) else { continue }
                 readQueued()
             }
-            reader.withLock { $0.buffer.deallocate() }
-            log.close()
         }
         thread.name = "netextd-proxy-dns"
         thread.start()
@@ -72,7 +70,4 @@ final class ProxyDNSNames: Sendable {
 
     /// Answers read and packets that were not readable answers, so far.
     var counters: (answers: Int, malformed: Int) { reader.withLock { ($0.answers, $0.malformed) } }
-
-    /// Stops reading and closes the subscription.
-    func stop() { running.store(false, ordering: .releasing) }
 }

@@ -94,6 +94,7 @@ extension SessionManager {
             "configuration": "\(id)", "offered": "\(counters.offered)", "handled": "\(counters.handled)",
             "declined": "\(counters.declined)", "lost": "\(counters.lost)", "sentDirect": "\(counters.sentDirect)", "directFailed": "\(counters.directFailed)",
             "udpOffered": "\(counters.udpOffered)", "datagramsDropped": "\(counters.datagramsDropped)",
+            "dnsAnswersSeen": "\(proxyNames?.counters.answers ?? 0)", "dnsMalformed": "\(proxyNames?.counters.malformed ?? 0)",
         ])
     }
 }

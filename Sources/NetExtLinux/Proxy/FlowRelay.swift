@@ -48,9 +48,6 @@ public final class FlowRelay: @unchecked Sendable {
         thread.start()
     }
 
-    /// Pairs being relayed now.
-    public var count: Int { Int(netext_relay_count(relay)) }
-
     /// Relays between `app` and `upstream` (connected; both the relay's from now on).
     /// `completion` runs on the relay's thread when the pair has ended: keep it short.
     public func relay(app: Int32, upstream: Int32, completion: @escaping @Sendable (Outcome) -> Void) throws(SystemError) {

@@ -69,17 +69,6 @@ public enum SocketEndpoints {
     }
 }
 
-/// Moving a stream's bytes to another socket inside the kernel (splice through a pipe): the
-/// relay of the reference proxies and of flows that go direct.
-public enum StreamSplice {
-    /// Moves everything `from` sends to `to` until `from` ends (then `to` is shut down for
-    /// writing) or a side fails (then both are shut down). Blocks; returns the bytes moved.
-    @discardableResult
-    public static func pump(from: Int32, to: Int32) -> Result<Int, SystemError> {
-        let moved = netext_splice_stream(from, to)
-        return moved >= 0 ? .success(Int(moved)) : .failure(SystemError("splice", errno: Int32(-moved)))
-    }
-}
 
 /// A loopback UDP socket that nftables `tproxy` hands an app's first datagram of each flow to
 /// (IP_TRANSPARENT, IP_RECVORIGDSTADDR): the datagram, its sender and where it was sent.
@@ -229,6 +218,4 @@ public final class TransparentListenerSet: @unchecked Sendable {
         _ = Glibc.write(wakeWrite, &byte, 1)
     }
 
-    /// Closes a connection nobody will serve with a reset, so the app sees it fail at once.
-    public static func reset(_ fd: Int32) { StreamIO.reset(fd) }
 }
