@@ -15,8 +15,8 @@ public struct FlowDatagram: Sendable, Hashable {
 
 /// The datagrams an app sends from one socket to one destination, as Apple's
 /// `NEAppProxyUDPFlow`, backed by a real socket of the flow's own: reads return what the app
-/// sent to ``remoteEndpoint`` (the first datagram included), writes reach the app as if
-/// ``remoteEndpoint`` had sent them. Where Apple's UDP flow covers every destination of the
+/// sent to ``AppProxyFlow/remoteEndpoint`` (the first datagram included), writes reach the app as if
+/// ``AppProxyFlow/remoteEndpoint`` had sent them. Where Apple's UDP flow covers every destination of the
 /// app's socket, NetExt hands one flow per destination.
 /// Its socket is connected to the app.
 public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
@@ -61,7 +61,7 @@ public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
     }
 
     /// The datagram netextd received before the flow had a socket of its own, once: a provider
-    /// that reads ``fileDescriptor`` itself takes it here first (``readDatagrams(timeout:)``
+    /// that reads ``AppProxyFlow/fileDescriptor`` itself takes it here first (``readDatagrams(timeout:)``
     /// returns it first otherwise).
     public func takeFirstDatagram() -> FlowDatagram? {
         let first = state.withLock { current -> [UInt8]? in
@@ -72,7 +72,7 @@ public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
     }
 
     /// Sends datagrams to the app, each as if from its `endpoint`, which must be the flow's
-    /// ``remoteEndpoint`` (the only one its socket can send as).
+    /// ``AppProxyFlow/remoteEndpoint`` (the only one its socket can send as).
     public func writeDatagrams(_ datagrams: [FlowDatagram]) throws(NetExtError) {
         for datagram in datagrams {
             guard datagram.endpoint == remoteEndpoint else {
