@@ -44,6 +44,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -132,6 +133,21 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // netextd's resolver's encrypted upstreams: DNS over TLS (RFC 7858) and DNS over HTTPS
+        // (RFC 8484, HTTP/2), each one pipelined connection to a server address of the
+        // configuration's (no bootstrap look-up).
+        .target(
+            name: "EncryptedDNS",
+            dependencies: [
+                "NetExtCore", "HTTPFetching",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
             swiftSettings: strict),
         // The HTTP server every netext-server role runs (Hummingbird 2: HTTP/1.1; with TLS,
@@ -226,7 +242,7 @@ let package = Package(
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI",
+                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI", "EncryptedDNS",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -370,6 +386,16 @@ let package = Package(
         .testTarget(
             name: "CommandLoggingTests",
             dependencies: ["CommandLogging", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .testTarget(
+            name: "EncryptedDNSTests",
+            dependencies: [
+                "EncryptedDNS", "NetExtCore", "NetExtTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "NetExtProxiesTests", dependencies: ["NetExtProxies", "NetExt", "NetExtIPC", "NetExtCore", "NetExtLinux"]),
         .testTarget(

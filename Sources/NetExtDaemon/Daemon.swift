@@ -56,6 +56,7 @@ public final class Daemon: Sendable {
             appCgroups: appCgroups, appCgroupProblem: appCgroupProblem, appLaunchRoot: settings.appCgroupRoot)
         await sessions.removeStaleState()
         await sessions.restoreGuards(try store.allConfigurations())
+        await sessions.restoreDNSSettings(try store.allConfigurations())
         let filters = FilterController(registry: registry, logger: logger, rulesRoot: settings.filterRulesRoot)
         await filters.restore(try store.allConfigurations())
         let urlFilters = URLFilterController(

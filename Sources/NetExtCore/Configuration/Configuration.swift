@@ -97,12 +97,7 @@ extension Configuration {
             if settings.relayURLs.isEmpty { throw .invalid("relayURLs must name at least one relay") }
             for url in settings.relayURLs { try Self.requireHTTPSURL(url, field: "relayURLs") }
         case .dnsSettings(let settings):
-            if settings.servers.isEmpty && settings.serverName == nil {
-                throw .invalid("servers must name at least one DNS server")
-            }
-            for server in settings.servers where !IPAddressSyntax.isValid(server) {
-                throw .invalid("servers: '\(server)' is not an IP address")
-            }
+            try DNSSettingsValidation.validate(settings)
         }
     }
 

@@ -108,7 +108,11 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     }
 }
 
-/// System DNS settings, as Apple's `NEDNSSettingsManager`.
+/// System DNS settings, as Apple's `NEDNSSettingsManager.dnsSettings`: the servers the whole
+/// machine's names are resolved by (or, with `matchDomains`, just the names within them), in
+/// the clear (`NEDNSSettings`), over TLS (`NEDNSOverTLSSettings`, RFC 7858) or over HTTPS
+/// (`NEDNSOverHTTPSSettings`, RFC 8484). netextd's resolver does the encrypted talking; the
+/// resolver file points at it. A VPN's DNS beats these settings where both would answer.
 public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
     public enum Transport: String, Sendable, Hashable, Codable, CaseIterable {
         case cleartext
@@ -117,15 +121,55 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
     }
 
     public var transport: Transport
+    /// The servers' IP addresses, tried in order. Over HTTPS they are where the URL's host is
+    /// reached, so that its name is never looked up in the clear.
     public var servers: [String]
-    /// DNS-over-TLS server name or DNS-over-HTTPS URL.
+    /// DNS over TLS: the name the servers' certificates must carry (nil: checked against the
+    /// address).
     public var serverName: String?
+    /// DNS over HTTPS: the URL queries are posted to (`https://host[:port]/path`).
+    public var serverURL: String?
+    /// Only names within these domains use these servers (Apple's supplemental match domains);
+    /// empty: every name.
     public var matchDomains: [String]
+    /// When every server fails, ask the servers the resolver file had before, in the clear
+    /// (NetExt's addition; default false: the query fails, nothing leaks).
+    public var allowsCleartextFallback: Bool
+    /// Block DNS (ports 53 and 853, UDP and TCP) from every program but netextd while these
+    /// settings are enabled, as the profile key `ProhibitDisablement` asks: a program cannot go
+    /// around them with a resolver of its own.
+    public var prohibitsOtherDNS: Bool
 
-    public init(transport: Transport = .cleartext, servers: [String], serverName: String? = nil, matchDomains: [String] = []) {
+    public init(
+        transport: Transport = .cleartext, servers: [String], serverName: String? = nil, serverURL: String? = nil,
+        matchDomains: [String] = [], allowsCleartextFallback: Bool = false, prohibitsOtherDNS: Bool = false
+    ) {
         self.transport = transport
         self.servers = servers
         self.serverName = serverName
+        self.serverURL = serverURL
         self.matchDomains = matchDomains
+        self.allowsCleartextFallback = allowsCleartextFallback
+        self.prohibitsOtherDNS = prohibitsOtherDNS
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case transport, servers, serverName, serverURL, matchDomains, allowsCleartextFallback, prohibitsOtherDNS
+    }
+
+    /// Reads configurations stored before `serverURL` existed, whose DoH URL was in `serverName`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        transport = try container.decode(Transport.self, forKey: .transport)
+        servers = try container.decode([String].self, forKey: .servers)
+        serverName = try container.decodeIfPresent(String.self, forKey: .serverName)
+        serverURL = try container.decodeIfPresent(String.self, forKey: .serverURL)
+        if transport == .overHTTPS, serverURL == nil, let name = serverName, name.lowercased().hasPrefix("https://") {
+            serverURL = name
+            serverName = nil
+        }
+        matchDomains = try container.decodeIfPresent([String].self, forKey: .matchDomains) ?? []
+        allowsCleartextFallback = try container.decodeIfPresent(Bool.self, forKey: .allowsCleartextFallback) ?? false
+        prohibitsOtherDNS = try container.decodeIfPresent(Bool.self, forKey: .prohibitsOtherDNS) ?? false
     }
 }

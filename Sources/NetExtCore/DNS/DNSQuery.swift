@@ -104,23 +104,41 @@ public struct DNSRouting: Sendable, Hashable {
     public var entries: [Entry] = []
     /// The servers for everything else (the resolver file's before the stub took over).
     public var defaultServers: [String] = []
+    /// Who answers everything else when it is not `defaultServers` in the clear: the system DNS
+    /// settings (`DNSSettingsProtocol`) without match domains. nil: `defaultServers`.
+    public var defaultOwner: String?
 
-    public init(entries: [Entry] = [], defaultServers: [String] = []) {
+    /// Where one name goes: the servers, the match domain that chose them (nil: the default
+    /// route), and the owner of the entry (or `defaultOwner`).
+    public struct Route: Sendable, Hashable {
+        public var servers: [String]
+        public var matched: String?
+        public var owner: String?
+    }
+
+    public init(entries: [Entry] = [], defaultServers: [String] = [], defaultOwner: String? = nil) {
         self.entries = entries
         self.defaultServers = defaultServers
+        self.defaultOwner = defaultOwner
     }
 
     /// The servers for `name`, and the match domain that chose them (nil = default servers).
     public func servers(for name: String) -> (servers: [String], matched: String?) {
+        let chosen = route(for: name)
+        return (chosen.servers, chosen.matched)
+    }
+
+    /// The route for `name`: the entry with the longest match domain containing it (on a tie,
+    /// the earlier entry: tunnels come before the system DNS settings), else the default.
+    public func route(for name: String) -> Route {
         let name = name.lowercased().trimmingDots()
-        var best: (servers: [String], matched: String)?
+        var best: Route?
         for entry in entries {
             for domain in entry.matchDomains where Self.name(name, isWithin: domain) {
-                if best == nil || domain.count > best!.matched.count { best = (entry.servers, domain) }
+                if best == nil || domain.count > best!.matched!.count { best = Route(servers: entry.servers, matched: domain, owner: entry.owner) }
             }
         }
-        if let best { return (best.servers, best.matched) }
-        return (defaultServers, nil)
+        return best ?? Route(servers: defaultServers, matched: nil, owner: defaultOwner)
     }
 
     /// Whether `name` is `domain` or below it ("a.office.test" is within "office.test";

@@ -120,6 +120,9 @@ public final class ControlService: Sendable {
         table.on(GetURLFilterStatus.self) { service, _, _ in
             await service.urlFilters?.status() ?? URLFilterStatus(state: .off)
         }
+        table.on(GetDNSSettingsStatus.self) { service, _, _ in
+            await service.sessions.dnsSettingsStatus()
+        }
         table.on(PlaceInApp.self) { service, method, identity in
             try await service.placeInApp(method, identity: identity)
         }

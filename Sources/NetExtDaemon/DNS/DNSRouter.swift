@@ -1,3 +1,4 @@
+import EncryptedDNS
 import Foundation
 import Logging
 import NetExtCore
@@ -14,6 +15,11 @@ import NetExtLinux
 /// When a tunnel goes, the file goes to the remaining tunnel that wants it whole (the lowest rank:
 /// an enterprise tunnel before the personal VPN), or back to its original. On-demand's name
 /// watching (EvaluateConnection) keeps the stub running and in the file even with no tunnel.
+///
+/// The system DNS settings (`DNSSettingsProtocol`, one configuration at a time) run through the
+/// stub too: their names (all, or those within their match domains) go over their encrypted
+/// servers. A tunnel's DNS wins where both would answer: its match domains come first, and a
+/// tunnel that takes the whole file takes it from the settings until it goes.
 ///
 /// Not thread-safe: its owner (the session manager actor) serialises every call.
 final class DNSRouter {
@@ -35,11 +41,85 @@ final class DNSRouter {
     private(set) var tunnels: [UUID: TunnelDNS] = [:]
     private var stub: DNSStub?
     private var nameObserver: (@Sendable (String) -> Void)?
+    /// The system DNS settings in force, and the upstreams made for them.
+    private(set) var settings: (id: UUID, dns: DNSSettingsProtocol, upstreams: EncryptedDNSServerSet?)?
+    private let makeUpstreams: @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [any EncryptedDNSUpstream]
 
-    init(resolver: ResolverConfiguration?, stubAddress: SocketAddress?, logger: Logger) {
+    init(
+        resolver: ResolverConfiguration?, stubAddress: SocketAddress?, logger: Logger,
+        makeUpstreams: @escaping @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [any EncryptedDNSUpstream] = EncryptedUpstreams.make
+    ) {
         self.resolver = resolver
         self.stubAddress = stubAddress
         self.logger = logger
+        self.makeUpstreams = makeUpstreams
+    }
+
+    /// Whether the resolver file names the stub (no tunnel has taken the whole file).
+    var resolverPointsAtStub: Bool {
+        stub != nil && !tunnels.values.contains(where: { $0.changedResolver && !$0.routed })
+    }
+
+    /// The stub's counters (zero when it is not running).
+    var stubCounters: DNSStub.Counters { stub?.currentCounters ?? DNSStub.Counters() }
+
+    /// The routing owner of a DNS settings configuration's names.
+    static func settingsOwner(_ id: UUID) -> String { "dns-settings:" + id.uuidString }
+
+    // MARK: System DNS settings
+
+    /// Puts a DNS settings configuration in force (nil: takes it out), replacing the one in force.
+    func applySettings(_ dns: DNSSettingsProtocol?, for id: UUID) throws(NetExtError) {
+        if let current = settings, current.id == id || dns != nil {
+            if current.id == id, current.dns == dns { return }
+            removeSettings()
+        }
+        guard let dns else { return }
+        guard let address = stubAddress, let resolver else {
+            throw NetExtError(.configurationInvalid, "system DNS settings need netextd's DNS stub and resolver file (NETEXT_DNS_STUB, NETEXT_RESOLV_CONF)")
+        }
+        let upstreams = dns.transport == .cleartext ? nil : EncryptedDNSServerSet(try makeUpstreams(dns))
+        settings = (id, dns, upstreams)
+        let owner = Self.settingsOwner(id)
+        do throws(NetExtError) {
+            try ensureStub(address: address, resolver: resolver)
+        } catch {
+            upstreams?.shutdown()
+            settings = nil
+            throw error
+        }
+        let fallback = dns.allowsCleartextFallback ? resolver.originalNameservers(excluding: address.hostText) : nil
+        stub?.setSettingsRoute(.init(upstreams: upstreams, cleartextServers: dns.servers, cleartextFallback: fallback), owner: owner)
+        stub?.update { routing in
+            routing.entries.removeAll { $0.owner == owner }
+            if dns.matchDomains.allSatisfy(\.isEmpty) {
+                routing.defaultOwner = owner
+            } else {
+                // Last: a tunnel's match domain wins a tie.
+                routing.entries.append(.init(owner: owner, matchDomains: dns.matchDomains, servers: dns.servers))
+            }
+        }
+        if !tunnels.values.contains(where: { $0.changedResolver && !$0.routed }) {
+            try resolver.installStub(nameserver: address.hostText)
+        }
+        logger.info("system DNS settings in force", metadata: [
+            "id": "\(id)", "transport": "\(dns.transport.rawValue)", "servers": "\(upstreams.map { $0.upstreams.map(\.serverDescription) } ?? dns.servers)",
+            "matchDomains": "\(dns.matchDomains)", "cleartextFallback": "\(dns.allowsCleartextFallback)", "stub": "\(address)",
+        ])
+    }
+
+    private func removeSettings() {
+        guard let current = settings else { return }
+        settings = nil
+        let owner = Self.settingsOwner(current.id)
+        stub?.setSettingsRoute(nil, owner: owner)
+        stub?.update { routing in
+            routing.entries.removeAll { $0.owner == owner }
+            if routing.defaultOwner == owner { routing.defaultOwner = nil }
+        }
+        current.upstreams?.shutdown()
+        logger.info("system DNS settings taken out", metadata: ["id": "\(current.id)"])
+        stopStubIfUnused()
     }
 
     /// Whether the stub is running (a tunnel routes match domains, or on-demand watches names).
@@ -145,7 +225,7 @@ final class DNSRouter {
     }
 
     private func stopStubIfUnused() {
-        guard let running = stub, running.currentRouting.entries.isEmpty, nameObserver == nil else { return }
+        guard let running = stub, running.currentRouting.entries.isEmpty, nameObserver == nil, settings == nil else { return }
         running.stop()
         stub = nil
         // No tunnel relies on the file any more (each one that did restores it itself).
@@ -175,7 +255,7 @@ final class DNSRouter {
             }
         }
         guard !others.values.contains(where: \.changedResolver) else { return }
-        if nameObserver != nil, stub != nil, let address = stubAddress {
+        if nameObserver != nil || settings != nil, stub != nil, let address = stubAddress {
             try? resolver.installStub(nameserver: address.hostText)
         } else {
             resolver.restore()

@@ -1,4 +1,5 @@
 import Dispatch
+import EncryptedDNS
 import Foundation
 import Logging
 import NetExtCore
@@ -21,6 +22,28 @@ public final class DNSStub: Sendable {
         public var malformed: UInt64 = 0
         public var unanswered: UInt64 = 0
         public var busy: UInt64 = 0
+        /// Queries the system DNS settings answered (over TLS, HTTPS, or their servers in the clear).
+        public var forwardedBySettings: UInt64 = 0
+        /// Of those, queries every encrypted server failed.
+        public var encryptedFailures: UInt64 = 0
+        /// Of those, queries then asked in the clear (the settings allow it).
+        public var cleartextFallbacks: UInt64 = 0
+    }
+
+    /// How the system DNS settings' names are answered: over these encrypted servers in order
+    /// (none: their servers in the clear), then, if allowed, the former servers in the clear.
+    public struct SettingsRoute: Sendable {
+        /// The encrypted servers; nil: `cleartextServers` in the clear.
+        public var upstreams: EncryptedDNSServerSet?
+        /// The settings' servers, asked in the clear when there are no upstreams.
+        public var cleartextServers: [String]
+        public var cleartextFallback: [String]?
+
+        public init(upstreams: EncryptedDNSServerSet?, cleartextServers: [String], cleartextFallback: [String]?) {
+            self.upstreams = upstreams
+            self.cleartextServers = cleartextServers
+            self.cleartextFallback = cleartextFallback
+        }
     }
 
     public let address: SocketAddress
@@ -31,6 +54,8 @@ public final class DNSStub: Sendable {
     private let socket: UDPSocket
     private let tcpListener: TCPSocket
     private let routing = Mutex(DNSRouting())
+    /// The system DNS settings' routes, by the owner their `DNSRouting` entries carry.
+    private let settingsRoutes = Mutex<[String: SettingsRoute]>([:])
     private let counters = Mutex(Counters())
     private let inFlight = Mutex(0)
     private let logger: Logger
@@ -75,15 +100,29 @@ public final class DNSStub: Sendable {
         answerObserver.withLock { $0 = body }
     }
 
+    /// Sets (or with nil removes) how the names of `owner`'s routing entries are answered.
+    public func setSettingsRoute(_ route: SettingsRoute?, owner: String) {
+        settingsRoutes.withLock { $0[owner] = route }
+    }
+
     /// The answer to `query` for the client, over UDP or TCP (`forward` asks the servers with
     /// the mark given): the query observer sees the name first, the servers are the routing's
     /// for it, an answer from the tunnel's is shown to the answer observer before it is
-    /// returned, and no answer gives SERVFAIL.
+    /// returned, and no answer gives SERVFAIL. Names of the system DNS settings go over their
+    /// encrypted servers.
     private func answer(
-        _ query: DNSQuery, message: [UInt8], forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
+        _ query: DNSQuery, message: [UInt8], overUDP: Bool, forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
     ) -> [UInt8] {
         if let observe = observer.withLock({ $0 }) { observe(query.name) }
-        let route = routing.withLock { $0.servers(for: query.name) }
+        let route = routing.withLock { $0.route(for: query.name) }
+        if let owner = route.owner, let settings = settingsRoutes.withLock({ $0[owner] }) {
+            counters.withLock { $0.forwardedBySettings += 1 }
+            guard let reply = answerBySettings(message, settings: settings, overUDP: overUDP, forward: forward) else {
+                counters.withLock { $0.unanswered += 1 }
+                return query.serverFailure(for: message)
+            }
+            return reply
+        }
         let throughTunnel = route.matched != nil
         counters.withLock { counters in
             if throughTunnel { counters.forwardedToTunnel += 1 } else { counters.forwardedToSystem += 1 }
@@ -94,6 +133,22 @@ public final class DNSStub: Sendable {
         }
         if throughTunnel, let observe = answerObserver.withLock({ $0 }) { observe(reply) }
         return reply
+    }
+
+    private func answerBySettings(
+        _ message: [UInt8], settings: SettingsRoute, overUDP: Bool, forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
+    ) -> [UInt8]? {
+        guard let upstreams = settings.upstreams else { return forward(settings.cleartextServers, nil) }
+        let failures: EncryptedDNSServerSet.Failures
+        switch upstreams.resolve(message, timeoutMilliseconds: Self.upstreamTimeoutMilliseconds) {
+        case .success(let answer): return DNSMessageEditing.fitted(answer, forQuery: message, overUDP: overUDP)
+        case .failure(let errors): failures = errors
+        }
+        counters.withLock { $0.encryptedFailures += 1 }
+        logger.warning("no encrypted DNS server answered", metadata: ["errors": "\(failures)"])
+        guard let fallback = settings.cleartextFallback, !fallback.isEmpty else { return nil }
+        counters.withLock { $0.cleartextFallbacks += 1 }
+        return forward(fallback, nil)
     }
 
     /// Serves on a thread of its own until `stop()`.
@@ -111,6 +166,7 @@ public final class DNSStub: Sendable {
         logger.info("DNS stub stopped", metadata: [
             "toTunnel": "\(counts.forwardedToTunnel)", "toSystem": "\(counts.forwardedToSystem)",
             "malformed": "\(counts.malformed)", "unanswered": "\(counts.unanswered)", "busy": "\(counts.busy)",
+            "bySettings": "\(counts.forwardedBySettings)", "encryptedFailures": "\(counts.encryptedFailures)",
         ])
     }
 
@@ -151,7 +207,7 @@ public final class DNSStub: Sendable {
             guard admit() else { continue }
             queue.async {
                 defer { self.inFlight.withLock { $0 -= 1 } }
-                let reply = self.answer(query, message: message) { servers, mark in self.forward(message, id: query.id, to: servers, mark: mark) }
+                let reply = self.answer(query, message: message, overUDP: true) { servers, mark in self.forward(message, id: query.id, to: servers, mark: mark) }
                 try? reply.withUnsafeBytes { try self.socket.send($0, to: client) }
             }
         }
@@ -187,7 +243,7 @@ public final class DNSStub: Sendable {
                 counters.withLock { $0.malformed += 1 }
                 return
             }
-            let reply = answer(query, message: message) { servers, mark in forwardTCP(message, id: query.id, to: servers, mark: mark) }
+            let reply = answer(query, message: message, overUDP: false) { servers, mark in forwardTCP(message, id: query.id, to: servers, mark: mark) }
             guard connection.write([UInt8(reply.count >> 8), UInt8(reply.count & 0xff)] + reply) else { return }
         }
     }

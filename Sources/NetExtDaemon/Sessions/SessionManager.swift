@@ -69,6 +69,9 @@ public actor SessionManager {
     var applier: any NetworkApplier { network.applier }
     /// The resolver file and the DNS stub: each tunnel's DNS settings.
     let dns: DNSRouter
+    /// The enabled DNS settings configuration netextd last tried to put in force, and why it
+    /// failed if it did (`SessionManager+DNSSettings.swift`).
+    var dnsSettingsAttempt: (id: UUID, name: String, problem: String?)?
     var usedSlots = Set<Int>()
 
     /// Routing tables and rule priorities netextd owns: table `firstTable + slot`, rules at
@@ -229,6 +232,7 @@ public actor SessionManager {
             configuration, removed: removed, testApps: testAppMapping(of: configuration),
             bypassResolvers: Self.steersApps(configuration) ? bypassResolvers() : [])
         if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
+        if case .dnsSettings = configuration.protocolConfiguration { dnsSettingsChanged(configuration, removed: removed) }
         guard var session = sessions[configuration.id] else { return }
         session.configuration = configuration
         sessions[configuration.id] = session

@@ -67,6 +67,13 @@ public struct GetURLFilterStatus: ControlMethod {
     public init() {}
 }
 
+/// The system DNS settings' state and counters.
+public struct GetDNSSettingsStatus: ControlMethod {
+    public typealias Result = DNSSettingsStatus
+    public static let name = "getDNSSettingsStatus"
+    public init() {}
+}
+
 /// Every method of the control protocol, by wire name: how a request's `params` are decoded.
 public enum ControlMethods {
     public static let all: [String: any ControlMethod.Type] = Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0) })
@@ -76,6 +83,7 @@ public enum ControlMethods {
         StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
         InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
         GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
+        GetDNSSettingsStatus.self,
         PlaceInApp.self, ListApps.self,
     ]
 }

@@ -1,0 +1,219 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import NetExtCore
+
+/// DNS over HTTPS (RFC 8484): one HTTP/2 connection (TLS, ALPN `h2`) to the server's address,
+/// the URL's host name checked against its certificate and sent as SNI and `:authority`, so no
+/// look-up of that name is needed (and none leaks). Each query is one stream: a POST of the
+/// message as `application/dns-message` (§4.1), its identifier 0 (§4.1: "SHOULD use a DNS ID of
+/// 0" so that caches can share answers), padded to 128-byte blocks (RFC 8467 §4.1). The answer
+/// must be a 2xx with that media type (§4.2.1) and the response to the question asked; the
+/// client's identifier is put back on it.
+public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendable {
+    // @unchecked: every mutable member is touched only on `eventLoop`.
+    public let serverDescription: String
+    /// The largest answer body accepted (a DNS message cannot be longer, RFC 1035 §4.2.2).
+    static let maximumAnswerBytes = 65_535
+
+    private let eventLoop: any EventLoop
+    private let address: SocketAddress
+    private let host: String
+    private let authority: String
+    private let path: String
+    private let context: NIOSSLContext
+    private var connection: EventLoopFuture<Connection>?
+    private var isShutDown = false
+
+    struct Connection {
+        var channel: any Channel
+        var multiplexer: NIOHTTP2Handler.StreamMultiplexer
+    }
+
+    /// - Parameters:
+    ///   - url: the DoH URL (`https://host[:port]/path`, path default `/dns-query`).
+    ///   - address: the IP address to reach it at (the configuration's server); the port is the URL's.
+    ///   - trust: whom the server's certificate must come from.
+    public init(url: String, address: [UInt8], trust: DNSServerTrust = .system, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+        guard let parsed = DoHURL(url) else {
+            throw .connectFailed(server: url, reason: "'\(url)' is not an https URL with a host name")
+        }
+        host = parsed.host
+        authority = parsed.port == 443 ? parsed.host : "\(parsed.host):\(parsed.port)"
+        path = parsed.path
+        self.eventLoop = eventLoop
+        let text = IPPrefix.format(address)
+        serverDescription = "\(url) at \(text)"
+        do {
+            self.address = try SocketAddress(ipAddress: text, port: parsed.port)
+        } catch {
+            throw .connectFailed(server: serverDescription, reason: "'\(text)' is not an IP address")
+        }
+        do { context = try NIOSSLContext(configuration: try trust.configuration(applicationProtocols: ["h2"])) } catch {
+            throw .connectFailed(server: serverDescription, reason: "TLS cannot be set up: \(FailureText.reason(error))")
+        }
+    }
+
+    public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
+        eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds, attempt: 1) }
+    }
+
+    public func shutdown() {
+        eventLoop.execute {
+            self.isShutDown = true
+            self.connection?.whenSuccess { $0.channel.close(promise: nil) }
+            self.connection = nil
+        }
+    }
+
+    // MARK: On the event loop
+
+    private func start(_ query: [UInt8], timeoutMilliseconds: Int, attempt: Int) -> EventLoopFuture<[UInt8]> {
+        guard !isShutDown else { return eventLoop.makeFailedFuture(EncryptedDNSError.connectionClosed(server: serverDescription)) }
+        guard let clientID = DNSMessageEditing.id(of: query) else { return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("shorter than a DNS header")) }
+        let wire: [UInt8]
+        do { wire = try DNSMessageEditing.padded(DNSMessageEditing.replacingID(of: query, with: 0)) } catch {
+            return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("\(error)"))
+        }
+        let promise = eventLoop.makePromise(of: [UInt8].self)
+        let server = serverDescription
+        let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(timeoutMilliseconds))) {
+            promise.fail(EncryptedDNSError.timedOut(server: server, milliseconds: timeoutMilliseconds))
+        }
+        let request = DoHStreamHandler.Request(authority: authority, path: path, body: wire, server: server)
+        openConnection().flatMap { connection -> EventLoopFuture<any Channel> in
+            let stream = connection.channel.eventLoop.makePromise(of: (any Channel).self)
+            connection.multiplexer.createStreamChannel(promise: stream) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(DoHStreamHandler(request: request, answer: promise))
+                }
+            }
+            return stream.futureResult
+        }.whenComplete { result in
+            if case .failure(let error) = result { promise.fail(error) }
+        }
+        promise.futureResult.whenComplete { _ in timeout.cancel() }
+        return promise.futureResult.flatMap { answer -> EventLoopFuture<[UInt8]> in
+            if let reason = DNSMessageEditing.mismatch(of: answer, to: wire) {
+                return self.eventLoop.makeFailedFuture(EncryptedDNSError.mismatchedAnswer(server: server, reason: reason))
+            }
+            return self.eventLoop.makeSucceededFuture(DNSMessageEditing.replacingID(of: answer, with: clientID))
+        }.flatMapError { error -> EventLoopFuture<[UInt8]> in
+            // A connection the server had closed (idle, GOAWAY) is opened again, once.
+            if attempt == 1, case .connectionClosed? = error as? EncryptedDNSError {
+                return self.start(query, timeoutMilliseconds: timeoutMilliseconds, attempt: 2)
+            }
+            return self.eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    private func openConnection() -> EventLoopFuture<Connection> {
+        if let connection { return connection }
+        let context = self.context
+        let host = self.host
+        let server = serverDescription
+        let opening = ClientBootstrap(group: eventLoop)
+            .connectTimeout(.seconds(3))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: host))
+                }
+            }
+            .connect(to: address)
+            .flatMap { channel -> EventLoopFuture<Connection> in
+                // The handshake must choose HTTP/2 before the connection is used.
+                channel.pipeline.handler(type: NIOSSLClientHandler.self).flatMap { _ in
+                    let negotiated = channel.eventLoop.makePromise(of: Void.self)
+                    do {
+                        try channel.pipeline.syncOperations.addHandler(ALPNWaiter(negotiated: negotiated))
+                    } catch {
+                        negotiated.fail(error)
+                    }
+                    return negotiated.futureResult
+                }.flatMapThrowing { _ -> Connection in
+                    let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                    ) { stream in stream.close() }  // the server opens no streams (no push)
+                    return Connection(channel: channel, multiplexer: multiplexer)
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
+            }
+            .flatMapErrorThrowing { error -> Connection in
+                if error is EncryptedDNSError { throw error }
+                throw EncryptedDNSError.connectFailed(server: server, reason: FailureText.reason(error))
+            }
+        connection = opening
+        opening.whenComplete { [self] result in
+            switch result {
+            case .success(let opened):
+                opened.channel.closeFuture.whenComplete { [self] _ in
+                    if connection === opening { connection = nil }
+                }
+            case .failure:
+                if connection === opening { connection = nil }
+            }
+        }
+        return opening
+    }
+}
+
+/// A DoH URL taken apart: `https://host[:port][/path]`.
+struct DoHURL {
+    var host: String
+    var port: Int
+    var path: String
+
+    init?(_ text: String) {
+        guard text.lowercased().hasPrefix("https://") else { return nil }
+        let rest = text.dropFirst("https://".count)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let hostPort = rest[..<slash]
+        path = slash == rest.endIndex ? "/dns-query" : String(rest[slash...])
+        if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasPrefix("[") {
+            guard let port = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(port) else { return nil }
+            self.port = port
+            host = String(hostPort[..<colon])
+        } else {
+            port = 443
+            host = String(hostPort)
+        }
+        guard !host.isEmpty, !host.contains("@"), !host.hasPrefix("["), IPPrefix.parseAddress(host) == nil else { return nil }
+    }
+}
+
+/// Waits for the TLS handshake and requires ALPN's choice to be `h2` (RFC 8484 §5.2: HTTP/2 is
+/// the minimum recommended), then leaves the pipeline.
+private final class ALPNWaiter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    private let negotiated: EventLoopPromise<Void>
+
+    init(negotiated: EventLoopPromise<Void>) { self.negotiated = negotiated }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted(let protocolName) = event {
+            if protocolName == "h2" {
+                negotiated.succeed(())
+            } else {
+                negotiated.fail(EncryptedDNSError.httpFailure(server: "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", reason: "the server did not agree to HTTP/2 (ALPN \(protocolName ?? "none"))"))
+            }
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        negotiated.fail(error)
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        negotiated.fail(EncryptedDNSError.connectFailed(server: "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", reason: "the connection closed during the TLS handshake"))
+        context.fireChannelInactive()
+    }
+}

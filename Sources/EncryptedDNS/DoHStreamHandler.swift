@@ -1,0 +1,99 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// One DoH exchange on its own HTTP/2 stream: sends the POST (RFC 8484 §4.1), reads the status,
+/// the media type and the body (§4.2.1), and completes `answer` with the body or the reason.
+final class DoHStreamHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    struct Request {
+        var authority: String
+        var path: String
+        var body: [UInt8]
+        var server: String
+    }
+
+    static let mediaType = "application/dns-message"
+    private let request: Request
+    private let answer: EventLoopPromise<[UInt8]>
+    private var status: Int?
+    private var body: ByteBuffer?
+    private var done = false
+
+    init(request: Request, answer: EventLoopPromise<[UInt8]>) {
+        self.request = request
+        self.answer = answer
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let headers: HPACKHeaders = [
+            ":method": "POST", ":scheme": "https", ":authority": request.authority, ":path": request.path,
+            "accept": Self.mediaType, "content-type": Self.mediaType, "content-length": "\(request.body.count)",
+        ]
+        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
+        var buffer = context.channel.allocator.buffer(capacity: request.body.count)
+        buffer.writeBytes(request.body)
+        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let frame):
+            if status == nil {
+                guard let code = frame.headers.first(name: ":status").flatMap(Int.init) else {
+                    return finish(context, .failure(.httpFailure(server: request.server, reason: "the response has no status")))
+                }
+                // 1xx are interim answers; the final one follows.
+                if (100..<200).contains(code) { return }
+                guard (200..<300).contains(code) else {
+                    return finish(context, .failure(.httpFailure(server: request.server, reason: "status \(code)")))
+                }
+                let type = frame.headers.first(name: "content-type")?.lowercased() ?? ""
+                guard type.split(separator: ";").first.map({ $0.trimmingCharacters(in: .whitespaces) }) == Self.mediaType else {
+                    return finish(context, .failure(.httpFailure(server: request.server, reason: "content type '\(type)', not \(Self.mediaType)")))
+                }
+                status = code
+            }
+            if frame.endStream { complete(context) }
+        case .data(let frame):
+            guard status != nil, case .byteBuffer(var bytes) = frame.data else { return }
+            if body == nil { body = context.channel.allocator.buffer(capacity: bytes.readableBytes) }
+            guard (body?.readableBytes ?? 0) + bytes.readableBytes <= DNSOverHTTPSUpstream.maximumAnswerBytes else {
+                return finish(context, .failure(.httpFailure(server: request.server, reason: "the answer is longer than 65535 bytes")))
+            }
+            body?.writeBuffer(&bytes)
+            if frame.endStream { complete(context) }
+        case .rstStream(let code):
+            finish(context, .failure(.httpFailure(server: request.server, reason: "the server reset the stream (\(code))")))
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(context, .failure(.connectionClosed(server: request.server)))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(context, .failure(.connectFailed(server: request.server, reason: FailureText.reason(error))))
+    }
+
+    private func complete(_ context: ChannelHandlerContext) {
+        guard let body, body.readableBytes > 0 else {
+            return finish(context, .failure(.httpFailure(server: request.server, reason: "the response has no body")))
+        }
+        finish(context, .success(Array(body.readableBytesView)))
+    }
+
+    private func finish(_ context: ChannelHandlerContext, _ result: Result<[UInt8], EncryptedDNSError>) {
+        guard !done else { return }
+        done = true
+        answer.completeWith(result.mapError { $0 as any Error })
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,29 @@
+/// Why an encrypted upstream gave no answer, as a sentence for the log.
+public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The query could not be sent as it was (it does not parse).
+    case malformedQuery(String)
+    /// No connection to the server: refused, unreachable, or TLS failed (the reason says which).
+    case connectFailed(server: String, reason: String)
+    /// The connection closed before the answer came, twice.
+    case connectionClosed(server: String)
+    /// No answer within the deadline.
+    case timedOut(server: String, milliseconds: Int)
+    /// An answer came that is not the response to the question asked.
+    case mismatchedAnswer(server: String, reason: String)
+    /// A DNS-over-HTTPS server answered with something other than a DNS message.
+    case httpFailure(server: String, reason: String)
+    /// Too many queries are waiting for this server.
+    case busy(server: String)
+
+    public var description: String {
+        switch self {
+        case .malformedQuery(let reason): "the query cannot be sent: \(reason)"
+        case .connectFailed(let server, let reason): "cannot reach the DNS server \(server): \(reason)"
+        case .connectionClosed(let server): "the DNS server \(server) closed the connection before answering"
+        case .timedOut(let server, let milliseconds): "the DNS server \(server) did not answer within \(milliseconds) ms"
+        case .mismatchedAnswer(let server, let reason): "the DNS server \(server) sent an answer to another question (\(reason)); it was dropped"
+        case .httpFailure(let server, let reason): "the DNS-over-HTTPS server \(server) did not answer with a DNS message: \(reason)"
+        case .busy(let server): "too many queries are waiting for the DNS server \(server)"
+        }
+    }
+}

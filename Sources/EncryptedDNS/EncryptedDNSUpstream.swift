@@ -1,0 +1,26 @@
+import NIOCore
+
+/// One encrypted server netextd's resolver forwards queries to. Each keeps one connection open
+/// and reuses it for every query (several at once), opening a new one when the server closed it.
+public protocol EncryptedDNSUpstream: AnyObject, Sendable {
+    /// The server, for logs: `tls://name@address:port` or the DoH URL with its address.
+    var serverDescription: String { get }
+    /// Sends `query` (a whole DNS message) and completes with the answer under the query's own
+    /// identifier, checked to be the response to its question; fails with ``EncryptedDNSError``.
+    func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]>
+    /// Closes the connection; queries waiting fail.
+    func shutdown()
+}
+
+extension EncryptedDNSUpstream {
+    /// ``exchange(_:timeoutMilliseconds:)``, waited for on the calling thread (never an event loop's).
+    public func resolve(_ query: [UInt8], timeoutMilliseconds: Int) throws(EncryptedDNSError) -> [UInt8] {
+        do {
+            return try exchange(query, timeoutMilliseconds: timeoutMilliseconds).wait()
+        } catch let error as EncryptedDNSError {
+            throw error
+        } catch {
+            throw .connectFailed(server: serverDescription, reason: FailureText.reason(error))
+        }
+    }
+}

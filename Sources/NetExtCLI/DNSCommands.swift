@@ -1,0 +1,114 @@
+import ArgumentParser
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtIPC
+
+/// `netext dns …`: the system DNS settings (Apple's NEDNSSettingsManager).
+struct DNSCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dns",
+        abstract: "Configure the machine's DNS servers: in the clear, over TLS or over HTTPS, for every name or a few domains.",
+        subcommands: [DNSConfigureCommand.self, DNSEnableCommand.self, DNSDisableCommand.self, DNSStatusCommand.self])
+}
+
+struct DNSConfigureCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "configure", abstract: "Create or change your app's DNS settings.",
+        discussion: """
+            Over TLS: --tls --server ADDRESS [--server-name NAME] (port 853). Over HTTPS: --https URL --server ADDRESS, \
+            the URL's host reached at ADDRESS so that its name is never looked up in the clear. Without either, the servers \
+            are asked in the clear. With --match-domain only names within those domains use these servers.
+            """)
+    @OptionGroup var options: ClientOptions
+    @Option(help: "A server's IP address, in order of preference (repeatable; at most 8).") var server: [String] = []
+    @Flag(help: "DNS over TLS (RFC 7858) on port 853.") var tls = false
+    @Option(help: "DNS over TLS: the name the servers' certificates carry.") var serverName: String?
+    @Option(help: "DNS over HTTPS (RFC 8484): the URL queries are posted to, https://HOST[:PORT]/PATH.") var https: String?
+    @Option(help: "Only names within this domain use these servers (repeatable).") var matchDomain: [String] = []
+    @Flag(help: "When no server answers, ask the machine's former servers in the clear (default: the query fails).") var allowCleartextFallback = false
+    @Flag(help: "Block DNS (ports 53 and 853) from every program but netextd while these settings are enabled.") var prohibitOtherDns = false
+    @Option(help: "The name shown to people.") var name: String?
+    @Flag(help: "Enable the settings now.") var enable = false
+
+    func run() async throws {
+        try await reportingFailures {
+            if tls && https != nil { throw UsageError("give --tls or --https, not both") }
+            if serverName != nil && !tls { throw UsageError("--server-name is for DNS over TLS (--tls)") }
+            let transport: DNSSettingsProtocol.Transport = tls ? .overTLS : (https != nil ? .overHTTPS : .cleartext)
+            let settings = DNSSettingsProtocol(
+                transport: transport, servers: server, serverName: serverName, serverURL: https, matchDomains: matchDomain,
+                allowsCleartextFallback: allowCleartextFallback, prohibitsOtherDNS: prohibitOtherDns)
+            try await options.withClient { client in
+                var manager = try await DNSSettingsManager.shared(client: client)
+                manager.dnsSettings = settings
+                if let name { manager.localizedDescription = name }
+                if enable { manager.isEnabled = true }
+                try await manager.saveToPreferences()
+                if options.json { try options.printJSON(manager.configuration) } else {
+                    print("configured DNS settings \(manager.localizedDescription) (\(manager.id.uuidString)): \(DNSStatusText.transport(transport))\(manager.isEnabled ? ", enabled" : "")")
+                }
+            }
+        }
+    }
+}
+
+/// Turns the app's DNS settings on or off.
+enum DNSSwitch {
+    static func set(_ enabled: Bool, options: ClientOptions) async throws {
+        try await reportingFailures {
+            try await options.withClient { client in
+                var manager = try await DNSSettingsManager.shared(client: client)
+                guard manager.configuration.revision > 0 else { throw NetExtError.invalid("no DNS settings are configured for \(options.app); run `netext dns configure` first") }
+                manager.isEnabled = enabled
+                try await manager.saveToPreferences()
+                print("DNS settings \(manager.localizedDescription) \(enabled ? "enabled" : "disabled")")
+            }
+        }
+    }
+}
+
+struct DNSEnableCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable your app's DNS settings.")
+    @OptionGroup var options: ClientOptions
+    func run() async throws { try await DNSSwitch.set(true, options: options) }
+}
+
+struct DNSDisableCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable your app's DNS settings.")
+    @OptionGroup var options: ClientOptions
+    func run() async throws { try await DNSSwitch.set(false, options: options) }
+}
+
+struct DNSStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show the DNS settings in force, their servers and the resolver's counters.")
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let status = try await options.withClient { client in try await client.call(GetDNSSettingsStatus()) }
+            if options.json { try options.printJSON(status); return }
+            guard status.state != .off else {
+                print("DNS settings: off")
+                return
+            }
+            print("DNS settings: \(status.state.rawValue) — \(status.name ?? "?")\(status.transport.map { " (\(DNSStatusText.transport($0)))" } ?? "")")
+            if let problem = status.problem { print("  problem: \(problem)") }
+            for server in status.servers { print("  server: \(server)") }
+            print("  names: \(status.matchDomains.isEmpty ? "all" : status.matchDomains.joined(separator: ", "))")
+            if status.state == .running && !status.stubInResolverFile { print("  a VPN's DNS servers take every name while it is up") }
+            let counters = status.counters
+            print("  queries: \(counters.bySettings) by these servers (\(counters.encryptedFailures) unanswered, \(counters.cleartextFallbacks) then in the clear), \(counters.toTunnel) to a VPN, \(counters.toSystem) to the former servers; \(counters.unanswered) SERVFAIL, \(counters.malformed) malformed")
+        }
+    }
+}
+
+enum DNSStatusText {
+    static func transport(_ transport: DNSSettingsProtocol.Transport) -> String {
+        switch transport {
+        case .cleartext: "in the clear"
+        case .overTLS: "over TLS"
+        case .overHTTPS: "over HTTPS"
+        }
+    }
+}

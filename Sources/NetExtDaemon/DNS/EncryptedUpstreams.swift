@@ -1,0 +1,46 @@
+import EncryptedDNS
+import Foundation
+import NIOCore
+import NIOPosix
+import NetExtCore
+
+/// Makes the encrypted upstreams of system DNS settings: one per server address, in order, on
+/// the process's shared event loops. The servers' certificates are checked against the
+/// system's CAs (`/etc/ssl/certs`), or against `NETEXT_DNS_CA_FILE` where set (a lab's CA).
+enum EncryptedUpstreams {
+    @Sendable
+    static func make(for settings: DNSSettingsProtocol) throws(NetExtError) -> [any EncryptedDNSUpstream] {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let trust = try self.trust()
+        var made: [any EncryptedDNSUpstream] = []
+        do {
+            for server in settings.servers {
+                guard let bytes = IPPrefix.parseAddress(server) else { throw NetExtError.invalid("servers: '\(server)' is not an IP address") }
+                switch settings.transport {
+                case .cleartext:
+                    return []
+                case .overTLS:
+                    let address = try SocketAddress(ipAddress: IPPrefix.format(bytes), port: 853)
+                    made.append(try DNSOverTLSUpstream(address: address, serverName: settings.serverName, trust: trust, eventLoop: group.next()))
+                case .overHTTPS:
+                    made.append(try DNSOverHTTPSUpstream(url: settings.serverURL ?? "", address: bytes, trust: trust, eventLoop: group.next()))
+                }
+            }
+        } catch let error as NetExtError {
+            made.forEach { $0.shutdown() }
+            throw error
+        } catch {
+            made.forEach { $0.shutdown() }
+            throw NetExtError(.configurationInvalid, "cannot set up the encrypted DNS servers: \(error)")
+        }
+        return made
+    }
+
+    static func trust(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(NetExtError) -> DNSServerTrust {
+        guard let caFile = environment["NETEXT_DNS_CA_FILE"], !caFile.isEmpty else { return .system }
+        guard FileManager.default.isReadableFile(atPath: caFile) else {
+            throw NetExtError(.configurationInvalid, "NETEXT_DNS_CA_FILE: cannot read \(caFile)")
+        }
+        return DNSServerTrust(caFile: caFile)
+    }
+}

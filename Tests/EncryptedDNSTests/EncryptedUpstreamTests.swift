@@ -1,0 +1,175 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NetExtCore
+import NetExtTestSupport
+import Testing
+@testable import EncryptedDNS
+
+/// netextd's encrypted upstreams against unbound on loopback: DNS over TLS (RFC 7858) and DNS
+/// over HTTPS (RFC 8484, HTTP/2), answers under the client's identifier, many queries on one
+/// connection, reconnection after the server closes an idle one, certificates refused, a dead
+/// server put behind a live one.
+@Suite("Encrypted DNS upstreams against unbound", .serialized)
+final class EncryptedUpstreamTests: @unchecked Sendable {
+    let certificates: TestCertificates
+    let unbound: UnboundServer
+    let loop = MultiThreadedEventLoopGroup.singleton.next()
+
+    init() async throws {
+        certificates = try await TestCertificates.make()
+        do { unbound = try UnboundServer(certificates: certificates, idleMilliseconds: 400) } catch {
+            certificates.remove()
+            throw error
+        }
+    }
+
+    deinit {
+        unbound.stop()
+        certificates.remove()
+    }
+
+    var trust: DNSServerTrust { DNSServerTrust(caFile: certificates.caFile) }
+
+    func tls(name: String? = "dns.lab.test", trust: DNSServerTrust? = nil, port: Int? = nil) throws -> DNSOverTLSUpstream {
+        try DNSOverTLSUpstream(address: try SocketAddress(ipAddress: "127.0.0.1", port: port ?? unbound.tlsPort), serverName: name, trust: trust ?? self.trust, eventLoop: loop)
+    }
+
+    func https(path: String = "/dns-query", port: Int? = nil) throws -> DNSOverHTTPSUpstream {
+        try DNSOverHTTPSUpstream(url: "https://dns.lab.test:\(port ?? unbound.httpsPort)\(path)", address: [127, 0, 0, 1], trust: trust, eventLoop: loop)
+    }
+
+    /// The IPv4 address of the first A record of `answer` (the records follow the question).
+    static func firstAddress(_ answer: [UInt8]) -> String? {
+        var offset = 12
+        guard (try? DNSQuery.readName(answer, at: &offset)) != nil else { return nil }
+        offset += 4
+        let count = Int(answer[6]) << 8 | Int(answer[7])
+        for _ in 0..<count {
+            guard (try? DNSQuery.readName(answer, at: &offset)) != nil, offset + 10 <= answer.count else { return nil }
+            let type = Int(answer[offset]) << 8 | Int(answer[offset + 1])
+            let length = Int(answer[offset + 8]) << 8 | Int(answer[offset + 9])
+            offset += 10
+            if type == 1, length == 4 { return answer[offset..<(offset + 4)].map(String.init).joined(separator: ".") }
+            offset += length
+        }
+        return nil
+    }
+
+    func ask(_ upstream: any EncryptedDNSUpstream, _ name: String, id: UInt16 = 0x4242) async throws -> [UInt8] {
+        try await upstream.exchange(TestQueries.query(name, id: id), timeoutMilliseconds: 3000).get()
+    }
+
+    @Test("over TLS: unbound's answer, under the client's identifier")
+    func tlsAnswers() async throws {
+        let upstream = try tls()
+        defer { upstream.shutdown() }
+        let answer = try await ask(upstream, "www.lab.test", id: 0x1234)
+        #expect(answer[0] == 0x12 && answer[1] == 0x34)
+        #expect(Self.firstAddress(answer) == "198.51.100.80")
+        #expect(unbound.loggedQueries.contains("www.lab.test. A"))
+    }
+
+    @Test("over TLS: 64 queries at once on one connection, each answered with its own name's address")
+    func tlsPipelines() async throws {
+        let upstream = try tls()
+        defer { upstream.shutdown() }
+        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for index in 0..<64 {
+                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
+            }
+            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
+        }
+        let connections = try await offPool { try Self.established(port: self.unbound.tlsPort) }
+        #expect(connections == 1, "one TLS connection carried the 64 queries")
+    }
+
+    @Test("over TLS: after unbound closes the idle connection, the next query opens a new one")
+    func tlsReconnects() async throws {
+        let upstream = try tls()
+        defer { upstream.shutdown() }
+        #expect(Self.firstAddress(try await ask(upstream, "www.lab.test")) == "198.51.100.80")
+        try await Task.sleep(for: .milliseconds(1200))  // unbound's tcp-idle-timeout is 400 ms
+        #expect(Self.firstAddress(try await ask(upstream, "mail.lab.test")) == "198.51.100.81")
+    }
+
+    @Test("over TLS: a certificate from another CA, or for another name, gives no answer and says why")
+    func tlsRefusesCertificates() async throws {
+        let otherCA = try tls(trust: DNSServerTrust(caFile: certificates.otherCAFile))
+        defer { otherCA.shutdown() }
+        await #expect { try await self.ask(otherCA, "www.lab.test") } throws: { error in
+            "\(error)".contains("not signed by a trusted authority")
+        }
+        let otherName = try tls(name: "dns.other.test")
+        defer { otherName.shutdown() }
+        await #expect { try await self.ask(otherName, "www.lab.test") } throws: { error in
+            "\(error)".contains("not for this host")
+        }
+    }
+
+    @Test("over TLS: a server that accepts but never answers times out within the deadline")
+    func tlsTimesOut() async throws {
+        let silent = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        defer { silent.close(promise: nil) }
+        let upstream = try tls(port: silent.localAddress?.port)
+        defer { upstream.shutdown() }
+        let started = Date()
+        await #expect { try await upstream.exchange(TestQueries.query("www.lab.test"), timeoutMilliseconds: 500).get() } throws: { error in
+            if case .timedOut? = error as? EncryptedDNSError { return true }
+            return false
+        }
+        #expect(Date().timeIntervalSince(started) < 3)
+    }
+
+    @Test("over HTTPS (HTTP/2): unbound's answer under the client's identifier; 32 queries at once")
+    func httpsAnswers() async throws {
+        let upstream = try https()
+        defer { upstream.shutdown() }
+        let answer = try await ask(upstream, "corp.lab.test", id: 0xabcd)
+        #expect(answer[0] == 0xab && answer[1] == 0xcd)
+        #expect(Self.firstAddress(answer) == "10.20.0.5")
+        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for index in 0..<32 {
+                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
+            }
+            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
+        }
+        #expect(try await offPool { try Self.established(port: self.unbound.httpsPort) } == 1, "one HTTP/2 connection")
+    }
+
+    @Test("over HTTPS: a path the server does not serve is an HTTP failure naming the status")
+    func httpsWrongPath() async throws {
+        let upstream = try https(path: "/not-dns")
+        defer { upstream.shutdown() }
+        await #expect { try await self.ask(upstream, "www.lab.test") } throws: { error in
+            guard case .httpFailure(_, let reason)? = error as? EncryptedDNSError else { return false }
+            return reason.contains("status 4")
+        }
+    }
+
+    @Test("a dead first server: the live one answers, and the dead one is asked last for a while")
+    func serverSetFallsOver() async throws {
+        let dead = try tls(port: try UnboundServer.freePort())
+        let live = try tls()
+        let set = EncryptedDNSServerSet([dead, live])
+        defer { set.shutdown() }
+        #expect(set.order() == [0, 1])
+        let query = TestQueries.query("www.lab.test")
+        let result = try await offPool { set.resolve(query, timeoutMilliseconds: 2000) }
+        #expect(Self.firstAddress(try result.get()) == "198.51.100.80")
+        #expect(set.order() == [1, 0], "the server that failed waits behind the other")
+    }
+
+    /// Established TCP connections to 127.0.0.1:`port` (from `ss`).
+    static func established(port: Int) throws -> Int {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
+        process.arguments = ["-Htn", "state", "established", "( dport = :\(port) )"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return output.split(separator: "\n").count
+    }
+}

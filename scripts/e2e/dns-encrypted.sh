@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# End-to-end checks of the system DNS settings (netext dns) in a namespace lab, against unbound
+# (Debian's, nobody here wrote it) serving DNS over TLS (port 853) and DNS over HTTPS (HTTP/2,
+# port 443) with a lab CA's certificate for dns.lab.test: the laptop's names are answered
+# through each, the captures on the laptop's uplink show no DNS in the clear (port 53); a dead
+# first server falls over to the next; match domains send only their names; a server that does
+# not answer gives SERVFAIL and nothing in the clear unless the settings allow it; a certificate
+# for another name is refused; disabling restores the resolver file. Needs root and unbound.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/dns-encrypted.sh   Prints one line per check; exits non-zero on failure.
+cd "$(dirname "$0")/../.."
+source scripts/lib/e2e.sh dnsenc
+source scripts/lib/lab-ca.sh
+
+command -v unbound > /dev/null || { echo "FAIL unbound is not installed (apt-get install unbound)"; exit 1; }
+lab_up || { echo "FAIL lab"; exit 1; }
+# The laptop's own (cleartext) resolver: 198.51.100.99, answering example.test. The encrypted
+# servers: 198.51.100.53 (unbound) and 198.51.100.54 (nothing listens: a dead server).
+mkdir -p "/etc/netns/$LAB_LAPTOP"
+resolv="/etc/netns/$LAB_LAPTOP/resolv.conf"
+echo "nameserver 198.51.100.99" > "$resolv"
+e2e_netextd_environment "$resolv"
+lab_in "$LAB_INTERNET" ip addr add 198.51.100.53/32 dev lo
+lab_in "$LAB_INTERNET" ip addr add 198.51.100.54/32 dev lo
+lab_in "$LAB_INTERNET" ip addr add 198.51.100.99/32 dev lo
+lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.99 example.test 198.51.100.80 "$work/plain-dns.log"
+
+lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FAIL lab CA"; exit 1; }
+chmod 644 "$work/ca/dns.key"
+export NETEXT_DNS_CA_FILE="$work/ca/ca.crt"
+cat > "$work/unbound.conf" <<CONF
+server:
+  username: ""
+  chroot: ""
+  directory: "$work"
+  pidfile: ""
+  use-syslog: no
+  logfile: "$work/unbound.log"
+  verbosity: 1
+  log-queries: yes
+  do-ip6: no
+  interface: 198.51.100.53@853
+  interface: 198.51.100.53@443
+  tls-port: 853
+  https-port: 443
+  http-endpoint: "/dns-query"
+  tls-service-key: "$work/ca/dns.key"
+  tls-service-pem: "$work/ca/dns.crt"
+  access-control: 0.0.0.0/0 allow
+  module-config: "iterator"
+  # Nothing is looked up beyond the lab: every name outside lab.test is refused.
+  local-zone: "." refuse
+  local-zone: "lab.test." static
+  local-data: "www.lab.test. A 198.51.100.80"
+  local-data: "mail.lab.test. A 198.51.100.81"
+  local-data: "corp.lab.test. A 10.20.0.5"
+  local-data: "www.corp.lab.test. A 10.20.0.6"
+CONF
+lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
+lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:853' && ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:443'" 10
+e2e_start_netextd
+
+resolves() { ip netns exec "$LAB_LAPTOP" getent hosts "$1" | grep -q "^$2 "; }
+capture() { lab_capture_start CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/$1.pcap"; }
+captured() { lab_capture_stop "$CAPTURE_PID" "$work/$1.pcap"; tcpdump -n -r "$work/$1.pcap" "$2" 2>/dev/null | wc -l; }
+queries_seen() { grep -c "info: 198.51.100.2 $1 A IN" "$work/unbound.log"; }
+
+check "before: names resolve through the laptop's own resolver" resolves www.example.test 198.51.100.80
+: > "$work/plain-dns.log"
+
+# DNS over TLS, the first server dead.
+capture dot
+check "netext dns configure --tls (a dead server first) is saved and enabled" netext dns configure --tls --server 198.51.100.54 --server 198.51.100.53 --server-name dns.lab.test --name "Lab DoT" --enable
+check "the resolver file points at netextd's stub" grep -qx "nameserver 127.0.0.153" "$resolv"
+check "over TLS: a name resolves to unbound's answer" resolves www.lab.test 198.51.100.80
+check "unbound saw the query from the laptop" bash -c "[ \$(grep -c 'info: 198.51.100.2 www.lab.test. A IN' '$work/unbound.log') -ge 1 ]"
+check "another name over the same connection" resolves mail.lab.test 198.51.100.81
+check "netext dns status: running over TLS, both servers, queries counted" bash -c "$bin/netext dns status | tee '$work/status-dot.txt' | grep -q 'running — Lab DoT (over TLS)' && grep -q 'server: tls://dns.lab.test@198.51.100.54:853' '$work/status-dot.txt' && grep -q 'server: tls://dns.lab.test@198.51.100.53:853' '$work/status-dot.txt' && $bin/netext dns status --json | python3 -c 'import json,sys; c=json.load(sys.stdin)[\"counters\"]; sys.exit(0 if c[\"bySettings\"] >= 2 and c[\"toSystem\"] == 0 else 1)'"
+dot_clear=$(captured dot "port 53")
+dot_tls=$(captured dot "tcp port 853 and host 198.51.100.53")
+check "the uplink capture: no DNS in the clear ($dot_clear packets on port 53)" test "$dot_clear" -eq 0
+check "the uplink capture: the queries went over TLS to 198.51.100.53 ($dot_tls packets on 853)" test "$dot_tls" -gt 0
+check "the laptop's own resolver saw nothing" test ! -s "$work/plain-dns.log"
+tls_connections=$(ip netns exec "$LAB_INTERNET" ss -tn state established '( sport = :853 )' | grep -c 198.51.100.2)
+check "one TLS connection carried every query ($tls_connections open)" test "$tls_connections" -eq 1
+
+# DNS over HTTPS.
+capture doh
+check "netext dns configure --https replaces the settings" netext dns configure --https https://dns.lab.test/dns-query --server 198.51.100.53 --enable
+check "over HTTPS: a name resolves to unbound's answer" resolves corp.lab.test 10.20.0.5
+check "over HTTPS: a second name" resolves www.lab.test 198.51.100.80
+check "netext dns status: running over HTTPS" bash -c "$bin/netext dns status | grep -q 'server: https://dns.lab.test/dns-query at 198.51.100.53'"
+doh_clear=$(captured doh "port 53")
+doh_https=$(captured doh "tcp port 443 and host 198.51.100.53")
+check "the uplink capture: no DNS in the clear ($doh_clear packets on port 53)" test "$doh_clear" -eq 0
+check "the uplink capture: the queries went over HTTPS ($doh_https packets on 443)" test "$doh_https" -gt 0
+check "unbound answered them over HTTP/2 (its log names the queries)" bash -c "grep -q 'info: 198.51.100.2 corp.lab.test. A IN' '$work/unbound.log'"
+
+# Match domains: only corp.lab.test's names go to the encrypted server.
+: > "$work/plain-dns.log"
+check "netext dns configure --match-domain corp.lab.test" netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --match-domain corp.lab.test --enable
+before=$(grep -c 'www.corp.lab.test. A IN' "$work/unbound.log")
+check "a name within the match domain: over TLS" resolves www.corp.lab.test 10.20.0.6
+check "unbound saw it" test "$(grep -c 'www.corp.lab.test. A IN' "$work/unbound.log")" -gt "$before"
+check "a name outside: through the laptop's own resolver" resolves www.example.test 198.51.100.80
+check "the laptop's own resolver saw only that name" bash -c "grep -q '^www.example.test 1 from 198.51.100.2' '$work/plain-dns.log' && ! grep -q 'corp' '$work/plain-dns.log'"
+
+# A certificate for another name is refused: no answer, nothing in the clear.
+capture wrongname
+check "settings naming another server name are saved" netext dns configure --tls --server 198.51.100.53 --server-name other.lab.test --enable
+check "a server whose certificate lacks the name gives no answer" bash -c "! ip netns exec $LAB_LAPTOP getent hosts www.lab.test"
+wrong_clear=$(captured wrongname "port 53")
+check "and nothing went in the clear ($wrong_clear packets on port 53)" test "$wrong_clear" -eq 0
+
+# Every server dead: SERVFAIL unless cleartext fallback is allowed.
+: > "$work/plain-dns.log"
+check "settings with only a dead server" netext dns configure --tls --server 198.51.100.54 --server-name dns.lab.test --enable
+check "no server answers: the name does not resolve (fails closed)" bash -c "! ip netns exec $LAB_LAPTOP getent hosts www.example.test"
+check "the laptop's own resolver was not asked" test ! -s "$work/plain-dns.log"
+check "status counts the failures" bash -c "$bin/netext dns status --json | python3 -c 'import json,sys; c=json.load(sys.stdin)[\"counters\"]; sys.exit(0 if c[\"encryptedFailures\"] >= 1 else 1)'"
+check "with --allow-cleartext-fallback" netext dns configure --tls --server 198.51.100.54 --server-name dns.lab.test --allow-cleartext-fallback --enable
+check "the name resolves through the former resolver in the clear" resolves www.example.test 198.51.100.80
+
+check "netext dns disable" netext dns disable
+check "the resolver file is restored" grep -qx "nameserver 198.51.100.99" "$resolv"
+lab_wait "! ip netns exec $LAB_LAPTOP ss -lun | grep -q '127.0.0.153:53'" 3
+check "the stub no longer listens" bash -c "! ip netns exec $LAB_LAPTOP ss -lun | grep -q '127.0.0.153:53'"
+check "netext dns status: off" bash -c "$bin/netext dns status | grep -qx 'DNS settings: off'"
+
+e2e_finish "$work/netextd.log" "$work/unbound.log" "$work/plain-dns.log"
