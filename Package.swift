@@ -401,7 +401,10 @@ let package = Package(
         .testTarget(
             name: "NetExtDaemonTests",
             dependencies: [
-                "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTesting", "ServiceMetrics", "NetExtTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "NetExtDaemon", "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTesting", "ServiceMetrics", "NetExtTestSupport", "EncryptedDNS",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

@@ -111,11 +111,9 @@ struct DNSMessageEditingTests {
             do {
                 let padded = try DNSMessageEditing.padded(bytes)
                 #expect(padded.count % 128 == 0 || padded == bytes)
-            } catch let error as DNSParseError {
+            } catch {
                 refused += 1
                 #expect(error.description.contains("offset"))
-            } catch {
-                Issue.record("unexpected error \(error)")
             }
             _ = DNSMessageEditing.mismatch(of: bytes, to: seed)
             _ = DNSMessageEditing.fitted(bytes, forQuery: seed, overUDP: true)

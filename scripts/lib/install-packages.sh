@@ -17,11 +17,29 @@ netext_install() {
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "installing: ${missing[*]}" >&2
   for attempt in 1 2 3 4 5 6; do
-    if DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; then return 0; fi
+    if DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+      netext_quiet_installed_services "${missing[@]}"
+      return 0
+    fi
     echo "apt-get failed (attempt $attempt); retrying in 10 s" >&2
     sleep 10
   done
   return 1
+}
+
+# Packages installed only as test peers (unbound) must not run as the machine's services: on a
+# machine whose init started one just now, it is stopped and disabled (the labs start their own).
+netext_quiet_installed_services() {
+  local package
+  for package in "$@"; do
+    case "$package" in
+      unbound)
+        if command -v systemctl > /dev/null && systemctl is-active --quiet unbound 2> /dev/null; then
+          echo "stopping the unbound service the package started (the labs run their own)" >&2
+          systemctl disable --now unbound > /dev/null 2>&1 || true
+        fi ;;
+    esac
+  done
 }
 
 # The system user strongSwan's charon runs as for a personal VPN (dist/sysusers.d/netext.conf).

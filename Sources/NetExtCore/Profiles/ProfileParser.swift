@@ -3,12 +3,14 @@ import Foundation
 /// Reads Apple configuration profiles (`.mobileconfig`, XML or binary property lists) and turns
 /// their VPN payloads (`com.apple.vpn.managed`, `com.apple.vpn.managed.applayer` with the apps
 /// `com.apple.vpn.managed.appmapping` maps to it) and URL
-/// filter payloads (`com.apple.webcontent-filter` with `FilterURLs`) into configurations. Key names follow Apple's "VPN" payload reference.
+/// filter payloads (`com.apple.webcontent-filter` with `FilterURLs`) and DNS settings payloads
+/// (`com.apple.dnsSettings.managed`) into configurations. Key names follow Apple's "VPN" payload reference.
 public enum ProfileParser {
     public static let vpnPayloadType = "com.apple.vpn.managed"
     public static let appLayerVPNPayloadType = "com.apple.vpn.managed.applayer"
     public static let contentFilterPayloadType = "com.apple.webcontent-filter"
     public static let appMappingPayloadType = "com.apple.vpn.managed.appmapping"
+    public static let dnsSettingsPayloadType = "com.apple.dnsSettings.managed"
 
     /// Parses a profile. `owner` becomes the owner of every configuration it yields.
     /// Errors name the payload and key at fault.
@@ -52,6 +54,10 @@ public enum ProfileParser {
                 var parsed = try URLFilterPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName)
                 parsed.configuration.profileIdentifier = identifier
                 if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
+                configurations.append(parsed)
+            case dnsSettingsPayloadType:
+                var parsed = try DNSSettingsPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName)
+                parsed.configuration.profileIdentifier = identifier
                 configurations.append(parsed)
             case appMappingPayloadType:
                 mappings += try AppMappingPayloadParser.parse(reader).map { ($0, reader.context) }

@@ -55,6 +55,9 @@ final class DNSRouter {
         self.makeUpstreams = makeUpstreams
     }
 
+    /// Where the stub listens (its port when started on port 0), nil when it is not running.
+    var stubListeningAddress: SocketAddress? { stub?.address }
+
     /// Whether the resolver file names the stub (no tunnel has taken the whole file).
     var resolverPointsAtStub: Bool {
         stub != nil && !tunnels.values.contains(where: { $0.changedResolver && !$0.routed })
@@ -64,7 +67,8 @@ final class DNSRouter {
     var stubCounters: DNSStub.Counters { stub?.currentCounters ?? DNSStub.Counters() }
 
     /// The routing owner of a DNS settings configuration's names.
-    static func settingsOwner(_ id: UUID) -> String { "dns-settings:" + id.uuidString }
+    static func settingsOwner(_ id: UUID) -> String { settingsOwnerPrefix + id.uuidString }
+    static let settingsOwnerPrefix = "dns-settings:"
 
     // MARK: System DNS settings
 
@@ -199,7 +203,9 @@ final class DNSRouter {
         stub?.update { routing in
             routing.defaultServers = systemServers
             routing.entries.removeAll { $0.owner == id.uuidString }
-            routing.entries.append(.init(owner: id.uuidString, matchDomains: dns.matchDomains, servers: dns.servers))
+            // Before the system DNS settings' entries: a tunnel wins a tie.
+            let settingsStart = routing.entries.firstIndex { $0.owner.hasPrefix(Self.settingsOwnerPrefix) } ?? routing.entries.endIndex
+            routing.entries.insert(.init(owner: id.uuidString, matchDomains: dns.matchDomains, servers: dns.servers), at: settingsStart)
         }
         try resolver.installStub(nameserver: address.hostText, addingSearchDomains: dns.searchDomains)
         logger.info("DNS: match domains routed through the tunnel", metadata: [

@@ -1,0 +1,39 @@
+import Foundation
+
+/// Parses a DNS settings payload (`com.apple.dnsSettings.managed`) into a DNS settings
+/// configuration. Keys follow Apple's DNSSettings payload reference: `DNSSettings` holds
+/// `DNSProtocol` (`HTTPS` or `TLS`), `ServerAddresses`, `ServerName` (TLS), `ServerURL`
+/// (HTTPS) and `SupplementalMatchDomains`; `ProhibitDisablement` blocks other DNS. Payloads
+/// with `OnDemandRules` are refused: netextd does not evaluate them for DNS settings yet.
+enum DNSSettingsPayloadParser {
+    static func parse(_ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String) throws(NetExtError) -> ProfileConfiguration {
+        guard let dns = try payload.dictionaryValue("DNSSettings") else { throw payload.fail("DNSSettings", "is required") }
+        if try payload.array("OnDemandRules") != nil {
+            throw payload.fail("OnDemandRules", "is not supported for DNS settings yet (the settings would always apply); remove it")
+        }
+        var id = UUID()
+        if let text = try payload.string("PayloadUUID") {
+            guard let uuid = UUID(uuidString: text) else { throw payload.fail("PayloadUUID", "'\(text)' is not a UUID") }
+            id = uuid
+        }
+        let transport: DNSSettingsProtocol.Transport
+        switch try dns.requiredString("DNSProtocol") {
+        case "HTTPS": transport = .overHTTPS
+        case "TLS": transport = .overTLS
+        case let other: throw dns.fail("DNSProtocol", "'\(other)' is not HTTPS or TLS")
+        }
+        let settings = DNSSettingsProtocol(
+            transport: transport, servers: try dns.stringArray("ServerAddresses") ?? [],
+            serverName: transport == .overTLS ? try dns.string("ServerName") : nil,
+            serverURL: transport == .overHTTPS ? try dns.string("ServerURL") : nil,
+            matchDomains: try dns.stringArray("SupplementalMatchDomains") ?? [],
+            prohibitsOtherDNS: try payload.flag("ProhibitDisablement") ?? false)
+        let name = try payload.string("PayloadDisplayName") ?? defaultName
+        let configuration = Configuration(id: id, owner: owner, localizedDescription: name, isEnabled: true, protocolConfiguration: .dnsSettings(settings))
+        do { try configuration.validate() } catch {
+            throw NetExtError.invalid("\(dns.context): \(error.message)")
+        }
+        return ProfileConfiguration(
+            payloadIdentifier: payloadIdentifier, payloadType: ProfileParser.dnsSettingsPayloadType, configuration: configuration, password: nil, sharedSecret: nil)
+    }
+}

@@ -1,0 +1,160 @@
+import EncryptedDNS
+import Foundation
+import NIOCore
+import NIOPosix
+import NetExtCore
+import NetExtLinux
+import Synchronization
+import Testing
+@testable import NetExtDaemon
+
+/// An encrypted upstream that answers every query itself (one A record, 192.0.2.1, with an OPT
+/// record as a padding server's answer has), or fails; it records what it was asked.
+final class ScriptedUpstream: EncryptedDNSUpstream {
+    let serverDescription: String
+    let fails: Bool
+    let asked = Mutex<[[UInt8]]>([])
+    let shutDown = Mutex(false)
+
+    init(_ description: String, fails: Bool = false) {
+        serverDescription = description
+        self.fails = fails
+    }
+
+    func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
+        asked.withLock { $0.append(query) }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        if fails { return loop.makeFailedFuture(EncryptedDNSError.connectionClosed(server: serverDescription)) }
+        var end = 12
+        _ = try? DNSQuery.readName(query, at: &end)
+        var answer = Array(query[..<(end + 4)])
+        answer[2] = 0x81; answer[3] = 0x80
+        answer[6] = 0; answer[7] = 1; answer[8] = 0; answer[9] = 0; answer[10] = 0; answer[11] = 1
+        answer += [0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]
+        answer += [0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 8, 0, 12, 0, 4, 0, 0, 0, 0]
+        return loop.makeSucceededFuture(answer)
+    }
+
+    func shutdown() { shutDown.withLock { $0 = true } }
+}
+
+/// The system DNS settings through netextd's resolver: the resolver file, the stub's routing,
+/// precedence with tunnels, and queries answered over the (scripted) encrypted upstreams.
+@Suite("DNS router: system DNS settings (encrypted upstreams) beside tunnels")
+final class DNSSettingsRoutingTests {
+    let directory: String
+    let resolver: ResolverConfiguration
+    static let original = "nameserver 10.0.0.53\n"
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "netext-dnssettings-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        resolver = ResolverConfiguration(path: directory + "/resolv.conf", backupPath: directory + "/resolv.conf.netext")
+        try Self.original.write(toFile: resolver.path, atomically: true, encoding: .utf8)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    var nameservers: [String] { ResolverConfiguration.values(of: "nameserver", in: (try? String(contentsOfFile: resolver.path, encoding: .utf8)) ?? "") }
+
+    func router(_ upstreams: [ScriptedUpstream]) -> DNSRouter {
+        DNSRouter(resolver: resolver, stubAddress: SocketAddress(address: [127, 0, 0, 1], port: 0), logger: .init(label: "test")) { _ in upstreams }
+    }
+
+    static let tls = DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53", "192.0.2.54"], serverName: "dns.example.test")
+
+    /// Asks the stub over UDP; nil when it does not answer within 3 s.
+    func ask(_ router: DNSRouter, _ name: String, id: UInt16 = 0x5151) throws -> [UInt8]? {
+        guard let stub = router.stubListeningAddress else { return nil }
+        let socket = try UDPSocket(bindingTo: SocketAddress(address: [127, 0, 0, 1], port: 0))
+        defer { socket.close() }
+        var query: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xff), 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+        for label in name.split(separator: ".") { query += [UInt8(label.utf8.count)] + Array(label.utf8) }
+        query += [0, 0, 1, 0, 1]
+        try query.withUnsafeBytes { try socket.send($0, to: stub) }
+        socket.setReceiveTimeout(milliseconds: 3000)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        guard let received = try buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else { return nil }
+        return Array(buffer[..<received.count])
+    }
+
+    @Test("settings for every name: the file points at the stub, queries go over the first upstream, the client's identifier and no OPT come back")
+    func everyName() throws {
+        let first = ScriptedUpstream("tls://dns.example.test@192.0.2.53:853")
+        let router = router([first, ScriptedUpstream("second")])
+        let id = UUID()
+        try router.applySettings(Self.tls, for: id)
+        #expect(router.isStubRunning)
+        #expect(nameservers == ["127.0.0.1"])
+        #expect(router.stubRouting.defaultOwner == DNSRouter.settingsOwner(id))
+        #expect(router.resolverPointsAtStub)
+        let answer = try #require(try ask(router, "www.example.org", id: 0x5151))
+        #expect(answer[0] == 0x51 && answer[1] == 0x51)
+        #expect(answer[11] == 0, "the OPT record the client did not send is gone")
+        #expect(Array(answer.suffix(4)) == [192, 0, 2, 1])
+        #expect(first.asked.withLock { $0.count } == 1)
+        #expect(router.stubCounters.forwardedBySettings == 1)
+        try router.applySettings(nil, for: id)
+        #expect(!router.isStubRunning)
+        #expect(first.shutDown.withLock { $0 }, "the upstreams are closed")
+        #expect(nameservers == ["10.0.0.53"])
+    }
+
+    @Test("a tunnel's match domain wins over the settings' (also on a tie); other names go to the settings")
+    func tunnelWins() throws {
+        let router = router([ScriptedUpstream("encrypted")])
+        let settings = UUID(), office = UUID()
+        var split = Self.tls
+        split.matchDomains = ["office.test", "example.org"]
+        try router.applySettings(split, for: settings)
+        try router.apply(DNSSettings(servers: ["10.8.0.1"], matchDomains: ["office.test"]), for: office, rank: 0)
+        let routing = router.stubRouting
+        #expect(routing.route(for: "wiki.office.test").owner == office.uuidString, "the tie goes to the tunnel")
+        #expect(routing.route(for: "www.example.org").owner == DNSRouter.settingsOwner(settings))
+        #expect(routing.route(for: "elsewhere.test").owner == nil, "outside every match domain: the former servers")
+        router.remove(office)
+        #expect(router.stubRouting.route(for: "wiki.office.test").owner == DNSRouter.settingsOwner(settings))
+        #expect(router.isStubRunning, "the settings keep the stub")
+    }
+
+    @Test("a tunnel that takes every name takes the file from the settings, and gives it back when it goes")
+    func fullTunnelTakesTheFile() throws {
+        let router = router([ScriptedUpstream("encrypted")])
+        let settings = UUID(), office = UUID()
+        try router.applySettings(Self.tls, for: settings)
+        try router.apply(DNSSettings(servers: ["10.8.0.1"]), for: office, rank: 0)
+        #expect(nameservers == ["10.8.0.1"])
+        #expect(!router.resolverPointsAtStub)
+        router.remove(office)
+        #expect(nameservers == ["127.0.0.1"], "back to the stub, not the original")
+        try router.applySettings(nil, for: settings)
+        #expect(nameservers == ["10.0.0.53"])
+    }
+
+    @Test("every upstream failing: SERVFAIL, nothing asked in the clear; the failure is counted")
+    func failsClosed() throws {
+        let dead = [ScriptedUpstream("a", fails: true), ScriptedUpstream("b", fails: true)]
+        let router = router(dead)
+        try router.applySettings(Self.tls, for: UUID())
+        let answer = try #require(try ask(router, "www.example.org"))
+        #expect(answer[3] & 0x0f == 2, "SERVFAIL")
+        #expect(dead.allSatisfy { $0.asked.withLock { $0.count } == 1 }, "both servers were asked")
+        #expect(router.stubCounters.encryptedFailures == 1)
+        #expect(router.stubCounters.cleartextFallbacks == 0)
+    }
+
+    @Test("other settings replace those in force; disabling settings not in force changes nothing")
+    func replacement() throws {
+        let upstream = ScriptedUpstream("encrypted")
+        let router = router([upstream])
+        let first = UUID(), second = UUID()
+        try router.applySettings(Self.tls, for: first)
+        try router.applySettings(DNSSettingsProtocol(servers: ["192.0.2.99"]), for: second)
+        #expect(router.settings?.id == second)
+        #expect(upstream.shutDown.withLock { $0 }, "the first settings' upstreams closed")
+        #expect(router.settings?.upstreams == nil, "cleartext settings have no upstreams")
+        try router.applySettings(nil, for: first)
+        #expect(router.settings?.id == second)
+        #expect(nameservers == ["127.0.0.1"])
+    }
+}
