@@ -20,6 +20,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     static let maximumAnswerBytes = 65_535
 
     private let eventLoop: any EventLoop
+    private let mark: UInt32?
     private let address: SocketAddress
     private let host: String
     private let authority: String
@@ -37,7 +38,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     ///   - url: the DoH URL (`https://host[:port]/path`, path default `/dns-query`).
     ///   - address: the IP address to reach it at (the configuration's server); the port is the URL's.
     ///   - trust: whom the server's certificate must come from.
-    public init(url: String, address: [UInt8], trust: DNSServerTrust = .system, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+    ///   - mark: the connection's `SO_MARK` (netextd's resolver mark), nil for none.
+    public init(url: String, address: [UInt8], trust: DNSServerTrust = .system, mark: UInt32? = nil, eventLoop: any EventLoop) throws(EncryptedDNSError) {
         guard let parsed = DoHURL(url) else {
             throw .connectFailed(server: url, reason: "'\(url)' is not an https URL with a host name")
         }
@@ -45,6 +47,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         authority = parsed.port == 443 ? parsed.host : "\(parsed.host):\(parsed.port)"
         path = parsed.path
         self.eventLoop = eventLoop
+        self.mark = mark
         let text = IPPrefix.format(address)
         serverDescription = "\(url) at \(text)"
         do {
@@ -115,9 +118,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         let context = self.context
         let host = self.host
         let server = serverDescription
-        let opening = ClientBootstrap(group: eventLoop)
-            .connectTimeout(.seconds(3))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        let opening = UpstreamBootstrap.make(on: eventLoop, mark: mark)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: host))

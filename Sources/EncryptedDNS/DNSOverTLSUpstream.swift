@@ -17,6 +17,7 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
     public static let maximumPending = 4096
 
     private let eventLoop: any EventLoop
+    private let mark: UInt32?
     private let address: SocketAddress
     private let serverName: String?
     private let context: NIOSSLContext
@@ -40,10 +41,12 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
     ///   - serverName: the name the server's certificate must carry (SNI too); nil checks the
     ///     certificate against the address.
     ///   - trust: whom the server's certificate must come from.
-    public init(address: SocketAddress, serverName: String?, trust: DNSServerTrust = .system, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+    ///   - mark: the connection's `SO_MARK` (netextd's resolver mark), nil for none.
+    public init(address: SocketAddress, serverName: String?, trust: DNSServerTrust = .system, mark: UInt32? = nil, eventLoop: any EventLoop) throws(EncryptedDNSError) {
         self.address = address
         self.serverName = serverName
         self.eventLoop = eventLoop
+        self.mark = mark
         let shown = "\(address.ipAddress ?? "?"):\(address.port ?? 853)"
         serverDescription = serverName.map { "tls://\($0)@\(shown)" } ?? "tls://\(shown)"
         do { context = try NIOSSLContext(configuration: try trust.configuration()) } catch {
@@ -113,9 +116,7 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
         let context = self.context
         let serverName = self.serverName
         let server = serverDescription
-        let opening = ClientBootstrap(group: eventLoop)
-            .connectTimeout(.seconds(3))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        let opening = UpstreamBootstrap.make(on: eventLoop, mark: mark)
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(context: context, serverHostname: serverName)

@@ -96,6 +96,7 @@ struct DNSStatusCommand: AsyncParsableCommand {
             if let problem = status.problem { print("  problem: \(problem)") }
             for server in status.servers { print("  server: \(server)") }
             print("  names: \(status.matchDomains.isEmpty ? "all" : status.matchDomains.joined(separator: ", "))")
+            if status.prohibitsOtherDNS { print("  other programs' DNS (ports 53 and 853): refused") }
             if status.state == .running && !status.stubInResolverFile { print("  a VPN's DNS servers take every name while it is up") }
             let counters = status.counters
             print("  queries: \(counters.bySettings) by these servers (\(counters.encryptedFailures) unanswered, \(counters.cleartextFallbacks) then in the clear), \(counters.toTunnel) to a VPN, \(counters.toSystem) to the former servers; \(counters.unanswered) SERVFAIL, \(counters.malformed) malformed")

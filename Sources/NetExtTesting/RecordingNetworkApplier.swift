@@ -17,6 +17,8 @@ public final class RecordingNetworkApplier: NetworkApplier {
         case guarded(TrafficGuard)
         /// The per-app steering table was installed (no member: removed).
         case steered(FlowSteering)
+        /// The DNS guard was installed (inactive: removed).
+        case dnsGuarded(DNSGuard)
         /// A tunnel interface was opened (a socketpair stands in for the TUN device).
         case openedInterface(String)
     }
@@ -132,6 +134,10 @@ public final class RecordingNetworkApplier: NetworkApplier {
             throw NetExtError(.connectionFailed, "nft -f - failed: refused by the recording applier")
         }
         recorded.withLock { $0.append(.guarded(trafficGuard)) }
+    }
+
+    public func applyDNSGuard(_ dnsGuard: DNSGuard) throws(NetExtError) {
+        recorded.withLock { $0.append(.dnsGuarded(dnsGuard)) }
     }
 
     public func applySteering(_ steering: FlowSteering) throws(NetExtError) {

@@ -29,6 +29,11 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/dns.sh", checks: 18, timeout: 180)
     }
 
+    @Test("system DNS settings against unbound: names over TLS and over HTTPS (HTTP/2) with no DNS in the clear on the uplink, a dead server passed over, match domains, other programs' DNS refused (through a netextd crash), a wrong certificate and dead servers failing closed unless fallback is allowed")
+    func encryptedDNS() async throws {
+        try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 52, timeout: 240)
+    }
+
     @Test("kill switch, excludeLocalNetworks and enforceRoutes: nothing leaks on the underlay, whatever happens to the provider or netextd")
     func killSwitch() async throws {
         let result = try await runChecks("scripts/e2e/killswitch.sh", checks: 29)

@@ -104,6 +104,38 @@ check "unbound saw it" test "$(grep -c 'www.corp.lab.test. A IN' "$work/unbound.
 check "a name outside: through the laptop's own resolver" resolves www.example.test 198.51.100.80
 check "the laptop's own resolver saw only that name" bash -c "grep -q '^www.example.test 1 from 198.51.100.2' '$work/plain-dns.log' && ! grep -q 'corp' '$work/plain-dns.log'"
 
+# ProhibitDisablement: other programs' DNS is refused; netextd's own (marked) goes on.
+direct_query() {
+  ip netns exec "$LAB_LAPTOP" python3 - "$1" "$2" <<'PY'
+import socket, sys
+kind, port = sys.argv[1], int(sys.argv[2])
+query = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\x07example\x04test\x00\x00\x01\x00\x01"
+try:
+    if kind == "udp":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.sendto(query, ("198.51.100.99", port)); s.recv(512)
+    else:
+        s = socket.create_connection(("198.51.100.53", port), timeout=2)
+    print("answered")
+except OSError as error:
+    print("refused: %s" % error)
+PY
+}
+capture guard
+check "netext dns configure --prohibit-other-dns" netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --prohibit-other-dns --enable
+check "the DNS guard table is installed" ip netns exec "$LAB_LAPTOP" nft list table inet netextd_dns
+guard_udp=$(direct_query udp 53); guard_tls=$(direct_query tcp 853)
+check "a program asking another resolver directly over UDP is refused ($guard_udp)" test "${guard_udp%%:*}" = refused
+check "a program opening its own DNS-over-TLS connection is refused ($guard_tls)" test "${guard_tls%%:*}" = refused
+check "names still resolve through netextd's resolver over TLS (its connection is marked)" resolves www.lab.test 198.51.100.80
+check "netext dns status shows other DNS refused" bash -c "$bin/netext dns status | grep -q \"other programs' DNS (ports 53 and 853): refused\""
+guard_clear=$(captured guard "port 53")
+check "nothing left the laptop on port 53 ($guard_clear packets)" test "$guard_clear" -eq 0
+check "settings without it remove the guard" netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --enable
+check "the DNS guard table is gone" bash -c "! ip netns exec $LAB_LAPTOP nft list table inet netextd_dns 2>/dev/null"
+direct_again=$(direct_query udp 53); tls_again=$(direct_query tcp 853)
+check "the direct query is answered again ($direct_again)" test "$direct_again" = answered
+check "a program's own TLS connection to port 853 opens again ($tls_again)" test "$tls_again" = answered
+
 # A certificate for another name is refused: no answer, nothing in the clear.
 capture wrongname
 check "settings naming another server name are saved" netext dns configure --tls --server 198.51.100.53 --server-name other.lab.test --enable
@@ -119,6 +151,20 @@ check "the laptop's own resolver was not asked" test ! -s "$work/plain-dns.log"
 check "status counts the failures" bash -c "$bin/netext dns status --json | python3 -c 'import json,sys; c=json.load(sys.stdin)[\"counters\"]; sys.exit(0 if c[\"encryptedFailures\"] >= 1 else 1)'"
 check "with --allow-cleartext-fallback" netext dns configure --tls --server 198.51.100.54 --server-name dns.lab.test --allow-cleartext-fallback --enable
 check "the name resolves through the former resolver in the clear" resolves www.example.test 198.51.100.80
+
+# netextd killed with the guard on: the guard stays (nothing goes around it); the next netextd
+# puts the settings back; a graceful stop removes both.
+netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --prohibit-other-dns --enable > /dev/null
+kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
+crashed=$(direct_query udp 53)
+check "after kill -9 of netextd the DNS guard still refuses direct DNS ($crashed)" test "${crashed%%:*}" = refused
+e2e_start_netextd
+check "the next netextd puts the settings back: names resolve over TLS" resolves mail.lab.test 198.51.100.81
+check "and the guard is in force" ip netns exec "$LAB_LAPTOP" nft list table inet netextd_dns
+kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
+check "a graceful stop of netextd restores the resolver file" grep -qx "nameserver 198.51.100.99" "$resolv"
+check "and removes the guard" bash -c "! ip netns exec $LAB_LAPTOP nft list table inet netextd_dns 2>/dev/null"
+e2e_start_netextd
 
 check "netext dns disable" netext dns disable
 check "the resolver file is restored" grep -qx "nameserver 198.51.100.99" "$resolv"

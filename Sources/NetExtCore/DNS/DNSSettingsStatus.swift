@@ -49,12 +49,14 @@ public struct DNSSettingsStatus: Sendable, Hashable, Codable {
     public var matchDomains: [String]
     /// Where the resolver file points: netextd's stub, or (while a tunnel takes every name) not.
     public var stubInResolverFile: Bool
+    /// Whether other programs' DNS is refused (the DNS guard).
+    public var prohibitsOtherDNS: Bool
     public var problem: String?
     public var counters: Counters
 
     public init(
         state: State, configurationID: UUID? = nil, name: String? = nil, transport: DNSSettingsProtocol.Transport? = nil, servers: [String] = [],
-        matchDomains: [String] = [], stubInResolverFile: Bool = false, problem: String? = nil, counters: Counters = Counters()
+        matchDomains: [String] = [], stubInResolverFile: Bool = false, prohibitsOtherDNS: Bool = false, problem: String? = nil, counters: Counters = Counters()
     ) {
         self.state = state
         self.configurationID = configurationID
@@ -63,6 +65,7 @@ public struct DNSSettingsStatus: Sendable, Hashable, Codable {
         self.servers = servers
         self.matchDomains = matchDomains
         self.stubInResolverFile = stubInResolverFile
+        self.prohibitsOtherDNS = prohibitsOtherDNS
         self.problem = problem
         self.counters = counters
     }

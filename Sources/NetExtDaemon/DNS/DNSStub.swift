@@ -72,6 +72,16 @@ public final class DNSStub: Sendable {
     /// The mark of queries for names a match domain routes (`SO_MARK`): a per-app VPN's
     /// resolver reaches the tunnel's servers through the tunnel's policy rule. nil: unmarked.
     private let tunnelMark: UInt32?
+    /// The mark of every other query it sends (``DNSGuard/resolverMark``: the DNS guard lets
+    /// them by); nil where marks cannot be set (no CAP_NET_ADMIN: tests without root).
+    private let ownMark: UInt32? = DNSStub.canMark ? DNSGuard.resolverMark : nil
+
+    /// Whether this process may mark its sockets, tried once on a throw-away socket.
+    static let canMark: Bool = {
+        guard let probe = try? UDPSocket(bindingTo: SocketAddress(address: [127, 0, 0, 1], port: 0), receiveBuffer: 4096, sendBuffer: 4096) else { return false }
+        defer { probe.close() }
+        return (try? probe.setMark(DNSGuard.resolverMark)) != nil
+    }()
     /// Called with each answer from the tunnel's servers before it is relayed; it may block.
     private let answerObserver = Mutex<(@Sendable ([UInt8]) -> Void)?>(nil)
 
@@ -251,7 +261,7 @@ public final class DNSStub: Sendable {
     private func forwardTCP(_ message: [UInt8], id: UInt16, to servers: [String], mark: UInt32?) -> [UInt8]? {
         for server in servers {
             guard let bytes = IPPrefix.parseAddress(server), bytes != address.address || address.port != 53,
-                  let upstream = TCPSocket.connect(to: SocketAddress(address: bytes, port: 53), timeoutMilliseconds: Self.upstreamTimeoutMilliseconds, mark: mark) else { continue }
+                  let upstream = TCPSocket.connect(to: SocketAddress(address: bytes, port: 53), timeoutMilliseconds: Self.upstreamTimeoutMilliseconds, mark: mark ?? ownMark) else { continue }
             defer { upstream.close() }
             guard upstream.write([UInt8(message.count >> 8), UInt8(message.count & 0xff)] + message),
                   let header = upstream.read(exactly: 2), let reply = upstream.read(exactly: Int(header[0]) << 8 | Int(header[1])),
@@ -269,7 +279,7 @@ public final class DNSStub: Sendable {
             let upstream = SocketAddress(address: bytes, port: 53)
             guard let socket = try? UDPSocket(bindingTo: SocketAddress(address: [UInt8](repeating: 0, count: bytes.count), port: 0), receiveBuffer: 1 << 16, sendBuffer: 1 << 16) else { continue }
             defer { socket.close() }
-            if let mark { guard (try? socket.setMark(mark)) != nil else { continue } }
+            if let mark = mark ?? ownMark { guard (try? socket.setMark(mark)) != nil else { continue } }
             guard (try? socket.connect(to: upstream)) != nil,
                   (try? message.withUnsafeBytes({ try socket.send($0) })) != nil else { continue }
             socket.setReceiveTimeout(milliseconds: Self.upstreamTimeoutMilliseconds)

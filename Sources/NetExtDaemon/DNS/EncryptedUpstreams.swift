@@ -12,6 +12,7 @@ enum EncryptedUpstreams {
     static func make(for settings: DNSSettingsProtocol) throws(NetExtError) -> [any EncryptedDNSUpstream] {
         let group = MultiThreadedEventLoopGroup.singleton
         let trust = try self.trust()
+        let mark = DNSStub.canMark ? DNSGuard.resolverMark : nil
         var made: [any EncryptedDNSUpstream] = []
         do {
             for server in settings.servers {
@@ -21,9 +22,9 @@ enum EncryptedUpstreams {
                     return []
                 case .overTLS:
                     let address = try SocketAddress(ipAddress: IPPrefix.format(bytes), port: 853)
-                    made.append(try DNSOverTLSUpstream(address: address, serverName: settings.serverName, trust: trust, eventLoop: group.next()))
+                    made.append(try DNSOverTLSUpstream(address: address, serverName: settings.serverName, trust: trust, mark: mark, eventLoop: group.next()))
                 case .overHTTPS:
-                    made.append(try DNSOverHTTPSUpstream(url: settings.serverURL ?? "", address: bytes, trust: trust, eventLoop: group.next()))
+                    made.append(try DNSOverHTTPSUpstream(url: settings.serverURL ?? "", address: bytes, trust: trust, mark: mark, eventLoop: group.next()))
                 }
             }
         } catch let error as NetExtError {

@@ -24,6 +24,8 @@ public protocol NetworkApplier: Sendable {
     func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError)
     /// Installs (or replaces) the flow steering's table; with no member, removes it.
     func applySteering(_ steering: FlowSteering) throws(NetExtError)
+    /// Installs the DNS guard (other programs' DNS refused); inactive, removes it.
+    func applyDNSGuard(_ dnsGuard: DNSGuard) throws(NetExtError)
     /// Creates a tunnel interface (a TUN device named after `pattern`, `netext%d`) and returns
     /// its descriptor and name; the interface lives until the descriptor is closed.
     func openTunnelInterface(pattern: String) throws(NetExtError) -> (fd: Int32, name: String)
@@ -44,6 +46,7 @@ extension NetworkApplier {
     public func localNetworks() -> [IPPrefix] { [] }
     public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {}
     public func applySteering(_ steering: FlowSteering) throws(NetExtError) {}
+    public func applyDNSGuard(_ dnsGuard: DNSGuard) throws(NetExtError) {}
 }
 
 /// Runs `ip` (iproute2) for each step.
@@ -122,6 +125,10 @@ public struct IPCommandApplier: NetworkApplier {
 
     public func applyGuard(_ trafficGuard: TrafficGuard) throws(NetExtError) {
         try installTable(TrafficGuard.tableName, ruleset: trafficGuard.isActive ? trafficGuard.ruleset : nil, purpose: "the kill switch and enforced routes", what: "the traffic guard")
+    }
+
+    public func applyDNSGuard(_ dnsGuard: DNSGuard) throws(NetExtError) {
+        try installTable(DNSGuard.tableName, ruleset: dnsGuard.isActive ? dnsGuard.ruleset : nil, purpose: "prohibiting other DNS", what: "the DNS guard")
     }
 
     public func applySteering(_ steering: FlowSteering) throws(NetExtError) {

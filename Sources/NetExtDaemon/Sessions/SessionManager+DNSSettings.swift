@@ -4,14 +4,18 @@ import NetExtCore
 
 /// The system DNS settings (`DNSSettingsProtocol`): the session manager owns the DNS router, so
 /// it puts an enabled configuration in force and takes it out. One is in force at a time: the
-/// one enabled last.
+/// one enabled last. With `prohibitsOtherDNS`, the DNS guard refuses other programs' DNS while
+/// it is in force; it stays through a crash of netextd (the next netextd decides again at
+/// start) and goes at a graceful shutdown, when the resolver file is restored too.
 extension SessionManager {
-    func dnsSettingsChanged(_ configuration: Configuration, removed: Bool) {
+    func dnsSettingsChanged(_ configuration: Configuration, removed: Bool) async {
         guard case .dnsSettings(let settings) = configuration.protocolConfiguration else { return }
         let enabled = configuration.isEnabled && !removed
         if !enabled {
-            if dnsSettingsAttempt?.id == configuration.id { dnsSettingsAttempt = nil }
+            guard dnsSettingsAttempt?.id == configuration.id else { return }
+            dnsSettingsAttempt = nil
             do throws(NetExtError) { try dns.applySettings(nil, for: configuration.id) } catch {}
+            await applyDNSGuard(active: false)
             return
         }
         if let other = dnsSettingsAttempt, other.id != configuration.id {
@@ -26,16 +30,40 @@ extension SessionManager {
             dnsSettingsAttempt?.problem = error.message
             logger.error("cannot put the DNS settings in force", metadata: ["id": "\(configuration.id)", "error": "\(error.message)"])
         }
+        // The guard follows what is asked even when the settings failed: a machine told to
+        // allow no other DNS gets none rather than a way around.
+        await applyDNSGuard(active: settings.prohibitsOtherDNS)
     }
 
     /// At start: puts the enabled DNS settings configuration in force (the last one listed, if
-    /// several are enabled).
-    public func restoreDNSSettings(_ configurations: [Configuration]) {
+    /// several are enabled), and removes a DNS guard a crashed netextd left when none asks for it.
+    public func restoreDNSSettings(_ configurations: [Configuration]) async {
         let enabled = configurations.filter { configuration in
             if case .dnsSettings = configuration.protocolConfiguration { return configuration.isEnabled }
             return false
         }
-        if let chosen = enabled.last { dnsSettingsChanged(chosen, removed: false) }
+        if let chosen = enabled.last {
+            await dnsSettingsChanged(chosen, removed: false)
+        } else {
+            await applyDNSGuard(active: false)
+        }
+    }
+
+    /// At a graceful shutdown: the settings go (the resolver file is restored) and so does the guard.
+    func endDNSSettings() async {
+        guard let attempt = dnsSettingsAttempt else { return }
+        dnsSettingsAttempt = nil
+        do throws(NetExtError) { try dns.applySettings(nil, for: attempt.id) } catch {}
+        await applyDNSGuard(active: false)
+    }
+
+    private func applyDNSGuard(active: Bool) async {
+        do throws(NetExtError) {
+            try await network.performThrowing { applier throws(NetExtError) in try applier.applyDNSGuard(DNSGuard(isActive: active)) }
+        } catch {
+            dnsSettingsAttempt?.problem = error.message
+            logger.error("cannot install the DNS guard", metadata: ["error": "\(error.message)"])
+        }
     }
 
     /// `netext dns status`.
@@ -45,12 +73,13 @@ extension SessionManager {
         let counters = DNSSettingsStatus.Counters(
             bySettings: counts.forwardedBySettings, encryptedFailures: counts.encryptedFailures, cleartextFallbacks: counts.cleartextFallbacks,
             toTunnel: counts.forwardedToTunnel, toSystem: counts.forwardedToSystem, unanswered: counts.unanswered, malformed: counts.malformed)
-        guard let inForce = dns.settings, inForce.id == attempt.id else {
+        guard let inForce = dns.settings, inForce.id == attempt.id, attempt.problem == nil else {
             return DNSSettingsStatus(state: .failed, configurationID: attempt.id, name: attempt.name, problem: attempt.problem ?? "not in force", counters: counters)
         }
         let servers = inForce.upstreams.map { $0.upstreams.map(\.serverDescription) } ?? inForce.dns.servers
         return DNSSettingsStatus(
             state: .running, configurationID: attempt.id, name: attempt.name, transport: inForce.dns.transport, servers: servers,
-            matchDomains: inForce.dns.matchDomains, stubInResolverFile: dns.resolverPointsAtStub, counters: counters)
+            matchDomains: inForce.dns.matchDomains, stubInResolverFile: dns.resolverPointsAtStub, prohibitsOtherDNS: inForce.dns.prohibitsOtherDNS,
+            counters: counters)
     }
 }

@@ -169,7 +169,6 @@ public actor SessionManager {
         return statusInfo(for: configuration)
     }
 
-    /// Stops every connection (daemon shutdown).
     /// Stops every connection (daemon shutdown), all at once; a provider that has not stopped
     /// within `patience` is terminated. Returns when their network settings are undone.
     public func stopAll(patience: Duration = .seconds(2.5)) async {
@@ -182,6 +181,7 @@ public actor SessionManager {
             for configuration in active { group.addTask { await self.stop(configuration, reason: .daemonShutdown) } }
         }
         stragglers.cancel()
+        await endDNSSettings()
         await appSteering.shutdown()
         await network.drain()
     }
@@ -232,7 +232,7 @@ public actor SessionManager {
             configuration, removed: removed, testApps: testAppMapping(of: configuration),
             bypassResolvers: Self.steersApps(configuration) ? bypassResolvers() : [])
         if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
-        if case .dnsSettings = configuration.protocolConfiguration { dnsSettingsChanged(configuration, removed: removed) }
+        if case .dnsSettings = configuration.protocolConfiguration { await dnsSettingsChanged(configuration, removed: removed) }
         guard var session = sessions[configuration.id] else { return }
         session.configuration = configuration
         sessions[configuration.id] = session
