@@ -99,7 +99,7 @@ struct DNSStatusCommand: AsyncParsableCommand {
             if status.prohibitsOtherDNS { print("  other programs' DNS (ports 53 and 853): refused") }
             if status.state == .running && !status.stubInResolverFile { print("  a VPN's DNS servers take every name while it is up") }
             let counters = status.counters
-            print("  queries: \(counters.bySettings) by these servers (\(counters.encryptedFailures) unanswered, \(counters.cleartextFallbacks) then in the clear), \(counters.toTunnel) to a VPN, \(counters.toSystem) to the former servers; \(counters.unanswered) SERVFAIL, \(counters.malformed) malformed")
+            print("  queries: \(counters.bySettings) by these settings (\(counters.cacheHits) from the cache, \(counters.encryptedFailures) unanswered, \(counters.cleartextFallbacks) then in the clear), \(counters.toTunnel) to a VPN, \(counters.toSystem) to the former servers; \(counters.unanswered) SERVFAIL, \(counters.malformed) malformed")
         }
     }
 }

@@ -16,6 +16,8 @@ public struct DNSSettingsStatus: Sendable, Hashable, Codable {
     public struct Counters: Sendable, Hashable, Codable {
         /// Queries the settings' servers were asked.
         public var bySettings: UInt64
+        /// Of those, queries answered from the cache.
+        public var cacheHits: UInt64
         /// Of those, queries no encrypted server answered.
         public var encryptedFailures: UInt64
         /// Of those, queries then asked in the clear (the settings allow it).
@@ -29,8 +31,9 @@ public struct DNSSettingsStatus: Sendable, Hashable, Codable {
         /// Queries dropped as malformed.
         public var malformed: UInt64
 
-        public init(bySettings: UInt64 = 0, encryptedFailures: UInt64 = 0, cleartextFallbacks: UInt64 = 0, toTunnel: UInt64 = 0, toSystem: UInt64 = 0, unanswered: UInt64 = 0, malformed: UInt64 = 0) {
+        public init(bySettings: UInt64 = 0, cacheHits: UInt64 = 0, encryptedFailures: UInt64 = 0, cleartextFallbacks: UInt64 = 0, toTunnel: UInt64 = 0, toSystem: UInt64 = 0, unanswered: UInt64 = 0, malformed: UInt64 = 0) {
             self.bySettings = bySettings
+            self.cacheHits = cacheHits
             self.encryptedFailures = encryptedFailures
             self.cleartextFallbacks = cleartextFallbacks
             self.toTunnel = toTunnel

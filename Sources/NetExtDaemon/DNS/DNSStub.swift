@@ -28,16 +28,20 @@ public final class DNSStub: Sendable {
         public var encryptedFailures: UInt64 = 0
         /// Of those, queries then asked in the clear (the settings allow it).
         public var cleartextFallbacks: UInt64 = 0
+        /// Of the settings' queries, those answered from the cache.
+        public var cacheHits: UInt64 = 0
     }
 
     /// How the system DNS settings' names are answered: over these encrypted servers in order
     /// (none: their servers in the clear), then, if allowed, the former servers in the clear.
-    public struct SettingsRoute: Sendable {
+    public final class SettingsRoute: Sendable {
         /// The encrypted servers; nil: `cleartextServers` in the clear.
-        public var upstreams: EncryptedDNSServerSet?
+        public let upstreams: EncryptedDNSServerSet?
         /// The settings' servers, asked in the clear when there are no upstreams.
-        public var cleartextServers: [String]
-        public var cleartextFallback: [String]?
+        public let cleartextServers: [String]
+        public let cleartextFallback: [String]?
+        /// The answers kept for these settings' names (new settings, new cache).
+        let cache = Mutex(DNSAnswerCache())
 
         public init(upstreams: EncryptedDNSServerSet?, cleartextServers: [String], cleartextFallback: [String]?) {
             self.upstreams = upstreams
@@ -148,10 +152,23 @@ public final class DNSStub: Sendable {
     private func answerBySettings(
         _ message: [UInt8], settings: SettingsRoute, overUDP: Bool, forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
     ) -> [UInt8]? {
-        guard let upstreams = settings.upstreams else { return forward(settings.cleartextServers, nil) }
+        let now = Date().timeIntervalSince1970
+        if let kept = settings.cache.withLock({ $0.answer(to: message, now: now) }) {
+            counters.withLock { $0.cacheHits += 1 }
+            return DNSMessageEditing.fitted(kept, forQuery: message, overUDP: overUDP)
+        }
+        guard let upstreams = settings.upstreams else {
+            guard let answer = forward(settings.cleartextServers, nil) else { return nil }
+            if DNSMessageEditing.mismatch(of: answer, to: message) == nil {
+                settings.cache.withLock { $0.store(answer, for: message, now: now) }
+            }
+            return answer
+        }
         let failures: EncryptedDNSServerSet.Failures
         switch upstreams.resolve(message, timeoutMilliseconds: Self.upstreamTimeoutMilliseconds) {
-        case .success(let answer): return DNSMessageEditing.fitted(answer, forQuery: message, overUDP: overUDP)
+        case .success(let answer):
+            settings.cache.withLock { $0.store(answer, for: message, now: now) }
+            return DNSMessageEditing.fitted(answer, forQuery: message, overUDP: overUDP)
         case .failure(let errors): failures = errors
         }
         counters.withLock { $0.encryptedFailures += 1 }

@@ -71,7 +71,7 @@ extension SessionManager {
         guard let attempt = dnsSettingsAttempt else { return DNSSettingsStatus(state: .off) }
         let counts = dns.stubCounters
         let counters = DNSSettingsStatus.Counters(
-            bySettings: counts.forwardedBySettings, encryptedFailures: counts.encryptedFailures, cleartextFallbacks: counts.cleartextFallbacks,
+            bySettings: counts.forwardedBySettings, cacheHits: counts.cacheHits, encryptedFailures: counts.encryptedFailures, cleartextFallbacks: counts.cleartextFallbacks,
             toTunnel: counts.forwardedToTunnel, toSystem: counts.forwardedToSystem, unanswered: counts.unanswered, malformed: counts.malformed)
         guard let inForce = dns.settings, inForce.id == attempt.id, attempt.problem == nil else {
             return DNSSettingsStatus(state: .failed, configurationID: attempt.id, name: attempt.name, problem: attempt.problem ?? "not in force", counters: counters)
