@@ -19,7 +19,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// The largest answer body accepted (a DNS message cannot be longer, RFC 1035 §4.2.2).
     static let maximumAnswerBytes = 65_535
 
-    private let eventLoop: any EventLoop
+    /// The event loop its connection and futures live on.
+    public let eventLoop: any EventLoop
     private let mark: UInt32?
     private let address: SocketAddress
     private let host: String

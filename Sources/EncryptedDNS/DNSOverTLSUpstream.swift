@@ -16,7 +16,8 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
     /// At most this many queries wait for answers at once; more fail as busy.
     public static let maximumPending = 4096
 
-    private let eventLoop: any EventLoop
+    /// The event loop its connection and futures live on.
+    public let eventLoop: any EventLoop
     private let mark: UInt32?
     private let address: SocketAddress
     private let serverName: String?

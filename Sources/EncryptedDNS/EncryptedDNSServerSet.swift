@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Synchronization
 
 /// The encrypted servers of one DNS settings configuration, asked in order: a server that
@@ -28,22 +29,37 @@ public final class EncryptedDNSServerSet: Sendable {
         return indices.filter { !recent($0) } + indices.filter(recent)
     }
 
-    /// The answer of the first server that gives one (blocking; never call on an event loop),
-    /// or every server's reason.
+    /// The answer of the first server that gives one, or every server's reason
+    /// (``Failures``): servers are asked one after another, in ``order()``.
+    public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
+        ask(order()[...], query, timeoutMilliseconds: timeoutMilliseconds, errors: [])
+    }
+
+    /// ``exchange(_:timeoutMilliseconds:)`` waited for on the calling thread (never an event loop's).
     public func resolve(_ query: [UInt8], timeoutMilliseconds: Int) -> Result<[UInt8], Failures> {
-        var errors: [EncryptedDNSError] = []
-        for index in order() {
-            do throws(EncryptedDNSError) {
-                let answer = try upstreams[index].resolve(query, timeoutMilliseconds: timeoutMilliseconds)
-                failedAt.withLock { $0[index] = nil }
-                return .success(answer)
-            } catch {
-                if case .malformedQuery = error { return .failure(Failures(errors: [error])) }
-                failedAt.withLock { $0[index] = now() }
-                errors.append(error)
-            }
+        do {
+            return .success(try exchange(query, timeoutMilliseconds: timeoutMilliseconds).wait())
+        } catch let failures as Failures {
+            return .failure(failures)
+        } catch {
+            return .failure(Failures(errors: [.connectFailed(server: "?", reason: "\(error)")]))
         }
-        return .failure(Failures(errors: errors))
+    }
+
+    private func ask(_ remaining: ArraySlice<Int>, _ query: [UInt8], timeoutMilliseconds: Int, errors: [EncryptedDNSError]) -> EventLoopFuture<[UInt8]> {
+        let index = remaining.first!
+        return upstreams[index].exchange(query, timeoutMilliseconds: timeoutMilliseconds).map { answer in
+            self.failedAt.withLock { $0[index] = nil }
+            return answer
+        }.flatMapError { error in
+            let failure = (error as? EncryptedDNSError) ?? .connectFailed(server: self.upstreams[index].serverDescription, reason: "\(error)")
+            let loop = self.upstreams[index].eventLoop
+            if case .malformedQuery = failure { return loop.makeFailedFuture(Failures(errors: [failure])) }
+            self.failedAt.withLock { $0[index] = self.now() }
+            let next = remaining.dropFirst()
+            guard !next.isEmpty else { return loop.makeFailedFuture(Failures(errors: errors + [failure])) }
+            return self.ask(next, query, timeoutMilliseconds: timeoutMilliseconds, errors: errors + [failure])
+        }
     }
 
     /// Each server's reason, in the order they were asked.

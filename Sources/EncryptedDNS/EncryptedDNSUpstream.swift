@@ -10,6 +10,8 @@ public protocol EncryptedDNSUpstream: AnyObject, Sendable {
     func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]>
     /// Closes the connection; queries waiting fail.
     func shutdown()
+    /// The event loop its futures complete on.
+    var eventLoop: any EventLoop { get }
 }
 
 extension EncryptedDNSUpstream {

@@ -14,6 +14,7 @@ final class ScriptedUpstream: EncryptedDNSUpstream {
     let serverDescription: String
     let fails: Bool
     let asked = Mutex<[[UInt8]]>([])
+    let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
     let shutDown = Mutex(false)
 
     init(_ description: String, fails: Bool = false) {
@@ -23,7 +24,7 @@ final class ScriptedUpstream: EncryptedDNSUpstream {
 
     func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
         asked.withLock { $0.append(query) }
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let loop = eventLoop
         if fails { return loop.makeFailedFuture(EncryptedDNSError.connectionClosed(server: serverDescription)) }
         var end = 12
         _ = try? DNSQuery.readName(query, at: &end)

@@ -6,15 +6,19 @@ import NetExtCore
 import NetExtLinux
 import Synchronization
 
-/// netextd's DNS stub: while a tunnel with match domains is up, the resolver file points at this
-/// listener (loopback, port 53, UDP and TCP — RFC 7766: a truncated UDP answer is retried over
-/// TCP), and each query goes to the servers `DNSRouting` picks —
-/// the tunnel's for names within its match domains, the system's own for everything else — so
-/// only those names are resolved through the tunnel (Apple's `matchDomains`).
+/// netextd's DNS stub: while a tunnel with match domains is up, or system DNS settings are
+/// enabled, the resolver file points at this listener (loopback, port 53, UDP and TCP — RFC
+/// 7766: a truncated UDP answer is retried over TCP), and each query goes where `DNSRouting`
+/// says — the tunnel's servers for names within its match domains, the system DNS settings'
+/// servers (over TLS or HTTPS, through their answer cache) for theirs, the system's former
+/// servers for everything else — so only those names are resolved through the tunnel (Apple's
+/// `matchDomains`).
 ///
-/// Queries are forwarded unchanged and answers relayed unchanged; a query no server answers gets
-/// SERVFAIL. Malformed queries are dropped and counted. At most `maximumInFlight` queries are
-/// forwarded at once; more are dropped and counted (the client retries).
+/// Queries to the tunnel's and the former servers are forwarded unchanged and their answers
+/// relayed unchanged, on a thread each (at most `maximumInFlight`); UDP queries of the settings'
+/// encrypted servers wait without a thread (at most `maximumWaitingOnServers`). A query no server
+/// answers gets SERVFAIL. Malformed queries are dropped and counted; so are queries over a limit
+/// (the client retries).
 public final class DNSStub: Sendable {
     public struct Counters: Sendable, Hashable {
         public var forwardedToTunnel: UInt64 = 0
@@ -62,6 +66,11 @@ public final class DNSStub: Sendable {
     private let settingsRoutes = Mutex<[String: SettingsRoute]>([:])
     private let counters = Mutex(Counters())
     private let inFlight = Mutex(0)
+    /// UDP queries waiting for the settings' encrypted servers (no thread each).
+    private let waitingOnServers = Mutex(0)
+    /// At most this many UDP queries wait for the encrypted servers; more are dropped and counted.
+    public static let maximumWaitingOnServers = 4096
+    private let lastServerWarning = Mutex(0.0)
     private let logger: Logger
     private let queue = DispatchQueue(label: "netextd.dns-stub", attributes: .concurrent)
     /// Called with each query's name before it is routed, on a forwarding thread; it may block
@@ -172,7 +181,7 @@ public final class DNSStub: Sendable {
         case .failure(let errors): failures = errors
         }
         counters.withLock { $0.encryptedFailures += 1 }
-        logger.warning("no encrypted DNS server answered", metadata: ["errors": "\(failures)"])
+        warnNoServerAnswered(failures)
         guard let fallback = settings.cleartextFallback, !fallback.isEmpty else { return nil }
         counters.withLock { $0.cleartextFallbacks += 1 }
         return forward(fallback, nil)
@@ -231,6 +240,7 @@ public final class DNSStub: Sendable {
                 logger.debug("malformed DNS query dropped", metadata: ["error": "\(error)"])
                 continue
             }
+            if observer.withLock({ $0 }) == nil, answerBySettingsWithoutWaiting(query, message: message, client: client) { continue }
             guard admit() else { continue }
             queue.async {
                 defer { self.inFlight.withLock { $0 -= 1 } }
@@ -238,6 +248,73 @@ public final class DNSStub: Sendable {
                 try? reply.withUnsafeBytes { try self.socket.send($0, to: client) }
             }
         }
+    }
+
+    // MARK: The settings' names over UDP, without a thread each
+
+    /// Answers a UDP query for a name of the system DNS settings' encrypted servers on the
+    /// receiving thread: from the cache at once, else when a server answers (the reply is sent
+    /// from the connection's event loop), so thousands of queries can wait on one connection
+    /// without a thread each. Returns false for every other query (the blocking path takes it).
+    private func answerBySettingsWithoutWaiting(_ query: DNSQuery, message: [UInt8], client: SocketAddress) -> Bool {
+        let route = routing.withLock { $0.route(for: query.name) }
+        guard let owner = route.owner, let settings = settingsRoutes.withLock({ $0[owner] }), let upstreams = settings.upstreams else { return false }
+        counters.withLock { $0.forwardedBySettings += 1 }
+        let now = Date().timeIntervalSince1970
+        if let kept = settings.cache.withLock({ $0.answer(to: message, now: now) }) {
+            counters.withLock { $0.cacheHits += 1 }
+            reply(DNSMessageEditing.fitted(kept, forQuery: message, overUDP: true), to: client)
+            return true
+        }
+        let admitted = waitingOnServers.withLock { count -> Bool in
+            guard count < Self.maximumWaitingOnServers else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            counters.withLock { $0.busy += 1 }
+            return true
+        }
+        upstreams.exchange(message, timeoutMilliseconds: Self.upstreamTimeoutMilliseconds).whenComplete { result in
+            defer { self.waitingOnServers.withLock { $0 -= 1 } }
+            switch result {
+            case .success(let answer):
+                settings.cache.withLock { $0.store(answer, for: message, now: now) }
+                self.reply(DNSMessageEditing.fitted(answer, forQuery: message, overUDP: true), to: client)
+            case .failure(let error):
+                self.counters.withLock { $0.encryptedFailures += 1 }
+                self.warnNoServerAnswered(error)
+                guard let fallback = settings.cleartextFallback, !fallback.isEmpty else {
+                    self.counters.withLock { $0.unanswered += 1 }
+                    self.reply(query.serverFailure(for: message), to: client)
+                    return
+                }
+                self.counters.withLock { $0.cleartextFallbacks += 1 }
+                // Plain forwarding blocks: not on the event loop.
+                self.queue.async {
+                    let answer = self.forward(message, id: query.id, to: fallback, mark: nil)
+                    if answer == nil { self.counters.withLock { $0.unanswered += 1 } }
+                    self.reply(answer ?? query.serverFailure(for: message), to: client)
+                }
+            }
+        }
+        return true
+    }
+
+    private func reply(_ message: [UInt8], to client: SocketAddress) {
+        try? message.withUnsafeBytes { try socket.send($0, to: client) }
+    }
+
+    /// Logs that no encrypted server answered, at most once a second (a dead server under load
+    /// would otherwise log each query).
+    private func warnNoServerAnswered(_ error: any Error) {
+        let now = Date().timeIntervalSince1970
+        let due = lastServerWarning.withLock { last -> Bool in
+            guard now - last >= 1 else { return false }
+            last = now
+            return true
+        }
+        if due { logger.warning("no encrypted DNS server answered", metadata: ["errors": "\(error)"]) }
     }
 
     // MARK: TCP (RFC 1035 §4.2.2: each message after a 2-byte length)
