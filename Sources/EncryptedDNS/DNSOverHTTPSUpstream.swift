@@ -28,7 +28,14 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     private let path: String
     private let context: NIOSSLContext
     private var connection: EventLoopFuture<Connection>?
+    /// The channel of `connection` once it is open.
+    private var openedChannel: (any Channel)?
     private var isShutDown = false
+    /// Streams open on the connection (at most ``maximumStreams``), and the queries waiting for one.
+    private var streamsInUse = 0
+    private var waitingForStream = CircularBuffer<() -> Void>()
+    /// RFC 9113 §6.5.2 recommends a server allow at least 100 concurrent streams.
+    static let maximumStreams = 100
 
     struct Connection {
         var channel: any Channel
@@ -88,16 +95,37 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
             promise.fail(EncryptedDNSError.timedOut(server: server, milliseconds: timeoutMilliseconds))
         }
         let request = DoHStreamHandler.Request(authority: authority, path: path, body: wire, server: server)
-        openConnection().flatMap { connection -> EventLoopFuture<any Channel> in
-            let stream = connection.channel.eventLoop.makePromise(of: (any Channel).self)
-            connection.multiplexer.createStreamChannel(promise: stream) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(DoHStreamHandler(request: request, answer: promise))
+        // At most `maximumStreams` at once on the connection; the rest wait their turn here (a
+        // server sends RST_STREAM to streams past its limits).
+        let answered = NIOLoopBoundBox(false, eventLoop: eventLoop)
+        promise.futureResult.whenComplete { _ in answered.value = true }
+        whenStreamFree { [self] in
+            // It may have timed out while it waited.
+            guard !answered.value else { return streamEnded() }
+            openConnection().flatMap { connection -> EventLoopFuture<any Channel> in
+                let stream = connection.channel.eventLoop.makePromise(of: (any Channel).self)
+                connection.multiplexer.createStreamChannel(promise: stream) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(DoHStreamHandler(request: request, answer: promise))
+                    }
+                }
+                return stream.futureResult
+            }.whenComplete { result in
+                switch result {
+                case .success(let stream):
+                    // A stream whose query timed out is cancelled (RST_STREAM), freeing its slot at the server.
+                    promise.futureResult.whenComplete { _ in stream.close(promise: nil) }
+                case .failure(let error):
+                    // The server closed the connection (its limit of streams or time, GOAWAY)
+                    // before the stream was made: worth a new connection.
+                    if let channelError = error as? ChannelError, channelError == .ioOnClosedChannel || channelError == .alreadyClosed {
+                        promise.fail(EncryptedDNSError.connectionClosed(server: server))
+                    } else {
+                        promise.fail(error)
+                    }
                 }
             }
-            return stream.futureResult
-        }.whenComplete { result in
-            if case .failure(let error) = result { promise.fail(error) }
+            promise.futureResult.whenComplete { [self] _ in streamEnded() }
         }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
         return promise.futureResult.flatMap { answer -> EventLoopFuture<[UInt8]> in
@@ -106,15 +134,39 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
             }
             return self.eventLoop.makeSucceededFuture(DNSMessageEditing.replacingID(of: answer, with: clientID))
         }.flatMapError { error -> EventLoopFuture<[UInt8]> in
-            // A connection the server had closed (idle, GOAWAY) is opened again, once.
-            if attempt == 1, case .connectionClosed? = error as? EncryptedDNSError {
-                return self.start(query, timeoutMilliseconds: timeoutMilliseconds, attempt: 2)
+            // A connection the server had closed (idle, GOAWAY, its own limits: unbound closes its
+            // HTTP/2 connections every thousand queries or so under load), or a stream it reset,
+            // is tried again, twice at most.
+            if attempt < 3, let failure = error as? EncryptedDNSError, failure.isWorthRetrying {
+                return self.start(query, timeoutMilliseconds: timeoutMilliseconds, attempt: attempt + 1)
             }
             return self.eventLoop.makeFailedFuture(error)
         }
     }
 
+    private func whenStreamFree(_ open: @escaping () -> Void) {
+        if streamsInUse < Self.maximumStreams {
+            streamsInUse += 1
+            open()
+        } else {
+            waitingForStream.append(open)
+        }
+    }
+
+    private func streamEnded() {
+        if waitingForStream.isEmpty {
+            streamsInUse -= 1
+        } else {
+            waitingForStream.removeFirst()()
+        }
+    }
+
     private func openConnection() -> EventLoopFuture<Connection> {
+        // A connection that is closing (the server said GOAWAY or closed it) takes no new stream.
+        if let openedChannel, !openedChannel.isActive {
+            connection = nil
+            self.openedChannel = nil
+        }
         if let connection { return connection }
         let context = self.context
         let host = self.host
@@ -154,8 +206,10 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         opening.whenComplete { [self] result in
             switch result {
             case .success(let opened):
+                if connection === opening { openedChannel = opened.channel }
                 opened.channel.closeFuture.whenComplete { [self] _ in
                     if connection === opening { connection = nil }
+                    if openedChannel === opened.channel { openedChannel = nil }
                 }
             case .failure:
                 if connection === opening { connection = nil }

@@ -27,6 +27,8 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
     private var pending: [UInt16: PendingQuery] = [:]
     private var nextID = UInt16.random(in: 0...UInt16.max)
     private var isShutDown = false
+    /// A flush is queued on the event loop (writes since then leave with it).
+    private var flushPending = false
 
     private struct PendingQuery {
         var promise: EventLoopPromise<[UInt8]>
@@ -92,22 +94,38 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
         return promise.futureResult
     }
 
-    /// Writes the pending query `id` on the open connection, opening one if needed.
+    /// Writes the pending query `id` on the open connection, opening one if needed. Writes are
+    /// flushed together once the event loop has run the tasks queued before the flush: under load
+    /// many queries leave in one TLS write, not one system call each.
     private func send(_ id: UInt16) {
         guard var entry = pending[id] else { return }
         entry.sends += 1
         pending[id] = entry
+        if let channel, channel.isActive {
+            write(entry.wire, on: channel)
+            return
+        }
         connection().whenComplete { [self] result in
             switch result {
             case .success(let channel):
                 guard let wire = pending[id]?.wire else { return }
-                var buffer = channel.allocator.buffer(capacity: wire.count + 2)
-                buffer.writeInteger(UInt16(wire.count))
-                buffer.writeBytes(wire)
-                channel.writeAndFlush(buffer, promise: nil)
+                write(wire, on: channel)
             case .failure(let error):
                 complete(id, with: .failure(error))
             }
+        }
+    }
+
+    private func write(_ wire: [UInt8], on channel: any Channel) {
+        var buffer = channel.allocator.buffer(capacity: wire.count + 2)
+        buffer.writeInteger(UInt16(wire.count))
+        buffer.writeBytes(wire)
+        channel.write(buffer, promise: nil)
+        guard !flushPending else { return }
+        flushPending = true
+        eventLoop.execute { [self] in
+            flushPending = false
+            channel.flush()
         }
     }
 

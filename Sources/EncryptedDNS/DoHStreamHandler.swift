@@ -68,7 +68,7 @@ final class DoHStreamHandler: ChannelDuplexHandler {
             body?.writeBuffer(&bytes)
             if frame.endStream { complete(context) }
         case .rstStream(let code):
-            finish(context, .failure(.httpFailure(server: request.server, reason: "the server reset the stream (\(code))")))
+            finish(context, .failure(.streamReset(server: request.server, code: "\(code)")))
         default:
             break
         }
@@ -80,6 +80,10 @@ final class DoHStreamHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let closed = error as? NIOHTTP2Errors.StreamClosed {
+            finish(context, .failure(.streamReset(server: request.server, code: "\(closed.errorCode)")))
+            return
+        }
         finish(context, .failure(.connectFailed(server: request.server, reason: FailureText.reason(error))))
     }
 

@@ -1,5 +1,13 @@
 /// Why an encrypted upstream gave no answer, as a sentence for the log.
 public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Whether asking once more, on a new stream or connection, may succeed.
+    var isWorthRetrying: Bool {
+        switch self {
+        case .connectionClosed, .streamReset: true
+        default: false
+        }
+    }
+
     /// The query could not be sent as it was (it does not parse).
     case malformedQuery(String)
     /// No connection to the server: refused, unreachable, or TLS failed (the reason says which).
@@ -14,6 +22,8 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
     case httpFailure(server: String, reason: String)
     /// Too many queries are waiting for this server.
     case busy(server: String)
+    /// A DNS-over-HTTPS server reset the query's stream (RST_STREAM).
+    case streamReset(server: String, code: String)
 
     public var description: String {
         switch self {
@@ -24,6 +34,7 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
         case .mismatchedAnswer(let server, let reason): "the DNS server \(server) sent an answer to another question (\(reason)); it was dropped"
         case .httpFailure(let server, let reason): "the DNS-over-HTTPS server \(server) did not answer with a DNS message: \(reason)"
         case .busy(let server): "too many queries are waiting for the DNS server \(server)"
+        case .streamReset(let server, let code): "the DNS-over-HTTPS server \(server) reset the query's stream (\(code))"
         }
     }
 }

@@ -160,6 +160,43 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         #expect(set.order() == [1, 0], "the server that failed waits behind the other")
     }
 
+    /// Sends `total` queries, `window` at a time, and returns how many were answered and the
+    /// failures' descriptions with their counts.
+    func load(_ upstream: any EncryptedDNSUpstream, total: Int, window: Int) async throws -> (answered: Int, failures: [String: Int]) {
+        var answered = 0
+        var failures: [String: Int] = [:]
+        try await withThrowingTaskGroup(of: String?.self) { group in
+            func collect(_ outcome: String?) {
+                if let outcome { failures[outcome, default: 0] += 1 } else { answered += 1 }
+            }
+            for index in 0..<total {
+                if index >= window, let outcome = try await group.next() { collect(outcome) }
+                group.addTask {
+                    do {
+                        let answer = try await upstream.exchange(TestQueries.query("host\(index % 64).lab.test", id: UInt16(index & 0xffff)), timeoutMilliseconds: 3000).get()
+                        return Self.firstAddress(answer) == "10.1.0.\(index % 64)" ? nil : "a wrong answer"
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            }
+            for try await outcome in group { collect(outcome) }
+        }
+        return (answered, failures)
+    }
+
+    @Test("under load (5,000 queries, 200 at a time): every query answered over TLS and over HTTPS, though unbound closes its HTTP/2 connections along the way")
+    func underLoad() async throws {
+        let overTLS = try tls()
+        defer { overTLS.shutdown() }
+        let tlsOutcome = try await load(overTLS, total: 5_000, window: 200)
+        #expect(tlsOutcome.answered == 5_000, "failures: \(tlsOutcome.failures)")
+        let overHTTPS = try https()
+        defer { overHTTPS.shutdown() }
+        let httpsOutcome = try await load(overHTTPS, total: 5_000, window: 200)
+        #expect(httpsOutcome.answered == 5_000, "failures: \(httpsOutcome.failures)")
+    }
+
     /// Established TCP connections to 127.0.0.1:`port` (from `ss`).
     static func established(port: Int) throws -> Int {
         let process = Process()

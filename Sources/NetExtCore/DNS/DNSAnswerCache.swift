@@ -12,6 +12,17 @@ public struct DNSAnswerCache: Sendable {
         public var name: String
         public var type: UInt16
         public var questionClass: UInt16
+
+        public init(name: String, type: UInt16, questionClass: UInt16) {
+            self.name = name
+            self.type = type
+            self.questionClass = questionClass
+        }
+
+        /// The key of a parsed query (its name is lowercased already).
+        public init(_ query: DNSQuery) {
+            self.init(name: query.name, type: query.type, questionClass: query.questionClass)
+        }
     }
 
     struct Entry: Sendable {
@@ -20,6 +31,8 @@ public struct DNSAnswerCache: Sendable {
         var expiresAt: Double
         /// Where each record's TTL field is (records other than OPT), to count them down.
         var ttlOffsets: [Int]
+        /// Where the OPT record is, to leave it out for askers that sent none.
+        var opt: Range<Int>?
     }
 
     public let capacity: Int
@@ -47,7 +60,19 @@ public struct DNSAnswerCache: Sendable {
 
     /// The kept answer to `query` at `now` (seconds), made the asker's; nil when there is none.
     public mutating func answer(to query: [UInt8], now: Double) -> [UInt8]? {
-        guard let key = Self.key(of: query), let entry = entries[key] else {
+        guard let parsed = try? DNSQuery(parsing: query) else {
+            misses += 1
+            return nil
+        }
+        return answer(to: query, parsed: parsed, now: now, withoutOPT: false)
+    }
+
+    /// The kept answer to `query` (already parsed), made the asker's: its identifier and
+    /// question, TTLs counted down, and without the OPT record if `withoutOPT` (an asker that
+    /// sent none must get none, RFC 6891 §7).
+    public mutating func answer(to query: [UInt8], parsed: DNSQuery, now: Double, withoutOPT: Bool) -> [UInt8]? {
+        let key = Key(parsed)
+        guard let entry = entries[key] else {
             misses += 1
             return nil
         }
@@ -61,18 +86,25 @@ public struct DNSAnswerCache: Sendable {
         answer[0] = query[0]
         answer[1] = query[1]
         // The question in the asker's own case (same name, so the same length and offsets).
-        var questionEnd = 12
-        if (try? DNSQuery.readName(query, at: &questionEnd)) != nil, questionEnd <= answer.count {
-            answer.replaceSubrange(12..<questionEnd, with: query[12..<questionEnd])
+        if parsed.questionEnd <= answer.count {
+            answer.replaceSubrange(12..<parsed.questionEnd, with: query[12..<parsed.questionEnd])
         }
         let elapsed = UInt32(max(0, now - entry.storedAt))
-        for offset in entry.ttlOffsets {
-            let ttl = UInt32(answer[offset]) << 24 | UInt32(answer[offset + 1]) << 16 | UInt32(answer[offset + 2]) << 8 | UInt32(answer[offset + 3])
-            let left = ttl > elapsed ? ttl - elapsed : 0
-            answer[offset] = UInt8(left >> 24)
-            answer[offset + 1] = UInt8((left >> 16) & 0xff)
-            answer[offset + 2] = UInt8((left >> 8) & 0xff)
-            answer[offset + 3] = UInt8(left & 0xff)
+        if elapsed > 0 {
+            for offset in entry.ttlOffsets {
+                let ttl = UInt32(answer[offset]) << 24 | UInt32(answer[offset + 1]) << 16 | UInt32(answer[offset + 2]) << 8 | UInt32(answer[offset + 3])
+                let left = ttl > elapsed ? ttl - elapsed : 0
+                answer[offset] = UInt8(left >> 24)
+                answer[offset + 1] = UInt8((left >> 16) & 0xff)
+                answer[offset + 2] = UInt8((left >> 8) & 0xff)
+                answer[offset + 3] = UInt8(left & 0xff)
+            }
+        }
+        if withoutOPT, let opt = entry.opt {
+            answer.removeSubrange(opt)
+            let count = (Int(answer[10]) << 8 | Int(answer[11])) - 1
+            answer[10] = UInt8(count >> 8)
+            answer[11] = UInt8(count & 0xff)
         }
         return answer
     }
@@ -84,7 +116,7 @@ public struct DNSAnswerCache: Sendable {
             if entries.count >= capacity { evict(now: now) }
             order.append(key)
         }
-        entries[key] = Entry(answer: answer, storedAt: now, expiresAt: now + Double(lifetime.seconds), ttlOffsets: lifetime.ttlOffsets)
+        entries[key] = Entry(answer: answer, storedAt: now, expiresAt: now + Double(lifetime.seconds), ttlOffsets: lifetime.ttlOffsets, opt: lifetime.opt)
         compactOrder()
     }
 
@@ -96,7 +128,7 @@ public struct DNSAnswerCache: Sendable {
     }
 
     /// How long `answer` may be kept and where its TTLs are; nil when it may not be kept.
-    static func lifetime(of answer: [UInt8]) -> (seconds: UInt32, ttlOffsets: [Int])? {
+    static func lifetime(of answer: [UInt8]) -> (seconds: UInt32, ttlOffsets: [Int], opt: Range<Int>?)? {
         guard answer.count >= 12, answer[2] & 0x80 != 0, answer[2] & 0x02 == 0 else { return nil }  // a response, not truncated
         let rcode = answer[3] & 0x0f
         guard rcode == 0 || rcode == 3 else { return nil }  // NOERROR or NXDOMAIN
@@ -111,7 +143,9 @@ public struct DNSAnswerCache: Sendable {
             var smallest = maximumTTL
             var offsets: [Int] = []
             var negativeTTL: UInt32?
+            var opt: Range<Int>?
             for index in 0..<(answers + authorities + additionals) {
+                let recordStart = offset
                 _ = try DNSQuery.readName(answer, at: &offset)
                 guard offset + 10 <= answer.count else { return nil }
                 let type = UInt16(answer[offset]) << 8 | UInt16(answer[offset + 1])
@@ -129,13 +163,15 @@ public struct DNSAnswerCache: Sendable {
                         negativeTTL = min(ttl, minimum)
                     }
                 }
+                if type == DNSMessageEditing.optType, index >= answers + authorities, answer[recordStart] == 0 { opt = recordStart..<(rdata + length) }
                 offset = rdata + length
             }
+            guard offset == answer.count else { return nil }
             if rcode == 3 || answers == 0 {
                 guard let negativeTTL else { return nil }
-                return (min(negativeTTL, maximumTTL), offsets)
+                return (min(negativeTTL, maximumTTL), offsets, opt)
             }
-            return (smallest, offsets)
+            return (smallest, offsets, opt)
         } catch {
             return nil
         }

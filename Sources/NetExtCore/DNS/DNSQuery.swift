@@ -7,6 +7,8 @@ public struct DNSQuery: Sendable, Hashable {
     /// The question's name in lowercase, without the trailing dot ("" for the root).
     public var name: String
     public var type: UInt16
+    /// The question's class (1: IN).
+    public var questionClass: UInt16
     /// Where the question section ends (header + first question).
     public var questionEnd: Int
 
@@ -22,6 +24,7 @@ public struct DNSQuery: Sendable, Hashable {
         name = try Self.readName(message, at: &offset)
         guard offset + 4 <= message.count else { throw .malformed(offset: offset, "the question's type and class are missing") }
         type = UInt16(message[offset]) << 8 | UInt16(message[offset + 1])
+        questionClass = UInt16(message[offset + 2]) << 8 | UInt16(message[offset + 3])
         questionEnd = offset + 4
     }
 
@@ -131,6 +134,7 @@ public struct DNSRouting: Sendable, Hashable {
     /// The route for `name`: the entry with the longest match domain containing it (on a tie,
     /// the earlier entry: tunnels come before the system DNS settings), else the default.
     public func route(for name: String) -> Route {
+        guard !entries.isEmpty else { return Route(servers: defaultServers, matched: nil, owner: defaultOwner) }
         let name = name.lowercased().trimmingDots()
         var best: Route?
         for entry in entries {

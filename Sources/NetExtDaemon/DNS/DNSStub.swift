@@ -68,6 +68,8 @@ public final class DNSStub: Sendable {
     private let inFlight = Mutex(0)
     /// UDP queries waiting for the settings' encrypted servers (no thread each).
     private let waitingOnServers = Mutex(0)
+    /// Threads receiving UDP queries: one a core, at most four.
+    static let receivingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
     /// At most this many UDP queries wait for the encrypted servers; more are dropped and counted.
     public static let maximumWaitingOnServers = 4096
     private let lastServerWarning = Mutex(0.0)
@@ -189,7 +191,9 @@ public final class DNSStub: Sendable {
 
     /// Serves on a thread of its own until `stop()`.
     public func start() {
-        Thread.detachNewThread { self.serve() }
+        // One receiving thread a core: a cached answer is made on the thread that received the
+        // query, so one thread would cap the rate at what one core does.
+        for _ in 0..<Self.receivingThreads { Thread.detachNewThread { self.serve() } }
         Thread.detachNewThread { self.serveTCP() }
         logger.info("DNS stub listening", metadata: ["address": "\(address)"])
     }
@@ -259,13 +263,18 @@ public final class DNSStub: Sendable {
     private func answerBySettingsWithoutWaiting(_ query: DNSQuery, message: [UInt8], client: SocketAddress) -> Bool {
         let route = routing.withLock { $0.route(for: query.name) }
         guard let owner = route.owner, let settings = settingsRoutes.withLock({ $0[owner] }), let upstreams = settings.upstreams else { return false }
-        counters.withLock { $0.forwardedBySettings += 1 }
         let now = Date().timeIntervalSince1970
-        if let kept = settings.cache.withLock({ $0.answer(to: message, now: now) }) {
-            counters.withLock { $0.cacheHits += 1 }
-            reply(DNSMessageEditing.fitted(kept, forQuery: message, overUDP: true), to: client)
+        // A client that sent no additional record sent no OPT record (most stub resolvers).
+        let clientSentAdditional = message[10] != 0 || message[11] != 0
+        if let kept = settings.cache.withLock({ $0.answer(to: message, parsed: query, now: now, withoutOPT: !clientSentAdditional) }) {
+            counters.withLock {
+                $0.forwardedBySettings += 1
+                $0.cacheHits += 1
+            }
+            reply(kept.count <= 512 && !clientSentAdditional ? kept : DNSMessageEditing.fitted(kept, forQuery: message, overUDP: true), to: client)
             return true
         }
+        counters.withLock { $0.forwardedBySettings += 1 }
         let admitted = waitingOnServers.withLock { count -> Bool in
             guard count < Self.maximumWaitingOnServers else { return false }
             count += 1
