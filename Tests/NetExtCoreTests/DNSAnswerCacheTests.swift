@@ -101,28 +101,28 @@ struct DNSAnswerCacheTests {
         #expect(cache.count == 0)
     }
 
-    @Test("at most `capacity` answers: expired ones go first, then the oldest")
+    @Test("at most `capacity` answers: when full the oldest go, a 64th of the capacity at once")
     func bounded() {
-        var cache = DNSAnswerCache(capacity: 3)
-        for index in 0..<3 {
+        var cache = DNSAnswerCache(capacity: 128)
+        for index in 0..<128 {
             let asked = Self.query("host\(index).example.test")
-            cache.store(Self.answer(to: asked, ttls: [index == 1 ? 10 : 300]), for: asked, now: 0)
+            cache.store(Self.answer(to: asked, ttls: [300]), for: asked, now: 0)
         }
-        let fourth = Self.query("host3.example.test")
-        cache.store(Self.answer(to: fourth, ttls: [300]), for: fourth, now: 20)
-        #expect(cache.count == 3)
-        let answer8 = cache.answer(to: Self.query("host0.example.test"), now: 21)
-        #expect(answer8 != nil, "the expired one went, not the oldest")
-        let fifth = Self.query("host4.example.test")
-        cache.store(Self.answer(to: fifth, ttls: [300]), for: fifth, now: 22)
-        #expect(cache.count == 3)
-        let answer9 = cache.answer(to: Self.query("host0.example.test"), now: 23)
-        #expect(answer9 == nil, "then the oldest")
-        for index in 0..<2000 {
+        #expect(cache.count == 128)
+        let newcomer = Self.query("newcomer.example.test")
+        cache.store(Self.answer(to: newcomer, ttls: [300]), for: newcomer, now: 1)
+        #expect(cache.count == 128 - 2 + 1, "the two oldest made room")
+        let oldest = cache.answer(to: Self.query("host0.example.test"), now: 2)
+        let third = cache.answer(to: Self.query("host2.example.test"), now: 2)
+        let kept = cache.answer(to: newcomer, now: 2)
+        #expect(oldest == nil && third != nil && kept != nil)
+        for index in 0..<5000 {
             let asked = Self.query("many\(index).example.test")
-            cache.store(Self.answer(to: asked, ttls: [300]), for: asked, now: 30)
+            cache.store(Self.answer(to: asked, ttls: [300]), for: asked, now: 3)
         }
-        #expect(cache.count == 3)
+        #expect(cache.count <= 128)
+        let latest = cache.answer(to: Self.query("many4999.example.test"), now: 4)
+        #expect(latest != nil)
     }
 
     @Test("fuzzed answers and queries: stored or refused, never a crash")

@@ -4,7 +4,8 @@
 /// MINIMUM, whichever is smaller (RFC 2308 §5); SERVFAIL, truncated and unparsable answers are
 /// not kept. An answer given from the cache carries the asker's identifier and question (the
 /// exact case it asked in: some clients check it, draft-vixie-dnsext-dns0x20) and TTLs reduced by
-/// the time it has been kept. At most `capacity` answers: expired ones go first, then the oldest.
+/// the time it has been kept. At most `capacity` answers: when full, the oldest go (a 64th of
+/// the capacity at once); an expired answer goes when it is asked for.
 ///
 /// Not thread-safe: its owner serialises access.
 public struct DNSAnswerCache: Sendable {
@@ -177,12 +178,15 @@ public struct DNSAnswerCache: Sendable {
         }
     }
 
+    /// Makes room: the oldest answers go, 1/64 of the capacity at once so that a full cache
+    /// does not pay this on every store (expired answers go when they are asked for).
     private mutating func evict(now: Double) {
-        for (key, entry) in entries where entry.expiresAt <= now { entries[key] = nil }
-        while entries.count >= capacity, orderStart < order.count {
+        let batch = max(1, capacity / 64)
+        var removed = 0
+        while removed < batch, orderStart < order.count {
             let oldest = order[orderStart]
             orderStart += 1
-            entries[oldest] = nil
+            if entries.removeValue(forKey: oldest) != nil { removed += 1 }
         }
     }
 

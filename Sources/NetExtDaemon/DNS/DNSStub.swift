@@ -61,13 +61,24 @@ public final class DNSStub: Sendable {
 
     private let socket: UDPSocket
     private let tcpListener: TCPSocket
-    private let routing = Mutex(DNSRouting())
-    /// The system DNS settings' routes, by the owner their `DNSRouting` entries carry.
-    private let settingsRoutes = Mutex<[String: SettingsRoute]>([:])
-    private let counters = Mutex(Counters())
+    /// The routing, and the system DNS settings' routes by the owner their `DNSRouting` entries
+    /// carry: one lock, taken once a query.
+    private let routes = Mutex(Routes())
+
+    private struct Routes {
+        var routing = DNSRouting()
+        var settings: [String: SettingsRoute] = [:]
+
+        /// The route for `name`, and the settings' route if it is theirs.
+        func lookUp(_ name: String) -> (DNSRouting.Route, SettingsRoute?) {
+            let route = routing.route(for: name)
+            return (route, route.owner.flatMap { settings[$0] })
+        }
+    }
+    private let counters = DNSStubCounters()
     private let inFlight = Mutex(0)
     /// UDP queries waiting for the settings' encrypted servers (no thread each).
-    private let waitingOnServers = Mutex(0)
+    private let waitingOnServers = Atomic<Int>(0)
     /// Threads receiving UDP queries: one a core, at most four.
     static let receivingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
     /// At most this many UDP queries wait for the encrypted servers; more are dropped and counted.
@@ -127,7 +138,7 @@ public final class DNSStub: Sendable {
 
     /// Sets (or with nil removes) how the names of `owner`'s routing entries are answered.
     public func setSettingsRoute(_ route: SettingsRoute?, owner: String) {
-        settingsRoutes.withLock { $0[owner] = route }
+        routes.withLock { $0.settings[owner] = route }
     }
 
     /// The answer to `query` for the client, over UDP or TCP (`forward` asks the servers with
@@ -139,21 +150,19 @@ public final class DNSStub: Sendable {
         _ query: DNSQuery, message: [UInt8], overUDP: Bool, forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
     ) -> [UInt8] {
         if let observe = observer.withLock({ $0 }) { observe(query.name) }
-        let route = routing.withLock { $0.route(for: query.name) }
-        if let owner = route.owner, let settings = settingsRoutes.withLock({ $0[owner] }) {
-            counters.withLock { $0.forwardedBySettings += 1 }
+        let (route, settingsRoute) = routes.withLock { $0.lookUp(query.name) }
+        if let settings = settingsRoute {
+            counters.add(.forwardedBySettings)
             guard let reply = answerBySettings(message, settings: settings, overUDP: overUDP, forward: forward) else {
-                counters.withLock { $0.unanswered += 1 }
+                counters.add(.unanswered)
                 return query.serverFailure(for: message)
             }
             return reply
         }
         let throughTunnel = route.matched != nil
-        counters.withLock { counters in
-            if throughTunnel { counters.forwardedToTunnel += 1 } else { counters.forwardedToSystem += 1 }
-        }
+        counters.add(throughTunnel ? .forwardedToTunnel : .forwardedToSystem)
         guard let reply = forward(route.servers, throughTunnel ? tunnelMark : nil) else {
-            counters.withLock { $0.unanswered += 1 }
+            counters.add(.unanswered)
             return query.serverFailure(for: message)
         }
         if throughTunnel, let observe = answerObserver.withLock({ $0 }) { observe(reply) }
@@ -165,7 +174,7 @@ public final class DNSStub: Sendable {
     ) -> [UInt8]? {
         let now = Date().timeIntervalSince1970
         if let kept = settings.cache.withLock({ $0.answer(to: message, now: now) }) {
-            counters.withLock { $0.cacheHits += 1 }
+            counters.add(.cacheHits)
             return DNSMessageEditing.fitted(kept, forQuery: message, overUDP: overUDP)
         }
         guard let upstreams = settings.upstreams else {
@@ -182,10 +191,10 @@ public final class DNSStub: Sendable {
             return DNSMessageEditing.fitted(answer, forQuery: message, overUDP: overUDP)
         case .failure(let errors): failures = errors
         }
-        counters.withLock { $0.encryptedFailures += 1 }
+        counters.add(.encryptedFailures)
         warnNoServerAnswered(failures)
         guard let fallback = settings.cleartextFallback, !fallback.isEmpty else { return nil }
-        counters.withLock { $0.cleartextFallbacks += 1 }
+        counters.add(.cleartextFallbacks)
         return forward(fallback, nil)
     }
 
@@ -202,7 +211,7 @@ public final class DNSStub: Sendable {
     public func stop() {
         socket.close()
         tcpListener.shutdown()  // wakes the accept loop, which closes it
-        let counts = self.counters.withLock { $0 }
+        let counts = counters.snapshot
         logger.info("DNS stub stopped", metadata: [
             "toTunnel": "\(counts.forwardedToTunnel)", "toSystem": "\(counts.forwardedToSystem)",
             "malformed": "\(counts.malformed)", "unanswered": "\(counts.unanswered)", "busy": "\(counts.busy)",
@@ -210,12 +219,12 @@ public final class DNSStub: Sendable {
         ])
     }
 
-    public var currentRouting: DNSRouting { routing.withLock { $0 } }
-    public var currentCounters: Counters { counters.withLock { $0 } }
+    public var currentRouting: DNSRouting { routes.withLock { $0.routing } }
+    public var currentCounters: Counters { counters.snapshot }
 
     /// Replaces the routing (tunnels coming and going).
     public func update(_ body: (inout DNSRouting) -> Void) {
-        routing.withLock { body(&$0) }
+        routes.withLock { body(&$0.routing) }
     }
 
     /// Takes a forwarding slot, or counts the query as dropped for being busy.
@@ -225,7 +234,7 @@ public final class DNSStub: Sendable {
             count += 1
             return true
         }
-        if !admitted { counters.withLock { $0.busy += 1 } }
+        if !admitted { counters.add(.busy) }
         return admitted
     }
 
@@ -240,7 +249,7 @@ public final class DNSStub: Sendable {
             let client = received.from
             let query: DNSQuery
             do { query = try DNSQuery(parsing: message) } catch {
-                counters.withLock { $0.malformed += 1 }
+                counters.add(.malformed)
                 logger.debug("malformed DNS query dropped", metadata: ["error": "\(error)"])
                 continue
             }
@@ -261,48 +270,41 @@ public final class DNSStub: Sendable {
     /// from the connection's event loop), so thousands of queries can wait on one connection
     /// without a thread each. Returns false for every other query (the blocking path takes it).
     private func answerBySettingsWithoutWaiting(_ query: DNSQuery, message: [UInt8], client: SocketAddress) -> Bool {
-        let route = routing.withLock { $0.route(for: query.name) }
-        guard let owner = route.owner, let settings = settingsRoutes.withLock({ $0[owner] }), let upstreams = settings.upstreams else { return false }
+        guard let settings = routes.withLock({ $0.lookUp(query.name).1 }), let upstreams = settings.upstreams else { return false }
         let now = Date().timeIntervalSince1970
         // A client that sent no additional record sent no OPT record (most stub resolvers).
         let clientSentAdditional = message[10] != 0 || message[11] != 0
         if let kept = settings.cache.withLock({ $0.answer(to: message, parsed: query, now: now, withoutOPT: !clientSentAdditional) }) {
-            counters.withLock {
-                $0.forwardedBySettings += 1
-                $0.cacheHits += 1
-            }
+            counters.add(.forwardedBySettings)
+            counters.add(.cacheHits)
             reply(kept.count <= 512 && !clientSentAdditional ? kept : DNSMessageEditing.fitted(kept, forQuery: message, overUDP: true), to: client)
             return true
         }
-        counters.withLock { $0.forwardedBySettings += 1 }
-        let admitted = waitingOnServers.withLock { count -> Bool in
-            guard count < Self.maximumWaitingOnServers else { return false }
-            count += 1
-            return true
-        }
-        guard admitted else {
-            counters.withLock { $0.busy += 1 }
+        counters.add(.forwardedBySettings)
+        guard waitingOnServers.wrappingAdd(1, ordering: .relaxed).newValue <= Self.maximumWaitingOnServers else {
+            waitingOnServers.wrappingSubtract(1, ordering: .relaxed)
+            counters.add(.busy)
             return true
         }
         upstreams.exchange(message, timeoutMilliseconds: Self.upstreamTimeoutMilliseconds).whenComplete { result in
-            defer { self.waitingOnServers.withLock { $0 -= 1 } }
+            defer { self.waitingOnServers.wrappingSubtract(1, ordering: .relaxed) }
             switch result {
             case .success(let answer):
                 settings.cache.withLock { $0.store(answer, for: message, now: now) }
                 self.reply(DNSMessageEditing.fitted(answer, forQuery: message, overUDP: true), to: client)
             case .failure(let error):
-                self.counters.withLock { $0.encryptedFailures += 1 }
+                self.counters.add(.encryptedFailures)
                 self.warnNoServerAnswered(error)
                 guard let fallback = settings.cleartextFallback, !fallback.isEmpty else {
-                    self.counters.withLock { $0.unanswered += 1 }
+                    self.counters.add(.unanswered)
                     self.reply(query.serverFailure(for: message), to: client)
                     return
                 }
-                self.counters.withLock { $0.cleartextFallbacks += 1 }
+                self.counters.add(.cleartextFallbacks)
                 // Plain forwarding blocks: not on the event loop.
                 self.queue.async {
                     let answer = self.forward(message, id: query.id, to: fallback, mark: nil)
-                    if answer == nil { self.counters.withLock { $0.unanswered += 1 } }
+                    if answer == nil { self.counters.add(.unanswered) }
                     self.reply(answer ?? query.serverFailure(for: message), to: client)
                 }
             }
@@ -353,7 +355,7 @@ public final class DNSStub: Sendable {
             guard length >= 12, let message = connection.read(exactly: length) else { return }
             let query: DNSQuery
             do { query = try DNSQuery(parsing: message) } catch {
-                counters.withLock { $0.malformed += 1 }
+                counters.add(.malformed)
                 return
             }
             let reply = answer(query, message: message, overUDP: false) { servers, mark in forwardTCP(message, id: query.id, to: servers, mark: mark) }
