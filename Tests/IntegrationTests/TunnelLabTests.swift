@@ -63,6 +63,17 @@ struct TunnelLabTests {
         #expect(result.stdout.hasSuffix("app-proxy: proxied=2 direct=2 udp=ok\n"))
     }
 
+    @Test("scripts/demo-dns resolves a name over TLS and one over HTTPS through unbound with no DNS in the clear on the uplink")
+    func encryptedDNSDemo() async throws {
+        let result = try await run("/bin/bash", [Self.root + "/scripts/demo-dns"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 180)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("198.51.100.80   www.lab.test"))
+        #expect(result.stdout.contains("server: tls://dns.lab.test@198.51.100.53:853"))
+        #expect(result.stdout.contains("server: https://dns.lab.test/dns-query at 198.51.100.53"))
+        #expect(result.stdout.contains("198.51.100.2 mail.lab.test. A IN"))
+        #expect(result.stdout.hasSuffix("dns: dot=ok doh=ok cleartext_packets=0\n"))
+    }
+
     @Test("scripts/demo-perapp shows the bound app's page through the tunnel, the other program's failing, and an excluded app going around a full tunnel")
     func perAppDemo() async throws {
         let result = try await run("/bin/bash", [Self.root + "/scripts/demo-perapp"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)

@@ -25,7 +25,7 @@ public struct ResolverConfiguration: Sendable {
     /// The file's content pointing at netextd's DNS stub, keeping the original search domains and
     /// adding the tunnel's.
     public static func renderStub(nameserver: String, searchDomains: [String]) -> String {
-        var lines = ["# Written by netextd while a NetExt tunnel with DNS match domains is up; restored when it stops.",
+        var lines = ["# Written by netextd: names go to its DNS stub (a tunnel's match domains, system DNS settings); restored when neither needs it.",
                      "nameserver \(nameserver)"]
         if !searchDomains.isEmpty { lines.append("search " + searchDomains.joined(separator: " ")) }
         return lines.joined(separator: "\n") + "\n"
