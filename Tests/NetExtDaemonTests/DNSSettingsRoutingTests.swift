@@ -59,7 +59,7 @@ final class DNSSettingsRoutingTests {
     var nameservers: [String] { ResolverConfiguration.values(of: "nameserver", in: (try? String(contentsOfFile: resolver.path, encoding: .utf8)) ?? "") }
 
     func router(_ upstreams: [ScriptedUpstream]) -> DNSRouter {
-        DNSRouter(resolver: resolver, stubAddress: SocketAddress(address: [127, 0, 0, 1], port: 0), logger: .init(label: "test")) { _ in upstreams }
+        DNSRouter(resolver: resolver, stubAddress: SocketAddress(address: [127, 0, 0, 1], port: 0), logger: .init(label: "test")) { _ in upstreams.map { [$0] } }
     }
 
     static let tls = DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53", "192.0.2.54"], serverName: "dns.example.test")

@@ -43,11 +43,12 @@ final class DNSRouter {
     private var nameObserver: (@Sendable (String) -> Void)?
     /// The system DNS settings in force, and the upstreams made for them.
     private(set) var settings: (id: UUID, dns: DNSSettingsProtocol, upstreams: EncryptedDNSServerSet?)?
-    private let makeUpstreams: @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [any EncryptedDNSUpstream]
+    /// Each server's connections, for settings.
+    private let makeUpstreams: @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]]
 
     init(
         resolver: ResolverConfiguration?, stubAddress: SocketAddress?, logger: Logger,
-        makeUpstreams: @escaping @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [any EncryptedDNSUpstream] = EncryptedUpstreams.make
+        makeUpstreams: @escaping @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]] = EncryptedUpstreams.make
     ) {
         self.resolver = resolver
         self.stubAddress = stubAddress
@@ -82,7 +83,7 @@ final class DNSRouter {
         guard let address = stubAddress, let resolver else {
             throw NetExtError(.configurationInvalid, "system DNS settings need netextd's DNS stub and resolver file (NETEXT_DNS_STUB, NETEXT_RESOLV_CONF)")
         }
-        let upstreams = dns.transport == .cleartext ? nil : EncryptedDNSServerSet(try makeUpstreams(dns))
+        let upstreams = dns.transport == .cleartext ? nil : EncryptedDNSServerSet(servers: try makeUpstreams(dns))
         settings = (id, dns, upstreams)
         let owner = Self.settingsOwner(id)
         do throws(NetExtError) {

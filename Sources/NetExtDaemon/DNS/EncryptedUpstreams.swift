@@ -4,34 +4,39 @@ import NIOCore
 import NIOPosix
 import NetExtCore
 
-/// Makes the encrypted upstreams of system DNS settings: one per server address, in order, on
-/// the process's shared event loops. The servers' certificates are checked against the
+/// Makes the encrypted upstreams of system DNS settings: for each server address, in order, one
+/// connection per event loop of the process's shared group (one a core), taken in turn. The servers' certificates are checked against the
 /// system's CAs (`/etc/ssl/certs`), or against `NETEXT_DNS_CA_FILE` where set (a lab's CA).
 enum EncryptedUpstreams {
     @Sendable
-    static func make(for settings: DNSSettingsProtocol) throws(NetExtError) -> [any EncryptedDNSUpstream] {
+    static func make(for settings: DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]] {
         let group = MultiThreadedEventLoopGroup.singleton
+        let loops = Array(group.makeIterator())
         let trust = try self.trust()
         let mark = DNSStub.canMark ? DNSGuard.resolverMark : nil
-        var made: [any EncryptedDNSUpstream] = []
+        var made: [[any EncryptedDNSUpstream]] = []
         do {
             for server in settings.servers {
                 guard let bytes = IPPrefix.parseAddress(server) else { throw NetExtError.invalid("servers: '\(server)' is not an IP address") }
-                switch settings.transport {
-                case .cleartext:
-                    return []
-                case .overTLS:
-                    let address = try SocketAddress(ipAddress: IPPrefix.format(bytes), port: 853)
-                    made.append(try DNSOverTLSUpstream(address: address, serverName: settings.serverName, trust: trust, mark: mark, eventLoop: group.next()))
-                case .overHTTPS:
-                    made.append(try DNSOverHTTPSUpstream(url: settings.serverURL ?? "", address: bytes, trust: trust, mark: mark, eventLoop: group.next()))
+                var connections: [any EncryptedDNSUpstream] = []
+                for loop in loops {
+                    switch settings.transport {
+                    case .cleartext:
+                        return []
+                    case .overTLS:
+                        let address = try SocketAddress(ipAddress: IPPrefix.format(bytes), port: 853)
+                        connections.append(try DNSOverTLSUpstream(address: address, serverName: settings.serverName, trust: trust, mark: mark, eventLoop: loop))
+                    case .overHTTPS:
+                        connections.append(try DNSOverHTTPSUpstream(url: settings.serverURL ?? "", address: bytes, trust: trust, mark: mark, eventLoop: loop))
+                    }
                 }
+                made.append(connections)
             }
         } catch let error as NetExtError {
-            made.forEach { $0.shutdown() }
+            made.joined().forEach { $0.shutdown() }
             throw error
         } catch {
-            made.forEach { $0.shutdown() }
+            made.joined().forEach { $0.shutdown() }
             throw NetExtError(.configurationInvalid, "cannot set up the encrypted DNS servers: \(error)")
         }
         return made
