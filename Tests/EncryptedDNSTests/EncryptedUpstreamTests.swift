@@ -18,7 +18,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
 
     init() async throws {
         certificates = try await TestCertificates.make()
-        do { unbound = try UnboundServer(certificates: certificates, idleMilliseconds: 400) } catch {
+        do { unbound = try UnboundServer(certificates: certificates) } catch {
             certificates.remove()
             throw error
         }
@@ -86,10 +86,14 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
 
     @Test("over TLS: after unbound closes the idle connection, the next query opens a new one")
     func tlsReconnects() async throws {
-        let upstream = try tls()
+        // A server of its own that closes idle connections after 400 ms.
+        let closing = try UnboundServer(certificates: certificates, idleMilliseconds: 400)
+        defer { closing.stop() }
+        let upstream = try tls(port: closing.tlsPort)
         defer { upstream.shutdown() }
         #expect(Self.firstAddress(try await ask(upstream, "www.lab.test")) == "198.51.100.80")
-        try await Task.sleep(for: .milliseconds(1200))  // unbound's tcp-idle-timeout is 400 ms
+        try await Task.sleep(for: .milliseconds(1200))
+        #expect(try await offPool { try Self.established(port: closing.tlsPort) } == 0, "unbound closed the idle connection")
         #expect(Self.firstAddress(try await ask(upstream, "mail.lab.test")) == "198.51.100.81")
     }
 

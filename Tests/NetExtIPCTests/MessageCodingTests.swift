@@ -18,7 +18,7 @@ struct MessageCodingTests {
         GetStatus(), GetStatus(.id(UUID())), GetStatus(.name("VPN")), Subscribe(), InstallProfile(data: Data([0, 1, 2])),
         RemoveProfile(identifier: "com.example.profile"), ListProfiles(), ListProviders(),
         SendProviderMessage(.id(UUID()), data: Data("status".utf8)), SendProviderMessage(.name("VPN"), data: Data()), GetFilterStatus(), GetFilterLog(limit: 20),
-        GetURLFilterVerdict(url: "https://www.example.test/a?b=c"), GetURLFilterStatus(),
+        GetURLFilterVerdict(url: "https://www.example.test/a?b=c"), GetURLFilterStatus(), GetDNSSettingsStatus(),
         PlaceInApp(app: "org.example.App", executable: "/usr/bin/curl"), PlaceInApp(app: "org.example.App", executable: nil), ListApps(),
     ] as [any ControlMethod]).map { RequestEnvelope(id: 42, method: $0) }
 
