@@ -123,9 +123,11 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
         channel.write(buffer, promise: nil)
         guard !flushPending else { return }
         flushPending = true
+        // Flushes the connection open then: writes always go to the current one (a reconnection
+        // between this write and the flush has its own writes flushed too).
         eventLoop.execute { [self] in
             flushPending = false
-            channel.flush()
+            self.channel?.flush()
         }
     }
 
