@@ -67,16 +67,18 @@ func runBlocking(_ executable: String, _ arguments: [String], environment: [Stri
     try process.run()
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
-    // Read both pipes concurrently so a chatty child never blocks.
+    // Read both pipes concurrently so a chatty child never blocks, each on a thread of its own:
+    // on Dispatch's global queue a reader could wait behind other tests' blocked readers past
+    // the 10 s below under the full suite's load, and the output came back empty.
     let collected = CollectedOutput()
     let group = DispatchGroup()
     for (pipe, isError) in [(output, false), (errors, true)] {
         group.enter()
-        DispatchQueue.global().async {
+        Thread {
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
             collected.set(data, isError: isError)
             group.leave()
-        }
+        }.start()
     }
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && Date() < deadline { usleep(10_000) }
