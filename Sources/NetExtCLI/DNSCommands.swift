@@ -56,15 +56,10 @@ struct DNSConfigureCommand: AsyncParsableCommand {
 /// Turns the app's DNS settings on or off.
 enum DNSSwitch {
     static func set(_ enabled: Bool, options: ClientOptions) async throws {
-        try await reportingFailures {
-            try await options.withClient { client in
-                var manager = try await DNSSettingsManager.shared(client: client)
-                guard manager.configuration.revision > 0 else { throw NetExtError.invalid("no DNS settings are configured for \(options.app); run `netext dns configure` first") }
-                manager.isEnabled = enabled
-                try await manager.saveToPreferences()
-                print("DNS settings \(manager.localizedDescription) \(enabled ? "enabled" : "disabled")")
-            }
-        }
+        try await ConfigurationSwitch.set(
+            enabled, options: options, what: "DNS settings",
+            missing: "no DNS settings are configured for \(options.app); run `netext dns configure` first"
+        ) { client throws(NetExtError) in try await DNSSettingsManager.shared(client: client) }
     }
 }
 

@@ -59,15 +59,10 @@ struct URLFilterConfigureCommand: AsyncParsableCommand {
 /// Turns the app's URL filter on or off.
 enum URLFilterSwitch {
     static func set(_ enabled: Bool, options: ClientOptions) async throws {
-        try await reportingFailures {
-            try await options.withClient { client in
-                var manager = try await URLFilterManager.shared(client: client)
-                guard manager.configuration.revision > 0 else { throw NetExtError.invalid("no URL filter is configured for \(options.app); run `netext urlfilter configure` first") }
-                manager.isEnabled = enabled
-                try await manager.saveToPreferences()
-                print("URL filter \(manager.localizedDescription) \(enabled ? "enabled" : "disabled")")
-            }
-        }
+        try await ConfigurationSwitch.set(
+            enabled, options: options, what: "URL filter",
+            missing: "no URL filter is configured for \(options.app); run `netext urlfilter configure` first"
+        ) { client throws(NetExtError) in try await URLFilterManager.shared(client: client) }
     }
 }
 
