@@ -61,7 +61,8 @@ public final class TunnelClient: Sendable {
         }
     }
 
-    /// Performs the first handshake, retrying every `rekeyTimeout`, for at most `deadline`. The
+    /// Performs the first handshake, retrying after 1, 2 and 4 s and then every `rekeyTimeout`
+    /// (at once with a cookie when the server asks for one), for at most `deadline`. The
     /// wait happens on a thread of its own, never on the task pool (whose few threads a provider
     /// shares with its connection to netextd, and in-process labs with everything else).
     public func connect(deadline: TimeInterval) async throws(NetExtError) -> TunnelAssignment {
@@ -75,6 +76,7 @@ public final class TunnelClient: Sendable {
         defer { socket.setReceiveTimeout(milliseconds: 0) }
         var buffer = [UInt8](repeating: 0, count: 2048)
         var cookie: [UInt8]?
+        var attempt = 0
         while Date() < giveUp {
             let initiator: HandshakeInitiator
             do {
@@ -83,7 +85,8 @@ public final class TunnelClient: Sendable {
             } catch {
                 throw NetExtError(.connectionFailed, "cannot send the handshake to \(server): \(error)")
             }
-            let attemptEnds = min(giveUp, Date().addingTimeInterval(timing.rekeyTimeout))
+            let attemptEnds = min(giveUp, Date().addingTimeInterval(Self.connectRetryDelay(attempt: attempt, rekeyTimeout: timing.rekeyTimeout)))
+            attempt += 1
             while Date() < attemptEnds {
                 guard let received = try? buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else { continue }
                 let message = Array(buffer[..<received.count])
@@ -109,6 +112,14 @@ public final class TunnelClient: Sendable {
             }
         }
         throw NetExtError(.connectionFailed, "the tunnel server at \(server) did not complete a handshake within \(Int(deadline)) s (wrong server key, our key not configured there, or unreachable)")
+    }
+
+    /// How long the first connection waits for an answer to its `attempt`th initiation (from 0):
+    /// 1, 2, 4 s, then `rekeyTimeout`. Someone is waiting for a connect, and one lost datagram
+    /// (a lossy uplink, or a full handshake queue at a server under a flood) should cost a second,
+    /// not WireGuard's five; rekeys of a live session keep `rekeyTimeout`.
+    static func connectRetryDelay(attempt: Int, rekeyTimeout: TimeInterval) -> TimeInterval {
+        min(rekeyTimeout, Double(1 << min(attempt, 16)))
     }
 
     var isRunning: Bool { running.withLock { $0 } }

@@ -17,6 +17,8 @@ public final class TunnelServer: Sendable {
     let timing: TunnelTiming
     let table = Mutex(ServerPeerTable())
     private let handshakes = HandshakeQueue()
+    /// Cookies, load and per-source limits (the handshake thread's).
+    private let admission: Mutex<HandshakeAdmission>
     private let running = Mutex(true)
     /// When the server was made (its uptime in `status()`).
     let startedAt = Date()
@@ -39,6 +41,9 @@ public final class TunnelServer: Sendable {
             throw .invalid("the server's private key: \(error)")
         }
         mac1Key = MessageAuthentication.mac1Key(for: staticKey.publicKey)
+        admission = Mutex(HandshakeAdmission(
+            cookies: CookieGenerator(responderPublicKey: staticKey.publicKey),
+            load: HandshakeLoad(limit: configuration.handshakesPerSecondBeforeCookies ?? 200)))
         let peers = ServerPeerTable(configuration: configuration)
         table.withLock { $0 = peers }
     }
@@ -90,17 +95,20 @@ public final class TunnelServer: Sendable {
             "listen": "\(socket.localAddress?.description ?? configuration.listen)", "interface": "\(tun.name)",
             "peers": "\(configuration.peers.count)", "publicKey": "\(publicKey)", "offloads": "\(tun.offload)",
         ])
-        // Four threads: datagrams in, handshakes (off the data path, from a bounded queue),
-        // packets from the TUN interface out, timers.
+        // Four threads: datagrams in, packets from the TUN interface out, timers, and handshakes
+        // (off the data path, from a bounded queue). One handshake thread, not one a core as in
+        // WireGuard: under a flood on two cores a second one took the data path's share
+        // (33 % ping loss against 0–8 % with one, in scripts/e2e/handshake-flood.sh beside
+        // twelve busy loops).
         let done = DispatchGroup()
         for index in 0..<4 {
             done.enter()
             Thread.detachNewThread {
                 switch index {
                 case 0: self.receiveLoop(socket: socket, tun: tun.fd)
-                case 1: self.handshakeLoop(socket: socket)
-                case 2: self.tunLoop(socket: socket, tun: tun.fd)
-                default: self.timerLoop(socket: socket)
+                case 1: self.tunLoop(socket: socket, tun: tun.fd)
+                case 2: self.timerLoop(socket: socket)
+                default: self.handshakeLoop(socket: socket)
                 }
                 done.leave()
             }
@@ -207,7 +215,8 @@ public final class TunnelServer: Sendable {
                         if error == .badMAC1 { initiationDrops.badMAC1 += 1 } else { initiationDrops.malformed += 1 }
                         return
                     }
-                    if !handshakes.push(.init(message: message, source: source, local: receiver.destination(bufferIndex))) {
+                    let item = HandshakeQueue.Item(message: message, source: source, local: receiver.destination(bufferIndex))
+                    if !handshakes.push(item, carriesCookie: MessageAuthentication.carriesMAC2(message)) {
                         initiationDrops.queueFull += 1
                     }
                 default:
@@ -282,7 +291,8 @@ public final class TunnelServer: Sendable {
         }
     }
 
-    /// What only the handshake thread touches: cookies, the load estimate, the per-source limits.
+    /// What admission keeps between initiations, under its lock only for the bookkeeping:
+    /// cookies' secrets, the load estimate, the per-source limits, the unknown-key log's pacing.
     struct HandshakeAdmission {
         var cookies: CookieGenerator
         var load: HandshakeLoad
@@ -291,34 +301,37 @@ public final class TunnelServer: Sendable {
         var unknownPeersSinceLog = 0
     }
 
-    /// Handshakes, one at a time from the bounded queue, so their cost (four X25519 operations
-    /// each) is paid off the data path.
+    /// Handshakes from the bounded queue, so their cost (four X25519 operations each) is paid off
+    /// the data path.
     private func handshakeLoop(socket: UDPSocket) {
-        var admission = HandshakeAdmission(
-            cookies: CookieGenerator(responderPublicKey: staticKey.publicKey),
-            load: HandshakeLoad(limit: configuration.handshakesPerSecondBeforeCookies ?? 200))
         while isRunning {
             guard let item = handshakes.pop(waitMilliseconds: 250) else { continue }
-            handleInitiation(item, admission: &admission, socket: socket)
+            handleInitiation(item, socket: socket)
         }
     }
 
     /// Under load (cookies required): no valid mac2 → a cookie reply; a valid mac2 over the
     /// source's rate → dropped. Then the Diffie-Hellman, the peer's replay check and the response.
-    private func handleInitiation(_ item: HandshakeQueue.Item, admission: inout HandshakeAdmission, socket: UDPSocket) {
+    /// The lock covers only the bookkeeping; MACs, the reply's encryption and the Diffie-Hellman
+    /// run outside it.
+    private func handleInitiation(_ item: HandshakeQueue.Item, socket: UDPSocket) {
         let (message, source, local) = (item.message, item.source, item.local)
         let now = Date()
         let started = DispatchTime.now().uptimeNanoseconds
-        if admission.load.record(now: now, queued: handshakes.count, queueCapacity: handshakes.capacity) {
-            guard admission.cookies.hasValidMAC2(message, source: source.bytes, now: now) else {
-                if let reply = try? admission.cookies.reply(to: message, receiverIndex: message.readBigEndianUInt32(at: 4), source: source.bytes, now: now) {
+        let queued = handshakes.count
+        let secrets: CookieGenerator.Secrets? = admission.withLock { admission in
+            admission.load.record(now: now, queued: queued, queueCapacity: handshakes.capacity) ? admission.cookies.secrets(now: now) : nil
+        }
+        if let secrets {
+            guard secrets.hasValidMAC2(message, source: source.bytes) else {
+                if let reply = try? secrets.reply(to: message, receiverIndex: message.readBigEndianUInt32(at: 4), source: source.bytes) {
                     try? reply.withUnsafeBytes { try socket.send($0, to: source, from: local) }
                     metrics.cookieReplies.increment()
                 }
                 table.withLock { $0.drop(.initiationCookieSent) }
                 return
             }
-            guard let key = InitiationRateLimiter.Source(address: source.address), admission.limiter.allow(key, now: now) else {
+            guard let key = InitiationRateLimiter.Source(address: source.address), admission.withLock({ $0.limiter.allow(key, now: now) }) else {
                 table.withLock { $0.drop(.initiationRateLimited) }
                 return
             }
@@ -356,13 +369,19 @@ public final class TunnelServer: Sendable {
             table.withLock { $0.drop(.initiation(error)) }
             guard error == .unknownPeer else { break }
             // At most one line per 10 s: anyone who knows our public key can make these.
-            admission.unknownPeersSinceLog += 1
-            if now.timeIntervalSince(admission.lastUnknownPeerLog) >= 10 {
+            let refusedSinceLastLine: Int? = admission.withLock { admission in
+                admission.unknownPeersSinceLog += 1
+                guard now.timeIntervalSince(admission.lastUnknownPeerLog) >= 10 else { return nil }
+                defer {
+                    admission.lastUnknownPeerLog = now
+                    admission.unknownPeersSinceLog = 0
+                }
+                return admission.unknownPeersSinceLog
+            }
+            if let refusedSinceLastLine {
                 logger.notice("handshake from an unknown key refused", metadata: [
-                    "endpoint": "\(source)", "refusedSinceLastLine": "\(admission.unknownPeersSinceLog)",
+                    "endpoint": "\(source)", "refusedSinceLastLine": "\(refusedSinceLastLine)",
                 ])
-                admission.lastUnknownPeerLog = now
-                admission.unknownPeersSinceLog = 0
             }
         }
     }

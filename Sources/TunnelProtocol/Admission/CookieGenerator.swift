@@ -27,32 +27,60 @@ public struct CookieGenerator: Sendable {
         }
     }
 
+    /// The secrets in force at `now` (rotated first if due): what the checks and replies below
+    /// need, as a value that several handshake threads can use outside any lock.
+    public mutating func secrets(now: Date = Date()) -> Secrets {
+        rotateIfNeeded(now: now)
+        return Secrets(cookieKey: cookieKey, current: secret, previous: previousSecret)
+    }
+
     /// The cookie for a source address (its bytes: address then port).
     public mutating func cookie(for source: [UInt8], now: Date = Date()) -> [UInt8] {
-        rotateIfNeeded(now: now)
-        return MessageAuthentication.mac(source, key: secret)
+        secrets(now: now).cookie(for: source)
     }
 
     /// Whether a handshake message from `source` carries a valid mac2 (current or previous secret).
     public mutating func hasValidMAC2(_ message: [UInt8], source: [UInt8], now: Date = Date()) -> Bool {
-        rotateIfNeeded(now: now)
-        if MessageAuthentication.verifyMAC2(message, cookie: MessageAuthentication.mac(source, key: secret)) { return true }
-        if let previousSecret, MessageAuthentication.verifyMAC2(message, cookie: MessageAuthentication.mac(source, key: previousSecret)) { return true }
-        return false
+        secrets(now: now).hasValidMAC2(message, source: source)
     }
 
-    /// A cookie reply to a handshake message from `source`: the cookie encrypted under the cookie
-    /// key with a random nonce, authenticated with the message's mac1.
+    /// A cookie reply to a handshake message from `source`.
     public mutating func reply(to message: [UInt8], receiverIndex: UInt32, source: [UInt8], now: Date = Date()) throws -> [UInt8] {
-        let cookie = self.cookie(for: source, now: now)
-        let nonce = ChaChaPoly.Nonce()
-        let sealed = try ChaChaPoly.seal(cookie, using: cookieKey, nonce: nonce, authenticating: MessageAuthentication.mac1(of: message))
-        var reply: [UInt8] = [MessageType.cookieReply.rawValue, 0, 0, 0]
-        reply.appendBigEndian(receiverIndex)
-        reply.append(contentsOf: nonce)
-        reply.append(contentsOf: sealed.ciphertext)
-        reply.append(contentsOf: sealed.tag)
-        return reply
+        try secrets(now: now).reply(to: message, receiverIndex: receiverIndex, source: source)
+    }
+
+    /// The keys of one moment: the cookie key, the current secret and the one before it.
+    public struct Secrets: Sendable {
+        let cookieKey: SymmetricKey
+        let current: SymmetricKey
+        let previous: SymmetricKey?
+
+        /// The cookie for a source address (its bytes: address then port).
+        public func cookie(for source: [UInt8]) -> [UInt8] {
+            MessageAuthentication.mac(source, key: current)
+        }
+
+        /// Whether a handshake message from `source` carries a valid mac2 (current or previous
+        /// secret). A message whose mac2 is all zeros carries none and costs no MAC.
+        public func hasValidMAC2(_ message: [UInt8], source: [UInt8]) -> Bool {
+            guard MessageAuthentication.carriesMAC2(message) else { return false }
+            if MessageAuthentication.verifyMAC2(message, cookie: MessageAuthentication.mac(source, key: current)) { return true }
+            if let previous, MessageAuthentication.verifyMAC2(message, cookie: MessageAuthentication.mac(source, key: previous)) { return true }
+            return false
+        }
+
+        /// A cookie reply to a handshake message from `source`: the cookie encrypted under the
+        /// cookie key with a random nonce, authenticated with the message's mac1.
+        public func reply(to message: [UInt8], receiverIndex: UInt32, source: [UInt8]) throws -> [UInt8] {
+            let nonce = ChaChaPoly.Nonce()
+            let sealed = try ChaChaPoly.seal(cookie(for: source), using: cookieKey, nonce: nonce, authenticating: MessageAuthentication.mac1(of: message))
+            var reply: [UInt8] = [MessageType.cookieReply.rawValue, 0, 0, 0]
+            reply.appendBigEndian(receiverIndex)
+            reply.append(contentsOf: nonce)
+            reply.append(contentsOf: sealed.ciphertext)
+            reply.append(contentsOf: sealed.tag)
+            return reply
+        }
     }
 
     /// The initiator's side: decrypts a cookie reply to the message whose mac1 is `sentMAC1`.

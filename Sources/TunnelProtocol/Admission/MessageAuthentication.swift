@@ -50,6 +50,13 @@ public enum MessageAuthentication {
         return constantTimeEquals(mac(message[..<mac2Offset], key: SymmetricKey(data: cookie)), message[mac2Offset...])
     }
 
+    /// Whether a handshake message carries a mac2 at all (initiators without a cookie send zeros).
+    /// Not secret: an all-zero mac2 can be told apart in any time.
+    public static func carriesMAC2(_ message: [UInt8]) -> Bool {
+        guard message.count >= WireSize.mac else { return false }
+        return message[(message.count - WireSize.mac)...].contains { $0 != 0 }
+    }
+
     static func mac1(of message: [UInt8]) -> [UInt8] {
         let mac1Offset = message.count - 2 * WireSize.mac
         return Array(message[mac1Offset..<mac1Offset + WireSize.mac])
