@@ -85,15 +85,14 @@ final class DaemonHarness: @unchecked Sendable {
         process.terminate()
         _ = await waitUntil(timeout: 20) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return waitForExit(process, seconds: 20) ? process.terminationStatus : nil
     }
 
     /// kill -9, as a crash would.
     func crash() {
         guard let process, process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        waitForExit(process, seconds: 20)
     }
 
     func log() -> String {

@@ -87,13 +87,23 @@ func runBlocking(_ executable: String, _ arguments: [String], environment: [Stri
         usleep(200_000)
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
-    process.waitUntilExit()
+    let exited = waitForExit(process, seconds: 20)
     // A grandchild that kept the pipes open must not hang the test: stop waiting after 10 s and
     // return what was read. The handles are left open: closing one under its blocked reader
     // makes Foundation's readDataToEndOfFile trap (EBADF through a try!), which killed the whole
     // test process once; the reader ends by itself when the grandchild does.
     _ = group.wait(timeout: .now() + 10)
-    return CommandResult(status: process.terminationStatus, stdout: collected.stdout, stderr: collected.stderr)
+    return CommandResult(status: exited ? process.terminationStatus : -1, stdout: collected.stdout, stderr: collected.stderr)
+}
+
+/// Waits at most `seconds` for `process` to be seen to exit; whether it was. Never
+/// `Process.waitUntilExit()`: under the full suite's load it once spun for 20 minutes after a
+/// SIGKILL (the child's exit apparently missed), and CI has a time limit.
+@discardableResult
+func waitForExit(_ process: Process, seconds: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    return !process.isRunning
 }
 
 final class CollectedOutput: @unchecked Sendable {
