@@ -242,7 +242,7 @@ let package = Package(
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI", "EncryptedDNS",
+                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI", "EncryptedDNS", "HTTPFetching",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),

@@ -64,7 +64,8 @@ public final class Daemon: Sendable {
             fetchIntervalOverride: settings.prefilterFetchIntervalOverride)
         await urlFilters.restore(try store.allConfigurations())
         let service = ControlService(
-            store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters, urlFilters: urlFilters)
+            store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters, urlFilters: urlFilters,
+            connectivityCheck: settings.connectivityCheck, captivePortalCAFile: settings.captivePortalCAFile)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {
             logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])

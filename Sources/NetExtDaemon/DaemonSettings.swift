@@ -32,6 +32,13 @@ public struct DaemonSettings: Sendable {
     /// `$NETEXT_PREFILTER_INTERVAL` (seconds): replaces every URL filter's
     /// `prefilterFetchInterval`, whose minimum of 2700 s is too long for labs and tests.
     public var prefilterFetchIntervalOverride: Double?
+    /// The connectivity check captive portal detection runs when a request names none
+    /// (`--connectivity-check-url`, `$NETEXT_CONNECTIVITY_CHECK_URL`); none by default, so netextd
+    /// sends nothing anywhere unless told to.
+    public var connectivityCheck: ConnectivityProbe?
+    /// `$NETEXT_CAPTIVE_PORTAL_CA_FILE`: the CAs a captive portal API server must chain to instead of
+    /// the system's (a lab's CA).
+    public var captivePortalCAFile: String?
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -55,6 +62,10 @@ public struct DaemonSettings: Sendable {
         }
         if environment["NETEXT_APP_SOCKET_MARKS"] == "off" { settings.appSocketMarks = false }
         if let rules = environment["NETEXT_FILTER_RULES_ROOT"] { settings.filterRulesRoot = rules }
+        if let url = environment["NETEXT_CONNECTIVITY_CHECK_URL"], !url.isEmpty {
+            settings.connectivityCheck = try? ConnectivityProbe.validated(url: url, expectedResponse: environment["NETEXT_CONNECTIVITY_CHECK_RESPONSE"])
+        }
+        if let caFile = environment["NETEXT_CAPTIVE_PORTAL_CA_FILE"], !caFile.isEmpty { settings.captivePortalCAFile = caFile }
         if let interval = environment["NETEXT_PREFILTER_INTERVAL"].flatMap(Double.init), interval >= 1 { settings.prefilterFetchIntervalOverride = interval }
         return settings
     }

@@ -19,11 +19,14 @@ public final class ControlService: Sendable {
     let filters: FilterController?
     /// The URL filter, when this netextd runs one.
     let urlFilters: URLFilterController?
+    /// Captive portal detection (`detectCaptivePortal`).
+    let captivePortals: CaptivePortalDetector
 
     public init(
         store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
-        filters: FilterController? = nil, urlFilters: URLFilterController? = nil
+        filters: FilterController? = nil, urlFilters: URLFilterController? = nil, connectivityCheck: ConnectivityProbe? = nil, captivePortalCAFile: String? = nil
     ) {
+        captivePortals = CaptivePortalDetector(standardProbe: connectivityCheck, caFile: captivePortalCAFile)
         self.filters = filters
         self.urlFilters = urlFilters
         self.store = store
@@ -122,6 +125,9 @@ public final class ControlService: Sendable {
         }
         table.on(GetDNSSettingsStatus.self) { service, _, _ in
             await service.sessions.dnsSettingsStatus()
+        }
+        table.on(DetectCaptivePortal.self) { service, method, identity in
+            try await service.detectCaptivePortal(method, identity: identity)
         }
         table.on(PlaceInApp.self) { service, method, identity in
             try await service.placeInApp(method, identity: identity)

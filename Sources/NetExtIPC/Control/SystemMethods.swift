@@ -74,6 +74,24 @@ public struct GetDNSSettingsStatus: ControlMethod {
     public init() {}
 }
 
+/// Captive portal detection on one interface (`netext hotspot detect`): the network's
+/// announcement (DHCP option 114), its captive portal API, and the connectivity check. A request
+/// that names its own check (`probeURL`) makes netextd send traffic where the caller says, so it
+/// needs root or the admin group; one without uses netextd's configured check.
+public struct DetectCaptivePortal: ControlMethod {
+    public typealias Result = CaptivePortalDetection
+    public static let name = "detectCaptivePortal"
+    /// The interface; nil: the one the default route leaves by.
+    public var interface: String?
+    public var probeURL: String?
+    public var probeResponse: String?
+    public init(interface: String? = nil, probeURL: String? = nil, probeResponse: String? = nil) {
+        self.interface = interface
+        self.probeURL = probeURL
+        self.probeResponse = probeResponse
+    }
+}
+
 /// Every method of the control protocol, by wire name: how a request's `params` are decoded.
 public enum ControlMethods {
     public static let all: [String: any ControlMethod.Type] = Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0) })
@@ -83,7 +101,7 @@ public enum ControlMethods {
         StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
         InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
         GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
-        GetDNSSettingsStatus.self,
+        GetDNSSettingsStatus.self, DetectCaptivePortal.self,
         PlaceInApp.self, ListApps.self,
     ]
 }

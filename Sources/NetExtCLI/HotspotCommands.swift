@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import NetExt
+import NetExtCore
+import NetExtIPC
+
+/// `netext hotspot …`: captive portals and hotspots.
+struct HotspotCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hotspot",
+        abstract: "Captive portals: is this network holding traffic until someone logs in, and where?",
+        subcommands: [HotspotDetectCommand.self])
+}
+
+struct HotspotDetectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "detect", abstract: "Ask the network about its captive portal and check whether traffic gets through.",
+        discussion: """
+            netextd asks the network's DHCP server for its captive portal announcement (DHCPINFORM, option 114, RFC 8910), \
+            reads the captive portal API it names (RFC 8908, over HTTPS), and runs the connectivity check — netextd's \
+            (--connectivity-check-url) or the one given here (root or the admin group) — on the interface. \
+            Exits 0 when the network is open, 2 when it is captive, 11 when nothing could tell.
+            """)
+    @OptionGroup var options: ClientOptions
+    @Option(help: "The interface (default: the one the default route leaves by).") var interface: String?
+    @Option(help: "A connectivity check of your own: a plain http URL whose real answer you know.") var probeUrl: String?
+    @Option(help: "What the real answer's body starts with (default: the real answer is 204 No Content).") var probeResponse: String?
+
+    func run() async throws {
+        var verdict = CaptivePortalDetection.Verdict.unknown
+        try await reportingFailures {
+            if probeResponse != nil && probeUrl == nil { throw UsageError("--probe-response goes with --probe-url") }
+            let detection = try await options.withClient { client in
+                try await client.call(DetectCaptivePortal(interface: interface, probeURL: probeUrl, probeResponse: probeResponse))
+            }
+            verdict = detection.verdict
+            if options.json {
+                try options.printJSON(detection)
+            } else {
+                for line in HotspotText.lines(detection) { print(line) }
+            }
+        }
+        switch verdict {
+        case .open: return
+        case .captive: throw ExitCode(2)
+        case .unknown: throw ExitCode(11)
+        }
+    }
+}
+
+enum HotspotText {
+    /// What `netext hotspot detect` prints: one line a step, then the verdict.
+    static func lines(_ detection: CaptivePortalDetection) -> [String] {
+        var lines = ["interface: \(detection.interface)"]
+        if let announcement = detection.announcement {
+            lines.append("announcement (DHCP option 114): \(announcement == .unrestricted ? "no captive portal (\(announcement))" : "captive portal API at \(announcement)")")
+        } else {
+            lines.append("announcement (DHCP option 114): none — \(detection.announcementProblem ?? "not asked")")
+        }
+        if let api = detection.api {
+            var parts = ["captive=\(api.isCaptive ? "yes" : "no")"]
+            if let url = api.userPortalURL { parts.append("user-portal-url=\(url.absoluteString)") }
+            if let url = api.venueInfoURL { parts.append("venue-info-url=\(url.absoluteString)") }
+            if let seconds = api.secondsRemaining { parts.append("seconds-remaining=\(seconds)") }
+            if let bytes = api.bytesRemaining { parts.append("bytes-remaining=\(bytes)") }
+            if api.canExtendSession { parts.append("can-extend-session=yes") }
+            lines.append("captive portal API: " + parts.joined(separator: " "))
+        } else if let problem = detection.apiProblem {
+            lines.append("captive portal API: none — \(problem)")
+        }
+        if let probe = detection.probe {
+            switch probe.verdict {
+            case .online: lines.append("connectivity check \(probe.url.absoluteString): \(probe.status), the real answer")
+            case .captive(let redirect):
+                lines.append("connectivity check \(probe.url.absoluteString): \(probe.status), \(redirect.map { "redirected to \($0.absoluteString)" } ?? "not the real answer")")
+            }
+        } else if let problem = detection.probeProblem {
+            lines.append("connectivity check: failed — \(problem)")
+        } else {
+            lines.append("connectivity check: none configured")
+        }
+        switch detection.verdict {
+        case .captive: lines.append("verdict: captive\(detection.loginURL.map { " — log in at \($0.absoluteString)" } ?? "")")
+        case .open: lines.append("verdict: open")
+        case .unknown: lines.append("verdict: unknown")
+        }
+        return lines
+    }
+}

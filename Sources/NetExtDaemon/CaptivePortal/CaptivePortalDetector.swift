@@ -1,0 +1,95 @@
+import Foundation
+import HTTPFetching
+import NetExtCore
+import NetExtLinux
+
+/// netextd's captive portal detection on one interface, three steps whose findings are all kept:
+/// 1. the network's announcement: a DHCPINFORM on the interface asking for option 114
+///    (RFC 8910 §2.1), answered by the network's DHCP server;
+/// 2. the captive portal API the announcement names (RFC 8908), fetched over HTTPS with the
+///    system's CAs (or `NETEXT_CAPTIVE_PORTAL_CA_FILE`, a lab's);
+/// 3. the connectivity check, when one is configured: a plain-HTTP GET bound to the interface.
+struct CaptivePortalDetector: Sendable {
+    /// The check configured for netextd (`--connectivity-check-url`), used when a request names none.
+    let standardProbe: ConnectivityProbe?
+    let caFile: String?
+
+    /// The DHCP options asked for: subnet mask, router, captive portal.
+    static let requestedOptions: [UInt8] = [1, 3, CaptivePortalAnnouncement.dhcpv4Option]
+
+    func detect(interface: String, probe requested: ConnectivityProbe?) async -> CaptivePortalDetection {
+        var announcement: CaptivePortalAnnouncement?
+        var announcementProblem: String?
+        if let identity = InterfaceIdentity.of(interface) {
+            let outcome = await BlockingWork.run { Result { () throws(SystemError) in try DHCPInformExchange.run(interface: interface, identity: identity, requesting: Self.requestedOptions, attempts: 2) } }
+            switch outcome {
+            case .success(let exchange):
+                if let reply = exchange.reply {
+                    do throws(CaptivePortalError) {
+                        announcement = try CaptivePortalAnnouncement.from(reply)
+                        if announcement == nil { announcementProblem = "the DHCP server's answer carries no option 114 (captive portal)" }
+                    } catch {
+                        announcementProblem = error.description
+                    }
+                } else {
+                    announcementProblem = "no DHCP server answered a DHCPINFORM on \(interface) within 3 s"
+                        + (exchange.lastProblem.map { " (\(exchange.ignored) other datagrams; the last malformed: \($0))" } ?? "")
+                }
+            case .failure(let error):
+                announcementProblem = "cannot ask the DHCP server: \(error)"
+            }
+        } else {
+            announcementProblem = "\(interface) has no IPv4 address (or does not exist)"
+        }
+
+        var api: CaptivePortalAPIStatus?
+        var apiProblem: String?
+        if case .api(let url)? = announcement {
+            do throws(CaptivePortalError) { api = try await fetchAPI(url) } catch { apiProblem = error.description }
+        }
+
+        var probeResult: CaptivePortalDetection.ProbeResult?
+        var probeProblem: String?
+        if let probe = requested ?? standardProbe {
+            let fetched = await BlockingWork.run { Result { () throws(SystemError) in try HTTPConnectivityCheck.fetch(probe.url, interface: interface) } }
+            switch fetched {
+            case .success(let bytes):
+                do throws(CaptivePortalError) {
+                    let response = try ProbeResponse.parse(bytes)
+                    probeResult = .init(url: probe.url, status: response.status, verdict: probe.verdict(status: response.status, location: response.location, body: response.body))
+                } catch {
+                    probeProblem = error.description
+                }
+            case .failure(let error):
+                probeProblem = "the connectivity check got no answer: \(error)"
+            }
+        }
+        return CaptivePortalDetection(
+            interface: interface, announcement: announcement, announcementProblem: announcementProblem, api: api, apiProblem: apiProblem,
+            probe: probeResult, probeProblem: probeProblem)
+    }
+
+    /// GET the API with `Accept: application/captive+json` (RFC 8908 §5); a 200 with that media
+    /// type is parsed, anything else is a problem named.
+    private func fetchAPI(_ url: URL) async throws(CaptivePortalError) -> CaptivePortalAPIStatus {
+        let tls: ClientTLS?
+        if let caFile {
+            do { tls = try ClientTLS(caFile: caFile) } catch { throw CaptivePortalError("the captive portal CA file: \(error)") }
+        } else {
+            tls = nil
+        }
+        let upstream = HTTPUpstream(timeout: 5, tls: tls)
+        let response: HTTPServerResponse
+        do {
+            response = try await upstream.exchange(method: "GET", url: url, headers: [("Accept", CaptivePortalAPIStatus.mediaType), ("Cache-Control", "no-cache")], body: [])
+        } catch {
+            throw CaptivePortalError("the captive portal API at \(url.absoluteString) did not answer: \(error)")
+        }
+        guard response.status == 200 else { throw CaptivePortalError("the captive portal API at \(url.absoluteString) answered \(response.status)") }
+        let type = response.header("content-type")?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard type == CaptivePortalAPIStatus.mediaType else {
+            throw CaptivePortalError("the captive portal API at \(url.absoluteString) answered \(type ?? "no media type"), not \(CaptivePortalAPIStatus.mediaType) (RFC 8908 §5)")
+        }
+        return try CaptivePortalAPIStatus.parse(response.body)
+    }
+}

@@ -1,0 +1,80 @@
+import NetExtCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One DHCPINFORM exchange on an interface (RFC 2131 §3.4): the request broadcast from port 68 to
+/// port 67 on that interface only (`SO_BINDTODEVICE`), the server's DHCPACK awaited for the same
+/// transaction. Needs root (port 68, binding to a device). Sent up to `attempts` times, a second
+/// apart at first, as RFC 2131 §4.1 has clients retransmit; malformed or foreign datagrams are
+/// skipped and counted.
+public enum DHCPInformExchange {
+    public struct Outcome: Sendable {
+        /// The server's answer, parsed; nil when none came.
+        public var reply: DHCPv4Message?
+        /// Datagrams that arrived and were not that answer (another transaction, malformed).
+        public var ignored: Int
+        /// The last malformed datagram's fault, if any.
+        public var lastProblem: String?
+    }
+
+    public static func run(interface: String, identity: InterfaceIdentity, requesting: [UInt8], attempts: Int = 3, waitMilliseconds: Int = 1000) throws(SystemError) -> Outcome {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: "DHCP on \(interface)") }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
+        guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_port = UInt16(68).bigEndian
+        let bindResult = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bindResult == 0 else { throw SystemError("bind", errno: errno, subject: "UDP port 68 on \(interface)") }
+
+        let transactionID = UInt32.random(in: 1...UInt32.max)
+        let request = DHCPv4Message.inform(
+            transactionID: transactionID, clientAddress: identity.ipv4Address, hardwareAddress: identity.hardwareAddress, requesting: requesting)
+        var server = sockaddr_in()
+        server.sin_family = sa_family_t(AF_INET)
+        server.sin_port = UInt16(67).bigEndian
+        server.sin_addr.s_addr = UInt32.max  // 255.255.255.255
+        var outcome = Outcome(reply: nil, ignored: 0, lastProblem: nil)
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        for attempt in 0..<max(1, min(attempts, 5)) {
+            let sent = request.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            }
+            guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPINFORM on \(interface)") }
+            let deadline = monotonicMilliseconds() + Int64(waitMilliseconds << min(attempt, 2))
+            while true {
+                let remaining = deadline - monotonicMilliseconds()
+                guard remaining > 0 else { break }
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, Int32(remaining)) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { continue }
+                do {
+                    let message = try DHCPv4Message.parse(Array(buffer[..<count]))
+                    guard message.operation == 2, message.transactionID == transactionID, message.messageType == .ack else {
+                        outcome.ignored += 1
+                        continue
+                    }
+                    outcome.reply = message
+                    return outcome
+                } catch {
+                    outcome.ignored += 1
+                    outcome.lastProblem = error.description
+                }
+            }
+        }
+        return outcome
+    }
+
+    private static func monotonicMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}

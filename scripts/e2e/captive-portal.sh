@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Captive portal detection in a namespace lab (issue 25, first part), with the real binaries:
+# the lab's "internet" namespace plays the hotspot's router — dnsmasq (Debian) hands out DHCP
+# with option 114 (RFC 8910), nftables holds every client until it logs in (port 80 sent to the
+# portal, the rest dropped), and scripts/e2e/captive-portal-server.py serves the redirect, the
+# captive portal API (RFC 8908, HTTPS with a lab CA) and the login form. The office is "the
+# internet" behind it, with the connectivity check's real answer. netextd runs in the laptop;
+# `netext hotspot detect` asks it. Needs root.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/captive-portal.sh   One PASS/FAIL line per check;
+# exits non-zero on failure.
+cd "$(dirname "$0")/../.."
+source scripts/lib/e2e.sh portal
+source scripts/lib/lab-ca.sh
+source scripts/lib/install-packages.sh
+netext_install dnsmasq-base nftables tcpdump curl python3 > /dev/null || { echo "FAIL installing dnsmasq-base"; exit 1; }
+session_seconds=6
+table="${LAB_PREFIX}_portal"
+internet() { ip netns exec "$LAB_INTERNET" "$@"; }
+lab_up || { echo "FAIL lab"; exit 1; }
+lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" portal 198.51.100.1 || { echo "FAIL lab CA"; exit 1; }
+
+# The office: "the internet", with the connectivity check's real answer ("hello from …").
+lab_ca_issue "$work/ca" web 203.0.113.2
+lab_spawn "$LAB_OFFICE" python3 scripts/e2e/web-server.py "$work/ca/web.crt" "$work/ca/web.key" "$work/web.log"
+
+# The hotspot's router: hold the laptop until it logs in.
+internet nft -f - <<NFT || { echo "FAIL nftables"; exit 1; }
+table inet $table {
+  set allowed { type ipv4_addr; flags timeout; }
+  chain prerouting { type nat hook prerouting priority dstnat; iifname "eth0" ip saddr != @allowed tcp dport 80 dnat ip to 198.51.100.1:8080; }
+  chain forward { type filter hook forward priority filter; iifname "eth0" ip saddr @allowed accept; iifname "eth0" ct state established,related accept; iifname "eth0" drop; }
+}
+NFT
+lab_spawn "$LAB_INTERNET" python3 scripts/e2e/captive-portal-server.py 198.51.100.1 "$work/ca/portal.crt" "$work/ca/portal.key" "$table" lab-password "$session_seconds" "$work/portal.log"
+lab_wait "grep -q 'portal ready' '$work/portal.log'" 10 || { echo "FAIL portal server"; cat "$work/portal.log"; exit 1; }
+
+# dnsmasq for the hotspot's DHCP: option 114 names the captive portal API ($1), or none.
+start_dnsmasq() {
+  [ -n "${DNSMASQ_PID:-}" ] && { kill "$DNSMASQ_PID" 2>/dev/null; wait "$DNSMASQ_PID" 2>/dev/null; }
+  local option=()
+  [ -n "$1" ] && option=("--dhcp-option=114,$1")
+  ip netns exec "$LAB_INTERNET" dnsmasq --conf-file=/dev/null --keep-in-foreground --port=0 --interface=eth0 --bind-interfaces --user=nobody \
+    --dhcp-range=198.51.100.100,198.51.100.200,1h "${option[@]}" --log-dhcp --log-facility=- \
+    --pid-file="$work/dnsmasq.pid" --dhcp-leasefile="$work/dnsmasq.leases" >> "$work/dnsmasq.log" 2>&1 &
+  DNSMASQ_PID=$!; LAB_PIDS+=($DNSMASQ_PID)
+  lab_wait "grep -q 'DHCP, sockets bound' '$work/dnsmasq.log'" 5
+}
+start_dnsmasq "https://198.51.100.1:8443/capport"
+
+e2e_netextd_environment
+export NETEXT_CAPTIVE_PORTAL_CA_FILE="$work/ca/ca.crt"
+e2e_start_netextd
+
+probe=(--probe-url http://203.0.113.2/check --probe-response "hello from")
+# detect ARGS…: runs `netext hotspot detect` in $out, its exit status in $status.
+detect() { out="$("$bin/netext" hotspot detect "$@" 2>&1)"; status=$?; echo "$out" | sed 's/^/  /'; }
+has() { grep -qF -- "$1" <<< "$out"; }
+
+# 1. Captive: the announcement, the API and the check all say so.
+lab_capture_start capture "$LAB_INTERNET" eth0 "$work/dhcp.pcap" udp port 67 or udp port 68
+detect --interface eth0 "${probe[@]}"
+lab_capture_stop "$capture" "$work/dhcp.pcap"
+check "captive: exit status 2 ($status)" test "$status" -eq 2
+check "the DHCP server's option 114 names the API" has "announcement (DHCP option 114): captive portal API at https://198.51.100.1:8443/capport"
+check "the API (over TLS, the lab CA) says captive, with the portal and venue pages" has "captive portal API: captive=yes user-portal-url=https://198.51.100.1:8443/login venue-info-url=https://198.51.100.1:8443/venue"
+check "the connectivity check on eth0 was redirected to the portal" has "connectivity check http://203.0.113.2/check: 302, redirected to https://198.51.100.1:8443/login"
+check "the verdict names where to log in" has "verdict: captive — log in at https://198.51.100.1:8443/login"
+check "dnsmasq saw a DHCPINFORM from the laptop asking for option 114" bash -c "grep -q 'DHCPINFORM(eth0) 198.51.100.2' '$work/dnsmasq.log' && grep 'requested options' '$work/dnsmasq.log' | grep -q '114'"
+dhcp_on_wire=$(tcpdump -n -r "$work/dhcp.pcap" 2>/dev/null | grep -c '198.51.100.2.68 > 255.255.255.255.67')
+check "on the wire: the DHCPINFORM left eth0 from 198.51.100.2:68 as a broadcast ($dhcp_on_wire)" test "$dhcp_on_wire" -ge 1
+check "while captive the office is unreachable" bash -c "! ip netns exec '$LAB_LAPTOP' curl -s -m 2 -o /dev/null -w '%{http_code}' http://203.0.113.2/ | grep -q 200"
+json="$("$bin/netext" hotspot detect --interface eth0 "${probe[@]}" --json 2>/dev/null)"
+check "--json carries the verdict, the login URL and the API's state" python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+assert d['verdict'] == 'captive' and d['loginURL'] == 'https://198.51.100.1:8443/login', d
+assert d['api']['isCaptive'] is True and d['interface'] == 'eth0', d" "$json"
+
+# 2. A person logs in (the helper's job in a later step); the network opens for the session.
+check "the portal's login form accepts the guest" bash -c "ip netns exec '$LAB_LAPTOP' curl -sf -m 5 --cacert '$work/ca/ca.crt' -d user=guest -d password=lab-password https://198.51.100.1:8443/login | grep -q welcome"
+detect --interface eth0 "${probe[@]}"
+check "open: exit status 0 ($status)" test "$status" -eq 0
+check "the API says not captive, with the session's seconds left" bash -c "grep -qE 'captive portal API: captive=no .*seconds-remaining=[1-6]( |$)' <<< '$out'"
+check "the connectivity check gets the real answer" has "connectivity check http://203.0.113.2/check: 200, the real answer"
+check "verdict: open" has "verdict: open"
+check "the office answers" bash -c "ip netns exec '$LAB_LAPTOP' curl -sf -m 3 http://203.0.113.2/ | grep -q hello"
+
+# 3. The session ends (the portal's nftables timeout): captive again.
+sleep $((session_seconds + 1))
+detect --interface eth0 "${probe[@]}"
+check "after the session's $session_seconds s: captive again ($status)" test "$status" -eq 2
+check "… by the API and by the check" bash -c "grep -q 'captive=yes' <<< '$out' && grep -q 'redirected to' <<< '$out'"
+
+# 4. The default interface, and netextd's own check ($NETEXT_CONNECTIVITY_CHECK_URL unset: none).
+detect
+check "without --interface: the default route's interface (eth0)" has "interface: eth0"
+check "without a check configured: none is run" has "connectivity check: none configured"
+
+# 5. A network that announces no portal; one whose announcement is malformed; one with no DHCP.
+start_dnsmasq "urn:ietf:params:capport:unrestricted"
+detect --interface eth0
+check "option 114 'unrestricted': no portal, verdict open ($status)" bash -c "[ $status -eq 0 ] && grep -q 'no captive portal (urn:ietf:params:capport:unrestricted)' <<< '$out'"
+start_dnsmasq "http://198.51.100.1:8080/capport"
+detect --interface eth0
+check "an http (not https) API in option 114 is refused, named, verdict unknown ($status)" bash -c "[ $status -eq 11 ] && grep -q 'must be an https URL' <<< '$out'"
+start_dnsmasq ""
+detect --interface eth0
+check "a DHCP answer without option 114 is reported as such" has "carries no option 114"
+kill "$DNSMASQ_PID"; wait "$DNSMASQ_PID" 2>/dev/null; DNSMASQ_PID=""
+started=$SECONDS
+detect --interface eth0
+check "no DHCP server: said, verdict unknown, within 5 s ($((SECONDS - started)) s)" bash -c "[ $status -eq 11 ] && grep -q 'no DHCP server answered a DHCPINFORM on eth0' <<< '$out' && [ $((SECONDS - started)) -le 5 ]"
+
+# 6. Bad requests.
+detect --interface 'eth0/../x'
+check "an interface name with '/' is refused" has "is not an interface name"
+detect --interface eth0 --probe-url ftp://203.0.113.2/
+check "a probe URL that is not http(s) is refused, named" has "the connectivity check URL must be an http or https URL"
+detect --interface eth0 --probe-url https://203.0.113.2/
+check "an https probe is refused (a portal cannot answer it)" has "a connectivity check is plain http"
+out="$(runuser -u nobody -- "$bin/netext" hotspot detect --interface eth0 "${probe[@]}" 2>&1)"; status=$?
+check "an unprivileged user may not name a probe ($status)" test "$status" -eq 10
+check "… and is told why" has "needs root or membership"
+check "netextd logged each detection" grep -q "captive portal detection" "$work/netextd.log"
+
+e2e_finish "$work/netextd.log" "$work/dnsmasq.log" "$work/portal.log"
