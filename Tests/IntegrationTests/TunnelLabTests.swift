@@ -16,11 +16,12 @@ struct TunnelLabTests {
     func handshakeFloods() async throws {
         // Scaled down for CI (5,000/s for 5 s: a debug build with other suites on both cores
         // answers about that many cookies a second; a reconnect took 2.51 s once with the idle
-        // lab beside it, hence 4 s); scripts/attack runs 50,000/s for 10 s
+        // lab beside it, hence 4 s; a phase whose ping loss is over 5 % gets a second look, after
+        // a CI run lost 14 % in one that loses 0 % alone); scripts/attack runs 50,000/s for 10 s
         // against the release build with the bounds.
         let result = try await runChecks(
             "scripts/e2e/handshake-flood.sh", checks: 14, timeout: 180,
-            environment: ["FLOOD_RATE": "5000", "MAX_LOSS_PERCENT": "5", "MAX_RECONNECT_MS": "4000"])
+            environment: ["FLOOD_RATE": "5000", "MAX_LOSS_PERCENT": "5", "MAX_RECONNECT_MS": "4000", "FLOOD_SECOND_LOOK": "1"])
         #expect(result.stdout.contains("mac2_cookie_obtained=yes"))
     }
 
@@ -32,6 +33,11 @@ struct TunnelLabTests {
     @Test("system DNS settings against unbound: names over TLS and over HTTPS (HTTP/2) with no DNS in the clear on the uplink, a dead server passed over, match domains, other programs' DNS refused (through a netextd crash), a wrong certificate and dead servers failing closed unless fallback is allowed")
     func encryptedDNS() async throws {
         try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 52, timeout: 240)
+    }
+
+    @Test("captive portal detection against dnsmasq (DHCP option 114 by DHCPINFORM), the RFC 8908 API over TLS and a connectivity check on the interface: captive, logged in, expired; no portal, a malformed announcement, no DHCP server; bad requests refused")
+    func captivePortal() async throws {
+        try await runChecks("scripts/e2e/captive-portal.sh", checks: 29, timeout: 180)
     }
 
     @Test("kill switch, excludeLocalNetworks and enforceRoutes: nothing leaks on the underlay, whatever happens to the provider or netextd")

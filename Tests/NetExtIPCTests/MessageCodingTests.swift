@@ -19,6 +19,7 @@ struct MessageCodingTests {
         RemoveProfile(identifier: "com.example.profile"), ListProfiles(), ListProviders(),
         SendProviderMessage(.id(UUID()), data: Data("status".utf8)), SendProviderMessage(.name("VPN"), data: Data()), GetFilterStatus(), GetFilterLog(limit: 20),
         GetURLFilterVerdict(url: "https://www.example.test/a?b=c"), GetURLFilterStatus(), GetDNSSettingsStatus(),
+        DetectCaptivePortal(interface: "wlan0", probeURL: "http://check.example.test/", probeResponse: "online"), DetectCaptivePortal(),
         PlaceInApp(app: "org.example.App", executable: "/usr/bin/curl"), PlaceInApp(app: "org.example.App", executable: nil), ListApps(),
     ] as [any ControlMethod]).map { RequestEnvelope(id: 42, method: $0) }
 
@@ -162,5 +163,23 @@ struct MessageCodingTests {
             _ = try? ControlProtocol.makeDecoder().decode(ProviderMessage.self, from: Data(bytes))
         }
         #expect(refused > 0)
+    }
+
+    @Test("a captive portal detection round-trips, each step's finding and problem kept")
+    func captivePortalDetectionRoundTrip() throws {
+        let portal = URL(string: "https://198.51.100.1:8443/login")!
+        let detections = [
+            CaptivePortalDetection(
+                interface: "eth0", announcement: .api(URL(string: "https://198.51.100.1:8443/capport")!),
+                api: CaptivePortalAPIStatus(isCaptive: true, userPortalURL: portal, secondsRemaining: 30),
+                probe: .init(url: URL(string: "http://203.0.113.2/check")!, status: 302, verdict: .captive(redirect: portal))),
+            CaptivePortalDetection(interface: "eth1", announcement: .unrestricted, probeProblem: "no answer"),
+            CaptivePortalDetection(interface: "eth2", announcementProblem: "no DHCP server answered"),
+        ]
+        for detection in detections {
+            let data = try ControlProtocol.makeEncoder().encode(detection)
+            #expect(try ControlProtocol.makeDecoder().decode(CaptivePortalDetection.self, from: data) == detection)
+        }
+        #expect(detections.map(\.verdict) == [.captive, .open, .unknown])
     }
 }

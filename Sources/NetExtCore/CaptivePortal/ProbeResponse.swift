@@ -70,7 +70,8 @@ public struct ProbeResponse: Sendable, Hashable {
         while offset < bytes.count {
             guard let lineEnd = firstIndex(of: [13, 10], in: bytes, from: offset) else { break }
             let sizeText = String(decoding: bytes[offset..<lineEnd].prefix { $0 != 59 }, as: UTF8.self).trimmingSpaces  // ';' starts extensions
-            guard !sizeText.isEmpty, sizeText.count <= 8, let size = Int(sizeText, radix: 16) else {
+            // Hex digits only: Int(_:radix:) would also take a sign ("-5"), a negative length.
+            guard !sizeText.isEmpty, sizeText.count <= 8, sizeText.allSatisfy(\.isHexDigit), let size = Int(sizeText, radix: 16) else {
                 throw CaptivePortalError("the connectivity check's answer has a chunk size that is not hexadecimal at offset \(base + offset) (RFC 9112 §7.1)")
             }
             if size == 0 { break }

@@ -1,0 +1,288 @@
+import Foundation
+import NetExtCore
+import NetExtTestSupport
+import Testing
+
+/// RFC 8908 API answers, RFC 8910 announcements in DHCPv4 and Router Advertisements, the
+/// connectivity check's answers: examples from the RFCs, every refusal naming its fault, and
+/// random input that never crashes a parser.
+@Suite("Captive portals: announcements, API answers, connectivity checks")
+struct CaptivePortalParsingTests {
+    static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    // MARK: RFC 8908 §5
+
+    @Test("the API examples of RFC 8908 §5: captive with a portal; a session running with seconds left")
+    func apiExamples() throws {
+        let captive = try CaptivePortalAPIStatus.parse(Self.bytes(#"{"captive": true, "user-portal-url": "https://example.org/portal.html"}"#))
+        #expect(captive == CaptivePortalAPIStatus(isCaptive: true, userPortalURL: URL(string: "https://example.org/portal.html")))
+        let running = try CaptivePortalAPIStatus.parse(Self.bytes("""
+            {"captive": false, "user-portal-url": "https://example.org/portal.html",
+             "venue-info-url": "https://flight.example.com/entertainment", "seconds-remaining": 326, "can-extend-session": true}
+            """))
+        #expect(!running.isCaptive && running.secondsRemaining == 326 && running.canExtendSession)
+        #expect(running.venueInfoURL == URL(string: "https://flight.example.com/entertainment"))
+        #expect(running.bytesRemaining == nil)
+        let extra = try CaptivePortalAPIStatus.parse(Self.bytes(#"{"captive": false, "bytes-remaining": 65536, "x-vendor": [1, {"a": null}]}"#))
+        #expect(extra.bytesRemaining == 65536, "unknown keys are ignored")
+    }
+
+    @Test("an API answer is refused with the key at fault", arguments: [
+        (#"{"user-portal-url": "https://p.test/"}"#, #"no "captive" key"#),
+        (#"{"captive": 1}"#, #""captive" in the captive portal API's answer must be true or false"#),
+        (#"{"captive": "true"}"#, #""captive" in the captive portal API's answer must be true or false"#),
+        (#"{"captive": true, "seconds-remaining": -1}"#, #""seconds-remaining" in the captive portal API's answer must be a whole number"#),
+        (#"{"captive": true, "seconds-remaining": 1.5}"#, #""seconds-remaining" in the captive portal API's answer must be a whole number"#),
+        (#"{"captive": true, "bytes-remaining": "9"}"#, #""bytes-remaining" in the captive portal API's answer must be a number"#),
+        (#"{"captive": true, "user-portal-url": "http://p.test/login"}"#, #""user-portal-url" in the captive portal API's answer must be an https URL"#),
+        (#"{"captive": true, "user-portal-url": "/login"}"#, "is not an absolute URL with a host"),
+        (#"{"captive": true, "venue-info-url": "ftp://p.test/"}"#, "must be an http or https URL"),
+        (#"{"captive": true, "can-extend-session": null}"#, #""can-extend-session" in the captive portal API's answer must be true or false"#),
+        (#"[true]"#, "is not a JSON object"),
+        (#"{"captive": tru"#, "is not JSON"),
+    ])
+    func apiRefusals(body: String, fault: String) {
+        #expect(throws: CaptivePortalError.self) { try CaptivePortalAPIStatus.parse(Self.bytes(body)) }
+        do {
+            _ = try CaptivePortalAPIStatus.parse(Self.bytes(body))
+        } catch {
+            #expect(error.description.contains(fault), "\(error.description)")
+        }
+    }
+
+    @Test("an API answer larger than 64 KiB is not read")
+    func apiTooLarge() {
+        let body = Self.bytes(#"{"captive": true, "pad": ""#) + [UInt8](repeating: 0x61, count: 70_000) + Self.bytes(#""}"#)
+        #expect(throws: CaptivePortalError("the captive portal API's answer is \(body.count) bytes; at most 65536 are read")) { try CaptivePortalAPIStatus.parse(body) }
+    }
+
+    // MARK: RFC 8910 in DHCPv4
+
+    /// A DHCPACK (RFC 2131 §2) with the given options area, `file` and `sname` fields.
+    static func dhcpReply(options: [UInt8], file: [UInt8] = [], sname: [UInt8] = [], transactionID: UInt32 = 0x0102_0304) -> [UInt8] {
+        var message = [UInt8](repeating: 0, count: 236)
+        message[0] = 2
+        message[4...7] = [1, 2, 3, 4]
+        _ = transactionID
+        for (index, byte) in sname.prefix(64).enumerated() { message[44 + index] = byte }
+        for (index, byte) in file.prefix(128).enumerated() { message[108 + index] = byte }
+        return message + [99, 130, 83, 99] + options
+    }
+
+    static func option(_ code: UInt8, _ value: [UInt8]) -> [UInt8] { [code, UInt8(value.count)] + value }
+
+    @Test("option 114 in a DHCPACK: the API's URI; the IANA URN for no portal, in any case; none")
+    func dhcpOption114() throws {
+        let uri = Self.bytes("https://portal.example/capport")
+        let reply = try DHCPv4Message.parse(Self.dhcpReply(options: Self.option(53, [5]) + Self.option(114, uri) + [255]))
+        #expect(reply.messageType == .ack && reply.operation == 2 && reply.transactionID == 0x0102_0304)
+        #expect(try CaptivePortalAnnouncement.from(reply) == .api(URL(string: "https://portal.example/capport")!))
+        let open = try DHCPv4Message.parse(Self.dhcpReply(options: [0, 0] + Self.option(114, Self.bytes("URN:IETF:params:capport:unrestricted")) + [255]))
+        #expect(try CaptivePortalAnnouncement.from(open) == .unrestricted)
+        let none = try DHCPv4Message.parse(Self.dhcpReply(options: Self.option(53, [5]) + [255]))
+        #expect(try CaptivePortalAnnouncement.from(none) == nil)
+    }
+
+    @Test("a long option split in two (RFC 3396) and options continued in file and sname (overload, RFC 2132 §9.3) are joined in order")
+    func dhcpOverloadAndConcatenation() throws {
+        let uri = Self.bytes("https://a-rather-long-portal-name.example/captive-portal/api/v1")
+        let first = Array(uri.prefix(20))
+        let second = Array(uri.dropFirst(20).prefix(20))
+        let third = Array(uri.dropFirst(40))
+        let message = Self.dhcpReply(
+            options: Self.option(52, [3]) + Self.option(114, first) + [255], file: Self.option(114, second) + [255], sname: Self.option(114, third) + [255])
+        let parsed = try DHCPv4Message.parse(message)
+        #expect(parsed.options[114] == uri)
+        #expect(try CaptivePortalAnnouncement.from(parsed) == .api(URL(string: String(decoding: uri, as: UTF8.self))!))
+    }
+
+    @Test("a DHCP message is refused with the offset at fault", arguments: [
+        ([UInt8](repeating: 0, count: 100), "at least 240 are needed"),
+        ([UInt8](repeating: 0, count: 300), "no magic cookie at offset 236"),
+    ])
+    func dhcpRefusals(message: [UInt8], fault: String) {
+        do {
+            _ = try DHCPv4Message.parse(message)
+            Issue.record("parsed")
+        } catch {
+            #expect(error.description.contains(fault), "\(error.description)")
+        }
+    }
+
+    @Test("a truncated option, a missing length, a bad overload value: each named with its offset")
+    func dhcpTruncated() {
+        let cases: [([UInt8], String)] = [
+            (Self.dhcpReply(options: [114, 40] + Self.bytes("https://x")), "option 114 at offset 240 runs past the end of its field (40 bytes)"),
+            (Self.dhcpReply(options: Self.option(53, [5]) + [114]), "option 114 at offset 243 has no length byte"),
+            (Self.dhcpReply(options: Self.option(52, [7]) + [255]), "option 52 (overload) must be one byte of 1, 2 or 3"),
+        ]
+        for (message, fault) in cases {
+            do {
+                _ = try DHCPv4Message.parse(message)
+                Issue.record("parsed: \(fault)")
+            } catch {
+                #expect(error.description.contains(fault), "\(error.description)")
+            }
+        }
+    }
+
+    @Test("announced URIs: printable ASCII only (the byte's offset named), https only, a host, not empty")
+    func announcedURIRefusals() {
+        let cases: [([UInt8], String)] = [
+            (Self.bytes("https://p.test/\u{0}x"), "holds byte 0x0 at offset 15"),
+            (Self.bytes("https://p.test/ x"), "holds byte 0x20 at offset 15"),
+            (Self.bytes("http://p.test/capport"), "must be an https URL"),
+            (Self.bytes("https:///capport"), "is not an absolute URL with a host"),
+            ([], "is empty"),
+        ]
+        for (uri, fault) in cases {
+            do {
+                _ = try CaptivePortalAnnouncement.parse(uri: uri, source: "DHCP option 114 (captive portal)")
+                Issue.record("accepted \(uri)")
+            } catch {
+                #expect(error.description.contains(fault), "\(error.description)")
+            }
+        }
+    }
+
+    @Test("a DHCPINFORM (RFC 2131 §4.4.3): BOOTREQUEST, ciaddr and chaddr set, type 8, the options asked for; it parses back")
+    func informMessage() throws {
+        let message = DHCPv4Message.inform(transactionID: 0xdead_beef, clientAddress: [198, 51, 100, 2], hardwareAddress: [2, 0, 0, 0, 0, 1], requesting: [1, 3, 114])
+        #expect(message[0] == 1 && message[1] == 1 && message[2] == 6)
+        #expect(Array(message[12..<16]) == [198, 51, 100, 2])
+        #expect(Array(message[28..<34]) == [2, 0, 0, 0, 0, 1])
+        #expect(Array(message[10..<12]) == [0, 0], "broadcast flag clear: the answer comes to ciaddr")
+        let parsed = try DHCPv4Message.parse(message)
+        #expect(parsed.transactionID == 0xdead_beef && parsed.operation == 1)
+        #expect(parsed.messageType == .inform && parsed.options[55] == [1, 3, 114])
+    }
+
+    // MARK: RFC 8910 §2.3 in Router Advertisements
+
+    static func routerAdvertisement(options: [UInt8]) -> [UInt8] {
+        [134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0] + options
+    }
+
+    @Test("RA option 37: the URI padded with NULs to 8-byte units; other options passed over")
+    func routerAdvertisementOption() throws {
+        let uri = Self.bytes("https://portal.example/api")  // 26 bytes + 2 header = 28 → 32 (4 units)
+        let option37: [UInt8] = [37, 4] + uri + [0, 0, 0, 0]
+        let mtu: [UInt8] = [5, 1, 0, 0, 0, 0, 0x05, 0xdc]
+        #expect(try CaptivePortalAnnouncement.fromRouterAdvertisement(Self.routerAdvertisement(options: mtu + option37)) == .api(URL(string: "https://portal.example/api")!))
+        #expect(try CaptivePortalAnnouncement.fromRouterAdvertisement(Self.routerAdvertisement(options: mtu)) == nil)
+        #expect(throws: CaptivePortalError.self) { try CaptivePortalAnnouncement.fromRouterAdvertisement(Self.routerAdvertisement(options: [5, 0, 0, 0, 0, 0, 0, 0])) }
+        #expect(throws: CaptivePortalError.self) { try CaptivePortalAnnouncement.fromRouterAdvertisement(Self.routerAdvertisement(options: [37, 9] + uri)) }
+        #expect(throws: CaptivePortalError.self) { try CaptivePortalAnnouncement.fromRouterAdvertisement([133, 0, 0, 0]) }
+    }
+
+    // MARK: The connectivity check
+
+    @Test("answers: Content-Length, chunked, to the close; Location kept")
+    func probeResponses() throws {
+        let sized = try ProbeResponse.parse(Self.bytes("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX: y\r\n\r\nhello world"))
+        #expect(sized == ProbeResponse(status: 200, body: Self.bytes("hello")))
+        let chunked = try ProbeResponse.parse(Self.bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"))
+        #expect(chunked.body == Self.bytes("hello world"))
+        let redirect = try ProbeResponse.parse(Self.bytes("HTTP/1.0 302 Found\r\nlocation:  https://p.test/login \r\n\r\n"))
+        #expect(redirect == ProbeResponse(status: 302, location: "https://p.test/login"))
+    }
+
+    @Test("a malformed answer is refused, named", arguments: [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", "no complete header"),
+        ("HTTP/2 200\r\n\r\n", "does not start with an HTTP/1 status line"),
+        ("HTTP/1.1 2x0 OK\r\n\r\n", "no three-digit status code"),
+        ("HTTP/1.1 200 OK\r\n: nameless\r\n\r\n", "a header line without a name at offset 17"),
+        ("HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n", "Content-Length that is not a number at offset 17"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size that is not hexadecimal at offset 47"),
+        // Found by the fuzz test below: Int("-5", radix: 16) is -5, and a negative length crashed.
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n", "chunk size that is not hexadecimal at offset 47"),
+    ])
+    func probeRefusals(answer: String, fault: String) {
+        do {
+            _ = try ProbeResponse.parse(Self.bytes(answer))
+            Issue.record("parsed")
+        } catch {
+            #expect(error.description.contains(fault), "\(error.description)")
+        }
+    }
+
+    @Test("verdicts: the real answer is online; a redirect (relative too), 511 or another page is a portal")
+    func probeVerdicts() {
+        let expecting = ConnectivityProbe(url: URL(string: "http://check.test/status.txt")!, expectedResponse: "NetExt is online")
+        #expect(expecting.verdict(status: 200, location: nil, body: Self.bytes("NetExt is online\n")) == .online)
+        #expect(expecting.verdict(status: 200, location: nil, body: Self.bytes("<html>Welcome to the cafe")) == .captive(redirect: nil))
+        #expect(expecting.verdict(status: 302, location: "/login", body: []) == .captive(redirect: URL(string: "http://check.test/login")))
+        #expect(expecting.verdict(status: 511, location: nil, body: []) == .captive(redirect: nil))
+        let generate204 = ConnectivityProbe(url: URL(string: "http://check.test/generate_204")!)
+        #expect(generate204.verdict(status: 204, location: nil, body: []) == .online)
+        #expect(generate204.verdict(status: 200, location: nil, body: []) == .captive(redirect: nil))
+    }
+
+    @Test("the verdict: the API's word first, then the check's, then an announcement of no portal")
+    func decisions() {
+        let portal = URL(string: "https://p.test/login")!
+        let api = CaptivePortalAPIStatus(isCaptive: true, userPortalURL: portal)
+        #expect(CaptivePortalDetection.decide(announcement: nil, api: api, probe: .online) == (.captive, portal))
+        #expect(CaptivePortalDetection.decide(announcement: nil, api: CaptivePortalAPIStatus(isCaptive: false), probe: .captive(redirect: nil)) == (.open, nil))
+        #expect(CaptivePortalDetection.decide(announcement: nil, api: CaptivePortalAPIStatus(isCaptive: true), probe: .captive(redirect: portal)) == (.captive, portal))
+        #expect(CaptivePortalDetection.decide(announcement: nil, api: nil, probe: .captive(redirect: portal)) == (.captive, portal))
+        #expect(CaptivePortalDetection.decide(announcement: .unrestricted, api: nil, probe: nil) == (.open, nil))
+        #expect(CaptivePortalDetection.decide(announcement: .unrestricted, api: nil, probe: .captive(redirect: nil)).0 == .captive)
+        #expect(CaptivePortalDetection.decide(announcement: nil, api: nil, probe: nil) == (.unknown, nil))
+    }
+
+    // MARK: Properties
+
+    @Test("random and mutated input never crashes a parser (20,000 cases each, seeded)")
+    func fuzz() {
+        var random = SplitMix64(state: 0x25_8910)
+        let seeds: [[UInt8]] = [
+            Self.dhcpReply(options: Self.option(52, [3]) + Self.option(114, Self.bytes("https://p.test/a")) + [255], file: Self.option(114, [0x62]) + [255]),
+            Self.routerAdvertisement(options: [37, 3] + Self.bytes("https://p.test/") + [0, 0, 0, 0, 0, 0, 0]),
+            Self.bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+            Self.bytes(#"{"captive": false, "seconds-remaining": 326, "user-portal-url": "https://p.test/"}"#),
+        ]
+        var parsed = 0
+        for round in 0..<20_000 {
+            var input: [UInt8]
+            if round % 4 == 0 {
+                input = (0..<Int.random(in: 0...400, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            } else {
+                input = seeds[round % seeds.count]
+                for _ in 0..<Int.random(in: 1...6, using: &random) where !input.isEmpty {
+                    switch Int.random(in: 0...2, using: &random) {
+                    case 0: input[Int.random(in: 0..<input.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+                    case 1: input.removeLast(Int.random(in: 0...min(8, input.count), using: &random))
+                    default: input.insert(UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0...input.count, using: &random))
+                    }
+                }
+            }
+            if let message = try? DHCPv4Message.parse(input) {
+                parsed += 1
+                _ = try? CaptivePortalAnnouncement.from(message)
+            }
+            if (try? CaptivePortalAnnouncement.fromRouterAdvertisement(input)) != nil { parsed += 1 }
+            if (try? ProbeResponse.parse(input)) != nil { parsed += 1 }
+            if (try? CaptivePortalAPIStatus.parse(input)) != nil { parsed += 1 }
+        }
+        #expect(parsed > 1000, "the mutations keep enough inputs valid to reach past the first checks (\(parsed))")
+    }
+
+    @Test("random option sets survive building and parsing (codes 1–254 but 52, values up to 255 bytes)")
+    func optionsRoundTrip() throws {
+        var random = SplitMix64(state: 0x2131)
+        for _ in 0..<500 {
+            var options: [UInt8: [UInt8]] = [:]
+            var area: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...8, using: &random) {
+                var code = UInt8.random(in: 1...254, using: &random)
+                if code == 52 { code = 53 }
+                let value = (0..<Int.random(in: 0...255, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                options[code, default: []] += value
+                area += Self.option(code, value)
+            }
+            let parsed = try DHCPv4Message.parse(Self.dhcpReply(options: area + [255]))
+            #expect(parsed.options == options)
+        }
+    }
+}
