@@ -33,11 +33,15 @@ public final class HTTPUpstream: Sendable {
 
     let client: HTTPClient
     let timeout: Double
+    /// The largest answer this upstream takes (at most `maximumBody`).
+    let bodyLimit: Int
 
     /// `tls`: whom HTTPS upstreams must prove themselves to (default: the system trust store).
-    /// `timeout` bounds each exchange, from the connection to the answer's last byte.
-    public init(timeout: Double = 30, tls: ClientTLS? = nil) {
+    /// `timeout` bounds each exchange, from the connection to the answer's last byte;
+    /// `bodyLimit` the answer's size (a larger one fails the exchange).
+    public init(timeout: Double = 30, tls: ClientTLS? = nil, bodyLimit: Int = HTTPUpstream.maximumBody) {
         self.timeout = timeout
+        self.bodyLimit = min(max(bodyLimit, 0), Self.maximumBody)
         let bound = TimeAmount.milliseconds(Int64(timeout * 1000))
         var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
         // A refused or failed connection fails the requests waiting for it at once, with its
@@ -78,7 +82,7 @@ public final class HTTPUpstream: Sendable {
         if !body.isEmpty || method == "POST" || method == "PUT" { request.body = .bytes(body) }
         do {
             let response = try await client.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
-            let content = try await response.body.collect(upTo: Self.maximumBody)
+            let content = try await response.body.collect(upTo: bodyLimit)
             return HTTPServerResponse(
                 status: Int(response.status.code), headers: response.headers.map { (name: $0.name, value: $0.value) },
                 body: Array(content.readableBytesView))

@@ -78,7 +78,7 @@ struct CaptivePortalDetector: Sendable {
         } else {
             tls = nil
         }
-        let upstream = HTTPUpstream(timeout: 5, tls: tls)
+        let upstream = HTTPUpstream(timeout: 5, tls: tls, bodyLimit: CaptivePortalAPIStatus.maximumSize)
         let response: HTTPServerResponse
         do {
             response = try await upstream.exchange(method: "GET", url: url, headers: [("Accept", CaptivePortalAPIStatus.mediaType), ("Cache-Control", "no-cache")], body: [])
