@@ -9,7 +9,7 @@ struct HotspotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hotspot",
         abstract: "Captive portals: is this network holding traffic until someone logs in, and where?",
-        subcommands: [HotspotDetectCommand.self])
+        subcommands: [HotspotDetectCommand.self, HotspotAllowLoginCommand.self])
 }
 
 struct HotspotDetectCommand: AsyncParsableCommand {
@@ -44,6 +44,36 @@ struct HotspotDetectCommand: AsyncParsableCommand {
         case .open: return
         case .captive: throw ExitCode(2)
         case .unknown: throw ExitCode(11)
+        }
+    }
+}
+
+struct HotspotAllowLoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "allow-login", abstract: "Let one user's programs reach a captive portal past the kill switch for a while.",
+        discussion: """
+            With a kill switch on, nothing leaves outside the tunnel — and behind a captive portal the tunnel cannot \
+            come up until someone logs in. This lets USER's programs (a browser run as that user) reach the network on \
+            the interface directly for --seconds (default 300, at most 3600); everything else stays blocked. \
+            --seconds 0 ends it. Root or netextd's admin group.
+            """)
+    @OptionGroup var options: ClientOptions
+    @Option(help: "The user whose programs log in (a name or uid; not root).") var user: String
+    @Option(help: "The interface (default: the one the default route leaves by).") var interface: String?
+    @Option(help: "How long, in seconds (0 ends it).") var seconds = 300
+
+    func run() async throws {
+        try await reportingFailures {
+            let grant = try await options.withClient { client in
+                try await client.call(AllowPortalLogin(user: user, interface: interface, seconds: seconds))
+            }
+            if options.json { try options.printJSON(grant); return }
+            if grant.seconds == 0 {
+                print(grant.ended ? "portal login for \(grant.user) (uid \(grant.uid)) ended" : "no portal login was in force for \(grant.user)")
+            } else {
+                print("\(grant.user) (uid \(grant.uid)) may reach \(grant.interface) directly for \(grant.seconds) s")
+                if !grant.guardInForce { print("note: no kill switch is in force, so nothing was blocked; the grant applies if one comes into force") }
+            }
         }
     }
 }

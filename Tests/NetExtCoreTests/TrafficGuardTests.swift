@@ -25,7 +25,7 @@ struct TrafficGuardTests {
         #expect(plan.applyCommands.contains(["-4", "rule", "add", "priority", "7100", "to", "192.0.2.1/32", "lookup", "main"]))
     }
 
-    @Test("the guard lets loopback, the tunnels, the providers and neighbour discovery through, and drops the rest")
+    @Test("the guard lets loopback, the tunnels, the providers, neighbour discovery, DHCP and netextd's portal detection through, and drops the rest")
     func killSwitchRules() throws {
         let guardRules = TrafficGuard(members: [
             .init(configuration: UUID(), providerUID: 65534, blocksAll: true, localNetworks: [try IPPrefix("198.51.100.0/24"), try IPPrefix("fe80::/64")]),
@@ -33,12 +33,15 @@ struct TrafficGuardTests {
         let lines = guardRules.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         #expect(lines.prefix(3) == ["add table inet netextd_guard", "flush table inet netextd_guard", "table inet netextd_guard {"])
         let chain = Array(lines.drop { !$0.hasPrefix("type filter hook output") })
-        #expect(Array(chain.prefix(9)) == [
+        #expect(Array(chain.prefix(12)) == [
             "type filter hook output priority filter; policy accept;",
             "oifname \"lo\" accept",
             "oifname \"netext*\" accept",
             "meta skuid { 65534 } accept",
             "icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } accept",
+            "udp sport 68 udp dport 67 accept",
+            "udp sport 546 udp dport 547 accept",
+            "meta mark & 0x00ff0000 == 0x00030000 accept",
             "ip daddr 198.51.100.0/24 accept",
             "ip6 daddr fe80::/64 accept",
             "counter drop",
@@ -62,6 +65,26 @@ struct TrafficGuardTests {
         #expect(guardRules.isActive)
         guardRules.members = [.init(configuration: UUID(), providerUID: 1, blocksAll: false)]
         #expect(!guardRules.isActive)
+    }
+}
+
+extension TrafficGuardTests {
+    @Test("a portal login lets one user out on one interface, before every drop; the model agrees with the rules")
+    func portalLogins() throws {
+        let guardRules = TrafficGuard(
+            members: [.init(configuration: UUID(), providerUID: 65534, blocksAll: true, enforcedRoutes: [try IPPrefix("10.20.0.0/16")])],
+            portalLogins: [.init(uid: 1000, interface: "eth0"), .init(uid: 1000, interface: "eth0"), .init(uid: 7, interface: "wl\"an0")])
+        let lines = guardRules.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let login = try #require(lines.firstIndex(of: "meta skuid 1000 oifname \"eth0\" accept"))
+        #expect(lines.filter { $0 == "meta skuid 1000 oifname \"eth0\" accept" }.count == 1, "one rule for a login given twice")
+        #expect(lines.contains("meta skuid 7 oifname \"wlan0\" accept"), "no quote reaches nft")
+        #expect(login < (try #require(lines.firstIndex(of: "ip daddr 10.20.0.0/16 counter drop"))))
+        let portal: [UInt8] = [198, 51, 100, 1]
+        #expect(!guardRules.dropsDirectPacket(to: portal, uid: 1000, interface: "eth0"))
+        #expect(guardRules.dropsDirectPacket(to: portal, uid: 1000, interface: "eth1"), "only on its interface")
+        #expect(guardRules.dropsDirectPacket(to: portal, uid: 1001, interface: "eth0"), "only that user")
+        #expect(guardRules.dropsDirectPacket(to: portal))
+        #expect(!guardRules.dropsDirectPacket(to: portal, mark: TrafficGuard.detectionMark), "netextd's detection passes")
     }
 }
 

@@ -80,4 +80,28 @@ struct KillSwitchTests {
         await other.restore([tunnel("C")]) { _ in nil }
         #expect(empty.currentGuard == TrafficGuard(), "whatever an earlier netextd left is replaced by an empty guard")
     }
+
+    @Test("a portal login joins the guard beside its members, a newer grant outlives an older one's timer, and each ends by itself or when ended")
+    func portalLogins() async throws {
+        let guardian = killSwitch
+        let office = tunnel("Office", includeAll: true)
+        #expect(try await !guardian.allowPortalLogin(uid: 33, interface: "eth0", seconds: 600), "no guard in force yet")
+        try await guardian.engage(office, manifest: nil)
+        #expect(applier.currentGuard?.portalLogins == [.init(uid: 33, interface: "eth0")], "kept across members' changes")
+        #expect(try await guardian.allowPortalLogin(uid: 1000, interface: "wlan0", seconds: 1))
+        #expect(Set(applier.currentGuard?.portalLogins ?? []) == [.init(uid: 33, interface: "eth0"), .init(uid: 1000, interface: "wlan0")])
+        #expect(try await guardian.allowPortalLogin(uid: 1000, interface: "wlan0", seconds: 600), "renewed before the first grant's second is up")
+        try await Task.sleep(for: .milliseconds(1500))
+        await worker.drain()
+        #expect(applier.currentGuard?.portalLogins.contains(.init(uid: 1000, interface: "wlan0")) == true, "the older grant's timer did not end the newer grant")
+        #expect(await guardian.endPortalLogin(uid: 1000))
+        #expect(await !guardian.endPortalLogin(uid: 1000), "nothing left to end")
+        #expect(try await guardian.allowPortalLogin(uid: 7, interface: "eth1", seconds: 1))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while applier.currentGuard?.portalLogins.contains(.init(uid: 7, interface: "eth1")) == true, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            await worker.drain()
+        }
+        #expect(applier.currentGuard?.portalLogins == [.init(uid: 33, interface: "eth0")], "the one-second grant expired by itself")
+    }
 }

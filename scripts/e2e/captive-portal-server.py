@@ -6,7 +6,8 @@ traffic here and drop the rest of what it forwards. This server answers:
   http://ADDRESS:8080/ANY     302 to https://ADDRESS:8443/login (what a connectivity check meets)
   https://ADDRESS:8443/capport   the captive portal API (RFC 8908 §5, application/captive+json)
   https://ADDRESS:8443/login  GET: the form; POST user=guest&password=PASSWORD: the client's
-                              address joins `allowed` for SESSION seconds (the nft timeout ends it)
+                              address joins `allowed` for SESSION seconds (the nft timeout ends it;
+                              a `seconds` field asks for another length, at most 600)
   https://ADDRESS:8443/venue  a page about the venue
 Usage: captive-portal-server.py ADDRESS CERT KEY TABLE PASSWORD SESSION LOG"""
 import json, ssl, subprocess, sys, threading, time
@@ -66,10 +67,13 @@ class Handler(BaseHTTPRequestHandler):
         if not ok:
             self.reply(403, "wrong user or password\n")
             return
-        subprocess.run(["nft", "add", "element", "inet", table, "allowed", f"{{ {client} timeout {session}s }}"], check=True)
+        length = session
+        if form.get("seconds", [""])[0].isdigit():
+            length = max(1, min(int(form["seconds"][0]), 600))
+        subprocess.run(["nft", "add", "element", "inet", table, "allowed", f"{{ {client} timeout {length}s }}"], check=True)
         with lock:
-            sessions[client] = time.time() + session
-        self.reply(200, f"welcome; your session lasts {session} s\n")
+            sessions[client] = time.time() + length
+        self.reply(200, f"welcome; your session lasts {length} s\n")
 
     def log_message(self, *args):
         pass

@@ -17,7 +17,10 @@ struct CaptivePortalDetector: Sendable {
     /// The DHCP options asked for: subnet mask, router, captive portal.
     static let requestedOptions: [UInt8] = [1, 3, CaptivePortalAnnouncement.dhcpv4Option]
 
-    func detect(interface: String, probe requested: ConnectivityProbe?) async -> CaptivePortalDetection {
+    /// `guardInForce`: a kill switch holds traffic. The DHCP exchange passes it (the guard lets
+    /// DHCP through) and so does the check (its socket carries `TrafficGuard.detectionMark`); the
+    /// API's HTTPS client cannot mark its sockets, so the API is not asked then.
+    func detect(interface: String, probe requested: ConnectivityProbe?, guardInForce: Bool = false) async -> CaptivePortalDetection {
         var announcement: CaptivePortalAnnouncement?
         var announcementProblem: String?
         if let identity = InterfaceIdentity.of(interface) {
@@ -45,13 +48,17 @@ struct CaptivePortalDetector: Sendable {
         var api: CaptivePortalAPIStatus?
         var apiProblem: String?
         if case .api(let url)? = announcement {
-            do throws(CaptivePortalError) { api = try await fetchAPI(url) } catch { apiProblem = error.description }
+            if guardInForce {
+                apiProblem = "not asked while a kill switch is in force (netextd's HTTPS client cannot mark its connections to pass it yet)"
+            } else {
+                do throws(CaptivePortalError) { api = try await fetchAPI(url) } catch { apiProblem = error.description }
+            }
         }
 
         var probeResult: CaptivePortalDetection.ProbeResult?
         var probeProblem: String?
         if let probe = requested ?? standardProbe {
-            let fetched = await BlockingWork.run { Result { () throws(SystemError) in try HTTPConnectivityCheck.fetch(probe.url, interface: interface) } }
+            let fetched = await BlockingWork.run { Result { () throws(SystemError) in try HTTPConnectivityCheck.fetch(probe.url, interface: interface, mark: TrafficGuard.detectionMark) } }
             switch fetched {
             case .success(let bytes):
                 do throws(CaptivePortalError) {

@@ -129,6 +129,9 @@ public final class ControlService: Sendable {
         table.on(DetectCaptivePortal.self) { service, method, identity in
             try await service.detectCaptivePortal(method, identity: identity)
         }
+        table.on(AllowPortalLogin.self) { service, method, _ in
+            try await service.allowPortalLogin(method)
+        }
         table.on(PlaceInApp.self) { service, method, identity in
             try await service.placeInApp(method, identity: identity)
         }

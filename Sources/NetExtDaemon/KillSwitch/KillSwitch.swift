@@ -13,6 +13,10 @@ import NetExtLinux
 /// actors, on the `NetworkWorker`.
 actor KillSwitch {
     private var members: [UUID: TrafficGuard.Member] = [:]
+    /// Portal logins by user id, each with its end and the grant that made it (a newer grant for
+    /// the same user outlives an older one's timer).
+    private var portalLogins: [UInt32: (login: TrafficGuard.PortalLogin, ends: Date, grant: Int)] = [:]
+    private var grants = 0
     private let network: NetworkWorker
     private let logger: Logger
 
@@ -20,6 +24,9 @@ actor KillSwitch {
         self.network = network
         self.logger = logger
     }
+
+    /// Whether any configuration's guard is in force.
+    var isInForce: Bool { !members.isEmpty }
 
     /// Whether `configuration` has a guard in force.
     func isEngaged(_ configuration: UUID) -> Bool { members[configuration] != nil }
@@ -83,8 +90,40 @@ actor KillSwitch {
         if members.isEmpty { try? await applyWanted() }
     }
 
+    /// Lets `uid`'s programs reach `interface` directly for `seconds` (a captive portal's login
+    /// page, with the kill switch on), replacing any earlier grant for that user; the grant ends
+    /// by itself. Returns whether a guard is in force (if none, nothing was blocked anyway).
+    func allowPortalLogin(uid: UInt32, interface: String, seconds: Int) async throws(NetExtError) -> Bool {
+        grants += 1
+        let grant = grants
+        let previous = portalLogins[uid]
+        portalLogins[uid] = (TrafficGuard.PortalLogin(uid: uid, interface: interface), Date().addingTimeInterval(Double(seconds)), grant)
+        do throws(NetExtError) { try await applyWanted() } catch {
+            portalLogins[uid] = previous
+            throw error
+        }
+        logger.notice("portal login allowed past the traffic guard", metadata: ["uid": "\(uid)", "interface": "\(interface)", "seconds": "\(seconds)"])
+        Task { [weak self] in
+            try? await Task.sleep(for: .seconds(seconds))
+            await self?.endPortalLogin(uid: uid, grant: grant)
+        }
+        return !members.isEmpty
+    }
+
+    /// Ends `uid`'s portal login (all of its grants when `grant` is nil); whether one was in force.
+    @discardableResult
+    func endPortalLogin(uid: UInt32, grant: Int? = nil) async -> Bool {
+        guard let current = portalLogins[uid], grant == nil || current.grant == grant else { return false }
+        portalLogins.removeValue(forKey: uid)
+        do throws(NetExtError) { try await applyWanted() } catch {
+            logger.error("cannot update the traffic guard", metadata: ["error": "\(error.message)"])
+        }
+        logger.notice("portal login ended", metadata: ["uid": "\(uid)", "interface": "\(current.login.interface)", "how": "\(grant == nil ? "ended" : "expired")"])
+        return true
+    }
+
     private func applyWanted() async throws(NetExtError) {
-        let wanted = TrafficGuard(members: Array(members.values))
+        let wanted = TrafficGuard(members: Array(members.values), portalLogins: portalLogins.values.map(\.login))
         try await network.performThrowing { applier throws(NetExtError) in try applier.applyGuard(wanted) }
     }
 }

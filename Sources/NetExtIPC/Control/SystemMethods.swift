@@ -92,6 +92,25 @@ public struct DetectCaptivePortal: ControlMethod {
     }
 }
 
+/// Lets one user's programs reach one interface directly for a while, past the kill switch, to
+/// log in to a captive portal (`netext hotspot allow-login`); `seconds` 0 ends it. Root or the
+/// admin group.
+public struct AllowPortalLogin: ControlMethod {
+    public typealias Result = PortalLoginGrant
+    public static let name = "allowPortalLogin"
+    public static let modifiesState = true
+    /// A user name or numeric id.
+    public var user: String
+    /// nil: the default route's interface.
+    public var interface: String?
+    public var seconds: Int
+    public init(user: String, interface: String? = nil, seconds: Int) {
+        self.user = user
+        self.interface = interface
+        self.seconds = seconds
+    }
+}
+
 /// Every method of the control protocol, by wire name: how a request's `params` are decoded.
 public enum ControlMethods {
     public static let all: [String: any ControlMethod.Type] = Dictionary(uniqueKeysWithValues: list.map { ($0.name, $0) })
@@ -101,7 +120,7 @@ public enum ControlMethods {
         StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
         InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
         GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
-        GetDNSSettingsStatus.self, DetectCaptivePortal.self,
+        GetDNSSettingsStatus.self, DetectCaptivePortal.self, AllowPortalLogin.self,
         PlaceInApp.self, ListApps.self,
     ]
 }

@@ -7,8 +7,9 @@ import Glibc
 /// A connectivity check's fetch: one plain-HTTP/1.1 GET on a TCP connection bound to one interface
 /// (`SO_BINDTODEVICE`, as Apple's hotspot helper's connections are bound to their network), the
 /// answer read until the server closes (`Connection: close`) or `ProbeResponse.maximumSize`.
+/// `mark`: the socket's mark (`SO_MARK`), by which a traffic guard lets it pass.
 public enum HTTPConnectivityCheck {
-    public static func fetch(_ url: URL, interface: String, timeoutMilliseconds: Int = 3000) throws(SystemError) -> [UInt8] {
+    public static func fetch(_ url: URL, interface: String, mark: UInt32? = nil, timeoutMilliseconds: Int = 3000) throws(SystemError) -> [UInt8] {
         guard url.scheme?.lowercased() == "http", let host = url.host else {
             throw SystemError("connectivity check", errno: EINVAL, subject: "\(url.absoluteString) is not a plain http URL")
         }
@@ -25,6 +26,8 @@ public enum HTTPConnectivityCheck {
         defer { close(fd) }
         let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
         guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        // Without CAP_NET_ADMIN no mark is set, and a traffic guard holds the check like the rest.
+        if let mark { _ = setSocketMark(fd, mark) }
         var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
