@@ -9,7 +9,7 @@ struct HotspotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hotspot",
         abstract: "Captive portals: is this network holding traffic until someone logs in, and where?",
-        subcommands: [HotspotDetectCommand.self, HotspotAllowLoginCommand.self])
+        subcommands: [HotspotStatusCommand.self, HotspotDetectCommand.self, HotspotAllowLoginCommand.self])
 }
 
 struct HotspotDetectCommand: AsyncParsableCommand {
@@ -44,6 +44,27 @@ struct HotspotDetectCommand: AsyncParsableCommand {
         case .open: return
         case .captive: throw ExitCode(2)
         case .unknown: throw ExitCode(11)
+        }
+    }
+}
+
+struct HotspotStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "What netextd last found about a captive portal on the default route's interface.",
+        discussion: "netextd checks by itself on network changes when started with --captive-portal-detection; detections asked for with netext hotspot detect (without --probe-url) count too.")
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let status = try await options.withClient { client in try await client.call(GetCaptivePortalStatus()) }
+            if options.json { try options.printJSON(status); return }
+            print("monitoring: \(status.monitoring ? "on (every network change)" : "off (netextd --captive-portal-detection turns it on)")")
+            guard let last = status.last, let checkedAt = status.checkedAt else {
+                print("no detection yet")
+                return
+            }
+            print("checked: \(Int(Date().timeIntervalSince(checkedAt))) s ago")
+            for line in HotspotText.lines(last) { print(line) }
         }
     }
 }

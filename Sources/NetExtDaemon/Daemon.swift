@@ -65,7 +65,9 @@ public final class Daemon: Sendable {
         await urlFilters.restore(try store.allConfigurations())
         let service = ControlService(
             store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters, urlFilters: urlFilters,
-            connectivityCheck: settings.connectivityCheck, captivePortalCAFile: settings.captivePortalCAFile)
+            connectivityCheck: settings.connectivityCheck, captivePortalCAFile: settings.captivePortalCAFile,
+            captivePortalObserver: settings.captivePortalMonitoring ? NetworkObserver(originalResolverContent: { "" }) : nil,
+            captivePortalRecheck: settings.captivePortalRecheck)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {
             logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])
@@ -83,10 +85,12 @@ public final class Daemon: Sendable {
             store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
+        await service.captivePortalMonitor.start()
         await sessions.appSteering.setAppFlowHandler { id in Task { await onDemand.appFlowSeen(id) } }
 
         return RunningDaemon(
-            settings: settings, logger: logger, registry: registry, onDemand: onDemand, sessions: sessions, filters: filters, urlFilters: urlFilters,
+            settings: settings, logger: logger, registry: registry, onDemand: onDemand, captivePortalMonitor: service.captivePortalMonitor,
+            sessions: sessions, filters: filters, urlFilters: urlFilters,
             server: server, configurationCount: configurationCount, providerCount: providers.providers.count)
     }
 

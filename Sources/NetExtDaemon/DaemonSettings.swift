@@ -39,6 +39,13 @@ public struct DaemonSettings: Sendable {
     /// `$NETEXT_CAPTIVE_PORTAL_CA_FILE`: the CAs a captive portal API server must chain to instead of
     /// the system's (a lab's CA).
     public var captivePortalCAFile: String?
+    /// `--captive-portal-detection`, `$NETEXT_CAPTIVE_PORTAL_DETECTION=on`: netextd checks the
+    /// default route's interface for a captive portal by itself on network changes (off by
+    /// default: it sends a DHCPINFORM, and the check if one is configured, on each change).
+    public var captivePortalMonitoring = false
+    /// `$NETEXT_CAPTIVE_PORTAL_RECHECK` (seconds, default 30): how often a captive network is
+    /// checked again, so that a login is seen.
+    public var captivePortalRecheck: Duration = .seconds(30)
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -66,6 +73,10 @@ public struct DaemonSettings: Sendable {
             settings.connectivityCheck = try? ConnectivityProbe.validated(url: url, expectedResponse: environment["NETEXT_CONNECTIVITY_CHECK_RESPONSE"])
         }
         if let caFile = environment["NETEXT_CAPTIVE_PORTAL_CA_FILE"], !caFile.isEmpty { settings.captivePortalCAFile = caFile }
+        if environment["NETEXT_CAPTIVE_PORTAL_DETECTION"] == "on" { settings.captivePortalMonitoring = true }
+        if let seconds = environment["NETEXT_CAPTIVE_PORTAL_RECHECK"].flatMap(Int.init), (1...3600).contains(seconds) {
+            settings.captivePortalRecheck = .seconds(seconds)
+        }
         if let interval = environment["NETEXT_PREFILTER_INTERVAL"].flatMap(Double.init), interval >= 1 { settings.prefilterFetchIntervalOverride = interval }
         return settings
     }

@@ -7,6 +7,7 @@ public struct RunningDaemon: Sendable {
     let logger: Logger
     let registry: ProviderRegistry
     let onDemand: OnDemandController
+    let captivePortalMonitor: CaptivePortalMonitor
     let sessions: SessionManager
     let filters: FilterController
     let urlFilters: URLFilterController
@@ -35,6 +36,7 @@ public struct RunningDaemon: Sendable {
     public func stop() async {
         Daemon.exitIfShutdownHangs(after: Daemon.shutdownDeadline, logger: logger)
         await onDemand.stop()
+        await captivePortalMonitor.stop()
         await sessions.stopAll()
         await filters.stopAll()
         await urlFilters.stopAll()

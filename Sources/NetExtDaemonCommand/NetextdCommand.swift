@@ -25,6 +25,8 @@ public struct NetextdCommand: AsyncParsableCommand {
     @Option(help: "Seconds a provider has to start.") var providerStartTimeout: Double = 30
     @Option(help: "Serve Prometheus metrics (control requests, status changes, sessions by status) at http://HOST:PORT/metrics; loopback addresses only. Off by default.")
     var metricsListen: String?
+    @Flag(help: "Check the default route's interface for a captive portal on each network change (a DHCPINFORM for option 114, the portal's API, the connectivity check if configured); see netext hotspot status. Off by default.")
+    var captivePortalDetection = false
 
     public init() {}
 
@@ -40,6 +42,7 @@ public struct NetextdCommand: AsyncParsableCommand {
         if let socket { settings.socketPath = socket }
         if let providersDir { settings.providersDirectory = providersDir }
         settings.adminGroup = adminGroup
+        if captivePortalDetection { settings.captivePortalMonitoring = true }
         settings.providerStartDeadline = .milliseconds(Int(providerStartTimeout * 1000))
         logging.bootstrap()
         let logger = Logger(label: "netextd")

@@ -20,7 +20,7 @@ struct MessageCodingTests {
         SendProviderMessage(.id(UUID()), data: Data("status".utf8)), SendProviderMessage(.name("VPN"), data: Data()), GetFilterStatus(), GetFilterLog(limit: 20),
         GetURLFilterVerdict(url: "https://www.example.test/a?b=c"), GetURLFilterStatus(), GetDNSSettingsStatus(),
         DetectCaptivePortal(interface: "wlan0", probeURL: "http://check.example.test/", probeResponse: "online"), DetectCaptivePortal(),
-        AllowPortalLogin(user: "www-data", interface: "eth0", seconds: 300), AllowPortalLogin(user: "1000", seconds: 0),
+        AllowPortalLogin(user: "www-data", interface: "eth0", seconds: 300), AllowPortalLogin(user: "1000", seconds: 0), GetCaptivePortalStatus(),
         PlaceInApp(app: "org.example.App", executable: "/usr/bin/curl"), PlaceInApp(app: "org.example.App", executable: nil), ListApps(),
     ] as [any ControlMethod]).map { RequestEnvelope(id: 42, method: $0) }
 

@@ -8,6 +8,7 @@ traffic here and drop the rest of what it forwards. This server answers:
   https://ADDRESS:8443/login  GET: the form; POST user=guest&password=PASSWORD: the client's
                               address joins `allowed` for SESSION seconds (the nft timeout ends it;
                               a `seconds` field asks for another length, at most 600)
+  https://ADDRESS:8443/logout POST: the client's session ends at once
   https://ADDRESS:8443/venue  a page about the venue
 Usage: captive-portal-server.py ADDRESS CERT KEY TABLE PASSWORD SESSION LOG"""
 import json, ssl, subprocess, sys, threading, time
@@ -60,6 +61,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         client = self.client_address[0]
+        if self.server.scheme == "https" and self.path == "/logout":
+            subprocess.run(["nft", "delete", "element", "inet", table, "allowed", f"{{ {client} }}"], capture_output=True)
+            with lock:
+                sessions.pop(client, None)
+            log.write(f"https POST /logout from {client}\n")
+            self.reply(200, "bye\n")
+            return
         length = min(int(self.headers.get("Content-Length", "0") or 0), 4096)
         form = parse_qs(self.rfile.read(length).decode(errors="replace"))
         ok = self.server.scheme == "https" and self.path == "/login" and form.get("password") == [password] and form.get("user") == ["guest"]

@@ -170,4 +170,22 @@ sleep 3
 check "a login ends by itself when its time is up" bash -c "! ip netns exec '$LAB_LAPTOP' nft list table inet netextd_guard | grep -q 'skuid 33 oifname' && grep -q 'how=expired' '$work/netextd.log'"
 netext disable Guarded > /dev/null
 
+# 8. netextd watching by itself (--captive-portal-detection; a captive network checked again every 2 s).
+kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
+export NETEXT_CAPTIVE_PORTAL_DETECTION=on NETEXT_CAPTIVE_PORTAL_RECHECK=2 NETEXT_CONNECTIVITY_CHECK_URL=http://203.0.113.2/check NETEXT_CONNECTIVITY_CHECK_RESPONSE="hello from"
+laptop curl -s -m 3 --cacert "$work/ca-public.crt" -X POST https://198.51.100.1:8443/logout > /dev/null
+e2e_start_netextd
+status_says() { "$bin/netext" hotspot status 2>&1 | grep -qF -- "$1"; }
+check "at start netextd finds the portal by itself" lab_wait "status_says 'verdict: captive — log in at https://198.51.100.1:8443/login'" 15
+check "… says it is monitoring, with its own connectivity check" bash -c "'$bin/netext' hotspot status | grep -q 'monitoring: on' && '$bin/netext' hotspot status | grep -q 'connectivity check http://203.0.113.2/check: 302'"
+check "… and logs it at notice" lab_wait "grep -q 'captive portal detected.*login=https://198.51.100.1:8443/login' '$work/netextd.log'" 5
+check "a person logs in" login laptop
+check "netextd sees the network open without being asked" lab_wait "status_says 'verdict: open'" 15
+check "… and logs it" lab_wait "grep -q 'network open' '$work/netextd.log'" 5
+json="$("$bin/netext" hotspot status --json 2>/dev/null)"
+check "status --json: monitoring, the last verdict and when" python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+assert d['monitoring'] is True and d['last']['verdict'] == 'open' and d['last']['interface'] == 'eth0' and d['checkedAt'], d" "$json"
+
 e2e_finish "$work/netextd.log" "$work/dnsmasq.log" "$work/portal.log"

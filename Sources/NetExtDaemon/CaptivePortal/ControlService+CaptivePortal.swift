@@ -21,6 +21,7 @@ extension ControlService {
             }
         }
         let detection = await captivePortals.detect(interface: interface, probe: probe, guardInForce: await sessions.killSwitch.isInForce)
+        if probe == nil { await captivePortalMonitor.record(detection, primaryInterface: await BlockingWork.run { NetworkInterfaces.defaultRouteInterface() }) }
         logger.info("captive portal detection", metadata: [
             "interface": "\(interface)", "verdict": "\(detection.verdict.rawValue)",
             "announcement": "\(detection.announcement?.description ?? "-")",

@@ -19,14 +19,20 @@ public final class ControlService: Sendable {
     let filters: FilterController?
     /// The URL filter, when this netextd runs one.
     let urlFilters: URLFilterController?
-    /// Captive portal detection (`detectCaptivePortal`).
+    /// Captive portal detection (`detectCaptivePortal`) and its monitor (`getCaptivePortalStatus`).
     let captivePortals: CaptivePortalDetector
+    let captivePortalMonitor: CaptivePortalMonitor
 
     public init(
         store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
-        filters: FilterController? = nil, urlFilters: URLFilterController? = nil, connectivityCheck: ConnectivityProbe? = nil, captivePortalCAFile: String? = nil
+        filters: FilterController? = nil, urlFilters: URLFilterController? = nil, connectivityCheck: ConnectivityProbe? = nil, captivePortalCAFile: String? = nil,
+        captivePortalObserver: (any NetworkObserving)? = nil, captivePortalRecheck: Duration = .seconds(30)
     ) {
-        captivePortals = CaptivePortalDetector(standardProbe: connectivityCheck, caFile: captivePortalCAFile)
+        let detector = CaptivePortalDetector(standardProbe: connectivityCheck, caFile: captivePortalCAFile)
+        captivePortals = detector
+        captivePortalMonitor = CaptivePortalMonitor(
+            detector: detector, observer: captivePortalObserver, captiveRecheck: captivePortalRecheck,
+            guardInForce: { [sessions] in await sessions.killSwitch.isInForce }, logger: logger)
         self.filters = filters
         self.urlFilters = urlFilters
         self.store = store
@@ -128,6 +134,9 @@ public final class ControlService: Sendable {
         }
         table.on(DetectCaptivePortal.self) { service, method, identity in
             try await service.detectCaptivePortal(method, identity: identity)
+        }
+        table.on(GetCaptivePortalStatus.self) { service, _, _ in
+            await service.captivePortalMonitor.status()
         }
         table.on(AllowPortalLogin.self) { service, method, _ in
             try await service.allowPortalLogin(method)

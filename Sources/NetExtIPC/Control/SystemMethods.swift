@@ -92,6 +92,13 @@ public struct DetectCaptivePortal: ControlMethod {
     }
 }
 
+/// What netextd's captive portal monitor last found (`netext hotspot status`).
+public struct GetCaptivePortalStatus: ControlMethod {
+    public typealias Result = CaptivePortalStatus
+    public static let name = "getCaptivePortalStatus"
+    public init() {}
+}
+
 /// Lets one user's programs reach one interface directly for a while, past the kill switch, to
 /// log in to a captive portal (`netext hotspot allow-login`); `seconds` 0 ends it. Root or the
 /// admin group.
@@ -120,7 +127,7 @@ public enum ControlMethods {
         StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
         InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
         GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
-        GetDNSSettingsStatus.self, DetectCaptivePortal.self, AllowPortalLogin.self,
+        GetDNSSettingsStatus.self, DetectCaptivePortal.self, GetCaptivePortalStatus.self, AllowPortalLogin.self,
         PlaceInApp.self, ListApps.self,
     ]
 }

@@ -1,4 +1,5 @@
 import NetExtCore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,15 @@ public enum DHCPInformExchange {
         public var lastProblem: String?
     }
 
+    /// One exchange at a time in the process: two sockets bound to port 68 would each get only
+    /// some of the answers (the kernel gives a unicast datagram to one of them).
+    private static let oneAtATime = Mutex(())
+
     public static func run(interface: String, identity: InterfaceIdentity, requesting: [UInt8], attempts: Int = 3, waitMilliseconds: Int = 1000) throws(SystemError) -> Outcome {
+        try oneAtATime.withLock { _ throws(SystemError) in try exchange(interface: interface, identity: identity, requesting: requesting, attempts: attempts, waitMilliseconds: waitMilliseconds) }
+    }
+
+    private static func exchange(interface: String, identity: InterfaceIdentity, requesting: [UInt8], attempts: Int, waitMilliseconds: Int) throws(SystemError) -> Outcome {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: "DHCP on \(interface)") }
         defer { close(fd) }

@@ -1,0 +1,16 @@
+import Foundation
+
+/// What netextd's captive portal monitor last found (`netext hotspot status`).
+public struct CaptivePortalStatus: Sendable, Hashable, Codable {
+    /// Whether netextd checks by itself on network changes (`--captive-portal-detection`).
+    public var monitoring: Bool
+    /// The last detection on the default route's interface, by the monitor or by a request.
+    public var last: CaptivePortalDetection?
+    public var checkedAt: Date?
+
+    public init(monitoring: Bool, last: CaptivePortalDetection? = nil, checkedAt: Date? = nil) {
+        self.monitoring = monitoring
+        self.last = last
+        self.checkedAt = checkedAt
+    }
+}
