@@ -45,15 +45,16 @@ struct ControlLimitsTests {
         try await daemon.start()
         let pid = try #require(daemon.pid)
         let before = Self.residentMegabytes(pid)
-        // The flood lasts 12 s; root's status, asked 3 s in, must come well before its end (5 s
-        // leaves room for a starved CI machine starting the CLI).
+        // The flood lasts 12 s; root's status, asked 3 s in, must come before its end (8 s
+        // leaves room for a starved machine starting the CLI: 5.006 s was seen with a build
+        // running beside the suite).
         async let flooding = flood(daemon, "pipeline", count: 30_000, hold: 12)
         try await Task.sleep(for: .seconds(3))
         let (status, seconds) = try await Self.timedStatus(daemon)
         let during = Self.residentMegabytes(pid)
         let figures = try await flooding
         #expect(status.status == 0, "\(status)")
-        #expect(seconds < 5.0, "root's status took \(seconds) s during the flood")
+        #expect(seconds < 8.0, "root's status took \(seconds) s during the flood")
         #expect(during - before < 60, "netextd grew from \(before) to \(during) MB")
         // Backpressure: the flooder could not even hand all its requests over.
         #expect((figures["pipeline_sent"] ?? 0) < 30_000, "\(figures)")

@@ -31,7 +31,8 @@ struct HTTP2ServingTests {
     private static func runCurl(_ arguments: [String]) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["--silent", "--show-error", "--max-time", "10"] + arguments
+        // 30 s: a debug server's TLS handshakes took over 10 s once with a build beside the suite.
+        process.arguments = ["--silent", "--show-error", "--max-time", "30"] + arguments
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors

@@ -127,12 +127,7 @@ check "netextd logged each detection" grep -q "captive portal detection" "$work/
 # 7. The kill switch on behind the portal: log in without turning it off.
 start_dnsmasq "https://198.51.100.1:8443/capport"
 e2e_keys
-umask 077
-cat > "$work/server.json" <<JSON
-{"privateKey": "$server_key", "listen": "203.0.113.2:51900", "ipv4Pool": "10.99.0.0/24",
- "routes": ["10.20.0.0/16"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
-JSON
-umask 022
+e2e_office_server_config
 e2e_start_server
 cp "$work/ca/ca.crt" "$work/ca-public.crt"; chmod 644 "$work/ca-public.crt"
 echo "$client_key" | netext create --name Guarded --provider com.netext.tunnel --server 203.0.113.2:51900 --config "serverPublicKey=$server_public" \

@@ -20,12 +20,7 @@ max_loss="${MAX_LOSS_PERCENT:-1}"; max_reconnect="${MAX_RECONNECT_MS:-1000}"
 e2e_netextd_environment
 lab_up || { echo "FAIL lab"; exit 1; }
 e2e_keys
-umask 077
-cat > "$work/server.json" <<JSON
-{"privateKey": "$server_key", "listen": "203.0.113.2:51900", "ipv4Pool": "10.99.0.0/24",
- "routes": ["10.20.0.0/16"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
-JSON
-umask 022
+e2e_office_server_config
 echo "nameserver 198.51.100.53" > "$work/resolv.conf"
 e2e_start_server
 e2e_start_netextd

@@ -22,6 +22,16 @@ e2e_keys() {
   client_key="$("$bin/netext-server" genkey)"; client_public="$(echo "$client_key" | "$bin/netext-server" pubkey)"
 }
 
+# Writes $work/server.json (mode 600): the office's tunnel server on 203.0.113.2:51900 with the
+# laptop's key ($client_public, from e2e_keys) as its one peer, pushing 10.20.0.0/16.
+e2e_office_server_config() {
+  (umask 077; cat > "$work/server.json" <<JSON
+{"privateKey": "$server_key", "listen": "203.0.113.2:51900", "ipv4Pool": "10.99.0.0/24",
+ "routes": ["10.20.0.0/16"], "mtu": 1420, "peers": [{"name": "laptop", "publicKey": "$client_public"}]}
+JSON
+  )
+}
+
 # netextd's state, socket and providers in the work directory, with the reference tunnel
 # provider registered (as nobody); $1 is the resolver file netextd may rewrite.
 e2e_netextd_environment() {
