@@ -25,12 +25,28 @@ public struct NetextdCommand: AsyncParsableCommand {
     @Option(help: "Seconds a provider has to start.") var providerStartTimeout: Double = 30
     @Option(help: "Serve Prometheus metrics (control requests, status changes, sessions by status) at http://HOST:PORT/metrics; loopback addresses only. Off by default.")
     var metricsListen: String?
+    @Option(help: "The connectivity check netext hotspot detect runs when not given one: a plain http URL whose real answer you know (default: $NETEXT_CONNECTIVITY_CHECK_URL, else none).")
+    var connectivityCheckUrl: String?
+    @Option(help: "What the connectivity check's real answer starts with (default: $NETEXT_CONNECTIVITY_CHECK_RESPONSE, else a 204 No Content answer).")
+    var connectivityCheckResponse: String?
     @Flag(help: "Check the default route's interface for a captive portal on each network change (a DHCPINFORM for option 114, the portal's API, the connectivity check if configured); see netext hotspot status. Off by default.")
     var captivePortalDetection = false
 
     public init() {}
 
     public func validate() throws {
+        if connectivityCheckResponse != nil && connectivityCheckUrl == nil { throw ValidationError("--connectivity-check-response goes with --connectivity-check-url") }
+        // The flag, or the environment's value: either is refused here with its fault, not ignored.
+        let environment = ProcessInfo.processInfo.environment
+        let (url, source) = connectivityCheckUrl.map { ($0, "--connectivity-check-url") }
+            ?? (environment["NETEXT_CONNECTIVITY_CHECK_URL"].flatMap { $0.isEmpty ? nil : $0 }.map { ($0, "NETEXT_CONNECTIVITY_CHECK_URL") } ?? ("", ""))
+        if !url.isEmpty {
+            let response = connectivityCheckUrl != nil ? connectivityCheckResponse : environment["NETEXT_CONNECTIVITY_CHECK_RESPONSE"]
+            do throws(CaptivePortalError) { _ = try ConnectivityProbe.validated(url: url, expectedResponse: response) } catch {
+                throw ValidationError("\(source): \(error.description)")
+            }
+            guard url.lowercased().hasPrefix("http://") else { throw ValidationError("\(source): the connectivity check is plain http, so that a portal can answer it") }
+        }
         if let metricsListen {
             do throws(MetricsListenerError) { _ = try MetricsListener.parse(metricsListen) } catch { throw ValidationError(error.message) }
         }
@@ -43,6 +59,9 @@ public struct NetextdCommand: AsyncParsableCommand {
         if let providersDir { settings.providersDirectory = providersDir }
         settings.adminGroup = adminGroup
         if captivePortalDetection { settings.captivePortalMonitoring = true }
+        if let connectivityCheckUrl {
+            settings.connectivityCheck = try? ConnectivityProbe.validated(url: connectivityCheckUrl, expectedResponse: connectivityCheckResponse)
+        }
         settings.providerStartDeadline = .milliseconds(Int(providerStartTimeout * 1000))
         logging.bootstrap()
         let logger = Logger(label: "netextd")

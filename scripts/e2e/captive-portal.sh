@@ -182,5 +182,9 @@ check "status --json: monitoring, the last verdict and when" python3 -c "
 import json, sys
 d = json.loads(sys.argv[1])
 assert d['monitoring'] is True and d['last']['verdict'] == 'open' and d['last']['interface'] == 'eth0' and d['checkedAt'], d" "$json"
+out="$(timeout 10 "$bin/netextd" --connectivity-check-url https://203.0.113.2/check 2>&1)"
+check "netextd refuses an https connectivity check at start, naming the flag" has "--connectivity-check-url: the connectivity check is plain http"
+out="$(NETEXT_CONNECTIVITY_CHECK_URL=ftp://203.0.113.2/ timeout 10 "$bin/netextd" 2>&1)"
+check "… and a bad one in the environment, naming the variable" has "NETEXT_CONNECTIVITY_CHECK_URL: the connectivity check URL must be an http or https URL"
 
 e2e_finish "$work/netextd.log" "$work/dnsmasq.log" "$work/portal.log"
