@@ -134,8 +134,8 @@ public struct TrafficGuard: Sendable, Hashable {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// An interface name as an nft string (names are checked before they get here; quotes and
-    /// backslashes are dropped all the same).
+    /// An interface name as an nft string (names are checked with `InterfaceName` before they get
+    /// here; quotes and backslashes are dropped all the same).
     static func quoted(_ interface: String) -> String {
         "\"" + interface.filter { $0 != "\"" && $0 != "\\" } + "\""
     }

@@ -54,8 +54,8 @@ extension ControlService {
         guard let interface = requested ?? NetworkInterfaces.defaultRouteInterface() else {
             throw NetExtError.invalid("interface: there is no default route, so no interface to use; name one")
         }
-        guard (1...15).contains(interface.utf8.count), interface.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\"") }) else {
-            throw NetExtError.invalid("interface: '\(interface)' is not an interface name (1 to 15 printable characters, no '/' or '\"')")
+        guard InterfaceName.isValid(interface) else {
+            throw NetExtError.invalid("interface: '\(interface)' is not an interface name (1 to 15 letters, digits and -_.@)")
         }
         return interface
     }

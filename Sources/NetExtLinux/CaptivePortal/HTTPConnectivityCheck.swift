@@ -4,12 +4,13 @@ import NetExtCore
 import Glibc
 #endif
 
-/// A connectivity check's fetch: one plain-HTTP/1.1 GET on a TCP connection bound to one interface
-/// (`SO_BINDTODEVICE`, as Apple's hotspot helper's connections are bound to their network), the
+/// A connectivity check's fetch: one plain-HTTP/1.1 GET on a TCP connection, bound to one interface
+/// when one is named (`SO_BINDTODEVICE`, as Apple's hotspot helper's connections are bound to their
+/// network; on-demand's probe names none), the
 /// answer read until the server closes (`Connection: close`) or `ProbeResponse.maximumSize`.
 /// `mark`: the socket's mark (`SO_MARK`), by which a traffic guard lets it pass.
 public enum HTTPConnectivityCheck {
-    public static func fetch(_ url: URL, interface: String, mark: UInt32? = nil, timeoutMilliseconds: Int = 3000) throws(SystemError) -> [UInt8] {
+    public static func fetch(_ url: URL, interface: String?, mark: UInt32? = nil, timeoutMilliseconds: Int = 3000) throws(SystemError) -> [UInt8] {
         guard url.scheme?.lowercased() == "http", let host = url.host else {
             throw SystemError("connectivity check", errno: EINVAL, subject: "\(url.absoluteString) is not a plain http URL")
         }
@@ -24,15 +25,17 @@ public enum HTTPConnectivityCheck {
         let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: host) }
         defer { close(fd) }
-        let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
-        guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        if let interface {
+            let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
+            guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        }
         // Without CAP_NET_ADMIN no mark is set, and a traffic guard holds the check like the rest.
         if let mark { _ = setSocketMark(fd, mark) }
         var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
-            throw SystemError("connect", errno: errno, subject: "\(host):\(port) on \(interface)")
+            throw SystemError("connect", errno: errno, subject: "\(host):\(port)\(interface.map { " on \($0)" } ?? "")")
         }
         let path = url.path.isEmpty ? "/" : url.path + (url.query.map { "?" + $0 } ?? "")
         let hostHeader = url.port.map { "\(host):\($0)" } ?? host

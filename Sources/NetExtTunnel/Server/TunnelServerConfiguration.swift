@@ -77,7 +77,7 @@ public struct TunnelServerConfiguration: Sendable, Codable {
             guard seen.insert(peer.publicKey).inserted else { throw .invalid("\(file): key 'peers[\(index)].publicKey': the same key appears twice") }
         }
         for (index, name) in (masquerade ?? []).enumerated() {
-            guard !name.isEmpty, name.count < 16, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.@".contains($0) }) else {
+            guard InterfaceName.isValid(name) else {
                 throw .invalid("\(file): key 'masquerade[\(index)]': '\(name)' is not an interface name")
             }
         }
