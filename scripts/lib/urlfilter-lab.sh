@@ -113,7 +113,7 @@ urlfilter_lab_up() {
     "$UF_CONTROL" "$bin/netext-filter-provider" "$UF_PREFILTER_FROM" > "$NETEXT_PROVIDERS_DIR/urlfilter.json"
   chmod 644 "$NETEXT_PROVIDERS_DIR/urlfilter.json"
   lab_spawn "$LAB_LAPTOP" "$bin/netextd" 2>> "$work/netextd.log"; NETEXTD_PID=$!
-  lab_wait "'$bin/netext' status" 15 || { echo "netextd did not start"; return 1; }
+  lab_wait "'$bin/netext' status" 30 || { echo "netextd did not start"; return 1; }
   "$bin/netext" urlfilter configure --app "$UF_APP" --name "Lab URL filter" --pir-server "$UF_SCHEME://$UF_PIR_NAME" --issuer "$UF_SCHEME://$UF_ISSUER_NAME" \
     --token-stdin <<< "$UF_CREDENTIAL" --control-provider "$UF_CONTROL" --relay "$UF_RELAY_URL" --enable $UF_DEVELOPMENT "${UF_CONFIGURE_FLAGS[@]}" > "$work/configure.out" 2>&1 ||
     { cat "$work/configure.out"; return 1; }
