@@ -68,6 +68,53 @@ if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "negatives" {
     exit(0)
 }
 
+// `netext-bench-urlfilter SECONDS transport`: only the transport under a PIR exchange, a
+// query-sized body (28 KiB) to an echo server and back, one at a time, plain HTTP/1.1 and
+// HTTPS/2 alternating request by request; the medians and the median of the paired differences
+// (for profilers, and to tell the transport's share of the PIR verdict's overhead).
+if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "transport" {
+    // NETEXT_BENCH_ECHO_BUSY_MS=N: the echo works N ms on both cores first, as a PIR query does;
+    // NETEXT_BENCH_ECHO_IDLE_MS=N: it sleeps N ms first (the threads of the exchange fall idle).
+    let environment = ProcessInfo.processInfo.environment
+    let busy = Echo(busyMilliseconds: Int(environment["NETEXT_BENCH_ECHO_BUSY_MS"] ?? "") ?? 0,
+                    idleMilliseconds: Int(environment["NETEXT_BENCH_ECHO_IDLE_MS"] ?? "") ?? 0)
+    let plain = HTTPServer(responder: busy, logger: quiet)
+    let plainPort = try await plain.start(host: "127.0.0.1", port: 0)
+    let secure = HTTPServer(responder: busy, logger: quiet, tls: try ServerTLS(certificateFile: tlsDirectory + "/pir.crt", keyFile: tlsDirectory + "/pir.key"))
+    let securePort = try await secure.start(host: "127.0.0.1", port: 0)
+    let plainTransport = DirectTransport()
+    let secureTransport = DirectTransport(tls: try ClientTLS(caFile: tlsDirectory + "/ca.crt"))
+    let body = [UInt8](repeating: 0x5a, count: 28 * 1024)
+    func exchange(_ transport: DirectTransport, _ port: Int, _ scheme: String) async throws -> Double {
+        let begin = now()
+        let answer = try await transport.send(ServiceRequest(method: "POST", url: URL(string: "\(scheme)://127.0.0.1:\(port)/echo")!,
+                                                           headers: [("Content-Type", "application/octet-stream")], body: body))
+        guard answer.status == 200, answer.body.count == body.count else { fatalError("echo answered \(answer.status) with \(answer.body.count) bytes") }
+        return (now() - begin) * 1000
+    }
+    for _ in 0..<50 { _ = try await exchange(plainTransport, plainPort, "http"); _ = try await exchange(secureTransport, securePort, "https") }
+    // NETEXT_BENCH_TRANSPORT=http|https: that one alone, 20,000 exchanges (for `perf stat`).
+    if let only = ProcessInfo.processInfo.environment["NETEXT_BENCH_TRANSPORT"] {
+        let (transport, port) = only == "https" ? (secureTransport, securePort) : (plainTransport, plainPort)
+        var times: [Double] = []
+        for _ in 0..<20_000 { times.append(try await exchange(transport, port, only)) }
+        print(String(format: "transport_28k_echo_ms_%@_p50=%.3f exchanges=%d", only, percentile(times, 0.5), times.count))
+        exit(0)
+    }
+    var plainMs: [Double] = [], secureMs: [Double] = [], differences: [Double] = []
+    let deadline = now() + seconds * 5
+    while now() < deadline, plainMs.count < 100_000 {
+        let first = plainMs.count % 2 == 0
+        let a = first ? try await exchange(plainTransport, plainPort, "http") : 0
+        let b = try await exchange(secureTransport, securePort, "https")
+        let c = first ? a : try await exchange(plainTransport, plainPort, "http")
+        plainMs.append(c); secureMs.append(b); differences.append(b - c)
+    }
+    print(String(format: "transport_28k_echo_ms_plain_http1_p50=%.3f transport_28k_echo_ms_https_h2_p50=%.3f paired_difference_ms_p50=%.3f exchanges_each=%d",
+                 percentile(plainMs, 0.5), percentile(secureMs, 0.5), percentile(differences, 0.5), plainMs.count))
+    exit(0)
+}
+
 // MARK: Blind RSA: raw signing vs the issuer over HTTP.
 let issuerKeys = try IssuerKeyRing(directory: root + "/issuer-keys", schedule: try KeyRotationSchedule(lifetime: 86400, overlap: 3600))
 let issuerKey = issuerKeys.keys[0].key
@@ -124,9 +171,20 @@ for threads in [1, 2] {
 
 // MARK: HPKE: raw open+seal vs the gateway over HTTP (forwarding to an in-process target).
 struct Echo: HTTPResponder {
+    /// Milliseconds of work on both cores before answering (as a PIR query's), or none.
+    var busyMilliseconds = 0
+    /// Milliseconds asleep before answering (every thread of the exchange idle), or none.
+    var idleMilliseconds = 0
     func bodyLimit(method: String, path: String) -> Int { 1 << 20 }
     func endpointLabel(path: String) -> String { "echo" }
-    func respond(to request: HTTPServerRequest) async -> HTTPServerResponse { HTTPServerResponse(contentType: "application/octet-stream", body: request.body) }
+    func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
+        if busyMilliseconds > 0 {
+            let until = now() + Double(busyMilliseconds) / 1000
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in while now() < until {} }
+        }
+        if idleMilliseconds > 0 { usleep(UInt32(idleMilliseconds * 1000)) }
+        return HTTPServerResponse(contentType: "application/octet-stream", body: request.body)
+    }
 }
 let gatewayKeys = try GatewayKeyRing(directory: root + "/gateway-keys", schedule: try KeyRotationSchedule(lifetime: 86400, overlap: 3600))
 let gatewayEntry = gatewayKeys.keys[0]
@@ -275,24 +333,24 @@ let tlsLookup = URLFilterLookup(
 // Warm-up: configuration, evaluation key upload, first connection.
 _ = await plainLookup.decision(for: blocked[100])
 _ = await tlsLookup.decision(for: blocked[101])
-// Twenty rounds: the two medians differ by less than this VM's round-to-round spread, so a
-// handful of rounds could not tell them apart.
-var plainMs: [Double] = [], tlsMs: [Double] = []
-var next = 200
-for _ in 0..<20 {
-    for (lookup, isTLS) in [(plainLookup, false), (tlsLookup, true)] {
-        for _ in 0..<6 {
-            let begin = now()
-            let decision = await lookup.decision(for: blocked[next])
-            next += 1
-            guard decision.verdict == .deny, decision.source == .pir else { fatalError("benchmark lookup gave \(decision)") }
-            if isTLS { tlsMs.append((now() - begin) * 1000) } else { plainMs.append((now() - begin) * 1000) }
-        }
+// Paired: each listed URL asked of both (each lookup has its own cache), which one first
+// alternating, so the URL's shard and this VM's drift fall on both alike; 120 pairs, the
+// medians of each and of the paired differences.
+var plainMs: [Double] = [], tlsMs: [Double] = [], pairedDifferences: [Double] = []
+for pair in 0..<120 {
+    let url = blocked[200 + pair]
+    var times: [Bool: Double] = [:]
+    for isTLS in pair % 2 == 0 ? [false, true] : [true, false] {
+        let begin = now()
+        let decision = await (isTLS ? tlsLookup : plainLookup).decision(for: url)
+        guard decision.verdict == .deny, decision.source == .pir else { fatalError("benchmark lookup gave \(decision)") }
+        times[isTLS] = (now() - begin) * 1000
     }
+    plainMs.append(times[false]!); tlsMs.append(times[true]!); pairedDifferences.append(times[true]! - times[false]!)
 }
 let plainMedian = percentile(plainMs, 0.5), tlsMedian = percentile(tlsMs, 0.5)
-print(String(format: "pir_verdict_ms_plain_http1_p50=%.2f pir_verdict_ms_https_h2_p50=%.2f https_h2_over_plain=%.3f verdicts_each=%d",
-             plainMedian, tlsMedian, tlsMedian / plainMedian, plainMs.count))
+print(String(format: "pir_verdict_ms_plain_http1_p50=%.2f pir_verdict_ms_https_h2_p50=%.2f https_h2_over_plain=%.3f paired_difference_ms_p50=%.3f verdicts_each=%d",
+             plainMedian, tlsMedian, tlsMedian / plainMedian, percentile(pairedDifferences, 0.5), plainMs.count))
 await plainPIR.shutdown(); await tlsPIR.shutdown()
 await relayServer.shutdown(); await fullGateway.shutdown(); await pirServer.shutdown()
 await gatewayServer.shutdown(); await echoServer.shutdown(); await issuerServer.shutdown()
