@@ -93,7 +93,7 @@ struct ControlLimitsTests {
         #expect(Self.residentMegabytes(pid) < 200)
     }
 
-    @Test("SIGTERM ends netextd within 5 s even when a provider ignores stop")
+    @Test("SIGTERM ends netextd within seconds even when a provider ignores stop")
     func shutdownFinishes() async throws {
         let daemon = try DaemonHarness()
         defer { daemon.tearDown() }
@@ -104,7 +104,9 @@ struct ControlLimitsTests {
         let began = Date()
         _ = await daemon.stop()
         let seconds = Date().timeIntervalSince(began)
-        #expect(seconds < 5, "netextd took \(seconds) s to exit")
+        // 2.5 s of patience and 0.5 s of grace: about 3 s on a quiet machine (6.4 s was seen on a
+        // loaded CI); a provider waited for to the end would hold netextd until the harness's kill.
+        #expect(seconds < 12, "netextd took \(seconds) s to exit")
         #expect(daemon.log().contains("provider did not stop in time for shutdown; terminating"), "\(daemon.log())")
         #expect(daemon.log().contains("netextd stopped"), "the shutdown finished by itself, not through the watchdog: \(daemon.log())")
     }

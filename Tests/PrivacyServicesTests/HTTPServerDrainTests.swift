@@ -46,7 +46,10 @@ struct HTTPServerDrainTests {
         #expect(outcome.idleClosedAfter < 30, "the idle connection closed after \(outcome.idleClosedAfter) s")
         #expect(outcome.refused, "a connection was accepted during the drain")
         // The drain waited for the answer (about 1.2 s left of it) and not for the deadlines.
-        #expect(shutdownSeconds >= 1 && shutdownSeconds < 40, "shutdown took \(shutdownSeconds) s")
+        #expect(shutdownSeconds >= 1, "shutdown took \(shutdownSeconds) s: it did not wait for the answer")
+        // The drain deadline is 10 s and the request deadline 60 s; 40 s was once exceeded on a
+        // CI machine whose task pool the whole run had starved, so the bound is the request's.
+        #expect(shutdownSeconds < 60, "shutdown took \(shutdownSeconds) s")
     }
 
     @Test func aDrainIsBoundedByItsDeadline() async throws {
