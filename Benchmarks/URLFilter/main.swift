@@ -104,11 +104,11 @@ if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "transport" {
     var plainMs: [Double] = [], secureMs: [Double] = [], differences: [Double] = []
     let deadline = now() + seconds * 5
     while now() < deadline, plainMs.count < 100_000 {
-        let first = plainMs.count % 2 == 0
-        let a = first ? try await exchange(plainTransport, plainPort, "http") : 0
-        let b = try await exchange(secureTransport, securePort, "https")
-        let c = first ? a : try await exchange(plainTransport, plainPort, "http")
-        plainMs.append(c); secureMs.append(b); differences.append(b - c)
+        let plainFirst = plainMs.count % 2 == 0
+        var plainTime = plainFirst ? try await exchange(plainTransport, plainPort, "http") : 0
+        let secureTime = try await exchange(secureTransport, securePort, "https")
+        if !plainFirst { plainTime = try await exchange(plainTransport, plainPort, "http") }
+        plainMs.append(plainTime); secureMs.append(secureTime); differences.append(secureTime - plainTime)
     }
     print(String(format: "transport_28k_echo_ms_plain_http1_p50=%.3f transport_28k_echo_ms_https_h2_p50=%.3f paired_difference_ms_p50=%.3f exchanges_each=%d",
                  percentile(plainMs, 0.5), percentile(secureMs, 0.5), percentile(differences, 0.5), plainMs.count))

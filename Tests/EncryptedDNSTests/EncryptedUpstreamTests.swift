@@ -210,7 +210,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         process.standardOutput = pipe
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        waitForExit(process, seconds: 30)
         return output.split(separator: "\n").count
     }
 }

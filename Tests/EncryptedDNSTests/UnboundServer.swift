@@ -43,7 +43,7 @@ final class UnboundServer: @unchecked Sendable {
             """]
         issued.standardInput = FileHandle.nullDevice
         try issued.run()
-        issued.waitUntilExit()
+        waitForExit(issued, seconds: 60)
         guard issued.terminationStatus == 0 else { throw Missing(description: "openssl could not issue the DNS server's certificate") }
         tlsPort = try Self.freePort()
         httpsPort = try Self.freePort()
@@ -104,7 +104,10 @@ final class UnboundServer: @unchecked Sendable {
     func stop() {
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            if !waitForExit(process, seconds: 10) {
+                kill(process.processIdentifier, SIGKILL)
+                waitForExit(process, seconds: 10)
+            }
         }
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import NetExtLinux
+import NetExtTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -96,16 +96,6 @@ func runBlocking(_ executable: String, _ arguments: [String], environment: [Stri
     return CommandResult(status: exited ? process.terminationStatus : -1, stdout: collected.stdout, stderr: collected.stderr)
 }
 
-/// Waits at most `seconds` for `process` to be seen to exit; whether it was. Never
-/// `Process.waitUntilExit()`: under the full suite's load it once spun for 20 minutes after a
-/// SIGKILL (the child's exit apparently missed), and CI has a time limit.
-@discardableResult
-func waitForExit(_ process: Process, seconds: Double) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    return !process.isRunning
-}
-
 final class CollectedOutput: @unchecked Sendable {
     private let lock = NSLock()
     private var out = Data()

@@ -1,4 +1,5 @@
 import Foundation
+import NetExtTestSupport
 import Synchronization
 import Testing
 @testable import NetExtLinux
@@ -17,7 +18,7 @@ struct CgroupTreeTests {
         child.executableURL = URL(fileURLWithPath: "/bin/sleep")
         child.arguments = ["30"]
         try child.run()
-        defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
+        defer { kill(child.processIdentifier, SIGKILL); waitForExit(child, seconds: 10) }
         try tree.move(pid: child.processIdentifier, to: base + "/app")
         #expect(CgroupTree.cgroup(ofProcess: child.processIdentifier) == base + "/app")
         #expect(tree.scan().contains(base + "/app"))
@@ -26,7 +27,7 @@ struct CgroupTreeTests {
         #expect(tree.scan().contains(base + "/app"), "a cgroup with a process stays")
         #expect(throws: CgroupTree.Failure.self) { try tree.move(pid: child.processIdentifier, to: base + "/missing") }
         kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
+        waitForExit(child, seconds: 10)
         tree.removeIfEmpty(base + "/app")
         #expect(!tree.scan().contains { $0.hasPrefix(base) }, "emptied, the cgroup and its parent are gone")
         if let prefix = tree.nftPathPrefix { #expect(prefix.isEmpty || prefix.hasSuffix("/")) }

@@ -40,7 +40,7 @@ struct HTTP2ServingTests {
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        waitForExit(process, seconds: 30)
         return (process.terminationStatus, text, problem)
     }
 

@@ -198,7 +198,7 @@ struct ServerProcess {
             process.standardError = pipe
             try process.run()
             let output = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
+            waitForExit(process, seconds: 30)
             return (process.terminationStatus, String(decoding: output, as: UTF8.self))
         }
     }
@@ -206,7 +206,7 @@ struct ServerProcess {
     func kill() {
         guard process.isRunning else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        waitForExit(process, seconds: 10)
     }
 }
 

@@ -67,7 +67,7 @@ public struct TestCertificates: Sendable {
             process.arguments = ["-c", script]
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            process.waitUntilExit()
+            waitForExit(process, seconds: 60)
             return process.terminationStatus
         }
     }
