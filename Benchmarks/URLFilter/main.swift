@@ -94,7 +94,7 @@ if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "transport" {
     }
     for _ in 0..<50 { _ = try await exchange(plainTransport, plainPort, "http"); _ = try await exchange(secureTransport, securePort, "https") }
     // NETEXT_BENCH_TRANSPORT=http|https: that one alone, 20,000 exchanges (for `perf stat`).
-    if let only = ProcessInfo.processInfo.environment["NETEXT_BENCH_TRANSPORT"] {
+    if let only = environment["NETEXT_BENCH_TRANSPORT"] {
         let (transport, port) = only == "https" ? (secureTransport, securePort) : (plainTransport, plainPort)
         var times: [Double] = []
         for _ in 0..<20_000 { times.append(try await exchange(transport, port, only)) }

@@ -152,7 +152,7 @@ public struct HotspotHelperSession: Sendable {
         if let chosen, let network, [.authenticating, .awaitingUser, .presentingUI, .maintaining].contains(state) {
             actions.append(send(.logoff, about: chosenView(of: network), to: chosen))
         }
-        pending = pending.filter { $0.value.kind == .logoff }
+        dropAwaitedButLogoffs()
         network = nil
         chosen = nil
         confidences = [:]
@@ -169,8 +169,7 @@ public struct HotspotHelperSession: Sendable {
         switch awaited.kind {
         case .evaluate:
             let claimed = response.result == .success && response.network.map { network?.isSameNetwork(as: $0) ?? false } ?? false
-            confidences[helper] = claimed ? response.network?.confidence ?? HotspotNetwork.Confidence.none : HotspotNetwork.Confidence.none
-            return isAwaiting(.evaluate) ? [] : choose()
+            return evaluated(helper, claimed ? response.network?.confidence ?? .none : .none)
         case .authenticate: return authenticated(response.result)
         case .presentUI: return presented(response.result)
         case .maintain: return maintained(response.result)
@@ -182,9 +181,7 @@ public struct HotspotHelperSession: Sendable {
         guard let awaited = pending.removeValue(forKey: id) else { return [] }
         let silence = "\(awaited.helper) did not answer \(awaited.kind.rawValue) within \(Self.seconds(timing.commandDeadline))"
         switch awaited.kind {
-        case .evaluate:
-            confidences[awaited.helper] = HotspotNetwork.Confidence.none
-            return isAwaiting(.evaluate) ? [] : choose()
+        case .evaluate: return evaluated(awaited.helper, .none)
         case .authenticate, .maintain: return temporaryFailure(silence)
         case .presentUI: return move(to: .awaitingUser)
         case .logoff, .filterScanList: return []
@@ -202,15 +199,18 @@ public struct HotspotHelperSession: Sendable {
     private mutating func gone(_ helper: HelperID) -> [Action] {
         let theirs = pending.filter { $0.value.helper == helper }
         for id in theirs.keys { pending[id] = nil }
-        if state == .evaluating, theirs.values.contains(where: { $0.kind == .evaluate }) {
-            confidences[helper] = HotspotNetwork.Confidence.none
-            return isAwaiting(.evaluate) ? [] : choose()
-        }
+        if state == .evaluating, theirs.values.contains(where: { $0.kind == .evaluate }) { return evaluated(helper, .none) }
         guard helper == chosen, [.authenticating, .awaitingUser, .presentingUI, .maintaining].contains(state) else { return [] }
         return fail("the chosen helper \(helper) ended")
     }
 
     // MARK: Answers
+
+    /// Records `helper`'s confidence; once every helper has one, chooses.
+    private mutating func evaluated(_ helper: HelperID, _ confidence: HotspotNetwork.Confidence) -> [Action] {
+        confidences[helper] = confidence
+        return isAwaiting(.evaluate) ? [] : choose()
+    }
 
     /// The highest confidence above none wins; equal ones go to the helper registered first.
     private mutating func choose() -> [Action] {
@@ -276,11 +276,16 @@ public struct HotspotHelperSession: Sendable {
     }
 
     private mutating func fail(_ reason: String) -> [Action] {
-        pending = pending.filter { $0.value.kind == .logoff }
+        dropAwaitedButLogoffs()
         return [.cancelTimers] + move(to: .failed(reason))
     }
 
     // MARK: Helpers
+
+    /// Forgets every awaited command but a `logoff` (whose answer is still accepted, and ignored).
+    private mutating func dropAwaitedButLogoffs() {
+        pending = pending.filter { $0.value.kind == .logoff }
+    }
 
     private mutating func move(to next: State) -> [Action] {
         guard next != state else { return [] }
