@@ -111,25 +111,40 @@ public final class DNSStub: Sendable {
     /// Called with each answer from the tunnel's servers before it is relayed; it may block.
     private let answerObserver = Mutex<(@Sendable ([UInt8]) -> Void)?>(nil)
 
-    /// Binds the listener (port 53 needs root or CAP_NET_BIND_SERVICE; port 0 takes a free port
+    /// Binds the listener (port 53 needs root or CAP_NET_BIND_SERVICE; port 0 takes a port free
     /// for UDP and TCP both, then `address` holds it).
     public init(address: SocketAddress, tunnelMark: UInt32? = nil, logger: Logger) throws(NetExtError) {
         self.logger = logger
         self.tunnelMark = tunnelMark
-        do {
-            socket = try UDPSocket(bindingTo: address, receiveBuffer: 1 << 20, sendBuffer: 1 << 20)
-            let bound = address.port == 0 ? (socket.localAddress ?? address) : address
-            do {
-                tcpListener = try TCPSocket.listen(on: bound)
-            } catch {
-                socket.close()
-                throw error
-            }
-            self.address = bound
-        } catch {
-            throw NetExtError(.connectionFailed, "cannot start the DNS stub on \(address): \(error)")
-        }
+        (socket, tcpListener, self.address) = try Self.bindBoth(address)
     }
+
+    /// The UDP socket and TCP listener on `address`. Port 0 lets the kernel pick the UDP port;
+    /// its TCP twin may be taken by another process (seen under a loaded test run), so a few
+    /// other picks are tried before giving up.
+    private static func bindBoth(_ address: SocketAddress) throws(NetExtError) -> (UDPSocket, TCPSocket, SocketAddress) {
+        let picks = address.port == 0 ? portPicks : 1
+        var lastError: any Error = NetExtError(.connectionFailed, "no port tried")
+        for _ in 0..<picks {
+            let udp: UDPSocket
+            do {
+                udp = try UDPSocket(bindingTo: address, receiveBuffer: 1 << 20, sendBuffer: 1 << 20)
+            } catch {
+                throw NetExtError(.connectionFailed, "cannot start the DNS stub on \(address): \(error)")
+            }
+            let bound = address.port == 0 ? (udp.localAddress ?? address) : address
+            do {
+                return (udp, try TCPSocket.listen(on: bound), bound)
+            } catch {
+                udp.close()
+                lastError = error
+            }
+        }
+        throw NetExtError(.connectionFailed, "cannot start the DNS stub on \(address): \(lastError)")
+    }
+
+    /// How many kernel-picked UDP ports are tried for one whose TCP twin is free too.
+    static let portPicks = 16
 
     /// Sets the observer of answers from the tunnel's servers.
     public func observeAnswers(_ body: (@Sendable ([UInt8]) -> Void)?) {
