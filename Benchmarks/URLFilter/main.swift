@@ -93,6 +93,13 @@ if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "transport" {
         return (now() - begin) * 1000
     }
     for _ in 0..<50 { _ = try await exchange(plainTransport, plainPort, "http"); _ = try await exchange(secureTransport, securePort, "https") }
+    // NETEXT_BENCH_ECHO_SERVE_SECONDS=N: only serve the echo for N seconds (at most 600), the
+    // ports on standard error, for a client of one's own (h2load: the server side alone).
+    if let serve = Int(environment["NETEXT_BENCH_ECHO_SERVE_SECONDS"] ?? "") {
+        FileHandle.standardError.write(Data("plain_port=\(plainPort) tls_port=\(securePort)\n".utf8))
+        try await Task.sleep(for: .seconds(min(max(serve, 1), 600)))
+        exit(0)
+    }
     // NETEXT_BENCH_TRANSPORT=http|https: that one alone, 20,000 exchanges (for `perf stat`).
     if let only = environment["NETEXT_BENCH_TRANSPORT"] {
         let (transport, port) = only == "https" ? (secureTransport, securePort) : (plainTransport, plainPort)

@@ -2,15 +2,12 @@ import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
 
-/// Sits in each HTTP/1.1 connection's and each HTTP/2 stream's pipeline, after the HTTP codec,
-/// and keeps the connection's `HTTPConnectionLimiter` told: a request read whole and not yet
-/// answered holds the request deadline off; its answer (or an answer given before the request
-/// was read whole: a refusal, a built-in endpoint) starts the next one's deadline.
-///
-/// It also carries out `Connection: close` on an answer: on HTTP/1.1 the connection is closed
-/// once the answer is written; HTTP/2 has no Connection field (RFC 9113 §8.2.2), so the field is
-/// removed and only the stream is closed (reset if its request was not read whole), while the
-/// connection's other streams go on.
+/// Sits in each HTTP/1.1 connection's pipeline, after the HTTP codec, and keeps the
+/// connection's `HTTPConnectionLimiter` told: a request read whole and not yet answered holds
+/// the request deadline off; its answer (or an answer given before the request was read whole:
+/// a refusal, a built-in endpoint) starts the next one's deadline. It also carries out
+/// `Connection: close` on an answer: the connection is closed once the answer is written.
+/// (HTTP/2 streams are told apart and tracked by `HTTP2StreamExchange`.)
 final class HTTPExchangeTracker: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -18,8 +15,6 @@ final class HTTPExchangeTracker: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private var limiter: HTTPConnectionLimiter?
-    /// Whether this handler is on an HTTP/2 stream (a child of the connection's channel).
-    private var onStream = false
     /// The current request's answer has been written.
     private var answered = false
     /// The current request was read whole before its answer, and counted as in progress.
@@ -28,11 +23,7 @@ final class HTTPExchangeTracker: ChannelDuplexHandler, RemovableChannelHandler {
     private var closeAfterAnswer = false
 
     func handlerAdded(context: ChannelHandlerContext) {
-        // The limiter is in the connection's pipeline: this one's (HTTP/1.1) or, for an HTTP/2
-        // stream, its parent's, which shares this event loop and can be read synchronously.
-        onStream = context.channel.isHTTP2Stream
-        let connection = onStream ? context.channel.parent ?? context.channel : context.channel
-        limiter = try? connection.pipeline.syncOperations.handler(type: HTTPConnectionLimiter.self)
+        limiter = try? context.channel.pipeline.syncOperations.handler(type: HTTPConnectionLimiter.self)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -68,12 +59,8 @@ final class HTTPExchangeTracker: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(var head) where head.headerFields[.connection]?.lowercased() == "close":
+        case .head(let head) where head.headerFields[.connection]?.lowercased() == "close":
             closeAfterAnswer = true
-            guard onStream else { break }
-            head.headerFields[.connection] = nil
-            context.write(wrapOutboundOut(.head(head)), promise: promise)
-            return
         case .end:
             answered = true
             if inProgress {
@@ -93,10 +80,4 @@ final class HTTPExchangeTracker: ChannelDuplexHandler, RemovableChannelHandler {
         }
         context.write(data, promise: promise)
     }
-}
-
-extension Channel {
-    /// Whether this is a stream of an HTTP/2 connection: a child of the connection's channel,
-    /// itself a child of the listening socket (an HTTP/1.1 connection's parent is the listener).
-    var isHTTP2Stream: Bool { parent?.parent != nil }
 }

@@ -1,16 +1,16 @@
 import HummingbirdCore
-import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOPosix
 import Synchronization
 
 /// The HTTP server every netext-server role runs (PIR, issuer, Oblivious HTTP gateway and
-/// relay, and netextd's metrics listener), on Hummingbird 2: HTTP/1.1, and with TLS HTTP/2 when
-/// the client offers `h2` in ALPN (RFC 9113 §3.2), each stream one request answered by the same
-/// `HTTPResponder`.
+/// relay, and netextd's metrics listener): HTTP/1.1 on Hummingbird 2, and with TLS HTTP/2 when
+/// the client offers `h2` in ALPN (RFC 9113 §3.2) on NetExt's own stream layer over
+/// swift-nio-http2 (`SecureHTTPChannel`, `HTTP2StreamExchange`), each stream one request
+/// answered by the same `HTTPResponder`.
 ///
-/// What NetExt adds around Hummingbird's channels (`HTTPExchange`, `HTTPConnectionLimiter`,
+/// What NetExt adds around the channels (`HTTPExchange`, `HTTPConnectionLimiter`,
 /// `HTTPExchangeTracker`): a request's head is shown to the responder first (`admit`: one
 /// without credentials is refused before its body is read); the body is collected whole (up to
 /// the responder's limit, else 413, and within the server's buffered-bytes budget, else 503),
@@ -67,10 +67,8 @@ public final class HTTPServer: RunnableHTTPServer {
         let perRequest = HTTP1Channel.Configuration(additionalChannelHandlers: [HTTPExchangeTracker()], idleTimeout: nil)
         let listener: RunningListener
         if let tls {
-            let upgrade = try HTTP2UpgradeChannel(
-                tlsConfiguration: tls.configuration,
-                configuration: HTTP2ChannelConfiguration(gracefulCloseTimeout: .seconds(5), streamConfiguration: perRequest), responder: respond)
-            listener = try await RunningListener.start(LimitedChildChannel(base: upgrade, usage: usage), host: host, port: port, group: group, logger: logger)
+            let secure = try SecureHTTPChannel(tls: tls, http1: HTTP1Channel(responder: respond, configuration: perRequest), exchange: exchange)
+            listener = try await RunningListener.start(LimitedChildChannel(base: secure, usage: usage), host: host, port: port, group: group, logger: logger)
         } else {
             let http1 = HTTP1Channel(responder: respond, configuration: perRequest)
             listener = try await RunningListener.start(LimitedChildChannel(base: http1, usage: usage), host: host, port: port, group: group, logger: logger)
