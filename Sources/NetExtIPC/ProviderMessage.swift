@@ -60,6 +60,10 @@ public enum ProviderMessage: Sendable, Hashable {
     case applyFilterSettings(FilterSettings?)
     case filterSettingsApplied
     case filterSettingsRefused(NetExtError)
+    /// netextd → a hotspot helper: a command about a network (or the scan list) to answer.
+    case hotspotCommand(HotspotHelperCommand)
+    /// A hotspot helper → netextd: the answer to the command of the same ID.
+    case hotspotResponse(HotspotHelperResponse)
 }
 
 /// What a provider needs to start: its configuration and the start options.
@@ -76,7 +80,7 @@ public struct ProviderStart: Sendable, Hashable, Codable {
 }
 
 extension ProviderMessage: Codable {
-    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter, filterSettings, statistics, proxySettings }
+    private enum CodingKeys: String, CodingKey { case type, bundleIdentifier, version, start, error, reason, settings, interface, mtu, value, id, data, flow, flowID, verdict, prefilter, filterSettings, statistics, proxySettings, command, response }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -113,6 +117,8 @@ extension ProviderMessage: Codable {
         case "applyFilterSettings": self = .applyFilterSettings(try container.decodeIfPresent(FilterSettings.self, forKey: .filterSettings))
         case "filterSettingsApplied": self = .filterSettingsApplied
         case "filterSettingsRefused": self = .filterSettingsRefused(try container.decode(NetExtError.self, forKey: .error))
+        case "hotspotCommand": self = .hotspotCommand(try container.decode(HotspotHelperCommand.self, forKey: .command))
+        case "hotspotResponse": self = .hotspotResponse(try container.decode(HotspotHelperResponse.self, forKey: .response))
         default: throw DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown provider message '\(type)'")
         }
     }
@@ -186,6 +192,12 @@ extension ProviderMessage: Codable {
         case .filterSettingsRefused(let error):
             try container.encode("filterSettingsRefused", forKey: .type)
             try container.encode(error, forKey: .error)
+        case .hotspotCommand(let command):
+            try container.encode("hotspotCommand", forKey: .type)
+            try container.encode(command, forKey: .command)
+        case .hotspotResponse(let response):
+            try container.encode("hotspotResponse", forKey: .type)
+            try container.encode(response, forKey: .response)
         }
     }
 }

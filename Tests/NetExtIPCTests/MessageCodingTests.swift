@@ -143,6 +143,13 @@ struct MessageCodingTests {
             FilterSettings.Rule(remotePort: 443, transport: .tcp, direction: .outbound, action: .filterData),
         ], defaultAction: .allow)),
         .applyFilterSettings(nil), .filterSettingsApplied, .filterSettingsRefused(NetExtError(.configurationInvalid, "rule 1")),
+        .hotspotCommand(HotspotHelperCommand(id: 9, kind: .evaluate, network: HotspotNetwork(ssid: "Café", bssid: "02:00:00:00:00:01", interface: "wlan0", didJustJoin: true))),
+        .hotspotCommand(HotspotHelperCommand(id: 10, kind: .filterScanList, networkList: [
+            HotspotNetwork(ssid: "a", interface: "wlan0", signalStrength: 0.4), HotspotNetwork(ssid: "b", interface: "wlan0", isSecure: true),
+        ])),
+        .hotspotResponse(HotspotHelperResponse(
+            commandID: 9, result: .success, network: HotspotNetwork(ssid: "Café", interface: "wlan0", confidence: .high, password: "pw"))),
+        .hotspotResponse(HotspotHelperResponse(commandID: 11, result: .temporaryFailure)),
     ])
     func providerMessages(message: ProviderMessage) throws {
         let data = try ControlProtocol.makeEncoder().encode(message)

@@ -110,6 +110,24 @@ public enum ProviderHost {
     /// Answers what netextd sends on the flow channel (descriptor 4, `FlowChannelCodec`) on a
     /// thread of its own: one `handleNewFlow` call and one verdict per flow; for flows answered
     /// `.filterData`, one data handler call and one data verdict per batch of bytes shown.
+    /// Runs a hotspot helper: answers netextd's commands with `provider.handle(_:)`, each
+    /// answer sent back with the command's ID (commands before the start are not answered;
+    /// netextd sends none).
+    public static func run(hotspotHelper provider: any HotspotHelper, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
+        try await serve(
+            Lifecycle(
+                start: { start, _ in try await provider.start(options: start.options) },
+                stop: { reason in await provider.stop(reason: reason) },
+                appMessage: { _ in nil },
+                hotspotCommand: { command in
+                    var response = await provider.handle(command)
+                    // The answer is to this command, whatever the helper wrote in it.
+                    response.commandID = command.id
+                    return .hotspotResponse(response)
+                }),
+            bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
+    }
+
     private static func serveFlows(_ provider: any FilterDataProvider, channel: Int32) {
         let thread = Thread {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: FlowChannelCodec.maximumMessage, alignment: 8)
@@ -143,6 +161,7 @@ public enum ProviderHost {
         var rulesChanged: (@Sendable () async -> ProviderMessage)? = nil
         /// A prefilter request; returns the answer to send.
         var fetchPrefilter: (@Sendable (Int) async -> ProviderMessage)? = nil
+        var hotspotCommand: (@Sendable (HotspotHelperCommand) async -> ProviderMessage)? = nil
     }
 
     private static func serve(_ lifecycle: Lifecycle, bundleIdentifier: String, descriptor: Int32, descriptorSocket: Int32) async throws {
@@ -195,6 +214,9 @@ public enum ProviderHost {
             case .fetchPrefilter(let id) where lifecycle.fetchPrefilter != nil && started:
                 let fetch = lifecycle.fetchPrefilter!
                 Task { try? await session.send(await fetch(id)) }
+            case .hotspotCommand(let command) where lifecycle.hotspotCommand != nil && started:
+                let answer = lifecycle.hotspotCommand!
+                Task { try? await session.send(await answer(command)) }
             case .rulesChanged where lifecycle.rulesChanged != nil:
                 // Handled before the next message, so flows asked again see the new rules.
                 let answer = await lifecycle.rulesChanged!()

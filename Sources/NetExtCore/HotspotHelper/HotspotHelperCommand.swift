@@ -70,3 +70,21 @@ public struct HotspotHelperResponse: Sendable, Hashable, Codable {
         self.networkList = networkList
     }
 }
+
+extension HotspotHelperCommand {
+    /// A response to this command with `result` (Apple's `createResponse(_:)`); set its
+    /// network or list before returning it.
+    public func createResponse(_ result: HotspotHelperResponse.Result) -> HotspotHelperResponse {
+        HotspotHelperResponse(commandID: id, result: result)
+    }
+}
+
+extension HotspotHelperResponse {
+    /// Sets the network the response is about: to an `evaluate`, the command's network with
+    /// the helper's confidence set (Apple's `setNetwork(_:)`).
+    public mutating func setNetwork(_ network: HotspotNetwork) { self.network = network }
+
+    /// Sets the networks the helper annotates: to a `filterScanList`, the ones it can handle,
+    /// each with a confidence and, where it knows it, a password (Apple's `setNetworkList(_:)`).
+    public mutating func setNetworkList(_ networks: [HotspotNetwork]) { networkList = networks }
+}

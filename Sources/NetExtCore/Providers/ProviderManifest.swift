@@ -18,6 +18,9 @@ public struct ProviderManifest: Sendable, Hashable, Codable {
         case filterControl = "filter-control"
         case urlFilterControl = "url-filter-control"
         case dnsProxy = "dns-proxy"
+        /// A hotspot helper (NEHotspotHelper): evaluates, authenticates to and maintains the
+        /// sessions of networks behind captive portals, answering netextd's commands.
+        case hotspotHelper = "hotspot-helper"
     }
 
     public var bundleIdentifier: String

@@ -371,7 +371,7 @@ public actor SessionManager {
         case .failed(let error): apply(.providerFailed(error), to: id, generation: generation)
         case .stopped: apply(.providerStopped, to: id, generation: generation)
         case .hello, .start, .stop, .networkSettingsApplied, .networkSettingsRefused, .appMessage, .newFlow, .controlVerdict, .rulesChanged, .rulesApplied, .fetchPrefilter, .prefilterFetched,
-             .applyFilterSettings, .filterSettingsApplied, .filterSettingsRefused:
+             .applyFilterSettings, .filterSettingsApplied, .filterSettingsRefused, .hotspotCommand, .hotspotResponse:
             apply(.providerFailed(NetExtError(.protocolError, "provider sent a daemon-only message")), to: id, generation: generation)
         }
     }
