@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
         .executable(name: "netext-proxy-provider", targets: ["netext-proxy-provider"]),
         .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
+        .executable(name: "netext-hotspot-helper", targets: ["netext-hotspot-helper"]),
         .executable(name: "netext-server", targets: ["netext-server"]),
         .executable(name: "netext-urlfilter-db", targets: ["netext-urlfilter-db"]),
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
@@ -327,6 +328,8 @@ let package = Package(
         .executableTarget(name: "netext-server", dependencies: ["NetExtServerCommands"]),
         .executableTarget(name: "netext-urlfilter-db", dependencies: ["URLFilterDatabaseCommand"]),
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
+        // The reference hotspot helper: a captive portal's form login (docs/captive-portals.md).
+        .executableTarget(name: "netext-hotspot-helper", dependencies: ["NetExt", "NetExtFilters"]),
         .executableTarget(name: "netext-proxy-provider", dependencies: ["NetExt", "NetExtProxies"]),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),

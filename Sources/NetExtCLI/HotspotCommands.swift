@@ -59,6 +59,7 @@ struct HotspotStatusCommand: AsyncParsableCommand {
             let status = try await options.withClient { client in try await client.call(GetCaptivePortalStatus()) }
             if options.json { try options.printJSON(status); return }
             print("monitoring: \(status.monitoring ? "on (every network change)" : "off (netextd --captive-portal-detection turns it on)")")
+            if let helpers = status.helpers { for line in HotspotText.lines(helpers) { print(line) } }
             guard let last = status.last, let checkedAt = status.checkedAt else {
                 print("no detection yet")
                 return
@@ -100,6 +101,28 @@ struct HotspotAllowLoginCommand: AsyncParsableCommand {
 }
 
 enum HotspotText {
+    /// What `netext hotspot status` prints about the hotspot helpers: one line a helper, then
+    /// the network's session.
+    static func lines(_ status: HotspotHelperStatus) -> [String] {
+        var lines = status.helpers.map { helper in
+            var line = "helper: \(helper.bundleIdentifier) (user \(helper.user)) \(helper.ready ? "ready" : "not ready")"
+            if helper.restarts > 0 { line += ", restarted \(helper.restarts) times" }
+            if let error = helper.lastError { line += "; last: \(error)" }
+            return line
+        }
+        guard let state = status.state else { return lines }
+        let session: String
+        switch state {
+        case .failed(let reason): session = "failed: \(reason)"
+        default: session = "\(state)"
+        }
+        var line = "helper session: \(session)"
+        if let interface = status.interface { line += " on \(interface)" }
+        if let chosen = status.chosen { line += ", chosen helper \(chosen)" }
+        lines.append(line)
+        return lines
+    }
+
     /// What `netext hotspot detect` prints: one line a step, then the verdict.
     static func lines(_ detection: CaptivePortalDetection) -> [String] {
         var lines = ["interface: \(detection.interface)"]

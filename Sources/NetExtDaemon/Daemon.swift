@@ -67,7 +67,7 @@ public final class Daemon: Sendable {
             store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters, urlFilters: urlFilters,
             connectivityCheck: settings.connectivityCheck, captivePortalCAFile: settings.captivePortalCAFile,
             captivePortalObserver: settings.captivePortalMonitoring ? NetworkObserver(originalResolverContent: { "" }) : nil,
-            captivePortalRecheck: settings.captivePortalRecheck)
+            captivePortalRecheck: settings.captivePortalRecheck, hotspotHelperStartDeadline: settings.providerStartDeadline)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {
             logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])
@@ -85,11 +85,16 @@ public final class Daemon: Sendable {
             store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
+        if let helpers = service.hotspotHelpers {
+            await helpers.start()
+            await helpers.follow(service.captivePortalMonitor.detections)
+        }
         await service.captivePortalMonitor.start()
         await sessions.appSteering.setAppFlowHandler { id in Task { await onDemand.appFlowSeen(id) } }
 
         return RunningDaemon(
             settings: settings, logger: logger, registry: registry, onDemand: onDemand, captivePortalMonitor: service.captivePortalMonitor,
+            hotspotHelpers: service.hotspotHelpers,
             sessions: sessions, filters: filters, urlFilters: urlFilters,
             server: server, configurationCount: configurationCount, providerCount: providers.providers.count)
     }

@@ -8,6 +8,7 @@ public struct RunningDaemon: Sendable {
     let registry: ProviderRegistry
     let onDemand: OnDemandController
     let captivePortalMonitor: CaptivePortalMonitor
+    let hotspotHelpers: HotspotHelperService?
     let sessions: SessionManager
     let filters: FilterController
     let urlFilters: URLFilterController
@@ -36,6 +37,7 @@ public struct RunningDaemon: Sendable {
     public func stop() async {
         Daemon.exitIfShutdownHangs(after: Daemon.shutdownDeadline, logger: logger)
         await onDemand.stop()
+        await hotspotHelpers?.stop()
         await captivePortalMonitor.stop()
         await sessions.stopAll()
         await filters.stopAll()

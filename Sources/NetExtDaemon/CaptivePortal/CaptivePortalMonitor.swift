@@ -20,6 +20,9 @@ actor CaptivePortalMonitor {
     private var checking = false
     private var pending = false
     private var recheck: Task<Void, Never>?
+    /// Every detection remembered, in order (the hotspot helpers' service reads them).
+    nonisolated let detections: AsyncStream<CaptivePortalDetection>
+    private let detectionsSink: AsyncStream<CaptivePortalDetection>.Continuation
 
     /// `observer` nil: no monitoring, only detections on request are recorded.
     init(detector: CaptivePortalDetector, observer: (any NetworkObserving)?, captiveRecheck: Duration, guardInForce: @escaping @Sendable () async -> Bool, logger: Logger) {
@@ -28,6 +31,7 @@ actor CaptivePortalMonitor {
         self.captiveRecheck = captiveRecheck
         self.guardInForce = guardInForce
         self.logger = logger
+        (detections, detectionsSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
     }
 
     func start() {
@@ -39,6 +43,7 @@ actor CaptivePortalMonitor {
     func stop() {
         observer?.stop()
         recheck?.cancel()
+        detectionsSink.finish()
     }
 
     func status() -> CaptivePortalStatus {
@@ -71,6 +76,7 @@ actor CaptivePortalMonitor {
         let previous = last
         last = detection
         checkedAt = Date()
+        detectionsSink.yield(detection)
         if previous?.verdict != detection.verdict || previous?.interface != detection.interface {
             switch detection.verdict {
             case .captive:

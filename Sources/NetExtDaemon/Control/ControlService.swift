@@ -22,17 +22,24 @@ public final class ControlService: Sendable {
     /// Captive portal detection (`detectCaptivePortal`) and its monitor (`getCaptivePortalStatus`).
     let captivePortals: CaptivePortalDetector
     let captivePortalMonitor: CaptivePortalMonitor
+    /// The installed hotspot helpers, run when netextd monitors captive portals.
+    let hotspotHelpers: HotspotHelperService?
 
     public init(
         store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
         filters: FilterController? = nil, urlFilters: URLFilterController? = nil, connectivityCheck: ConnectivityProbe? = nil, captivePortalCAFile: String? = nil,
-        captivePortalObserver: (any NetworkObserving)? = nil, captivePortalRecheck: Duration = .seconds(30)
+        captivePortalObserver: (any NetworkObserving)? = nil, captivePortalRecheck: Duration = .seconds(30),
+        hotspotHelperStartDeadline: Duration = .seconds(10)
     ) {
         let detector = CaptivePortalDetector(standardProbe: connectivityCheck, caFile: captivePortalCAFile)
         captivePortals = detector
         captivePortalMonitor = CaptivePortalMonitor(
             detector: detector, observer: captivePortalObserver, captiveRecheck: captivePortalRecheck,
             guardInForce: { [sessions] in await sessions.killSwitch.isInForce }, logger: logger)
+        let helperManifests = registry.load().providers.filter { $0.extensionPoint == .hotspotHelper }
+        hotspotHelpers = captivePortalObserver == nil || helperManifests.isEmpty ? nil : HotspotHelperService(
+            manifests: helperManifests, supervisor: ProviderSupervisor(), killSwitch: sessions.killSwitch, logger: logger,
+            startDeadline: hotspotHelperStartDeadline)
         self.filters = filters
         self.urlFilters = urlFilters
         self.store = store
@@ -136,7 +143,9 @@ public final class ControlService: Sendable {
             try await service.detectCaptivePortal(method, identity: identity)
         }
         table.on(GetCaptivePortalStatus.self) { service, _, _ in
-            await service.captivePortalMonitor.status()
+            var status = await service.captivePortalMonitor.status()
+            status.helpers = await service.hotspotHelpers?.status()
+            return status
         }
         table.on(AllowPortalLogin.self) { service, method, _ in
             try await service.allowPortalLogin(method)

@@ -16,6 +16,7 @@ actor FilterProviderKeeper {
         case data = "filter data provider"
         case control = "filter control provider"
         case urlFilterControl = "URL filter control provider"
+        case hotspotHelper = "hotspot helper"
     }
 
     let role: Role
@@ -179,7 +180,7 @@ actor FilterProviderKeeper {
             provider.terminate(grace: .seconds(1))
         case .rulesApplied where role == .data, .applyFilterSettings where role == .data,
              .controlVerdict where role == .control, .rulesChanged where role == .control, .appMessageReply where role == .control,
-             .prefilterFetched where role == .urlFilterControl:
+             .prefilterFetched where role == .urlFilterControl, .hotspotResponse where role == .hotspotHelper:
             await handle(message)
         case .stopped, .appMessageReply:
             break

@@ -1,0 +1,209 @@
+import Foundation
+import Logging
+import NetExtCore
+import NetExtIPC
+import NetExtLinux
+
+/// netextd's hotspot helpers: every installed `hotspot-helper` provider runs as a process of
+/// its own (restarted when it ends), and the network the captive portal monitor watches is
+/// handed to them through a `HotspotHelperDriver`. A captive network is evaluated by every
+/// helper, the most confident one authenticates — with the kill switch in force, past it: its
+/// user is granted a portal login on that interface while it authenticates or presents UI — and
+/// then maintains the session; when the default route moves to another interface the chosen
+/// helper logs off. An unclaimed or failed network is offered again at the monitor's next check
+/// while it is still captive.
+actor HotspotHelperService {
+    /// A helper: its manifest and the process that runs it.
+    private struct Helper {
+        let manifest: ProviderManifest
+        let keeper: FilterProviderKeeper
+        /// Its user's ID (nil: unknown, or root, which is never granted a portal login).
+        let uid: UInt32?
+    }
+
+    private var helpers: [String: Helper] = [:]
+    private let order: [String]
+    private let manifests: [ProviderManifest]
+    private let supervisor: ProviderSupervisor
+    private let killSwitch: KillSwitch
+    private let logger: Logger
+    private let startDeadline: Duration
+    private let timing: HotspotHelperSession.Timing
+    private var driver: HotspotHelperDriver?
+    /// The interface of the network handed to the helpers.
+    private var interface: String?
+    /// The user granted a portal login now, and on which interface.
+    private var granted: (uid: UInt32, interface: String)?
+    /// Reads the monitor's detections.
+    private var following: Task<Void, Never>?
+
+    init(
+        manifests: [ProviderManifest], supervisor: ProviderSupervisor, killSwitch: KillSwitch, logger: Logger, startDeadline: Duration,
+        timing: HotspotHelperSession.Timing = .init()
+    ) {
+        self.manifests = manifests.filter { $0.extensionPoint == .hotspotHelper }
+        order = self.manifests.map(\.bundleIdentifier)
+        self.supervisor = supervisor
+        self.killSwitch = killSwitch
+        self.logger = logger
+        self.startDeadline = startDeadline
+        self.timing = timing
+    }
+
+    /// Whether any helper is installed.
+    nonisolated var hasHelpers: Bool { !order.isEmpty }
+
+    /// Starts every helper and the driver.
+    func start() async {
+        guard driver == nil, !manifests.isEmpty else { return }
+        driver = HotspotHelperDriver(
+            helpers: order, timing: timing,
+            send: { [weak self] command, helper in await self?.send(command, to: helper) ?? false },
+            changed: { [weak self] state, network, chosen in await self?.changed(state, network: network, chosen: chosen) })
+        for manifest in manifests {
+            let bundle = manifest.bundleIdentifier
+            let keeper = FilterProviderKeeper(
+                role: .hotspotHelper, manifest: manifest, start: ProviderStart(configuration: Self.configuration(of: manifest), options: [:], password: nil),
+                environment: [:], logger: logger, startDeadline: startDeadline, supervisor: supervisor,
+                handle: { [weak self] message in await self?.received(message, from: bundle) },
+                ended: { [weak self] in await self?.helperEnded(bundle) })
+            let user = UserDatabase.user(named: manifest.user)
+            helpers[bundle] = Helper(manifest: manifest, keeper: keeper, uid: user.flatMap { $0.uid == 0 ? nil : $0.uid })
+            await keeper.launch()
+        }
+        logger.info("hotspot helpers started", metadata: ["helpers": "\(order.joined(separator: ","))"])
+    }
+
+    /// Hands each of `detections` (the captive portal monitor's, in order) to ``observed(_:)``,
+    /// once every helper is ready or `readyWithin` has passed (a helper still starting would
+    /// count as gone for the first network; the detections wait meanwhile).
+    func follow(_ detections: AsyncStream<CaptivePortalDetection>, readyWithin: Duration = .seconds(10)) {
+        following?.cancel()
+        following = Task { [weak self] in
+            await self?.waitForHelpers(within: readyWithin)
+            for await detection in detections {
+                guard let self else { return }
+                await self.observed(detection)
+            }
+        }
+    }
+
+    private func waitForHelpers(within limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            var allReady = true
+            for helper in helpers.values where !(await helper.keeper.isReady) { allReady = false }
+            if allReady { return }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Logs off, stops every helper and ends any portal login granted.
+    func stop() async {
+        following?.cancel()
+        following = nil
+        if interface != nil { await driver?.left() }
+        await driver?.stop()
+        driver = nil
+        interface = nil
+        for helper in helpers.values { await helper.keeper.stop(reason: .daemonShutdown) }
+        helpers = [:]
+        await endGrant()
+    }
+
+    /// What the captive portal monitor found on the default route's interface.
+    func observed(_ detection: CaptivePortalDetection) async {
+        guard let driver else { return }
+        if let interface, detection.interface != interface {
+            await driver.left()
+            self.interface = nil
+        }
+        guard detection.verdict == .captive else { return }
+        if interface != nil {
+            // Already handed over; offered again only when no helper took it or it failed.
+            switch await driver.state {
+            case .unclaimed, .failed: break
+            default: return
+            }
+        }
+        interface = detection.interface
+        await driver.joined(HotspotNetwork(interface: detection.interface, didJustJoin: true))
+    }
+
+    /// The helpers and the network's session, for `netext hotspot status`.
+    func status() async -> HotspotHelperStatus {
+        var states: [HotspotHelperStatus.Helper] = []
+        for bundle in order {
+            guard let helper = helpers[bundle] else { continue }
+            states.append(HotspotHelperStatus.Helper(
+                bundleIdentifier: bundle, user: helper.manifest.user, ready: await helper.keeper.isReady, restarts: await helper.keeper.restarts,
+                lastError: await helper.keeper.lastError))
+        }
+        return HotspotHelperStatus(
+            helpers: states, interface: interface, state: await driver?.state, chosen: await driver?.chosen)
+    }
+
+    // MARK: The driver's and the helpers' side
+
+    private func send(_ command: HotspotHelperCommand, to helper: String) async -> Bool {
+        guard let keeper = helpers[helper]?.keeper else { return false }
+        return await keeper.send(.hotspotCommand(command))
+    }
+
+    private func received(_ message: ProviderMessage, from helper: String) async {
+        guard case .hotspotResponse(let response) = message else { return }
+        await driver?.answered(response, from: helper)
+    }
+
+    private func helperEnded(_ helper: String) async {
+        await driver?.helperGone(helper)
+    }
+
+    private func changed(_ state: HotspotHelperSession.State, network: HotspotNetwork?, chosen: String?) async {
+        var metadata: Logger.Metadata = ["state": "\(state)", "interface": "\(network?.interface ?? interface ?? "-")"]
+        if let chosen { metadata["helper"] = "\(chosen)" }
+        switch state {
+        case .failed: logger.warning("hotspot helper: the network failed", metadata: metadata)
+        default: logger.notice("hotspot helper", metadata: metadata)
+        }
+        switch state {
+        case .authenticating, .presentingUI:
+            guard let chosen, let uid = helpers[chosen]?.uid, let interface = network?.interface ?? interface else {
+                if let chosen { logger.notice("the chosen hotspot helper runs as root or an unknown user: no portal login is granted past the kill switch", metadata: ["helper": "\(chosen)"]) }
+                return
+            }
+            await grant(uid: uid, interface: interface)
+        default:
+            await endGrant()
+        }
+    }
+
+    /// Lets `uid`'s connections on `interface` past the kill switch for as long as a command may
+    /// take with its retries; renewed at each state that needs it, ended at the others.
+    private func grant(uid: UInt32, interface: String) async {
+        guard await killSwitch.isInForce else { return }
+        let seconds = Int((timing.commandDeadline + timing.retryDelay) * Double(timing.retries + 1)) + 5
+        do throws(NetExtError) {
+            _ = try await killSwitch.allowPortalLogin(uid: uid, interface: interface, seconds: seconds)
+            granted = (uid, interface)
+        } catch {
+            logger.error("cannot let the hotspot helper past the kill switch", metadata: ["uid": "\(uid)", "error": "\(error.message)"])
+        }
+    }
+
+    private func endGrant() async {
+        guard let granted else { return }
+        self.granted = nil
+        await killSwitch.endPortalLogin(uid: granted.uid)
+    }
+
+    /// The configuration a helper's start carries: helpers have none of their own (Apple's
+    /// register their handler with options only), so this names the helper and nothing else.
+    static func configuration(of manifest: ProviderManifest) -> Configuration {
+        Configuration(
+            owner: Owner(uid: 0, appIdentifier: manifest.bundleIdentifier), localizedDescription: "hotspot helper \(manifest.bundleIdentifier)",
+            isEnabled: true, onDemandRules: [],
+            protocolConfiguration: .tunnelProvider(TunnelProviderProtocol(providerBundleIdentifier: manifest.bundleIdentifier, serverAddress: "")),
+            revision: 1)
+    }
+}
