@@ -67,7 +67,8 @@ public final class Daemon: Sendable {
             store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters, urlFilters: urlFilters,
             connectivityCheck: settings.connectivityCheck, captivePortalCAFile: settings.captivePortalCAFile,
             captivePortalObserver: settings.captivePortalMonitoring ? NetworkObserver(originalResolverContent: { "" }) : nil,
-            captivePortalRecheck: settings.captivePortalRecheck, hotspotHelperStartDeadline: settings.providerStartDeadline)
+            captivePortalRecheck: settings.captivePortalRecheck, hotspotHelperStartDeadline: settings.providerStartDeadline,
+            hotspotTiming: HotspotHelperSession.Timing(maintainInterval: settings.hotspotMaintainInterval))
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {
             logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])

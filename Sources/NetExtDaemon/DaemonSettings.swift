@@ -46,6 +46,9 @@ public struct DaemonSettings: Sendable {
     /// `$NETEXT_CAPTIVE_PORTAL_RECHECK` (seconds, default 30): how often a captive network is
     /// checked again, so that a login is seen.
     public var captivePortalRecheck: Duration = .seconds(30)
+    /// `$NETEXT_HOTSPOT_MAINTAIN_INTERVAL` (seconds, default 300): how often the chosen hotspot
+    /// helper is asked to `maintain` the session (a portal that times sessions out sooner needs less).
+    public var hotspotMaintainInterval: Double = 300
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -76,6 +79,9 @@ public struct DaemonSettings: Sendable {
         if environment["NETEXT_CAPTIVE_PORTAL_DETECTION"] == "on" { settings.captivePortalMonitoring = true }
         if let seconds = environment["NETEXT_CAPTIVE_PORTAL_RECHECK"].flatMap(Int.init), (1...3600).contains(seconds) {
             settings.captivePortalRecheck = .seconds(seconds)
+        }
+        if let seconds = environment["NETEXT_HOTSPOT_MAINTAIN_INTERVAL"].flatMap(Int.init), (1...86_400).contains(seconds) {
+            settings.hotspotMaintainInterval = Double(seconds)
         }
         if let interval = environment["NETEXT_PREFILTER_INTERVAL"].flatMap(Double.init), interval >= 1 { settings.prefilterFetchIntervalOverride = interval }
         return settings

@@ -78,6 +78,8 @@ class Handler(BaseHTTPRequestHandler):
         length = session
         if form.get("seconds", [""])[0].isdigit():
             length = max(1, min(int(form["seconds"][0]), 600))
+        # A login again renews the session (a hotspot helper's maintain): the element is replaced.
+        subprocess.run(["nft", "delete", "element", "inet", table, "allowed", f"{{ {client} }}"], capture_output=True)
         subprocess.run(["nft", "add", "element", "inet", table, "allowed", f"{{ {client} timeout {length}s }}"], check=True)
         with lock:
             sessions[client] = time.time() + length

@@ -187,4 +187,37 @@ check "netextd refuses an https connectivity check at start, naming the flag" ha
 out="$(NETEXT_CONNECTIVITY_CHECK_URL=ftp://203.0.113.2/ timeout 10 "$bin/netextd" 2>&1)"
 check "… and a bad one in the environment, naming the variable" has "NETEXT_CONNECTIVITY_CHECK_URL: the connectivity check URL must be an http or https URL"
 
+# 9. A hotspot helper logs in by itself with the kill switch on, and keeps the session: the
+# reference helper (netext-hotspot-helper, as www-data) posts the portal's form; the chosen
+# helper is asked to maintain every 2 s, against the portal's 6 s sessions.
+laptop curl -s -m 3 --cacert "$work/ca-public.crt" -X POST https://198.51.100.1:8443/logout > /dev/null
+(umask 077; printf 'lab-password\n' > "$work/portal-password"); chown www-data "$work/portal-password"
+cat > "$NETEXT_PROVIDERS_DIR/hotspot.json" <<JSON
+{"bundleIdentifier": "org.netext.hotspot.form", "extensionPoint": "hotspot-helper", "executable": "$bin/netext-hotspot-helper",
+ "arguments": ["--login-url", "https://198.51.100.1:8443/login", "--logout-url", "https://198.51.100.1:8443/logout", "--user", "guest",
+               "--password-file", "$work/portal-password", "--ca-file", "$work/ca-public.crt", "--interface", "eth0"],
+ "user": "www-data"}
+JSON
+netext enable Guarded > /dev/null
+kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
+logins_before=$(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log")
+export NETEXT_HOTSPOT_MAINTAIN_INTERVAL=2
+e2e_start_netextd
+check "the helper runs as www-data and is ready" lab_wait "status_says 'helper: org.netext.hotspot.form (user www-data) ready'" 15
+check "netextd hands the captive network to it; it logs in through the kill switch and maintains" \
+  lab_wait "status_says 'helper session: maintaining on eth0, chosen helper org.netext.hotspot.form'" 20
+check "the portal accepted the helper's form from the laptop" lab_wait "[ \$(grep -c 'POST /login from 198.51.100.2: accepted' '$work/portal.log') -gt $logins_before ]" 5
+check "while it holds the network the guard lets www-data (uid 33) out on eth0" bash -c "ip netns exec '$LAB_LAPTOP' nft list table inet netextd_guard | grep -q 'meta skuid 33 oifname \"eth0\" accept'"
+check "… and root's programs are still blocked" bash -c "! ip netns exec '$LAB_LAPTOP' curl -s -m 2 -o /dev/null --cacert '$work/ca-public.crt' https://198.51.100.1:8443/login"
+check "netextd sees the network open" lab_wait "status_says 'verdict: open'" 15
+sleep 13
+logins=$(( $(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log") - logins_before ))
+check "the helper kept the session past two of the portal's 6 s sessions ($logins logins)" bash -c "[ $logins -ge 4 ] && '$bin/netext' hotspot status | grep -q 'verdict: open'"
+check "the VPN connects with the kill switch still on" netext start Guarded
+check "through the tunnel: the office's internal host answers" laptop ping -c 2 -W 2 -q 10.20.0.5
+netext stop Guarded > /dev/null
+kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
+check "netextd stopping: the helper logs off at the portal" lab_wait "grep -q 'POST /logout from 198.51.100.2' <(tail -n 5 '$work/portal.log')" 5
+check "netextd logged the helper's states" grep -q 'hotspot helper.*state=maintaining' "$work/netextd.log"
+
 e2e_finish "$work/netextd.log" "$work/dnsmasq.log" "$work/portal.log"

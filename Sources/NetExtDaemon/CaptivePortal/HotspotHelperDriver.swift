@@ -55,6 +55,15 @@ actor HotspotHelperDriver {
     /// The user opened the chosen helper (it asked for UI).
     func userOpened(_ helper: HelperID) async { await run(.userOpened(helper)) }
 
+    /// Waits until no command awaits an answer, for at most `seconds` (a logoff's answer before
+    /// its helper loses the network, or is stopped).
+    func settle(within seconds: Double) async {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(max(0, seconds) * 1000))
+        while !deadlines.isEmpty, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// Cancels every deadline and timer; nothing more is sent.
     func stop() {
         stopped = true

@@ -8,8 +8,9 @@ import NetExtLinux
 /// its own (restarted when it ends), and the network the captive portal monitor watches is
 /// handed to them through a `HotspotHelperDriver`. A captive network is evaluated by every
 /// helper, the most confident one authenticates — with the kill switch in force, past it: its
-/// user is granted a portal login on that interface while it authenticates or presents UI — and
-/// then maintains the session; when the default route moves to another interface the chosen
+/// user is granted a portal login on that interface while it holds the network (authenticating,
+/// presenting UI, maintaining: Apple's helpers' command connections pass likewise) — and
+/// maintains the session; when the default route moves to another interface the chosen
 /// helper logs off. An unclaimed or failed network is offered again at the monitor's next check
 /// while it is still captive.
 actor HotspotHelperService {
@@ -34,6 +35,8 @@ actor HotspotHelperService {
     private var interface: String?
     /// The user granted a portal login now, and on which interface.
     private var granted: (uid: UInt32, interface: String)?
+    /// Renews the grant while the helper holds the network.
+    private var renewal: Task<Void, Never>?
     /// Reads the monitor's detections.
     private var following: Task<Void, Never>?
 
@@ -167,35 +170,62 @@ actor HotspotHelperService {
         default: logger.notice("hotspot helper", metadata: metadata)
         }
         switch state {
-        case .authenticating, .presentingUI:
+        case .authenticating, .presentingUI, .maintaining:
             guard let chosen, let uid = helpers[chosen]?.uid, let interface = network?.interface ?? interface else {
                 if let chosen { logger.notice("the chosen hotspot helper runs as root or an unknown user: no portal login is granted past the kill switch", metadata: ["helper": "\(chosen)"]) }
                 return
             }
             await grant(uid: uid, interface: interface)
+        case .idle where granted != nil:
+            // Left: the logoff just sent needs the network too; the grant ends once it is
+            // answered (or after `logoffPatience`).
+            await driver?.settle(within: Self.logoffPatience)
+            await endGrant()
         default:
             await endGrant()
         }
     }
 
-    /// Lets `uid`'s connections on `interface` past the kill switch for as long as a command may
-    /// take with its retries; renewed at each state that needs it, ended at the others.
+    /// Lets `uid`'s connections on `interface` past the kill switch while the helper holds the
+    /// network: granted for `grantSeconds` and renewed at half of that until a state that does
+    /// not need it ends it (a netextd that dies leaves a grant that ends by itself).
     private func grant(uid: UInt32, interface: String) async {
         guard await killSwitch.isInForce else { return }
-        let seconds = Int((timing.commandDeadline + timing.retryDelay) * Double(timing.retries + 1)) + 5
+        if let granted, granted.uid == uid, granted.interface == interface { return }
+        await endGrant()
         do throws(NetExtError) {
-            _ = try await killSwitch.allowPortalLogin(uid: uid, interface: interface, seconds: seconds)
+            _ = try await killSwitch.allowPortalLogin(uid: uid, interface: interface, seconds: Self.grantSeconds)
             granted = (uid, interface)
         } catch {
             logger.error("cannot let the hotspot helper past the kill switch", metadata: ["uid": "\(uid)", "error": "\(error.message)"])
+            return
+        }
+        renewal = Task { [weak self, killSwitch] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(Self.grantSeconds / 2))
+                guard !Task.isCancelled, await self?.holds(uid: uid, interface: interface) == true else { return }
+                _ = try? await killSwitch.allowPortalLogin(uid: uid, interface: interface, seconds: Self.grantSeconds)
+            }
         }
     }
 
+    private func holds(uid: UInt32, interface: String) -> Bool {
+        granted?.uid == uid && granted?.interface == interface
+    }
+
     private func endGrant() async {
+        renewal?.cancel()
+        renewal = nil
         guard let granted else { return }
         self.granted = nil
         await killSwitch.endPortalLogin(uid: granted.uid)
     }
+
+    /// How long a helper's logoff may keep its grant (netextd's whole shutdown has 4.5 s).
+    static let logoffPatience = 2.5
+
+    /// How long a grant lasts before it is renewed (or ends by itself).
+    static let grantSeconds = 600
 
     /// The configuration a helper's start carries: helpers have none of their own (Apple's
     /// register their handler with options only), so this names the helper and nothing else.

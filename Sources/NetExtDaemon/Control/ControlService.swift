@@ -29,7 +29,7 @@ public final class ControlService: Sendable {
         store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
         filters: FilterController? = nil, urlFilters: URLFilterController? = nil, connectivityCheck: ConnectivityProbe? = nil, captivePortalCAFile: String? = nil,
         captivePortalObserver: (any NetworkObserving)? = nil, captivePortalRecheck: Duration = .seconds(30),
-        hotspotHelperStartDeadline: Duration = .seconds(10)
+        hotspotHelperStartDeadline: Duration = .seconds(10), hotspotTiming: HotspotHelperSession.Timing = .init()
     ) {
         let detector = CaptivePortalDetector(standardProbe: connectivityCheck, caFile: captivePortalCAFile)
         captivePortals = detector
@@ -39,7 +39,7 @@ public final class ControlService: Sendable {
         let helperManifests = registry.load().providers.filter { $0.extensionPoint == .hotspotHelper }
         hotspotHelpers = captivePortalObserver == nil || helperManifests.isEmpty ? nil : HotspotHelperService(
             manifests: helperManifests, supervisor: ProviderSupervisor(), killSwitch: sessions.killSwitch, logger: logger,
-            startDeadline: hotspotHelperStartDeadline)
+            startDeadline: hotspotHelperStartDeadline, timing: hotspotTiming)
         self.filters = filters
         self.urlFilters = urlFilters
         self.store = store
