@@ -35,9 +35,17 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 52, timeout: 240)
     }
 
-    @Test("captive portal detection against dnsmasq (DHCP option 114 by DHCPINFORM), the RFC 8908 API over TLS and a connectivity check on the interface: captive, logged in, expired; no portal, a malformed announcement, no DHCP server; bad requests refused; with a kill switch on, one user logs in past it and the VPN connects; netextd watching by itself")
+    @Test("captive portal detection against dnsmasq (DHCP option 114 by DHCPINFORM), the RFC 8908 API over TLS and a connectivity check on the interface: captive, logged in, expired; no portal, a malformed announcement, no DHCP server; bad requests refused; with a kill switch on, one user logs in past it and the VPN connects; netextd watching by itself; a hotspot helper logging in, maintaining and logging off by itself")
     func captivePortal() async throws {
         try await runChecks("scripts/e2e/captive-portal.sh", checks: 68, timeout: 300)
+    }
+
+    @Test("the hotspot demo: the portal found, the helper's login past the kill switch, the VPN up, nothing leaked on the laptop's link")
+    func hotspotDemo() async throws {
+        let result = try await run("/bin/bash", [repositoryRoot + "/scripts/demo-hotspot"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
+        #expect(result.status == 0, "\(result)")
+        let last = result.stdout.split(separator: "\n").last.map(String.init)
+        #expect(last == "hotspot: detected=yes authenticated=yes vpn=connected leaked_packets=0", "\(result)")
     }
 
     @Test("kill switch, excludeLocalNetworks and enforceRoutes: nothing leaks on the underlay, whatever happens to the provider or netextd")
