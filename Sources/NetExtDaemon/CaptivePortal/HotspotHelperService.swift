@@ -53,9 +53,6 @@ actor HotspotHelperService {
         self.timing = timing
     }
 
-    /// Whether any helper is installed.
-    nonisolated var hasHelpers: Bool { !order.isEmpty }
-
     /// Starts every helper and the driver.
     func start() async {
         guard driver == nil, !manifests.isEmpty else { return }
