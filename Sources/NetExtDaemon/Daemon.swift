@@ -86,6 +86,9 @@ public final class Daemon: Sendable {
             store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
+        // A captive portal opening (found by the monitor, or a helper's login) retries on-demand now.
+        await service.captivePortalMonitor.whenOpened { await onDemand.networkOpened(reason: "captive portal opened") }
+        await service.hotspotHelpers?.whenLoggedIn { await onDemand.networkOpened(reason: "hotspot helper logged in") }
         if let helpers = service.hotspotHelpers {
             await helpers.start()
             await helpers.follow(service.captivePortalMonitor.detections)

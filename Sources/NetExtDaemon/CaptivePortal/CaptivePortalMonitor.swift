@@ -23,6 +23,8 @@ actor CaptivePortalMonitor {
     /// Every detection remembered, in order (the hotspot helpers' service reads them).
     nonisolated let detections: AsyncStream<CaptivePortalDetection>
     private let detectionsSink: AsyncStream<CaptivePortalDetection>.Continuation
+    /// Told when a network found captive is found open on the same interface.
+    private var opened: (@Sendable () async -> Void)?
 
     /// `observer` nil: no monitoring, only detections on request are recorded.
     init(detector: CaptivePortalDetector, observer: (any NetworkObserving)?, captiveRecheck: Duration, guardInForce: @escaping @Sendable () async -> Bool, logger: Logger) {
@@ -38,6 +40,11 @@ actor CaptivePortalMonitor {
         guard let observer else { return }
         observer.start { [weak self] in Task { await self?.check(forced: false) } }
         Task { await check(forced: true) }
+    }
+
+    /// Sets what is told when a captive network opens (on-demand's retry).
+    func whenOpened(_ body: @escaping @Sendable () async -> Void) {
+        opened = body
     }
 
     func stop() {
@@ -85,6 +92,9 @@ actor CaptivePortalMonitor {
                 ])
             case .open:
                 logger.notice("network open", metadata: ["interface": "\(detection.interface)"])
+                if previous?.verdict == .captive, previous?.interface == detection.interface, let opened {
+                    Task { await opened() }
+                }
             case .unknown:
                 logger.info("captive portal: nothing could tell", metadata: ["interface": "\(detection.interface)"])
             }

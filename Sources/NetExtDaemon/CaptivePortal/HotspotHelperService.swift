@@ -33,10 +33,14 @@ actor HotspotHelperService {
     private var driver: HotspotHelperDriver?
     /// The interface of the network handed to the helpers.
     private var interface: String?
+    /// The session's state before the change being handled.
+    private var previousState: HotspotHelperSession.State?
     /// The user granted a portal login now, and on which interface.
     private var granted: (uid: UInt32, interface: String)?
     /// Renews the grant while the helper holds the network.
     private var renewal: Task<Void, Never>?
+    /// Told when the chosen helper has logged in (on-demand's retry).
+    private var loggedIn: (@Sendable () async -> Void)?
     /// Reads the monitor's detections.
     private var following: Task<Void, Never>?
 
@@ -111,6 +115,11 @@ actor HotspotHelperService {
         await endGrant()
     }
 
+    /// Sets what is told when the chosen helper has logged in (the session moved to maintaining).
+    func whenLoggedIn(_ body: @escaping @Sendable () async -> Void) {
+        loggedIn = body
+    }
+
     /// What the captive portal monitor found on the default route's interface.
     func observed(_ detection: CaptivePortalDetection) async {
         guard let driver else { return }
@@ -160,6 +169,7 @@ actor HotspotHelperService {
     }
 
     private func changed(_ state: HotspotHelperSession.State, network: HotspotNetwork?, chosen: String?) async {
+        defer { previousState = state }
         var metadata: Logger.Metadata = ["state": "\(state)", "interface": "\(network?.interface ?? interface ?? "-")"]
         if let chosen { metadata["helper"] = "\(chosen)" }
         switch state {
@@ -168,6 +178,7 @@ actor HotspotHelperService {
         }
         switch state {
         case .authenticating, .presentingUI, .maintaining:
+            if state == .maintaining, previousState != .maintaining, let loggedIn { Task { await loggedIn() } }
             guard let chosen, let uid = helpers[chosen]?.uid, let interface = network?.interface ?? interface else {
                 if let chosen { logger.notice("the chosen hotspot helper runs as root or an unknown user: no portal login is granted past the kill switch", metadata: ["helper": "\(chosen)"]) }
                 return

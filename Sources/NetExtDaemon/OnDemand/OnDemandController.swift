@@ -73,6 +73,14 @@ public actor OnDemandController {
         } while evaluateAgain
     }
 
+    /// The network began to let traffic through (a captive portal's login, by a hotspot helper
+    /// or a person): the connect failures' backoff is forgotten and the rules evaluated now, so
+    /// an on-demand VPN held by the portal connects at once rather than at its next retry.
+    public func networkOpened(reason: String) async {
+        failures = [:]
+        await evaluate(reason: reason)
+    }
+
     private func evaluateOnce(reason: String) async {
         guard running, let configurations = try? store.allConfigurations() else { return }
         let candidates = configurations.filter { $0.isEnabled && $0.isOnDemandEnabled && !$0.onDemandRules.isEmpty }
