@@ -361,8 +361,10 @@ public final class TunnelServer: Sendable {
         }
         switch outcome {
         case .success(let (response, name, returning)):
-            try? response.withUnsafeBytes { try socket.send($0, to: source, from: local) }
+            // Recorded before the answer leaves, so whoever sees the answer sees it counted (a
+            // test read the histogram before the thread got back to it on a loaded machine).
             metrics.handshakeDuration.recordNanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds - started))
+            try? response.withUnsafeBytes { try socket.send($0, to: source, from: local) }
             // A peer connecting is news; its rekey every two minutes is routine.
             logger.log(level: returning ? .info : .debug, returning ? "peer connected" : "handshake completed (rekey)", metadata: ["peer": "\(name)", "endpoint": "\(source)"])
         case .failure(let error):
