@@ -7,8 +7,8 @@
 #
 # Usage: source scripts/lib/lab.sh; trap lab_down EXIT; lab_trap_signals; lab_up; ...
 
-# Makes SIGTERM/SIGINT run the EXIT trap too, so the lab is removed when the script is killed.
-lab_trap_signals() { trap 'exit 130' INT; trap 'exit 143' TERM; }
+# Makes SIGINT, SIGTERM, SIGHUP and SIGPIPE (output piped into `head`) run the EXIT trap too, so the lab is removed when the script is killed.
+lab_trap_signals() { trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; trap 'exit 141' PIPE; }
 
 LAB_PREFIX="${LAB_PREFIX:-nx$(printf '%04x' $((RANDOM % 65536)))}"
 LAB_LAPTOP="$LAB_PREFIX-laptop"
