@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "PrivateInformationRetrieval", targets: ["PrivateInformationRetrieval"]),
         .library(name: "ObliviousHTTP", targets: ["ObliviousHTTP"]),
         .library(name: "PrivacyPass", targets: ["PrivacyPass"]),
+        .library(name: "NetExtHTTP", targets: ["NetExtHTTP"]),
         .executable(name: "netext", targets: ["netext"]),
         .executable(name: "netextd", targets: ["netextd"]),
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
@@ -46,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        // DER reading of servers' certificates for App Transport Security (NetExtHTTP).
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -134,6 +137,22 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // The HTTP client for apps: a URLSession-shaped API with App Transport Security, HTTP/2 by
+        // ALPN with one connection per origin (SwiftNIO directly: AsyncHTTPClient offers no
+        // hook to inspect the server's certificate, which ATS's key, signature and pin rules need).
+        .target(
+            name: "NetExtHTTP",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
         // netextd's resolver's encrypted upstreams: DNS over TLS (RFC 7858) and DNS over HTTPS
@@ -264,7 +283,7 @@ let package = Package(
         .target(
             name: "NetExtCLI",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC",
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),

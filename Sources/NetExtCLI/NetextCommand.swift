@@ -13,7 +13,7 @@ public struct NetextCommand: AsyncParsableCommand {
             ListCommand.self, ShowCommand.self, CreateCommand.self, CreatePersonalCommand.self, EnableCommand.self, DisableCommand.self,
             RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, MessageCommand.self, OnDemandCommand.self, ProxyEnvCommand.self,
             ProfileCommand.self, ProvidersCommand.self, FilterCommand.self, URLFilterCommand.self, DNSCommand.self,
-            AppCommand.self, AppsCommand.self, RunCommand.self, HotspotCommand.self,
+            AppCommand.self, AppsCommand.self, RunCommand.self, HotspotCommand.self, HTTPCommand.self,
         ])
 
     public init() {}

@@ -1,0 +1,262 @@
+import ArgumentParser
+import Foundation
+import NetExtHTTP
+
+/// `netext http …`: loads with NetExtHTTP, App Transport Security and all.
+struct HTTPCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "http",
+        abstract: "Load URLs as an app does through NetExtHTTP, App Transport Security included.",
+        discussion: """
+            Loads are held to App Transport Security: https only, TLS 1.2 or later with forward secrecy, RSA 2048+ or \
+            ECC 256+ bit keys signed with SHA-2, and the pins of NSPinnedDomains, unless the app's policy (--ats FILE: \
+            its Info.plist, a plist or JSON NSAppTransportSecurity dictionary) excepts the domain. \
+            Exit status: 0 answered, 12 refused by App Transport Security, 5 any other failure, 75 timed out.
+            """,
+        subcommands: [HTTPGetCommand.self, HTTPHeadCommand.self, HTTPPostCommand.self, HTTPDiagnoseCommand.self])
+}
+
+/// Options every `netext http` command takes.
+struct HTTPOptions: ParsableArguments {
+    @Option(name: .customLong("ats"), help: "The app's App Transport Security policy: an Info.plist, or a plist or JSON NSAppTransportSecurity dictionary.")
+    var atsFile: String?
+    @Option(name: .customLong("cacert"), help: "Trust only the CA certificates of this PEM file (default: the machine's CA bundle).")
+    var caFile: String?
+    @Option(name: .customLong("resolve"), help: "HOST:ADDRESS — connect to ADDRESS for HOST instead of looking it up (repeatable).")
+    var resolve: [String] = []
+    @Option(name: .customLong("max-time"), help: "Seconds a load may take (default 60).")
+    var maxTime: Double = 60
+    @Flag(name: .customLong("http1.1"), help: "Offer only HTTP/1.1 (no HTTP/2 by ALPN).")
+    var http1Only = false
+
+    func sessionConfiguration(verbose: Bool) throws -> URLSessionConfiguration {
+        var configuration = URLSessionConfiguration.default
+        if let atsFile {
+            do { configuration.appTransportSecurity = try ATSPolicy(contentsOf: atsFile) } catch { throw HTTPCommandFailure.usage(error.description) }
+        }
+        if let caFile {
+            do { configuration.trust = try HTTPTrust.pemFile(caFile) } catch { throw HTTPCommandFailure.usage(error.description) }
+        }
+        for entry in resolve {
+            guard let colon = entry.firstIndex(of: ":"), colon != entry.startIndex else {
+                throw HTTPCommandFailure.usage("--resolve '\(entry)' is not HOST:ADDRESS")
+            }
+            configuration.hostAddresses[String(entry[..<colon]).lowercased()] = String(entry[entry.index(after: colon)...])
+        }
+        guard maxTime > 0 else { throw HTTPCommandFailure.usage("--max-time must be more than 0 seconds") }
+        configuration.timeoutIntervalForRequest = maxTime
+        configuration.allowsHTTP2 = !http1Only
+        if verbose { configuration.diagnosticLog = { line in StandardStreams.error(Data("* \(line)\n".utf8)) } }
+        return configuration
+    }
+}
+
+struct HTTPGetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "GET a URL and print its body.")
+    @OptionGroup var http: HTTPOptions
+    @Flag(name: .shortAndLong, help: "Show the protocol, TLS version, certificate, ATS decision and headers on standard error.") var verbose = false
+    @Flag(name: .shortAndLong, help: "Print the status line and headers before the body.") var include = false
+    @Option(name: .customShort("H"), help: "A header field, 'Name: value' (repeatable).") var header: [String] = []
+    @Option(help: "Load the URL this many times at once on one session and print a summary instead of the body (1–10000).") var parallel: Int?
+    @Argument(help: "The URL.") var url: String
+
+    func run() async throws {
+        let run = HTTPLoadRun(http: http, verbose: verbose, include: include, headers: header, method: "GET", body: nil)
+        if let parallel {
+            guard (1...10_000).contains(parallel) else { throw HTTPCommandFailure.usage("--parallel must be from 1 to 10000").exit() }
+            try await run.loadInParallel(url, count: parallel)
+        } else {
+            try await run.load(url)
+        }
+    }
+}
+
+struct HTTPHeadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "head", abstract: "HEAD a URL and print the status line and headers.")
+    @OptionGroup var http: HTTPOptions
+    @Flag(name: .shortAndLong, help: "Show the protocol, TLS version, certificate and ATS decision on standard error.") var verbose = false
+    @Option(name: .customShort("H"), help: "A header field, 'Name: value' (repeatable).") var header: [String] = []
+    @Argument(help: "The URL.") var url: String
+
+    func run() async throws {
+        try await HTTPLoadRun(http: http, verbose: verbose, include: true, headers: header, method: "HEAD", body: nil).load(url)
+    }
+}
+
+struct HTTPPostCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "post", abstract: "POST data to a URL and print the answer's body.")
+    @OptionGroup var http: HTTPOptions
+    @Flag(name: .shortAndLong, help: "Show the protocol, TLS version, certificate, ATS decision and headers on standard error.") var verbose = false
+    @Flag(name: .shortAndLong, help: "Print the status line and headers before the body.") var include = false
+    @Option(name: .customShort("H"), help: "A header field, 'Name: value' (repeatable).") var header: [String] = []
+    @Option(name: .shortAndLong, help: "The body; @FILE reads it from FILE, @- from standard input.") var data: String = ""
+    @Argument(help: "The URL.") var url: String
+
+    func run() async throws {
+        var body = Data(data.utf8)
+        if data.hasPrefix("@") {
+            let path = String(data.dropFirst())
+            guard let read = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: path) else {
+                throw HTTPCommandFailure.usage("cannot read the body from \(path)").exit()
+            }
+            body = read
+        }
+        var headers = header
+        if !headers.contains(where: { $0.lowercased().hasPrefix("content-type:") }) { headers.append("Content-Type: application/x-www-form-urlencoded") }
+        try await HTTPLoadRun(http: http, verbose: verbose, include: include, headers: headers, method: "POST", body: body).load(url)
+    }
+}
+
+struct HTTPDiagnoseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diagnose", abstract: "Try a URL under App Transport Security and each of its exceptions, and say which would pass.",
+        discussion: "As nscurl --ats-diagnostics on macOS: each attempt is a fresh connection; the last line names the least exception that lets the load through.")
+    @OptionGroup var http: HTTPOptions
+    @Argument(help: "The URL (https).") var url: String
+
+    func run() async throws {
+        do {
+            let configuration = try http.sessionConfiguration(verbose: false)
+            guard let target = URL(string: url), URLSession.canLoad(target) else { throw HTTPCommandFailure.usage("'\(url)' is not an http or https URL with a host") }
+            print("App Transport Security diagnostics for \(url)")
+            let attempts = await ATSDiagnostics.run(target, base: configuration)
+            for attempt in attempts {
+                if let failure = attempt.failure {
+                    print("  FAIL  \(attempt.name): \(HTTPLoadRun.shortReason(failure))")
+                } else {
+                    print("  PASS  \(attempt.name) (\(attempt.protocolName ?? "?")\(attempt.tlsVersion.map { ", \($0)" } ?? ""))")
+                }
+            }
+            if attempts.first?.passed == true {
+                print("result: passes App Transport Security as it is")
+            } else if let least = ATSDiagnostics.leastException(attempts) {
+                print("result: needs " + (least.exceptionKeys.isEmpty ? "no exception" : least.exceptionKeys.joined(separator: "; ")))
+            } else if attempts.dropFirst().first?.passed == true {
+                print("result: passes only with NSAllowsArbitraryLoads = true (no per-domain exception is enough)")
+            } else {
+                print("result: fails under every exception: \(attempts.first?.failure.map(HTTPLoadRun.shortReason) ?? "?")")
+            }
+        } catch let failure as HTTPCommandFailure {
+            throw failure.exit()
+        }
+    }
+}
+
+/// One load, printed as curl does.
+struct HTTPLoadRun {
+    var http: HTTPOptions
+    var verbose: Bool
+    var include: Bool
+    var headers: [String]
+    var method: String
+    var body: Data?
+
+    func load(_ text: String) async throws {
+        do {
+            guard let url = URL(string: text), URLSession.canLoad(url) else { throw HTTPCommandFailure.usage("'\(text)' is not an http or https URL with a host") }
+            let session = URLSession(configuration: try http.sessionConfiguration(verbose: verbose))
+            var request = URLRequest(url: url)
+            request.httpMethod = method
+            request.httpBody = body
+            for line in headers {
+                guard let colon = line.firstIndex(of: ":") else { throw HTTPCommandFailure.usage("-H '\(line)' is not 'Name: value'") }
+                request.setValue(line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces), forHTTPHeaderField: String(line[..<colon]))
+            }
+            let answer: (Data, HTTPURLResponse)
+            do { answer = try await session.data(for: request) } catch {
+                await session.invalidateAndCancel()
+                throw HTTPCommandFailure.load(error)
+            }
+            await session.invalidateAndCancel()
+            let (data, response) = answer
+            if verbose { for line in Self.verboseLines(response) { StandardStreams.error(Data("\(line)\n".utf8)) } }
+            if include {
+                var head = "\(response.metrics.networkProtocolName == "h2" ? "HTTP/2" : "HTTP/1.1") \(response.statusCode)\r\n"
+                for field in response.headerFields { head += "\(field.name): \(field.value)\r\n" }
+                StandardStreams.out(Data((head + "\r\n").utf8))
+            }
+            StandardStreams.out(data)
+        } catch let failure as HTTPCommandFailure {
+            throw failure.exit()
+        }
+    }
+
+    /// `--parallel N`: N loads at once on one session; prints
+    /// `loads=N answered=N protocol=h2 connections=1 seconds=0.123`.
+    func loadInParallel(_ text: String, count: Int) async throws {
+        do {
+            guard let url = URL(string: text), URLSession.canLoad(url) else { throw HTTPCommandFailure.usage("'\(text)' is not an http or https URL with a host") }
+            let session = URLSession(configuration: try http.sessionConfiguration(verbose: false))
+            let started = ContinuousClock.now
+            let results = await withTaskGroup(of: Result<HTTPURLResponse, HTTPLoadError>.self) { group in
+                for _ in 0..<count {
+                    group.addTask {
+                        do throws(HTTPLoadError) { return .success(try await session.data(from: url).1) } catch { return .failure(error) }
+                    }
+                }
+                var all: [Result<HTTPURLResponse, HTTPLoadError>] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            let elapsed = ContinuousClock.now - started
+            let connections = await session.connectionsOpened
+            await session.invalidateAndCancel()
+            let answers = results.compactMap { try? $0.get() }
+            let protocols = Set(answers.map(\.metrics.networkProtocolName)).sorted().joined(separator: ",")
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            print("loads=\(count) answered=\(answers.count) protocol=\(protocols.isEmpty ? "none" : protocols) connections=\(connections) seconds=\(String(format: "%.3f", seconds))")
+            if let failure = results.lazy.compactMap({ result -> HTTPLoadError? in if case .failure(let error) = result { return error } else { return nil } }).first {
+                throw HTTPCommandFailure.load(failure)
+            }
+        } catch let failure as HTTPCommandFailure {
+            throw failure.exit()
+        }
+    }
+
+    static func verboseLines(_ response: HTTPURLResponse) -> [String] {
+        let metrics = response.metrics
+        let ats = metrics.appTransportSecurity
+        var lines = ["* connected to \(metrics.remoteAddress ?? "?") (\(metrics.networkProtocolName)\(metrics.negotiatedTLSProtocolVersion.map { ", \($0)" } ?? "")\(metrics.isReusedConnection ? ", reused" : ""))"]
+        if let certificate = metrics.serverCertificate {
+            lines.append("* certificate: \(certificate.commonName.map { "CN=\($0), " } ?? "")\(certificate.key), \(certificate.signatureAlgorithm), valid until \(ISO8601DateFormatter().string(from: certificate.notAfter))")
+        }
+        var rules: [String] = []
+        if !ats.allowsInsecureHTTP { rules.append("https only") }
+        rules.append("TLS ≥ \(ats.minimumTLSVersion.rawValue.dropFirst(4))")
+        rules.append(ats.requiresForwardSecrecy ? "forward secrecy" : "no forward secrecy required")
+        if ats.requiresStrongCertificates { rules.append("strong certificate") }
+        if ats.requiresCertificateTransparency { rules.append("certificate transparency") }
+        if !ats.pinnedLeafIdentities.isEmpty || !ats.pinnedCAIdentities.isEmpty { rules.append("pinned") }
+        lines.append("* ATS: \(ats.source) (\(rules.joined(separator: ", "))): allowed")
+        lines.append("< \(response.statusCode)\(metrics.redirectCount > 0 ? " after \(metrics.redirectCount) redirect(s)" : "")")
+        for field in response.headerFields { lines.append("< \(field.name): \(field.value)") }
+        return lines
+    }
+
+    /// A failure without its advice, for the diagnostics table.
+    static func shortReason(_ failure: HTTPLoadError) -> String {
+        if case .refused(let refusal) = failure { return "\(refusal.rule.rawValue): \(refusal.detail)" }
+        return failure.description
+    }
+}
+
+/// A `netext http` failure and its exit status.
+enum HTTPCommandFailure: Error {
+    case usage(String)
+    case load(HTTPLoadError)
+
+    func exit() -> ExitCode {
+        switch self {
+        case .usage(let message):
+            StandardStreams.error(Data("netext: \(message)\n".utf8))
+            return ExitCode(UsageError.exitCode)
+        case .load(let error):
+            StandardStreams.error(Data("netext: \(error.description)\n".utf8))
+            switch error {
+            case .refused: return ExitCode(12)
+            case .timedOut: return ExitCode(75)
+            default: return ExitCode(5)
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+
+/// Where a load goes: scheme, host and port (RFC 6454 §4).
+struct HTTPOrigin: Hashable, Sendable, CustomStringConvertible {
+    var isSecure: Bool
+    var host: String
+    var port: Int
+
+    var description: String { "\(isSecure ? "https" : "http")://\(hostForURL):\(port)" }
+    var hostForURL: String { host.contains(":") ? "[\(host)]" : host }
+    /// The Host header / :authority (the port left out when it is the scheme's default).
+    var authority: String { port == (isSecure ? 443 : 80) ? hostForURL : "\(hostForURL):\(port)" }
+}
+
+/// What a connection negotiated, for ``URLSessionTaskTransactionMetrics``.
+struct ConnectionFacts: Sendable {
+    var protocolName: String
+    var tlsVersion: String?
+    var certificate: CertificateFacts?
+    var remoteAddress: String?
+}
+
+/// One open connection to an origin: HTTP/1.1 (one exchange at a time) or HTTP/2 (streams
+/// multiplexed, RFC 9113 §5), chosen by ALPN (RFC 7301).
+final class HTTPConnection: @unchecked Sendable {
+    // @unchecked: `mode` and `facts` are set before the connection is handed out and never after.
+    enum Mode {
+        case http1(ResponseCollector)
+        case http2(NIOHTTP2Handler.StreamMultiplexer)
+    }
+
+    let channel: any Channel
+    let mode: Mode
+    let facts: ConnectionFacts
+
+    var isHTTP2: Bool { if case .http2 = mode { true } else { false } }
+    var isUsable: Bool { channel.isActive }
+
+    private init(channel: any Channel, mode: Mode, facts: ConnectionFacts) {
+        self.channel = channel
+        self.mode = mode
+        self.facts = facts
+    }
+
+    /// Opens a connection to `origin`; TLS (when the origin is https) with `context`, the
+    /// server's certificate held to `requirements`.
+    static func open(
+        to origin: HTTPOrigin, address: SocketAddress?, context: NIOSSLContext?, requirements: ATSRequirements,
+        connectTimeout: TimeAmount, eventLoop: any EventLoop
+    ) -> EventLoopFuture<HTTPConnection> {
+        // The waiter is in the pipeline before the connection opens: a handshake finished
+        // before a later-added waiter could see it would leave the load waiting for ever.
+        let negotiated = context.map { _ in eventLoop.makePromise(of: String?.self) }
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    guard let context, let negotiated else { return }
+                    let serverName = IPLiteral(origin.host) == nil ? origin.host : nil
+                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: serverName))
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(negotiated: negotiated))
+                }
+            }
+        let connecting = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: origin.host, port: origin.port)
+        return connecting.flatMapError { error in
+            negotiated?.fail(error)
+            return eventLoop.makeFailedFuture(HTTPLoadError.cannotConnect(host: "\(origin)", reason: ConnectErrorText.describe(error)))
+        }.flatMap { channel -> EventLoopFuture<HTTPConnection> in
+            let remote = channel.remoteAddress.flatMap { $0.ipAddress }
+            guard context != nil else {
+                return channel.eventLoop.makeCompletedFuture {
+                    let collector = ResponseCollector()
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(collector)
+                    return HTTPConnection(channel: channel, mode: .http1(collector), facts: ConnectionFacts(protocolName: "http/1.1", remoteAddress: remote))
+                }
+            }
+            guard let negotiated else { return channel.eventLoop.makeFailedFuture(HandshakeClosed()) }
+            // The handshake gets as long as the connect did.
+            let seconds = Double(connectTimeout.nanoseconds) / 1e9
+            let timer = channel.eventLoop.scheduleTask(in: connectTimeout) {
+                negotiated.fail(HTTPLoadError.tlsFailed(host: origin.host, reason: "the TLS handshake did not finish within \(seconds) s"))
+            }
+            negotiated.futureResult.whenComplete { _ in timer.cancel() }
+            return negotiated.futureResult.flatMap { protocolName in
+                channel.nioSSL_tlsVersion().and(channel.nioSSL_peerCertificate()).map { (protocolName, $0.0, $0.1) }
+            }.flatMapThrowing { protocolName, version, certificate -> HTTPConnection in
+                // TLS has accepted the chain, its dates and the name; ATS's certificate rules are
+                // checked now, before any byte of a request is sent.
+                guard let certificate else { throw HTTPLoadError.tlsFailed(host: origin.host, reason: "the server presented no certificate") }
+                let certificateFacts: CertificateFacts
+                do { certificateFacts = try CertificateFacts(der: try certificate.toDERBytes()) } catch {
+                    throw HTTPLoadError.tlsFailed(host: origin.host, reason: "the server's certificate cannot be read: \(error)")
+                }
+                if let refusal = ATSCertificateCheck.refusal(certificateFacts, requirements) { throw HTTPLoadError.refused(refusal) }
+                var facts = ConnectionFacts(protocolName: protocolName ?? "http/1.1", tlsVersion: version.map(Self.name), remoteAddress: remote)
+                facts.certificate = certificateFacts
+                if protocolName == "h2" {
+                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
+                    // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the
+                    // server opens anyway is closed.
+                    connection.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enablePush, value: 0)]
+                    let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .client, connectionConfiguration: connection, streamConfiguration: .init()
+                    ) { stream in stream.close() }
+                    return HTTPConnection(channel: channel, mode: .http2(multiplexer), facts: facts)
+                }
+                let collector = ResponseCollector()
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                try channel.pipeline.syncOperations.addHandler(collector)
+                return HTTPConnection(channel: channel, mode: .http1(collector), facts: facts)
+            }.flatMapError { error in
+                channel.close(promise: nil)
+                return eventLoop.makeFailedFuture(TLSErrorText.loadError(error, host: origin.host, requirements: requirements))
+            }
+        }
+    }
+
+    /// One exchange: on an HTTP/1.1 connection (leased to one load at a time) or on a new
+    /// stream of an HTTP/2 one.
+    func exchange(_ request: PreparedRequest, limit: Int, timeout: TimeAmount) -> EventLoopFuture<RawResponse> {
+        let eventLoop = channel.eventLoop
+        let promise = eventLoop.makePromise(of: RawResponse.self)
+        let seconds = Double(timeout.nanoseconds) / 1e9
+        let timer = eventLoop.scheduleTask(in: timeout) {
+            promise.fail(HTTPLoadError.timedOut(url: request.url, seconds: seconds))
+        }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        switch mode {
+        case .http1(let collector):
+            eventLoop.execute { collector.send(request, limit: limit, promise: promise) }
+            // A timed-out exchange leaves the connection mid-answer: it is not reused.
+            promise.futureResult.whenFailure { [channel] _ in channel.close(promise: nil) }
+        case .http2(let multiplexer):
+            eventLoop.execute {
+                let collector = ResponseCollector()
+                let stream = eventLoop.makePromise(of: (any Channel).self)
+                multiplexer.createStreamChannel(promise: stream) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                        try channel.pipeline.syncOperations.addHandler(collector)
+                    }
+                }
+                stream.futureResult.whenComplete { result in
+                    switch result {
+                    case .success(let streamChannel):
+                        collector.send(request, limit: limit, promise: promise)
+                        // A stream given up on is reset (RST_STREAM CANCEL), freeing it at the server.
+                        promise.futureResult.whenComplete { _ in streamChannel.close(promise: nil) }
+                    case .failure:
+                        promise.fail(ConnectionClosedBeforeAnswer(url: request.url))
+                    }
+                }
+            }
+        }
+        return promise.futureResult
+    }
+
+    func close() { channel.close(promise: nil) }
+
+    static func name(_ version: TLSVersion) -> String {
+        switch version {
+        case .tlsv1: "TLS 1.0"
+        case .tlsv11: "TLS 1.1"
+        case .tlsv12: "TLS 1.2"
+        case .tlsv13: "TLS 1.3"
+        }
+    }
+}
+
+/// Waits for the TLS handshake and passes on the protocol ALPN chose.
+private final class HandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias InboundIn = NIOAny
+    private let negotiated: EventLoopPromise<String?>
+
+    init(negotiated: EventLoopPromise<String?>) { self.negotiated = negotiated }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted(let protocolName) = event {
+            negotiated.succeed(protocolName)
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        negotiated.fail(error)
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        negotiated.fail(HandshakeClosed())
+        context.fireChannelInactive()
+    }
+}
+
+/// The server closed the connection during the TLS handshake.
+struct HandshakeClosed: Error {}

@@ -1,0 +1,116 @@
+import NIOCore
+import NIOHTTP1
+
+/// A request as it goes on the wire (HTTP/1.1 message parts; HTTP/2 streams translate them).
+struct PreparedRequest: Sendable {
+    var head: HTTPRequestHead
+    var body: ByteBuffer?
+    /// The URL, for messages.
+    var url: String
+}
+
+/// A response as it came off the wire.
+struct RawResponse: Sendable {
+    var head: HTTPResponseHead
+    var body: ByteBuffer
+}
+
+/// Sends one request at a time on its channel (an HTTP/1.1 connection, or one HTTP/2 stream)
+/// and gathers the answer: interim 1xx heads skipped, the body held up to a limit.
+final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    // @unchecked: every member is touched only on the channel's event loop.
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private struct Pending {
+        var promise: EventLoopPromise<RawResponse>
+        var url: String
+        var limit: Int
+        var head: HTTPResponseHead?
+        var body: ByteBuffer
+    }
+
+    private var context: ChannelHandlerContext?
+    private var pending: Pending?
+    /// Bytes of the answer seen so far (a connection that failed after some cannot be retried).
+    private(set) var sawAnswerBytes = false
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        fail(HTTPLoadError.cannotConnect(host: pending?.url ?? "the server", reason: "the connection was taken down"))
+    }
+
+    /// Writes `request` and answers `promise` with the response. Call on the event loop.
+    func send(_ request: PreparedRequest, limit: Int, promise: EventLoopPromise<RawResponse>) {
+        guard let context, context.channel.isActive else {
+            promise.fail(ConnectionClosedBeforeAnswer(url: request.url))
+            return
+        }
+        sawAnswerBytes = false
+        pending = Pending(promise: promise, url: request.url, limit: limit, body: context.channel.allocator.buffer(capacity: 0))
+        context.write(wrapOutboundOut(.head(request.head)), promise: nil)
+        if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard var current = pending else { return }
+        sawAnswerBytes = true
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            // 1xx answers (100 Continue, 103 Early Hints) come before the real one (RFC 9110 §15.2).
+            if head.status.code / 100 == 1 && head.status != .switchingProtocols { return }
+            current.head = head
+            pending = current
+        case .body(var part):
+            guard current.body.readableBytes + part.readableBytes <= current.limit else {
+                fail(HTTPLoadError.responseTooLarge(url: current.url, limit: current.limit))
+                context.close(promise: nil)
+                return
+            }
+            current.body.writeBuffer(&part)
+            pending = current
+        case .end:
+            pending = nil
+            guard let head = current.head else {
+                current.promise.fail(HTTPLoadError.badServerResponse(url: current.url, reason: "the answer ended before its head"))
+                return
+            }
+            current.promise.succeed(RawResponse(head: head, body: current.body))
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let current = pending {
+            fail(sawAnswerBytes
+                ? HTTPLoadError.badServerResponse(url: current.url, reason: "the connection closed in the middle of the answer")
+                : ConnectionClosedBeforeAnswer(url: current.url))
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let current = pending {
+            if error is HTTPParserError {
+                fail(HTTPLoadError.badServerResponse(url: current.url, reason: "\(error)"))
+            } else {
+                fail(error)
+            }
+        }
+        context.close(promise: nil)
+    }
+
+    private func fail(_ error: any Error) {
+        guard let current = pending else { return }
+        pending = nil
+        current.promise.fail(error)
+    }
+}
+
+/// The connection closed before any byte of the answer: a reused keep-alive connection the
+/// server had just closed, so worth one more try on a new connection.
+struct ConnectionClosedBeforeAnswer: Error {
+    var url: String
+}

@@ -1,0 +1,163 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Loads URLs as Foundation's `URLSession` does, with App Transport Security: every load is
+/// held to the session's ``ATSPolicy`` (cleartext refused, TLS 1.2+, forward secrecy, strong
+/// certificates, pins) unless the policy excepts its domain, and a refused load fails with
+/// ``HTTPLoadError/refused(_:)`` naming the rule and the exception that lifts it.
+///
+/// HTTP/2 is chosen by ALPN and one connection per origin carries every concurrent load;
+/// HTTP/1.1 connections are kept alive and reused.
+public final class URLSession: Sendable {
+    public let configuration: URLSessionConfiguration
+    private let pool: HTTPConnectionPool
+
+    public init(configuration: URLSessionConfiguration = .default, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.configuration = configuration
+        var addresses: [String: String] = [:]
+        for (name, address) in configuration.hostAddresses { addresses[name.lowercased()] = address }
+        pool = HTTPConnectionPool(
+            eventLoopGroup: eventLoopGroup, trust: configuration.trust, allowsHTTP2: configuration.allowsHTTP2,
+            connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses)
+    }
+
+    /// Closes the session's connections; loads after it fail.
+    public func invalidateAndCancel() async { await pool.shutdown() }
+
+    /// How many connections the session has opened (one for any number of HTTP/2 loads to an origin).
+    public var connectionsOpened: Int { get async { await pool.connectionsOpened } }
+
+    /// `data(from:)`: a GET.
+    public func data(from url: URL) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+        try await data(for: URLRequest(url: url))
+    }
+
+    /// `data(for:)`: the request's answer, redirects followed (RFC 9110 §15.4: 303, and 301/302
+    /// after a POST, become a GET without body; 307 and 308 keep method and body).
+    public func data(for request: URLRequest) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+        var current = request
+        var redirects = 0
+        while true {
+            let (body, response) = try await load(current, redirectCount: redirects)
+            guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.value(forHTTPHeaderField: "Location") else {
+                return (body, response)
+            }
+            guard redirects < configuration.maximumRedirects else {
+                throw .tooManyRedirects(url: request.url.absoluteString, limit: configuration.maximumRedirects)
+            }
+            guard let next = URL(string: location, relativeTo: current.url)?.absoluteURL else {
+                throw .badServerResponse(url: current.url.absoluteString, reason: "its Location '\(location)' is not a URL")
+            }
+            redirects += 1
+            if response.statusCode == 303 || ([301, 302].contains(response.statusCode) && current.httpMethod == "POST") {
+                if current.httpMethod != "HEAD" { current.httpMethod = "GET" }
+                current.httpBody = nil
+                current.setValue(nil, forHTTPHeaderField: "Content-Type")
+            }
+            if next.host?.lowercased() != current.url.host?.lowercased() {
+                current.setValue(nil, forHTTPHeaderField: "Authorization")
+            }
+            current.url = next
+        }
+    }
+
+    /// One exchange, no redirects followed.
+    private func load(_ request: URLRequest, redirectCount: Int) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+        let origin = try Self.origin(of: request.url)
+        let requirements = configuration.appTransportSecurity.requirements(for: origin.host)
+        if !origin.isSecure && !requirements.allowsInsecureHTTP {
+            let refusal = ATSRefusal(
+                rule: .cleartextHTTP, detail: "\(request.url.absoluteString) is cleartext HTTP",
+                domain: requirements.domain, source: requirements.source)
+            configuration.diagnosticLog?("ATS: \(refusal)")
+            throw .refused(refusal)
+        }
+        let prepared = prepare(request, origin: origin)
+        let key = HTTPConnectionPool.Key(origin: origin, requirements: requirements)
+        let timeout = TimeAmount.milliseconds(Int64((request.timeoutInterval ?? configuration.timeoutIntervalForRequest) * 1000))
+        var attempt = 0
+        while true {
+            attempt += 1
+            let connection: HTTPConnection
+            let reused: Bool
+            do { (connection, reused) = try await pool.lease(key) } catch {
+                let failure = Self.loadError(error)
+                if case .refused(let refusal) = failure { configuration.diagnosticLog?("ATS: \(refusal)") }
+                throw failure
+            }
+            do {
+                let raw = try await connection.exchange(prepared, limit: configuration.maximumResponseBytes, timeout: timeout).get()
+                await pool.release(connection, key, reusable: raw.head.isKeepAlive && prepared.head.isKeepAlive)
+                configuration.diagnosticLog?("ATS: \(request.url.absoluteString) allowed under \(requirements.source) rules")
+                return Self.response(raw, url: request.url, connection: connection, reused: reused, requirements: requirements, redirectCount: redirectCount)
+            } catch {
+                await pool.release(connection, key, reusable: false)
+                // A kept-alive connection the server had just closed: once more on a new one.
+                if error is ConnectionClosedBeforeAnswer, reused, attempt == 1 { continue }
+                throw Self.loadError(error)
+            }
+        }
+    }
+
+    private func prepare(_ request: URLRequest, origin: HTTPOrigin) -> PreparedRequest {
+        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
+        var path = components?.percentEncodedPath ?? ""
+        if path.isEmpty { path = "/" }
+        if let query = components?.percentEncodedQuery { path += "?\(query)" }
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: origin.authority)
+        var fields = configuration.httpAdditionalHeaders
+        for (name, value) in request.allHTTPHeaderFields {
+            for key in fields.keys where key.lowercased() == name.lowercased() { fields[key] = nil }
+            fields[name] = value
+        }
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) where name.lowercased() != "host" {
+            headers.add(name: name, value: value)
+        }
+        var body: ByteBuffer?
+        if let data = request.httpBody {
+            body = ByteBuffer(bytes: data)
+            if !headers.contains(name: "Content-Length") { headers.add(name: "Content-Length", value: "\(data.count)") }
+        } else if ["POST", "PUT", "PATCH"].contains(request.httpMethod) {
+            headers.add(name: "Content-Length", value: "0")
+        }
+        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.httpMethod), uri: path, headers: headers)
+        return PreparedRequest(head: head, body: body, url: request.url.absoluteString)
+    }
+
+    /// Whether `url` is one a session loads: http or https with a host.
+    public static func canLoad(_ url: URL) -> Bool { (try? origin(of: url)) != nil }
+
+    static func origin(of url: URL) throws(HTTPLoadError) -> HTTPOrigin {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", var host = url.host, !host.isEmpty else {
+            throw .invalidURL(url.absoluteString)
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let secure = scheme == "https"
+        return HTTPOrigin(isSecure: secure, host: host.lowercased(), port: url.port ?? (secure ? 443 : 80))
+    }
+
+    private static func response(
+        _ raw: RawResponse, url: URL, connection: HTTPConnection, reused: Bool, requirements: ATSRequirements, redirectCount: Int
+    ) -> (Data, HTTPURLResponse) {
+        let data = Data(raw.body.readableBytesView)
+        let metrics = URLSessionTaskTransactionMetrics(
+            networkProtocolName: connection.facts.protocolName, negotiatedTLSProtocolVersion: connection.facts.tlsVersion,
+            isReusedConnection: reused, remoteAddress: connection.facts.remoteAddress, serverCertificate: connection.facts.certificate,
+            appTransportSecurity: requirements, redirectCount: redirectCount)
+        let response = HTTPURLResponse(
+            url: url, statusCode: Int(raw.head.status.code), headerFields: raw.head.headers.map { ($0.name, $0.value) }, metrics: metrics)
+        return (data, response)
+    }
+
+    private static func loadError(_ error: any Error) -> HTTPLoadError {
+        if let failure = error as? HTTPLoadError { return failure }
+        if let closed = error as? ConnectionClosedBeforeAnswer {
+            return .badServerResponse(url: closed.url, reason: "the connection closed before any answer")
+        }
+        if error is CancellationError { return .cancelled }
+        return .cannotConnect(host: "the server", reason: "\(error)")
+    }
+}

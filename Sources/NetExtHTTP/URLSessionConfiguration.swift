@@ -1,0 +1,33 @@
+/// How a ``URLSession`` loads: its App Transport Security policy, whom it trusts, timeouts and
+/// limits. The names follow Foundation's `URLSessionConfiguration`.
+public struct URLSessionConfiguration: Sendable {
+    /// The app's `NSAppTransportSecurity` policy (``ATSPolicy/strict`` when the app has none).
+    public var appTransportSecurity = ATSPolicy.strict
+    /// Whom servers' certificates must be signed by.
+    public var trust = HTTPTrust.system
+    /// `timeoutIntervalForRequest`: how long a load may wait for its answer, in seconds.
+    public var timeoutIntervalForRequest: Double = 60
+    /// How long opening a connection may take, in seconds.
+    public var timeoutIntervalForConnect: Double = 10
+    /// Whether HTTP/2 is offered by ALPN (HTTP/1.1 is the fallback either way).
+    public var allowsHTTP2 = true
+    /// The most bytes of a body a data task holds in memory.
+    public var maximumResponseBytes = 64 << 20
+    /// The most redirects followed before a load fails.
+    public var maximumRedirects = 10
+    /// `httpAdditionalHeaders`: sent with every request unless the request sets them.
+    public var httpAdditionalHeaders: [String: String] = ["User-Agent": "NetExtHTTP/1"]
+    /// Addresses to use instead of looking names up (curl's `--resolve`), lower-case name → IP.
+    public var hostAddresses: [String: String] = [:]
+    /// Called with a line for each ATS decision and refusal (Apple's `CFNETWORK_DIAGNOSTICS`
+    /// for ATS); nil for none.
+    public var diagnosticLog: (@Sendable (String) -> Void)?
+
+    public init() {}
+
+    /// The defaults.
+    public static var `default`: URLSessionConfiguration { URLSessionConfiguration() }
+    /// Nothing is kept beyond the session (NetExtHTTP keeps no cache or cookies yet, so the
+    /// same as ``default``).
+    public static var ephemeral: URLSessionConfiguration { URLSessionConfiguration() }
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# App Transport Security in NetExtHTTP (issue 24), against nginx (scripts/lib/http-lab.sh): the
+# good server loads over HTTP/2 and HTTP/1.1; each weak server is refused by the rule it breaks,
+# with the exception that lifts it named; each exception lifts exactly its rule; pins; the
+# allow-all policy with a protected domain; a misspelt policy key; `netext http diagnose`; 100
+# loads on one HTTP/2 connection, counted in a capture.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/http-ats.sh   One line per check; non-zero on failure.
+cd "$(dirname "$0")/../.."
+source scripts/lib/e2e.sh http-ats
+source scripts/lib/http-lab.sh
+
+check "nginx serves the good and the weak servers in the office" http_lab_up
+
+# expect_refused RULE URL [ARGS...]: exit 12, the rule named, and the load's advice printed.
+expect_refused() {
+  local rule="$1" url="$2"; shift 2
+  local out status
+  out="$(lab_http get "$@" "$url" 2>&1)"; status=$?
+  [ $status = 12 ] || { echo "  exit $status: $out"; return 1; }
+  echo "$out" | grep -q "(rule: $rule, " || { echo "  said: $out"; return 1; }
+  echo "$out" | grep -q "To allow it, " || { echo "  no advice: $out"; return 1; }
+}
+# expect_loads URL WHAT [ARGS...]: the lab page, and WHAT in the verbose lines.
+expect_loads() {
+  local url="$1" what="$2"; shift 2
+  local out
+  out="$(lab_http get -v "$@" "$url" 2>&1)" || { echo "  failed: $out"; return 1; }
+  echo "$out" | grep -q "hello from the ATS lab" || { echo "  no page: $out"; return 1; }
+  echo "$out" | grep -qF -- "$what" || { echo "  no '$what' in: $out"; return 1; }
+}
+# policy FILE JSON: an NSAppTransportSecurity dictionary.
+policy() { echo "$2" > "$work/$1"; }
+
+check "the good server loads under the default rules over HTTP/2 and TLS 1.3" \
+  expect_loads https://good.lab.test:8443/ "(h2, TLS 1.3)"
+check "the HTTP/1.1-only server loads over HTTP/1.1 (ALPN fallback)" \
+  expect_loads https://h1.lab.test:8444/ "(http/1.1, TLS 1.3)"
+check "a redirect is followed and held to the same rules" \
+  expect_loads https://good.lab.test:8443/redirect "after 1 redirect(s)"
+
+check "cleartext HTTP is refused by default" expect_refused "cleartext HTTP" http://plain.lab.test:8080/
+check "a TLS 1.0-only server is refused by the TLS version rule" expect_refused "TLS version" https://tls10.lab.test:8445/
+check "an RSA-key-exchange-only server is refused by the forward secrecy rule" expect_refused "forward secrecy" https://rsakx.lab.test:8446/
+check "a 1024-bit RSA certificate is refused by the key size rule" expect_refused "key size" https://weakkey.lab.test:8447/
+check "a SHA-1-signed certificate is refused by the signature hash rule" expect_refused "signature hash" https://sha1.lab.test:8448/
+expired_refused() {
+  local out status
+  out="$(lab_http get https://expired.lab.test:8449/ 2>&1)"; status=$?
+  [ $status = 5 ] || { echo "  exit $status: $out"; return 1; }
+  echo "$out" | grep -q "the server's certificate expired on 2021-01-01" || { echo "  said: $out"; return 1; }
+}
+check "an expired certificate fails TLS itself (exit 5), saying when it expired" expired_refused
+
+policy insecure.json '{"NSExceptionDomains": {"plain.lab.test": {"NSExceptionAllowsInsecureHTTPLoads": true}}}'
+check "NSExceptionAllowsInsecureHTTPLoads lets cleartext through for its domain" \
+  expect_loads http://plain.lab.test:8080/ "ATS: NSExceptionDomains › plain.lab.test" --ats "$work/insecure.json"
+policy tls10.json '{"NSExceptionDomains": {"tls10.lab.test": {"NSExceptionMinimumTLSVersion": "TLSv1.0"}}}'
+check "NSExceptionMinimumTLSVersion TLSv1.0 lets the TLS 1.0 server through" \
+  expect_loads https://tls10.lab.test:8445/ "(http/1.1, TLS 1.0)" --ats "$work/tls10.json"
+policy rsakx-tls.json '{"NSExceptionDomains": {"rsakx.lab.test": {"NSExceptionMinimumTLSVersion": "TLSv1.0"}}}'
+check "…but lifts nothing else: the RSA key exchange server is still refused for forward secrecy" \
+  expect_refused "forward secrecy" https://rsakx.lab.test:8446/ --ats "$work/rsakx-tls.json"
+policy rsakx.json '{"NSExceptionDomains": {"rsakx.lab.test": {"NSExceptionRequiresForwardSecrecy": false}}}'
+check "NSExceptionRequiresForwardSecrecy false lets the RSA key exchange server through" \
+  expect_loads https://rsakx.lab.test:8446/ "no forward secrecy required" --ats "$work/rsakx.json"
+policy weakkey-fs.json '{"NSExceptionDomains": {"weakkey.lab.test": {"NSExceptionRequiresForwardSecrecy": false, "NSExceptionMinimumTLSVersion": "TLSv1.0"}}}'
+check "…which lifts nothing else: the 1024-bit key is still refused" \
+  expect_refused "key size" https://weakkey.lab.test:8447/ --ats "$work/weakkey-fs.json"
+policy weak.json '{"NSExceptionDomains": {"weakkey.lab.test": {"NSExceptionAllowsInsecureHTTPLoads": true}, "sha1.lab.test": {"NSExceptionAllowsInsecureHTTPLoads": true}}}'
+check "NSExceptionAllowsInsecureHTTPLoads lifts the key size rule" \
+  expect_loads https://weakkey.lab.test:8447/ "RSA 1024-bit" --ats "$work/weak.json"
+check "NSExceptionAllowsInsecureHTTPLoads lifts the signature hash rule" \
+  expect_loads https://sha1.lab.test:8448/ "ecdsa-with-SHA1" --ats "$work/weak.json"
+policy all.json '{"NSAllowsArbitraryLoads": true}'
+expired_still() {
+  local out
+  out="$(lab_http get --ats "$work/all.json" https://expired.lab.test:8449/ 2>&1)" && { echo "  loaded: $out"; return 1; }
+  echo "$out" | grep -q "expired on" || { echo "  said: $out"; return 1; }
+}
+check "NSAllowsArbitraryLoads lifts ATS but not TLS: the expired certificate still fails" expired_still
+
+policy protected.json '{"NSAllowsArbitraryLoads": true, "NSExceptionDomains": {"tls10.lab.test": {}}}'
+check "allow-all with a protected domain: cleartext loads elsewhere" \
+  expect_loads http://plain.lab.test:8080/ "ATS: NSAllowsArbitraryLoads" --ats "$work/protected.json"
+check "…while the protected domain keeps the default rules" \
+  expect_refused "TLS version" https://tls10.lab.test:8445/ --ats "$work/protected.json"
+policy local.json '{"NSAllowsArbitraryLoads": true, "NSAllowsLocalNetworking": true}'
+check "NSAllowsLocalNetworking switches NSAllowsArbitraryLoads off, as on Apple platforms" \
+  expect_refused "cleartext HTTP" http://plain.lab.test:8080/ --ats "$work/local.json"
+
+good_pin() { openssl x509 -in "$work/ca/good.crt" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64; }
+check "a pin on the good server's key lets it load" \
+  eval 'policy pin.json "{\"NSPinnedDomains\": {\"good.lab.test\": {\"NSPinnedLeafIdentities\": [{\"SPKI-SHA256-BASE64\": \"$(good_pin)\"}]}}}" && expect_loads https://good.lab.test:8443/ "pinned" --ats "$work/pin.json"'
+policy wrongpin.json '{"NSPinnedDomains": {"lab.test": {"NSIncludesSubdomains": true, "NSPinnedLeafIdentities": [{"SPKI-SHA256-BASE64": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}]}}}'
+check "a pin on another key refuses the good server (pins apply to subdomains)" \
+  expect_refused "pinned identity" https://good.lab.test:8443/ --ats "$work/wrongpin.json"
+
+misspelt() {
+  local out status
+  echo '{"NSExceptionDomains": {"tls10.lab.test": {"NSExceptionMinimumTLSVersion": "TLSv1.0", "NSIncludesSubdomain": true}}}' > "$work/typo.json"
+  out="$(lab_http get --ats "$work/typo.json" https://tls10.lab.test:8445/ 2>&1)"; status=$?
+  [ $status = 64 ] || { echo "  exit $status: $out"; return 1; }
+  echo "$out" | grep -qF "NSAppTransportSecurity › NSExceptionDomains › tls10.lab.test › NSIncludesSubdomain is not an NSExceptionDomains key" || { echo "  said: $out"; return 1; }
+}
+check "a misspelt policy key is refused with its path, nothing loaded" misspelt
+
+diagnose() {
+  local out
+  out="$(lab_http diagnose https://tls10.lab.test:8445/ 2>&1)" || { echo "  failed: $out"; return 1; }
+  echo "$out" | grep -q "FAIL  Default ATS: TLS version" || { echo "  $out"; return 1; }
+  echo "$out" | grep -q "PASS  TLS 1.0 minimum (http/1.1, TLS 1.0)" || { echo "  $out"; return 1; }
+  echo "$out" | tail -1 | grep -qF "result: needs NSExceptionDomains › tls10.lab.test › NSExceptionMinimumTLSVersion = TLSv1.0" || { echo "  $out"; return 1; }
+  out="$(lab_http diagnose https://rsakx.lab.test:8446/ 2>&1)" || { echo "  failed: $out"; return 1; }
+  echo "$out" | tail -1 | grep -qF "result: needs NSExceptionDomains › rsakx.lab.test › NSExceptionRequiresForwardSecrecy = false" || { echo "  $out"; return 1; }
+}
+check "netext http diagnose names the least exception each weak server needs" diagnose
+
+multiplexed() {
+  local out syns
+  lab_capture_start mux_dump "$LAB_LAPTOP" eth0 "$work/mux.pcap" -s 0 'tcp port 8443' || return 1
+  out="$(lab_http get --parallel 100 https://good.lab.test:8443/ 2>&1)"
+  lab_capture_stop "$mux_dump" "$work/mux.pcap"
+  echo "$out" | grep -q "loads=100 answered=100 protocol=h2 connections=1 " || { echo "  $out"; return 1; }
+  syns=$(tcpdump -nn -r "$work/mux.pcap" 'tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn' 2>/dev/null | wc -l)
+  [ "$syns" = 1 ] || { echo "  $syns connections in the capture"; return 1; }
+  echo "  $out"
+}
+check "100 loads at once go over one HTTP/2 connection (one SYN in the capture)" multiplexed
+
+e2e_finish
