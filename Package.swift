@@ -420,6 +420,7 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]),
+        .testTarget(name: "NetExtHTTPTests", dependencies: ["NetExtHTTP"]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "NetExtProxiesTests", dependencies: ["NetExtProxies", "NetExt", "NetExtIPC", "NetExtCore", "NetExtLinux"]),
         .testTarget(

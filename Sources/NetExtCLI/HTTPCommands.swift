@@ -215,19 +215,10 @@ struct HTTPLoadRun {
 
     static func verboseLines(_ response: HTTPURLResponse) -> [String] {
         let metrics = response.metrics
-        let ats = metrics.appTransportSecurity
         var lines = ["* connected to \(metrics.remoteAddress ?? "?") (\(metrics.networkProtocolName)\(metrics.negotiatedTLSProtocolVersion.map { ", \($0)" } ?? "")\(metrics.isReusedConnection ? ", reused" : ""))"]
         if let certificate = metrics.serverCertificate {
             lines.append("* certificate: \(certificate.commonName.map { "CN=\($0), " } ?? "")\(certificate.key), \(certificate.signatureAlgorithm), valid until \(ISO8601DateFormatter().string(from: certificate.notAfter))")
         }
-        var rules: [String] = []
-        if !ats.allowsInsecureHTTP { rules.append("https only") }
-        rules.append("TLS ≥ \(ats.minimumTLSVersion.rawValue.dropFirst(4))")
-        rules.append(ats.requiresForwardSecrecy ? "forward secrecy" : "no forward secrecy required")
-        if ats.requiresStrongCertificates { rules.append("strong certificate") }
-        if ats.requiresCertificateTransparency { rules.append("certificate transparency") }
-        if !ats.pinnedLeafIdentities.isEmpty || !ats.pinnedCAIdentities.isEmpty { rules.append("pinned") }
-        lines.append("* ATS: \(ats.source) (\(rules.joined(separator: ", "))): allowed")
         lines.append("< \(response.statusCode)\(metrics.redirectCount > 0 ? " after \(metrics.redirectCount) redirect(s)" : "")")
         for field in response.headerFields { lines.append("< \(field.name): \(field.value)") }
         return lines

@@ -24,6 +24,18 @@ public struct ATSRequirements: Sendable, Hashable {
             requiresForwardSecrecy: false, requiresStrongCertificates: false)
     }
 
+    /// The rules in force, for logs: "https only, TLS ≥ 1.2, forward secrecy, strong certificate".
+    public var summary: String {
+        var rules: [String] = []
+        if !allowsInsecureHTTP { rules.append("https only") }
+        rules.append("TLS ≥ \(minimumTLSVersion.rawValue.dropFirst(4))")
+        rules.append(requiresForwardSecrecy ? "forward secrecy" : "no forward secrecy required")
+        if requiresStrongCertificates { rules.append("strong certificate") }
+        if requiresCertificateTransparency { rules.append("certificate transparency") }
+        if !pinnedLeafIdentities.isEmpty || !pinnedCAIdentities.isEmpty { rules.append("pinned") }
+        return rules.joined(separator: ", ")
+    }
+
     /// Whether any ATS rule applies beyond pins.
     public var isEnforced: Bool { !allowsInsecureHTTP || requiresForwardSecrecy || minimumTLSVersion > .tls10 || requiresStrongCertificates }
 }

@@ -71,7 +71,7 @@ public final class URLSession: Sendable {
             let refusal = ATSRefusal(
                 rule: .cleartextHTTP, detail: "\(request.url.absoluteString) is cleartext HTTP",
                 domain: requirements.domain, source: requirements.source)
-            configuration.diagnosticLog?("ATS: \(refusal)")
+            configuration.diagnosticLog?(Self.refusedLine(refusal, url: request.url))
             throw .refused(refusal)
         }
         let prepared = prepare(request, origin: origin)
@@ -84,13 +84,13 @@ public final class URLSession: Sendable {
             let reused: Bool
             do { (connection, reused) = try await pool.lease(key) } catch {
                 let failure = Self.loadError(error)
-                if case .refused(let refusal) = failure { configuration.diagnosticLog?("ATS: \(refusal)") }
+                if case .refused(let refusal) = failure { configuration.diagnosticLog?(Self.refusedLine(refusal, url: request.url)) }
                 throw failure
             }
             do {
                 let raw = try await connection.exchange(prepared, limit: configuration.maximumResponseBytes, timeout: timeout).get()
                 await pool.release(connection, key, reusable: raw.head.isKeepAlive && prepared.head.isKeepAlive)
-                configuration.diagnosticLog?("ATS: \(request.url.absoluteString) allowed under \(requirements.source) rules")
+                configuration.diagnosticLog?("ATS: \(request.url.absoluteString) allowed under \(requirements.source) rules (\(requirements.summary))")
                 return Self.response(raw, url: request.url, connection: connection, reused: reused, requirements: requirements, redirectCount: redirectCount)
             } catch {
                 await pool.release(connection, key, reusable: false)
@@ -99,6 +99,10 @@ public final class URLSession: Sendable {
                 throw Self.loadError(error)
             }
         }
+    }
+
+    private static func refusedLine(_ refusal: ATSRefusal, url: URL) -> String {
+        "ATS: \(url.absoluteString) refused under \(refusal.source) rules (rule: \(refusal.rule.rawValue))"
     }
 
     private func prepare(_ request: URLRequest, origin: HTTPOrigin) -> PreparedRequest {

@@ -53,7 +53,7 @@ check "an expired certificate fails TLS itself (exit 5), saying when it expired"
 
 policy insecure.json '{"NSExceptionDomains": {"plain.lab.test": {"NSExceptionAllowsInsecureHTTPLoads": true}}}'
 check "NSExceptionAllowsInsecureHTTPLoads lets cleartext through for its domain" \
-  expect_loads http://plain.lab.test:8080/ "ATS: NSExceptionDomains › plain.lab.test" --ats "$work/insecure.json"
+  expect_loads http://plain.lab.test:8080/ "allowed under NSExceptionDomains › plain.lab.test rules" --ats "$work/insecure.json"
 policy tls10.json '{"NSExceptionDomains": {"tls10.lab.test": {"NSExceptionMinimumTLSVersion": "TLSv1.0"}}}'
 check "NSExceptionMinimumTLSVersion TLSv1.0 lets the TLS 1.0 server through" \
   expect_loads https://tls10.lab.test:8445/ "(http/1.1, TLS 1.0)" --ats "$work/tls10.json"
@@ -81,7 +81,7 @@ check "NSAllowsArbitraryLoads lifts ATS but not TLS: the expired certificate sti
 
 policy protected.json '{"NSAllowsArbitraryLoads": true, "NSExceptionDomains": {"tls10.lab.test": {}}}'
 check "allow-all with a protected domain: cleartext loads elsewhere" \
-  expect_loads http://plain.lab.test:8080/ "ATS: NSAllowsArbitraryLoads" --ats "$work/protected.json"
+  expect_loads http://plain.lab.test:8080/ "allowed under NSAllowsArbitraryLoads rules" --ats "$work/protected.json"
 check "…while the protected domain keeps the default rules" \
   expect_refused "TLS version" https://tls10.lab.test:8445/ --ats "$work/protected.json"
 policy local.json '{"NSAllowsArbitraryLoads": true, "NSAllowsLocalNetworking": true}'
