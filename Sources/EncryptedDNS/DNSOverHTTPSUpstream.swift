@@ -171,24 +171,25 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         let context = self.context
         let host = self.host
         let server = serverDescription
+        // The ALPN waiter is in the pipeline before the connection opens: one added after the
+        // connect could miss a handshake that finished first, and the connection would wait for
+        // ever (every query through it timing out).
+        let negotiated = eventLoop.makePromise(of: Void.self)
         let opening = UpstreamBootstrap.make(on: eventLoop, mark: mark)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: host))
+                    try channel.pipeline.syncOperations.addHandler(ALPNWaiter(negotiated: negotiated))
                 }
             }
             .connect(to: address)
+            .flatMapError { error -> EventLoopFuture<any Channel> in
+                negotiated.fail(error)
+                return self.eventLoop.makeFailedFuture(error)
+            }
             .flatMap { channel -> EventLoopFuture<Connection> in
                 // The handshake must choose HTTP/2 before the connection is used.
-                channel.pipeline.handler(type: NIOSSLClientHandler.self).flatMap { _ in
-                    let negotiated = channel.eventLoop.makePromise(of: Void.self)
-                    do {
-                        try channel.pipeline.syncOperations.addHandler(ALPNWaiter(negotiated: negotiated))
-                    } catch {
-                        negotiated.fail(error)
-                    }
-                    return negotiated.futureResult
-                }.flatMapThrowing { _ -> Connection in
+                negotiated.futureResult.flatMapThrowing { _ -> Connection in
                     let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
                     ) { stream in stream.close() }  // the server opens no streams (no push)
