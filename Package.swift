@@ -35,6 +35,7 @@ let package = Package(
         .executable(name: "netext-bench-he", targets: ["netext-bench-he"]),
         .executable(name: "netext-bench-pir", targets: ["netext-bench-pir"]),
         .executable(name: "netext-bench-urlfilter", targets: ["netext-bench-urlfilter"]),
+        .executable(name: "netext-bench-http", targets: ["netext-bench-http"]),
         .executable(name: "netext-example-manager", targets: ["netext-example-manager"]),
     ],
     dependencies: [
@@ -149,6 +150,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -350,6 +352,17 @@ let package = Package(
         // The reference hotspot helper: a captive portal's form login (docs/captive-portals.md).
         .executableTarget(name: "netext-hotspot-helper", dependencies: ["NetExt", "NetExtFilters"]),
         .executableTarget(name: "netext-proxy-provider", dependencies: ["NetExt", "NetExtProxies"]),
+        // NetExtHTTP against AsyncHTTPClient on the same nginx (scripts/bench-http).
+        .executableTarget(
+            name: "netext-bench-http",
+            dependencies: [
+                "NetExtHTTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Benchmarks/HTTPClient"),
         // Bloom prefilter lookup benchmark (scripts/bench-bloom).
         .executableTarget(name: "netext-bench-bloom", dependencies: ["BloomFilter"], path: "Benchmarks/BloomLookups"),
         // BFV primitive timings at the PIR parameters (scripts/bench-pir).

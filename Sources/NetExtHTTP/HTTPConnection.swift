@@ -106,8 +106,13 @@ final class HTTPConnection: @unchecked Sendable {
                     // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the
                     // server opens anyway is closed.
                     connection.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enablePush, value: 0)]
+                    // The server may send 8 MiB ahead on each stream and 16 MiB on the connection
+                    // (WINDOW_UPDATE, RFC 9113 §6.9), not 64 KiB.
+                    connection.targetWindowSize = 16 << 20
+                    var stream = NIOHTTP2Handler.StreamConfiguration()
+                    stream.targetWindowSize = 8 << 20
                     let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: connection, streamConfiguration: .init()
+                        mode: .client, connectionConfiguration: connection, streamConfiguration: stream
                     ) { stream in stream.close() }
                     return HTTPConnection(channel: channel, mode: .http2(multiplexer), facts: facts)
                 }
@@ -128,17 +133,18 @@ final class HTTPConnection: @unchecked Sendable {
         let eventLoop = channel.eventLoop
         let promise = eventLoop.makePromise(of: RawResponse.self)
         let seconds = Double(timeout.nanoseconds) / 1e9
-        let timer = eventLoop.scheduleTask(in: timeout) {
-            promise.fail(HTTPLoadError.timedOut(url: request.url, seconds: seconds))
-        }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        switch mode {
-        case .http1(let collector):
-            eventLoop.execute { collector.send(request, limit: limit, promise: promise) }
-            // A timed-out exchange leaves the connection mid-answer: it is not reused.
-            promise.futureResult.whenFailure { [channel] _ in channel.close(promise: nil) }
-        case .http2(let multiplexer):
-            eventLoop.execute {
+        // One hop onto the event loop for the timer and the request together.
+        eventLoop.execute { [mode, channel] in
+            let timer = eventLoop.scheduleTask(in: timeout) {
+                promise.fail(HTTPLoadError.timedOut(url: request.url, seconds: seconds))
+            }
+            promise.futureResult.whenComplete { _ in timer.cancel() }
+            switch mode {
+            case .http1(let collector):
+                collector.send(request, limit: limit, promise: promise)
+                // A failed exchange (timed out mid-answer) leaves the connection unusable.
+                promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
+            case .http2(let multiplexer):
                 let collector = ResponseCollector()
                 let stream = eventLoop.makePromise(of: (any Channel).self)
                 multiplexer.createStreamChannel(promise: stream) { channel in

@@ -5,8 +5,9 @@ import NIOSSL
 /// A session's connections, kept per origin and ATS requirements: one HTTP/2 connection shared
 /// by every load of an origin (RFC 9113 §9.1: "clients SHOULD NOT open more than one HTTP/2
 /// connection to a given host and port pair"), or idle HTTP/1.1 ones kept alive for the next
-/// load. While the first connection to an origin is being opened, loads to it wait to learn
-/// whether it speaks HTTP/2 rather than each opening their own.
+/// load, at most `maximumConnectionsPerHost` per origin (more loads wait for one to come back).
+/// While the first connection to an origin is being opened, loads to it wait to learn whether it
+/// speaks HTTP/2 rather than each opening their own.
 actor HTTPConnectionPool {
     struct Key: Hashable {
         var origin: HTTPOrigin
@@ -22,11 +23,19 @@ actor HTTPConnectionPool {
     private var idle: [Key: [HTTPConnection]] = [:]
     private var opening: [Key: Task<HTTPConnection, any Error>] = [:]
     private var contexts: [ATSRequirements: NIOSSLContext] = [:]
+    /// HTTP/1.1 connections open, leased or being opened, per key; and the loads waiting for one.
+    private var http1Count: [Key: Int] = [:]
+    private var waiting: [Key: [CheckedContinuation<Void, Never>]] = [:]
+    private let maximumConnectionsPerHost: Int
     /// Connections opened since the pool was made (the multiplexing figure counts them).
     private(set) var connectionsOpened = 0
     private var isShutDown = false
 
-    init(eventLoopGroup: any EventLoopGroup, trust: HTTPTrust, allowsHTTP2: Bool, connectTimeout: TimeAmount, addresses: [String: String]) {
+    init(
+        eventLoopGroup: any EventLoopGroup, trust: HTTPTrust, allowsHTTP2: Bool, connectTimeout: TimeAmount, addresses: [String: String],
+        maximumConnectionsPerHost: Int
+    ) {
+        self.maximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
         self.eventLoopGroup = eventLoopGroup
         self.trust = trust
         self.allowsHTTP2 = allowsHTTP2
@@ -41,22 +50,56 @@ actor HTTPConnectionPool {
             if connection.isUsable { return (connection, true) }
             shared[key] = nil
         }
-        while var list = idle[key], let connection = list.popLast() {
-            idle[key] = list
-            if connection.isUsable { return (connection, true) }
-        }
+        if let connection = takeIdle(key) { return (connection, true) }
         if let first = opening[key] {
             let connection = try await first.value
             if connection.isHTTP2 && connection.isUsable { return (connection, true) }
         }
+        // At the limit: wait for a connection to come back (or to close), then look again.
+        while http1Count[key, default: 0] >= maximumConnectionsPerHost {
+            await withCheckedContinuation { waiting[key, default: []].append($0) }
+            if isShutDown { throw HTTPLoadError.cancelled }
+            if let connection = takeIdle(key) { return (connection, true) }
+        }
+        http1Count[key, default: 0] += 1
         let task = Task { try await self.open(key) }
-        let waiting = opening[key] == nil
-        if waiting { opening[key] = task }
-        defer { if waiting { opening[key] = nil } }
-        let connection = try await task.value
+        let first = opening[key] == nil
+        if first { opening[key] = task }
+        defer { if first { opening[key] = nil } }
+        let connection: HTTPConnection
+        do { connection = try await task.value } catch {
+            http1Ended(key)
+            throw error
+        }
         connectionsOpened += 1
-        if connection.isHTTP2 { shared[key] = connection }
+        if connection.isHTTP2 {
+            http1Ended(key)
+            shared[key] = connection
+        }
         return (connection, false)
+    }
+
+    /// An idle HTTP/1.1 connection that is still open; closed ones found on the way are counted out.
+    private func takeIdle(_ key: Key) -> HTTPConnection? {
+        while var list = idle[key], let connection = list.popLast() {
+            idle[key] = list
+            if connection.isUsable { return connection }
+            http1Ended(key)
+        }
+        return nil
+    }
+
+    /// One HTTP/1.1 connection fewer for `key`: a waiting load may open one.
+    private func http1Ended(_ key: Key) {
+        http1Count[key, default: 1] -= 1
+        wakeOne(key)
+    }
+
+    private func wakeOne(_ key: Key) {
+        guard var list = waiting[key], !list.isEmpty else { return }
+        let next = list.removeFirst()
+        waiting[key] = list.isEmpty ? nil : list
+        next.resume()
     }
 
     /// Gives an HTTP/1.1 connection back after a load (HTTP/2 ones stay shared).
@@ -64,9 +107,11 @@ actor HTTPConnectionPool {
         guard !connection.isHTTP2 else { return }
         guard reusable, connection.isUsable, !isShutDown else {
             connection.close()
+            http1Ended(key)
             return
         }
         idle[key, default: []].append(connection)
+        wakeOne(key)
     }
 
     func shutdown() {
@@ -75,6 +120,8 @@ actor HTTPConnectionPool {
         for list in idle.values { for connection in list { connection.close() } }
         shared = [:]
         idle = [:]
+        for list in waiting.values { for waiter in list { waiter.resume() } }
+        waiting = [:]
     }
 
     private func open(_ key: Key) async throws -> HTTPConnection {

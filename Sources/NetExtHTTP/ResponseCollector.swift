@@ -56,23 +56,28 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard var current = pending else { return }
+        guard pending != nil else { return }
         sawAnswerBytes = true
         switch unwrapInboundIn(data) {
         case .head(let head):
             // 1xx answers (100 Continue, 103 Early Hints) come before the real one (RFC 9110 §15.2).
             if head.status.code / 100 == 1 && head.status != .switchingProtocols { return }
-            current.head = head
-            pending = current
+            pending?.head = head
+            // The body's room made once when its length is known (up to the limit).
+            if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > 0, length <= pending!.limit {
+                pending!.body.reserveCapacity(length)
+            }
         case .body(var part):
-            guard current.body.readableBytes + part.readableBytes <= current.limit else {
-                fail(HTTPLoadError.responseTooLarge(url: current.url, limit: current.limit))
+            // Appended in place: a copy of `pending` would share the body's storage and copy it
+            // on every append.
+            guard pending!.body.readableBytes + part.readableBytes <= pending!.limit else {
+                fail(HTTPLoadError.responseTooLarge(url: pending!.url, limit: pending!.limit))
                 context.close(promise: nil)
                 return
             }
-            current.body.writeBuffer(&part)
-            pending = current
+            pending!.body.writeBuffer(&part)
         case .end:
+            let current = pending!
             pending = nil
             guard let head = current.head else {
                 current.promise.fail(HTTPLoadError.badServerResponse(url: current.url, reason: "the answer ended before its head"))

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
 
@@ -20,7 +21,8 @@ public final class URLSession: Sendable {
         for (name, address) in configuration.hostAddresses { addresses[name.lowercased()] = address }
         pool = HTTPConnectionPool(
             eventLoopGroup: eventLoopGroup, trust: configuration.trust, allowsHTTP2: configuration.allowsHTTP2,
-            connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses)
+            connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses,
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
     }
 
     /// Closes the session's connections; loads after it fail.
@@ -89,11 +91,11 @@ public final class URLSession: Sendable {
             }
             do {
                 let raw = try await connection.exchange(prepared, limit: configuration.maximumResponseBytes, timeout: timeout).get()
-                await pool.release(connection, key, reusable: raw.head.isKeepAlive && prepared.head.isKeepAlive)
+                if !connection.isHTTP2 { await pool.release(connection, key, reusable: raw.head.isKeepAlive && prepared.head.isKeepAlive) }
                 configuration.diagnosticLog?("ATS: \(request.url.absoluteString) allowed under \(requirements.source) rules (\(requirements.summary))")
                 return Self.response(raw, url: request.url, connection: connection, reused: reused, requirements: requirements, redirectCount: redirectCount)
             } catch {
-                await pool.release(connection, key, reusable: false)
+                if !connection.isHTTP2 { await pool.release(connection, key, reusable: false) }
                 // A kept-alive connection the server had just closed: once more on a new one.
                 if error is ConnectionClosedBeforeAnswer, reused, attempt == 1 { continue }
                 throw Self.loadError(error)
@@ -146,7 +148,8 @@ public final class URLSession: Sendable {
     private static func response(
         _ raw: RawResponse, url: URL, connection: HTTPConnection, reused: Bool, requirements: ATSRequirements, redirectCount: Int
     ) -> (Data, HTTPURLResponse) {
-        let data = Data(raw.body.readableBytesView)
+        // A large body is handed over without a copy (Data keeps the buffer's storage alive).
+        let data = Data(buffer: raw.body, byteTransferStrategy: .automatic)
         let metrics = URLSessionTaskTransactionMetrics(
             networkProtocolName: connection.facts.protocolName, negotiatedTLSProtocolVersion: connection.facts.tlsVersion,
             isReusedConnection: reused, remoteAddress: connection.facts.remoteAddress, serverCertificate: connection.facts.certificate,

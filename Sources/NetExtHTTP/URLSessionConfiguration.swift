@@ -11,6 +11,9 @@ public struct URLSessionConfiguration: Sendable {
     public var timeoutIntervalForConnect: Double = 10
     /// Whether HTTP/2 is offered by ALPN (HTTP/1.1 is the fallback either way).
     public var allowsHTTP2 = true
+    /// `httpMaximumConnectionsPerHost`: HTTP/1.1 connections open at once to one origin (an
+    /// HTTP/2 origin gets one connection whatever this is).
+    public var httpMaximumConnectionsPerHost = 6
     /// The most bytes of a body a data task holds in memory.
     public var maximumResponseBytes = 64 << 20
     /// The most redirects followed before a load fails.
