@@ -146,6 +146,7 @@ let package = Package(
         .target(
             name: "NetExtHTTP",
             dependencies: [
+                "NetExt", "NetExtCore", "NetExtIPC",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

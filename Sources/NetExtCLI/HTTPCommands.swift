@@ -11,7 +11,8 @@ struct HTTPCommand: AsyncParsableCommand {
             Loads are held to App Transport Security: https only, TLS 1.2 or later with forward secrecy, RSA 2048+ or \
             ECC 256+ bit keys signed with SHA-2, and the pins of NSPinnedDomains, unless the app's policy (--ats FILE: \
             its Info.plist, a plist or JSON NSAppTransportSecurity dictionary) excepts the domain. \
-            Exit status: 0 answered, 12 refused by App Transport Security, 5 any other failure, 75 timed out.
+            Each load is also asked of netextd's URL filter when one runs. \
+            Exit status: 0 answered, 1 denied by the URL filter, 12 refused by App Transport Security, 5 any other failure, 75 timed out.
             """,
         subcommands: [HTTPGetCommand.self, HTTPHeadCommand.self, HTTPPostCommand.self, HTTPDiagnoseCommand.self])
 }
@@ -245,6 +246,7 @@ enum HTTPCommandFailure: Error {
             StandardStreams.error(Data("netext: \(error.description)\n".utf8))
             switch error {
             case .refused: return ExitCode(12)
+            case .deniedByURLFilter: return ExitCode(1)
             case .timedOut: return ExitCode(75)
             default: return ExitCode(5)
             }

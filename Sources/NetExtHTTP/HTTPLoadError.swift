@@ -11,6 +11,8 @@ public enum HTTPLoadError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooManyRedirects(url: String, limit: Int)
     case badServerResponse(url: String, reason: String)
     case responseTooLarge(url: String, limit: Int)
+    /// The URL filter did not let it load.
+    case deniedByURLFilter(url: String, reason: String)
     case cancelled
 
     public var description: String {
@@ -24,6 +26,7 @@ public enum HTTPLoadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooManyRedirects(let url, let limit): "\(url) redirected more than \(limit) times."
         case .badServerResponse(let url, let reason): "\(url) answered with something that is not HTTP: \(reason)."
         case .responseTooLarge(let url, let limit): "\(url) answered with more than \(limit) bytes, the session's limit."
+        case .deniedByURLFilter(let url, let reason): "\(url) was not loaded: \(reason)."
         case .cancelled: "The load was cancelled."
         }
     }

@@ -76,6 +76,10 @@ public final class URLSession: Sendable {
             configuration.diagnosticLog?(Self.refusedLine(refusal, url: request.url))
             throw .refused(refusal)
         }
+        if let filter = configuration.urlFilter, let reason = await filter.denial(of: request.url) {
+            configuration.diagnosticLog?("URL filter: \(request.url.absoluteString) denied (\(reason))")
+            throw .deniedByURLFilter(url: request.url.absoluteString, reason: reason)
+        }
         let prepared = prepare(request, origin: origin)
         let key = HTTPConnectionPool.Key(origin: origin, requirements: requirements)
         let timeout = TimeAmount.milliseconds(Int64((request.timeoutInterval ?? configuration.timeoutIntervalForRequest) * 1000))

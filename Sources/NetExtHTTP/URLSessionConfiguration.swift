@@ -22,6 +22,9 @@ public struct URLSessionConfiguration: Sendable {
     public var httpAdditionalHeaders: [String: String] = ["User-Agent": "NetExtHTTP/1"]
     /// Addresses to use instead of looking names up (curl's `--resolve`), lower-case name → IP.
     public var hostAddresses: [String: String] = [:]
+    /// Asked about every load before it connects; ``SystemURLFilter`` (netextd's URL filter)
+    /// unless replaced, nil for none.
+    public var urlFilter: (any URLLoadFilter)? = SystemURLFilter()
     /// Called with a line for each ATS decision and refusal (Apple's `CFNETWORK_DIAGNOSTICS`
     /// for ATS); nil for none.
     public var diagnosticLog: (@Sendable (String) -> Void)?

@@ -7,7 +7,7 @@ import Testing
 @Suite("URL filter lab")
 struct URLFilterLabTests {
     @Test func privateVerdictsEndToEnd() async throws {
-        try await runChecks("scripts/e2e/urlfilter.sh", checks: 19, timeout: 400)
+        try await runChecks("scripts/e2e/urlfilter.sh", checks: 22, timeout: 400)
     }
 
     /// The same path with every hop over TLS under a lab CA (scripts/e2e/urlfilter-tls.sh):

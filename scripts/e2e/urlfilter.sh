@@ -27,6 +27,20 @@ lab_capture_start provider_dump "$LAB_OFFICE" eth0 "$work/provider-side.pcap" -s
 check "listed URLs are denied (paths, parent domains), others allowed" urlfilter_verdicts "deny deny deny allow allow" \
   https://blocked17.example/ https://www.casino.example/table https://news.example/politics/today.html https://news.example/sport/ https://fine.example/
 
+# NetExtHTTP asks the same filter before connecting (seed 004: the system's HTTP API is
+# filtered): a listed URL fails with exit 1 and nothing is connected; an unlisted one goes on to
+# connect (here to a closed port on the host's loopback, so it fails there, exit 5).
+# http_load EXPECTED_STATUS EXPECTED_TEXT URL
+http_load() {
+  local out status
+  out="$("$bin/netext" http get --resolve "$(echo "$3" | sed 's|https://\([^/:]*\).*|\1|'):127.0.0.1" --max-time 3 "$3" 2>&1)"; status=$?
+  [ "$status" = "$1" ] || { echo "  exit $status: $out"; return 1; }
+  echo "$out" | grep -q "$2" || { echo "  said: $out"; return 1; }
+}
+check "netext http: a listed URL is denied by the URL filter before any connection" \
+  http_load 1 "was not loaded: the URL filter denies it" https://blocked17.example:9/
+check "netext http: an unlisted URL is let through to connect" http_load 5 "Cannot connect to https://fine.example:9" https://fine.example:9/
+
 # A URL that passes the prefilter without being listed: PIR must say allow.
 fp="$(python3 - "$work/db" <<'PY'
 import json, struct, sys
@@ -135,4 +149,6 @@ check "a rebuilt list is picked up: the prefilter is fetched again at the interv
 
 check "disabling the URL filter turns it off" bash -c "'$bin/netext' urlfilter disable --app '$UF_APP' > /dev/null && '$bin/netext' urlfilter status | grep -qx 'URL filter: off'"
 check "with no URL filter, everything is allowed" urlfilter_verdicts "allow" https://blocked17.example/
+check "…and netext http loads a listed URL again (it goes on to connect)" \
+  http_load 5 "Cannot connect to https://blocked17.example:9" https://blocked17.example:9/
 e2e_finish "$work/netextd.log" "$work/pir.log" "$work/gateway.log" "$work/relay.log" "$work/issuer.log" "$work/check.err" "$work/status.log"
