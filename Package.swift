@@ -434,7 +434,12 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]),
-        .testTarget(name: "NetExtHTTPTests", dependencies: ["NetExtHTTP"]),
+        .testTarget(
+            name: "NetExtHTTPTests",
+            dependencies: [
+                "NetExtHTTP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "NetExtProxiesTests", dependencies: ["NetExtProxies", "NetExt", "NetExtIPC", "NetExtCore", "NetExtLinux"]),
         .testTarget(

@@ -1,0 +1,210 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+
+@testable import NetExtHTTP
+
+/// A small HTTP/1.1 server on 127.0.0.1 for the session's own rules: keep-alive, redirects,
+/// limits, timeouts, the connection cap. It counts the connections it accepts.
+final class LoopbackHTTPServer: Sendable {
+    let channel: any Channel
+    let connections = Atomic<Int>(0)
+    let maximumOpen = Atomic<Int>(0)
+    private let open = Atomic<Int>(0)
+    var port: Int { channel.localAddress!.port! }
+
+    init() async throws {
+        let box = Box()
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                box.server?.accepted(channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Responder())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        box.server = self
+    }
+
+    private func accepted(_ channel: any Channel) {
+        connections.add(1, ordering: .relaxed)
+        let now = open.add(1, ordering: .relaxed).newValue
+        var seen = maximumOpen.load(ordering: .relaxed)
+        while now > seen {
+            let (exchanged, original) = maximumOpen.compareExchange(expected: seen, desired: now, ordering: .relaxed)
+            if exchanged { break }
+            seen = original
+        }
+        channel.closeFuture.whenComplete { _ in self.open.subtract(1, ordering: .relaxed) }
+    }
+
+    func close() async throws { try await channel.close() }
+
+    private final class Box: @unchecked Sendable { weak var server: LoopbackHTTPServer? }
+
+    private final class Responder: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        private var head: HTTPRequestHead?
+        private var bodyBytes = 0
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head):
+                self.head = head
+                bodyBytes = 0
+            case .body(let part): bodyBytes += part.readableBytes
+            case .end:
+                guard let head else { return }
+                respond(context, head)
+            }
+        }
+
+        private func respond(_ context: ChannelHandlerContext, _ request: HTTPRequestHead) {
+            var headers = HTTPHeaders()
+            var status = HTTPResponseStatus.ok
+            var body = ""
+            switch request.uri {
+            case "/hello": body = "hello"
+            case "/see-other": status = .seeOther; headers.add(name: "Location", value: "/method")
+            case "/method": body = "\(request.method.rawValue) \(bodyBytes)"
+            case "/loop": status = .found; headers.add(name: "Location", value: "/loop")
+            case "/big": body = String(repeating: "x", count: 2 << 20)
+            case "/slow": return  // never answered
+            case "/close": body = "bye"; headers.add(name: "Connection", value: "close")
+            default: status = .notFound
+            }
+            headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
+            let closing = request.uri == "/close"
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if closing { context.close(promise: nil) } }
+        }
+    }
+}
+
+/// A URL filter that denies URLs containing a word.
+struct WordFilter: URLLoadFilter {
+    var word: String
+    func denial(of url: URL) async -> String? { url.absoluteString.contains(word) ? "it names '\(word)'" : nil }
+}
+
+@Suite("URLSession over loopback")
+struct URLSessionLoopbackTests {
+    /// Cleartext to 127.0.0.1 is allowed by NSAllowsLocalNetworking.
+    func session(_ edit: (inout NetExtHTTP.URLSessionConfiguration) -> Void = { _ in }) -> NetExtHTTP.URLSession {
+        var configuration = NetExtHTTP.URLSessionConfiguration.default
+        configuration.appTransportSecurity.allowsLocalNetworking = true
+        configuration.urlFilter = nil
+        edit(&configuration)
+        return NetExtHTTP.URLSession(configuration: configuration)
+    }
+
+    @Test("cleartext to 127.0.0.1 is refused by default and allowed by NSAllowsLocalNetworking")
+    func localNetworking() async throws {
+        let server = try await LoopbackHTTPServer()
+        let strict = session { $0.appTransportSecurity = .strict }
+        await #expect(throws: HTTPLoadError.self) { try await strict.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!) }
+        #expect(server.connections.load(ordering: .relaxed) == 0)
+        let local = session()
+        let (data, response) = try await local.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!)
+        #expect(String(decoding: data, as: UTF8.self) == "hello" && response.statusCode == 200)
+        #expect(response.metrics.appTransportSecurity.source == "NSAllowsLocalNetworking")
+        await local.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("sequential loads reuse one kept-alive connection; a Connection: close answer is followed by a new one")
+    func keepAlive() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session()
+        var reused: [Bool] = []
+        for _ in 0..<5 { reused.append(try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!).1.metrics.isReusedConnection) }
+        #expect(reused == [false, true, true, true, true])
+        #expect(server.connections.load(ordering: .relaxed) == 1)
+        _ = try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/close")!)
+        let (data, _) = try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!)
+        #expect(String(decoding: data, as: UTF8.self) == "hello")
+        #expect(server.connections.load(ordering: .relaxed) == 2)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("a 303 after a POST is followed with a GET without body; a redirect loop ends with an error")
+    func redirects() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session { $0.maximumRedirects = 4 }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/see-other")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data("a=1".utf8)
+        let (data, response) = try await session.data(for: request)
+        #expect(String(decoding: data, as: UTF8.self) == "GET 0")
+        #expect(response.url.path == "/method" && response.metrics.redirectCount == 1)
+        do {
+            _ = try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/loop")!)
+            Issue.record("a redirect loop loaded")
+        } catch {
+            #expect(error == .tooManyRedirects(url: "http://127.0.0.1:\(server.port)/loop", limit: 4))
+        }
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("a body over the limit and an answer that never comes fail with their errors")
+    func limits() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session { $0.maximumResponseBytes = 1 << 20 }
+        let big = URL(string: "http://127.0.0.1:\(server.port)/big")!
+        do { _ = try await session.data(from: big); Issue.record("loaded") } catch {
+            #expect(error == .responseTooLarge(url: big.absoluteString, limit: 1 << 20))
+        }
+        var slow = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/slow")!)
+        slow.timeoutInterval = 0.3
+        let started = ContinuousClock.now
+        do { _ = try await session.data(for: slow); Issue.record("loaded") } catch {
+            #expect(error == .timedOut(url: slow.url.absoluteString, seconds: 0.3))
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        // The session still works after both.
+        #expect(try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!).1.statusCode == 200)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("at most httpMaximumConnectionsPerHost connections at once; the other loads wait their turn")
+    func connectionCap() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session { $0.httpMaximumConnectionsPerHost = 2 }
+        let url = URL(string: "http://127.0.0.1:\(server.port)/hello")!
+        let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<20 { group.addTask { try await session.data(from: url).1.statusCode } }
+            var count = 0
+            for try await status in group where status == 200 { count += 1 }
+            return count
+        }
+        #expect(answered == 20)
+        #expect(server.maximumOpen.load(ordering: .relaxed) <= 2)
+        #expect(server.connections.load(ordering: .relaxed) <= 2)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("a URL filter's denial fails the load before any connection")
+    func urlFilter() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session { $0.urlFilter = WordFilter(word: "hello") }
+        let url = URL(string: "http://127.0.0.1:\(server.port)/hello")!
+        do { _ = try await session.data(from: url); Issue.record("loaded") } catch {
+            #expect(error == .deniedByURLFilter(url: url.absoluteString, reason: "it names 'hello'"))
+        }
+        #expect(server.connections.load(ordering: .relaxed) == 0)
+        #expect(try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/close")!).1.statusCode == 200)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+}
