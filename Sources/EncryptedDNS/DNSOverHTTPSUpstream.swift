@@ -171,30 +171,31 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         let context = self.context
         let host = self.host
         let server = serverDescription
-        // The ALPN waiter is in the pipeline before the connection opens: one added after the
-        // connect could miss a handshake that finished first, and the connection would wait for
-        // ever (every query through it timing out).
-        let negotiated = eventLoop.makePromise(of: Void.self)
+        // The ALPN waiter is in the pipeline before the connection opens, and sets HTTP/2 up
+        // inside the handshake-completed event: the server's SETTINGS may follow the handshake
+        // in the same read, and an HTTP/2 handler added any later would miss it (and answer the
+        // server's SETTINGS ACK with GOAWAY PROTOCOL_ERROR).
+        let ready = eventLoop.makePromise(of: Connection.self)
         let opening = UpstreamBootstrap.make(on: eventLoop, mark: mark)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: host))
-                    try channel.pipeline.syncOperations.addHandler(ALPNWaiter(negotiated: negotiated))
+                    try channel.pipeline.syncOperations.addHandler(ALPNWaiter(ready: ready) { channel in
+                        let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                            mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                        ) { stream in stream.close() }  // the server opens no streams (no push)
+                        return Connection(channel: channel, multiplexer: multiplexer)
+                    })
                 }
             }
             .connect(to: address)
             .flatMapError { error -> EventLoopFuture<any Channel> in
-                negotiated.fail(error)
+                ready.fail(error)
                 return self.eventLoop.makeFailedFuture(error)
             }
             .flatMap { channel -> EventLoopFuture<Connection> in
                 // The handshake must choose HTTP/2 before the connection is used.
-                negotiated.futureResult.flatMapThrowing { _ -> Connection in
-                    let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
-                    ) { stream in stream.close() }  // the server opens no streams (no push)
-                    return Connection(channel: channel, multiplexer: multiplexer)
-                }.flatMapErrorThrowing { error in
+                ready.futureResult.flatMapErrorThrowing { error in
                     channel.close(promise: nil)
                     throw error
                 }
@@ -248,29 +249,39 @@ struct DoHURL {
 /// the minimum recommended), then leaves the pipeline.
 private final class ALPNWaiter: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
-    private let negotiated: EventLoopPromise<Void>
+    private let ready: EventLoopPromise<DNSOverHTTPSUpstream.Connection>
+    private let configure: (any Channel) throws -> DNSOverHTTPSUpstream.Connection
 
-    init(negotiated: EventLoopPromise<Void>) { self.negotiated = negotiated }
+    init(ready: EventLoopPromise<DNSOverHTTPSUpstream.Connection>, configure: @escaping (any Channel) throws -> DNSOverHTTPSUpstream.Connection) {
+        self.ready = ready
+        self.configure = configure
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case TLSUserEvent.handshakeCompleted(let protocolName) = event {
             if protocolName == "h2" {
-                negotiated.succeed(())
+                do {
+                    let connection = try configure(context.channel)
+                    context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+                    ready.succeed(connection)
+                } catch {
+                    ready.fail(error)
+                }
             } else {
-                negotiated.fail(EncryptedDNSError.httpFailure(server: "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", reason: "the server did not agree to HTTP/2 (ALPN \(protocolName ?? "none"))"))
+                ready.fail(EncryptedDNSError.httpFailure(server: "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", reason: "the server did not agree to HTTP/2 (ALPN \(protocolName ?? "none"))"))
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
             }
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        negotiated.fail(error)
+        ready.fail(error)
         context.fireErrorCaught(error)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        negotiated.fail(EncryptedDNSError.connectFailed(server: "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", reason: "the connection closed during the TLS handshake"))
+        ready.fail(EncryptedDNSError.connectFailed(server: "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")", reason: "the connection closed during the TLS handshake"))
         context.fireChannelInactive()
     }
 }

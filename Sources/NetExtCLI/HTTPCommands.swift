@@ -29,6 +29,8 @@ struct HTTPOptions: ParsableArguments {
     var maxTime: Double = 60
     @Flag(name: .customLong("http1.1"), help: "Offer only HTTP/1.1 (no HTTP/2 by ALPN).")
     var http1Only = false
+    @Option(name: .customLong("cookie-group"), help: "Keep cookies in this app group's container, shared with the group's other processes (default: none kept after the command).")
+    var cookieGroup: String?
 
     func sessionConfiguration(verbose: Bool) throws -> URLSessionConfiguration {
         var configuration = URLSessionConfiguration.default
@@ -47,6 +49,11 @@ struct HTTPOptions: ParsableArguments {
         guard maxTime > 0 else { throw HTTPCommandFailure.usage("--max-time must be more than 0 seconds") }
         configuration.timeoutIntervalForRequest = maxTime
         configuration.allowsHTTP2 = !http1Only
+        if let cookieGroup {
+            do { configuration.httpCookieStorage = try .sharedCookieStorage(forGroupContainerIdentifier: cookieGroup) } catch {
+                throw HTTPCommandFailure.usage(error.description)
+            }
+        }
         if verbose { configuration.diagnosticLog = { line in StandardStreams.error(Data("* \(line)\n".utf8)) } }
         return configuration
     }

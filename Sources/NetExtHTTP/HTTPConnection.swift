@@ -49,82 +49,89 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Opens a connection to `origin`; TLS (when the origin is https) with `context`, the
     /// server's certificate held to `requirements`.
+    ///
+    /// Everything the connection needs is put in its pipeline by the time its first byte can
+    /// be read: the HTTP/1.1 codec at once for cleartext, and for TLS the protocol's handlers
+    /// from inside the handshake-completed event (an HTTP/2 server's SETTINGS may follow its
+    /// handshake in the same read, and a handler added any later would miss it).
     static func open(
         to origin: HTTPOrigin, address: SocketAddress?, context: NIOSSLContext?, requirements: ATSRequirements,
         connectTimeout: TimeAmount, eventLoop: any EventLoop
     ) -> EventLoopFuture<HTTPConnection> {
-        // The waiter is in the pipeline before the connection opens: a handshake finished
-        // before a later-added waiter could see it would leave the load waiting for ever.
-        let negotiated = context.map { _ in eventLoop.makePromise(of: String?.self) }
+        let ready = eventLoop.makePromise(of: HTTPConnection.self)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard let context, let negotiated else { return }
+                    guard let context else {
+                        let collector = ResponseCollector()
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(collector)
+                        ready.succeed(HTTPConnection(channel: channel, mode: .http1(collector), facts: ConnectionFacts(protocolName: "http/1.1")))
+                        return
+                    }
                     let serverName = IPLiteral(origin.host) == nil ? origin.host : nil
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: serverName))
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(negotiated: negotiated))
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(ready: ready) { channel, protocolName in
+                        try Self.configureAfterHandshake(channel, protocolName: protocolName, host: origin.host, requirements: requirements)
+                    })
                 }
             }
         let connecting = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: origin.host, port: origin.port)
         return connecting.flatMapError { error in
-            negotiated?.fail(error)
-            return eventLoop.makeFailedFuture(HTTPLoadError.cannotConnect(host: "\(origin)", reason: ConnectErrorText.describe(error)))
+            let failure = HTTPLoadError.cannotConnect(host: "\(origin)", reason: ConnectErrorText.describe(error))
+            ready.fail(failure)
+            return eventLoop.makeFailedFuture(failure)
         }.flatMap { channel -> EventLoopFuture<HTTPConnection> in
-            let remote = channel.remoteAddress.flatMap { $0.ipAddress }
-            guard context != nil else {
-                return channel.eventLoop.makeCompletedFuture {
-                    let collector = ResponseCollector()
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(collector)
-                    return HTTPConnection(channel: channel, mode: .http1(collector), facts: ConnectionFacts(protocolName: "http/1.1", remoteAddress: remote))
-                }
-            }
-            guard let negotiated else { return channel.eventLoop.makeFailedFuture(HandshakeClosed()) }
             // The handshake gets as long as the connect did.
             let seconds = Double(connectTimeout.nanoseconds) / 1e9
             let timer = channel.eventLoop.scheduleTask(in: connectTimeout) {
-                negotiated.fail(HTTPLoadError.tlsFailed(host: origin.host, reason: "the TLS handshake did not finish within \(seconds) s"))
+                ready.fail(HTTPLoadError.tlsFailed(host: origin.host, reason: "the TLS handshake did not finish within \(seconds) s"))
             }
-            negotiated.futureResult.whenComplete { _ in timer.cancel() }
-            return negotiated.futureResult.flatMap { protocolName in
-                channel.nioSSL_tlsVersion().and(channel.nioSSL_peerCertificate()).map { (protocolName, $0.0, $0.1) }
-            }.flatMapThrowing { protocolName, version, certificate -> HTTPConnection in
-                // TLS has accepted the chain, its dates and the name; ATS's certificate rules are
-                // checked now, before any byte of a request is sent.
-                guard let certificate else { throw HTTPLoadError.tlsFailed(host: origin.host, reason: "the server presented no certificate") }
-                let certificateFacts: CertificateFacts
-                do { certificateFacts = try CertificateFacts(der: try certificate.toDERBytes()) } catch {
-                    throw HTTPLoadError.tlsFailed(host: origin.host, reason: "the server's certificate cannot be read: \(error)")
-                }
-                if let refusal = ATSCertificateCheck.refusal(certificateFacts, requirements) { throw HTTPLoadError.refused(refusal) }
-                var facts = ConnectionFacts(protocolName: protocolName ?? "http/1.1", tlsVersion: version.map(Self.name), remoteAddress: remote)
-                facts.certificate = certificateFacts
-                if protocolName == "h2" {
-                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
-                    // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the
-                    // server opens anyway is closed.
-                    connection.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enablePush, value: 0)]
-                    // The server may send 8 MiB ahead on each stream and 16 MiB on the connection
-                    // (WINDOW_UPDATE, RFC 9113 §6.9), not 64 KiB.
-                    connection.targetWindowSize = 16 << 20
-                    var stream = NIOHTTP2Handler.StreamConfiguration()
-                    stream.targetWindowSize = 8 << 20
-                    let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: connection, streamConfiguration: stream
-                    ) { stream in stream.close() }
-                    return HTTPConnection(channel: channel, mode: .http2(multiplexer), facts: facts)
-                }
-                let collector = ResponseCollector()
-                try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                try channel.pipeline.syncOperations.addHandler(collector)
-                return HTTPConnection(channel: channel, mode: .http1(collector), facts: facts)
-            }.flatMapError { error in
+            return ready.futureResult.always { _ in timer.cancel() }.flatMapError { error in
                 channel.close(promise: nil)
                 return eventLoop.makeFailedFuture(TLSErrorText.loadError(error, host: origin.host, requirements: requirements))
             }
         }
+    }
+
+    /// On the event loop, in the handshake-completed event: ATS's certificate rules (TLS has
+    /// accepted the chain, its dates and the name; nothing of a request has been sent), then
+    /// the handlers of the protocol ALPN chose.
+    private static func configureAfterHandshake(
+        _ channel: any Channel, protocolName: String?, host: String, requirements: ATSRequirements
+    ) throws -> HTTPConnection {
+        let operations = channel.pipeline.syncOperations
+        guard let certificate = try operations.nioSSL_peerCertificate() else {
+            throw HTTPLoadError.tlsFailed(host: host, reason: "the server presented no certificate")
+        }
+        let certificateFacts: CertificateFacts
+        do { certificateFacts = try CertificateFacts(der: try certificate.toDERBytes()) } catch {
+            throw HTTPLoadError.tlsFailed(host: host, reason: "the server's certificate cannot be read: \(error)")
+        }
+        if let refusal = ATSCertificateCheck.refusal(certificateFacts, requirements) { throw HTTPLoadError.refused(refusal) }
+        let facts = ConnectionFacts(
+            protocolName: protocolName ?? "http/1.1", tlsVersion: try operations.nioSSL_tlsVersion().map(Self.name),
+            certificate: certificateFacts, remoteAddress: channel.remoteAddress?.ipAddress)
+        if protocolName == "h2" {
+            var connection = NIOHTTP2Handler.ConnectionConfiguration()
+            // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the server
+            // opens anyway is closed. The server may send 8 MiB ahead on each stream and 16 MiB
+            // on the connection (WINDOW_UPDATE, RFC 9113 §6.9), not 64 KiB.
+            connection.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enablePush, value: 0)]
+            connection.targetWindowSize = 16 << 20
+            var stream = NIOHTTP2Handler.StreamConfiguration()
+            stream.targetWindowSize = 8 << 20
+            let multiplexer = try operations.configureHTTP2Pipeline(mode: .client, connectionConfiguration: connection, streamConfiguration: stream) { stream in
+                stream.close()
+            }
+            return HTTPConnection(channel: channel, mode: .http2(multiplexer), facts: facts)
+        }
+        let collector = ResponseCollector()
+        try operations.addHTTPClientHandlers()
+        try operations.addHandler(collector)
+        return HTTPConnection(channel: channel, mode: .http1(collector), facts: facts)
     }
 
     /// One exchange: on an HTTP/1.1 connection (leased to one load at a time) or on a new
@@ -180,28 +187,39 @@ final class HTTPConnection: @unchecked Sendable {
     }
 }
 
-/// Waits for the TLS handshake and passes on the protocol ALPN chose.
+/// Waits for the TLS handshake, then (in the same event, before any byte after it is read)
+/// sets the connection up for the protocol ALPN chose and hands it over.
 private final class HandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = NIOAny
-    private let negotiated: EventLoopPromise<String?>
+    private let ready: EventLoopPromise<HTTPConnection>
+    private let configure: (any Channel, String?) throws -> HTTPConnection
 
-    init(negotiated: EventLoopPromise<String?>) { self.negotiated = negotiated }
+    init(ready: EventLoopPromise<HTTPConnection>, configure: @escaping (any Channel, String?) throws -> HTTPConnection) {
+        self.ready = ready
+        self.configure = configure
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case TLSUserEvent.handshakeCompleted(let protocolName) = event {
-            negotiated.succeed(protocolName)
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            do {
+                let connection = try configure(context.channel, protocolName)
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+                ready.succeed(connection)
+            } catch {
+                ready.fail(error)
+                context.close(promise: nil)
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        negotiated.fail(error)
+        ready.fail(error)
         context.fireErrorCaught(error)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        negotiated.fail(HandshakeClosed())
+        ready.fail(HandshakeClosed())
         context.fireChannelInactive()
     }
 }

@@ -9,6 +9,11 @@ public struct URLRequest: Sendable, Equatable {
     public var httpBody: Data?
     /// Overrides the session's `timeoutIntervalForRequest` when set.
     public var timeoutInterval: Double?
+    /// The page this load is for, which decides whether it is same-site for SameSite cookies
+    /// (nil: same-site).
+    public var mainDocumentURL: URL?
+    /// `httpShouldHandleCookies`: send the storage's cookies and store the answer's.
+    public var httpShouldHandleCookies = true
 
     public init(url: URL) { self.url = url }
 

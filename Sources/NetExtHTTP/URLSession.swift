@@ -80,7 +80,12 @@ public final class URLSession: Sendable {
             configuration.diagnosticLog?("URL filter: \(request.url.absoluteString) denied (\(reason))")
             throw .deniedByURLFilter(url: request.url.absoluteString, reason: reason)
         }
-        let prepared = prepare(request, origin: origin)
+        var prepared = prepare(request, origin: origin)
+        let cookies = request.httpShouldHandleCookies ? configuration.httpCookieStorage : nil
+        if let cookies, !prepared.head.headers.contains(name: "Cookie"),
+            let header = cookies.cookieHeader(for: request.url, method: request.httpMethod, mainDocumentURL: request.mainDocumentURL) {
+            prepared.head.headers.add(name: "Cookie", value: header)
+        }
         let key = HTTPConnectionPool.Key(origin: origin, requirements: requirements)
         let timeout = TimeAmount.milliseconds(Int64((request.timeoutInterval ?? configuration.timeoutIntervalForRequest) * 1000))
         var attempt = 0
@@ -96,6 +101,11 @@ public final class URLSession: Sendable {
             do {
                 let raw = try await connection.exchange(prepared, limit: configuration.maximumResponseBytes, timeout: timeout).get()
                 if !connection.isHTTP2 { await pool.release(connection, key, reusable: raw.head.isKeepAlive && prepared.head.isKeepAlive) }
+                if let cookies {
+                    do { try cookies.store(setCookieFields: raw.head.headers["set-cookie"], from: request.url) } catch {
+                        configuration.diagnosticLog?("cookies: \(error)")
+                    }
+                }
                 configuration.diagnosticLog?("ATS: \(request.url.absoluteString) allowed under \(requirements.source) rules (\(requirements.summary))")
                 return Self.response(raw, url: request.url, connection: connection, reused: reused, requirements: requirements, redirectCount: redirectCount)
             } catch {
@@ -156,7 +166,7 @@ public final class URLSession: Sendable {
         let data = Data(buffer: raw.body, byteTransferStrategy: .automatic)
         let metrics = URLSessionTaskTransactionMetrics(
             networkProtocolName: connection.facts.protocolName, negotiatedTLSProtocolVersion: connection.facts.tlsVersion,
-            isReusedConnection: reused, remoteAddress: connection.facts.remoteAddress, serverCertificate: connection.facts.certificate,
+            isReusedConnection: reused, remoteAddress: connection.channel.remoteAddress?.ipAddress ?? connection.facts.remoteAddress, serverCertificate: connection.facts.certificate,
             appTransportSecurity: requirements, redirectCount: redirectCount)
         let response = HTTPURLResponse(
             url: url, statusCode: Int(raw.head.status.code), headerFields: raw.head.headers.map { ($0.name, $0.value) }, metrics: metrics)

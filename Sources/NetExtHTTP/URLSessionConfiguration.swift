@@ -22,6 +22,11 @@ public struct URLSessionConfiguration: Sendable {
     public var httpAdditionalHeaders: [String: String] = ["User-Agent": "NetExtHTTP/1"]
     /// Addresses to use instead of looking names up (curl's `--resolve`), lower-case name → IP.
     public var hostAddresses: [String: String] = [:]
+    /// Where cookies are kept and read from (`httpCookieStorage`): this process's shared
+    /// storage by default, a storage of its own for ephemeral sessions, a group's
+    /// (``HTTPCookieStorage/sharedCookieStorage(forGroupContainerIdentifier:)``) to share them
+    /// between processes; nil for no cookies.
+    public var httpCookieStorage: HTTPCookieStorage? = .shared
     /// Asked about every load before it connects; ``SystemURLFilter`` (netextd's URL filter)
     /// unless replaced, nil for none.
     public var urlFilter: (any URLLoadFilter)? = SystemURLFilter()
@@ -33,7 +38,10 @@ public struct URLSessionConfiguration: Sendable {
 
     /// The defaults.
     public static var `default`: URLSessionConfiguration { URLSessionConfiguration() }
-    /// Nothing is kept beyond the session (NetExtHTTP keeps no cache or cookies yet, so the
-    /// same as ``default``).
-    public static var ephemeral: URLSessionConfiguration { URLSessionConfiguration() }
+    /// Nothing is kept beyond the session: its cookies in a storage of its own.
+    public static var ephemeral: URLSessionConfiguration {
+        var configuration = URLSessionConfiguration()
+        configuration.httpCookieStorage = HTTPCookieStorage()
+        return configuration
+    }
 }

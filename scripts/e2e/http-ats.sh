@@ -115,6 +115,28 @@ diagnose() {
 }
 check "netext http diagnose names the least exception each weak server needs" diagnose
 
+# Cookies shared by an app group: two processes of group A, one of group B, one with none.
+export NETEXT_GROUP_CONTAINERS="$work/groups"
+cookie_echo() { lab_http get "$@" https://good.lab.test:8443/cookie/echo; }
+group_cookies() {
+  local a b none mode
+  lab_http get --cookie-group group.com.example.a https://good.lab.test:8443/cookie/set > /dev/null || return 1
+  a="$(cookie_echo --cookie-group group.com.example.a)"; b="$(cookie_echo --cookie-group group.com.example.b)"; none="$(cookie_echo)"
+  [ "$a" = "cookie=session=s3cr3t; theme=dark" ] || { echo "  group A's second process sent: $a"; return 1; }
+  [ "$b" = "cookie=" ] && [ "$none" = "cookie=" ] || { echo "  group B sent '$b', no group sent '$none'"; return 1; }
+  mode="$(stat -c %a "$work/groups/group.com.example.a/Library/Cookies/cookies.json")"
+  [ "$mode" = 600 ] || { echo "  the cookie file's mode is $mode"; return 1; }
+}
+check "cookies set in one process of a group are sent by another, not by another group's" group_cookies
+parallel_cookies() {
+  local pids=() i out
+  for i in 0 1 2 3 4 5 6 7 8 9; do lab_http get --cookie-group group.com.example.c "https://good.lab.test:8443/cookie/add?n=$i" > /dev/null & pids+=($!); done
+  for i in "${pids[@]}"; do wait "$i" || return 1; done
+  out="$(cookie_echo --cookie-group group.com.example.c)"
+  for i in 0 1 2 3 4 5 6 7 8 9; do echo "$out" | grep -q "c$i=$i" || { echo "  c$i lost: $out"; return 1; }; done
+}
+check "ten processes of a group storing cookies at once lose none (the file is locked)" parallel_cookies
+
 multiplexed() {
   local out syns
   lab_capture_start mux_dump "$LAB_LAPTOP" eth0 "$work/mux.pcap" -s 0 'tcp port 8443' || return 1
