@@ -14,9 +14,12 @@ import NIOPosix
 public final class URLSession: Sendable {
     public let configuration: URLSessionConfiguration
     private let pool: HTTPConnectionPool
+    /// What the session's stream tasks use.
+    let streamContext: URLSessionStreamContext
 
     public init(configuration: URLSessionConfiguration = .default, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         self.configuration = configuration
+        streamContext = URLSessionStreamContext(configuration: configuration, eventLoopGroup: eventLoopGroup)
         var addresses: [String: String] = [:]
         for (name, address) in configuration.hostAddresses { addresses[name.lowercased()] = address }
         pool = HTTPConnectionPool(

@@ -1,0 +1,185 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// A TCP connection to a host and port with reads and writes of bytes (Foundation's
+/// `URLSessionStreamTask`, seed 002): reads of at least `min` and at most `max` bytes with a
+/// timeout, writes with a timeout, TLS started on the open connection (STARTTLS), either
+/// direction closed on its own. TLS started here is held to App Transport Security's TLS and
+/// certificate rules for the host, as the session's loads are.
+public final class URLSessionStreamTask: Sendable {
+    /// What the task tells its delegate on Apple platforms, as a stream.
+    public enum Event: Sendable, Equatable {
+        /// The peer closed its side: reads after the buffered bytes return end of file.
+        case readClosed
+        /// This side's writing was closed.
+        case writeClosed
+        /// TLS is up (protocol version).
+        case secureConnectionStarted(tlsVersion: String?)
+    }
+
+    public let host: String
+    public let port: Int
+    /// The task's events, in order; ends when the task is cancelled or the connection closes.
+    public let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let session: URLSessionStreamContext
+    /// The open connection and the reader in its pipeline.
+    private let connection: NIOLockedBox<(channel: any Channel, reader: StreamReadBuffer)?>
+
+    init(host: String, port: Int, session: URLSessionStreamContext) {
+        self.host = host
+        self.port = port
+        self.session = session
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+        connection = NIOLockedBox(nil)
+    }
+
+    /// Opens the connection (a read or write opens it too).
+    public func resume() async throws(HTTPLoadError) { _ = try await connected() }
+
+    private var channel: (any Channel)? { connection.value?.channel }
+
+    /// Reads at least `minBytes` (unless the peer closes first) and at most `maxBytes`; waits at
+    /// most `timeout` seconds. Returns the bytes and whether the peer has closed its side.
+    public func readData(ofMinLength minBytes: Int, maxLength maxBytes: Int, timeout: Double) async throws(HTTPLoadError) -> (Data, atEOF: Bool) {
+        guard minBytes >= 0, maxBytes >= max(minBytes, 1) else {
+            throw .invalidConfiguration("a read needs 0 ≤ minimum ≤ maximum and a maximum of at least 1 (asked \(minBytes)…\(maxBytes))")
+        }
+        let (channel, reader) = try await connected()
+        do {
+            return try await reader.read(
+                min: minBytes, max: maxBytes, timeout: .milliseconds(Int64(timeout * 1000)), what: "\(host):\(port)", on: channel.eventLoop
+            ).get()
+        } catch {
+            throw Self.mapped(error)
+        }
+    }
+
+    /// Writes all of `data`, waiting at most `timeout` seconds for it to be handed to the kernel.
+    public func write(_ data: Data, timeout: Double) async throws(HTTPLoadError) {
+        let channel = try await connected().channel
+        let promise = channel.eventLoop.makePromise(of: Void.self)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        channel.writeAndFlush(ByteBuffer(bytes: data), promise: written)
+        let seconds = timeout
+        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(timeout * 1000))) {
+            promise.fail(HTTPLoadError.timedOut(url: "\(self.host):\(self.port)", seconds: seconds))
+        }
+        written.futureResult.cascade(to: promise)
+        do { try await promise.futureResult.always { _ in timer.cancel() }.get() } catch {
+            throw Self.mapped(error)
+        }
+    }
+
+    /// Starts TLS on the open connection (after a protocol's STARTTLS), under the session's
+    /// trust and ATS's rules for the host; returns once the handshake is done.
+    public func startSecureConnection() async throws(HTTPLoadError) {
+        let channel = try await connected().channel
+        let requirements = session.configuration.appTransportSecurity.requirements(for: host)
+        let configuration = ATSTLSConfiguration.make(requirements, trust: session.configuration.trust, applicationProtocols: [])
+        let context: NIOSSLContext
+        do { context = try NIOSSLContext(configuration: configuration) } catch {
+            throw .invalidConfiguration("TLS cannot be set up: \(TLSErrorText.describe(error))")
+        }
+        let host = self.host
+        let done = channel.eventLoop.makePromise(of: String?.self)
+        let added = channel.eventLoop.submit {
+            let serverName = IPLiteral(host) == nil ? host : nil
+            let tls = try NIOSSLClientHandler(context: context, serverHostname: serverName)
+            try channel.pipeline.syncOperations.addHandler(tls, position: .first)
+            try channel.pipeline.syncOperations.addHandler(StartTLSWaiter(done: done, host: host, requirements: requirements), position: .after(tls))
+        }
+        added.whenFailure { done.fail($0) }
+        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(session.configuration.timeoutIntervalForConnect * 1000))) {
+            done.fail(HTTPLoadError.tlsFailed(host: host, reason: "the TLS handshake did not finish in time"))
+        }
+        do {
+            let version = try await done.futureResult.always { _ in timer.cancel() }.get()
+            eventSink.yield(.secureConnectionStarted(tlsVersion: version))
+        } catch {
+            channel.close(promise: nil)
+            throw TLSErrorText.loadError(error, host: host, requirements: requirements)
+        }
+    }
+
+    /// Closes the reading side (no more bytes are taken from the peer).
+    public func closeRead() {
+        channel?.close(mode: .input, promise: nil)
+    }
+
+    /// Closes the writing side: the peer reads end of file.
+    public func closeWrite() {
+        guard let channel else { return }
+        channel.close(mode: .output).whenSuccess { self.eventSink.yield(.writeClosed) }
+    }
+
+    /// Closes the connection.
+    public func cancel() {
+        channel?.close(promise: nil)
+        eventSink.finish()
+    }
+
+    // MARK: Connection
+
+    private func connected() async throws(HTTPLoadError) -> (channel: any Channel, reader: StreamReadBuffer) {
+        if let open = connection.value { return open }
+        let buffer = StreamReadBuffer()
+        let sink = eventSink
+        buffer.onReadClosed = { sink.yield(.readClosed) }
+        var address: SocketAddress?
+        if let pinned = session.configuration.hostAddresses[host.lowercased()] {
+            address = try? SocketAddress(ipAddress: pinned, port: port)
+        }
+        let bootstrap = ClientBootstrap(group: session.eventLoopGroup)
+            .connectTimeout(.milliseconds(Int64(session.configuration.timeoutIntervalForConnect * 1000)))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.allowRemoteHalfClosure, value: true)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(buffer) }
+            }
+        do {
+            let opened = try await (address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: port)).get()
+            opened.closeFuture.whenComplete { _ in sink.finish() }
+            // Two readers racing to open: the first connection stays, the other is closed.
+            let kept = connection.withLock { current -> (channel: any Channel, reader: StreamReadBuffer) in
+                if let current { return current }
+                current = (opened, buffer)
+                return (opened, buffer)
+            }
+            if kept.channel !== opened { opened.close(promise: nil) }
+            return kept
+        } catch {
+            throw .cannotConnect(host: "\(host):\(port)", reason: ConnectErrorText.describe(error))
+        }
+    }
+
+    private static func mapped(_ error: any Error) -> HTTPLoadError {
+        if let failure = error as? HTTPLoadError { return failure }
+        return .badServerResponse(url: "the stream", reason: "\(error)")
+    }
+}
+
+extension URLSession {
+    /// `streamTask(withHostName:port:)`: a byte stream to a host (opened by `resume()` or the
+    /// first read or write).
+    public func streamTask(withHostName host: String, port: Int) -> URLSessionStreamTask {
+        URLSessionStreamTask(host: host, port: port, session: streamContext)
+    }
+}
+
+/// What a stream task takes from its session.
+struct URLSessionStreamContext: Sendable {
+    var configuration: URLSessionConfiguration
+    var eventLoopGroup: any EventLoopGroup
+}
+
+/// A value behind a lock (for a task's channel, set once).
+final class NIOLockedBox<Value>: @unchecked Sendable {
+    private var stored: Value
+    private let lock = NSLock()
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result { lock.withLock { body(&stored) } }
+}
