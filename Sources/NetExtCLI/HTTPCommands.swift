@@ -29,6 +29,8 @@ struct HTTPOptions: ParsableArguments {
     var maxTime: Double = 60
     @Flag(name: .customLong("http1.1"), help: "Offer only HTTP/1.1 (no HTTP/2 by ALPN).")
     var http1Only = false
+    @Option(name: .customLong("proxy"), help: "Go through this proxy: http://HOST:PORT (CONNECT for https) or socks5://HOST:PORT.")
+    var proxy: String?
     @Option(name: .customLong("cookie-group"), help: "Keep cookies in this app group's container, shared with the group's other processes (default: none kept after the command).")
     var cookieGroup: String?
 
@@ -49,6 +51,9 @@ struct HTTPOptions: ParsableArguments {
         guard maxTime > 0 else { throw HTTPCommandFailure.usage("--max-time must be more than 0 seconds") }
         configuration.timeoutIntervalForRequest = maxTime
         configuration.allowsHTTP2 = !http1Only
+        if let proxy {
+            do { configuration.proxy = try ConnectionProxy(url: proxy) } catch { throw HTTPCommandFailure.usage(error.description) }
+        }
         if let cookieGroup {
             do { configuration.httpCookieStorage = try .sharedCookieStorage(forGroupContainerIdentifier: cookieGroup) } catch {
                 throw HTTPCommandFailure.usage(error.description)

@@ -55,32 +55,55 @@ final class HTTPConnection: @unchecked Sendable {
     /// from inside the handshake-completed event (an HTTP/2 server's SETTINGS may follow its
     /// handshake in the same read, and a handler added any later would miss it).
     static func open(
-        to origin: HTTPOrigin, address: SocketAddress?, context: NIOSSLContext?, requirements: ATSRequirements,
+        to origin: HTTPOrigin, address: SocketAddress?, proxy: ConnectionProxy?, context: NIOSSLContext?, requirements: ATSRequirements,
         connectTimeout: TimeAmount, eventLoop: any EventLoop
     ) -> EventLoopFuture<HTTPConnection> {
         let ready = eventLoop.makePromise(of: HTTPConnection.self)
+        // What goes in the pipeline once bytes may flow to the origin (at once, or once a
+        // proxy's tunnel is up).
+        let setUp: @Sendable (any Channel) throws -> Void = { channel in
+            guard let context else {
+                let collector = ResponseCollector()
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                try channel.pipeline.syncOperations.addHandler(collector)
+                ready.succeed(HTTPConnection(channel: channel, mode: .http1(collector), facts: ConnectionFacts(protocolName: "http/1.1")))
+                return
+            }
+            let serverName = IPLiteral(origin.host) == nil ? origin.host : nil
+            try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: serverName))
+            try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(ready: ready) { channel, protocolName in
+                try Self.configureAfterHandshake(channel, protocolName: protocolName, host: origin.host, requirements: requirements)
+            })
+        }
+        // A SOCKS proxy always tunnels; an HTTP proxy tunnels https (CONNECT) and takes http
+        // requests with absolute URLs.
+        let tunnel: ConnectionProxy? = switch proxy {
+        case .socks5?: proxy
+        case .http? where origin.isSecure: proxy
+        default: nil
+        }
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard let context else {
-                        let collector = ResponseCollector()
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(collector)
-                        ready.succeed(HTTPConnection(channel: channel, mode: .http1(collector), facts: ConnectionFacts(protocolName: "http/1.1")))
-                        return
-                    }
-                    let serverName = IPLiteral(origin.host) == nil ? origin.host : nil
-                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: serverName))
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(ready: ready) { channel, protocolName in
-                        try Self.configureAfterHandshake(channel, protocolName: protocolName, host: origin.host, requirements: requirements)
-                    })
+                    guard let tunnel else { return try setUp(channel) }
+                    try channel.pipeline.syncOperations.addHandler(ProxyTunnelHandler(
+                        proxy: tunnel, host: origin.host, port: origin.port,
+                        ready: { context in
+                            do { try setUp(context.channel) } catch { ready.fail(error) }
+                        },
+                        failed: { ready.fail($0) }))
                 }
             }
-        let connecting = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: origin.host, port: origin.port)
+        let connecting: EventLoopFuture<any Channel>
+        if let proxy {
+            connecting = bootstrap.connect(host: proxy.host, port: proxy.port)
+        } else {
+            connecting = address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: origin.host, port: origin.port)
+        }
         return connecting.flatMapError { error in
-            let failure = HTTPLoadError.cannotConnect(host: "\(origin)", reason: ConnectErrorText.describe(error))
+            let failure = HTTPLoadError.cannotConnect(host: proxy.map { "the proxy \($0)" } ?? "\(origin)", reason: ConnectErrorText.describe(error))
             ready.fail(failure)
             return eventLoop.makeFailedFuture(failure)
         }.flatMap { channel -> EventLoopFuture<HTTPConnection> in

@@ -19,6 +19,7 @@ actor HTTPConnectionPool {
     private let allowsHTTP2: Bool
     private let connectTimeout: TimeAmount
     private let addresses: [String: String]
+    private let proxy: ConnectionProxy?
     private var shared: [Key: HTTPConnection] = [:]
     private var idle: [Key: [HTTPConnection]] = [:]
     private var opening: [Key: Task<HTTPConnection, any Error>] = [:]
@@ -33,8 +34,9 @@ actor HTTPConnectionPool {
 
     init(
         eventLoopGroup: any EventLoopGroup, trust: HTTPTrust, allowsHTTP2: Bool, connectTimeout: TimeAmount, addresses: [String: String],
-        maximumConnectionsPerHost: Int
+        maximumConnectionsPerHost: Int, proxy: ConnectionProxy?
     ) {
+        self.proxy = proxy
         self.maximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
         self.eventLoopGroup = eventLoopGroup
         self.trust = trust
@@ -135,7 +137,7 @@ actor HTTPConnectionPool {
         let eventLoop = eventLoopGroup.next()
         do {
             return try await HTTPConnection.open(
-                to: key.origin, address: address, context: context, requirements: key.requirements,
+                to: key.origin, address: address, proxy: proxy, context: context, requirements: key.requirements,
                 connectTimeout: connectTimeout, eventLoop: eventLoop
             ).get()
         } catch HTTPLoadError.tlsFailed(let host, let reason) where reason == TLSErrorText.untrustedCertificate {

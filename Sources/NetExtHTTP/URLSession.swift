@@ -25,7 +25,7 @@ public final class URLSession: Sendable {
         pool = HTTPConnectionPool(
             eventLoopGroup: eventLoopGroup, trust: configuration.trust, allowsHTTP2: configuration.allowsHTTP2,
             connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses,
-            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy)
     }
 
     /// Closes the session's connections; loads after it fail.
@@ -129,6 +129,8 @@ public final class URLSession: Sendable {
         var path = components?.percentEncodedPath ?? ""
         if path.isEmpty { path = "/" }
         if let query = components?.percentEncodedQuery { path += "?\(query)" }
+        // Through an HTTP proxy, a cleartext request names its whole URL (RFC 9112 §3.2.2).
+        if case .http? = configuration.proxy, !origin.isSecure { path = "http://\(origin.authority)\(path)" }
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: origin.authority)
         var fields = configuration.httpAdditionalHeaders

@@ -20,6 +20,9 @@ public struct URLSessionConfiguration: Sendable {
     public var maximumRedirects = 10
     /// `httpAdditionalHeaders`: sent with every request unless the request sets them.
     public var httpAdditionalHeaders: [String: String] = ["User-Agent": "NetExtHTTP/1"]
+    /// The proxy every connection goes through (`connectionProxyDictionary`), nil for none.
+    /// ATS applies to the origin, not the proxy.
+    public var proxy: ConnectionProxy?
     /// Addresses to use instead of looking names up (curl's `--resolve`), lower-case name → IP.
     public var hostAddresses: [String: String] = [:]
     /// Where cookies are kept and read from (`httpCookieStorage`): this process's shared

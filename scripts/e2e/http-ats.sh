@@ -137,6 +137,59 @@ parallel_cookies() {
 }
 check "ten processes of a group storing cookies at once lose none (the file is locked)" parallel_cookies
 
+# Proxies: dante (SOCKS5) and a CONNECT proxy in the internet namespace, resolving the lab's names
+# themselves (/etc/netns hosts file); the laptop's link must carry nothing but the proxy's traffic.
+mkdir -p "/etc/netns/$LAB_INTERNET"
+for name in $HTTP_LAB_NAMES; do echo "$HTTP_LAB_ADDRESS $name.lab.test"; done > "/etc/netns/$LAB_INTERNET/hosts"
+cat > "$work/danted.conf" <<CONF
+logoutput: $work/dante.log
+internal: 198.51.100.1 port = 1080
+external: 203.0.113.1
+clientmethod: none
+socksmethod: none
+user.privileged: root
+user.unprivileged: nobody
+client pass {
+  from: 0/0 to: 0/0
+}
+socks pass {
+  from: 0/0 to: 0/0
+  command: connect
+  log: connect error
+}
+CONF
+lab_spawn "$LAB_INTERNET" "$(command -v danted || echo /usr/sbin/danted)" -f "$work/danted.conf" -N 1
+ip netns exec "$LAB_INTERNET" python3 -u scripts/e2e/connect-proxy.py 198.51.100.1 3128 > "$work/connect-proxy.log" 2>&1 &
+LAB_PIDS+=($!)
+proxied() {
+  local proxy="$1" url="$2" expect="$3" out
+  lab_wait "ip netns exec '$LAB_INTERNET' ss -Hltn 'sport = :1080' | grep -q LISTEN && ip netns exec '$LAB_INTERNET' ss -Hltn 'sport = :3128' | grep -q LISTEN" 10 || { echo "  the proxies did not start"; return 1; }
+  lab_capture_start proxy_dump "$LAB_LAPTOP" eth0 "$work/proxy.pcap" -s 0 tcp || return 1
+  # No --resolve: the proxy resolves the lab's names.
+  out="$(ip netns exec "$LAB_LAPTOP" "$bin/netext" http get -v --cacert "$HTTP_LAB_CA" --proxy "$proxy" "$url" 2>&1)" || { lab_capture_stop "$proxy_dump" "$work/proxy.pcap"; echo "  failed: $out"; return 1; }
+  lab_capture_stop "$proxy_dump" "$work/proxy.pcap"
+  echo "$out" | grep -q "hello from the ATS lab" || { echo "  no page: $out"; return 1; }
+  echo "$out" | grep -qF -- "$expect" || { echo "  no '$expect' in: $out"; return 1; }
+  if tcpdump -nn -r "$work/proxy.pcap" 'not host 198.51.100.1' 2>/dev/null | grep -q .; then echo "  the laptop reached something other than the proxy"; return 1; fi
+}
+check "through dante (SOCKS5): https to the good server, ATS applied to the origin, the laptop talking to the proxy only" \
+  proxied socks5://198.51.100.1:1080 https://good.lab.test:8443/ "(h2, TLS 1.3)"
+check "through an HTTP proxy: https by CONNECT" proxied http://198.51.100.1:3128 https://h1.lab.test:8444/ "(http/1.1, TLS 1.3)"
+policy plain-proxy.json '{"NSExceptionDomains": {"plain.lab.test": {"NSExceptionAllowsInsecureHTTPLoads": true}}}'
+proxied_plain() {
+  local out
+  out="$(ip netns exec "$LAB_LAPTOP" "$bin/netext" http get --ats "$work/plain-proxy.json" --proxy http://198.51.100.1:3128 http://plain.lab.test:8080/ 2>&1)" || { echo "  failed: $out"; return 1; }
+  echo "$out" | grep -q "hello from the ATS lab" || { echo "  $out"; return 1; }
+  grep -q "^GET http://plain.lab.test:8080/" "$work/connect-proxy.log" && grep -q "^CONNECT h1.lab.test:8444" "$work/connect-proxy.log" || { echo "  proxy log: $(cat "$work/connect-proxy.log")"; return 1; }
+}
+check "through an HTTP proxy: cleartext http with the absolute URL (the proxy logged both)" proxied_plain
+refused_by_proxy() {
+  local out status
+  out="$(ip netns exec "$LAB_LAPTOP" "$bin/netext" http get --cacert "$HTTP_LAB_CA" --proxy socks5://198.51.100.1:1080 https://nowhere.lab.test:8443/ 2>&1)"; status=$?
+  [ $status = 5 ] && echo "$out" | grep -q "through the proxy socks5://198.51.100.1:1080" || { echo "  exit $status: $out"; return 1; }
+}
+check "a name the SOCKS proxy cannot reach fails naming the proxy" refused_by_proxy
+
 multiplexed() {
   local out syns
   lab_capture_start mux_dump "$LAB_LAPTOP" eth0 "$work/mux.pcap" -s 0 'tcp port 8443' || return 1

@@ -1,0 +1,191 @@
+import NIOCore
+
+/// Where a session's connections go first: an HTTP proxy (a CONNECT tunnel, RFC 9110 §9.3.6, for
+/// https; the absolute URL as request target, RFC 9112 §3.2.2, for http) or a SOCKS5 proxy
+/// (RFC 1928, no authentication, the name resolved by the proxy).
+public enum ConnectionProxy: Sendable, Hashable, CustomStringConvertible {
+    case http(host: String, port: Int)
+    case socks5(host: String, port: Int)
+
+    public var host: String { switch self { case .http(let host, _), .socks5(let host, _): host } }
+    public var port: Int { switch self { case .http(_, let port), .socks5(_, let port): port } }
+
+    public var description: String {
+        switch self {
+        case .http(let host, let port): "http://\(host):\(port)"
+        case .socks5(let host, let port): "socks5://\(host):\(port)"
+        }
+    }
+
+    /// Reads `http://HOST:PORT` or `socks5://HOST:PORT` (`socks5h://` too: names are always
+    /// resolved by the proxy).
+    public init(url text: String) throws(HTTPLoadError) {
+        let lower = text.lowercased()
+        let schemes = ["http://": false, "socks5://": true, "socks5h://": true]
+        guard let (prefix, socks) = schemes.first(where: { lower.hasPrefix($0.key) }) else {
+            throw .invalidConfiguration("the proxy '\(text)' is not http://HOST:PORT or socks5://HOST:PORT")
+        }
+        let rest = text.dropFirst(prefix.count).split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
+        guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]), (1...65_535).contains(port), colon != rest.startIndex else {
+            throw .invalidConfiguration("the proxy '\(text)' has no port (http://HOST:PORT or socks5://HOST:PORT)")
+        }
+        var host = String(rest[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        self = socks ? .socks5(host: host, port: port) : .http(host: host, port: port)
+    }
+}
+
+/// Opens a tunnel through a proxy to `host:port` as the first thing on a new connection, then
+/// takes itself out of the pipeline and calls `ready` (on the event loop, so the caller can put
+/// TLS or HTTP in place before anything else is read).
+final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum State { case idle, greeting, connecting, done }
+
+    private let proxy: ConnectionProxy
+    private let host: String
+    private let port: Int
+    private let ready: (ChannelHandlerContext) -> Void
+    private let failed: (HTTPLoadError) -> Void
+    private var state = State.idle
+    private var received = ByteBuffer()
+    /// The longest answer a proxy may give before the tunnel is up.
+    static let maximumAnswerBytes = 16 << 10
+
+    init(proxy: ConnectionProxy, host: String, port: Int, ready: @escaping (ChannelHandlerContext) -> Void, failed: @escaping (HTTPLoadError) -> Void) {
+        self.proxy = proxy
+        self.host = host
+        self.port = port
+        self.ready = ready
+        self.failed = failed
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context)
+        context.fireChannelActive()
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { start(context) }
+    }
+
+    private func start(_ context: ChannelHandlerContext) {
+        guard state == .idle else { return }
+        switch proxy {
+        case .http:
+            state = .connecting
+            let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n")), promise: nil)
+        case .socks5:
+            state = .greeting
+            // Version 5, one method: 0x00, no authentication (RFC 1928 §3).
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [5, 1, 0])), promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        received.writeBuffer(&bytes)
+        guard received.readableBytes <= Self.maximumAnswerBytes else { return fail(context, "the proxy's answer is longer than 16 KiB") }
+        switch proxy {
+        case .http: readConnectAnswer(context)
+        case .socks5: readSOCKSAnswer(context)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if state != .done { fail(context, "the proxy closed the connection before the tunnel was up") }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(context, "\(error)")
+    }
+
+    /// RFC 9110 §9.3.6: any 2xx answer to CONNECT opens the tunnel; the bytes after its head
+    /// are the origin's.
+    private func readConnectAnswer(_ context: ChannelHandlerContext) {
+        let view = received.readableBytesView
+        guard let end = view.firstRange(of: [13, 10, 13, 10]) else { return }
+        let head = String(decoding: view[view.startIndex..<end.lowerBound], as: UTF8.self)
+        let statusLine = head.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+            return fail(context, "the proxy's answer to CONNECT is not HTTP ('\(statusLine.prefix(80))')")
+        }
+        guard (200...299).contains(status) else {
+            return fail(context, "the proxy refused CONNECT \(host):\(port) with \(statusLine.dropFirst(9))")
+        }
+        received.moveReaderIndex(to: received.readerIndex + (end.upperBound - view.startIndex))
+        finish(context)
+    }
+
+    /// RFC 1928 §3 (method selection), §4 (CONNECT with a domain name or address), §6 (reply).
+    private func readSOCKSAnswer(_ context: ChannelHandlerContext) {
+        if state == .greeting {
+            guard received.readableBytes >= 2, let reply = received.readBytes(length: 2) else { return }
+            guard reply[0] == 5, reply[1] == 0 else {
+                return fail(context, reply[1] == 0xFF ? "the SOCKS proxy wants authentication, which NetExtHTTP does not offer" : "the SOCKS proxy answered the greeting with \(reply)")
+            }
+            state = .connecting
+            var request = ByteBuffer(bytes: [5, 1, 0])
+            if let address = IPLiteral(host) {
+                request.writeBytes([address.bytes.count == 4 ? 1 : 4] + address.bytes)
+            } else {
+                let name = Array(host.utf8.prefix(255))
+                request.writeBytes([3, UInt8(name.count)] + name)
+            }
+            request.writeInteger(UInt16(port))
+            context.writeAndFlush(wrapOutboundOut(request), promise: nil)
+            return
+        }
+        guard received.readableBytes >= 5, let header = received.getBytes(at: received.readerIndex, length: 5) else { return }
+        guard header[0] == 5 else { return fail(context, "the SOCKS proxy's reply is not SOCKS5") }
+        guard header[1] == 0 else { return fail(context, "the SOCKS proxy could not connect to \(host):\(port): \(Self.socksReply(header[1]))") }
+        let addressLength: Int
+        switch header[3] {
+        case 1: addressLength = 4
+        case 4: addressLength = 16
+        case 3: addressLength = 1 + Int(header[4])
+        default: return fail(context, "the SOCKS proxy's reply has address type \(header[3])")
+        }
+        let total = 4 + addressLength + 2
+        guard received.readableBytes >= total else { return }
+        received.moveReaderIndex(forwardBy: total)
+        finish(context)
+    }
+
+    private func finish(_ context: ChannelHandlerContext) {
+        state = .done
+        let leftover = received
+        received = ByteBuffer()
+        ready(context)
+        if leftover.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(leftover)) }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ reason: String) {
+        guard state != .done else { return }
+        state = .done
+        failed(.cannotConnect(host: "\(host):\(port) through the proxy \(proxy)", reason: reason))
+        context.close(promise: nil)
+    }
+
+    /// RFC 1928 §6's reply codes in words.
+    static func socksReply(_ code: UInt8) -> String {
+        switch code {
+        case 1: "general SOCKS server failure"
+        case 2: "connection not allowed by its rules"
+        case 3: "network unreachable"
+        case 4: "host unreachable"
+        case 5: "connection refused"
+        case 6: "TTL expired"
+        case 7: "command not supported"
+        case 8: "address type not supported"
+        default: "reply code \(code)"
+        }
+    }
+}
