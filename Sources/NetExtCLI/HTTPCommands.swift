@@ -71,11 +71,15 @@ struct HTTPGetCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print the status line and headers before the body.") var include = false
     @Option(name: .customShort("H"), help: "A header field, 'Name: value' (repeatable).") var header: [String] = []
     @Option(help: "Load the URL this many times at once on one session and print a summary instead of the body (1–10000).") var parallel: Int?
+    @Option(name: .shortAndLong, help: "Write the body to FILE as it arrives, with its resume data in FILE.netext-resume until it is complete: if the download breaks off (or the command is killed), the same command goes on from where the file ends.")
+    var output: String?
     @Argument(help: "The URL.") var url: String
 
     func run() async throws {
         let run = HTTPLoadRun(http: http, verbose: verbose, include: include, headers: header, method: "GET", body: nil)
-        if let parallel {
+        if let output {
+            try await run.download(url, to: output)
+        } else if let parallel {
             guard (1...10_000).contains(parallel) else { throw HTTPCommandFailure.usage("--parallel must be from 1 to 10000").exit() }
             try await run.loadInParallel(url, count: parallel)
         } else {
@@ -189,6 +193,50 @@ struct HTTPLoadRun {
                 StandardStreams.out(Data((head + "\r\n").utf8))
             }
             StandardStreams.out(data)
+        } catch let failure as HTTPCommandFailure {
+            throw failure.exit()
+        }
+    }
+
+    /// `-o FILE`: a download to FILE, resumed from FILE.netext-resume when that is there.
+    func download(_ text: String, to path: String) async throws {
+        do {
+            guard let url = URL(string: text), URLSession.canLoad(url) else { throw HTTPCommandFailure.usage("'\(text)' is not an http or https URL with a host") }
+            let session = URLSession(configuration: try http.sessionConfiguration(verbose: verbose))
+            let file = URL(fileURLWithPath: path)
+            let resumeFile = URL(fileURLWithPath: path + ".netext-resume")
+            let resume: DownloadResumeData?
+            do { resume = try URLSession.resumeData(checkpoint: resumeFile) } catch { throw HTTPCommandFailure.usage(error.description) }
+            if let resume, resume.url != url || resume.partialFile.standardizedFileURL != file.standardizedFileURL {
+                throw HTTPCommandFailure.usage("\(resumeFile.path) is the resume data of \(resume.url.absoluteString) into \(resume.partialFile.path), not of this download; remove it to start over")
+            }
+            var progress: (@Sendable (Int64, Int64?) -> Void)?
+            if verbose {
+                progress = { (received: Int64, expected: Int64?) in
+                    let total = expected.map { String($0) } ?? "?"
+                    StandardStreams.error(Data("\r* \(received) of \(total) bytes".utf8))
+                }
+            }
+            let response: HTTPURLResponse
+            do {
+                if let resume {
+                    if verbose { StandardStreams.error(Data("* resuming after \(resume.bytesReceived) bytes (If-Range \(resume.validator))\n".utf8)) }
+                    response = try await session.download(resumingFrom: resume, progress: progress).1
+                } else {
+                    response = try await session.download(for: URLRequest(url: url), to: file, checkpoint: resumeFile, progress: progress).1
+                }
+            } catch {
+                await session.invalidateAndCancel()
+                // The checkpoint stays for the next run when the download can go on; else it goes.
+                if case .interrupted = error {} else { try? FileManager.default.removeItem(at: resumeFile) }
+                throw HTTPCommandFailure.load(error)
+            }
+            await session.invalidateAndCancel()
+            try? FileManager.default.removeItem(at: resumeFile)
+            if verbose {
+                StandardStreams.error(Data("\n".utf8))
+                for line in Self.verboseLines(response) { StandardStreams.error(Data("\(line)\n".utf8)) }
+            }
         } catch let failure as HTTPCommandFailure {
             throw failure.exit()
         }

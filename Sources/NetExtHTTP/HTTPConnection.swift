@@ -159,7 +159,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// One exchange: on an HTTP/1.1 connection (leased to one load at a time) or on a new
     /// stream of an HTTP/2 one.
-    func exchange(_ request: PreparedRequest, limit: Int, timeout: TimeAmount) -> EventLoopFuture<RawResponse> {
+    func exchange(_ request: PreparedRequest, limit: Int, sink: BodySink? = nil, timeout: TimeAmount) -> EventLoopFuture<RawResponse> {
         let eventLoop = channel.eventLoop
         let promise = eventLoop.makePromise(of: RawResponse.self)
         let seconds = Double(timeout.nanoseconds) / 1e9
@@ -171,7 +171,7 @@ final class HTTPConnection: @unchecked Sendable {
             promise.futureResult.whenComplete { _ in timer.cancel() }
             switch mode {
             case .http1(let collector):
-                collector.send(request, limit: limit, promise: promise)
+                collector.send(request, limit: limit, sink: sink, promise: promise)
                 // A failed exchange (timed out mid-answer) leaves the connection unusable.
                 promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
             case .http2(let multiplexer):
@@ -186,7 +186,7 @@ final class HTTPConnection: @unchecked Sendable {
                 stream.futureResult.whenComplete { result in
                     switch result {
                     case .success(let streamChannel):
-                        collector.send(request, limit: limit, promise: promise)
+                        collector.send(request, limit: limit, sink: sink, promise: promise)
                         // A stream given up on is reset (RST_STREAM CANCEL), freeing it at the server.
                         promise.futureResult.whenComplete { _ in streamChannel.close(promise: nil) }
                     case .failure:

@@ -13,6 +13,8 @@ public enum HTTPLoadError: Error, Sendable, Equatable, CustomStringConvertible {
     case responseTooLarge(url: String, limit: Int)
     /// The URL filter did not let it load.
     case deniedByURLFilter(url: String, reason: String)
+    /// A download broke off; ``URLSession/download(resumingFrom:progress:)`` goes on with it.
+    case interrupted(reason: String, resumeData: DownloadResumeData)
     case cancelled
 
     public var description: String {
@@ -27,6 +29,7 @@ public enum HTTPLoadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .badServerResponse(let url, let reason): "\(url) answered with something that is not HTTP: \(reason)."
         case .responseTooLarge(let url, let limit): "\(url) answered with more than \(limit) bytes, the session's limit."
         case .deniedByURLFilter(let url, let reason): "\(url) was not loaded: \(reason)."
+        case .interrupted(let reason, let resume): "The download of \(resume.url.absoluteString) stopped after \(resume.bytesReceived) bytes (\(reason)); it can be resumed."
         case .cancelled: "The load was cancelled."
         }
     }

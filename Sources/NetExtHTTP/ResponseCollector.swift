@@ -1,6 +1,30 @@
 import NIOCore
 import NIOHTTP1
 
+/// Where a streamed body goes (a download's file): called on the event loop with each part of a
+/// 2xx answer's body; the answer's other bodies (redirects, errors) stay in memory.
+final class BodySink: @unchecked Sendable {
+    // @unchecked: used by one exchange at a time, on its channel's event loop.
+    let write: (ByteBuffer) throws -> Void
+    /// Starts the body over (a whole answer, 200, came for a range request).
+    let restart: () throws -> Void
+    let progress: (@Sendable (_ received: Int64, _ expected: Int64?) -> Void)?
+    /// Bytes of the body written so far, and the length the head announced.
+    var received: Int64 = 0
+    var expected: Int64?
+    /// The answer's entity tag, else its Last-Modified date: what a resumed download's If-Range sends.
+    var validator: String?
+    /// Called once the head of the answer whose body is written has come (a download writes its
+    /// checkpoint then).
+    var onHead: (() -> Void)?
+
+    init(write: @escaping (ByteBuffer) throws -> Void, restart: @escaping () throws -> Void, progress: (@Sendable (Int64, Int64?) -> Void)?) {
+        self.write = write
+        self.restart = restart
+        self.progress = progress
+    }
+}
+
 /// A request as it goes on the wire (HTTP/1.1 message parts; HTTP/2 streams translate them).
 struct PreparedRequest: Sendable {
     var head: HTTPRequestHead
@@ -28,6 +52,9 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
         var limit: Int
         var head: HTTPResponseHead?
         var body: ByteBuffer
+        var sink: BodySink?
+        /// The body goes to `sink` (a 2xx answer with a sink).
+        var streaming = false
     }
 
     private var context: ChannelHandlerContext?
@@ -43,13 +70,13 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
     }
 
     /// Writes `request` and answers `promise` with the response. Call on the event loop.
-    func send(_ request: PreparedRequest, limit: Int, promise: EventLoopPromise<RawResponse>) {
+    func send(_ request: PreparedRequest, limit: Int, sink: BodySink? = nil, promise: EventLoopPromise<RawResponse>) {
         guard let context, context.channel.isActive else {
             promise.fail(ConnectionClosedBeforeAnswer(url: request.url))
             return
         }
         sawAnswerBytes = false
-        pending = Pending(promise: promise, url: request.url, limit: limit, body: context.channel.allocator.buffer(capacity: 0))
+        pending = Pending(promise: promise, url: request.url, limit: limit, body: context.channel.allocator.buffer(capacity: 0), sink: sink)
         context.write(wrapOutboundOut(.head(request.head)), promise: nil)
         if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -63,11 +90,37 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
             // 1xx answers (100 Continue, 103 Early Hints) come before the real one (RFC 9110 §15.2).
             if head.status.code / 100 == 1 && head.status != .switchingProtocols { return }
             pending?.head = head
+            let length = head.headers.first(name: "content-length").flatMap(Int64.init)
+            if let sink = pending!.sink, head.status.code / 100 == 2 {
+                pending!.streaming = true
+                if head.status == .ok && sink.received > 0 {
+                    do { try sink.restart() } catch {
+                        fail(error)
+                        context.close(promise: nil)
+                        return
+                    }
+                    sink.received = 0
+                }
+                sink.expected = length.map { sink.received + $0 }
+                sink.validator = sink.validator ?? head.headers.first(name: "etag") ?? head.headers.first(name: "last-modified")
+                sink.onHead?()
+                return
+            }
             // The body's room made once when its length is known (up to the limit).
             if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > 0, length <= pending!.limit {
-                pending!.body.reserveCapacity(length)
+                pending!.body.reserveCapacity(Int(length))
             }
         case .body(var part):
+            if pending!.streaming, let sink = pending!.sink {
+                do { try sink.write(part) } catch {
+                    fail(error)
+                    context.close(promise: nil)
+                    return
+                }
+                sink.received += Int64(part.readableBytes)
+                sink.progress?(sink.received, sink.expected)
+                return
+            }
             // Appended in place: a copy of `pending` would share the body's storage and copy it
             // on every append.
             guard pending!.body.readableBytes + part.readableBytes <= pending!.limit else {

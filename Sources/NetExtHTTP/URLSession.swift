@@ -42,10 +42,15 @@ public final class URLSession: Sendable {
     /// `data(for:)`: the request's answer, redirects followed (RFC 9110 §15.4: 303, and 301/302
     /// after a POST, become a GET without body; 307 and 308 keep method and body).
     public func data(for request: URLRequest) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+        try await perform(request, sink: nil)
+    }
+
+    /// The redirect loop of every task; a 2xx body goes to `sink` when one is given.
+    func perform(_ request: URLRequest, sink: BodySink?) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
         var current = request
         var redirects = 0
         while true {
-            let (body, response) = try await load(current, redirectCount: redirects)
+            let (body, response) = try await load(current, redirectCount: redirects, sink: sink)
             guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.value(forHTTPHeaderField: "Location") else {
                 return (body, response)
             }
@@ -69,7 +74,7 @@ public final class URLSession: Sendable {
     }
 
     /// One exchange, no redirects followed.
-    private func load(_ request: URLRequest, redirectCount: Int) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+    private func load(_ request: URLRequest, redirectCount: Int, sink: BodySink?) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
         let origin = try Self.origin(of: request.url)
         let requirements = configuration.appTransportSecurity.requirements(for: origin.host)
         if !origin.isSecure && !requirements.allowsInsecureHTTP {
@@ -102,7 +107,7 @@ public final class URLSession: Sendable {
                 throw failure
             }
             do {
-                let raw = try await connection.exchange(prepared, limit: configuration.maximumResponseBytes, timeout: timeout).get()
+                let raw = try await connection.exchange(prepared, limit: configuration.maximumResponseBytes, sink: sink, timeout: timeout).get()
                 if !connection.isHTTP2 { await pool.release(connection, key, reusable: raw.head.isKeepAlive && prepared.head.isKeepAlive) }
                 if let cookies {
                     do { try cookies.store(setCookieFields: raw.head.headers["set-cookie"], from: request.url) } catch {
@@ -114,7 +119,7 @@ public final class URLSession: Sendable {
             } catch {
                 if !connection.isHTTP2 { await pool.release(connection, key, reusable: false) }
                 // A kept-alive connection the server had just closed: once more on a new one.
-                if error is ConnectionClosedBeforeAnswer, reused, attempt == 1 { continue }
+                if error is ConnectionClosedBeforeAnswer, reused, attempt == 1, (sink?.received ?? 0) == 0 { continue }
                 throw Self.loadError(error)
             }
         }

@@ -45,6 +45,9 @@ final class LoopbackHTTPServer: Sendable {
 
     func close() async throws { try await channel.close() }
 
+    /// 1 MiB of a known pattern.
+    static let file = [UInt8]((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+
     private final class Box: @unchecked Sendable { weak var server: LoopbackHTTPServer? }
 
     private final class Responder: ChannelInboundHandler, @unchecked Sendable {
@@ -65,10 +68,39 @@ final class LoopbackHTTPServer: Sendable {
             }
         }
 
+        /// /file: the pattern with ETag "v1", ranges honoured when If-Range matches; /cut: the same,
+        /// but a request without Range gets 300,000 bytes and a closed connection; /changed:
+        /// ETag "v2", so a resume from "v1" gets the whole file again.
+        private func respondWithFile(_ context: ChannelHandlerContext, _ request: HTTPRequestHead) {
+            let etag = request.uri == "/changed" ? "\"v2\"" : "\"v1\""
+            var headers = HTTPHeaders()
+            headers.add(name: "ETag", value: etag)
+            var start = 0
+            var status = HTTPResponseStatus.ok
+            if let range = request.headers.first(name: "range"), request.headers.first(name: "if-range") == etag,
+                range.hasPrefix("bytes="), let from = Int(range.dropFirst(6).dropLast()), range.hasSuffix("-") {
+                start = from
+                status = .partialContent
+                headers.add(name: "Content-Range", value: "bytes \(from)-\(LoopbackHTTPServer.file.count - 1)/\(LoopbackHTTPServer.file.count)")
+            }
+            let body = LoopbackHTTPServer.file[start...]
+            headers.add(name: "Content-Length", value: "\(body.count)")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+            if request.uri == "/cut" && status == .ok {
+                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body.prefix(300_000)))))).whenComplete { _ in context.close(promise: nil) }
+                return
+            }
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
+
         private func respond(_ context: ChannelHandlerContext, _ request: HTTPRequestHead) {
             var headers = HTTPHeaders()
             var status = HTTPResponseStatus.ok
             var body = ""
+            if request.uri == "/file" || request.uri == "/cut" || request.uri == "/changed" {
+                return respondWithFile(context, request)
+            }
             switch request.uri {
             case "/hello": body = "hello"
             case "/see-other": status = .seeOther; headers.add(name: "Location", value: "/method")
@@ -207,4 +239,52 @@ struct URLSessionLoopbackTests {
         await session.invalidateAndCancel()
         try await server.close()
     }
+
+    @Test("a download goes to a file with progress; an interrupted one resumes with a Range request; a changed resource starts over")
+    func downloads() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session()
+        let seen = ProgressLog()
+        let (file, response) = try await session.download(for: URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/file")!)) { received, expected in
+            seen.add(received, expected)
+        }
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(response.statusCode == 200)
+        #expect(Array(try Data(contentsOf: file)) == LoopbackHTTPServer.file)
+        let last = try #require(seen.last)
+        #expect(last.0 == 1 << 20 && last.1 == 1 << 20 && seen.count > 1)
+
+        var resume: DownloadResumeData?
+        do {
+            _ = try await session.download(for: URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/cut")!))
+            Issue.record("the cut download completed")
+        } catch {
+            guard case .interrupted(_, let data) = error else { Issue.record("\(error)"); return }
+            resume = data
+        }
+        let data = try #require(resume)
+        defer { try? FileManager.default.removeItem(at: data.partialFile) }
+        #expect(data.bytesReceived == 300_000 && data.validator == "\"v1\"")
+        let (resumed, rest) = try await session.download(resumingFrom: data)
+        #expect(rest.statusCode == 206 && resumed == data.partialFile)
+        #expect(Array(try Data(contentsOf: resumed)) == LoopbackHTTPServer.file)
+
+        // The resource changed: If-Range does not match, the whole of it comes, the file restarts.
+        var changed = data
+        changed.url = URL(string: "http://127.0.0.1:\(server.port)/changed")!
+        let (restarted, whole) = try await session.download(resumingFrom: changed)
+        #expect(whole.statusCode == 200)
+        #expect(Array(try Data(contentsOf: restarted)) == LoopbackHTTPServer.file)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+}
+
+/// Progress calls, in order.
+final class ProgressLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var calls: [(Int64, Int64?)] = []
+    func add(_ received: Int64, _ expected: Int64?) { lock.withLock { calls.append((received, expected)) } }
+    var count: Int { lock.withLock { calls.count } }
+    var last: (Int64, Int64)? { lock.withLock { calls.last.map { ($0.0, $0.1 ?? -1) } } }
 }

@@ -137,6 +137,26 @@ parallel_cookies() {
 }
 check "ten processes of a group storing cookies at once lose none (the file is locked)" parallel_cookies
 
+# A download killed mid-way (SIGKILL: no chance to save anything then) goes on from where its file
+# ends when the same command runs again: a Range request with If-Range, a 206, the file identical.
+killed_download() {
+  local pid size
+  ip netns exec "$LAB_LAPTOP" "$bin/netext" http get --cacert "$HTTP_LAB_CA" "${HTTP_LAB_RESOLVE[@]}" -o "$work/dl.bin" https://good.lab.test:8443/slow/big.bin 2> "$work/dl.err" &
+  pid=$!
+  lab_wait "[ \$(stat -c %s '$work/dl.bin' 2>/dev/null || echo 0) -ge 1000000 ]" 15 || { kill -9 $pid; echo "  the download did not start: $(cat "$work/dl.err")"; return 1; }
+  kill -9 $pid; wait $pid 2>/dev/null
+  size=$(stat -c %s "$work/dl.bin")
+  [ -f "$work/dl.bin.netext-resume" ] || { echo "  no checkpoint beside the file"; return 1; }
+  [ "$size" -lt $((4 << 20)) ] || { echo "  the download had finished before the kill"; return 1; }
+  lab_http get -v -o "$work/dl.bin" https://good.lab.test:8443/slow/big.bin 2> "$work/dl2.err" || { echo "  the resume failed: $(cat "$work/dl2.err")"; return 1; }
+  grep -q "resuming after $size bytes" "$work/dl2.err" || { echo "  $(cat "$work/dl2.err")"; return 1; }
+  cmp -s "$work/dl.bin" "$work/www/slow/big.bin" || { echo "  the file differs from the server's"; return 1; }
+  [ ! -e "$work/dl.bin.netext-resume" ] || { echo "  the checkpoint was left behind"; return 1; }
+  grep -q '"GET /slow/big.bin HTTP/2.0" 206' "$work/nginx-access.log" || { echo "  no 206 in nginx's log"; return 1; }
+  echo "  killed after $size bytes, resumed, identical"
+}
+check "a download killed mid-way resumes with a Range request and ends byte-identical" killed_download
+
 # Proxies: dante (SOCKS5) and a CONNECT proxy in the internet namespace, resolving the lab's names
 # themselves (/etc/netns hosts file); the laptop's link must carry nothing but the proxy's traffic.
 mkdir -p "/etc/netns/$LAB_INTERNET"

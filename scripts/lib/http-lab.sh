@@ -45,7 +45,8 @@ http_lab_up() {
   http_lab_issue good ec sha256 && http_lab_issue h1 ec sha256 && http_lab_issue tls10 rsa:2048 sha256 &&
   http_lab_issue rsakx rsa:2048 sha256 && http_lab_issue weakkey rsa:1024 sha256 && http_lab_issue sha1 rsa:2048 sha1 &&
   http_lab_issue expired ec sha256 20200101000000Z 20210101000000Z || return 1
-  mkdir -p "$work/www" && echo "hello from the ATS lab" > "$work/www/index.html"
+  mkdir -p "$work/www/slow" && echo "hello from the ATS lab" > "$work/www/index.html"
+  head -c $((4 << 20)) /dev/urandom > "$work/www/slow/big.bin" && chmod -R a+rX "$work/www"
   local weak='ssl_ciphers "DEFAULT:@SECLEVEL=0";'
   {
     printf 'worker_processes 1;\npid %s/nginx.pid;\nerror_log %s/nginx-error.log %s;\ndaemon off;\nevents { worker_connections 256; }\n' "$work" "$work" "${HTTP_LAB_LOG_LEVEL:-error}"
@@ -68,7 +69,7 @@ http_lab_up() {
 http_lab_server() {
   # nginx 1.22 takes http2 on the listen line; `http2 on;` is from 1.25.
   local http2=""; [ -n "$3" ] && http2=" http2"
-  printf '  server {\n    listen %s:%s ssl%s;\n    server_name %s.lab.test;\n    ssl_certificate %s/ca/%s.crt;\n    ssl_certificate_key %s/ca/%s.key;\n    %s\n    root %s;\n    location /redirect { return 302 /index.html; }\n    location = /cookie/set { add_header Set-Cookie "session=s3cr3t; Path=/cookie; Secure; HttpOnly; SameSite=Lax"; add_header Set-Cookie "theme=dark; Max-Age=3600; Path=/"; return 200 "set\\n"; }\n    location = /cookie/add { add_header Set-Cookie "c$arg_n=$arg_n; Path=/; Max-Age=3600"; return 200 "added\\n"; }\n    location = /cookie/echo { return 200 "cookie=$http_cookie\\n"; }\n  }\n' \
+  printf '  server {\n    listen %s:%s ssl%s;\n    server_name %s.lab.test;\n    ssl_certificate %s/ca/%s.crt;\n    ssl_certificate_key %s/ca/%s.key;\n    %s\n    root %s;\n    location /redirect { return 302 /index.html; }\n    location /slow/ { limit_rate 1m; }\n    location = /cookie/set { add_header Set-Cookie "session=s3cr3t; Path=/cookie; Secure; HttpOnly; SameSite=Lax"; add_header Set-Cookie "theme=dark; Max-Age=3600; Path=/"; return 200 "set\\n"; }\n    location = /cookie/add { add_header Set-Cookie "c$arg_n=$arg_n; Path=/; Max-Age=3600"; return 200 "added\\n"; }\n    location = /cookie/echo { return 200 "cookie=$http_cookie\\n"; }\n  }\n' \
     "$HTTP_LAB_ADDRESS" "$1" "$http2" "$2" "$work" "$2" "$work" "$2" "$4" "$work/www"
 }
 
