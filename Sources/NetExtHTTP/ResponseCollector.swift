@@ -31,6 +31,8 @@ struct PreparedRequest: Sendable {
     var body: ByteBuffer?
     /// The URL, for messages.
     var url: String
+    /// Told the bytes of the body sent so far and the total (an upload's progress).
+    var uploadProgress: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)?
 }
 
 /// A response as it came off the wire.
@@ -78,7 +80,20 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
         sawAnswerBytes = false
         pending = Pending(promise: promise, url: request.url, limit: limit, body: context.channel.allocator.buffer(capacity: 0), sink: sink)
         context.write(wrapOutboundOut(.head(request.head)), promise: nil)
-        if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        if var body = request.body {
+            if let progress = request.uploadProgress {
+                // In 64 KiB slices, each reported once the channel has taken it.
+                let total = Int64(body.readableBytes)
+                var sent: Int64 = 0
+                while let slice = body.readSlice(length: min(64 << 10, body.readableBytes)), slice.readableBytes > 0 {
+                    sent += Int64(slice.readableBytes)
+                    let count = sent
+                    context.write(wrapOutboundOut(.body(.byteBuffer(slice)))).whenSuccess { progress(count, total) }
+                }
+            } else {
+                context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            }
+        }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 

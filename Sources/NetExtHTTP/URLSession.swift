@@ -45,12 +45,36 @@ public final class URLSession: Sendable {
         try await perform(request, sink: nil)
     }
 
+    /// `upload(for:from:)`: `data` as the request's body (POST unless the request says
+    /// otherwise), `progress` told the bytes sent so far and the total as the connection takes
+    /// them; the answer as `data(for:)` gives it.
+    public func upload(
+        for request: URLRequest, from data: Data, progress: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)? = nil
+    ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+        var upload = request
+        upload.httpBody = data
+        if upload.httpMethod == "GET" { upload.httpMethod = "POST" }
+        return try await perform(upload, sink: nil, uploadProgress: progress)
+    }
+
+    /// `upload(for:fromFile:)`: the file's bytes as the body (read whole before sending).
+    public func upload(
+        for request: URLRequest, fromFile file: URL, progress: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)? = nil
+    ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+        guard let data = FileManager.default.contents(atPath: file.path) else {
+            throw .invalidConfiguration("cannot read the upload's file \(file.path)")
+        }
+        return try await upload(for: request, from: data, progress: progress)
+    }
+
     /// The redirect loop of every task; a 2xx body goes to `sink` when one is given.
-    func perform(_ request: URLRequest, sink: BodySink?) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+    func perform(
+        _ request: URLRequest, sink: BodySink?, uploadProgress: (@Sendable (Int64, Int64) -> Void)? = nil
+    ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
         var current = request
         var redirects = 0
         while true {
-            let (body, response) = try await load(current, redirectCount: redirects, sink: sink)
+            let (body, response) = try await load(current, redirectCount: redirects, sink: sink, uploadProgress: uploadProgress)
             guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.value(forHTTPHeaderField: "Location") else {
                 return (body, response)
             }
@@ -74,7 +98,9 @@ public final class URLSession: Sendable {
     }
 
     /// One exchange, no redirects followed.
-    private func load(_ request: URLRequest, redirectCount: Int, sink: BodySink?) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
+    private func load(
+        _ request: URLRequest, redirectCount: Int, sink: BodySink?, uploadProgress: (@Sendable (Int64, Int64) -> Void)?
+    ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
         let origin = try Self.origin(of: request.url)
         let requirements = configuration.appTransportSecurity.requirements(for: origin.host)
         if !origin.isSecure && !requirements.allowsInsecureHTTP {
@@ -89,6 +115,7 @@ public final class URLSession: Sendable {
             throw .deniedByURLFilter(url: request.url.absoluteString, reason: reason)
         }
         var prepared = prepare(request, origin: origin)
+        prepared.uploadProgress = uploadProgress
         let cookies = request.httpShouldHandleCookies ? configuration.httpCookieStorage : nil
         if let cookies, !prepared.head.headers.contains(name: "Cookie"),
             let header = cookies.cookieHeader(for: request.url, method: request.httpMethod, mainDocumentURL: request.mainDocumentURL) {

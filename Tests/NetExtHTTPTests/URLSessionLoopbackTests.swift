@@ -280,6 +280,32 @@ struct URLSessionLoopbackTests {
     }
 }
 
+/// Upload progress calls, in order.
+final class UploadLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var calls: [(Int64, Int64)] = []
+    func add(_ sent: Int64, _ total: Int64) { lock.withLock { calls.append((sent, total)) } }
+    var all: [(Int64, Int64)] { lock.withLock { calls } }
+}
+
+extension URLSessionLoopbackTests {
+    @Test("an upload sends its body in slices, reporting each, and gets the answer")
+    func upload() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session()
+        let log = UploadLog()
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/method")!)
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        let (data, response) = try await session.upload(for: request, from: Data(repeating: 7, count: 1 << 20)) { sent, total in log.add(sent, total) }
+        #expect(response.statusCode == 200 && String(decoding: data, as: UTF8.self) == "POST 1048576")
+        let calls = log.all
+        #expect(calls.count == 16 && calls.last.map { $0.0 == 1 << 20 && $0.1 == 1 << 20 } == true)
+        #expect(zip(calls, calls.dropFirst()).allSatisfy { $0.0 < $1.0 })
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+}
+
 /// Progress calls, in order.
 final class ProgressLog: @unchecked Sendable {
     private let lock = NSLock()
