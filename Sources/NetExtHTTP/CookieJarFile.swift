@@ -53,14 +53,7 @@ struct CookieJarFile: Sendable {
             let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else { throw POSIXFailure(call: "open \(temporary.path)") }
             defer { close(descriptor) }
-            try data.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 { if errno == EINTR { continue }; throw POSIXFailure(call: "write \(temporary.path)") }
-                    offset += written
-                }
-            }
+            try data.withUnsafeBytes { bytes in try POSIXFailure.writeAll(bytes, to: descriptor, what: temporary.path) }
             guard fsync(descriptor) == 0 else { throw POSIXFailure(call: "fsync \(temporary.path)") }
             guard rename(temporary.path, file.path) == 0 else { throw POSIXFailure(call: "rename to \(file.path)") }
             let directoryDescriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -87,4 +80,17 @@ struct CookieJarFile: Sendable {
 struct POSIXFailure: Error, CustomStringConvertible {
     var description: String
     init(call: String) { description = "\(call): \(String(cString: strerror(errno)))" }
+
+    /// write(2) until all of `bytes` is written (short writes and EINTR taken care of).
+    static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, what: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw POSIXFailure(call: "write \(what)")
+            }
+            offset += written
+        }
+    }
 }

@@ -123,14 +123,7 @@ final class DownloadFile: @unchecked Sendable {
     }
 
     func append(_ bytes: ByteBuffer) throws {
-        try bytes.withUnsafeReadableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 { if errno == EINTR { continue }; throw POSIXFailure(call: "write") }
-                offset += written
-            }
-        }
+        try bytes.withUnsafeReadableBytes { buffer in try POSIXFailure.writeAll(buffer, to: descriptor, what: "the download") }
     }
 
     func close() { _ = Glibc.close(descriptor) }
