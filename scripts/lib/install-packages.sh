@@ -38,6 +38,12 @@ netext_quiet_installed_services() {
           echo "stopping the unbound service the package started (the labs run their own)" >&2
           systemctl disable --now unbound > /dev/null 2>&1 || true
         fi ;;
+      nginx-light)
+        # The package starts a default site on port 80; the labs and benchmarks run their own.
+        if command -v systemctl > /dev/null && systemctl is-active --quiet nginx 2> /dev/null; then
+          echo "stopping the nginx service the package started (the labs run their own)" >&2
+          systemctl disable --now nginx > /dev/null 2>&1 || true
+        fi ;;
     esac
   done
 }
