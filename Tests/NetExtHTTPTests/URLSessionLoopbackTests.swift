@@ -87,7 +87,8 @@ final class LoopbackHTTPServer: Sendable {
             headers.add(name: "Content-Length", value: "\(body.count)")
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
             if request.uri == "/cut" && status == .ok {
-                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body.prefix(300_000)))))).whenComplete { _ in context.close(promise: nil) }
+                let channel = context.channel
+                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body.prefix(300_000)))))).whenComplete { _ in channel.close(promise: nil) }
                 return
             }
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
@@ -115,7 +116,8 @@ final class LoopbackHTTPServer: Sendable {
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
             let closing = request.uri == "/close"
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if closing { context.close(promise: nil) } }
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if closing { channel.close(promise: nil) } }
         }
     }
 }

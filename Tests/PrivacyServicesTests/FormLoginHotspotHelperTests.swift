@@ -110,7 +110,7 @@ struct FormLoginHotspotHelperTests {
             #expect(refusal(base + ["--password", "secret"]).contains("unknown option --password"))
             #expect(refusal(base + ["--password-file", "/nonexistent/pw"]).contains("cannot read /nonexistent/pw"))
             let empty = file + ".empty"
-            FileManager.default.createFile(atPath: empty, contents: Data())
+            _ = FileManager.default.createFile(atPath: empty, contents: Data())
             defer { try? FileManager.default.removeItem(atPath: empty) }
             #expect(refusal(base + ["--password-file", empty]).contains("\(empty) is empty"))
             #expect(refusal(base + ["--password-file", file, "--confidence", "medium"]).contains("'medium' is not high or low"))
