@@ -146,12 +146,13 @@ let package = Package(
         .target(
             name: "NetExtHTTP",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC",
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtProxies",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

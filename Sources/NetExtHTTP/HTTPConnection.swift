@@ -22,7 +22,6 @@ struct ConnectionFacts: Sendable {
     var protocolName: String
     var tlsVersion: String?
     var certificate: CertificateFacts?
-    var remoteAddress: String?
 }
 
 /// One open connection to an origin: HTTP/1.1 (one exchange at a time) or HTTP/2 (streams
@@ -136,7 +135,7 @@ final class HTTPConnection: @unchecked Sendable {
         if let refusal = ATSCertificateCheck.refusal(certificateFacts, requirements) { throw HTTPLoadError.refused(refusal) }
         let facts = ConnectionFacts(
             protocolName: protocolName ?? "http/1.1", tlsVersion: try operations.nioSSL_tlsVersion().map(Self.name),
-            certificate: certificateFacts, remoteAddress: channel.remoteAddress?.ipAddress)
+            certificate: certificateFacts)
         if protocolName == "h2" {
             var connection = NIOHTTP2Handler.ConnectionConfiguration()
             // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the server

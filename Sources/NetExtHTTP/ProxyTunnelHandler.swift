@@ -1,4 +1,5 @@
 import NIOCore
+import NetExtProxies
 
 /// Where a session's connections go first: an HTTP proxy (a CONNECT tunnel, RFC 9110 §9.3.6, for
 /// https; the absolute URL as request target, RFC 9112 §3.2.2, for http) or a SOCKS5 proxy
@@ -144,7 +145,7 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
         }
         guard received.readableBytes >= 5, let header = received.getBytes(at: received.readerIndex, length: 5) else { return }
         guard header[0] == 5 else { return fail(context, "the SOCKS proxy's reply is not SOCKS5") }
-        guard header[1] == 0 else { return fail(context, "the SOCKS proxy could not connect to \(host):\(port): \(Self.socksReply(header[1]))") }
+        guard header[1] == 0 else { return fail(context, "the SOCKS proxy could not connect to \(host):\(port): \(SOCKS5Handshake.replyText(header[1]))") }
         let addressLength: Int
         switch header[3] {
         case 1: addressLength = 4
@@ -172,20 +173,5 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
         state = .done
         failed(.cannotConnect(host: "\(host):\(port) through the proxy \(proxy)", reason: reason))
         context.close(promise: nil)
-    }
-
-    /// RFC 1928 §6's reply codes in words.
-    static func socksReply(_ code: UInt8) -> String {
-        switch code {
-        case 1: "general SOCKS server failure"
-        case 2: "connection not allowed by its rules"
-        case 3: "network unreachable"
-        case 4: "host unreachable"
-        case 5: "connection refused"
-        case 6: "TTL expired"
-        case 7: "command not supported"
-        case 8: "address type not supported"
-        default: "reply code \(code)"
-        }
     }
 }

@@ -203,7 +203,7 @@ public final class URLSession: Sendable {
         let data = Data(buffer: raw.body, byteTransferStrategy: .automatic)
         let metrics = URLSessionTaskTransactionMetrics(
             networkProtocolName: connection.facts.protocolName, negotiatedTLSProtocolVersion: connection.facts.tlsVersion,
-            isReusedConnection: reused, remoteAddress: connection.channel.remoteAddress?.ipAddress ?? connection.facts.remoteAddress, serverCertificate: connection.facts.certificate,
+            isReusedConnection: reused, remoteAddress: connection.channel.remoteAddress?.ipAddress, serverCertificate: connection.facts.certificate,
             appTransportSecurity: requirements, redirectCount: redirectCount)
         let response = HTTPURLResponse(
             url: url, statusCode: Int(raw.head.status.code), headerFields: raw.head.headers.map { ($0.name, $0.value) }, metrics: metrics)

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -26,20 +27,20 @@ public final class URLSessionStreamTask: Sendable {
     private let eventSink: AsyncStream<Event>.Continuation
     private let session: URLSessionStreamContext
     /// The open connection and the reader in its pipeline.
-    private let connection: NIOLockedBox<(channel: any Channel, reader: StreamReadBuffer)?>
+    private let connection: NIOLockedValueBox<(channel: any Channel, reader: StreamReadBuffer)?>
 
     init(host: String, port: Int, session: URLSessionStreamContext) {
         self.host = host
         self.port = port
         self.session = session
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
-        connection = NIOLockedBox(nil)
+        connection = NIOLockedValueBox(nil)
     }
 
     /// Opens the connection (a read or write opens it too).
     public func resume() async throws(HTTPLoadError) { _ = try await connected() }
 
-    private var channel: (any Channel)? { connection.value?.channel }
+    private var channel: (any Channel)? { connection.withLockedValue { $0?.channel } }
 
     /// Reads at least `minBytes` (unless the peer closes first) and at most `maxBytes`; waits at
     /// most `timeout` seconds. Returns the bytes and whether the peer has closed its side.
@@ -124,7 +125,7 @@ public final class URLSessionStreamTask: Sendable {
     // MARK: Connection
 
     private func connected() async throws(HTTPLoadError) -> (channel: any Channel, reader: StreamReadBuffer) {
-        if let open = connection.value { return open }
+        if let open = connection.withLockedValue({ $0 }) { return open }
         let buffer = StreamReadBuffer()
         let sink = eventSink
         buffer.onReadClosed = { sink.yield(.readClosed) }
@@ -143,7 +144,7 @@ public final class URLSessionStreamTask: Sendable {
             let opened = try await (address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: port)).get()
             opened.closeFuture.whenComplete { _ in sink.finish() }
             // Two readers racing to open: the first connection stays, the other is closed.
-            let kept = connection.withLock { current -> (channel: any Channel, reader: StreamReadBuffer) in
+            let kept = connection.withLockedValue { current -> (channel: any Channel, reader: StreamReadBuffer) in
                 if let current { return current }
                 current = (opened, buffer)
                 return (opened, buffer)
@@ -173,13 +174,4 @@ extension URLSession {
 struct URLSessionStreamContext: Sendable {
     var configuration: URLSessionConfiguration
     var eventLoopGroup: any EventLoopGroup
-}
-
-/// A value behind a lock (for a task's channel, set once).
-final class NIOLockedBox<Value>: @unchecked Sendable {
-    private var stored: Value
-    private let lock = NSLock()
-    init(_ value: Value) { stored = value }
-    var value: Value { lock.withLock { stored } }
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result { lock.withLock { body(&stored) } }
 }
