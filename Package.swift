@@ -421,7 +421,7 @@ let package = Package(
             ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
-        .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux", "NetExtTestSupport"]),
+        .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(
             name: "CommandLoggingTests",
             dependencies: ["CommandLogging", .product(name: "Logging", package: "swift-log"), .product(name: "ArgumentParser", package: "swift-argument-parser")]),

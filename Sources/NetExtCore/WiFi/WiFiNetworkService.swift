@@ -1,0 +1,24 @@
+/// The machine's Wi-Fi service as NetExt uses it: scan lists, the joined network, and the
+/// configurations `HotspotConfigurationManager` keeps. NetExtLinux's
+/// `NetworkManagerWiFiService` talks to NetworkManager over D-Bus; NetExtTesting's
+/// `SimulatedWiFiService` plays one in memory. Calls may block (D-Bus): run them off the
+/// task pool.
+public protocol WiFiNetworkService: Sendable {
+    /// The service's name for messages ("NetworkManager").
+    var name: String { get }
+    /// The Wi-Fi interfaces the service manages.
+    func wifiInterfaces() throws(HotspotConfigurationError) -> [String]
+    /// What `interface` sees (every Wi-Fi interface when nil), strongest first.
+    func scanList(interface: String?) throws(HotspotConfigurationError) -> [WiFiScanResult]
+    /// The network `interface` has joined, if any (nil also when it is no Wi-Fi interface).
+    func joinedNetwork(interface: String) throws(HotspotConfigurationError) -> WiFiScanResult?
+    /// Keeps `configuration` and joins its network if in range. `now` (seconds since 1970)
+    /// starts a `lifeTimeInDays`.
+    func apply(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError)
+    /// Forgets the configuration named `name` (an SSID, prefix with `*` or Hotspot 2.0 domain)
+    /// made through NetExt; others are left alone. Nothing happens if there is none.
+    func removeConfiguration(named name: String) throws(HotspotConfigurationError)
+    /// The names of the configurations made through NetExt and still in their lifetime at `now`;
+    /// expired ones are removed.
+    func configuredNames(now: Double) throws(HotspotConfigurationError) -> [String]
+}
