@@ -8,8 +8,11 @@ import NetExtIPC
 struct HotspotCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hotspot",
-        abstract: "Captive portals: is this network holding traffic until someone logs in, and where?",
-        subcommands: [HotspotStatusCommand.self, HotspotDetectCommand.self, HotspotAllowLoginCommand.self])
+        abstract: "Captive portals and Wi-Fi networks: is this network holding traffic until someone logs in? Which networks to join?",
+        subcommands: [
+            HotspotStatusCommand.self, HotspotDetectCommand.self, HotspotAllowLoginCommand.self, HotspotListCommand.self,
+            HotspotConfigureCommand.self, HotspotConfiguredCommand.self, HotspotRemoveCommand.self,
+        ])
 }
 
 struct HotspotDetectCommand: AsyncParsableCommand {

@@ -83,7 +83,7 @@ public final class Daemon: Sendable {
         ])
 
         let onDemand = OnDemandController(
-            store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }), logger: logger,
+            store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }, wifi: JoinedWiFiNetworks()), logger: logger,
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
         // A captive portal opening (found by the monitor, or a helper's login) retries on-demand now.

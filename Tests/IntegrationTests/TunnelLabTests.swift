@@ -109,9 +109,9 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/roaming.sh", checks: 9, timeout: 180)
     }
 
-    @Test("connect on demand: rules in order, re-evaluated on changes, a killed provider restarted, an explicit stop turns it off, EvaluateConnection")
+    @Test("connect on demand: rules in order, re-evaluated on changes, a killed provider restarted, an explicit stop turns it off, SSID rules through NetworkManager's D-Bus API (python3-dbusmock), EvaluateConnection")
     func onDemand() async throws {
-        try await runChecks("scripts/e2e/ondemand.sh", checks: 32)
+        try await runChecks("scripts/e2e/ondemand.sh", checks: 45)
     }
 
     @Test("a personal VPN (built-in IKEv2 through strongSwan) beside the enterprise tunnel: the enterprise tunnel wins where both route, the rest goes through the personal VPN; stop, server delete, killed charon or netextd, wrong secret, silent server, connect on demand")

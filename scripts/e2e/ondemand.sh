@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end checks of connect-on-demand in a namespace lab: rules evaluated in order (DNS search
-# domain, probe URL, interface type, connect), re-evaluated as the network and resolver change,
-# a killed provider restarted, and an explicit stop turning on-demand off. Needs root.
+# domain, probe URL, interface type, connect; SSIDs through a stand-in NetworkManager), re-evaluated
+# as the network and resolver change, a killed provider restarted, and an explicit stop turning
+# on-demand off. Needs root, dbus-daemon and python3-dbusmock.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/ondemand.sh   Prints one line per check; exits non-zero on failure.
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh ondemand
+source scripts/lib/wifi-mock.sh
 status_is() { "$bin/netext" status Office 2>/dev/null | grep -q "^Office: $1"; }
 becomes() { lab_wait "'$bin/netext' status Office | grep -q '^Office: $1'" "${2:-15}"; }
 stays() { local until=$((SECONDS + $2)); while [ $SECONDS -lt $until ]; do status_is "$1" || return 1; sleep 0.5; done; }
@@ -24,6 +26,8 @@ umask 022
 e2e_netextd_environment "$work/resolv.conf"
 printf 'nameserver 198.51.100.53\nsearch home.test\n' > "$work/resolv.conf"
 e2e_start_server
+# NetworkManager's stand-in: the laptop's eth0 is a Wi-Fi device to it (not joined until the SSID checks).
+check "a Wi-Fi service for the lab (python3-dbusmock's NetworkManager on a private bus)" wifi_mock_up "$LAB_LAPTOP" "$work/dbus"
 e2e_start_netextd
 lab_wait "ip netns exec $LAB_LAPTOP curl -s -o /dev/null http://100.64.0.80:8080/" 10
 
@@ -77,6 +81,25 @@ check "on-demand on again" bash -c "'$bin/netext' on-demand Office on > /dev/nul
 check "… and the rules bring it up" becomes connected
 check "disable" bash -c "'$bin/netext' disable Office > /dev/null"
 check "stays down while disabled" stays disabled 5
+
+# SSIDMatch: trusted Wi-Fi keeps the VPN off. The laptop joins through `netext hotspot configure`
+# (NetExt's D-Bus client → NetworkManager's API); netextd's on-demand reads the joined SSID.
+cat > "$work/ssid.json" <<'JSON'
+[{"action": "disconnect", "interfaceTypeMatch": "wiFi", "ssidMatch": ["Office Wi-Fi"]},
+ {"action": "connect", "interfaceTypeMatch": "any"}]
+JSON
+check "SSID rules accepted" bash -c "'$bin/netext' enable Office > /dev/null && '$bin/netext' on-demand Office on --rules '$work/ssid.json' > /dev/null"
+check "no Wi-Fi network joined: rule 2 connects" becomes connected
+check "netext hotspot list shows what the Wi-Fi service sees" bash -c "'$bin/netext' hotspot list | grep -q '^Office Wi-Fi  02:00:00:00:00:01  70 %    yes'"
+check "netext hotspot configure joins the office Wi-Fi (passphrase from stdin)" bash -c "echo 'office passphrase' | '$bin/netext' hotspot configure 'Office Wi-Fi' --passphrase-stdin | grep -q 'configured with NetworkManager'"
+check "on the trusted SSID rule 1 disconnects" becomes disconnected
+check "netextd logged the SSID it matched" grep -q 'network.ssid="Office Wi-Fi"' "$work/netextd.log"
+check "the configuration is listed as NetExt's" bash -c "'$bin/netext' hotspot configured | grep -qx 'Office Wi-Fi'"
+check "joining the café's open network" bash -c "'$bin/netext' hotspot configure 'Café Libre' --join-once > /dev/null"
+check "another SSID: rule 2 connects again" becomes connected
+check "the passphrase is in no log" bash -c "! grep -rq 'office passphrase' '$work'/*.log"
+check "netext hotspot remove forgets it" bash -c "'$bin/netext' hotspot remove 'Office Wi-Fi' > /dev/null && ! '$bin/netext' hotspot configured | grep -q Office"
+check "disable again" bash -c "'$bin/netext' disable Office > /dev/null"
 
 # EvaluateConnection: the VPN comes up when a program resolves a name that needs it. The server
 # now pushes the office's DNS for office.test, and netextd manages the namespace's real resolver

@@ -21,14 +21,28 @@ extension NetworkEnvironment {
     }
 }
 
+extension NetworkEnvironment {
+    /// Fills the SSID from the network the primary interface has joined, if the Wi-Fi service
+    /// knows that interface as a Wi-Fi interface (which then is the interface's type, whatever
+    /// its driver told the kernel).
+    public mutating func readJoinedWiFi(_ wifi: JoinedWiFiNetworks) {
+        guard let interface = primaryInterface, let network = wifi.joined(interface: interface) else { return }
+        ssid = network.ssid
+        interfaceType = .wiFi
+    }
+}
+
 /// Watches the kernel for network changes (NetExtLinux's `RouteChangeWatcher`) and reads the
 /// environment on-demand rules look at.
 public final class NetworkObserver: NetworkObserving {
     private let watcher = RouteChangeWatcher()
     private let resolverPath: @Sendable () -> String
+    private let wifi: JoinedWiFiNetworks?
 
-    public init(originalResolverContent: @escaping @Sendable () -> String) {
+    /// `wifi`: where the joined Wi-Fi network's SSID comes from (nil: never asked).
+    public init(originalResolverContent: @escaping @Sendable () -> String, wifi: JoinedWiFiNetworks? = nil) {
         resolverPath = originalResolverContent
+        self.wifi = wifi
     }
 
     /// Calls `onChange` (on a thread of its own) after each burst of kernel network events.
@@ -38,8 +52,9 @@ public final class NetworkObserver: NetworkObserving {
 
     public func stop() { watcher.stop() }
 
-    /// The environment now: the default route's interface and kind, and the resolver file's
-    /// search domains and servers (as they were before netextd changed it).
+    /// The environment now: the default route's interface and kind, the SSID it has joined if
+    /// the Wi-Fi service knows it as a Wi-Fi interface, and the resolver file's search domains
+    /// and servers (as they were before netextd changed it).
     public func environment() -> NetworkEnvironment {
         var environment = NetworkEnvironment()
         environment.primaryInterface = NetworkInterfaces.defaultRouteInterface()
@@ -49,6 +64,7 @@ public final class NetworkObserver: NetworkObserving {
             case .wwan: environment.interfaceType = .cellular
             case .other: environment.interfaceType = .ethernet
             }
+            if let wifi { environment.readJoinedWiFi(wifi) }
         }
         environment.readResolver(resolverPath())
         return environment
