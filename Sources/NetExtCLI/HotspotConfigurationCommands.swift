@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NetExt
 import NetExtCore
+import NetExtIPC
 
 /// `netext hotspot configure`: Apple's `NEHotspotConfigurationManager.apply(_:)` from the shell.
 struct HotspotConfigureCommand: AsyncParsableCommand {
@@ -128,32 +129,52 @@ struct HotspotRemoveCommand: AsyncParsableCommand {
     }
 }
 
-/// `netext hotspot list`: what the Wi-Fi service sees.
+/// `netext hotspot list`: what the Wi-Fi service sees, with the hotspot helpers' claims.
 struct HotspotListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "The Wi-Fi networks in range, strongest first, and the one each interface has joined.")
+        commandName: "list", abstract: "The Wi-Fi networks in range, strongest first, which is joined, and the hotspot helper claiming each.",
+        discussion: """
+            netextd asks the Wi-Fi service (NetworkManager over D-Bus) for its scan list and each running hotspot helper \
+            to claim networks from it (filterScanList); the HELPER column shows the most confident claim. Without \
+            netextd the list comes from the Wi-Fi service directly, without claims. Exits 5 when no Wi-Fi service answers.
+            """)
+    @OptionGroup var options: ClientOptions
     @Option(help: "Only this Wi-Fi interface.") var interface: String?
-    @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
         try await reportingHotspotFailures {
-            let service = try await HotspotConfigurationManager.shared().service
-            let list = try service.scanList(interface: interface)
-            let joined = try Set((interface.map { [$0] } ?? service.wifiInterfaces()).compactMap { try service.joinedNetwork(interface: $0)?.bssid })
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                print(String(decoding: try encoder.encode(list), as: UTF8.self))
-                return
+            let report: HotspotListReport
+            do {
+                report = try await options.withClient { client in try await client.call(GetHotspotList(interface: interface)) }
+            } catch let error as NetExtError where error.code == .daemonUnavailable {
+                report = try await Self.direct(interface: interface)
+                if !options.json { StandardStreams.error(Data("netext: netextd is not running; no hotspot helper was asked\n".utf8)) }
             }
-            let rows = list.map { network in
-                [
+            if options.json { try options.printJSON(report); return }
+            guard report.service != nil else { throw HotspotConfigurationError.systemConfiguration(report.failure ?? "No Wi-Fi service answered.") }
+            let joined = Set(report.joinedBSSIDs)
+            let rows = report.scanList.entries.map { entry in
+                let network = entry.network
+                return [
                     network.ssid, network.bssid, "\(Int((network.signalStrength * 100).rounded())) %", network.isSecure ? "yes" : "no",
-                    "\(network.frequencyMHz)", network.interface, joined.contains(network.bssid) ? "joined" : "",
+                    network.interface, joined.contains(network.bssid) ? "joined" : "-",
+                    entry.helper.map { "\($0) (\(network.confidence))" } ?? "-",
                 ]
             }
-            print(TextTable.render(header: ["SSID", "BSSID", "SIGNAL", "SECURE", "MHZ", "INTERFACE", ""], rows: rows))
+            print(TextTable.render(header: ["SSID", "BSSID", "SIGNAL", "SECURE", "INTERFACE", "JOINED", "HELPER"], rows: rows))
+            if !report.helpersSilent.isEmpty { print("no answer from: \(report.helpersSilent.joined(separator: ", "))") }
         }
+    }
+
+    /// The scan list straight from the Wi-Fi service, unclaimed.
+    static func direct(interface: String?) async throws -> HotspotListReport {
+        let service = try await HotspotConfigurationManager.shared().service
+        let list = try service.scanList(interface: interface)
+        var joined: [String] = []
+        for name in try interface.map({ [$0] }) ?? service.wifiInterfaces() {
+            if let network = try service.joinedNetwork(interface: name) { joined.append(network.bssid) }
+        }
+        return HotspotListReport(service: service.name, scanList: HotspotScanList(scan: list.map { HotspotNetwork($0) }, answers: []), joinedBSSIDs: joined)
     }
 }
 

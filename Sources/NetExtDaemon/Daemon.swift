@@ -63,12 +63,14 @@ public final class Daemon: Sendable {
             registry: registry, secrets: secrets, logger: logger, stateDirectory: settings.stateDirectory,
             fetchIntervalOverride: settings.prefilterFetchIntervalOverride)
         await urlFilters.restore(try store.allConfigurations())
+        // One link to the machine's Wi-Fi service for on-demand's SSIDs, the helpers and the scan list.
+        let wifi = MachineWiFiService()
         let service = ControlService(
             store: store, secrets: secrets, sessions: sessions, registry: registry, hub: hub, logger: logger, filters: filters, urlFilters: urlFilters,
             connectivityCheck: settings.connectivityCheck, captivePortalCAFile: settings.captivePortalCAFile,
             captivePortalObserver: settings.captivePortalMonitoring ? NetworkObserver(originalResolverContent: { "" }) : nil,
             captivePortalRecheck: settings.captivePortalRecheck, hotspotHelperStartDeadline: settings.providerStartDeadline,
-            hotspotTiming: HotspotHelperSession.Timing(maintainInterval: settings.hotspotMaintainInterval))
+            hotspotTiming: HotspotHelperSession.Timing(maintainInterval: settings.hotspotMaintainInterval), wifi: wifi)
         let adminGroupID = UserDatabase.groupID(named: settings.adminGroup)
         if adminGroupID == nil {
             logger.notice("admin group does not exist; only root may change configurations", metadata: ["group": "\(settings.adminGroup)"])
@@ -83,7 +85,7 @@ public final class Daemon: Sendable {
         ])
 
         let onDemand = OnDemandController(
-            store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }, wifi: JoinedWiFiNetworks()), logger: logger,
+            store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }, wifi: wifi), logger: logger,
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
         // A captive portal opening (found by the monitor, or a helper's login) retries on-demand now.

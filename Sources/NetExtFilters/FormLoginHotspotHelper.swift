@@ -3,7 +3,7 @@ import HTTPFetching
 import NetExt
 
 /// The reference hotspot helper (`netext-hotspot-helper`): claims the networks of the
-/// interfaces it is given, logs in to their captive portal by posting its login form
+/// interfaces and SSIDs it is given, logs in to their captive portal by posting its login form
 /// (`application/x-www-form-urlencoded`, RFC 1866 §8.2.1) with the user and the password read
 /// from a file (never from the command line), posts the form again to `maintain` the session
 /// (portals that time sessions out renew them so), and posts to the logout URL on `logoff`.
@@ -21,6 +21,8 @@ public final class FormLoginHotspotHelper: HotspotHelper {
         public var fields: [(name: String, value: String)]
         /// The interfaces whose networks it claims (empty: every network).
         public var interfaces: [String]
+        /// The SSIDs it claims (empty: any network, named or not).
+        public var ssids: [String] = []
         /// The confidence it claims them with.
         public var confidence: HotspotNetwork.Confidence
     }
@@ -36,7 +38,7 @@ public final class FormLoginHotspotHelper: HotspotHelper {
     public static let usage = """
         netext-hotspot-helper --login-url https://PORTAL/login --user USER --password-file FILE
             [--user-field NAME] [--password-field NAME] [--field NAME=VALUE]… [--logout-url URL]
-            [--interface IFACE]… [--confidence high|low] [--ca-file PEM]
+            [--interface IFACE]… [--ssid SSID]… [--confidence high|low] [--ca-file PEM]
         """
 
     /// Reads the settings from the manifest's arguments; the password from `--password-file`.
@@ -83,18 +85,19 @@ public final class FormLoginHotspotHelper: HotspotHelper {
         if let caFile = values["--ca-file"]?.last {
             do throws(TLSSetupError) { tls = try ClientTLS(caFile: caFile) } catch { throw .invalid("--ca-file: \(error.description)") }
         }
-        self.init(
-            settings: Settings(loginURL: loginURL, logoutURL: try url("--logout-url"), fields: fields, interfaces: values["--interface"] ?? [], confidence: confidence),
-            tls: tls)
+        var settings = Settings(loginURL: loginURL, logoutURL: try url("--logout-url"), fields: fields, interfaces: values["--interface"] ?? [], confidence: confidence)
+        settings.ssids = values["--ssid"] ?? []
+        self.init(settings: settings, tls: tls)
     }
 
     static let options: Set<String> = [
-        "--login-url", "--logout-url", "--user", "--password-file", "--user-field", "--password-field", "--field", "--interface", "--confidence", "--ca-file",
+        "--login-url", "--logout-url", "--user", "--password-file", "--user-field", "--password-field", "--field", "--interface", "--ssid", "--confidence", "--ca-file",
     ]
 
-    /// Whether it claims networks on `interface`.
+    /// Whether it claims `network`: on one of its interfaces, with one of its SSIDs.
     func claims(_ network: HotspotNetwork) -> Bool {
-        settings.interfaces.isEmpty || settings.interfaces.contains(network.interface)
+        (settings.interfaces.isEmpty || settings.interfaces.contains(network.interface))
+            && (settings.ssids.isEmpty || settings.ssids.contains(network.ssid))
     }
 
     public func handle(_ command: HotspotHelperCommand) async -> HotspotHelperResponse {

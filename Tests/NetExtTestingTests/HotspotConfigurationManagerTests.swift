@@ -110,7 +110,7 @@ struct HotspotConfigurationManagerTests {
         let wifi = SimulatedWiFiService()
         wifi.appear(Self.cafe)
         wifi.appear(Self.office)
-        let joined = JoinedWiFiNetworks { () throws(HotspotConfigurationError) in wifi }
+        let joined = MachineWiFiService { () throws(HotspotConfigurationError) in wifi }
         let rules = [
             OnDemandRule(action: .disconnect, interfaceTypeMatch: .wiFi, ssidMatch: ["Office"]),
             OnDemandRule(action: .connect, interfaceTypeMatch: .any),
@@ -128,7 +128,7 @@ struct HotspotConfigurationManagerTests {
         wifi.disappear(bssid: Self.cafe.bssid)
         #expect(joined.joined(interface: "wlan0") == nil, "the café's only access point went away: left")
 
-        let none = JoinedWiFiNetworks { () throws(HotspotConfigurationError) in throw .systemConfiguration("No Wi-Fi service runs.") }
+        let none = MachineWiFiService { () throws(HotspotConfigurationError) in throw .systemConfiguration("No Wi-Fi service runs.") }
         #expect(none.joined(interface: "wlan0") == nil)
         #expect(none.lastFailure == "No Wi-Fi service runs.")
     }

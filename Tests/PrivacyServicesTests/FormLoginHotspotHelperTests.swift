@@ -62,6 +62,13 @@ struct FormLoginHotspotHelperTests {
                     HotspotNetwork(ssid: "a", interface: "eth0"), HotspotNetwork(ssid: "b", interface: "wlan9"),
                 ]))
                 #expect(scan.networkList.map(\.ssid) == ["a"] && scan.networkList.allSatisfy { $0.confidence == .high })
+                // --ssid narrows the claim to named networks on its interfaces.
+                let named = try Self.helper(served.base, passwordFile: file, extra: ["--ssid", "Café Libre"])
+                let namedScan = await named.handle(HotspotHelperCommand(id: 8, kind: .filterScanList, networkList: [
+                    HotspotNetwork(ssid: "Café Libre", interface: "eth0"), HotspotNetwork(ssid: "Office", interface: "eth0"),
+                    HotspotNetwork(ssid: "Café Libre", interface: "wlan9"),
+                ]))
+                #expect(namedScan.networkList.map(\.ssid) == ["Café Libre"] && namedScan.networkList.map(\.interface) == ["eth0"])
 
                 let network = HotspotNetwork(interface: "eth0")
                 let login = await helper.handle(HotspotHelperCommand(id: 3, kind: .authenticate, network: network))

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh portal
 source scripts/lib/lab-ca.sh
 source scripts/lib/install-packages.sh
+source scripts/lib/wifi-mock.sh
 netext_install dnsmasq-base nftables tcpdump curl python3 > /dev/null || { echo "FAIL installing dnsmasq-base"; exit 1; }
 session_seconds=6
 table="${LAB_PREFIX}_portal"
@@ -195,13 +196,17 @@ laptop curl -s -m 3 --cacert "$work/ca-public.crt" -X POST https://198.51.100.1:
 cat > "$NETEXT_PROVIDERS_DIR/hotspot.json" <<JSON
 {"bundleIdentifier": "org.netext.hotspot.form", "extensionPoint": "hotspot-helper", "executable": "$bin/netext-hotspot-helper",
  "arguments": ["--login-url", "https://198.51.100.1:8443/login", "--logout-url", "https://198.51.100.1:8443/logout", "--user", "guest",
-               "--password-file", "$work/portal-password", "--ca-file", "$work/ca-public.crt", "--interface", "eth0"],
+               "--password-file", "$work/portal-password", "--ca-file", "$work/ca-public.crt", "--interface", "eth0", "--ssid", "Café Libre"],
  "user": "www-data"}
 JSON
 netext enable Guarded > /dev/null
 kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
 logins_before=$(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log")
 export NETEXT_HOTSPOT_MAINTAIN_INTERVAL=2
+# The laptop's eth0 is a Wi-Fi link to NetworkManager's stand-in, joined to the café's network:
+# the helper claims it by SSID.
+check "a Wi-Fi service for the lab (python3-dbusmock's NetworkManager)" wifi_mock_up "$LAB_LAPTOP" "$work/dbus"
+check "eth0 joins \"Café Libre\" (netext hotspot configure: an open network)" bash -c "'$bin/netext' hotspot configure 'Café Libre' | grep -q 'configured with NetworkManager'"
 e2e_start_netextd
 check "the helper runs as www-data and is ready" lab_wait "status_says 'helper: org.netext.hotspot.form (user www-data) ready'" 15
 check "netextd hands the captive network to it; it logs in through the kill switch and maintains" \
@@ -210,6 +215,10 @@ check "the portal accepted the helper's form from the laptop" lab_wait "[ \$(gre
 check "while it holds the network the guard lets www-data (uid 33) out on eth0" bash -c "ip netns exec '$LAB_LAPTOP' nft list table inet netextd_guard | grep -q 'meta skuid 33 oifname \"eth0\" accept'"
 check "… and root's programs are still blocked" bash -c "! ip netns exec '$LAB_LAPTOP' curl -s -m 2 -o /dev/null --cacert '$work/ca-public.crt' https://198.51.100.1:8443/login"
 check "netextd sees the network open" lab_wait "status_says 'verdict: open'" 15
+check "the helper was handed the joined Wi-Fi network by its SSID" grep -q 'hotspot helper.*ssid="Café Libre".*state=maintaining' "$work/netextd.log"
+list="$("$bin/netext" hotspot list 2>&1)"
+check "netext hotspot list: the helper claims the café's network (filterScanList), not the office's" bash -c "
+  grep -q '^Café Libre .*eth0 .*joined .*org.netext.hotspot.form (high)' <<< \"\$1\" && grep -q '^Office Wi-Fi .*eth0 .*- *- *\$' <<< \"\$1\"" _ "$list"
 sleep 13
 logins=$(( $(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log") - logins_before ))
 check "the helper kept the session past two of the portal's 6 s sessions ($logins logins)" bash -c "[ $logins -ge 4 ] && '$bin/netext' hotspot status | grep -q 'verdict: open'"

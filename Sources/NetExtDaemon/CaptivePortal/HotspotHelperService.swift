@@ -43,11 +43,20 @@ actor HotspotHelperService {
     private var loggedIn: (@Sendable () async -> Void)?
     /// Reads the monitor's detections.
     private var following: Task<Void, Never>?
+    /// The Wi-Fi service: the SSID of a network handed over, and scan lists for `filterScanList`.
+    private let wifi: MachineWiFiService?
+    /// `filterScanList` commands awaiting their answer, by command ID (a range of their own,
+    /// apart from the driver's).
+    private var pendingScans: [UInt64: (helper: String, answer: CheckedContinuation<HotspotHelperResponse?, Never>)] = [:]
+    private var nextScanID: UInt64 = 1 << 62
+    /// How long a helper has to answer `filterScanList` (a person waits for the list).
+    static let scanPatience: Duration = .seconds(3)
 
     init(
         manifests: [ProviderManifest], supervisor: ProviderSupervisor, killSwitch: KillSwitch, logger: Logger, startDeadline: Duration,
-        timing: HotspotHelperSession.Timing = .init()
+        timing: HotspotHelperSession.Timing = .init(), wifi: MachineWiFiService? = nil
     ) {
+        self.wifi = wifi
         self.manifests = manifests.filter { $0.extensionPoint == .hotspotHelper }
         order = self.manifests.map(\.bundleIdentifier)
         self.supervisor = supervisor
@@ -136,7 +145,46 @@ actor HotspotHelperService {
             }
         }
         interface = detection.interface
-        await driver.joined(HotspotNetwork(interface: detection.interface, didJustJoin: true))
+        var network = HotspotNetwork(interface: detection.interface, didJustJoin: true)
+        // On Wi-Fi the helpers see which network it is (Apple's helpers claim by SSID).
+        if let wifi, let joined = await BlockingWork.run({ wifi.joined(interface: detection.interface) }) {
+            network = HotspotNetwork(joined)
+            network.didJustJoin = true
+        }
+        await driver.joined(network)
+    }
+
+    /// Asks every ready helper `filterScanList` with `scan` and returns their answers in the
+    /// helpers' order (a helper silent for `scanPatience` is listed as silent).
+    func filterScanList(_ scan: [HotspotNetwork]) async -> (answers: [(helper: String, response: HotspotHelperResponse)], silent: [String]) {
+        var answers: [(helper: String, response: HotspotHelperResponse)] = []
+        var silent: [String] = []
+        for bundle in order {
+            guard let helper = helpers[bundle], await helper.keeper.isReady else { continue }
+            let id = nextScanID
+            nextScanID += 1
+            let response: HotspotHelperResponse? = await withCheckedContinuation { continuation in
+                pendingScans[id] = (bundle, continuation)
+                Task { [weak self] in
+                    guard await self?.sendScan(HotspotHelperCommand(id: id, kind: .filterScanList, networkList: scan), to: bundle) == true else {
+                        await self?.resolveScan(id, with: nil)
+                        return
+                    }
+                    try? await Task.sleep(for: Self.scanPatience)
+                    await self?.resolveScan(id, with: nil)
+                }
+            }
+            if let response { answers.append((bundle, response)) } else { silent.append(bundle) }
+        }
+        return (answers, silent)
+    }
+
+    private func sendScan(_ command: HotspotHelperCommand, to helper: String) async -> Bool {
+        await send(command, to: helper)
+    }
+
+    private func resolveScan(_ id: UInt64, with response: HotspotHelperResponse?) {
+        pendingScans.removeValue(forKey: id)?.answer.resume(returning: response)
     }
 
     /// The helpers and the network's session, for `netext hotspot status`.
@@ -161,6 +209,10 @@ actor HotspotHelperService {
 
     private func received(_ message: ProviderMessage, from helper: String) async {
         guard case .hotspotResponse(let response) = message else { return }
+        if let pending = pendingScans[response.commandID] {
+            if pending.helper == helper { resolveScan(response.commandID, with: response) }
+            return
+        }
         await driver?.answered(response, from: helper)
     }
 
@@ -172,6 +224,7 @@ actor HotspotHelperService {
         defer { previousState = state }
         var metadata: Logger.Metadata = ["state": "\(state)", "interface": "\(network?.interface ?? interface ?? "-")"]
         if let chosen { metadata["helper"] = "\(chosen)" }
+        if let ssid = network?.ssid, !ssid.isEmpty { metadata["ssid"] = "\(ssid)" }
         switch state {
         case .failed: logger.warning("hotspot helper: the network failed", metadata: metadata)
         default: logger.notice("hotspot helper", metadata: metadata)

@@ -24,13 +24,17 @@ public final class ControlService: Sendable {
     let captivePortalMonitor: CaptivePortalMonitor
     /// The installed hotspot helpers, run when netextd monitors captive portals.
     let hotspotHelpers: HotspotHelperService?
+    /// The machine's Wi-Fi service (`getHotspotList`), when netextd looks for one.
+    let wifi: MachineWiFiService?
 
     public init(
         store: ConfigurationStore, secrets: SecretStore, sessions: SessionManager, registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
         filters: FilterController? = nil, urlFilters: URLFilterController? = nil, connectivityCheck: ConnectivityProbe? = nil, captivePortalCAFile: String? = nil,
         captivePortalObserver: (any NetworkObserving)? = nil, captivePortalRecheck: Duration = .seconds(30),
-        hotspotHelperStartDeadline: Duration = .seconds(10), hotspotTiming: HotspotHelperSession.Timing = .init()
+        hotspotHelperStartDeadline: Duration = .seconds(10), hotspotTiming: HotspotHelperSession.Timing = .init(),
+        wifi: MachineWiFiService? = nil
     ) {
+        self.wifi = wifi
         let detector = CaptivePortalDetector(standardProbe: connectivityCheck, caFile: captivePortalCAFile)
         captivePortals = detector
         captivePortalMonitor = CaptivePortalMonitor(
@@ -39,7 +43,7 @@ public final class ControlService: Sendable {
         let helperManifests = registry.load().providers.filter { $0.extensionPoint == .hotspotHelper }
         hotspotHelpers = captivePortalObserver == nil || helperManifests.isEmpty ? nil : HotspotHelperService(
             manifests: helperManifests, supervisor: ProviderSupervisor(), killSwitch: sessions.killSwitch, logger: logger,
-            startDeadline: hotspotHelperStartDeadline, timing: hotspotTiming)
+            startDeadline: hotspotHelperStartDeadline, timing: hotspotTiming, wifi: wifi)
         self.filters = filters
         self.urlFilters = urlFilters
         self.store = store
@@ -146,6 +150,9 @@ public final class ControlService: Sendable {
             var status = await service.captivePortalMonitor.status()
             status.helpers = await service.hotspotHelpers?.status()
             return status
+        }
+        table.on(GetHotspotList.self) { service, method, _ in
+            await service.hotspotList(interface: method.interface)
         }
         table.on(AllowPortalLogin.self) { service, method, _ in
             try await service.allowPortalLogin(method)

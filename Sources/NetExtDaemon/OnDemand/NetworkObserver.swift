@@ -25,7 +25,7 @@ extension NetworkEnvironment {
     /// Fills the SSID from the network the primary interface has joined, if the Wi-Fi service
     /// knows that interface as a Wi-Fi interface (which then is the interface's type, whatever
     /// its driver told the kernel).
-    public mutating func readJoinedWiFi(_ wifi: JoinedWiFiNetworks) {
+    public mutating func readJoinedWiFi(_ wifi: MachineWiFiService) {
         guard let interface = primaryInterface, let network = wifi.joined(interface: interface) else { return }
         ssid = network.ssid
         interfaceType = .wiFi
@@ -37,10 +37,10 @@ extension NetworkEnvironment {
 public final class NetworkObserver: NetworkObserving {
     private let watcher = RouteChangeWatcher()
     private let resolverPath: @Sendable () -> String
-    private let wifi: JoinedWiFiNetworks?
+    private let wifi: MachineWiFiService?
 
     /// `wifi`: where the joined Wi-Fi network's SSID comes from (nil: never asked).
-    public init(originalResolverContent: @escaping @Sendable () -> String, wifi: JoinedWiFiNetworks? = nil) {
+    public init(originalResolverContent: @escaping @Sendable () -> String, wifi: MachineWiFiService? = nil) {
         resolverPath = originalResolverContent
         self.wifi = wifi
     }

@@ -99,6 +99,16 @@ public struct GetCaptivePortalStatus: ControlMethod {
     public init() {}
 }
 
+/// The Wi-Fi scan list with the hotspot helpers' claims (`netext hotspot list`): netextd asks
+/// the Wi-Fi service, then each running helper `filterScanList`. Anyone may read it.
+public struct GetHotspotList: ControlMethod {
+    public typealias Result = HotspotListReport
+    public static let name = "getHotspotList"
+    /// nil: every Wi-Fi interface.
+    public var interface: String?
+    public init(interface: String? = nil) { self.interface = interface }
+}
+
 /// Lets one user's programs reach one interface directly for a while, past the kill switch, to
 /// log in to a captive portal (`netext hotspot allow-login`); `seconds` 0 ends it. Root or the
 /// admin group.
@@ -127,7 +137,7 @@ public enum ControlMethods {
         StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
         InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
         GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
-        GetDNSSettingsStatus.self, DetectCaptivePortal.self, GetCaptivePortalStatus.self, AllowPortalLogin.self,
+        GetDNSSettingsStatus.self, DetectCaptivePortal.self, GetCaptivePortalStatus.self, AllowPortalLogin.self, GetHotspotList.self,
         PlaceInApp.self, ListApps.self,
     ]
 }
