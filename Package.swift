@@ -96,7 +96,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         // The reference content filter providers (school filter).
-        .target(name: "NetExtFilters", dependencies: ["NetExt", "HTTPFetching"], swiftSettings: strict),
+        .target(name: "NetExtFilters", dependencies: ["NetExt", "HTTPFetching", "NetExtHTTP"], swiftSettings: strict),
         // The reference app proxy: SOCKS 5 and HTTP CONNECT handshakes and the forwarding provider.
         .target(name: "NetExtProxies", dependencies: ["NetExt", "NetExtCore", "NetExtLinux"], swiftSettings: strict),
         // The URL filter's Bloom prefilter, bit-compatible with Apple's NEURLFilterPrefilter.

@@ -11,7 +11,7 @@ enum UpstreamBootstrap {
     static func make(on eventLoop: any EventLoop, mark: UInt32?) -> ClientBootstrap {
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(3))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
         guard let mark else { return bootstrap }
         return bootstrap.channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_MARK)), value: SocketOptionValue(Int32(bitPattern: mark)))
     }

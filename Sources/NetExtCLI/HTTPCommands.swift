@@ -31,6 +31,8 @@ struct HTTPOptions: ParsableArguments {
     var http1Only = false
     @Option(name: .customLong("proxy"), help: "Go through this proxy: http://HOST:PORT (CONNECT for https) or socks5://HOST:PORT.")
     var proxy: String?
+    @Option(name: .customLong("interface"), help: "Leave by this interface whatever the routing table says (SO_BINDTODEVICE; curl's --interface).")
+    var interface: String?
     @Option(name: .customLong("cookie-group"), help: "Keep cookies in this app group's container, shared with the group's other processes (default: none kept after the command).")
     var cookieGroup: String?
 
@@ -51,6 +53,7 @@ struct HTTPOptions: ParsableArguments {
         guard maxTime > 0 else { throw HTTPCommandFailure.usage("--max-time must be more than 0 seconds") }
         configuration.timeoutIntervalForRequest = maxTime
         configuration.allowsHTTP2 = !http1Only
+        configuration.requiredInterface = interface
         if let proxy {
             do { configuration.proxy = try ConnectionProxy(url: proxy) } catch { throw HTTPCommandFailure.usage(error.description) }
         }

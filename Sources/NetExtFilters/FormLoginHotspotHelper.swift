@@ -1,12 +1,17 @@
 import Foundation
-import HTTPFetching
 import NetExt
+import NetExtHTTP
 
 /// The reference hotspot helper (`netext-hotspot-helper`): claims the networks of the
 /// interfaces and SSIDs it is given, logs in to their captive portal by posting its login form
 /// (`application/x-www-form-urlencoded`, RFC 1866 §8.2.1) with the user and the password read
 /// from a file (never from the command line), posts the form again to `maintain` the session
 /// (portals that time sessions out renew them so), and posts to the logout URL on `logoff`.
+///
+/// Every request leaves by the network's own interface (`SO_BINDTODEVICE`, as Apple's
+/// `createTCPConnection` binds a helper's connections), so `maintain` reaches the portal even
+/// once a full VPN owns the default route. App Transport Security holds: an `http:` login or
+/// logout URL is an exception for its host alone, as an app's Info.plist would name it.
 ///
 /// Results, as Apple's helpers give them: a 2xx answer is `success`; 401 or 403 (wrong user or
 /// password) `failure`; another status or no answer `temporaryFailure` (netextd retries); a
@@ -28,11 +33,20 @@ public final class FormLoginHotspotHelper: HotspotHelper {
     }
 
     public let settings: Settings
-    private let upstream: HTTPUpstream
+    private let trust: HTTPTrust
+    private let transportSecurity: ATSPolicy
 
-    public init(settings: Settings, tls: ClientTLS? = nil) {
+    /// `trust`: whom the portal's certificate must be signed by.
+    public init(settings: Settings, trust: HTTPTrust = .system) {
         self.settings = settings
-        upstream = HTTPUpstream(timeout: 10, tls: tls)
+        self.trust = trust
+        var policy = ATSPolicy.strict
+        for url in [settings.loginURL, settings.logoutURL].compactMap({ $0 }) where url.scheme == "http" {
+            var exception = ATSDomainException()
+            exception.allowsInsecureHTTPLoads = true
+            policy.exceptionDomains[url.host?.lowercased() ?? ""] = exception
+        }
+        transportSecurity = policy
     }
 
     public static let usage = """
@@ -81,13 +95,13 @@ public final class FormLoginHotspotHelper: HotspotHelper {
         case "low": confidence = .low
         case let other: throw .invalid("--confidence: '\(other)' is not high or low")
         }
-        var tls: ClientTLS?
+        var trust = HTTPTrust.system
         if let caFile = values["--ca-file"]?.last {
-            do throws(TLSSetupError) { tls = try ClientTLS(caFile: caFile) } catch { throw .invalid("--ca-file: \(error.description)") }
+            do throws(HTTPLoadError) { trust = try HTTPTrust.pemFile(caFile) } catch { throw .invalid("--ca-file: \(error.description)") }
         }
         var settings = Settings(loginURL: loginURL, logoutURL: try url("--logout-url"), fields: fields, interfaces: values["--interface"] ?? [], confidence: confidence)
         settings.ssids = values["--ssid"] ?? []
-        self.init(settings: settings, tls: tls)
+        self.init(settings: settings, trust: trust)
     }
 
     static let options: Set<String> = [
@@ -117,21 +131,40 @@ public final class FormLoginHotspotHelper: HotspotHelper {
             response.setNetwork(network)
             return response
         case .authenticate, .maintain:
-            return command.createResponse(await post(Self.formBody(settings.fields), to: settings.loginURL))
+            return command.createResponse(await post(Self.formBody(settings.fields), to: settings.loginURL, via: command.network?.interface))
         case .logoff:
             guard let logoutURL = settings.logoutURL else { return command.createResponse(.success) }
-            return command.createResponse(await post([], to: logoutURL))
+            return command.createResponse(await post([], to: logoutURL, via: command.network?.interface))
         case .presentUI:
             return command.createResponse(.commandNotRecognized)
         }
     }
 
-    private func post(_ body: [UInt8], to url: URL) async -> HotspotHelperResponse.Result {
-        let answer = await upstream.send(
-            method: "POST", url: url, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: body)
-        switch answer.status {
-        case 200..<300: return .success
-        case 401, 403: return .failure
+    /// Posts `body` to `url` out of `interface` (the network's link) and maps the answer.
+    func post(_ body: [UInt8], to url: URL, via interface: String?) async -> HotspotHelperResponse.Result {
+        var configuration = URLSessionConfiguration.ephemeral
+        configuration.requiredInterface = interface
+        configuration.trust = trust
+        configuration.appTransportSecurity = transportSecurity
+        configuration.urlFilter = nil
+        configuration.httpCookieStorage = nil
+        configuration.timeoutIntervalForRequest = 10
+        configuration.maximumRedirects = 0
+        let session = URLSession(configuration: configuration)
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.allHTTPHeaderFields = ["Content-Type": "application/x-www-form-urlencoded"]
+        request.httpBody = Data(body)
+        let status: Int?
+        do { status = try await session.data(for: request).1.statusCode } catch {
+            status = nil
+            // netextd logs the helper's standard error: an admin sees why a login keeps failing.
+            FileHandle.standardError.write(Data("hotspot helper: POST \(url.absoluteString) via \(interface ?? "the routing table"): \(error)\n".utf8))
+        }
+        await session.invalidateAndCancel()
+        switch status {
+        case (200..<300)?: return .success
+        case 401?, 403?: return .failure
         default: return .temporaryFailure
         }
     }

@@ -55,7 +55,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// handshake in the same read, and a handler added any later would miss it).
     static func open(
         to origin: HTTPOrigin, address: SocketAddress?, proxy: ConnectionProxy?, context: NIOSSLContext?, requirements: ATSRequirements,
-        connectTimeout: TimeAmount, eventLoop: any EventLoop
+        connectTimeout: TimeAmount, eventLoop: any EventLoop, requiredInterface: String? = nil
     ) -> EventLoopFuture<HTTPConnection> {
         let ready = eventLoop.makePromise(of: HTTPConnection.self)
         // What goes in the pipeline once bytes may flow to the origin (at once, or once a
@@ -83,9 +83,9 @@ final class HTTPConnection: @unchecked Sendable {
         }
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                InterfaceBinding.bind(channel, to: requiredInterface).flatMapThrowing {
                     guard let tunnel else { return try setUp(channel) }
                     try channel.pipeline.syncOperations.addHandler(ProxyTunnelHandler(
                         proxy: tunnel, host: origin.host, port: origin.port,

@@ -20,6 +20,7 @@ actor HTTPConnectionPool {
     private let connectTimeout: TimeAmount
     private let addresses: [String: String]
     private let proxy: ConnectionProxy?
+    private let requiredInterface: String?
     private var shared: [Key: HTTPConnection] = [:]
     private var idle: [Key: [HTTPConnection]] = [:]
     private var opening: [Key: Task<HTTPConnection, any Error>] = [:]
@@ -34,9 +35,10 @@ actor HTTPConnectionPool {
 
     init(
         eventLoopGroup: any EventLoopGroup, trust: HTTPTrust, allowsHTTP2: Bool, connectTimeout: TimeAmount, addresses: [String: String],
-        maximumConnectionsPerHost: Int, proxy: ConnectionProxy?
+        maximumConnectionsPerHost: Int, proxy: ConnectionProxy?, requiredInterface: String? = nil
     ) {
         self.proxy = proxy
+        self.requiredInterface = requiredInterface
         self.maximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
         self.eventLoopGroup = eventLoopGroup
         self.trust = trust
@@ -138,7 +140,7 @@ actor HTTPConnectionPool {
         do {
             return try await HTTPConnection.open(
                 to: key.origin, address: address, proxy: proxy, context: context, requirements: key.requirements,
-                connectTimeout: connectTimeout, eventLoop: eventLoop
+                connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface
             ).get()
         } catch HTTPLoadError.tlsFailed(let host, let reason) where reason == TLSErrorText.untrustedCertificate {
             // BoringSSL says only that verification failed: find out why.

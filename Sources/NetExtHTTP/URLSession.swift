@@ -25,7 +25,8 @@ public final class URLSession: Sendable {
         pool = HTTPConnectionPool(
             eventLoopGroup: eventLoopGroup, trust: configuration.trust, allowsHTTP2: configuration.allowsHTTP2,
             connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses,
-            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy)
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy,
+            requiredInterface: configuration.requiredInterface)
     }
 
     /// Closes the session's connections; loads after it fail.

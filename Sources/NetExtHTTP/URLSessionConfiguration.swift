@@ -23,6 +23,11 @@ public struct URLSessionConfiguration: Sendable {
     /// The proxy every connection goes through (`connectionProxyDictionary`), nil for none.
     /// ATS applies to the origin, not the proxy.
     public var proxy: ConnectionProxy?
+    /// The interface every connection leaves by, whatever the routing table says (Linux
+    /// addition, after Network.framework's `NWParameters.requiredInterface`: a hotspot helper
+    /// reaching its portal past a full VPN); nil follows the routing table. Names are still
+    /// looked up by the system's resolver.
+    public var requiredInterface: String?
     /// Addresses to use instead of looking names up (curl's `--resolve`), lower-case name → IP.
     public var hostAddresses: [String: String] = [:]
     /// Where cookies are kept and read from (`httpCookieStorage`): this process's shared

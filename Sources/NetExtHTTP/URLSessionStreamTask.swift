@@ -135,10 +135,10 @@ public final class URLSessionStreamTask: Sendable {
         }
         let bootstrap = ClientBootstrap(group: session.eventLoopGroup)
             .connectTimeout(.milliseconds(Int64(session.configuration.timeoutIntervalForConnect * 1000)))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.allowRemoteHalfClosure, value: true)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(buffer) }
+            .channelInitializer { [requiredInterface = session.configuration.requiredInterface] channel in
+                InterfaceBinding.bind(channel, to: requiredInterface).flatMapThrowing { try channel.pipeline.syncOperations.addHandler(buffer) }
             }
         do {
             let opened = try await (address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: port)).get()

@@ -6,7 +6,7 @@ import Testing
 @Suite("HTTP client lab")
 struct HTTPClientLabTests {
     @Test func appTransportSecurityAgainstNginx() async throws {
-        try await runChecks("scripts/e2e/http-ats.sh", checks: 33, timeout: 300)
+        try await runChecks("scripts/e2e/http-ats.sh", checks: 35, timeout: 300)
     }
 
     @Test func demoCountsAllowedAndRefusedLoads() async throws {

@@ -153,6 +153,28 @@ struct URLSessionLoopbackTests {
         try await server.close()
     }
 
+    @Test("requiredInterface binds connections to one interface: lo reaches loopback, an absent one is refused naming it, nothing connects")
+    func requiredInterface() async throws {
+        let server = try await LoopbackHTTPServer()
+        let bound = session { $0.requiredInterface = "lo" }
+        let (data, _) = try await bound.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!)
+        #expect(String(decoding: data, as: UTF8.self) == "hello")
+        await bound.invalidateAndCancel()
+        let absent = session { $0.requiredInterface = "nx-absent0" }
+        do {
+            _ = try await absent.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!)
+            Issue.record("a session bound to an absent interface loaded")
+        } catch {
+            #expect(error.description.contains("nx-absent0"), "\(error)")
+        }
+        let tooLong = session { $0.requiredInterface = "a-name-past-15-bytes" }
+        await #expect(throws: HTTPLoadError.self) { try await tooLong.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!) }
+        #expect(server.connections.load(ordering: .relaxed) == 1, "only the lo-bound session connected")
+        await absent.invalidateAndCancel()
+        await tooLong.invalidateAndCancel()
+        try await server.close()
+    }
+
     @Test("sequential loads reuse one kept-alive connection; a Connection: close answer is followed by a new one")
     func keepAlive() async throws {
         let server = try await LoopbackHTTPServer()

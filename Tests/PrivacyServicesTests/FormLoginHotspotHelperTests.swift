@@ -37,7 +37,7 @@ struct FormLoginHotspotHelperTests {
     static func helper(_ base: String, passwordFile: String, extra: [String] = []) throws -> FormLoginHotspotHelper {
         try FormLoginHotspotHelper(arguments: [
             "--login-url", base + "/login", "--logout-url", base + "/logout", "--user", "guest", "--password-file", passwordFile,
-            "--interface", "eth0",
+            "--interface", "lo",
         ] + extra)
     }
 
@@ -54,23 +54,23 @@ struct FormLoginHotspotHelperTests {
         try await Served.start(portal).use { served in
             try await Self.withPasswordFile(password) { file in
                 let helper = try Self.helper(served.base, passwordFile: file)
-                var evaluate = HotspotHelperCommand(id: 1, kind: .evaluate, network: HotspotNetwork(interface: "eth0"))
+                var evaluate = HotspotHelperCommand(id: 1, kind: .evaluate, network: HotspotNetwork(interface: "lo"))
                 #expect(await helper.handle(evaluate).network?.confidence == .high)
                 evaluate.network = HotspotNetwork(interface: "wlan9")
                 #expect(await helper.handle(evaluate).network?.confidence == HotspotNetwork.Confidence.none)
                 let scan = await helper.handle(HotspotHelperCommand(id: 2, kind: .filterScanList, networkList: [
-                    HotspotNetwork(ssid: "a", interface: "eth0"), HotspotNetwork(ssid: "b", interface: "wlan9"),
+                    HotspotNetwork(ssid: "a", interface: "lo"), HotspotNetwork(ssid: "b", interface: "wlan9"),
                 ]))
                 #expect(scan.networkList.map(\.ssid) == ["a"] && scan.networkList.allSatisfy { $0.confidence == .high })
                 // --ssid narrows the claim to named networks on its interfaces.
                 let named = try Self.helper(served.base, passwordFile: file, extra: ["--ssid", "Café Libre"])
                 let namedScan = await named.handle(HotspotHelperCommand(id: 8, kind: .filterScanList, networkList: [
-                    HotspotNetwork(ssid: "Café Libre", interface: "eth0"), HotspotNetwork(ssid: "Office", interface: "eth0"),
+                    HotspotNetwork(ssid: "Café Libre", interface: "lo"), HotspotNetwork(ssid: "Office", interface: "lo"),
                     HotspotNetwork(ssid: "Café Libre", interface: "wlan9"),
                 ]))
-                #expect(namedScan.networkList.map(\.ssid) == ["Café Libre"] && namedScan.networkList.map(\.interface) == ["eth0"])
+                #expect(namedScan.networkList.map(\.ssid) == ["Café Libre"] && namedScan.networkList.map(\.interface) == ["lo"])
 
-                let network = HotspotNetwork(interface: "eth0")
+                let network = HotspotNetwork(interface: "lo")
                 let login = await helper.handle(HotspotHelperCommand(id: 3, kind: .authenticate, network: network))
                 #expect(login.commandID == 3 && login.result == .success)
                 #expect(await helper.handle(HotspotHelperCommand(id: 4, kind: .maintain, network: network)).result == .success)
@@ -83,8 +83,24 @@ struct FormLoginHotspotHelperTests {
             }
             try await Self.withPasswordFile("not it") { file in
                 let helper = try Self.helper(served.base, passwordFile: file)
-                let refused = await helper.handle(HotspotHelperCommand(id: 7, kind: .authenticate, network: HotspotNetwork(interface: "eth0")))
+                let refused = await helper.handle(HotspotHelperCommand(id: 7, kind: .authenticate, network: HotspotNetwork(interface: "lo")))
                 #expect(refused.result == .failure)
+            }
+        }
+    }
+
+    @Test("the helper's requests leave by the network's own interface: bound to one that cannot reach the portal, nothing arrives")
+    func requestsAreBoundToTheNetworksInterface() async throws {
+        let portal = Portal(password: "pw")
+        try await Served.start(portal).use { served in
+            try await Self.withPasswordFile("pw") { file in
+                let helper = try Self.helper(served.base, passwordFile: file)
+                let away = HotspotNetwork(interface: "nx-absent0")
+                #expect(await helper.handle(HotspotHelperCommand(id: 1, kind: .authenticate, network: away)).result == .temporaryFailure)
+                #expect(portal.bodies.withLock { $0 }.isEmpty, "no request reached the portal by another way")
+                let here = HotspotNetwork(interface: "lo")
+                #expect(await helper.handle(HotspotHelperCommand(id: 2, kind: .authenticate, network: here)).result == .success)
+                #expect(portal.bodies.withLock { $0.count } == 1)
             }
         }
     }
@@ -96,7 +112,7 @@ struct FormLoginHotspotHelperTests {
         await served.stop()
         try await Self.withPasswordFile("x") { file in
             let helper = try Self.helper(base, passwordFile: file)
-            let answer = await helper.handle(HotspotHelperCommand(id: 1, kind: .authenticate, network: HotspotNetwork(interface: "eth0")))
+            let answer = await helper.handle(HotspotHelperCommand(id: 1, kind: .authenticate, network: HotspotNetwork(interface: "lo")))
             #expect(answer.result == .temporaryFailure)
         }
     }

@@ -224,6 +224,11 @@ logins=$(( $(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log
 check "the helper kept the session past two of the portal's 6 s sessions ($logins logins)" bash -c "[ $logins -ge 4 ] && '$bin/netext' hotspot status | grep -q 'verdict: open'"
 check "the VPN connects with the kill switch still on" netext start Guarded
 check "through the tunnel: the office's internal host answers" laptop ping -c 2 -W 2 -q 10.20.0.5
+# The full tunnel now owns the default route; the helper's maintain still leaves by eth0 (its
+# requests are bound to the network's interface) and reaches the portal from the laptop's address.
+tunnel_logins=$(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log")
+check "with the full tunnel up, the helper keeps maintaining out of eth0 (bound), not through the tunnel" \
+  lab_wait "[ \$(grep -c 'POST /login from 198.51.100.2: accepted' '$work/portal.log') -gt $tunnel_logins ]" 10
 netext stop Guarded > /dev/null
 kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
 check "netextd stopping: the helper logs off at the portal" lab_wait "grep -q 'POST /logout from 198.51.100.2' <(tail -n 5 '$work/portal.log')" 5

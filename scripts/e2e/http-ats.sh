@@ -37,6 +37,13 @@ check "the HTTP/1.1-only server loads over HTTP/1.1 (ALPN fallback)" \
   expect_loads https://h1.lab.test:8444/ "(http/1.1, TLS 1.3)"
 check "a redirect is followed and held to the same rules" \
   expect_loads https://good.lab.test:8443/redirect "after 1 redirect(s)"
+# Unprivileged, as apps run: no socket option that needs a capability (a TCP option once set at
+# the socket level became SO_DEBUG, refused to non-root), and --interface binds without one.
+chmod 755 "$work" "$(dirname "$HTTP_LAB_CA")"; chmod 644 "$HTTP_LAB_CA"
+check "an unprivileged user loads the page, bound to the laptop's eth0 (SO_BINDTODEVICE)" bash -c "
+  ip netns exec '$LAB_LAPTOP' runuser -u nobody -- '$bin/netext' http get --cacert '$HTTP_LAB_CA' ${HTTP_LAB_RESOLVE[*]} --interface eth0 https://good.lab.test:8443/ | grep -q 'hello from the ATS lab'"
+check "bound to loopback it cannot reach the office: the binding holds" bash -c "
+  ! ip netns exec '$LAB_LAPTOP' runuser -u nobody -- '$bin/netext' http get --cacert '$HTTP_LAB_CA' ${HTTP_LAB_RESOLVE[*]} --interface lo --max-time 3 https://good.lab.test:8443/ > /dev/null 2>&1"
 
 check "cleartext HTTP is refused by default" expect_refused "cleartext HTTP" http://plain.lab.test:8080/
 check "a TLS 1.0-only server is refused by the TLS version rule" expect_refused "TLS version" https://tls10.lab.test:8445/
