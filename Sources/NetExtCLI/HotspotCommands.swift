@@ -10,7 +10,7 @@ struct HotspotCommand: AsyncParsableCommand {
         commandName: "hotspot",
         abstract: "Captive portals and Wi-Fi networks: is this network holding traffic until someone logs in? Which networks to join?",
         subcommands: [
-            HotspotStatusCommand.self, HotspotDetectCommand.self, HotspotAllowLoginCommand.self, HotspotListCommand.self,
+            HotspotStatusCommand.self, HotspotDetectCommand.self, HotspotAllowLoginCommand.self, HotspotOpenCommand.self, HotspotListCommand.self,
             HotspotConfigureCommand.self, HotspotConfiguredCommand.self, HotspotRemoveCommand.self,
         ])
 }
@@ -99,6 +99,22 @@ struct HotspotAllowLoginCommand: AsyncParsableCommand {
                 print("\(grant.user) (uid \(grant.uid)) may reach \(grant.interface) directly for \(grant.seconds) s")
                 if !grant.guardInForce { print("note: no kill switch is in force, so nothing was blocked; the grant applies if one comes into force") }
             }
+        }
+    }
+}
+
+struct HotspotOpenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "open", abstract: "Open the hotspot helper that asked for a person (it answered uiRequired): netextd sends it presentUI.",
+        discussion: "netext hotspot status shows 'helper session: awaitingUser' while a helper waits. Root or netextd's admin group.")
+    @OptionGroup var options: ClientOptions
+    @Option(help: "The helper's bundle identifier (default: the chosen helper).") var helper: String?
+
+    func run() async throws {
+        try await reportingFailures {
+            let status = try await options.withClient { client in try await client.call(OpenHotspotHelper(helper: helper)) }
+            if options.json { try options.printJSON(status); return }
+            for line in HotspotText.lines(status) { print(line) }
         }
     }
 }

@@ -65,6 +65,26 @@ struct HotspotHelperDriverTests {
         return response
     }
 
+    @Test("a helper that needs a person waits in awaitingUser; the person opening it sends presentUI, whose success maintains")
+    func aHelperThatNeedsAPersonWaitsUntilOpened() async throws {
+        let helpers = Helpers { _, command in
+            switch command.kind {
+            case .evaluate: Self.evaluation(command, .high)
+            case .authenticate: command.createResponse(.uiRequired)
+            default: command.createResponse(.success)
+            }
+        }
+        let driver = helpers.makeDriver(["form"], timing: .init(commandDeadline: 5, maintainInterval: 60, retryDelay: 0.1, retries: 2))
+        await driver.joined(Self.café)
+        #expect(await helpers.wait { helpers.states.withLock { $0.last } == .awaitingUser })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await driver.state == .awaitingUser, "nothing moves until a person opens the helper")
+        #expect(helpers.count(.presentUI, to: "form") == 0)
+        await driver.userOpened("form")
+        #expect(await helpers.wait { helpers.states.withLock { $0.last } == .maintaining })
+        #expect(helpers.count(.presentUI, to: "form") == 1)
+    }
+
     @Test func theMostConfidentHelperAuthenticatesMaintainsOnItsTimerAndLogsOffWhenTheNetworkIsLeft() async throws {
         let helpers = Helpers { helper, command in
             switch command.kind {

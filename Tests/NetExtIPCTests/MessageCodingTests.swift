@@ -21,7 +21,7 @@ struct MessageCodingTests {
         GetURLFilterVerdict(url: "https://www.example.test/a?b=c"), GetURLFilterStatus(), GetDNSSettingsStatus(),
         DetectCaptivePortal(interface: "wlan0", probeURL: "http://check.example.test/", probeResponse: "online"), DetectCaptivePortal(),
         AllowPortalLogin(user: "www-data", interface: "eth0", seconds: 300), AllowPortalLogin(user: "1000", seconds: 0), GetCaptivePortalStatus(),
-        GetHotspotList(), GetHotspotList(interface: "wlan0"),
+        GetHotspotList(), GetHotspotList(interface: "wlan0"), OpenHotspotHelper(), OpenHotspotHelper(helper: "org.netext.hotspot.form"),
         PlaceInApp(app: "org.example.App", executable: "/usr/bin/curl"), PlaceInApp(app: "org.example.App", executable: nil), ListApps(),
     ] as [any ControlMethod]).map { RequestEnvelope(id: 42, method: $0) }
 

@@ -222,6 +222,8 @@ check "netext hotspot list: the helper claims the café's network (filterScanLis
 sleep 13
 logins=$(( $(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log") - logins_before ))
 check "the helper kept the session past two of the portal's 6 s sessions ($logins logins)" bash -c "[ $logins -ge 4 ] && '$bin/netext' hotspot status | grep -q 'verdict: open'"
+out="$("$bin/netext" hotspot open 2>&1)"; status=$?
+check "netext hotspot open is refused while no helper waits for a person (exit $status)" bash -c "[ $status -eq 3 ] && grep -q 'is maintaining, not waiting for a person' <<< \"\$1\"" _ "$out"
 check "the VPN connects with the kill switch still on" netext start Guarded
 check "through the tunnel: the office's internal host answers" laptop ping -c 2 -W 2 -q 10.20.0.5
 # The full tunnel now owns the default route; the helper's maintain still leaves by eth0 (its

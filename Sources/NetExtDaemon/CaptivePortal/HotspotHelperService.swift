@@ -187,6 +187,22 @@ actor HotspotHelperService {
         pendingScans.removeValue(forKey: id)?.answer.resume(returning: response)
     }
 
+    /// A person opened `helper` (nil: the chosen one) after it answered `uiRequired`: it is sent
+    /// `presentUI`. Throws unless the session waits for a person and `helper` is the chosen one.
+    func open(helper: String?) async throws(NetExtError) -> HotspotHelperStatus {
+        guard let driver else { throw NetExtError.invalid("no hotspot helper runs (netextd --captive-portal-detection and an installed hotspot-helper provider)") }
+        let state = await driver.state
+        guard state == .awaitingUser, let chosen = await driver.chosen else {
+            throw NetExtError.invalid("the hotspot helper session is \(state), not waiting for a person to open its helper")
+        }
+        if let helper, helper != chosen {
+            throw NetExtError.invalid("\(helper) is not the helper that asked for a person; \(chosen) did")
+        }
+        logger.notice("hotspot helper opened by a person", metadata: ["helper": "\(chosen)"])
+        await driver.userOpened(chosen)
+        return await status()
+    }
+
     /// The helpers and the network's session, for `netext hotspot status`.
     func status() async -> HotspotHelperStatus {
         var states: [HotspotHelperStatus.Helper] = []

@@ -151,6 +151,12 @@ public final class ControlService: Sendable {
             status.helpers = await service.hotspotHelpers?.status()
             return status
         }
+        table.on(OpenHotspotHelper.self) { service, method, _ in
+            guard let helpers = service.hotspotHelpers else {
+                throw NetExtError.invalid("no hotspot helper runs (netextd --captive-portal-detection and an installed hotspot-helper provider)")
+            }
+            return try await helpers.open(helper: method.helper)
+        }
         table.on(GetHotspotList.self) { service, method, _ in
             await service.hotspotList(interface: method.interface)
         }

@@ -109,6 +109,17 @@ public struct GetHotspotList: ControlMethod {
     public init(interface: String? = nil) { self.interface = interface }
 }
 
+/// A person opens the hotspot helper that asked for them (`uiRequired`): netextd sends it
+/// `presentUI` (`netext hotspot open`). Root or the admin group.
+public struct OpenHotspotHelper: ControlMethod {
+    public typealias Result = HotspotHelperStatus
+    public static let name = "openHotspotHelper"
+    public static let modifiesState = true
+    /// nil: the chosen helper.
+    public var helper: String?
+    public init(helper: String? = nil) { self.helper = helper }
+}
+
 /// Lets one user's programs reach one interface directly for a while, past the kill switch, to
 /// log in to a captive portal (`netext hotspot allow-login`); `seconds` 0 ends it. Root or the
 /// admin group.
@@ -137,7 +148,7 @@ public enum ControlMethods {
         StartConnection.self, StopConnection.self, GetStatus.self, Subscribe.self, SendProviderMessage.self,
         InstallProfile.self, RemoveProfile.self, ListProfiles.self, ListProviders.self,
         GetFilterStatus.self, GetFilterLog.self, GetURLFilterVerdict.self, GetURLFilterStatus.self,
-        GetDNSSettingsStatus.self, DetectCaptivePortal.self, GetCaptivePortalStatus.self, AllowPortalLogin.self, GetHotspotList.self,
+        GetDNSSettingsStatus.self, DetectCaptivePortal.self, GetCaptivePortalStatus.self, AllowPortalLogin.self, GetHotspotList.self, OpenHotspotHelper.self,
         PlaceInApp.self, ListApps.self,
     ]
 }
