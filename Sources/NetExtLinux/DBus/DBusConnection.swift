@@ -14,6 +14,8 @@ public final class DBusConnection: Sendable {
     public let address: DBusAddress
     /// The unique name the bus gave us (`:1.42`).
     public let uniqueName: String
+    /// How long a call waits for its answer unless told otherwise: the connection's timeout.
+    public let callTimeoutSeconds: Double
     /// Signals kept for `nextSignal(within:)` before the oldest are dropped.
     public static let signalQueueLimit = 1_024
 
@@ -38,9 +40,11 @@ public final class DBusConnection: Sendable {
         throw lastFault
     }
 
-    /// Connects to `address`, authenticates and says `Hello`, each step within `timeoutSeconds`.
+    /// Connects to `address`, authenticates and says `Hello`, each step within `timeoutSeconds`,
+    /// which later calls wait at most too unless they say otherwise.
     public init(address: DBusAddress, timeoutSeconds: Double = 5) throws(DBusError) {
         self.address = address
+        callTimeoutSeconds = timeoutSeconds
         guard let socket = TCPSocket.connect(unixPath: address.socketPath, timeoutMilliseconds: Int(timeoutSeconds * 1000)) else {
             throw .unreachable(address: address.description, reason: String(cString: strerror(errno)))
         }
@@ -63,9 +67,10 @@ public final class DBusConnection: Sendable {
         uniqueName = name
     }
 
-    /// Calls a method and returns its answer's body; a D-Bus error answer throws `.remote`.
-    public func call(_ message: DBusMessage, timeoutSeconds: Double = 25) throws(DBusError) -> [DBusValue] {
-        try Self.exchange(message, socket: socket, state: state, timeoutSeconds: timeoutSeconds).body
+    /// Calls a method and returns its answer's body, waiting at most `timeoutSeconds` (default:
+    /// the connection's); a D-Bus error answer throws `.remote`.
+    public func call(_ message: DBusMessage, timeoutSeconds: Double? = nil) throws(DBusError) -> [DBusValue] {
+        try Self.exchange(message, socket: socket, state: state, timeoutSeconds: timeoutSeconds ?? callTimeoutSeconds).body
     }
 
     /// The next queued or arriving signal, or nil if none comes within `seconds`.
