@@ -7,7 +7,10 @@ import NIOSSL
 /// the server's certificate, then says whether it had expired, was not yet valid or came from
 /// an issuer the session does not trust. Nothing is sent on that connection after the handshake.
 enum CertificateTrustProbe {
-    static func explain(_ origin: HTTPOrigin, address: SocketAddress?, connectTimeout: TimeAmount, eventLoop: any EventLoop) async -> String? {
+    /// `requiredInterface`: the session's, so the probe leaves the way the load did.
+    static func explain(
+        _ origin: HTTPOrigin, address: SocketAddress?, connectTimeout: TimeAmount, eventLoop: any EventLoop, requiredInterface: String? = nil
+    ) async -> String? {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.certificateVerification = .none
         configuration.minimumTLSVersion = .tlsv1
@@ -15,7 +18,7 @@ enum CertificateTrustProbe {
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                InterfaceBinding.bind(channel, to: requiredInterface).flatMapThrowing {
                     let name = IPLiteral(origin.host) == nil ? origin.host : nil
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: name))
                 }

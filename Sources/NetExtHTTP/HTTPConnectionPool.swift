@@ -144,7 +144,8 @@ actor HTTPConnectionPool {
             ).get()
         } catch HTTPLoadError.tlsFailed(let host, let reason) where reason == TLSErrorText.untrustedCertificate {
             // BoringSSL says only that verification failed: find out why.
-            let why = await CertificateTrustProbe.explain(key.origin, address: address, connectTimeout: connectTimeout, eventLoop: eventLoop)
+            let why = await CertificateTrustProbe.explain(
+                key.origin, address: address, connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface)
             throw HTTPLoadError.tlsFailed(host: host, reason: why ?? reason)
         }
     }
