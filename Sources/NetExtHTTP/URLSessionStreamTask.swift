@@ -28,6 +28,8 @@ public final class URLSessionStreamTask: Sendable {
     private let session: URLSessionStreamContext
     /// The open connection and the reader in its pipeline.
     private let connection: NIOLockedValueBox<(channel: any Channel, reader: StreamReadBuffer)?>
+    /// Whether `closeWrite()` was called, and whether `.writeClosed` was told.
+    private let writeClose = NIOLockedValueBox((requested: false, reported: false))
 
     init(host: String, port: Int, session: URLSessionStreamContext) {
         self.host = host
@@ -110,10 +112,23 @@ public final class URLSessionStreamTask: Sendable {
         channel?.close(mode: .input, promise: nil)
     }
 
-    /// Closes the writing side: the peer reads end of file.
+    /// Closes the writing side: the peer reads end of file. `.writeClosed` follows once the
+    /// socket's output is shut — or once the connection has closed altogether, which closes the
+    /// writing side too (a peer that closed first must not lose the event).
     public func closeWrite() {
         guard let channel else { return }
-        channel.close(mode: .output).whenSuccess { self.eventSink.yield(.writeClosed) }
+        writeClose.withLockedValue { $0.requested = true }
+        channel.close(mode: .output).whenComplete { _ in self.reportWriteClosed() }
+    }
+
+    /// Yields `.writeClosed` once, if the writing side was asked to close.
+    private func reportWriteClosed() {
+        let first = writeClose.withLockedValue { state -> Bool in
+            guard state.requested, !state.reported else { return false }
+            state.reported = true
+            return true
+        }
+        if first { eventSink.yield(.writeClosed) }
     }
 
     /// Closes the connection.
@@ -142,7 +157,10 @@ public final class URLSessionStreamTask: Sendable {
             }
         do {
             let opened = try await (address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: port)).get()
-            opened.closeFuture.whenComplete { _ in sink.finish() }
+            opened.closeFuture.whenComplete { [self] _ in
+                reportWriteClosed()
+                sink.finish()
+            }
             // Two readers racing to open: the first connection stays, the other is closed.
             let kept = connection.withLockedValue { current -> (channel: any Channel, reader: StreamReadBuffer) in
                 if let current { return current }
