@@ -169,12 +169,10 @@ struct HotspotListCommand: AsyncParsableCommand {
     /// The scan list straight from the Wi-Fi service, unclaimed.
     static func direct(interface: String?) async throws -> HotspotListReport {
         let service = try await HotspotConfigurationManager.shared().service
-        let list = try service.scanList(interface: interface)
-        var joined: [String] = []
-        for name in try interface.map({ [$0] }) ?? service.wifiInterfaces() {
-            if let network = try service.joinedNetwork(interface: name) { joined.append(network.bssid) }
-        }
-        return HotspotListReport(service: service.name, scanList: HotspotScanList(scan: list.map { HotspotNetwork($0) }, answers: []), joinedBSSIDs: joined)
+        let scan = try service.scanAndJoined(interface: interface)
+        return HotspotListReport(
+            service: service.name, scanList: HotspotScanList(scan: scan.networks.map { HotspotNetwork($0) }, answers: []),
+            joinedBSSIDs: scan.joined.map(\.bssid))
     }
 }
 

@@ -1,3 +1,4 @@
+import NetExtCore
 import NIOCore
 #if canImport(Glibc)
 import Glibc
@@ -12,10 +13,10 @@ enum InterfaceBinding {
     /// `IFNAMSIZ`: an interface name and its NUL.
     typealias Name = (CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar, CChar)
 
-    /// The option's value for `interface`; nil if the name does not fit (15 bytes at most) or is empty.
+    /// The option's value for `interface`; nil unless it is an interface name (`InterfaceName`).
     static func name(_ interface: String) -> Name? {
+        guard InterfaceName.isValid(interface) else { return nil }
         let bytes = Array(interface.utf8)
-        guard !bytes.isEmpty, bytes.count < 16, !bytes.contains(0) else { return nil }
         var name: Name = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &name) { buffer in buffer.copyBytes(from: bytes) }
         return name

@@ -37,7 +37,7 @@ public struct HotspotConfigurationManager: Sendable {
     /// when the network is joined already (the configuration is kept), `systemConfiguration`
     /// when the Wi-Fi service refuses.
     public func apply(_ configuration: HotspotConfiguration) async throws(HotspotConfigurationError) {
-        try configuration.validate()
+        // Every `WiFiNetworkService.apply` validates first: nothing is checked twice.
         let service = service, time = now()
         try await Self.blocking { () throws(HotspotConfigurationError) in try service.apply(configuration, now: time) }
     }

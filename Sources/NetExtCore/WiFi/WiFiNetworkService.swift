@@ -12,7 +12,8 @@ public protocol WiFiNetworkService: Sendable {
     func scanList(interface: String?) throws(HotspotConfigurationError) -> [WiFiScanResult]
     /// The network `interface` has joined, if any (nil also when it is no Wi-Fi interface).
     func joinedNetwork(interface: String) throws(HotspotConfigurationError) -> WiFiScanResult?
-    /// Keeps `configuration` and joins its network if in range. `now` (seconds since 1970)
+    /// Validates `configuration` (`HotspotConfiguration.validate()`, before anything is kept),
+    /// keeps it and joins its network if in range. `now` (seconds since 1970)
     /// starts a `lifeTimeInDays`.
     func apply(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError)
     /// Forgets the configuration named `name` (an SSID, prefix with `*` or Hotspot 2.0 domain)
@@ -21,4 +22,18 @@ public protocol WiFiNetworkService: Sendable {
     /// The names of the configurations made through NetExt and still in their lifetime at `now`;
     /// expired ones are removed.
     func configuredNames(now: Double) throws(HotspotConfigurationError) -> [String]
+}
+
+extension WiFiNetworkService {
+    /// What `interface` (nil: every Wi-Fi interface) sees, and the networks joined now there.
+    public func scanAndJoined(interface: String?) throws(HotspotConfigurationError) -> (networks: [WiFiScanResult], joined: [WiFiScanResult]) {
+        let networks = try scanList(interface: interface)
+        let names: [String]
+        if let interface { names = [interface] } else { names = try wifiInterfaces() }
+        var joined: [WiFiScanResult] = []
+        for name in names {
+            if let network = try joinedNetwork(interface: name) { joined.append(network) }
+        }
+        return (networks, joined)
+    }
 }

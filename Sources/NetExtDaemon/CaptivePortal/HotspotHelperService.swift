@@ -166,7 +166,7 @@ actor HotspotHelperService {
             let response: HotspotHelperResponse? = await withCheckedContinuation { continuation in
                 pendingScans[id] = (bundle, continuation)
                 Task { [weak self] in
-                    guard await self?.sendScan(HotspotHelperCommand(id: id, kind: .filterScanList, networkList: scan), to: bundle) == true else {
+                    guard await self?.send(HotspotHelperCommand(id: id, kind: .filterScanList, networkList: scan), to: bundle) == true else {
                         await self?.resolveScan(id, with: nil)
                         return
                     }
@@ -177,10 +177,6 @@ actor HotspotHelperService {
             if let response { answers.append((bundle, response)) } else { silent.append(bundle) }
         }
         return (answers, silent)
-    }
-
-    private func sendScan(_ command: HotspotHelperCommand, to helper: String) async -> Bool {
-        await send(command, to: helper)
     }
 
     private func resolveScan(_ id: UInt64, with response: HotspotHelperResponse?) {

@@ -42,14 +42,8 @@ public final class MachineWiFiService: Sendable {
     /// joined now; throws why no service answers.
     public func scan(interface: String?) throws(HotspotConfigurationError) -> (service: String, networks: [WiFiScanResult], joined: [WiFiScanResult]) {
         try withService { (service: any WiFiNetworkService) throws(HotspotConfigurationError) -> (service: String, networks: [WiFiScanResult], joined: [WiFiScanResult]) in
-            let networks = try service.scanList(interface: interface)
-            var joined: [WiFiScanResult] = []
-            let names: [String]
-            if let interface { names = [interface] } else { names = try service.wifiInterfaces() }
-            for name in names {
-                if let network = try service.joinedNetwork(interface: name) { joined.append(network) }
-            }
-            return (service.name, networks, joined)
+            let scan = try service.scanAndJoined(interface: interface)
+            return (service.name, scan.networks, scan.joined)
         }
     }
 

@@ -60,10 +60,8 @@ public final class DBusConnection: Sendable {
         guard socket.write(Array("BEGIN\r\n".utf8)) else { throw .closed }
         let hello = DBusMessage.methodCall(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello")
-        var name = ""
         let reply = try Self.exchange(hello, socket: socket, state: state, timeoutSeconds: timeoutSeconds)
-        name = reply.body.first?.stringValue ?? ""
-        guard !name.isEmpty else { throw .unexpectedReply(member: "Hello", expected: "s", found: reply.signature) }
+        guard let name = reply.body.first?.stringValue, !name.isEmpty else { throw .unexpectedReply(member: "Hello", expected: "s", found: reply.signature) }
         uniqueName = name
     }
 
