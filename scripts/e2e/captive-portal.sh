@@ -14,7 +14,7 @@ source scripts/lib/e2e.sh portal
 source scripts/lib/lab-ca.sh
 source scripts/lib/install-packages.sh
 source scripts/lib/wifi-mock.sh
-netext_install dnsmasq-base nftables tcpdump curl python3 > /dev/null || { echo "FAIL installing dnsmasq-base"; exit 1; }
+netext_install dnsmasq-base nftables tcpdump curl python3 dbus-daemon python3-dbusmock > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 session_seconds=6
 table="${LAB_PREFIX}_portal"
 internet() { ip netns exec "$LAB_INTERNET" "$@"; }

@@ -7,6 +7,8 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh ondemand
 source scripts/lib/wifi-mock.sh
+source scripts/lib/install-packages.sh
+netext_install iproute2 iputils-ping curl python3 dbus-daemon python3-dbusmock > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 status_is() { "$bin/netext" status Office 2>/dev/null | grep -q "^Office: $1"; }
 becomes() { lab_wait "'$bin/netext' status Office | grep -q '^Office: $1'" "${2:-15}"; }
 stays() { local until=$((SECONDS + $2)); while [ $SECONDS -lt $until ]; do status_is "$1" || return 1; sleep 0.5; done; }
