@@ -28,6 +28,7 @@ let package = Package(
         .executable(name: "netext-proxy-provider", targets: ["netext-proxy-provider"]),
         .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
         .executable(name: "netext-hotspot-helper", targets: ["netext-hotspot-helper"]),
+        .executable(name: "netext-transferd", targets: ["netext-transferd"]),
         .executable(name: "netext-server", targets: ["netext-server"]),
         .executable(name: "netext-urlfilter-db", targets: ["netext-urlfilter-db"]),
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
@@ -140,13 +141,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The user's transfer service for background sessions (netext-transferd): tasks in
+        // SQLite, carried out with NetExtHTTP, resumed after restarts and network changes.
+        .target(
+            name: "BackgroundTransfers",
+            dependencies: [
+                "NetExtHTTP", "NetExtLinux", "NetExtTransport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         // The HTTP client for apps: a URLSession-shaped API with App Transport Security, HTTP/2 by
         // ALPN with one connection per origin (SwiftNIO directly: AsyncHTTPClient offers no
         // hook to inspect the server's certificate, which ATS's key, signature and pin rules need).
         .target(
             name: "NetExtHTTP",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC", "NetExtProxies",
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtProxies", "NetExtTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -353,6 +366,7 @@ let package = Package(
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
         // The reference hotspot helper: a captive portal's form login (docs/captive-portals.md).
         .executableTarget(name: "netext-hotspot-helper", dependencies: ["NetExt", "NetExtFilters"]),
+        .executableTarget(name: "netext-transferd", dependencies: ["BackgroundTransfers"]),
         .executableTarget(name: "netext-proxy-provider", dependencies: ["NetExt", "NetExtProxies"]),
         // NetExtHTTP against AsyncHTTPClient on the same nginx (scripts/bench-http).
         .executableTarget(
@@ -438,7 +452,7 @@ let package = Package(
         .testTarget(
             name: "NetExtHTTPTests",
             dependencies: [
-                "NetExtHTTP", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "NetExtHTTP", "BackgroundTransfers", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),

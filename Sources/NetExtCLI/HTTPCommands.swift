@@ -14,7 +14,7 @@ struct HTTPCommand: AsyncParsableCommand {
             Each load is also asked of netextd's URL filter when one runs. \
             Exit status: 0 answered, 1 denied by the URL filter, 12 refused by App Transport Security, 5 any other failure, 75 timed out.
             """,
-        subcommands: [HTTPGetCommand.self, HTTPHeadCommand.self, HTTPPostCommand.self, HTTPDiagnoseCommand.self])
+        subcommands: [HTTPGetCommand.self, HTTPHeadCommand.self, HTTPPostCommand.self, HTTPDiagnoseCommand.self, HTTPBackgroundCommand.self])
 }
 
 /// Options every `netext http` command takes.
@@ -25,7 +25,7 @@ struct HTTPOptions: ParsableArguments {
     var caFile: String?
     @Option(name: .customLong("resolve"), help: "HOST:ADDRESS — connect to ADDRESS for HOST instead of looking it up (repeatable).")
     var resolve: [String] = []
-    @Option(name: .customLong("max-time"), help: "Seconds a load may take (default 60).")
+    @Option(name: .customLong("max-time"), help: "Seconds a load may go without a byte of its answer (default 60).")
     var maxTime: Double = 60
     @Flag(name: .customLong("http1.1"), help: "Offer only HTTP/1.1 (no HTTP/2 by ALPN).")
     var http1Only = false
@@ -36,8 +36,8 @@ struct HTTPOptions: ParsableArguments {
     @Option(name: .customLong("cookie-group"), help: "Keep cookies in this app group's container, shared with the group's other processes (default: none kept after the command).")
     var cookieGroup: String?
 
-    func sessionConfiguration(verbose: Bool) throws -> URLSessionConfiguration {
-        var configuration = URLSessionConfiguration.default
+    func sessionConfiguration(verbose: Bool, base: URLSessionConfiguration = .default) throws -> URLSessionConfiguration {
+        var configuration = base
         if let atsFile {
             do { configuration.appTransportSecurity = try ATSPolicy(contentsOf: atsFile) } catch { throw HTTPCommandFailure.usage(error.description) }
         }

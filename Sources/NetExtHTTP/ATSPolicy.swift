@@ -2,7 +2,7 @@
 /// Info.plist, same keys and meanings (Apple's "Information Property List" reference,
 /// NSAppTransportSecurity). ``ATSPolicy/strict`` — no dictionary — is what every load gets
 /// by default: HTTPS only, TLS 1.2 or later with forward secrecy, strong certificates.
-public struct ATSPolicy: Sendable, Equatable {
+public struct ATSPolicy: Sendable, Equatable, Codable {
     /// `NSAllowsArbitraryLoads`: ATS lifted for every domain not named in ``exceptionDomains``.
     /// Ignored when ``allowsLocalNetworking`` (or one of the media/web-content keys) is present,
     /// as on Apple platforms since iOS 10.
@@ -31,7 +31,7 @@ public struct ATSPolicy: Sendable, Equatable {
 }
 
 /// One `NSExceptionDomains` entry.
-public struct ATSDomainException: Sendable, Equatable {
+public struct ATSDomainException: Sendable, Equatable, Codable {
     /// `NSIncludesSubdomains`.
     public var includesSubdomains = false
     /// `NSExceptionAllowsInsecureHTTPLoads`: cleartext HTTP allowed, and the certificate
@@ -49,7 +49,7 @@ public struct ATSDomainException: Sendable, Equatable {
 }
 
 /// One `NSPinnedDomains` entry: SHA-256 of SubjectPublicKeyInfo, base64 (`SPKI-SHA256-BASE64`).
-public struct ATSPinnedDomain: Sendable, Equatable {
+public struct ATSPinnedDomain: Sendable, Equatable, Codable {
     /// `NSIncludesSubdomains`.
     public var includesSubdomains = false
     /// `NSPinnedLeafIdentities`: the server's own certificate must have one of these keys.
@@ -61,7 +61,7 @@ public struct ATSPinnedDomain: Sendable, Equatable {
 }
 
 /// The TLS versions `NSExceptionMinimumTLSVersion` names.
-public enum ATSTLSVersion: String, Sendable, Comparable, CaseIterable {
+public enum ATSTLSVersion: String, Sendable, Comparable, CaseIterable, Codable {
     case tls10 = "TLSv1.0"
     case tls11 = "TLSv1.1"
     case tls12 = "TLSv1.2"

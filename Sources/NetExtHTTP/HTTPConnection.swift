@@ -164,13 +164,15 @@ final class HTTPConnection: @unchecked Sendable {
         let seconds = Double(timeout.nanoseconds) / 1e9
         // One hop onto the event loop for the timer and the request together.
         eventLoop.execute { [mode, channel] in
-            let timer = eventLoop.scheduleTask(in: timeout) {
+            // `timeoutIntervalForRequest` is how long the load may go without a byte of its
+            // answer (Foundation's meaning), not how long the whole answer may take.
+            let activity = AnswerActivity()
+            activity.watch(on: eventLoop, idleLimit: timeout, until: promise.futureResult) {
                 promise.fail(HTTPLoadError.timedOut(url: request.url, seconds: seconds))
             }
-            promise.futureResult.whenComplete { _ in timer.cancel() }
             switch mode {
             case .http1(let collector):
-                collector.send(request, limit: limit, sink: sink, promise: promise)
+                collector.send(request, limit: limit, sink: sink, activity: activity, promise: promise)
                 // A failed exchange (timed out mid-answer) leaves the connection unusable.
                 promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
             case .http2(let multiplexer):
@@ -185,7 +187,7 @@ final class HTTPConnection: @unchecked Sendable {
                 stream.futureResult.whenComplete { result in
                     switch result {
                     case .success(let streamChannel):
-                        collector.send(request, limit: limit, sink: sink, promise: promise)
+                        collector.send(request, limit: limit, sink: sink, activity: activity, promise: promise)
                         // A stream given up on is reset (RST_STREAM CANCEL), freeing it at the server.
                         promise.futureResult.whenComplete { _ in streamChannel.close(promise: nil) }
                     case .failure:
@@ -206,6 +208,25 @@ final class HTTPConnection: @unchecked Sendable {
         case .tlsv12: "TLS 1.2"
         case .tlsv13: "TLS 1.3"
         }
+    }
+}
+
+/// When the answer last moved: the exchange's timer fires only after `idleLimit` without a
+/// byte, re-arming itself for the rest of the interval while bytes keep coming.
+final class AnswerActivity: @unchecked Sendable {
+    // @unchecked: touched only on the exchange's event loop.
+    var lastRead = NIODeadline.now()
+
+    func watch(on eventLoop: any EventLoop, idleLimit: TimeAmount, until done: EventLoopFuture<RawResponse>, expire: @escaping () -> Void) {
+        var timer: Scheduled<Void>?
+        func arm(_ delay: TimeAmount) {
+            timer = eventLoop.scheduleTask(in: delay) { [self] in
+                let quiet = NIODeadline.now() - lastRead
+                if quiet >= idleLimit { expire() } else { arm(idleLimit - quiet) }
+            }
+        }
+        arm(idleLimit)
+        done.whenComplete { _ in timer?.cancel() }
     }
 }
 

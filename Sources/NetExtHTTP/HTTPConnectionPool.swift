@@ -23,6 +23,8 @@ actor HTTPConnectionPool {
     private let requiredInterface: String?
     private var shared: [Key: HTTPConnection] = [:]
     private var idle: [Key: [HTTPConnection]] = [:]
+    /// HTTP/1.1 connections carrying a load now (closed by ``shutdown()``, which cancels it).
+    private var leased: [ObjectIdentifier: HTTPConnection] = [:]
     private var opening: [Key: Task<HTTPConnection, any Error>] = [:]
     private var contexts: [ATSRequirements: NIOSSLContext] = [:]
     /// HTTP/1.1 connections open, leased or being opened, per key; and the loads waiting for one.
@@ -54,7 +56,7 @@ actor HTTPConnectionPool {
             if connection.isUsable { return (connection, true) }
             shared[key] = nil
         }
-        if let connection = takeIdle(key) { return (connection, true) }
+        if let connection = takeIdle(key) { return leasing(connection, reused: true) }
         if let first = opening[key] {
             let connection = try await first.value
             if connection.isHTTP2 && connection.isUsable { return (connection, true) }
@@ -63,7 +65,7 @@ actor HTTPConnectionPool {
         while http1Count[key, default: 0] >= maximumConnectionsPerHost {
             await withCheckedContinuation { waiting[key, default: []].append($0) }
             if isShutDown { throw HTTPLoadError.cancelled }
-            if let connection = takeIdle(key) { return (connection, true) }
+            if let connection = takeIdle(key) { return leasing(connection, reused: true) }
         }
         http1Count[key, default: 0] += 1
         let task = Task { try await self.open(key) }
@@ -79,8 +81,18 @@ actor HTTPConnectionPool {
         if connection.isHTTP2 {
             http1Ended(key)
             shared[key] = connection
+            return (connection, false)
         }
-        return (connection, false)
+        if isShutDown {
+            connection.close()
+            throw HTTPLoadError.cancelled
+        }
+        return leasing(connection, reused: false)
+    }
+
+    private func leasing(_ connection: HTTPConnection, reused: Bool) -> (HTTPConnection, reused: Bool) {
+        leased[ObjectIdentifier(connection)] = connection
+        return (connection, reused)
     }
 
     /// An idle HTTP/1.1 connection that is still open; closed ones found on the way are counted out.
@@ -109,6 +121,7 @@ actor HTTPConnectionPool {
     /// Gives an HTTP/1.1 connection back after a load (HTTP/2 ones stay shared).
     func release(_ connection: HTTPConnection, _ key: Key, reusable: Bool) {
         guard !connection.isHTTP2 else { return }
+        leased[ObjectIdentifier(connection)] = nil
         guard reusable, connection.isUsable, !isShutDown else {
             connection.close()
             http1Ended(key)
@@ -122,6 +135,8 @@ actor HTTPConnectionPool {
         isShutDown = true
         for connection in shared.values { connection.close() }
         for list in idle.values { for connection in list { connection.close() } }
+        for connection in leased.values { connection.close() }
+        leased = [:]
         shared = [:]
         idle = [:]
         for list in waiting.values { for waiter in list { waiter.resume() } }

@@ -17,16 +17,25 @@ public final class HTTPCookieStorage: Sendable {
     /// This process's cookies (what `.default` sessions use).
     public static let shared = HTTPCookieStorage()
 
-    /// An empty storage in memory.
-    public init() { file = nil }
+    /// The app group whose container holds these cookies; nil for a storage in memory.
+    public let groupContainerIdentifier: String?
 
-    private init(file: CookieJarFile) { self.file = file }
+    /// An empty storage in memory.
+    public init() {
+        file = nil
+        groupContainerIdentifier = nil
+    }
+
+    private init(file: CookieJarFile, group: String) {
+        self.file = file
+        groupContainerIdentifier = group
+    }
 
     /// The cookies of an app group, shared with the group's other processes through its
     /// container (``GroupContainer``).
     public static func sharedCookieStorage(forGroupContainerIdentifier identifier: String) throws(HTTPLoadError) -> HTTPCookieStorage {
         let directory = try GroupContainer.directory(for: identifier).appendingPathComponent("Library/Cookies")
-        return HTTPCookieStorage(file: try CookieJarFile(directory: directory))
+        return HTTPCookieStorage(file: try CookieJarFile(directory: directory), group: identifier)
     }
 
     /// Every cookie not yet expired.

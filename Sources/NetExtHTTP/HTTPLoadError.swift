@@ -16,6 +16,12 @@ public enum HTTPLoadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A download broke off; ``URLSession/download(resumingFrom:progress:)`` goes on with it.
     case interrupted(reason: String, resumeData: DownloadResumeData)
     case cancelled
+    /// The user's transfer service (background sessions) could not be reached or started.
+    case transferServiceUnavailable(String)
+    /// The transfer service refused a command (an unknown task, an unreadable upload file, …).
+    case transferRefused(String)
+    /// A background task failed; the sentence is the transfer service's.
+    case transferFailed(String)
 
     public var description: String {
         switch self {
@@ -31,6 +37,9 @@ public enum HTTPLoadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .deniedByURLFilter(let url, let reason): "\(url) was not loaded: \(reason)."
         case .interrupted(let reason, let resume): "The download of \(resume.url.absoluteString) stopped after \(resume.bytesReceived) bytes (\(reason)); it can be resumed."
         case .cancelled: "The load was cancelled."
+        case .transferServiceUnavailable(let reason): "The background transfer service is not available: \(reason)."
+        case .transferRefused(let reason): "The background transfer service refused: \(reason)."
+        case .transferFailed(let reason): reason
         }
     }
 

@@ -4,7 +4,7 @@ import NetExtProxies
 /// Where a session's connections go first: an HTTP proxy (a CONNECT tunnel, RFC 9110 §9.3.6, for
 /// https; the absolute URL as request target, RFC 9112 §3.2.2, for http) or a SOCKS5 proxy
 /// (RFC 1928, no authentication, the name resolved by the proxy).
-public enum ConnectionProxy: Sendable, Hashable, CustomStringConvertible {
+public enum ConnectionProxy: Sendable, Hashable, Codable, CustomStringConvertible {
     case http(host: String, port: Int)
     case socks5(host: String, port: Int)
 

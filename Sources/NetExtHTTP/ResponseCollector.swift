@@ -55,6 +55,7 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
         var head: HTTPResponseHead?
         var body: ByteBuffer
         var sink: BodySink?
+        var activity: AnswerActivity?
         /// The body goes to `sink` (a 2xx answer with a sink).
         var streaming = false
     }
@@ -72,13 +73,13 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
     }
 
     /// Writes `request` and answers `promise` with the response. Call on the event loop.
-    func send(_ request: PreparedRequest, limit: Int, sink: BodySink? = nil, promise: EventLoopPromise<RawResponse>) {
+    func send(_ request: PreparedRequest, limit: Int, sink: BodySink? = nil, activity: AnswerActivity? = nil, promise: EventLoopPromise<RawResponse>) {
         guard let context, context.channel.isActive else {
             promise.fail(ConnectionClosedBeforeAnswer(url: request.url))
             return
         }
         sawAnswerBytes = false
-        pending = Pending(promise: promise, url: request.url, limit: limit, body: context.channel.allocator.buffer(capacity: 0), sink: sink)
+        pending = Pending(promise: promise, url: request.url, limit: limit, body: context.channel.allocator.buffer(capacity: 0), sink: sink, activity: activity)
         context.write(wrapOutboundOut(.head(request.head)), promise: nil)
         if var body = request.body {
             if let progress = request.uploadProgress {
@@ -100,6 +101,7 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard pending != nil else { return }
         sawAnswerBytes = true
+        pending!.activity?.lastRead = .now()
         switch unwrapInboundIn(data) {
         case .head(let head):
             // 1xx answers (100 Continue, 103 Early Hints) come before the real one (RFC 9110 §15.2).
@@ -117,6 +119,8 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
                     sink.received = 0
                 }
                 sink.expected = length.map { sink.received + $0 }
+                // A whole answer (200) names its own validator; a 206 goes on under the old one.
+                if head.status == .ok { sink.validator = nil }
                 sink.validator = sink.validator ?? head.headers.first(name: "etag") ?? head.headers.first(name: "last-modified")
                 sink.onHead?()
                 return

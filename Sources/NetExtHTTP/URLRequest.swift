@@ -2,7 +2,7 @@ import Foundation
 
 /// A load to make: URL, method, header fields, body (Foundation's `URLRequest`, the parts
 /// NetExtHTTP uses).
-public struct URLRequest: Sendable, Equatable {
+public struct URLRequest: Sendable, Equatable, Codable {
     public var url: URL
     public var httpMethod = "GET"
     public var allHTTPHeaderFields: [String: String] = [:]

@@ -17,8 +17,21 @@ public final class URLSession: Sendable {
     /// What the session's stream tasks use.
     let streamContext: URLSessionStreamContext
 
-    public init(configuration: URLSessionConfiguration = .default, eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    /// Told of background tasks' progress and completion (Foundation's session delegate).
+    public let delegate: (any URLSessionDelegate)?
+    /// A background session's link to the transfer service.
+    let background: BackgroundTransferClient?
+
+    /// A session. A background configuration (``URLSessionConfiguration/background(withIdentifier:)``)
+    /// connects to the user's transfer service at once, so that the events of tasks finished
+    /// while no process of the session ran reach `delegate`.
+    public init(
+        configuration: URLSessionConfiguration = .default, delegate: (any URLSessionDelegate)? = nil,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
         self.configuration = configuration
+        self.delegate = delegate
+        background = configuration.identifier.map { BackgroundTransferClient(identifier: $0, socketPath: configuration.transferServiceSocket) }
         streamContext = URLSessionStreamContext(configuration: configuration, eventLoopGroup: eventLoopGroup)
         var addresses: [String: String] = [:]
         for (name, address) in configuration.hostAddresses { addresses[name.lowercased()] = address }
@@ -27,6 +40,10 @@ public final class URLSession: Sendable {
             connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy,
             requiredInterface: configuration.requiredInterface)
+        if let background {
+            background.bind(to: self)
+            Task { _ = try? await background.call(.list) }
+        }
     }
 
     /// Closes the session's connections; loads after it fail.

@@ -5,8 +5,17 @@ public struct URLSessionConfiguration: Sendable {
     public var appTransportSecurity = ATSPolicy.strict
     /// Whom servers' certificates must be signed by.
     public var trust = HTTPTrust.system
-    /// `timeoutIntervalForRequest`: how long a load may wait for its answer, in seconds.
+    /// `timeoutIntervalForRequest`: how long a load may go without a byte of its answer, in
+    /// seconds (an idle limit, as Foundation's: a long download is not cut off while it moves).
     public var timeoutIntervalForRequest: Double = 60
+    /// `timeoutIntervalForResource`: how long a background transfer may take in all, retries
+    /// included, in seconds (7 days, as Foundation's default).
+    public var timeoutIntervalForResource: Double = 7 * 24 * 3600
+    /// A background session's identifier (``background(withIdentifier:)``), nil for others.
+    public private(set) var identifier: String?
+    /// Where a background session finds the user's transfer service (Linux addition; the
+    /// default is `$NETEXT_TRANSFERS_SOCKET`, else `$XDG_RUNTIME_DIR/netext/transfers.sock`).
+    public var transferServiceSocket = BackgroundTransferPaths.socket
     /// How long opening a connection may take, in seconds.
     public var timeoutIntervalForConnect: Double = 10
     /// Whether HTTP/2 is offered by ALPN (HTTP/1.1 is the fallback either way).
@@ -50,6 +59,16 @@ public struct URLSessionConfiguration: Sendable {
     public static var ephemeral: URLSessionConfiguration {
         var configuration = URLSessionConfiguration()
         configuration.httpCookieStorage = HTTPCookieStorage()
+        return configuration
+    }
+
+    /// A background session's configuration: its download and upload tasks are carried out by
+    /// the user's transfer service (`netext-transferd`), go on after the app exits, are
+    /// resumed after a network change or a restart, and report to whichever process next makes
+    /// a session with the same identifier (docs/background-transfers.md).
+    public static func background(withIdentifier identifier: String) -> URLSessionConfiguration {
+        var configuration = URLSessionConfiguration()
+        configuration.identifier = identifier
         return configuration
     }
 }

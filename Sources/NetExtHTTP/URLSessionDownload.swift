@@ -48,11 +48,16 @@ extension URLSession {
 
     /// Goes on with an interrupted download: a Range request for the rest (RFC 9110 §14.2)
     /// with If-Range, so that a changed resource is sent whole (200) and the file restarted.
-    public func download(resumingFrom resume: DownloadResumeData, progress: (@Sendable (Int64, Int64?) -> Void)? = nil) async throws(HTTPLoadError) -> (URL, HTTPURLResponse) {
-        var request = URLRequest(url: resume.url)
+    /// With a `checkpoint`, it is rewritten when the answer's head comes (a changed resource's
+    /// new validator).
+    public func download(
+        resumingFrom resume: DownloadResumeData, request original: URLRequest? = nil, checkpoint: URL? = nil, progress: (@Sendable (Int64, Int64?) -> Void)? = nil
+    ) async throws(HTTPLoadError) -> (URL, HTTPURLResponse) {
+        var request = original ?? URLRequest(url: resume.url)
+        request.url = resume.url
         request.setValue("bytes=\(resume.bytesReceived)-", forHTTPHeaderField: "Range")
         request.setValue(resume.validator, forHTTPHeaderField: "If-Range")
-        return try await transfer(request, into: resume.partialFile, from: resume.bytesReceived, validator: resume.validator, checkpoint: nil, progress: progress)
+        return try await transfer(request, into: resume.partialFile, from: resume.bytesReceived, validator: resume.validator, checkpoint: checkpoint, progress: progress)
     }
 
     private func transfer(
