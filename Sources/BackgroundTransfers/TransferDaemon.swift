@@ -18,6 +18,9 @@ public enum TransferDaemon {
         public var idleExit: Double = ProcessInfo.processInfo.environment["NETEXT_TRANSFERD_IDLE_EXIT"].flatMap(Double.init).map { max(0, $0) } ?? 60
         /// Log to standard error as well as to `<state>/transferd.log`.
         public var logToStandardError = false
+        /// Started by an app (``TransferServiceLauncher``): standard error is the app's pipe,
+        /// let go of once listening.
+        public var startedOnDemand = false
 
         public init() {}
     }
@@ -48,6 +51,7 @@ public enum TransferDaemon {
                 }
                 options.idleExit = seconds
             case "--log-stderr": options.logToStandardError = true
+            case "--started-on-demand": options.startedOnDemand = true
             case "-h", "--help": throw TransferArgumentError(usage)
             default: throw TransferArgumentError("unknown argument '\(argument)'\n\(usage)")
             }
@@ -58,6 +62,7 @@ public enum TransferDaemon {
 
     /// Runs until idle for `options.idleExit` (or forever with 0). Returns the exit status.
     public static func run(_ options: Options) async -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
         do { try TransferDirectories.makePrivate(options.state) } catch {
             FileHandle.standardError.write(Data("netext-transferd: \(error)\n".utf8))
             return 1
@@ -83,6 +88,11 @@ public enum TransferDaemon {
             return 1
         }
         log.write("listening on \(options.socket) (uid \(getuid()))")
+        if options.startedOnDemand {
+            // The app that started us reads our standard error only until we answer.
+            let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+            if null >= 0 { dup2(null, 2); close(null) }
+        }
         let watcher = RouteChangeWatcher()
         watcher.start { Task { await service.networkChanged() } }
         var idleSince: ContinuousClock.Instant?

@@ -134,10 +134,12 @@ final class TransferLink: TransferEventSink {
 /// others may write them (a planted directory could take the user's transfers).
 enum TransferDirectories {
     static func makePrivate(_ path: String) throws(TransferServiceError) {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .setUp("cannot make \(path): \(error.localizedDescription)")
+        var made = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            made += "/\(component)"
+            if mkdir(made, 0o700) != 0, errno != EEXIST {
+                throw .setUp("cannot make \(made): \(String(cString: strerror(errno)))")
+            }
         }
         var facts = stat()
         guard lstat(path, &facts) == 0 else { throw .setUp("cannot read \(path): \(String(cString: strerror(errno)))") }

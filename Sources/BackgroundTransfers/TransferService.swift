@@ -194,10 +194,8 @@ actor TransferService {
                 break
             }
             let directory = taskDirectory(id)
-            do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                finish(record, TransferOutcome(error: "The task's directory \(directory.path) cannot be made: \(error.localizedDescription)"))
+            do { try TransferDirectories.makePrivate(directory.path) } catch {
+                finish(record, TransferOutcome(error: "\(error)"))
                 break
             }
             let result = await attempt(record, in: directory)
@@ -217,7 +215,7 @@ actor TransferService {
                 let bytes = (try? TransferAttempt(directory: directory, settings: record.spec.settings).bytesOnDisk) ?? 0
                 try? store.noteRetry(id, error: error.description, bytesReceived: bytes)
                 let delay = min(policy.delay(afterFailures: failures), max(0, deadline.timeIntervalSinceNow))
-                log("task \(id): attempt \(record.retries + 1) failed (\(error)); trying again in \(delay) s or at a network change")
+                log("task \(id): attempt \(record.retries + 1) failed (\(Self.redacted(error.description, record))); trying again in \(delay) s or at a network change")
                 await wait(id, seconds: delay)
             }
         }
@@ -286,12 +284,21 @@ actor TransferService {
             log("task \(record.id): the outcome could not be recorded: \(error)")
         }
         runners[record.id] = nil
-        log("task \(record.id) (\(record.session)): \(outcome.error == nil ? "completed (status \(outcome.response?.statusCode ?? 0))" : "failed: \(outcome.error!)")")
+        log("task \(record.id) (\(record.session)): \(outcome.error.map { "failed: \(Self.redacted($0, record))" } ?? "completed (status \(outcome.response?.statusCode ?? 0))")")
         for event in Self.events(of: record, outcome) { broadcast(record.session, event) }
     }
 
     private func broadcast(_ session: String, _ event: TransferEvent) {
         for sink in (attached[session] ?? [:]).values { sink.send(.event(event)) }
+    }
+
+    /// `text` with the task's URL cut to its origin: paths and queries may carry tokens, and the
+    /// log is not the place for them.
+    static func redacted(_ text: String, _ record: TransferRecord) -> String {
+        let url = record.spec.request.url
+        var origin = "\(url.scheme ?? "?")://\(url.host ?? "?")"
+        if let port = url.port { origin += ":\(port)" }
+        return text.replacingOccurrences(of: url.absoluteString, with: origin + "/…")
     }
 
     static func events(of record: TransferRecord, _ outcome: TransferOutcome) -> [TransferEvent] {

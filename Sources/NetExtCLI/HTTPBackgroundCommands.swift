@@ -178,7 +178,8 @@ final class BackgroundCollector: URLSessionDownloadDelegate, URLSessionDataDeleg
             let size = (try? FileManager.default.attributesOfItem(atPath: target.path)[.size] as? Int64) ?? 0
             print("task \(downloadTask.taskIdentifier): \(downloadTask.response?.statusCode ?? 0) → \(target.path) (\(size) bytes)")
         } catch {
-            print("task \(downloadTask.taskIdentifier): cannot move the file to \(target.path): \(error.localizedDescription)")
+            let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code
+            print("task \(downloadTask.taskIdentifier): cannot move the file to \(target.path): \(code.map { String(cString: strerror(Int32($0))) } ?? "\(error)")")
         }
     }
 

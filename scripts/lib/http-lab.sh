@@ -69,7 +69,7 @@ http_lab_up() {
 http_lab_server() {
   # nginx 1.22 takes http2 on the listen line; `http2 on;` is from 1.25.
   local http2=""; [ -n "$3" ] && http2=" http2"
-  printf '  server {\n    listen %s:%s ssl%s;\n    server_name %s.lab.test;\n    ssl_certificate %s/ca/%s.crt;\n    ssl_certificate_key %s/ca/%s.key;\n    %s\n    root %s;\n    location /redirect { return 302 /index.html; }\n    location /slow/ { limit_rate 1m; }\n    location = /cookie/set { add_header Set-Cookie "session=s3cr3t; Path=/cookie; Secure; HttpOnly; SameSite=Lax"; add_header Set-Cookie "theme=dark; Max-Age=3600; Path=/"; return 200 "set\\n"; }\n    location = /cookie/add { add_header Set-Cookie "c$arg_n=$arg_n; Path=/; Max-Age=3600"; return 200 "added\\n"; }\n    location = /cookie/echo { return 200 "cookie=$http_cookie\\n"; }\n  }\n' \
+  printf '  server {\n    listen %s:%s ssl%s;\n    server_name %s.lab.test;\n    ssl_certificate %s/ca/%s.crt;\n    ssl_certificate_key %s/ca/%s.key;\n    %s\n    root %s;\n    location /redirect { return 302 /index.html; }\n    location /slow/ { limit_rate 1m; }\n    location = /cookie/set { add_header Set-Cookie "session=s3cr3t; Path=/cookie; Secure; HttpOnly; SameSite=Lax"; add_header Set-Cookie "theme=dark; Max-Age=3600; Path=/"; return 200 "set\\n"; }\n    location = /cookie/add { add_header Set-Cookie "c$arg_n=$arg_n; Path=/; Max-Age=3600"; return 200 "added\\n"; }\n    location = /cookie/echo { return 200 "cookie=$http_cookie\\n"; }\n    location = /upload { client_max_body_size 16m; return 200 "received $content_length bytes\\n"; }\n  }\n' \
     "$HTTP_LAB_ADDRESS" "$1" "$http2" "$2" "$work" "$2" "$work" "$2" "$4" "$work/www"
 }
 

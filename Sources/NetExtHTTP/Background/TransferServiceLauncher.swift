@@ -19,15 +19,29 @@ enum TransferServiceLauncher {
             throw .transferServiceUnavailable(
                 "nothing answers on \(socketPath) and netext-transferd was not found (set $NETEXT_TRANSFERD to its path, or install the netext package)")
         }
-        try spawn(executable, socketPath: socketPath)
+        let child = try spawn(executable, socketPath: socketPath)
+        defer { close(child.errors) }
         let deadline = ContinuousClock.now + startWait
         var lastError = ""
         while ContinuousClock.now < deadline {
-            do { return try await FramedConnection.connect(unixSocketPath: socketPath) } catch {
+            do {
+                let connection = try await FramedConnection.connect(unixSocketPath: socketPath)
+                reap(child.pid)
+                return connection
+            } catch {
                 lastError = "\(error)"
+            }
+            var status: Int32 = 0
+            if waitpid(child.pid, &status, WNOHANG) == child.pid {
+                // It left without answering: its own words say why (or that another one runs).
+                var said = readAll(child.errors).trimmingCharacters(in: .whitespacesAndNewlines)
+                while said.hasSuffix(".") { said.removeLast() }
+                if let connection = try? await FramedConnection.connect(unixSocketPath: socketPath) { return connection }
+                throw .transferServiceUnavailable(said.isEmpty ? "\(executable) exited without answering on \(socketPath)" : said)
             }
             try? await Task.sleep(for: .milliseconds(50))
         }
+        reap(child.pid)
         throw .transferServiceUnavailable("\(executable) was started but did not answer on \(socketPath) within \(startWait) (\(lastError))")
     }
 
@@ -45,9 +59,15 @@ enum TransferServiceLauncher {
         return candidates.first { access($0, X_OK) == 0 }
     }
 
-    /// Starts the service detached: its own session, standard input and output on /dev/null
-    /// (it writes its log under its state directory), its socket path in its environment.
-    private static func spawn(_ executable: String, socketPath: String) throws(HTTPLoadError) {
+    /// Starts the service detached: its own session, standard input and output on /dev/null,
+    /// standard error on a pipe this process reads if the service exits before answering (the
+    /// service lets go of it once it listens, and logs under its state directory after that).
+    private static func spawn(_ executable: String, socketPath: String) throws(HTTPLoadError) -> (pid: pid_t, errors: Int32) {
+        var errors: [Int32] = [0, 0]
+        guard pipe(&errors) == 0, fcntl(errors[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(errors[1], F_SETFD, FD_CLOEXEC) == 0 else {
+            throw .transferServiceUnavailable("no pipe for starting \(executable): \(String(cString: strerror(errno)))")
+        }
+        defer { close(errors[1]) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -56,27 +76,42 @@ enum TransferServiceLauncher {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for descriptor: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
         var environment = ProcessInfo.processInfo.environment
         environment["NETEXT_TRANSFERS_SOCKET"] = socketPath
-        let arguments = [executable]
+        let arguments = [executable, "--started-on-demand"]
         let variables = environment.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let result = withCStrings(arguments) { argv in
             withCStrings(variables) { envp in posix_spawn(&pid, executable, &actions, &attributes, argv, envp) }
         }
         guard result == 0 else {
+            close(errors[0])
             throw .transferServiceUnavailable("\(executable) could not be started: \(String(cString: strerror(result)))")
         }
-        // Reaped by whoever adopts it once this process exits; a zombie until then is harmless,
-        // but reap it if it exits early (the second of two racing starts).
-        let child = pid
+        return (pid, errors[0])
+    }
+
+    /// Reaps the service whenever it exits (it outlives this process as a rule; then its new
+    /// parent does).
+    private static func reap(_ pid: pid_t) {
         Thread.detachNewThread {
             var status: Int32 = 0
-            _ = waitpid(child, &status, 0)
+            _ = waitpid(pid, &status, 0)
         }
+    }
+
+    private static func readAll(_ descriptor: Int32) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 65_536 {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func withCStrings<Result>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> Result) -> Result {
