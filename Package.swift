@@ -366,7 +366,7 @@ let package = Package(
         .executableTarget(name: "netext-filter-provider", dependencies: ["NetExt", "NetExtFilters"]),
         // The reference hotspot helper: a captive portal's form login (docs/captive-portals.md).
         .executableTarget(name: "netext-hotspot-helper", dependencies: ["NetExt", "NetExtFilters"]),
-        .executableTarget(name: "netext-transferd", dependencies: ["BackgroundTransfers"]),
+        .executableTarget(name: "netext-transferd", dependencies: ["BackgroundTransfers", "NetExt"]),
         .executableTarget(name: "netext-proxy-provider", dependencies: ["NetExt", "NetExtProxies"]),
         // NetExtHTTP against AsyncHTTPClient on the same nginx (scripts/bench-http).
         .executableTarget(

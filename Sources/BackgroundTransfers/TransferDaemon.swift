@@ -25,7 +25,7 @@ public enum TransferDaemon {
         public init() {}
     }
 
-    static let usage = """
+    public static let usage = """
         usage: netext-transferd [--socket PATH] [--state DIR] [--idle-exit SECONDS] [--log-stderr]
         The user's background transfer service for NetExtHTTP background sessions (started by apps on demand).
         """
@@ -52,7 +52,6 @@ public enum TransferDaemon {
                 options.idleExit = seconds
             case "--log-stderr": options.logToStandardError = true
             case "--started-on-demand": options.startedOnDemand = true
-            case "-h", "--help": throw TransferArgumentError(usage)
             default: throw TransferArgumentError("unknown argument '\(argument)'\n\(usage)")
             }
             index += 1

@@ -198,6 +198,7 @@ actor TransferService {
                 finish(record, TransferOutcome(error: "\(error)"))
                 break
             }
+            let generation = networkGeneration
             let result = await attempt(record, in: directory)
             if Task.isCancelled { break }
             switch result {
@@ -214,6 +215,12 @@ actor TransferService {
                 failures += 1
                 let bytes = (try? TransferAttempt(directory: directory, settings: record.spec.settings).bytesOnDisk) ?? 0
                 try? store.noteRetry(id, error: error.description, bytesReceived: bytes)
+                // The network changed while it loaded: the new one deserves a try at once.
+                if generation != networkGeneration {
+                    failures = 0
+                    log("task \(id): attempt \(record.retries + 1) failed (\(Self.redacted(error.description, record))) after a network change; trying again now")
+                    continue
+                }
                 let delay = min(policy.delay(afterFailures: failures), max(0, deadline.timeIntervalSinceNow))
                 log("task \(id): attempt \(record.retries + 1) failed (\(Self.redacted(error.description, record))); trying again in \(delay) s or at a network change")
                 await wait(id, seconds: delay)

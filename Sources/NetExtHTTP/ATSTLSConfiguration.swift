@@ -31,6 +31,9 @@ enum ATSTLSConfiguration {
         configuration.cipherSuites = suites(for: requirements).joined(separator: ":")
         configuration.certificateVerification = .fullVerification
         configuration.applicationProtocols = applicationProtocols
+        // Closing waits this long for the server's close_notify (swift-nio-ssl's default is 5 s):
+        // a connection given up on after a network change has nobody left to answer.
+        configuration.shutdownTimeout = .seconds(1)
         switch trust {
         case .system: configuration.trustRoots = .default
         case .certificates(let roots): configuration.trustRoots = .certificates(roots)

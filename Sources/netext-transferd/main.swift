@@ -3,13 +3,14 @@
 // docs/background-transfers.md.
 import BackgroundTransfers
 import Foundation
+import NetExt
 
+ProviderExecutable.answerInformationalArguments(name: "netext-transferd", usage: TransferDaemon.usage)
 let options: TransferDaemon.Options
 do {
     options = try TransferDaemon.options(Array(CommandLine.arguments.dropFirst()))
 } catch {
-    let help = CommandLine.arguments.contains("-h") || CommandLine.arguments.contains("--help")
-    FileHandle.standardError.write(Data("\(help ? "" : "netext-transferd: ")\(error)\n".utf8))
-    exit(help ? 0 : 2)
+    FileHandle.standardError.write(Data("netext-transferd: \(error)\n".utf8))
+    exit(2)
 }
 exit(await TransferDaemon.run(options))

@@ -9,6 +9,12 @@ struct HTTPClientLabTests {
         try await runChecks("scripts/e2e/http-ats.sh", checks: 35, timeout: 300)
     }
 
+    /// scripts/e2e/http-background.sh: a background download outliving its app, the transfer
+    /// service killed and restarted, an address change, collection once, upload, refusals.
+    @Test func backgroundSessionsThroughTheTransferService() async throws {
+        try await runChecks("scripts/e2e/http-background.sh", checks: 14, timeout: 300)
+    }
+
     @Test func demoCountsAllowedAndRefusedLoads() async throws {
         let result = try await run("/bin/bash", [repositoryRoot + "/scripts/demo-http"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 300)
         #expect(result.status == 0, "\(result)")

@@ -89,11 +89,14 @@ PY
 check "another user's connection is refused (peer credentials), nothing answered" refused_other_user
 
 roamed() {
-  local before; before="$(partial)"
+  local before; before="$(partial)"; local moved=$EPOCHREALTIME
   ip netns exec "$LAB_LAPTOP" sh -c 'ip addr del 198.51.100.2/24 dev eth0 && ip addr add 198.51.100.7/24 dev eth0 && ip route replace default via 198.51.100.1'
   lab_wait "grep -q 'no byte since the network changed' '$state_dir/transferd.log'" 8 || { echo "  the stalled load was not cut at the change"; return 1; }
-  lab_wait "[ \$(partial) -gt $((before + (1 << 20))) ]" 15 || { echo "  no progress on the new network ($(partial) bytes)"; grep -a task "$state_dir/transferd.log" | tail -3; return 1; }
-  echo "  moved at $before bytes; going on from 198.51.100.7"
+  local cut; cut="$(partial)"
+  lab_wait "[ \$(partial) -gt $cut ]" 15 || { echo "  no progress on the new network"; grep -a task "$state_dir/transferd.log" | tail -3; return 1; }
+  local going=$EPOCHREALTIME
+  lab_wait "[ \$(partial) -gt $((cut + (1 << 20))) ]" 15 || { echo "  no progress on the new network ($(partial) bytes)"; return 1; }
+  echo "  moved at $before bytes; bytes flowed again from 198.51.100.7 $(awk "BEGIN { printf \"%.1f\", $going - $moved }") s after the change"
 }
 check "the laptop's address changes mid-download: the stalled load is cut and resumed from the new address" roamed
 
