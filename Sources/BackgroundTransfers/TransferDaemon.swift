@@ -62,6 +62,8 @@ public enum TransferDaemon {
     /// Runs until idle for `options.idleExit` (or forever with 0). Returns the exit status.
     public static func run(_ options: Options) async -> Int32 {
         signal(SIGPIPE, SIG_IGN)
+        // Everything it writes (store, downloads, log) is the user's alone.
+        umask(0o077)
         do { try TransferDirectories.makePrivate(options.state) } catch {
             FileHandle.standardError.write(Data("netext-transferd: \(error)\n".utf8))
             return 1

@@ -85,6 +85,7 @@ actor HTTPConnectionPool {
         }
         if isShutDown {
             connection.close()
+            http1Ended(key)
             throw HTTPLoadError.cancelled
         }
         return leasing(connection, reused: false)

@@ -10,6 +10,8 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh http-background
 source scripts/lib/http-lab.sh
+source scripts/lib/install-packages.sh
+netext_install nginx-light openssl util-linux procps python3 > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 
 check "nginx serves the lab's good server in the office" http_lab_up
 head -c $((16 << 20)) /dev/urandom > "$work/www/slow/huge.bin" && chmod 644 "$work/www/slow/huge.bin"
