@@ -95,6 +95,22 @@ final class LoopbackHTTPServer: Sendable {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
 
+        /// /drip: 10 bytes, one every 100 ms (a slow answer that never goes quiet for long).
+        private func drip(_ context: ChannelHandlerContext) {
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Length", value: "10")
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            let loop = context.eventLoop
+            let bound = NIOLoopBound(context, eventLoop: loop)
+            for index in 1...10 {
+                loop.scheduleTask(in: .milliseconds(Int64(index) * 100)) {
+                    let context = bound.value
+                    context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "x")))), promise: nil)
+                    if index == 10 { context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil) }
+                }
+            }
+        }
+
         private func respond(_ context: ChannelHandlerContext, _ request: HTTPRequestHead) {
             var headers = HTTPHeaders()
             var status = HTTPResponseStatus.ok
@@ -109,6 +125,7 @@ final class LoopbackHTTPServer: Sendable {
             case "/loop": status = .found; headers.add(name: "Location", value: "/loop")
             case "/big": body = String(repeating: "x", count: 2 << 20)
             case "/slow": return  // never answered
+            case "/drip": return drip(context)
             case "/close": body = "bye"; headers.add(name: "Connection", value: "close")
             default: status = .notFound
             }
@@ -211,7 +228,7 @@ struct URLSessionLoopbackTests {
         try await server.close()
     }
 
-    @Test("a body over the limit and an answer that never comes fail with their errors")
+    @Test("a body over the limit and an answer that never comes fail with their errors; a slow answer that keeps moving does not time out")
     func limits() async throws {
         let server = try await LoopbackHTTPServer()
         let session = session { $0.maximumResponseBytes = 1 << 20 }
@@ -226,6 +243,10 @@ struct URLSessionLoopbackTests {
             #expect(error == .timedOut(url: slow.url.absoluteString, seconds: 0.3))
         }
         #expect(ContinuousClock.now - started < .seconds(5))
+        // The limit is on silence, not on the whole answer: 1 s of bytes 100 ms apart passes 0.3 s.
+        var drip = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/drip")!)
+        drip.timeoutInterval = 0.3
+        #expect(try await session.data(for: drip).0 == Data("xxxxxxxxxx".utf8))
         // The session still works after both.
         #expect(try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!).1.statusCode == 200)
         await session.invalidateAndCancel()
