@@ -139,39 +139,74 @@ public final class URLSessionStreamTask: Sendable {
 
     // MARK: Connection
 
+    /// Opens the connection: straight to the host, or through the session's proxy (an HTTP
+    /// proxy's CONNECT tunnel, RFC 9110 §9.3.6, or SOCKS5, RFC 1928) as Foundation's stream
+    /// tasks go through the system's proxies (seed 002). Through a proxy the name is the
+    /// proxy's to resolve.
     private func connected() async throws(HTTPLoadError) -> (channel: any Channel, reader: StreamReadBuffer) {
         if let open = connection.withLockedValue({ $0 }) { return open }
         let buffer = StreamReadBuffer()
         let sink = eventSink
         buffer.onReadClosed = { sink.yield(.readClosed) }
+        let proxy = session.configuration.proxy
         var address: SocketAddress?
-        if let pinned = session.configuration.hostAddresses[host.lowercased()] {
+        if proxy == nil, let pinned = session.configuration.hostAddresses[host.lowercased()] {
             address = try? SocketAddress(ipAddress: pinned, port: port)
         }
-        let bootstrap = ClientBootstrap(group: session.eventLoopGroup)
-            .connectTimeout(.milliseconds(Int64(session.configuration.timeoutIntervalForConnect * 1000)))
+        let eventLoop = session.eventLoopGroup.next()
+        let tunnelUp = eventLoop.makePromise(of: Void.self)
+        let connectTimeout = TimeAmount.milliseconds(Int64(session.configuration.timeoutIntervalForConnect * 1000))
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.allowRemoteHalfClosure, value: true)
-            .channelInitializer { [requiredInterface = session.configuration.requiredInterface] channel in
-                InterfaceBinding.bind(channel, to: requiredInterface).flatMapThrowing { try channel.pipeline.syncOperations.addHandler(buffer) }
+            .channelInitializer { [host, port, requiredInterface = session.configuration.requiredInterface] channel in
+                InterfaceBinding.bind(channel, to: requiredInterface).flatMapThrowing {
+                    guard let proxy else {
+                        try channel.pipeline.syncOperations.addHandler(buffer)
+                        tunnelUp.succeed()
+                        return
+                    }
+                    try channel.pipeline.syncOperations.addHandler(ProxyTunnelHandler(
+                        proxy: proxy, host: host, port: port,
+                        ready: { context in
+                            do {
+                                try context.pipeline.syncOperations.addHandler(buffer)
+                                tunnelUp.succeed()
+                            } catch { tunnelUp.fail(error) }
+                        },
+                        failed: { tunnelUp.fail($0) }))
+                }
             }
+        let opened: any Channel
         do {
-            let opened = try await (address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: port)).get()
-            opened.closeFuture.whenComplete { [self] _ in
-                reportWriteClosed()
-                sink.finish()
-            }
-            // Two readers racing to open: the first connection stays, the other is closed.
-            let kept = connection.withLockedValue { current -> (channel: any Channel, reader: StreamReadBuffer) in
-                if let current { return current }
-                current = (opened, buffer)
-                return (opened, buffer)
-            }
-            if kept.channel !== opened { opened.close(promise: nil) }
-            return kept
+            opened = try await (proxy.map { bootstrap.connect(host: $0.host, port: $0.port) }
+                ?? address.map { bootstrap.connect(to: $0) } ?? bootstrap.connect(host: host, port: port)).get()
         } catch {
-            throw .cannotConnect(host: "\(host):\(port)", reason: ConnectErrorText.describe(error))
+            tunnelUp.fail(error)
+            throw .cannotConnect(host: proxy.map { "the proxy \($0)" } ?? "\(host):\(port)", reason: ConnectErrorText.describe(error))
         }
+        // The tunnel gets as long as the connect did.
+        let seconds = session.configuration.timeoutIntervalForConnect
+        let timer = eventLoop.scheduleTask(in: connectTimeout) { [host, port] in
+            tunnelUp.fail(HTTPLoadError.cannotConnect(host: "\(host):\(port) through the proxy", reason: "the proxy did not open the tunnel within \(seconds) s"))
+        }
+        do { try await tunnelUp.futureResult.always { _ in timer.cancel() }.get() } catch {
+            opened.close(promise: nil)
+            throw Self.mapped(error)
+        }
+        opened.closeFuture.whenComplete { [self] _ in
+            reportWriteClosed()
+            sink.finish()
+        }
+        // Two readers racing to open: the first connection stays, the other is closed.
+        let kept = connection.withLockedValue { current -> (channel: any Channel, reader: StreamReadBuffer) in
+            if let current { return current }
+            current = (opened, buffer)
+            return (opened, buffer)
+        }
+        if kept.channel !== opened { opened.close(promise: nil) }
+        return kept
     }
 
     private static func mapped(_ error: any Error) -> HTTPLoadError {

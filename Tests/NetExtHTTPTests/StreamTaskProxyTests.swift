@@ -1,0 +1,130 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import NetExtHTTP
+
+/// A proxy on 127.0.0.1 that is also the far end of its tunnels: it answers an HTTP CONNECT
+/// (RFC 9110 §9.3.6) or a SOCKS5 greeting and CONNECT (RFC 1928), sends the origin's greeting
+/// "220 hello\r\n" in the same write as its own answer (bytes after the tunnel's answer are the
+/// origin's), then echoes. A CONNECT to a host named "forbidden" is refused with 403. It records
+/// what it was asked.
+final class TunnelEndProxy: Sendable {
+    let channel: any Channel
+    let requests = NIOLockedValueBox<[String]>([])
+    var port: Int { channel.localAddress!.port! }
+
+    init() async throws {
+        let box = NIOLockedValueBox<TunnelEndProxy?>(nil)
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Tunnel { request in box.withLockedValue { $0 }?.requests.withLockedValue { $0.append(request) } })
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        box.withLockedValue { $0 = self }
+    }
+
+    func close() async throws { try await channel.close() }
+
+    private final class Tunnel: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let record: @Sendable (String) -> Void
+        var received = ByteBuffer()
+        var phase = 0  // 0: first bytes, 1: SOCKS request awaited, 2: tunnel up (echo)
+        init(record: @escaping @Sendable (String) -> Void) { self.record = record }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var bytes = unwrapInboundIn(data)
+            if phase == 2 { return context.writeAndFlush(wrapOutboundOut(bytes), promise: nil) }
+            received.writeBuffer(&bytes)
+            let view = Array(received.readableBytesView)
+            if phase == 0, view.first == 5 {
+                guard view.count >= 3 else { return }
+                received.moveReaderIndex(forwardBy: 3)
+                phase = 1
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [5, 0])), promise: nil)
+                return
+            }
+            if phase == 1 {
+                // VER CMD RSV ATYP=3 LEN NAME PORT (the client sends names).
+                guard view.count >= 5, view.count >= 5 + Int(view[4]) + 2 else { return }
+                let name = String(decoding: view[5..<(5 + Int(view[4]))], as: UTF8.self)
+                let port = Int(view[5 + Int(view[4])]) << 8 | Int(view[6 + Int(view[4])])
+                record("SOCKS \(name):\(port)")
+                phase = 2
+                var answer = ByteBuffer(bytes: [5, 0, 0, 1, 127, 0, 0, 1, 0, 80])
+                answer.writeString("220 hello\r\n")
+                context.writeAndFlush(wrapOutboundOut(answer), promise: nil)
+                return
+            }
+            guard let end = received.readableBytesView.firstRange(of: Array("\r\n\r\n".utf8)) else { return }
+            let head = String(decoding: received.readableBytesView[..<end.lowerBound], as: UTF8.self)
+            let line = head.split(separator: "\r\n").first.map(String.init) ?? ""
+            record(line)
+            if line.contains("forbidden") {
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")), promise: nil)
+                return
+            }
+            phase = 2
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "HTTP/1.1 200 Connection established\r\n\r\n220 hello\r\n")), promise: nil)
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+    }
+}
+
+@Suite("Stream tasks through the session's proxy")
+struct StreamTaskProxyTests {
+    func session(_ proxy: ConnectionProxy) -> NetExtHTTP.URLSession {
+        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+        configuration.proxy = proxy
+        configuration.urlFilter = nil
+        return NetExtHTTP.URLSession(configuration: configuration)
+    }
+
+    @Test("through an HTTP proxy the task asks CONNECT for its host and port, then the bytes are the origin's (those sent with the answer included)")
+    func httpConnect() async throws {
+        let proxy = try await TunnelEndProxy()
+        let task = session(.http(host: "127.0.0.1", port: proxy.port)).streamTask(withHostName: "chat.example.test", port: 5222)
+        #expect(String(decoding: try await task.readData(ofMinLength: 11, maxLength: 11, timeout: 5).0, as: UTF8.self) == "220 hello\r\n")
+        try await task.write(Data("ping\r\n".utf8), timeout: 5)
+        #expect(String(decoding: try await task.readData(ofMinLength: 6, maxLength: 6, timeout: 5).0, as: UTF8.self) == "ping\r\n")
+        #expect(proxy.requests.withLockedValue { $0 } == ["CONNECT chat.example.test:5222 HTTP/1.1"])
+        task.cancel()
+        try await proxy.close()
+    }
+
+    @Test("through a SOCKS5 proxy the name goes to the proxy to resolve")
+    func socks() async throws {
+        let proxy = try await TunnelEndProxy()
+        let task = session(.socks5(host: "127.0.0.1", port: proxy.port)).streamTask(withHostName: "chat.example.test", port: 5222)
+        #expect(String(decoding: try await task.readData(ofMinLength: 11, maxLength: 11, timeout: 5).0, as: UTF8.self) == "220 hello\r\n")
+        try await task.write(Data("x".utf8), timeout: 5)
+        #expect(try await task.readData(ofMinLength: 1, maxLength: 1, timeout: 5).0 == Data("x".utf8))
+        #expect(proxy.requests.withLockedValue { $0 } == ["SOCKS chat.example.test:5222"])
+        task.cancel()
+        try await proxy.close()
+    }
+
+    @Test("a proxy that refuses the tunnel fails the task with its answer; an unreachable proxy is named")
+    func refused() async throws {
+        let proxy = try await TunnelEndProxy()
+        let task = session(.http(host: "127.0.0.1", port: proxy.port)).streamTask(withHostName: "forbidden.example.test", port: 443)
+        await #expect(throws: HTTPLoadError.cannotConnect(
+            host: "forbidden.example.test:443 through the proxy http://127.0.0.1:\(proxy.port)", reason: "the proxy refused CONNECT forbidden.example.test:443 with 403 Forbidden")) {
+            try await task.resume()
+        }
+        let port = proxy.port
+        try await proxy.close()
+        let unreachable = session(.http(host: "127.0.0.1", port: port)).streamTask(withHostName: "chat.example.test", port: 5222)
+        do { try await unreachable.resume(); Issue.record("connected") } catch {
+            guard case .cannotConnect(let host, _) = error else { Issue.record("\(error)"); return }
+            #expect(host == "the proxy http://127.0.0.1:\(port)")
+        }
+    }
+}
