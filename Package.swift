@@ -159,7 +159,7 @@ let package = Package(
         .target(
             name: "NetExtHTTP",
             dependencies: [
-                "NetExt", "NetExtCore", "NetExtIPC", "NetExtProxies", "NetExtTransport",
+                "NetExt", "NetExtCore", "NetExtIPC", "NetExtProxies", "NetExtTransport", "NetExtLinux",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -14,7 +14,7 @@ struct HTTPCommand: AsyncParsableCommand {
             Each load is also asked of netextd's URL filter when one runs. \
             Exit status: 0 answered, 1 denied by the URL filter, 12 refused by App Transport Security, 5 any other failure, 75 timed out.
             """,
-        subcommands: [HTTPGetCommand.self, HTTPHeadCommand.self, HTTPPostCommand.self, HTTPDiagnoseCommand.self, HTTPBackgroundCommand.self])
+        subcommands: [HTTPGetCommand.self, HTTPHeadCommand.self, HTTPPostCommand.self, HTTPDiagnoseCommand.self, HTTPStreamCommand.self, HTTPBackgroundCommand.self])
 }
 
 /// Options every `netext http` command takes.

@@ -18,6 +18,11 @@ public final class URLSessionStreamTask: Sendable {
         case writeClosed
         /// TLS is up (protocol version).
         case secureConnectionStarted(tlsVersion: String?)
+        /// The machine would now reach the peer another way (`betterRouteDiscovered`: a
+        /// network joined, a route changed); the connection stays as it is — opening a new task
+        /// to the same host takes the new way. Told once per new way; not for a session with a
+        /// `requiredInterface`.
+        case betterRouteDiscovered
     }
 
     public let host: String
@@ -195,7 +200,9 @@ public final class URLSessionStreamTask: Sendable {
             opened.close(promise: nil)
             throw Self.mapped(error)
         }
+        let routeWatch = session.configuration.requiredInterface == nil ? watchRoutes(of: opened) : nil
         opened.closeFuture.whenComplete { [self] _ in
+            if let routeWatch { BetterRouteMonitor.shared.stopWatching(routeWatch) }
             reportWriteClosed()
             sink.finish()
         }
@@ -207,6 +214,23 @@ public final class URLSessionStreamTask: Sendable {
         }
         if kept.channel !== opened { opened.close(promise: nil) }
         return kept
+    }
+
+    /// Tells `.betterRouteDiscovered` when the kernel would reach the connection's peer (the
+    /// proxy, through one) from another source address than the connection's.
+    private func watchRoutes(of channel: any Channel) -> UUID {
+        let local = channel.localAddress
+        let peer = channel.remoteAddress
+        let told = NIOLockedValueBox<String?>(nil)
+        let sink = eventSink
+        return BetterRouteMonitor.shared.watch {
+            guard let peer, let now = BetterRouteMonitor.preferredSource(for: peer), now != local?.ipAddress else { return }
+            let first = told.withLockedValue { previous -> Bool in
+                defer { previous = now }
+                return previous != now
+            }
+            if first { sink.yield(.betterRouteDiscovered) }
+        }
     }
 
     private static func mapped(_ error: any Error) -> HTTPLoadError {

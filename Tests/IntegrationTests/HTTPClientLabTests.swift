@@ -2,11 +2,12 @@ import Testing
 
 /// NetExtHTTP's App Transport Security against nginx in the lab (scripts/e2e/http-ats.sh): each
 /// weak server refused by its rule, each exception lifting exactly its rule, pins, diagnose,
-/// 100 loads on one HTTP/2 connection in a capture.
+/// 100 loads on one HTTP/2 connection in a capture, stream tasks through both proxies and told of a
+/// better route.
 @Suite("HTTP client lab")
 struct HTTPClientLabTests {
     @Test func appTransportSecurityAgainstNginx() async throws {
-        try await runChecks("scripts/e2e/http-ats.sh", checks: 35, timeout: 300)
+        try await runChecks("scripts/e2e/http-ats.sh", checks: 38, timeout: 300)
     }
 
     /// scripts/e2e/http-background.sh: a background download outliving its app, the transfer

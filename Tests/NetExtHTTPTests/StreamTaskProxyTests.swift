@@ -128,3 +128,12 @@ struct StreamTaskProxyTests {
         }
     }
 }
+
+@Suite("Better routes")
+struct BetterRouteTests {
+    @Test("the source the kernel would pick for a peer: loopback for loopback (nothing is sent)")
+    func preferredSource() throws {
+        #expect(BetterRouteMonitor.preferredSource(for: try SocketAddress(ipAddress: "127.0.0.1", port: 9)) == "127.0.0.1")
+        #expect(BetterRouteMonitor.preferredSource(for: try SocketAddress(ipAddress: "::1", port: 9)) == "::1")
+    }
+}

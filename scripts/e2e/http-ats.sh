@@ -217,6 +217,34 @@ refused_by_proxy() {
 }
 check "a name the SOCKS proxy cannot reach fails naming the proxy" refused_by_proxy
 
+# Stream tasks (netext http stream) go through the session's proxy, as Foundation's do (seed 002).
+streamed() {
+  local proxy="$1" out
+  out="$(printf 'HEAD / HTTP/1.0\r\nHost: plain.lab.test\r\n\r\n' | ip netns exec "$LAB_LAPTOP" timeout 10 "$bin/netext" http stream --proxy "$proxy" plain.lab.test 8080 2> "$work/stream.err")" ||
+    { echo "  failed: $out $(cat "$work/stream.err")"; return 1; }
+  echo "$out" | grep -q "^HTTP/1.1 200 OK" && echo "$out" | grep -qi "^Server: nginx" || { echo "  said: $out"; return 1; }
+  grep -q "readClosed" "$work/stream.err" || { echo "  events: $(cat "$work/stream.err")"; return 1; }
+}
+check "a stream task through the HTTP proxy's CONNECT talks to the plain server (the name resolved by the proxy)" streamed http://198.51.100.1:3128
+check "a stream task through dante (SOCKS5) talks to the plain server" streamed socks5://198.51.100.1:1080
+
+# betterRouteDiscovered: a second uplink comes up and the default route moves to it while a stream
+# task is open; the task is told, its connection left as it was.
+better_route() {
+  local fifo="$work/stream.in"; mkfifo "$fifo"
+  ip netns exec "$LAB_LAPTOP" "$bin/netext" http stream "$HTTP_LAB_ADDRESS" 8080 < "$fifo" > /dev/null 2> "$work/route.err" &
+  local pid=$!; LAB_PIDS+=($pid)
+  exec 7> "$fifo"
+  lab_wait "grep -q 'connected to' '$work/route.err'" 10 || { echo "  no connection: $(cat "$work/route.err")"; exec 7>&-; return 1; }
+  lab_add_uplink2 && ip netns exec "$LAB_LAPTOP" ip route replace default via 100.80.0.1 dev eth1
+  local told=0; lab_wait "grep -q 'betterRouteDiscovered' '$work/route.err'" 10 && told=1
+  ip netns exec "$LAB_LAPTOP" ip route replace default via 198.51.100.1 dev eth0
+  exec 7>&-; kill "$pid" 2>/dev/null
+  [ $told = 1 ] || { echo "  not told: $(cat "$work/route.err")"; return 1; }
+  [ "$(grep -c betterRouteDiscovered "$work/route.err")" = 1 ] || { echo "  told more than once before the change back: $(cat "$work/route.err")"; return 1; }
+}
+check "an open stream task is told of a better route when the default route moves to a new uplink" better_route
+
 multiplexed() {
   local out syns
   lab_capture_start mux_dump "$LAB_LAPTOP" eth0 "$work/mux.pcap" -s 0 'tcp port 8443' || return 1
