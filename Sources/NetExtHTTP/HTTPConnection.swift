@@ -63,7 +63,9 @@ final class HTTPConnection: @unchecked Sendable {
         let setUp: @Sendable (any Channel) throws -> Void = { channel in
             guard let context else {
                 let collector = ResponseCollector()
-                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                // Bytes after a 101's head go on to whoever takes the connection over (a data
+                // task becoming a stream task) when the decoder is taken out.
+                try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .forwardBytes)
                 try channel.pipeline.syncOperations.addHandler(collector)
                 ready.succeed(HTTPConnection(channel: channel, mode: .http1(collector), facts: ConnectionFacts(protocolName: "http/1.1")))
                 return
@@ -151,7 +153,7 @@ final class HTTPConnection: @unchecked Sendable {
             return HTTPConnection(channel: channel, mode: .http2(multiplexer), facts: facts)
         }
         let collector = ResponseCollector()
-        try operations.addHTTPClientHandlers()
+        try operations.addHTTPClientHandlers(leftOverBytesStrategy: .forwardBytes)
         try operations.addHandler(collector)
         return HTTPConnection(channel: channel, mode: .http1(collector), facts: facts)
     }

@@ -119,19 +119,7 @@ public final class URLSession: Sendable {
     private func load(
         _ request: URLRequest, redirectCount: Int, sink: BodySink?, uploadProgress: (@Sendable (Int64, Int64) -> Void)?
     ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
-        let origin = try Self.origin(of: request.url)
-        let requirements = configuration.appTransportSecurity.requirements(for: origin.host)
-        if !origin.isSecure && !requirements.allowsInsecureHTTP {
-            let refusal = ATSRefusal(
-                rule: .cleartextHTTP, detail: "\(request.url.absoluteString) is cleartext HTTP",
-                domain: requirements.domain, source: requirements.source)
-            configuration.diagnosticLog?(Self.refusedLine(refusal, url: request.url))
-            throw .refused(refusal)
-        }
-        if let filter = configuration.urlFilter, let reason = await filter.denial(of: request.url) {
-            configuration.diagnosticLog?("URL filter: \(request.url.absoluteString) denied (\(reason))")
-            throw .deniedByURLFilter(url: request.url.absoluteString, reason: reason)
-        }
+        let (origin, requirements) = try await admit(request)
         var prepared = prepare(request, origin: origin)
         prepared.uploadProgress = uploadProgress
         let cookies = request.httpShouldHandleCookies ? configuration.httpCookieStorage : nil
@@ -170,11 +158,30 @@ public final class URLSession: Sendable {
         }
     }
 
+    /// What every load passes before anything connects: its origin, ATS's cleartext rule and
+    /// the URL filter; the ATS rules for its host.
+    func admit(_ request: URLRequest) async throws(HTTPLoadError) -> (HTTPOrigin, ATSRequirements) {
+        let origin = try Self.origin(of: request.url)
+        let requirements = configuration.appTransportSecurity.requirements(for: origin.host)
+        if !origin.isSecure && !requirements.allowsInsecureHTTP {
+            let refusal = ATSRefusal(
+                rule: .cleartextHTTP, detail: "\(request.url.absoluteString) is cleartext HTTP",
+                domain: requirements.domain, source: requirements.source)
+            configuration.diagnosticLog?(Self.refusedLine(refusal, url: request.url))
+            throw .refused(refusal)
+        }
+        if let filter = configuration.urlFilter, let reason = await filter.denial(of: request.url) {
+            configuration.diagnosticLog?("URL filter: \(request.url.absoluteString) denied (\(reason))")
+            throw .deniedByURLFilter(url: request.url.absoluteString, reason: reason)
+        }
+        return (origin, requirements)
+    }
+
     private static func refusedLine(_ refusal: ATSRefusal, url: URL) -> String {
         "ATS: \(url.absoluteString) refused under \(refusal.source) rules (rule: \(refusal.rule.rawValue))"
     }
 
-    private func prepare(_ request: URLRequest, origin: HTTPOrigin) -> PreparedRequest {
+    func prepare(_ request: URLRequest, origin: HTTPOrigin) -> PreparedRequest {
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
         var path = components?.percentEncodedPath ?? ""
         if path.isEmpty { path = "/" }
@@ -214,7 +221,7 @@ public final class URLSession: Sendable {
         return HTTPOrigin(isSecure: secure, host: host.lowercased(), port: url.port ?? (secure ? 443 : 80))
     }
 
-    private static func response(
+    static func response(
         _ raw: RawResponse, url: URL, connection: HTTPConnection, reused: Bool, requirements: ATSRequirements, redirectCount: Int
     ) -> (Data, HTTPURLResponse) {
         // A large body is handed over without a copy (Data keeps the buffer's storage alive).
@@ -228,7 +235,7 @@ public final class URLSession: Sendable {
         return (data, response)
     }
 
-    private static func loadError(_ error: any Error) -> HTTPLoadError {
+    static func loadError(_ error: any Error) -> HTTPLoadError {
         if let failure = error as? HTTPLoadError { return failure }
         if let closed = error as? ConnectionClosedBeforeAnswer {
             return .badServerResponse(url: closed.url, reason: "the connection closed before any answer")

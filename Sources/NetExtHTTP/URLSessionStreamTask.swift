@@ -44,6 +44,24 @@ public final class URLSessionStreamTask: Sendable {
         connection = NIOLockedValueBox(nil)
     }
 
+    /// A task on a connection already open (a data task's, after its server switched
+    /// protocols): `reader` is in its pipeline.
+    init(adopting channel: any Channel, reader: StreamReadBuffer, host: String, port: Int, session: URLSessionStreamContext) {
+        self.host = host
+        self.port = port
+        self.session = session
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+        connection = NIOLockedValueBox((channel, reader))
+        let sink = eventSink
+        reader.onReadClosed = { sink.yield(.readClosed) }
+        let routeWatch = session.configuration.requiredInterface == nil ? watchRoutes(of: channel) : nil
+        channel.closeFuture.whenComplete { [self] _ in
+            if let routeWatch { BetterRouteMonitor.shared.stopWatching(routeWatch) }
+            reportWriteClosed()
+            sink.finish()
+        }
+    }
+
     /// Opens the connection (a read or write opens it too).
     public func resume() async throws(HTTPLoadError) { _ = try await connected() }
 

@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Testing
 
 @testable import NetExtHTTP
@@ -135,5 +136,112 @@ struct BetterRouteTests {
     func preferredSource() throws {
         #expect(BetterRouteMonitor.preferredSource(for: try SocketAddress(ipAddress: "127.0.0.1", port: 9)) == "127.0.0.1")
         #expect(BetterRouteMonitor.preferredSource(for: try SocketAddress(ipAddress: "::1", port: 9)) == "::1")
+    }
+}
+
+/// A server on 127.0.0.1 that switches protocols: a request with `Upgrade: echo` is answered 101
+/// with "welcome\n" in the same write, then echoed; any other request gets 200 "plain".
+final class UpgradeServer: Sendable {
+    let channel: any Channel
+    var port: Int { channel.localAddress!.port! }
+
+    init(tls: NIOSSLContext? = nil) async throws {
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
+                    try channel.pipeline.syncOperations.addHandler(Switcher())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
+
+    func close() async throws { try await channel.close() }
+
+    private final class Switcher: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        var received = ByteBuffer()
+        var upgraded = false
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var bytes = unwrapInboundIn(data)
+            if upgraded { return context.writeAndFlush(wrapOutboundOut(bytes), promise: nil) }
+            received.writeBuffer(&bytes)
+            guard let end = received.readableBytesView.firstRange(of: Array("\r\n\r\n".utf8)) else { return }
+            let head = String(decoding: received.readableBytesView[..<end.lowerBound], as: UTF8.self).lowercased()
+            if head.contains("\r\nupgrade: echo") {
+                upgraded = true
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nwelcome\n")), promise: nil)
+            } else {
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain")), promise: nil)
+            }
+            received.clear()
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+    }
+}
+
+@Suite("Data tasks becoming stream tasks")
+struct BecomeStreamTests {
+    func session() -> NetExtHTTP.URLSession {
+        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+        configuration.appTransportSecurity.allowsLocalNetworking = true
+        configuration.urlFilter = nil
+        return NetExtHTTP.URLSession(configuration: configuration)
+    }
+
+    @Test("a 101 answer hands the connection to a stream task; the bytes sent with the head are its first")
+    func switched() async throws {
+        let server = try await UpgradeServer()
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/chat")!)
+        request.setValue("echo", forHTTPHeaderField: "Upgrade")
+        request.setValue("Upgrade", forHTTPHeaderField: "Connection")
+        let (response, stream) = try await session().streamTask(becoming: request)
+        #expect(response.statusCode == 101 && response.value(forHTTPHeaderField: "upgrade") == "echo")
+        let task = try #require(stream)
+        #expect(try await task.readData(ofMinLength: 8, maxLength: 8, timeout: 5).0 == Data("welcome\n".utf8))
+        try await task.write(Data("over the raw connection".utf8), timeout: 5)
+        #expect(try await task.readData(ofMinLength: 23, maxLength: 23, timeout: 5).0 == Data("over the raw connection".utf8))
+        task.cancel()
+        try await server.close()
+    }
+
+    @Test("over TLS the stream task goes on inside the same TLS session")
+    func switchedOverTLS() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await UpgradeServer(tls: try certificates.serverContext())
+        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+        configuration.trust = try HTTPTrust.pemFile(certificates.caFile)
+        configuration.urlFilter = nil
+        var request = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/chat")!)
+        request.setValue("echo", forHTTPHeaderField: "Upgrade")
+        let (response, stream) = try await NetExtHTTP.URLSession(configuration: configuration).streamTask(becoming: request)
+        #expect(response.statusCode == 101 && response.metrics.negotiatedTLSProtocolVersion == "TLS 1.3")
+        let task = try #require(stream)
+        #expect(try await task.readData(ofMinLength: 8, maxLength: 8, timeout: 5).0 == Data("welcome\n".utf8))
+        try await task.write(Data("secret".utf8), timeout: 5)
+        #expect(try await task.readData(ofMinLength: 6, maxLength: 6, timeout: 5).0 == Data("secret".utf8))
+        task.cancel()
+        try await server.close()
+    }
+
+    @Test("any other answer comes whole, with no stream task; ATS still applies")
+    func notSwitched() async throws {
+        let server = try await UpgradeServer()
+        let (response, stream) = try await session().streamTask(becoming: URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/")!))
+        #expect(response.statusCode == 200 && stream == nil)
+        var strict = NetExtHTTP.URLSessionConfiguration.ephemeral
+        strict.urlFilter = nil
+        do {
+            _ = try await NetExtHTTP.URLSession(configuration: strict).streamTask(becoming: URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/")!))
+            Issue.record("cleartext allowed")
+        } catch {
+            guard case .refused(let refusal) = error else { Issue.record("\(error)"); return }
+            #expect(refusal.rule == .cleartextHTTP)
+        }
+        try await server.close()
     }
 }
