@@ -3,14 +3,13 @@ import NetExtHTTP
 
 /// One try at a task, with a session made from the settings the app sent: a download goes
 /// on from its checkpoint (a Range request with If-Range, RFC 9110 §14.2, §13.1.5) when the
-/// partial file and a validator are there; an upload sends its file whole.
+/// partial file and a validator are there; an upload sends its file, read from disk as it goes.
 struct TransferAttempt: Sendable {
     /// The task's directory: `download` (the file) and `checkpoint.json` (its resume data).
     let directory: URL
     let session: URLSession
 
-    /// The most of an upload's file that is sent, and of its answer that is kept.
-    static let uploadLimit = 64 << 20
+    /// The most of an upload's answer that is kept.
     static let answerLimit = 1 << 20
 
     init(directory: URL, settings: BackgroundTransferSettings) throws(HTTPLoadError) {
@@ -41,14 +40,7 @@ struct TransferAttempt: Sendable {
     }
 
     func upload(_ request: URLRequest, from path: String) async throws(HTTPLoadError) -> TransferOutcome {
-        let size = ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int) ?? -1
-        guard size >= 0, let body = FileManager.default.contents(atPath: path) else {
-            throw .invalidConfiguration("the upload's file \(path) cannot be read")
-        }
-        guard size <= Self.uploadLimit else {
-            throw .invalidConfiguration("the upload's file \(path) has \(size) bytes, more than the \(Self.uploadLimit) a background upload sends")
-        }
-        let (data, response) = try await session.upload(for: request, from: body)
+        let (data, response) = try await session.upload(for: request, fromFile: URL(fileURLWithPath: path))
         return TransferOutcome(response: TransferResponse(response), body: data)
     }
 

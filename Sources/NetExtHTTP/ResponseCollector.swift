@@ -1,5 +1,8 @@
 import NIOCore
 import NIOHTTP1
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where a streamed body goes (a download's file): called on the event loop with each part of a
 /// 2xx answer's body; the answer's other bodies (redirects, errors) stay in memory.
@@ -27,8 +30,14 @@ final class BodySink: @unchecked Sendable {
 
 /// A request as it goes on the wire (HTTP/1.1 message parts; HTTP/2 streams translate them).
 struct PreparedRequest: Sendable {
+    /// A file sent as the body, `length` bytes from its start.
+    struct BodyFile: Sendable {
+        var path: String
+        var length: Int64
+    }
     var head: HTTPRequestHead
     var body: ByteBuffer?
+    var bodyFile: BodyFile? = nil
     /// The URL, for messages.
     var url: String
     /// Told the bytes of the body sent so far and the total (an upload's progress).
@@ -94,8 +103,57 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
             } else {
                 context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
             }
+        } else if let file = request.bodyFile {
+            sendFile(file, context: context, progress: request.uploadProgress)
+            return
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    /// Sends a body file in 64 KiB pieces, each read once the channel has taken the one
+    /// before (page-cache reads on the event loop, as downloads write), then the end. A file
+    /// that ends early or cannot be read fails the exchange naming the offset.
+    private func sendFile(_ file: PreparedRequest.BodyFile, context: ChannelHandlerContext, progress: (@Sendable (Int64, Int64) -> Void)?) {
+        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            fail(HTTPLoadError.invalidConfiguration("cannot open the upload's file \(file.path): \(String(cString: strerror(errno)))"))
+            context.close(promise: nil)
+            return
+        }
+        let exchange = pending.map { ObjectIdentifier($0.promise.futureResult) }
+        func next(_ offset: Int64) {
+            // The exchange may have ended (a timeout, an early answer, a closed connection).
+            guard context.channel.isActive, let current = pending, ObjectIdentifier(current.promise.futureResult) == exchange else {
+                close(descriptor)
+                return
+            }
+            guard offset < file.length else {
+                close(descriptor)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                return
+            }
+            let want = Int(min(64 << 10, file.length - offset))
+            var chunk = context.channel.allocator.buffer(capacity: want)
+            let got = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { buffer in
+                max(0, pread(descriptor, buffer.baseAddress, want, off_t(offset)))
+            }
+            guard got > 0 else {
+                close(descriptor)
+                fail(HTTPLoadError.invalidConfiguration("the upload's file \(file.path) could not be read at byte \(offset) of \(file.length) (it shrank, or \(String(cString: strerror(errno))))"))
+                context.close(promise: nil)
+                return
+            }
+            let sent = offset + Int64(got)
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk)))).whenComplete { result in
+                guard case .success = result else {
+                    close(descriptor)
+                    return
+                }
+                progress?(sent, file.length)
+                next(sent)
+            }
+        }
+        next(0)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

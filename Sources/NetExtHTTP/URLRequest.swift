@@ -7,6 +7,9 @@ public struct URLRequest: Sendable, Equatable, Codable {
     public var httpMethod = "GET"
     public var allHTTPHeaderFields: [String: String] = [:]
     public var httpBody: Data?
+    /// A file sent as the body, read as it goes (an upload from a file; Foundation's
+    /// `httpBodyStream` for a file). `httpBody` wins when both are set.
+    var bodyFile: String?
     /// Overrides the session's `timeoutIntervalForRequest` when set.
     public var timeoutInterval: Double?
     /// The page this load is for, which decides whether it is same-site for SameSite cookies

@@ -42,7 +42,7 @@ extension URLSession {
         let raw: RawResponse
         do {
             let timeout = TimeAmount.milliseconds(Int64((request.timeoutInterval ?? configuration.timeoutIntervalForRequest) * 1000))
-            raw = try await connection.exchange(prepare(request, origin: origin), limit: configuration.maximumResponseBytes, timeout: timeout).get()
+            raw = try await connection.exchange(try prepare(request, origin: origin), limit: configuration.maximumResponseBytes, timeout: timeout).get()
         } catch {
             connection.close()
             throw Self.loadError(error)

@@ -3,6 +3,9 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Loads URLs as Foundation's `URLSession` does, with App Transport Security: every load is
 /// held to the session's ``ATSPolicy`` (cleartext refused, TLS 1.2+, forward secrecy, strong
@@ -75,14 +78,20 @@ public final class URLSession: Sendable {
         return try await perform(upload, sink: nil, uploadProgress: progress)
     }
 
-    /// `upload(for:fromFile:)`: the file's bytes as the body (read whole before sending).
+    /// `upload(for:fromFile:)`: the file as the body, read from disk in 64 KiB pieces as the
+    /// connection takes them (no size limit but the server's); its length is its size when the
+    /// load starts. A 307/308 redirect sends it again from the start.
     public func upload(
         for request: URLRequest, fromFile file: URL, progress: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)? = nil
     ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
-        guard let data = FileManager.default.contents(atPath: file.path) else {
+        guard FileManager.default.isReadableFile(atPath: file.path) else {
             throw .invalidConfiguration("cannot read the upload's file \(file.path)")
         }
-        return try await upload(for: request, from: data, progress: progress)
+        var upload = request
+        upload.httpBody = nil
+        upload.bodyFile = file.path
+        if upload.httpMethod == "GET" { upload.httpMethod = "POST" }
+        return try await perform(upload, sink: nil, uploadProgress: progress)
     }
 
     /// The redirect loop of every task; a 2xx body goes to `sink` when one is given.
@@ -106,6 +115,7 @@ public final class URLSession: Sendable {
             if response.statusCode == 303 || ([301, 302].contains(response.statusCode) && current.httpMethod == "POST") {
                 if current.httpMethod != "HEAD" { current.httpMethod = "GET" }
                 current.httpBody = nil
+                current.bodyFile = nil
                 current.setValue(nil, forHTTPHeaderField: "Content-Type")
             }
             if next.host?.lowercased() != current.url.host?.lowercased() {
@@ -120,7 +130,7 @@ public final class URLSession: Sendable {
         _ request: URLRequest, redirectCount: Int, sink: BodySink?, uploadProgress: (@Sendable (Int64, Int64) -> Void)?
     ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
         let (origin, requirements) = try await admit(request)
-        var prepared = prepare(request, origin: origin)
+        var prepared = try prepare(request, origin: origin)
         prepared.uploadProgress = uploadProgress
         let cookies = request.httpShouldHandleCookies ? configuration.httpCookieStorage : nil
         if let cookies, !prepared.head.headers.contains(name: "Cookie"),
@@ -181,7 +191,7 @@ public final class URLSession: Sendable {
         "ATS: \(url.absoluteString) refused under \(refusal.source) rules (rule: \(refusal.rule.rawValue))"
     }
 
-    func prepare(_ request: URLRequest, origin: HTTPOrigin) -> PreparedRequest {
+    func prepare(_ request: URLRequest, origin: HTTPOrigin) throws(HTTPLoadError) -> PreparedRequest {
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
         var path = components?.percentEncodedPath ?? ""
         if path.isEmpty { path = "/" }
@@ -199,14 +209,22 @@ public final class URLSession: Sendable {
             headers.add(name: name, value: value)
         }
         var body: ByteBuffer?
+        var bodyFile: PreparedRequest.BodyFile?
         if let data = request.httpBody {
             body = ByteBuffer(bytes: data)
             if !headers.contains(name: "Content-Length") { headers.add(name: "Content-Length", value: "\(data.count)") }
+        } else if let path = request.bodyFile {
+            var facts = stat()
+            guard stat(path, &facts) == 0, facts.st_mode & S_IFMT == S_IFREG else {
+                throw .invalidConfiguration("cannot read the upload's file \(path): \(String(cString: strerror(errno)))")
+            }
+            bodyFile = PreparedRequest.BodyFile(path: path, length: Int64(facts.st_size))
+            headers.replaceOrAdd(name: "Content-Length", value: "\(facts.st_size)")
         } else if ["POST", "PUT", "PATCH"].contains(request.httpMethod) {
             headers.add(name: "Content-Length", value: "0")
         }
         let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.httpMethod), uri: path, headers: headers)
-        return PreparedRequest(head: head, body: body, url: request.url.absoluteString)
+        return PreparedRequest(head: head, body: body, bodyFile: bodyFile, url: request.url.absoluteString)
     }
 
     /// Whether `url` is one a session loads: http or https with a host.

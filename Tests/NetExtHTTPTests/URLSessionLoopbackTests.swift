@@ -55,13 +55,20 @@ final class LoopbackHTTPServer: Sendable {
         typealias OutboundOut = HTTPServerResponsePart
         private var head: HTTPRequestHead?
         private var bodyBytes = 0
+        /// A position-weighted checksum of the body (a byte out of place changes it).
+        private var bodySum: UInt64 = 0
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
             case .head(let head):
                 self.head = head
                 bodyBytes = 0
-            case .body(let part): bodyBytes += part.readableBytes
+                bodySum = 0
+            case .body(let part):
+                for byte in part.readableBytesView {
+                    bodyBytes += 1
+                    bodySum = bodySum &* 31 &+ UInt64(byte)
+                }
             case .end:
                 guard let head else { return }
                 respond(context, head)
@@ -122,6 +129,7 @@ final class LoopbackHTTPServer: Sendable {
             case "/hello": body = "hello"
             case "/see-other": status = .seeOther; headers.add(name: "Location", value: "/method")
             case "/method": body = "\(request.method.rawValue) \(bodyBytes)"
+            case "/sum": body = "\(bodyBytes) \(bodySum)"
             case "/loop": status = .found; headers.add(name: "Location", value: "/loop")
             case "/big": body = String(repeating: "x", count: 2 << 20)
             case "/slow": return  // never answered
@@ -346,6 +354,29 @@ extension URLSessionLoopbackTests {
         let calls = log.all
         #expect(calls.count == 16 && calls.last.map { $0.0 == 1 << 20 && $0.1 == 1 << 20 } == true)
         #expect(zip(calls, calls.dropFirst()).allSatisfy { $0.0 < $1.0 })
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("an upload from a file is read from disk as it goes: every byte in order, progress per piece, a missing file refused")
+    func uploadFromFile() async throws {
+        let server = try await LoopbackHTTPServer()
+        let session = session()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("netext-upload-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let bytes = (0..<(2 << 20) + 123).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) }
+        try Data(bytes).write(to: file)
+        let expected = bytes.reduce(UInt64(0)) { $0 &* 31 &+ UInt64($1) }
+        let log = UploadLog()
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/sum")!)
+        request.httpMethod = "PUT"
+        let (data, response) = try await session.upload(for: request, fromFile: file) { sent, total in log.add(sent, total) }
+        #expect(response.statusCode == 200 && String(decoding: data, as: UTF8.self) == "\(bytes.count) \(expected)")
+        let calls = log.all
+        #expect(calls.count == 33 && calls.last.map { $0.0 == Int64(bytes.count) && $0.1 == Int64(bytes.count) } == true)
+        await #expect(throws: HTTPLoadError.invalidConfiguration("cannot read the upload's file /nowhere/file")) {
+            _ = try await session.upload(for: request, fromFile: URL(fileURLWithPath: "/nowhere/file"))
+        }
         await session.invalidateAndCancel()
         try await server.close()
     }

@@ -15,8 +15,8 @@ extension URLSession {
         try await downloadTask(with: URLRequest(url: url))
     }
 
-    /// `uploadTask(with:fromFile:)` of a background session: the service reads `file` (at most
-    /// 64 MiB) when the task starts and sends it as the body; the answer reaches
+    /// `uploadTask(with:fromFile:)` of a background session: the service sends `file` as the
+    /// body, read from disk as it goes (from the start again on each attempt); the answer reaches
     /// ``URLSessionDataDelegate/urlSession(_:dataTask:didReceive:)``.
     public func uploadTask(with request: URLRequest, fromFile file: URL) async throws(HTTPLoadError) -> URLSessionUploadTask {
         let status = try await create(TransferSpec.Kind.upload, request, uploadFile: file.path)
