@@ -35,6 +35,8 @@ public final class URLSessionStreamTask: Sendable {
     private let connection: NIOLockedValueBox<(channel: any Channel, reader: StreamReadBuffer)?>
     /// Whether `closeWrite()` was called, and whether `.writeClosed` was told.
     private let writeClose = NIOLockedValueBox((requested: false, reported: false))
+    /// Whether ``captureStreams()`` took the connection: the task's own reads and writes end.
+    let captured = NIOLockedValueBox(false)
 
     init(host: String, port: Int, session: URLSessionStreamContext) {
         self.host = host
@@ -73,6 +75,7 @@ public final class URLSessionStreamTask: Sendable {
         guard minBytes >= 0, maxBytes >= max(minBytes, 1) else {
             throw .invalidConfiguration("a read needs 0 ≤ minimum ≤ maximum and a maximum of at least 1 (asked \(minBytes)…\(maxBytes))")
         }
+        try refuseIfCaptured()
         let (channel, reader) = try await connected()
         do {
             return try await reader.read(
@@ -85,6 +88,7 @@ public final class URLSessionStreamTask: Sendable {
 
     /// Writes all of `data`, waiting at most `timeout` seconds for it to be handed to the kernel.
     public func write(_ data: Data, timeout: Double) async throws(HTTPLoadError) {
+        try refuseIfCaptured()
         let channel = try await connected().channel
         let promise = channel.eventLoop.makePromise(of: Void.self)
         let written = channel.eventLoop.makePromise(of: Void.self)
@@ -166,7 +170,7 @@ public final class URLSessionStreamTask: Sendable {
     /// proxy's CONNECT tunnel, RFC 9110 §9.3.6, or SOCKS5, RFC 1928) as Foundation's stream
     /// tasks go through the system's proxies (seed 002). Through a proxy the name is the
     /// proxy's to resolve.
-    private func connected() async throws(HTTPLoadError) -> (channel: any Channel, reader: StreamReadBuffer) {
+    func connected() async throws(HTTPLoadError) -> (channel: any Channel, reader: StreamReadBuffer) {
         if let open = connection.withLockedValue({ $0 }) { return open }
         let buffer = StreamReadBuffer()
         let sink = eventSink
@@ -232,6 +236,12 @@ public final class URLSessionStreamTask: Sendable {
         }
         if kept.channel !== opened { opened.close(promise: nil) }
         return kept
+    }
+
+    private func refuseIfCaptured() throws(HTTPLoadError) {
+        if captured.withLockedValue({ $0 }) {
+            throw .invalidConfiguration("the stream task's connection was handed to Foundation streams (captureStreams); read and write those")
+        }
     }
 
     /// Tells `.betterRouteDiscovered` when the kernel would reach the connection's peer (the

@@ -157,3 +157,52 @@ struct StreamTaskTests {
         try await server.close()
     }
 }
+
+/// Runs blocking work on a thread of its own (Foundation streams block their caller).
+func onThread<Result: Sendable>(_ work: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: work()) }
+    }
+}
+
+@Suite("Captured streams")
+struct CapturedStreamsTests {
+    @Test("captureStreams hands the connection to Foundation streams: reads block for bytes, writes reach the peer, closing the output ends the exchange; the task's own reads stop")
+    func captured() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await StartTLSServer(context: try certificates.serverContext())
+        let task = URLSession(configuration: .ephemeral).streamTask(withHostName: "127.0.0.1", port: server.port)
+        let (input, output) = try await task.captureStreams()
+        nonisolated(unsafe) let streams = (input, output)
+        let transcript = await onThread { () -> [String] in
+            let (input, output) = streams
+            input.open()
+            output.open()
+            var lines: [String] = []
+            var buffer = [UInt8](repeating: 0, count: 64)
+            var greeting: [UInt8] = []
+            while greeting.count < 11 {
+                let count = input.read(&buffer, maxLength: 11 - greeting.count)
+                guard count > 0 else { break }
+                greeting += buffer[0..<count]
+            }
+            lines.append(String(decoding: greeting, as: UTF8.self))
+            lines.append("\(output.write(Array("ping\r\n".utf8), maxLength: 6))")
+            var echo: [UInt8] = []
+            while echo.count < 6 {
+                let count = input.read(&buffer, maxLength: 6 - echo.count)
+                guard count > 0 else { break }
+                echo += buffer[0..<count]
+            }
+            lines.append(String(decoding: echo, as: UTF8.self))
+            output.close()  // the server closes when the client's side ends
+            lines.append("\(input.read(&buffer, maxLength: 64)) \(input.streamStatus == .atEnd)")
+            return lines
+        }
+        #expect(transcript == ["220 hello\r\n", "6", "ping\r\n", "0 true"])
+        await #expect(throws: HTTPLoadError.self) { _ = try await task.readData(ofMinLength: 1, maxLength: 1, timeout: 1) }
+        await #expect(throws: HTTPLoadError.invalidConfiguration("the stream task's streams were captured already")) { _ = try await task.captureStreams() }
+        try await server.close()
+    }
+}
