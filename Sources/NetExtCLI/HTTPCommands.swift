@@ -31,10 +31,30 @@ struct HTTPOptions: ParsableArguments {
     var http1Only = false
     @Option(name: .customLong("proxy"), help: "Go through this proxy: http://HOST:PORT (CONNECT for https) or socks5://HOST:PORT.")
     var proxy: String?
+    @Option(name: .customLong("proxy-user"), help: "The proxy's user name; the password comes from $NETEXT_PROXY_PASSWORD or --proxy-password-file (never the command line).")
+    var proxyUser: String?
+    @Option(name: .customLong("proxy-password-file"), help: "A file whose first line is the proxy's password.")
+    var proxyPasswordFile: String?
     @Option(name: .customLong("interface"), help: "Leave by this interface whatever the routing table says (SO_BINDTODEVICE; curl's --interface).")
     var interface: String?
     @Option(name: .customLong("cookie-group"), help: "Keep cookies in this app group's container, shared with the group's other processes (default: none kept after the command).")
     var cookieGroup: String?
+
+    /// The proxy's password: the first line of --proxy-password-file, else $NETEXT_PROXY_PASSWORD.
+    private func proxyPassword() throws -> String {
+        if let proxyPasswordFile {
+            guard let text = try? String(contentsOfFile: proxyPasswordFile, encoding: .utf8) else {
+                throw HTTPCommandFailure.usage("--proxy-password-file \(proxyPasswordFile) cannot be read")
+            }
+            let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            guard !line.isEmpty else { throw HTTPCommandFailure.usage("--proxy-password-file \(proxyPasswordFile) has an empty first line") }
+            return line
+        }
+        guard let password = ProcessInfo.processInfo.environment["NETEXT_PROXY_PASSWORD"], !password.isEmpty else {
+            throw HTTPCommandFailure.usage("--proxy-user needs the password in $NETEXT_PROXY_PASSWORD or --proxy-password-file")
+        }
+        return password
+    }
 
     func sessionConfiguration(verbose: Bool, base: URLSessionConfiguration = .default) throws -> URLSessionConfiguration {
         var configuration = base
@@ -56,6 +76,10 @@ struct HTTPOptions: ParsableArguments {
         configuration.requiredInterface = interface
         if let proxy {
             do { configuration.proxy = try ConnectionProxy(url: proxy) } catch { throw HTTPCommandFailure.usage(error.description) }
+        }
+        if let proxyUser {
+            guard configuration.proxy != nil else { throw HTTPCommandFailure.usage("--proxy-user needs --proxy") }
+            configuration.proxyCredential = URLCredential(user: proxyUser, password: try proxyPassword())
         }
         if let cookieGroup {
             do { configuration.httpCookieStorage = try .sharedCookieStorage(forGroupContainerIdentifier: cookieGroup) } catch {

@@ -54,7 +54,8 @@ final class HTTPConnection: @unchecked Sendable {
     /// from inside the handshake-completed event (an HTTP/2 server's SETTINGS may follow its
     /// handshake in the same read, and a handler added any later would miss it).
     static func open(
-        to origin: HTTPOrigin, address: SocketAddress?, proxy: ConnectionProxy?, context: NIOSSLContext?, requirements: ATSRequirements,
+        to origin: HTTPOrigin, address: SocketAddress?, proxy: ConnectionProxy?, proxyCredential: URLCredential? = nil, context: NIOSSLContext?,
+        requirements: ATSRequirements,
         connectTimeout: TimeAmount, eventLoop: any EventLoop, requiredInterface: String? = nil
     ) -> EventLoopFuture<HTTPConnection> {
         let ready = eventLoop.makePromise(of: HTTPConnection.self)
@@ -90,7 +91,7 @@ final class HTTPConnection: @unchecked Sendable {
                 InterfaceBinding.bind(channel, to: requiredInterface).flatMapThrowing {
                     guard let tunnel else { return try setUp(channel) }
                     try channel.pipeline.syncOperations.addHandler(ProxyTunnelHandler(
-                        proxy: tunnel, host: origin.host, port: origin.port,
+                        proxy: tunnel, credential: proxyCredential, host: origin.host, port: origin.port,
                         ready: { context in
                             do { try setUp(context.channel) } catch { ready.fail(error) }
                         },

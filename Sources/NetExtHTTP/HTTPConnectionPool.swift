@@ -20,6 +20,7 @@ actor HTTPConnectionPool {
     private let connectTimeout: TimeAmount
     private let addresses: [String: String]
     private let proxy: ConnectionProxy?
+    private let proxyCredential: URLCredential?
     private let requiredInterface: String?
     private var shared: [Key: HTTPConnection] = [:]
     private var idle: [Key: [HTTPConnection]] = [:]
@@ -37,9 +38,10 @@ actor HTTPConnectionPool {
 
     init(
         eventLoopGroup: any EventLoopGroup, trust: HTTPTrust, allowsHTTP2: Bool, connectTimeout: TimeAmount, addresses: [String: String],
-        maximumConnectionsPerHost: Int, proxy: ConnectionProxy?, requiredInterface: String? = nil
+        maximumConnectionsPerHost: Int, proxy: ConnectionProxy?, proxyCredential: URLCredential? = nil, requiredInterface: String? = nil
     ) {
         self.proxy = proxy
+        self.proxyCredential = proxyCredential
         self.requiredInterface = requiredInterface
         self.maximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
         self.eventLoopGroup = eventLoopGroup
@@ -155,7 +157,7 @@ actor HTTPConnectionPool {
         let eventLoop = eventLoopGroup.next()
         do {
             return try await HTTPConnection.open(
-                to: key.origin, address: address, proxy: proxy, context: context, requirements: key.requirements,
+                to: key.origin, address: address, proxy: proxy, proxyCredential: proxyCredential, context: context, requirements: key.requirements,
                 connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface
             ).get()
         } catch HTTPLoadError.tlsFailed(let host, let reason) where reason == TLSErrorText.untrustedCertificate {

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NetExtProxies
 
@@ -44,9 +45,10 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
     typealias InboundOut = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private enum State { case idle, greeting, connecting, done }
+    private enum State { case idle, greeting, authenticating, connecting, done }
 
     private let proxy: ConnectionProxy
+    private let credential: URLCredential?
     private let host: String
     private let port: Int
     private let ready: (ChannelHandlerContext) -> Void
@@ -56,8 +58,12 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
     /// The longest answer a proxy may give before the tunnel is up.
     static let maximumAnswerBytes = 16 << 10
 
-    init(proxy: ConnectionProxy, host: String, port: Int, ready: @escaping (ChannelHandlerContext) -> Void, failed: @escaping (HTTPLoadError) -> Void) {
+    init(
+        proxy: ConnectionProxy, credential: URLCredential? = nil, host: String, port: Int, ready: @escaping (ChannelHandlerContext) -> Void,
+        failed: @escaping (HTTPLoadError) -> Void
+    ) {
         self.proxy = proxy
+        self.credential = credential
         self.host = host
         self.port = port
         self.ready = ready
@@ -79,11 +85,13 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
         case .http:
             state = .connecting
             let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n")), promise: nil)
+            // Basic credentials when the session has them (RFC 9110 §11.7.2, RFC 7617).
+            let authorization = credential.map { "Proxy-Authorization: \($0.basicAuthorization)\r\n" } ?? ""
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\(authorization)\r\n")), promise: nil)
         case .socks5:
             state = .greeting
-            // Version 5, one method: 0x00, no authentication (RFC 1928 §3).
-            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [5, 1, 0])), promise: nil)
+            // No authentication, and user name/password when there is a credential (RFC 1928 §3).
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: SOCKS5Handshake.greeting(offeringPassword: credential != nil))), promise: nil)
         }
     }
 
@@ -117,6 +125,11 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
             return fail(context, "the proxy's answer to CONNECT is not HTTP ('\(statusLine.prefix(80))')")
         }
+        if status == 407 {
+            return fail(context, credential == nil
+                ? "the proxy wants a user name and password (407); give them with the session's proxyCredential"
+                : "the proxy refused the user name and password (407)")
+        }
         guard (200...299).contains(status) else {
             return fail(context, "the proxy refused CONNECT \(host):\(port) with \(statusLine.dropFirst(9))")
         }
@@ -128,21 +141,41 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
     private func readSOCKSAnswer(_ context: ChannelHandlerContext) {
         if state == .greeting {
             guard received.readableBytes >= 2, let reply = received.readBytes(length: 2) else { return }
-            guard reply[0] == 5, reply[1] == 0 else {
-                return fail(context, reply[1] == 0xFF ? "the SOCKS proxy wants authentication, which NetExtHTTP does not offer" : "the SOCKS proxy answered the greeting with \(reply)")
+            do {
+                if try SOCKS5Handshake.passwordRequired(byMethodSelection: reply, offeredPassword: credential != nil), let credential {
+                    state = .authenticating
+                    let request = try SOCKS5Handshake.passwordRequest(username: credential.user, password: credential.password)
+                    context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: request)), promise: nil)
+                    return
+                }
+            } catch {
+                return fail(context, error.description)
             }
-            state = .connecting
-            var request = ByteBuffer(bytes: [5, 1, 0])
-            if let address = IPLiteral(host) {
-                request.writeBytes([address.bytes.count == 4 ? 1 : 4] + address.bytes)
-            } else {
-                let name = Array(host.utf8.prefix(255))
-                request.writeBytes([3, UInt8(name.count)] + name)
-            }
-            request.writeInteger(UInt16(port))
-            context.writeAndFlush(wrapOutboundOut(request), promise: nil)
+            sendSOCKSConnect(context)
             return
         }
+        if state == .authenticating {
+            // RFC 1929 §2: version 1, status 0 for success.
+            guard received.readableBytes >= 2, let reply = received.readBytes(length: 2) else { return }
+            do { try SOCKS5Handshake.checkPasswordReply(reply) } catch { return fail(context, error.description) }
+            sendSOCKSConnect(context)
+            return
+        }
+        readSOCKSConnectReply(context)
+    }
+
+    /// RFC 1928 §4: CONNECT with the host's address, or its name for the proxy to resolve.
+    private func sendSOCKSConnect(_ context: ChannelHandlerContext) {
+        state = .connecting
+        do {
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: try SOCKS5Handshake.connectRequest(host: host, port: UInt16(port)))), promise: nil)
+        } catch {
+            fail(context, error.description)
+        }
+    }
+
+    /// RFC 1928 §6: the reply, its bound address skipped.
+    private func readSOCKSConnectReply(_ context: ChannelHandlerContext) {
         guard received.readableBytes >= 5, let header = received.getBytes(at: received.readerIndex, length: 5) else { return }
         guard header[0] == 5 else { return fail(context, "the SOCKS proxy's reply is not SOCKS5") }
         guard header[1] == 0 else { return fail(context, "the SOCKS proxy could not connect to \(host):\(port): \(SOCKS5Handshake.replyText(header[1]))") }
@@ -174,4 +207,22 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
         failed(.cannotConnect(host: "\(host):\(port) through the proxy \(proxy)", reason: reason))
         context.close(promise: nil)
     }
+}
+
+/// A user name and password (Foundation's `URLCredential` for a proxy: `kCFProxyUsernameKey`
+/// and `kCFProxyPasswordKey` of `connectionProxyDictionary`). The password is never written to
+/// a log or an error.
+public struct URLCredential: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var user: String
+    public var password: String
+
+    public init(user: String, password: String) {
+        self.user = user
+        self.password = password
+    }
+
+    /// The Basic scheme's credentials (RFC 7617 §2): "Basic " and base64 of user:password.
+    var basicAuthorization: String { "Basic " + Data("\(user):\(password)".utf8).base64EncodedString() }
+
+    public var description: String { "user \(user) (password withheld)" }
 }

@@ -32,7 +32,7 @@ extension URLSession {
         let connection: HTTPConnection
         do {
             connection = try await HTTPConnection.open(
-                to: origin, address: address, proxy: configuration.proxy, context: context, requirements: requirements,
+                to: origin, address: address, proxy: configuration.proxy, proxyCredential: configuration.proxyCredential, context: context, requirements: requirements,
                 connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), eventLoop: streamContext.eventLoopGroup.next(),
                 requiredInterface: configuration.requiredInterface
             ).get()

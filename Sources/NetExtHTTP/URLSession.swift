@@ -41,7 +41,7 @@ public final class URLSession: Sendable {
         pool = HTTPConnectionPool(
             eventLoopGroup: eventLoopGroup, trust: configuration.trust, allowsHTTP2: configuration.allowsHTTP2,
             connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses,
-            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy,
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy, proxyCredential: configuration.proxyCredential,
             requiredInterface: configuration.requiredInterface)
         if let background {
             background.bind(to: self)
@@ -207,6 +207,10 @@ public final class URLSession: Sendable {
         }
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) where name.lowercased() != "host" {
             headers.add(name: name, value: value)
+        }
+        // A cleartext request to an HTTP proxy carries the proxy's credentials itself (RFC 9110 §11.7.2).
+        if case .http? = configuration.proxy, !origin.isSecure, let credential = configuration.proxyCredential {
+            headers.replaceOrAdd(name: "Proxy-Authorization", value: credential.basicAuthorization)
         }
         var body: ByteBuffer?
         var bodyFile: PreparedRequest.BodyFile?

@@ -32,6 +32,9 @@ public struct URLSessionConfiguration: Sendable {
     /// The proxy every connection goes through (`connectionProxyDictionary`), nil for none.
     /// ATS applies to the origin, not the proxy.
     public var proxy: ConnectionProxy?
+    /// The proxy's user name and password (`kCFProxyUsernameKey`/`kCFProxyPasswordKey`): Basic
+    /// credentials for an HTTP proxy (RFC 7617), RFC 1929 for SOCKS5; nil for none.
+    public var proxyCredential: URLCredential?
     /// The interface every connection leaves by, whatever the routing table says (Linux
     /// addition, after Network.framework's `NWParameters.requiredInterface`: a hotspot helper
     /// reaching its portal past a full VPN); nil follows the routing table. Names are still

@@ -187,7 +187,7 @@ public final class URLSessionStreamTask: Sendable {
             .connectTimeout(connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.allowRemoteHalfClosure, value: true)
-            .channelInitializer { [host, port, requiredInterface = session.configuration.requiredInterface] channel in
+            .channelInitializer { [host, port, requiredInterface = session.configuration.requiredInterface, proxyCredential = session.configuration.proxyCredential] channel in
                 InterfaceBinding.bind(channel, to: requiredInterface).flatMapThrowing {
                     guard let proxy else {
                         try channel.pipeline.syncOperations.addHandler(buffer)
@@ -195,7 +195,7 @@ public final class URLSessionStreamTask: Sendable {
                         return
                     }
                     try channel.pipeline.syncOperations.addHandler(ProxyTunnelHandler(
-                        proxy: proxy, host: host, port: port,
+                        proxy: proxy, credential: proxyCredential, host: host, port: port,
                         ready: { context in
                             do {
                                 try context.pipeline.syncOperations.addHandler(buffer)

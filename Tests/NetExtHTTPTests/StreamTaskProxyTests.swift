@@ -17,12 +17,13 @@ final class TunnelEndProxy: Sendable {
     let requests = NIOLockedValueBox<[String]>([])
     var port: Int { channel.localAddress!.port! }
 
-    init() async throws {
+    /// With `password`, the proxy wants user "alice" with it (Basic for CONNECT, RFC 1929 for SOCKS).
+    init(password: String? = nil) async throws {
         let box = NIOLockedValueBox<TunnelEndProxy?>(nil)
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Tunnel { request in box.withLockedValue { $0 }?.requests.withLockedValue { $0.append(request) } })
+                    try channel.pipeline.syncOperations.addHandler(Tunnel(password: password) { request in box.withLockedValue { $0 }?.requests.withLockedValue { $0.append(request) } })
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -35,9 +36,13 @@ final class TunnelEndProxy: Sendable {
         typealias InboundIn = ByteBuffer
         typealias OutboundOut = ByteBuffer
         let record: @Sendable (String) -> Void
+        let password: String?
         var received = ByteBuffer()
-        var phase = 0  // 0: first bytes, 1: SOCKS request awaited, 2: tunnel up (echo)
-        init(record: @escaping @Sendable (String) -> Void) { self.record = record }
+        var phase = 0  // 0: first bytes, 1: SOCKS request awaited, 2: tunnel up (echo), 3: SOCKS password awaited
+        init(password: String?, record: @escaping @Sendable (String) -> Void) {
+            self.password = password
+            self.record = record
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var bytes = unwrapInboundIn(data)
@@ -45,11 +50,28 @@ final class TunnelEndProxy: Sendable {
             received.writeBuffer(&bytes)
             let view = Array(received.readableBytesView)
             if phase == 0, view.first == 5 {
-                guard view.count >= 3 else { return }
-                received.moveReaderIndex(forwardBy: 3)
+                guard view.count >= 2, view.count >= 2 + Int(view[1]) else { return }
+                let methods = view[2..<(2 + Int(view[1]))]
+                received.moveReaderIndex(forwardBy: 2 + Int(view[1]))
+                guard password != nil else {
+                    phase = 1
+                    return context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [5, 0])), promise: nil)
+                }
+                guard methods.contains(2) else { return context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [5, 0xFF])), promise: nil) }
+                phase = 3
+                return context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [5, 2])), promise: nil)
+            }
+            if phase == 3 {
+                // RFC 1929 §2: VER ULEN UNAME PLEN PASSWD.
+                guard view.count >= 2, view.count >= 3 + Int(view[1]), view.count >= 3 + Int(view[1]) + Int(view[2 + Int(view[1])]) else { return }
+                let user = String(decoding: view[2..<(2 + Int(view[1]))], as: UTF8.self)
+                let secretStart = 3 + Int(view[1])
+                let secret = String(decoding: view[secretStart..<(secretStart + Int(view[2 + Int(view[1])]))], as: UTF8.self)
+                received.moveReaderIndex(forwardBy: secretStart + secret.utf8.count)
+                record("SOCKS login \(user)")
+                guard user == "alice", secret == password else { return context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [1, 1])), promise: nil) }
                 phase = 1
-                context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [5, 0])), promise: nil)
-                return
+                return context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: [1, 0])), promise: nil)
             }
             if phase == 1 {
                 // VER CMD RSV ATYP=3 LEN NAME PORT (the client sends names).
@@ -67,6 +89,12 @@ final class TunnelEndProxy: Sendable {
             let head = String(decoding: received.readableBytesView[..<end.lowerBound], as: UTF8.self)
             let line = head.split(separator: "\r\n").first.map(String.init) ?? ""
             record(line)
+            if let password {
+                let expected = "proxy-authorization: basic " + Data("alice:\(password)".utf8).base64EncodedString().lowercased()
+                guard head.lowercased().split(separator: "\r\n").contains(where: { $0 == expected }) else {
+                    return context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"lab\"\r\nContent-Length: 0\r\n\r\n")), promise: nil)
+                }
+            }
             if line.contains("forbidden") {
                 context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")), promise: nil)
                 return
@@ -109,6 +137,43 @@ struct StreamTaskProxyTests {
         #expect(try await task.readData(ofMinLength: 1, maxLength: 1, timeout: 5).0 == Data("x".utf8))
         #expect(proxy.requests.withLockedValue { $0 } == ["SOCKS chat.example.test:5222"])
         task.cancel()
+        try await proxy.close()
+    }
+
+    @Test("proxy credentials: Basic for CONNECT, RFC 1929 for SOCKS5; none or wrong ones refused with a sentence that never shows the password")
+    func credentials() async throws {
+        let proxy = try await TunnelEndProxy(password: "s3cret:with:colons")
+        func session(_ kind: ConnectionProxy, _ credential: URLCredential?) -> NetExtHTTP.URLSession {
+            var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+            configuration.proxy = kind
+            configuration.proxyCredential = credential
+            configuration.urlFilter = nil
+            return NetExtHTTP.URLSession(configuration: configuration)
+        }
+        let good = URLCredential(user: "alice", password: "s3cret:with:colons")
+        let bad = URLCredential(user: "alice", password: "wrong")
+        for kind in [ConnectionProxy.http(host: "127.0.0.1", port: proxy.port), .socks5(host: "127.0.0.1", port: proxy.port)] {
+            let task = session(kind, good).streamTask(withHostName: "chat.example.test", port: 5222)
+            #expect(String(decoding: try await task.readData(ofMinLength: 11, maxLength: 11, timeout: 5).0, as: UTF8.self) == "220 hello\r\n")
+            task.cancel()
+            for credential in [nil, bad] {
+                do {
+                    try await session(kind, credential).streamTask(withHostName: "chat.example.test", port: 5222).resume()
+                    Issue.record("\(kind) let \(String(describing: credential)) through")
+                } catch {
+                    #expect(!error.description.contains("wrong") && !error.description.contains("s3cret"))
+                    guard case .cannotConnect(_, let reason) = error else { Issue.record("\(error)"); continue }
+                    switch (kind, credential) {
+                    case (.http, nil): #expect(reason == "the proxy wants a user name and password (407); give them with the session's proxyCredential")
+                    case (.http, _): #expect(reason == "the proxy refused the user name and password (407)")
+                    case (.socks5, nil): #expect(reason == "the SOCKS server accepts none of the offered authentication methods")
+                    case (.socks5, _): #expect(reason == "the SOCKS server refused the user name and password")
+                    }
+                }
+            }
+        }
+        #expect(proxy.requests.withLockedValue { $0 }.filter { $0 == "SOCKS login alice" }.count == 2)
+        #expect(String(describing: good) == "user alice (password withheld)")
         try await proxy.close()
     }
 

@@ -2,7 +2,11 @@
 """A small HTTP proxy for the labs: CONNECT tunnels (RFC 9110 §9.3.6) and absolute-form
 requests (RFC 9112 §3.2.2, relayed on a connection of their own, the answer streamed back until
 the origin closes). Logs one line per request to standard output: "CONNECT host:port" or
-"GET http://...". Usage: connect-proxy.py ADDRESS PORT"""
+"GET http://...". With $LAB_PROXY_CREDENTIALS ("user:password") it wants them as Basic
+Proxy-Authorization (RFC 9110 §11.7.2, RFC 7617) and answers 407 otherwise, logging
+"407 <request line>"; the header is not passed on. Usage: connect-proxy.py ADDRESS PORT"""
+import base64
+import os
 import socket
 import sys
 import threading
@@ -35,6 +39,16 @@ def handle(client):
         head += chunk
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
     method, target, _ = (line.split(" ") + ["", ""])[:3]
+    credentials = os.environ.get("LAB_PROXY_CREDENTIALS")
+    if credentials:
+        expected = b"proxy-authorization: basic " + base64.b64encode(credentials.encode()).lower()
+        fields = [l.lower() for l in head.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]]
+        if expected not in fields:
+            print(f"407 {method} {target}", flush=True)
+            client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"lab\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            client.close()
+            return
+        head = b"\r\n".join(l for l in head.split(b"\r\n") if not l.lower().startswith(b"proxy-authorization:"))
     print(f"{method} {target}", flush=True)
     try:
         if method == "CONNECT":

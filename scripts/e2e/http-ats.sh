@@ -217,6 +217,26 @@ refused_by_proxy() {
 }
 check "a name the SOCKS proxy cannot reach fails naming the proxy" refused_by_proxy
 
+# A proxy that wants a user name and password (Basic, RFC 7617): the password reaches netext by
+# its environment, never its command line.
+ip netns exec "$LAB_INTERNET" env LAB_PROXY_CREDENTIALS="alice:lab-s3cret" python3 -u scripts/e2e/connect-proxy.py 198.51.100.1 3129 > "$work/auth-proxy.log" 2>&1 &
+LAB_PIDS+=($!)
+proxy_login() {
+  lab_wait "ip netns exec '$LAB_INTERNET' ss -Hltn 'sport = :3129' | grep -q LISTEN" 10 || { echo "  the proxy did not start"; return 1; }
+  local out status
+  out="$(ip netns exec "$LAB_LAPTOP" "$bin/netext" http get --cacert "$HTTP_LAB_CA" --proxy http://198.51.100.1:3129 https://good.lab.test:8443/ 2>&1)"; status=$?
+  [ $status = 5 ] && echo "$out" | grep -q "the proxy wants a user name and password (407)" || { echo "  without: exit $status: $out"; return 1; }
+  out="$(ip netns exec "$LAB_LAPTOP" env NETEXT_PROXY_PASSWORD=lab-s3cret "$bin/netext" http get --cacert "$HTTP_LAB_CA" --proxy http://198.51.100.1:3129 --proxy-user alice https://good.lab.test:8443/ 2>&1)" ||
+    { echo "  with: $out"; return 1; }
+  echo "$out" | grep -q "hello from the ATS lab" || { echo "  with: $out"; return 1; }
+  out="$(ip netns exec "$LAB_LAPTOP" env NETEXT_PROXY_PASSWORD=lab-s3cret "$bin/netext" http get --ats "$work/plain-proxy.json" --proxy http://198.51.100.1:3129 --proxy-user alice http://plain.lab.test:8080/ 2>&1)" ||
+    { echo "  cleartext: $out"; return 1; }
+  echo "$out" | grep -q "hello from the ATS lab" || { echo "  cleartext: $out"; return 1; }
+  grep -q "^407 CONNECT good.lab.test:8443" "$work/auth-proxy.log" && grep -q "^CONNECT good.lab.test:8443" "$work/auth-proxy.log" && grep -q "^GET http://plain.lab.test:8080/" "$work/auth-proxy.log" ||
+    { echo "  proxy log: $(cat "$work/auth-proxy.log")"; return 1; }
+}
+check "a proxy that wants Basic credentials: refused (407, said) without them, https and cleartext through with them" proxy_login
+
 # Stream tasks (netext http stream) go through the session's proxy, as Foundation's do (seed 002).
 streamed() {
   local proxy="$1" out

@@ -16,6 +16,8 @@ package struct BackgroundTransferSettings: Sendable, Codable, Equatable {
     package var allowsHTTP2: Bool
     package var httpAdditionalHeaders: [String: String]
     package var proxy: ConnectionProxy?
+    /// Kept with the task in the user's own store (mode 0600), as the app gave it.
+    package var proxyCredential: URLCredential?
     package var requiredInterface: String?
     package var hostAddresses: [String: String]
     /// The app group whose cookies the loads use; nil for none.
@@ -39,6 +41,7 @@ package struct BackgroundTransferSettings: Sendable, Codable, Equatable {
         allowsHTTP2 = configuration.allowsHTTP2
         httpAdditionalHeaders = configuration.httpAdditionalHeaders
         proxy = configuration.proxy
+        proxyCredential = configuration.proxyCredential
         requiredInterface = configuration.requiredInterface
         hostAddresses = configuration.hostAddresses
         cookieGroup = configuration.httpCookieStorage?.groupContainerIdentifier
@@ -62,6 +65,7 @@ package struct BackgroundTransferSettings: Sendable, Codable, Equatable {
         configuration.allowsHTTP2 = allowsHTTP2
         configuration.httpAdditionalHeaders = httpAdditionalHeaders
         configuration.proxy = proxy
+        configuration.proxyCredential = proxyCredential
         configuration.requiredInterface = requiredInterface
         configuration.hostAddresses = hostAddresses
         configuration.httpCookieStorage = try cookieGroup.map { group throws(HTTPLoadError) in
