@@ -19,7 +19,7 @@ check "the package says what it is and what it needs" bash -c "dpkg-deb --field 
 check "dpkg installs it into a throw-away root" bash -c "$(declare -f dpkg_root); root='$root'; dpkg_root -i '$deb' > '$work/install.log' 2>&1"
 check "dpkg knows it as installed" bash -c "dpkg-query --admindir='$root/var/lib/dpkg' -W -f='\${Status}' netext | grep -q 'install ok installed'"
 
-binaries=(usr/bin/netext usr/bin/netext-server usr/bin/netext-urlfilter-db usr/sbin/netextd usr/libexec/netext/netext-tunnel-provider usr/libexec/netext/netext-filter-provider usr/libexec/netext/netext-transferd)
+binaries=(usr/bin/netext usr/bin/netext-server usr/bin/netext-urlfilter-db usr/sbin/netextd usr/libexec/netext/netext-tunnel-provider usr/libexec/netext/netext-filter-provider usr/libexec/netext/netext-hotspot-helper usr/libexec/netext/netext-transferd)
 clean() { env -i PATH=/usr/bin:/bin HOME=/nonexistent "$@"; }
 for binary in "${binaries[@]}"; do
   name="$(basename "$binary")"
