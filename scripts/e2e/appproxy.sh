@@ -158,6 +158,40 @@ check "after netextd's crash and restart: nothing of the old proxy is left" noth
 check "netext disable" netext disable Proxy
 check "after disable: the app steering table is gone" bash -c "! ip netns exec '$LAB_LAPTOP' nft list table inet netextd_apps >/dev/null 2>&1"
 
+# Fail closed: an app proxy with --include-all-networks never lets its apps' flows go direct while
+# it is enabled. Its provider killed: the next flow is refused (reset, nothing reaches the
+# server) and starts the provider again, so flows after it go through dante; `netext stop` keeps
+# them refused (as a VPN's kill switch) until `netext disable`.
+check "netext create a fail-closed app proxy (--include-all-networks), the app bound to it" bash -c "
+  '$bin/netext' app unbind '$proxied_app' --vpn Proxy > /dev/null &&
+  '$bin/netext' create --name Closed --per-app --provider com.netext.proxy --provider-type app-proxy --server 203.0.113.2:1080 --include-all-networks --enable > /dev/null &&
+  '$bin/netext' app bind '$proxied_app' --vpn Closed > /dev/null && '$bin/netext' start Closed | grep -q connected"
+check "while it runs, the app's flows go through dante" fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 203.0.113.2
+refused_not_direct() {
+  local tag="t$RANDOM$RANDOM" started=$SECONDS code
+  code="$(as_app "$proxied_app" curl -s -m 8 -o /dev/null -w '%{http_code}' "http://100.64.0.80:8080/public.html?$tag")"
+  [ "$code" = 000 ] || { echo "  curl got $code"; return 1; }
+  [ $((SECONDS - started)) -lt 5 ] || { echo "  refused only after $((SECONDS - started)) s"; return 1; }
+  ! grep -qF "$tag" "$work/public4.log" || { echo "  the server saw the flow: it went direct"; return 1; }
+}
+kill -9 "$(provider_pid)"
+lab_wait "'$bin/netext' status Closed | grep -q disconnected" 10
+check "its provider killed: the app's next flow is refused at once, and nothing reaches the server" refused_not_direct
+check "that flow started the provider again (netextd's log), and the session is connected" bash -c "
+  grep -q 'a flow arrived while it fails closed; starting its provider again' '$work/netextd.log' &&
+  for _ in \$(seq 1 100); do '$bin/netext' status Closed | grep -q connected && exit 0; sleep 0.1; done; exit 1"
+check "…so the flows after it go through dante again" fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 203.0.113.2
+stopped_refused() {
+  netext stop Closed > /dev/null || return 1
+  refused_not_direct || return 1
+  sleep 1
+  netext status Closed | grep -q disconnected || { echo "  the user's stop was undone by a flow"; return 1; }
+}
+check "netext stop: its flows stay refused (no restart: the user stopped it)" stopped_refused
+check "netext disable: its flows go direct, nothing of it is left" bash -c "'$bin/netext' disable Closed > /dev/null"
+check "…the app's flow goes direct" fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 198.51.100.2
+check "…no proxy rule, route, tproxy rule or listener is left" nothing_left
+
 # A transparent proxy: every program's flows to port 8080 go to the provider, which takes only
 # those to www.site.test (through dante) and declines the rest: netextd sends those on directly.
 fetch_plain_seen() { # fetch_plain_seen URL LOG SOURCE: any program (no app) loads URL; LOG names SOURCE for it

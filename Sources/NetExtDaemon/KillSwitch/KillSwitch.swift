@@ -38,6 +38,9 @@ actor KillSwitch {
     func engage(_ configuration: Configuration, manifest: ProviderManifest?, apps: FlowSteering.Marking? = nil) async throws(NetExtError) {
         guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration,
               settings.includeAllNetworks || settings.enforceRoutes else { return }
+        // A proxy has no tunnel to hold traffic to: its `includeAllNetworks` is kept by its own
+        // steering, which refuses its flows while the provider is gone (SessionManager+AppProxy).
+        guard settings.extensionPoint != .appProxy, settings.extensionPoint != .transparentProxy else { return }
         let uid: UInt32 = manifest.flatMap { manifest in getuid() == 0 ? UserDatabase.user(named: manifest.user)?.uid : getuid() } ?? UInt32.max - 1
         let localNetworks = settings.includeAllNetworks && settings.excludeLocalNetworks ? await network.perform { $0.localNetworks() } : []
         let previous = members[configuration.id]

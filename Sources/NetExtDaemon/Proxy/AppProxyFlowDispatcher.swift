@@ -19,6 +19,9 @@ final class AppProxyFlowDispatcher: Sendable {
         var declined = 0
         /// Connections reset because the provider could not be given them (it was gone).
         var lost = 0
+        /// Connections reset, and datagrams dropped, while the proxy failed closed (its provider
+        /// gone, its configuration's `includeAllNetworks` on).
+        var refused = 0
         /// Answers from the provider that could not be read (malformed), or named no flow offered.
         var malformedAnswers = 0
         /// UDP flows handed over; datagrams dropped (a flow's before its socket took over, or
@@ -40,6 +43,8 @@ final class AppProxyFlowDispatcher: Sendable {
     private let apps = Mutex<(byID: [UInt64: AppSteeringController.ProxiedCgroup], byPath: [String: AppIdentifier], sole: AppIdentifier?)>(([:], [:], nil))
     private let counts = Mutex(Counters())
     private let stopped = Mutex(false)
+    /// Set while the proxy fails closed: each flow is refused, and this is told of it.
+    private let refusing = Mutex<(@Sendable () -> Void)?>(nil)
     private let logger: Logger
     private let configurationName: String
 
@@ -71,6 +76,13 @@ final class AppProxyFlowDispatcher: Sendable {
     }
 
     var counters: Counters { counts.withLock { $0 } }
+
+    /// Fails closed from now on: the provider is gone, the steering stays, and every flow that
+    /// arrives is reset (a datagram dropped) instead of going direct; `flowArrived` is told of
+    /// each (the session manager starts the provider again on demand).
+    func refuseFlows(flowArrived: @escaping @Sendable () -> Void) {
+        refusing.withLock { $0 = flowArrived }
+    }
 
     /// The cgroups of the configuration's apps (the steering's scan).
     func setApps(_ cgroups: [AppSteeringController.ProxiedCgroup]) {
@@ -113,6 +125,15 @@ final class AppProxyFlowDispatcher: Sendable {
         while let arrivals = listeners.wait(milliseconds: 1_000, buffer: buffer, failed: { error in
             logger.warning("app proxy: cannot accept a flow", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
         }, dropped: { counts.withLock { $0.malformedDatagrams += 1 } }) {
+            if let flowArrived = refusing.withLock({ $0 }) {
+                for fd in arrivals.connections { StreamIO.reset(fd) }
+                let refused = arrivals.connections.count + arrivals.datagrams.count
+                if refused > 0 {
+                    counts.withLock { $0.refused += refused }
+                    flowArrived()
+                }
+                continue
+            }
             for fd in arrivals.connections {
                 let id = nextID
                 nextID += 1

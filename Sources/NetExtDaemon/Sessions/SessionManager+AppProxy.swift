@@ -11,7 +11,8 @@ import NetExtLinux
 extension SessionManager {
     func startProxying(_ id: UUID, provider: ProviderProcess, generation: Int) async throws(NetExtError) {
         guard isCurrent(id, generation: generation), let session = sessions[id], session.proxy == nil else { return }
-        // An earlier run's steering and listeners go first.
+        // An earlier run's steering and listeners go first — but a proxy failing closed keeps its
+        // steering until the new listeners' replaces it, so that no flow slips by between.
         await proxyTeardowns.removeValue(forKey: id)?.value
         let dispatcher = try makeDispatcher(for: session, provider: provider, transparent: false)
         do {
@@ -20,6 +21,7 @@ extension SessionManager {
             endProxying(id)
             throw error
         }
+        await retireHeldClosed(id)
         guard isCurrent(id, generation: generation) else {
             endProxying(id)
             return
@@ -65,6 +67,7 @@ extension SessionManager {
             // manifest to run it as root: then the rules would take nothing of root's either).
             let exempt: [UInt32] = [UserDatabase.user(named: provider.manifest.user)?.uid ?? 0]
             try await appSteering.transparentUp(id, ports: dispatcher.ports, settings: settings, exemptUIDs: exempt)
+            await retireHeldClosed(id)
             guard isCurrent(id, generation: generation) else {
                 endProxying(id)
                 return
@@ -80,9 +83,17 @@ extension SessionManager {
         }
     }
 
-    func endProxying(_ id: UUID) {
+    /// A session's proxy ends: its steering goes (new flows go direct), then its listeners — or,
+    /// while an enabled configuration has `includeAllNetworks`, both stay and every flow is
+    /// refused (fail closed, as a VPN's kill switch holds traffic until `netext disable`); after
+    /// a failure (not the user's stop) the next flow starts the provider again.
+    func endProxying(_ id: UUID, failed: Bool = false) {
         guard let dispatcher = sessions[id]?.proxy else { return }
         sessions[id]?.proxy = nil
+        if let configuration = sessions[id]?.configuration, configuration.isEnabled, Self.failsClosed(configuration) {
+            holdClosed(id, dispatcher, name: configuration.localizedDescription, restartOnFlow: failed)
+            return
+        }
         let steering = appSteering
         proxyTeardowns[id] = Task {
             await steering.proxyDown(id)
@@ -100,6 +111,58 @@ extension SessionManager {
 }
 
 extension SessionManager {
+    /// Whether a proxy's flows are refused while its provider is not running (the configuration's
+    /// `includeAllNetworks`, as a VPN's kill switch), rather than sent direct.
+    static func failsClosed(_ configuration: Configuration) -> Bool {
+        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
+        return settings.includeAllNetworks && (settings.extensionPoint == .appProxy || settings.extensionPoint == .transparentProxy)
+    }
+
+    private func holdClosed(_ id: UUID, _ dispatcher: AppProxyFlowDispatcher, name: String, restartOnFlow: Bool) {
+        heldClosed[id] = dispatcher
+        dispatcher.refuseFlows { [weak self] in
+            guard restartOnFlow else { return }
+            Task { await self?.restartOnDemand(id) }
+        }
+        logger.warning("app proxy fails closed: its flows are refused while its provider is not running", metadata: [
+            "configuration": "\(LogText.quoted(name))", "handled": "\(dispatcher.counters.handled)",
+            "startsOnDemand": "\(restartOnFlow)",
+        ])
+    }
+
+    /// A flow arrived while the proxy fails closed: its provider is started again (at most
+    /// every 5 s; the flows meanwhile are refused, and the apps try again).
+    func restartOnDemand(_ id: UUID) async {
+        guard heldClosed[id] != nil, let session = sessions[id], !session.machine.status.isActive, let start = session.pendingStart else { return }
+        let now = ContinuousClock.now
+        if let last = onDemandRestarts[id], now - last < .seconds(5) { return }
+        onDemandRestarts[id] = now
+        logger.info("app proxy: a flow arrived while it fails closed; starting its provider again", metadata: [
+            "configuration": "\(LogText.quoted(session.configuration.localizedDescription))",
+        ])
+        do { _ = try await self.start(session.configuration, options: start.options, password: start.password) } catch {
+            logger.warning("app proxy: its provider could not be started again; its flows stay refused", metadata: ["error": "\(error.message)"])
+        }
+    }
+
+    /// The new run's steering has replaced the held one's: its listeners close.
+    func retireHeldClosed(_ id: UUID) async {
+        guard let held = heldClosed.removeValue(forKey: id) else { return }
+        onDemandRestarts[id] = nil
+        await held.stop()
+    }
+
+    /// A proxy failing closed was disabled, removed or changed (or netextd stops): its steering
+    /// goes, then its listeners.
+    func releaseHeldClosed(_ id: UUID) async {
+        guard let held = heldClosed.removeValue(forKey: id) else { return }
+        onDemandRestarts[id] = nil
+        await appSteering.proxyDown(id)
+        await appSteering.transparentDown(id)
+        await held.stop()
+        logger.info("app proxy no longer fails closed: its flows go direct", metadata: ["configuration": "\(id)", "refused": "\(held.counters.refused)"])
+    }
+
     /// Waits until an ended app proxy's steering and listeners are gone.
     func awaitProxyTeardown(_ id: UUID) async {
         await proxyTeardowns.removeValue(forKey: id)?.value

@@ -45,6 +45,12 @@ public actor SessionManager {
     var sessions: [UUID: Session] = [:]
     /// Ended app proxies' teardown (steering, then listeners), awaited by `stop`.
     var proxyTeardowns: [UUID: Task<Void, Never>] = [:]
+    /// Proxies failing closed (not running, `includeAllNetworks` on, still enabled): their
+    /// steering and listeners kept, every flow refused, until the provider runs again or the
+    /// configuration is disabled, removed or changed.
+    var heldClosed: [UUID: AppProxyFlowDispatcher] = [:]
+    /// When each held proxy's provider was last started again on demand.
+    var onDemandRestarts: [UUID: ContinuousClock.Instant] = [:]
     /// The names behind app proxies' flows' addresses (read from the first proxy's start on).
     var proxyNames: ProxyDNSNames?
     /// Every configuration's kill switch and enforced routes.
@@ -181,6 +187,7 @@ public actor SessionManager {
             for configuration in active { group.addTask { await self.stop(configuration, reason: .daemonShutdown) } }
         }
         stragglers.cancel()
+        for id in Array(heldClosed.keys) { await releaseHeldClosed(id) }
         await endDNSSettings()
         await appSteering.shutdown()
         await network.drain()
@@ -239,6 +246,9 @@ public actor SessionManager {
         if removed || !configuration.isEnabled, session.machine.status.isActive {
             await stop(configuration, reason: removed ? .configurationRemoved : .configurationDisabled)
         }
+        // A proxy failing closed lets go once its configuration is disabled or removed, or no
+        // longer asks for it.
+        if removed || !configuration.isEnabled || !Self.failsClosed(configuration) { await releaseHeldClosed(configuration.id) }
         if removed, let ended = sessions[configuration.id], !ended.machine.status.isActive {
             sessions[configuration.id] = nil
         }
@@ -297,7 +307,7 @@ public actor SessionManager {
         case .publishStatus(let previous):
             if session.machine.status == .disconnected {
                 removeTunnel(id: id)
-                endProxying(id)
+                endProxying(id, failed: session.machine.lastDisconnectError != nil)
                 endIKEv2Client(of: id)
             }
             let info = statusInfo(for: session.configuration)
