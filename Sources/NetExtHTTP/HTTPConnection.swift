@@ -219,17 +219,23 @@ final class HTTPConnection: @unchecked Sendable {
 final class AnswerActivity: @unchecked Sendable {
     // @unchecked: touched only on the exchange's event loop.
     var lastRead = NIODeadline.now()
+    private var timer: Scheduled<Void>?
+    private var expire: (() -> Void)?
 
     func watch(on eventLoop: any EventLoop, idleLimit: TimeAmount, until done: EventLoopFuture<RawResponse>, expire: @escaping () -> Void) {
-        var timer: Scheduled<Void>?
-        func arm(_ delay: TimeAmount) {
-            timer = eventLoop.scheduleTask(in: delay) { [self] in
-                let quiet = NIODeadline.now() - lastRead
-                if quiet >= idleLimit { expire() } else { arm(idleLimit - quiet) }
-            }
+        self.expire = expire
+        arm(eventLoop, delay: idleLimit, idleLimit: idleLimit)
+        done.whenComplete { _ in
+            self.timer?.cancel()
+            self.expire = nil
         }
-        arm(idleLimit)
-        done.whenComplete { _ in timer?.cancel() }
+    }
+
+    private func arm(_ eventLoop: any EventLoop, delay: TimeAmount, idleLimit: TimeAmount) {
+        timer = eventLoop.scheduleTask(in: delay) {
+            let quiet = NIODeadline.now() - self.lastRead
+            if quiet >= idleLimit { self.expire?() } else { self.arm(eventLoop, delay: idleLimit - quiet, idleLimit: idleLimit) }
+        }
     }
 }
 

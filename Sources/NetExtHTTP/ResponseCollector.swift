@@ -71,6 +71,8 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
 
     private var context: ChannelHandlerContext?
     private var pending: Pending?
+    /// The exchange in progress (a body file's sender checks it is still the one).
+    fileprivate var pendingFuture: EventLoopFuture<RawResponse>? { pending?.promise.futureResult }
     /// Bytes of the answer seen so far (a connection that failed after some cannot be retried).
     private(set) var sawAnswerBytes = false
 
@@ -120,41 +122,22 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
             context.close(promise: nil)
             return
         }
-        let exchange = pending.map { ObjectIdentifier($0.promise.futureResult) }
-        func next(_ offset: Int64) {
-            // The exchange may have ended (a timeout, an early answer, a closed connection).
-            guard context.channel.isActive, let current = pending, ObjectIdentifier(current.promise.futureResult) == exchange else {
-                close(descriptor)
-                return
-            }
-            guard offset < file.length else {
-                close(descriptor)
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-                return
-            }
-            let want = Int(min(64 << 10, file.length - offset))
-            var chunk = context.channel.allocator.buffer(capacity: want)
-            let got = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { buffer in
-                max(0, pread(descriptor, buffer.baseAddress, want, off_t(offset)))
-            }
-            guard got > 0 else {
-                close(descriptor)
-                fail(HTTPLoadError.invalidConfiguration("the upload's file \(file.path) could not be read at byte \(offset) of \(file.length) (it shrank, or \(String(cString: strerror(errno))))"))
-                context.close(promise: nil)
-                return
-            }
-            let sent = offset + Int64(got)
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk)))).whenComplete { result in
-                guard case .success = result else {
-                    close(descriptor)
-                    return
-                }
-                progress?(sent, file.length)
-                next(sent)
-            }
-        }
-        next(0)
+        FileBodySender(file: file, descriptor: descriptor, collector: self, context: context, progress: progress).send(from: 0)
     }
+
+    /// Whether `future` is still the exchange in progress (a body file's sender stops otherwise).
+    fileprivate func isPending(_ future: EventLoopFuture<RawResponse>?) -> Bool {
+        guard let pending, let future else { return false }
+        return pending.promise.futureResult === future
+    }
+
+    fileprivate func failBody(_ error: any Error, context: ChannelHandlerContext) {
+        fail(error)
+        context.close(promise: nil)
+    }
+
+    fileprivate func bodyPart(_ buffer: ByteBuffer) -> NIOAny { wrapOutboundOut(.body(.byteBuffer(buffer))) }
+    fileprivate var bodyEnd: NIOAny { wrapOutboundOut(.end(nil)) }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard pending != nil else { return }
@@ -248,4 +231,59 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
 /// server had just closed, so worth one more try on a new connection.
 struct ConnectionClosedBeforeAnswer: Error {
     var url: String
+}
+
+/// Sends a body file in 64 KiB pieces on the exchange's event loop, each read once the channel
+/// has taken the one before; stops when the exchange ends.
+private final class FileBodySender: @unchecked Sendable {
+    // @unchecked: used only on the exchange's event loop.
+    private let file: PreparedRequest.BodyFile
+    private let descriptor: Int32
+    private let collector: ResponseCollector
+    private let context: ChannelHandlerContext
+    private let progress: (@Sendable (Int64, Int64) -> Void)?
+    private let exchange: EventLoopFuture<RawResponse>?
+
+    init(file: PreparedRequest.BodyFile, descriptor: Int32, collector: ResponseCollector, context: ChannelHandlerContext, progress: (@Sendable (Int64, Int64) -> Void)?) {
+        self.file = file
+        self.descriptor = descriptor
+        self.collector = collector
+        self.context = context
+        self.progress = progress
+        exchange = collector.pendingFuture
+    }
+
+    func send(from offset: Int64) {
+        // The exchange may have ended (a timeout, an early answer, a closed connection).
+        guard context.channel.isActive, collector.isPending(exchange) else {
+            close(descriptor)
+            return
+        }
+        guard offset < file.length else {
+            close(descriptor)
+            context.writeAndFlush(collector.bodyEnd, promise: nil)
+            return
+        }
+        let want = Int(min(64 << 10, file.length - offset))
+        var chunk = context.channel.allocator.buffer(capacity: want)
+        let got = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { buffer in
+            max(0, pread(descriptor, buffer.baseAddress, want, off_t(offset)))
+        }
+        guard got > 0 else {
+            close(descriptor)
+            collector.failBody(
+                HTTPLoadError.invalidConfiguration("the upload's file \(file.path) could not be read at byte \(offset) of \(file.length) (it shrank, or \(String(cString: strerror(errno))))"),
+                context: context)
+            return
+        }
+        let sent = offset + Int64(got)
+        context.writeAndFlush(collector.bodyPart(chunk)).whenComplete { result in
+            guard case .success = result else {
+                close(self.descriptor)
+                return
+            }
+            self.progress?(sent, self.file.length)
+            self.send(from: sent)
+        }
+    }
 }

@@ -81,11 +81,19 @@ refused_other_user() {
 import json, socket, struct, sys
 s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
 body = json.dumps({"serial": 1, "command": {"list": {}}}).encode()
-s.sendall(struct.pack(">I", len(body)) + body)
 try:
-    sys.exit(0 if s.recv(100) == b"" else 1)
-except ConnectionResetError:
+    # The service may hang up before the command is sent (a broken pipe) or after (a reset, or
+    # end of file); an answer, or silence until the timeout, is a failure.
+    s.sendall(struct.pack(">I", len(body)) + body)
+    answer = s.recv(100)
+except (ConnectionResetError, BrokenPipeError):
     sys.exit(0)
+except TimeoutError:
+    print("  the service kept another user's connection open for 5 s")
+    sys.exit(1)
+if answer:
+    print(f"  the service answered another user: {answer!r}")
+sys.exit(0 if answer == b"" else 1)
 PY
 }
 check "another user's connection is refused (peer credentials), nothing answered" refused_other_user
