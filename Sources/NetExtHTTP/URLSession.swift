@@ -100,8 +100,31 @@ public final class URLSession: Sendable {
     ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
         var current = request
         var redirects = 0
+        var refusedCredentials = 0
         while true {
             let (body, response) = try await load(current, redirectCount: redirects, sink: sink, uploadProgress: uploadProgress)
+            // A 401 with a Basic challenge goes to the delegate, which may answer with a credential
+            // (RFC 9110 §11.6.1, RFC 7617); at most 5 are tried for one load.
+            if response.statusCode == 401, let delegate, refusedCredentials < 5,
+                let realm = HTTPAuthentication.basicRealm(in: response.headerFields.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)) {
+                let origin = try Self.origin(of: current.url)
+                let challenge = URLAuthenticationChallenge(
+                    protectionSpace: URLProtectionSpace(
+                        host: origin.host, port: origin.port, protocol: origin.isSecure ? "https" : "http", realm: realm, authenticationMethod: .httpBasic),
+                    previousFailureCount: refusedCredentials, failureResponse: response)
+                let (disposition, credential) = await delegate.urlSession(self, didReceive: challenge)
+                switch disposition {
+                case .useCredential:
+                    guard let credential else { return (body, response) }
+                    refusedCredentials += 1
+                    current.setValue(credential.basicAuthorization, forHTTPHeaderField: "Authorization")
+                    continue
+                case .cancelAuthenticationChallenge:
+                    throw .cancelled
+                case .performDefaultHandling, .rejectProtectionSpace:
+                    return (body, response)
+                }
+            }
             guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.value(forHTTPHeaderField: "Location") else {
                 return (body, response)
             }

@@ -102,7 +102,7 @@ final class LoopbackHTTPServer: Sendable {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
 
-        /// /drip: 10 bytes, one every 100 ms (a slow answer that never goes quiet for long).
+        /// /drip: 10 bytes, one every 150 ms (a slow answer that never goes quiet for long).
         private func drip(_ context: ChannelHandlerContext) {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Length", value: "10")
@@ -110,7 +110,7 @@ final class LoopbackHTTPServer: Sendable {
             let loop = context.eventLoop
             let bound = NIOLoopBound(context, eventLoop: loop)
             for index in 1...10 {
-                loop.scheduleTask(in: .milliseconds(Int64(index) * 100)) {
+                loop.scheduleTask(in: .milliseconds(Int64(index) * 150)) {
                     let context = bound.value
                     context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "x")))), promise: nil)
                     if index == 10 { context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil) }
@@ -130,6 +130,15 @@ final class LoopbackHTTPServer: Sendable {
             case "/see-other": status = .seeOther; headers.add(name: "Location", value: "/method")
             case "/method": body = "\(request.method.rawValue) \(bodyBytes)"
             case "/sum": body = "\(bodyBytes) \(bodySum)"
+            case "/auth":
+                // Basic for alice:open-sesame (RFC 7617); a Bearer challenge offered first.
+                if request.headers.first(name: "authorization") == "Basic " + Data("alice:open-sesame".utf8).base64EncodedString() {
+                    body = "welcome alice"
+                } else {
+                    status = .unauthorized
+                    headers.add(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\", Basic realm=\"the \\\"lab\\\"\", charset=\"UTF-8\"")
+                    body = "who are you?"
+                }
             case "/loop": status = .found; headers.add(name: "Location", value: "/loop")
             case "/big": body = String(repeating: "x", count: 2 << 20)
             case "/slow": return  // never answered
@@ -251,9 +260,10 @@ struct URLSessionLoopbackTests {
             #expect(error == .timedOut(url: slow.url.absoluteString, seconds: 0.3))
         }
         #expect(ContinuousClock.now - started < .seconds(5))
-        // The limit is on silence, not on the whole answer: 1 s of bytes 100 ms apart passes 0.3 s.
+        // The limit is on silence, not on the whole answer: 1.5 s of bytes 150 ms apart passes a
+        // 0.6 s limit (with room for a busy machine's late timers).
         var drip = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/drip")!)
-        drip.timeoutInterval = 0.3
+        drip.timeoutInterval = 0.6
         #expect(try await session.data(for: drip).0 == Data("xxxxxxxxxx".utf8))
         // The session still works after both.
         #expect(try await session.data(from: URL(string: "http://127.0.0.1:\(server.port)/hello")!).1.statusCode == 200)
@@ -389,4 +399,66 @@ final class ProgressLog: @unchecked Sendable {
     func add(_ received: Int64, _ expected: Int64?) { lock.withLock { calls.append((received, expected)) } }
     var count: Int { lock.withLock { calls.count } }
     var last: (Int64, Int64)? { lock.withLock { calls.last.map { ($0.0, $0.1 ?? -1) } } }
+}
+
+/// Answers challenges with the credentials it is given, one per challenge, and records them.
+final class ChallengeAnswerer: NetExtHTTP.URLSessionDelegate {
+    let answers: Mutex<[(NetExtHTTP.URLSession.AuthChallengeDisposition, URLCredential?)]>
+    let seen = Mutex<[URLAuthenticationChallenge]>([])
+    init(_ answers: [(NetExtHTTP.URLSession.AuthChallengeDisposition, URLCredential?)]) { self.answers = Mutex(answers) }
+
+    func urlSession(_ session: NetExtHTTP.URLSession, didReceive challenge: URLAuthenticationChallenge) async -> (NetExtHTTP.URLSession.AuthChallengeDisposition, URLCredential?) {
+        seen.withLock { $0.append(challenge) }
+        return answers.withLock { $0.isEmpty ? (.performDefaultHandling, nil) : $0.removeFirst() }
+    }
+}
+
+@Suite("HTTP authentication challenges")
+struct AuthenticationChallengeTests {
+    func session(_ delegate: (any NetExtHTTP.URLSessionDelegate)?) -> NetExtHTTP.URLSession {
+        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+        configuration.appTransportSecurity.allowsLocalNetworking = true
+        configuration.urlFilter = nil
+        return NetExtHTTP.URLSession(configuration: configuration, delegate: delegate)
+    }
+
+    @Test("a 401 with a Basic challenge asks the delegate: a wrong credential is asked about again with the failure counted, the right one loads")
+    func basic() async throws {
+        let server = try await LoopbackHTTPServer()
+        let url = URL(string: "http://127.0.0.1:\(server.port)/auth")!
+        let answerer = ChallengeAnswerer([(.useCredential, URLCredential(user: "alice", password: "guess")), (.useCredential, URLCredential(user: "alice", password: "open-sesame"))])
+        let (data, response) = try await session(answerer).data(from: url)
+        #expect(response.statusCode == 200 && String(decoding: data, as: UTF8.self) == "welcome alice")
+        let seen = answerer.seen.withLock { $0 }
+        #expect(seen.map(\.previousFailureCount) == [0, 1])
+        #expect(seen.first?.protectionSpace == URLProtectionSpace(host: "127.0.0.1", port: server.port, protocol: "http", realm: "the \"lab\"", authenticationMethod: .httpBasic))
+        #expect(seen.first?.protectionSpace.receivesCredentialSecurely == false && seen.first?.failureResponse.statusCode == 401)
+        try await server.close()
+    }
+
+    @Test("without a delegate, or with default handling, the 401 is the answer; cancelling fails the load; at most 5 credentials are tried")
+    func declined() async throws {
+        let server = try await LoopbackHTTPServer()
+        let url = URL(string: "http://127.0.0.1:\(server.port)/auth")!
+        #expect(try await session(nil).data(from: url).1.statusCode == 401)
+        #expect(try await session(ChallengeAnswerer([])).data(from: url).1.statusCode == 401)
+        await #expect(throws: HTTPLoadError.cancelled) { _ = try await session(ChallengeAnswerer([(.cancelAuthenticationChallenge, nil)])).data(from: url) }
+        let stubborn = ChallengeAnswerer(Array(repeating: (.useCredential, URLCredential(user: "alice", password: "wrong")), count: 10))
+        #expect(try await session(stubborn).data(from: url).1.statusCode == 401)
+        #expect(stubborn.seen.withLock { $0.count } == 5)
+        try await server.close()
+    }
+
+    @Test("WWW-Authenticate: the Basic challenge among several, its realm quoted or not, none without Basic")
+    func parsing() {
+        #expect(HTTPAuthentication.basicRealm(in: ["Basic realm=\"x\""]) == .some("x"))
+        #expect(HTTPAuthentication.basicRealm(in: ["Bearer realm=\"a, b\", error=invalid, basic realm=plain"]) == .some("plain"))
+        #expect(HTTPAuthentication.basicRealm(in: ["Negotiate", "Basic"]) == .some(nil))
+        #expect(HTTPAuthentication.basicRealm(in: ["Bearer", "Digest realm=\"x\", nonce=\"y\""]) == nil)
+        #expect(HTTPAuthentication.basicRealm(in: ["Basic realm=\"q\\\"uote\""]) == .some("q\"uote"))
+        // Damaged headers never crash it.
+        for value in ["Basic realm=\"", "=", "Basic ,,,, realm", "Basic realm=\"\\", String(repeating: "a=b, ", count: 100)] {
+            _ = HTTPAuthentication.basicRealm(in: [value])
+        }
+    }
 }

@@ -10,10 +10,20 @@ public protocol URLSessionDelegate: AnyObject, Sendable {
     /// The events that waited for this process when it made the session (tasks that finished
     /// while no process of the session was attached) have all been delivered.
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession)
+
+    /// A server asked for credentials (a 401 with a Basic challenge): the disposition, and the
+    /// credential to send with `.useCredential`. Asked again, with `previousFailureCount` one
+    /// higher, when the server refuses it (5 times at most). The default is
+    /// `.performDefaultHandling`: the 401 is the load's answer. Not asked for background tasks.
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge) async -> (URLSession.AuthChallengeDisposition, URLCredential?)
 }
 
 extension URLSessionDelegate {
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {}
+
+    public func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        (.performDefaultHandling, nil)
+    }
 }
 
 /// Task-level events (Foundation's `URLSessionTaskDelegate`).

@@ -1,0 +1,90 @@
+import Foundation
+
+/// Where a server asks for credentials (Foundation's `URLProtectionSpace`): its host, port,
+/// scheme, realm and authentication method.
+public struct URLProtectionSpace: Sendable, Hashable {
+    /// Foundation's `NSURLAuthenticationMethod…` names, the ones NetExtHTTP answers.
+    public enum AuthenticationMethod: String, Sendable, Hashable {
+        /// `NSURLAuthenticationMethodHTTPBasic` (RFC 7617).
+        case httpBasic = "NSURLAuthenticationMethodHTTPBasic"
+    }
+
+    public var host: String
+    public var port: Int
+    /// "http" or "https".
+    public var `protocol`: String
+    /// The challenge's `realm` parameter (RFC 9110 §11.5), nil when it named none.
+    public var realm: String?
+    public var authenticationMethod: AuthenticationMethod
+    /// Whether the credentials would cross the network in the clear (an http URL).
+    public var receivesCredentialSecurely: Bool { `protocol` == "https" }
+}
+
+/// A server's request for credentials (Foundation's `URLAuthenticationChallenge`): a 401 answer
+/// with a `WWW-Authenticate` challenge NetExtHTTP can answer.
+public struct URLAuthenticationChallenge: Sendable {
+    public var protectionSpace: URLProtectionSpace
+    /// How many credentials this load has been refused before (0 the first time).
+    public var previousFailureCount: Int
+    /// The 401 answer.
+    public var failureResponse: HTTPURLResponse
+}
+
+extension URLSession {
+    /// What a delegate does with a challenge (Foundation's `AuthChallengeDisposition`).
+    public enum AuthChallengeDisposition: Sendable, Hashable {
+        /// Send the credential returned with it and try again.
+        case useCredential
+        /// What the session does without a delegate: the 401 answer is the load's answer.
+        case performDefaultHandling
+        /// Fail the load with ``HTTPLoadError/cancelled``.
+        case cancelAuthenticationChallenge
+        /// This way of authenticating is not wanted: the 401 answer is the load's answer.
+        case rejectProtectionSpace
+    }
+}
+
+/// Reading `WWW-Authenticate` (RFC 9110 §11.6.1): the Basic challenge among the ones offered.
+enum HTTPAuthentication {
+    /// The realm of a Basic challenge in `values` (`.some(nil)`: Basic without a realm); nil when
+    /// no value offers Basic.
+    static func basicRealm(in values: [String]) -> String?? {
+        for value in values {
+            var rest = Substring(value)
+            while !rest.isEmpty {
+                rest = rest.drop { $0 == " " || $0 == "," }
+                let scheme = rest.prefix { $0 != " " && $0 != "," }
+                rest = rest.dropFirst(scheme.count)
+                // The challenge's parameters run to the next scheme: a token not followed by '='.
+                var parameters: [String: String] = [:]
+                while true {
+                    let trimmed = rest.drop { $0 == " " || $0 == "," }
+                    let name = trimmed.prefix { $0 != "=" && $0 != " " && $0 != "," }
+                    let afterName = trimmed.dropFirst(name.count).drop { $0 == " " }
+                    guard !name.isEmpty, afterName.first == "=" else { break }
+                    var valueText = afterName.dropFirst().drop { $0 == " " }
+                    var parameter = ""
+                    if valueText.first == "\"" {
+                        valueText = valueText.dropFirst()
+                        var escaped = false
+                        var end = valueText.endIndex
+                        for index in valueText.indices {
+                            let character = valueText[index]
+                            if escaped { parameter.append(character); escaped = false; continue }
+                            if character == "\\" { escaped = true; continue }
+                            if character == "\"" { end = index; break }
+                            parameter.append(character)
+                        }
+                        rest = end < valueText.endIndex ? valueText[valueText.index(after: end)...] : valueText[valueText.endIndex...]
+                    } else {
+                        parameter = String(valueText.prefix { $0 != "," && $0 != " " })
+                        rest = valueText.dropFirst(parameter.count)
+                    }
+                    parameters[name.lowercased()] = parameter
+                }
+                if scheme.lowercased() == "basic" { return .some(parameters["realm"]) }
+            }
+        }
+        return nil
+    }
+}
