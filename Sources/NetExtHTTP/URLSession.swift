@@ -49,8 +49,16 @@ public final class URLSession: Sendable {
         }
     }
 
-    /// Closes the session's connections; loads after it fail.
-    public func invalidateAndCancel() async { await pool.shutdown() }
+    /// Closes the session's connections; loads after it fail. A background session's tasks are
+    /// cancelled too (each completes with ``HTTPLoadError/cancelled``), as Foundation's are.
+    public func invalidateAndCancel() async {
+        await pool.shutdown()
+        guard let background else { return }
+        if let tasks = try? await allTasks() {
+            for task in tasks where task.state != .completed { task.cancel() }
+        }
+        await background.close()
+    }
 
     /// How many connections the session has opened (one for any number of HTTP/2 loads to an origin).
     public var connectionsOpened: Int { get async { await pool.connectionsOpened } }

@@ -189,6 +189,27 @@ struct BackgroundTransferTests {
         try await server.close()
     }
 
+    @Test("invalidateAndCancel cancels a background session's tasks, the suspended and the running")
+    func invalidateAndCancel() async throws {
+        let server = try await LoopbackHTTPServer()
+        let service = try await ServiceUnderTest.start()
+        let delegate = RecordingDelegate()
+        let session = service.session("com.example.cancel", delegate: delegate)
+        let hanging = try await session.downloadTask(with: URL(string: "http://127.0.0.1:\(server.port)/slow")!)
+        hanging.resume()
+        let waiting = try await session.downloadTask(with: URL(string: "http://127.0.0.1:\(server.port)/file")!)
+        try await Task.sleep(for: .milliseconds(200))
+        await session.invalidateAndCancel()
+        // Both completions reached the delegate before the session let go, and were taken.
+        #expect(delegate.completion(of: hanging.taskIdentifier)?.1 == .cancelled)
+        #expect(delegate.completion(of: waiting.taskIdentifier)?.1 == .cancelled)
+        let relaunched = service.session("com.example.cancel", delegate: RecordingDelegate())
+        #expect(try await relaunched.allTasks().isEmpty)
+        await relaunched.finishTasksAndInvalidate()
+        await service.stop()
+        try await server.close()
+    }
+
     @Test("the store keeps tasks across a reopen and names a task whose record is damaged")
     func storeSurvivesReopen() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("netext-store-\(UUID().uuidString).sqlite").path
