@@ -19,12 +19,14 @@ struct TransferAttempt: Sendable {
         session = URLSession(configuration: configuration)
     }
 
-    var file: URL { directory.appendingPathComponent("download") }
+    var file: URL { Self.file(in: directory) }
     var checkpoint: URL { directory.appendingPathComponent("checkpoint.json") }
 
-    /// How far the download's file got (what a retry starts from).
-    var bytesOnDisk: Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size]) as? Int64) ?? 0
+    static func file(in directory: URL) -> URL { directory.appendingPathComponent("download") }
+
+    /// How far the download's file in `directory` got (what a retry starts from).
+    static func bytesOnDisk(in directory: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: file(in: directory).path)[.size]) as? Int64) ?? 0
     }
 
     func download(_ request: URLRequest, progress: @escaping @Sendable (Int64, Int64?) -> Void) async throws(HTTPLoadError) -> TransferOutcome {

@@ -213,8 +213,7 @@ actor TransferService {
                     return
                 }
                 failures += 1
-                let bytes = (try? TransferAttempt(directory: directory, settings: record.spec.settings).bytesOnDisk) ?? 0
-                try? store.noteRetry(id, error: error.description, bytesReceived: bytes)
+                try? store.noteRetry(id, error: error.description, bytesReceived: TransferAttempt.bytesOnDisk(in: directory))
                 // The network changed while it loaded: the new one deserves a try at once.
                 if generation != networkGeneration {
                     failures = 0

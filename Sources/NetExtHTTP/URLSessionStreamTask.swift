@@ -56,11 +56,17 @@ public final class URLSessionStreamTask: Sendable {
         connection = NIOLockedValueBox((channel, reader))
         let sink = eventSink
         reader.onReadClosed = { sink.yield(.readClosed) }
+        follow(channel)
+    }
+
+    /// What an open connection tells the task: better routes while it lives, and at its close
+    /// `.writeClosed` (if asked for) and the end of the events.
+    private func follow(_ channel: any Channel) {
         let routeWatch = session.configuration.requiredInterface == nil ? watchRoutes(of: channel) : nil
         channel.closeFuture.whenComplete { [self] _ in
             if let routeWatch { BetterRouteMonitor.shared.stopWatching(routeWatch) }
             reportWriteClosed()
-            sink.finish()
+            eventSink.finish()
         }
     }
 
@@ -222,19 +228,14 @@ public final class URLSessionStreamTask: Sendable {
             opened.close(promise: nil)
             throw Self.mapped(error)
         }
-        let routeWatch = session.configuration.requiredInterface == nil ? watchRoutes(of: opened) : nil
-        opened.closeFuture.whenComplete { [self] _ in
-            if let routeWatch { BetterRouteMonitor.shared.stopWatching(routeWatch) }
-            reportWriteClosed()
-            sink.finish()
-        }
-        // Two readers racing to open: the first connection stays, the other is closed.
+        // Two readers racing to open: the first connection stays, the other is closed (and its
+        // close ends nothing of the task's).
         let kept = connection.withLockedValue { current -> (channel: any Channel, reader: StreamReadBuffer) in
             if let current { return current }
             current = (opened, buffer)
             return (opened, buffer)
         }
-        if kept.channel !== opened { opened.close(promise: nil) }
+        if kept.channel === opened { follow(opened) } else { opened.close(promise: nil) }
         return kept
     }
 
