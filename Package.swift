@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
         .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
         .executable(name: "netext-proxy-provider", targets: ["netext-proxy-provider"]),
+        .executable(name: "netext-dns-proxy-provider", targets: ["netext-dns-proxy-provider"]),
         .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
         .executable(name: "netext-hotspot-helper", targets: ["netext-hotspot-helper"]),
         .executable(name: "netext-transferd", targets: ["netext-transferd"]),
@@ -368,6 +369,15 @@ let package = Package(
         .executableTarget(name: "netext-hotspot-helper", dependencies: ["NetExt", "NetExtFilters"]),
         .executableTarget(name: "netext-transferd", dependencies: ["BackgroundTransfers", "NetExt"]),
         .executableTarget(name: "netext-proxy-provider", dependencies: ["NetExt", "NetExtProxies"]),
+        // The reference DNS proxy: every program's DNS answered over its own DoH connection.
+        .executableTarget(
+            name: "netext-dns-proxy-provider",
+            dependencies: [
+                "NetExt", "NetExtCore", "EncryptedDNS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         // NetExtHTTP against AsyncHTTPClient on the same nginx (scripts/bench-http).
         .executableTarget(
             name: "netext-bench-http",

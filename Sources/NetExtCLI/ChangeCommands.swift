@@ -11,8 +11,8 @@ struct CreateCommand: AsyncParsableCommand {
     @OptionGroup var options: ClientOptions
     @Option(help: "The name shown to people.") var name: String
     @Option(help: "The provider's bundle identifier.") var provider: String
-    @Option(help: "The VPN server's address or host name.") var server: String
-    @Option(help: "packet-tunnel, app-proxy or transparent-proxy.") var providerType = "packet-tunnel"
+    @Option(help: "The VPN server's address or host name (a DNS proxy may have none).") var server = ""
+    @Option(help: "packet-tunnel, app-proxy, transparent-proxy or dns-proxy.") var providerType = "packet-tunnel"
     @Option(help: "The user name.") var username: String?
     @Flag(help: "Read the password from standard input (one line).") var passwordStdin = false
     @Option(name: .customLong("config"), help: "A providerConfiguration entry, key=value (repeatable; values are strings).") var providerConfiguration: [String] = []
@@ -26,7 +26,7 @@ struct CreateCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             guard let type = TunnelProviderProtocol.ProviderType(rawValue: providerType) else {
-                throw UsageError("--provider-type: '\(providerType)' is not packet-tunnel, app-proxy or transparent-proxy")
+                throw UsageError("--provider-type: '\(providerType)' is not packet-tunnel, app-proxy, transparent-proxy or dns-proxy")
             }
             let client = try await options.connect()
             defer { client.close() }

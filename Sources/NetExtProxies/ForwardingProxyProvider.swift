@@ -103,16 +103,22 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
         return true
     }
 
-    /// A transparent proxy's rules (`include`) and host names (`hosts`); errors name the key.
+    /// A transparent proxy's rules (`include`: `PREFIX [PORT] [tcp|udp|any]`, comma-separated;
+    /// TCP when no protocol is named) and host names (`hosts`); errors name the key.
     static func transparentRules(_ configuration: [String: JSONValue]) throws(NetExtError) -> (rules: [NetworkRule], hosts: [String]) {
         guard case .string(let include)? = configuration["include"] else {
-            throw NetExtError(.configurationInvalid, "providerConfiguration 'include': a transparent proxy needs the networks it takes, as 'PREFIX [PORT], …' (e.g. '0.0.0.0/0 443')")
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'include': a transparent proxy needs the networks it takes, as 'PREFIX [PORT] [tcp|udp|any], …' (e.g. '0.0.0.0/0 443')")
         }
         var rules: [NetworkRule] = []
         for item in include.split(separator: ",") {
-            let words = item.split(separator: " ")
-            guard (1...2).contains(words.count), let prefix = try? IPPrefix(String(words[0])) else {
-                throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'PREFIX [PORT]'")
+            var words = item.split(separator: " ").map(String.init)
+            var transport = NetworkRule.TransportProtocol.tcp
+            if words.count > 1, let named = NetworkRule.TransportProtocol(rawValue: words[words.count - 1]) {
+                transport = named
+                words.removeLast()
+            }
+            guard (1...2).contains(words.count), let prefix = try? IPPrefix(words[0]) else {
+                throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'PREFIX [PORT] [tcp|udp|any]'")
             }
             var port: UInt16?
             if words.count == 2 {
@@ -121,7 +127,7 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
                 }
                 port = value
             }
-            rules.append(NetworkRule(destinationNetwork: prefix, destinationPort: port, protocol: .tcp))
+            rules.append(NetworkRule(destinationNetwork: prefix, destinationPort: port, protocol: transport))
         }
         var hosts: [String] = []
         if let value = configuration["hosts"] {

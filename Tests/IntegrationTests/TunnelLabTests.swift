@@ -35,6 +35,11 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 52, timeout: 240)
     }
 
+    @Test("a DNS proxy provider answering every program's DNS (UDP, TCP, any server) over its own DoH to unbound: no DNS in the clear on the uplink, no name in the logs; a stop and a killed provider let DNS go direct with nothing left")
+    func dnsProxy() async throws {
+        try await runChecks("scripts/e2e/dns-proxy.sh", checks: 22, timeout: 180)
+    }
+
     @Test("captive portal detection against dnsmasq (DHCP option 114 by DHCPINFORM), the RFC 8908 API over TLS and a connectivity check on the interface: captive, logged in, expired; no portal, a malformed announcement, no DHCP server; bad requests refused; with a kill switch on, one user logs in past it and the VPN connects; netextd watching by itself; a hotspot helper logging in, maintaining and logging off by itself")
     func captivePortal() async throws {
         try await runChecks("scripts/e2e/captive-portal.sh", checks: 74, timeout: 300)
@@ -61,7 +66,7 @@ struct TunnelLabTests {
 
     @Test("app proxy: the bound app's TCP flows (IPv4, IPv6, by name) and UDP datagrams reach the destination through the provider and dante, another app's go direct; 50 MB intact; the provider's own connections not captured; kill -9 resets the apps' connections; nothing left after stop, the provider's death or netextd's crash")
     func appProxy() async throws {
-        try await runChecks("scripts/e2e/appproxy.sh", checks: 53, timeout: 300)
+        try await runChecks("scripts/e2e/appproxy.sh", checks: 55, timeout: 300)
     }
 
     @Test("scripts/demo-app-proxy shows the bound app through the SOCKS provider and dante, another program direct, and a transparent proxy taking one site")

@@ -150,7 +150,7 @@ struct FlowSteeringTests {
         #expect(idle.proxyMarks.isEmpty)
     }
 
-    @Test("transparent proxy: exemptions first (netextd's bypass, the provider's user, local destinations, flows already steered), excluded rules, then included TCP rules; tproxy to its listeners")
+    @Test("transparent proxy: exemptions first (netextd's bypass, the provider's user, local destinations, flows already steered), excluded rules, then included TCP and UDP rules; tproxy to its listeners")
     func transparentRuleset() throws {
         let settings = TransparentProxyNetworkSettings(
             includedNetworkRules: [
@@ -161,34 +161,36 @@ struct FlowSteeringTests {
             excludedNetworkRules: [NetworkRule(destinationNetwork: try IPPrefix("10.0.0.0/8"))])
         let mark = FlowSteering.transparentMark(index: 0)
         let steering = FlowSteering(transparentProxies: [
-            .init(configuration: UUID(), mark: mark, ports: .init(tcp4: 41000, tcp6: 41001), settings: settings, exemptUIDs: [65534]),
+            .init(configuration: UUID(), mark: mark, ports: .init(tcp4: 41000, tcp6: 41001, udp4: 41002, udp6: 41003), settings: settings, exemptUIDs: [65534]),
         ])
         #expect(steering.isActive)
         #expect(steering.proxyMarks == [mark])
         let lines = steering.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let route = Array(lines.drop { !$0.hasPrefix("chain route") })
         let expected = [
-            "meta l4proto tcp meta mark & 0x00ff0000 == 0x00010000 return",
-            "meta l4proto tcp meta skuid { 65534 } return",
-            "meta l4proto tcp fib daddr type local return",
-            "meta l4proto tcp meta mark & 0x00ff0000 != 0 return",
-            "ip daddr 10.0.0.0/8 meta l4proto tcp return",
-            "meta nfproto ipv4 meta l4proto tcp tcp dport 443 counter meta mark set meta mark & 0xff00ffff | 0x00400000",
-            "ip6 daddr 2001:db8::/32 meta l4proto tcp counter meta mark set meta mark & 0xff00ffff | 0x00400000",
+            "meta l4proto { tcp, udp } meta mark & 0x00ff0000 == 0x00010000 return",
+            "meta l4proto { tcp, udp } meta skuid { 65534 } return",
+            "meta l4proto { tcp, udp } fib daddr type local return",
+            "meta l4proto { tcp, udp } meta mark & 0x00ff0000 != 0 return",
+            "ip daddr 10.0.0.0/8 meta l4proto { tcp, udp } return",
+            "meta nfproto ipv4 meta l4proto tcp th dport 443 counter meta mark set meta mark & 0xff00ffff | 0x00400000",
+            "ip6 daddr 2001:db8::/32 meta l4proto { tcp, udp } counter meta mark set meta mark & 0xff00ffff | 0x00400000",
+            "ip daddr 192.0.2.0/24 meta l4proto udp th dport 53 counter meta mark set meta mark & 0xff00ffff | 0x00400000",
         ]
         #expect(Array(route.dropFirst(2).prefix(expected.count)) == expected)
-        #expect(!steering.ruleset.contains("192.0.2.0/24"), "a UDP-only rule takes nothing (TCP flows only)")
         #expect(lines.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00400000 meta l4proto tcp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:41000 accept"))
+        #expect(lines.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00400000 meta l4proto udp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:41002 accept"))
+        #expect(lines.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00400000 meta l4proto udp meta nfproto ipv6 counter tproxy ip6 to [::1]:41003 accept"))
         #expect(lines.contains("udp sport 53 log group 7099 snaplen 1500"))
         #expect(FlowSteering.transparentMark(index: 63) & ~FlowSteering.markMask == 0 && FlowSteering.transparentMark(index: 63) < FlowSteering.mark(slot: 0))
     }
 
-    @Test("transparent proxy settings: refused without included rules, with UDP alone, or with too many, naming the field")
+    @Test("transparent proxy settings: refused without included rules or with too many, naming the field; UDP alone is accepted")
     func transparentSettingsValidation() throws {
         let any = NetworkRule(destinationNetwork: try IPPrefix("0.0.0.0/0"))
         try TransparentProxyNetworkSettings(includedNetworkRules: [any]).validate()
         #expect(throws: NetExtError.self) { try TransparentProxyNetworkSettings(includedNetworkRules: []).validate() }
-        #expect(throws: NetExtError.self) { try TransparentProxyNetworkSettings(includedNetworkRules: [NetworkRule(destinationNetwork: try IPPrefix("::/0"), protocol: .udp)]).validate() }
+        try TransparentProxyNetworkSettings(includedNetworkRules: [NetworkRule(destinationNetwork: try IPPrefix("::/0"), protocol: .udp)]).validate()
         do {
             try TransparentProxyNetworkSettings(includedNetworkRules: [any], excludedNetworkRules: Array(repeating: any, count: 1_025)).validate()
             Issue.record("1,025 rules accepted")

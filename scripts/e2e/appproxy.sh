@@ -38,6 +38,13 @@ head -c 50000000 /dev/urandom > "$work/www/large.bin"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.80 --directory '$work/www' 2>> '$work/public4.log'"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 2001:db8:ff::80 --directory '$work/www' 2>> '$work/public6.log'"
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www"
+# A UDP echo on the public web server that logs who sent each datagram (the transparent
+# proxy's UDP checks tell taken from declined flows by it).
+lab_spawn "$LAB_INTERNET" python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("100.64.0.80", 7))
+log = open(sys.argv[1], "a", buffering=1)
+while True:
+    data, peer = s.recvfrom(2048); log.write("%s %s\n" % (peer[0], data.decode(errors="replace"))); s.sendto(data, peer)' "$work/udpecho.log"
 # A UDP echo on the office's internal host: only dante (in the office) reaches it.
 lab_spawn "$LAB_OFFICE" python3 -c 'import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.20.0.5", 7))
@@ -199,7 +206,7 @@ fetch_plain_seen() { # fetch_plain_seen URL LOG SOURCE: any program (no app) loa
   [ "$(laptop curl -s -m 8 -o /dev/null -w '%{http_code}' "$1?$tag")" = 200 ] && seen_from "$2" "$3" "$tag"
 }
 check "netext create a transparent proxy (provider type transparent-proxy)" netext create --name Site --provider com.netext.transparent --provider-type transparent-proxy \
-  --server 203.0.113.2:1080 --config "include=0.0.0.0/0 8080, ::/0 8080" --config hosts=www.site.test --enable
+  --server 203.0.113.2:1080 --config "include=0.0.0.0/0 8080, ::/0 8080, 100.64.0.80/32 7 udp" --config hosts=www.site.test --enable
 check "netext start: the transparent proxy is connected" bash -c "'$bin/netext' start Site | grep -q connected"
 check "the provider asked for port 8080 (netextd logged its rules)" grep -q 'transparent proxy: its flows go to the provider.*0.0.0.0/0 port 8080 tcp' "$work/netextd.log"
 check "a program's flow to www.site.test goes through dante (the server saw the office)" \
@@ -209,8 +216,17 @@ check "its flow to other.site.test is declined and goes direct (the server saw t
 check "a declined IPv6 flow goes direct" fetch_plain_seen 'http://[2001:db8:ff::80]:8080/public.html' "$work/public6.log" 2001:db8:1::2
 declined_intact() { [ "$(laptop curl -s -m 60 http://100.64.0.80:8080/large.bin | sha256sum)" = "$sum" ]; }
 check "a declined 50 MB transfer arrives byte-identical" declined_intact
+# UDP: a program's datagrams to www.site.test:7 are taken (through dante's UDP relay: the echo
+# saw the office); to other.site.test:7 declined, and netextd carries them itself (the echo saw
+# the laptop, and its answer came back through netextd's datagram relay).
+udp_plain_seen() { # udp_plain_seen NAME SOURCE
+  local tag="u$RANDOM$RANDOM"
+  laptop python3 scripts/e2e/udp-probe.py "$1" 7 "$tag" && grep -q "^$2 $tag\$" "$work/udpecho.log"
+}
+check "a program's UDP flow to www.site.test is taken and goes through dante (the echo saw the office)" udp_plain_seen www.site.test 203.0.113.2
+check "its UDP flow to other.site.test is declined and netextd sends it on (the echo saw the laptop, the answer came back)" udp_plain_seen other.site.test 198.51.100.2
 check "a flow to another port is not taken (no offer: netextd's counts stay)" bash -c "ip netns exec '$LAB_LAPTOP' curl -s -m 3 -o /dev/null http://100.64.0.80:9/ ; true"
-check "netextd counted the declined flows sent on directly" bash -c "'$bin/netext' stop Site >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=[1-9].*directFailed=0.*handled=[1-9].*sentDirect=[1-9]'"
+check "netextd counted the declined flows sent on directly" bash -c "'$bin/netext' stop Site >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=[1-9].*directFailed=0.*handled=[1-9].*sentDirect=[1-9].*udpOffered=[1-9]'"
 check "after the transparent proxy's stop: nothing is left" nothing_left
 check "netext disable Site" netext disable Site
 

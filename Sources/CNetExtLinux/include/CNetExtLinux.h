@@ -236,6 +236,30 @@ int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity)
 /// Makes `netext_relay_run` return -1.
 void netext_relay_stop(netext_relay *relay);
 
+// MARK: Datagram relay (datagram_relay.c)
+
+/// An event loop (epoll) that carries datagrams between pairs of connected UDP sockets, for the
+/// UDP flows a transparent proxy declines. One thread runs it; any thread adds pairs.
+typedef struct netext_datagram_relay netext_datagram_relay;
+
+/// A new loop, or NULL with errno set.
+netext_datagram_relay *netext_datagram_relay_create(void);
+/// Hands `app_fd` (a connected UDP socket) to the loop with an upstream socket it makes and
+/// connects to `family` (4 or 6) `address` `port` (`mark` nonzero: its SO_MARK), first sending
+/// `first` (the flow's first datagram, `first_length` 0: none). Returns 0 or -errno (then the
+/// caller still owns `app_fd`).
+int netext_datagram_relay_add_connect(netext_datagram_relay *relay, uint64_t id, int app_fd, int family,
+                                      const unsigned char *address, uint16_t port, uint32_t mark,
+                                      const void *first, size_t first_length);
+/// Runs until at least one pair went `idle_ms` without a datagram either way (it is then
+/// closed), and returns how many (outcomes in `done`: bytes each way, the last socket error),
+/// or -1 once `netext_datagram_relay_stop` was called.
+int netext_datagram_relay_run(netext_datagram_relay *relay, netext_relay_done *done, int capacity, int idle_ms);
+/// Makes `netext_datagram_relay_run` return -1.
+void netext_datagram_relay_stop(netext_datagram_relay *relay);
+/// Frees a loop whose run has returned -1; closes what it still holds.
+void netext_datagram_relay_destroy(netext_datagram_relay *relay);
+
 /// Receives one datagram on a transparent UDP socket (netext_tproxy_socket with `udp`): its
 /// bytes, the sender (`source`) and where the sender addressed it (`destination`, from
 /// IP_ORIGDSTADDR / IPV6_ORIGDSTADDR). Addresses: family 4 or 6, 16 bytes (IPv4 in the first 4).

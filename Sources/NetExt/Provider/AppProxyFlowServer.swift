@@ -38,9 +38,12 @@ enum AppProxyFlowServer {
             if offer.transport == .udp {
                 let flow = AppProxyUDPFlow(offer: offer, descriptor: fd)
                 let handled = provider.handleNewUDPFlow(flow, initialRemoteEndpoint: offer.remoteEndpoint)
-                if !handled { flow.close() }
+                // As a TCP flow's: back to netextd (transparent proxy, sent on), or closed.
+                let returned = !handled && returnsDeclinedFlows ? flow.takeDescriptor() : nil
+                if !handled && returned == nil { flow.close() }
+                defer { if let returned { SocketPair.close(returned) } }
                 do {
-                    try DescriptorMessages.send(AppProxyFlowCodec.encode(AppProxyFlowCodec.Answer(flowID: offer.id, handled: handled)), descriptor: nil, over: channel)
+                    try DescriptorMessages.send(AppProxyFlowCodec.encode(AppProxyFlowCodec.Answer(flowID: offer.id, handled: handled)), descriptor: returned, over: channel)
                 } catch {
                     return
                 }

@@ -92,4 +92,14 @@ public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
         }
         if first { SocketPair.close(fileDescriptor) }
     }
+
+    /// Hands the descriptor back to netextd (a transparent proxy's declined flow): the flow no
+    /// longer closes it. Nil if it was closed already.
+    func takeDescriptor() -> Int32? {
+        let first = state.withLock { current -> Bool in
+            defer { current.closed = true }
+            return !current.closed
+        }
+        return first ? fileDescriptor : nil
+    }
 }

@@ -43,6 +43,13 @@ public enum ProviderHost {
         try await serveProxy(provider, returnsDeclinedFlows: true, bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
     }
 
+    /// Runs a DNS proxy until it is stopped: `startProxy`, then one `handleNewFlow` or
+    /// `handleNewUDPFlow` per DNS flow of any program; a declined flow goes back to netextd,
+    /// which sends it on to its server.
+    public static func run(dnsProxy provider: any DNSProxyProvider, bundleIdentifier: String, descriptor: Int32 = controlDescriptor, descriptorSocket: Int32 = descriptorPassingDescriptor) async throws {
+        try await serveProxy(provider, returnsDeclinedFlows: true, bundleIdentifier: bundleIdentifier, descriptor: descriptor, descriptorSocket: descriptorSocket)
+    }
+
     /// `startProxy`, then the flows: an app proxy's and a transparent proxy's run differ only in
     /// what becomes of a declined flow.
     private static func serveProxy(_ provider: any AppProxyProvider, returnsDeclinedFlows: Bool, bundleIdentifier: String, descriptor: Int32, descriptorSocket: Int32) async throws {

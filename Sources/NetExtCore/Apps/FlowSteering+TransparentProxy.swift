@@ -42,20 +42,21 @@ extension FlowSteering {
     func transparentRouteLines(keep: String) -> [String] {
         guard !transparentProxies.isEmpty else { return [] }
         var lines: [String] = []
-        lines.append("    meta l4proto tcp \(Self.markMatch(Self.bypassMark)) return")
+        let flows = "meta l4proto { tcp, udp }"
+        lines.append("    \(flows) \(Self.markMatch(Self.bypassMark)) return")
         let exempt = Set(transparentProxies.flatMap(\.exemptUIDs)).sorted()
         if !exempt.isEmpty {
-            lines.append("    meta l4proto tcp meta skuid { \(exempt.map(String.init).joined(separator: ", ")) } return")
+            lines.append("    \(flows) meta skuid { \(exempt.map(String.init).joined(separator: ", ")) } return")
         }
-        lines.append("    meta l4proto tcp fib daddr type local return")
+        lines.append("    \(flows) fib daddr type local return")
         // A flow an app proxy or tunnel already steers keeps its way.
-        lines.append("    meta l4proto tcp meta mark & \(Self.hex(Self.markMask)) != 0 return")
+        lines.append("    \(flows) meta mark & \(Self.hex(Self.markMask)) != 0 return")
         for proxy in transparentProxies.sorted(by: { $0.mark < $1.mark }) {
             let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(proxy.mark))"
-            for rule in proxy.settings.excludedNetworkRules where rule.transportProtocol != .udp {
+            for rule in proxy.settings.excludedNetworkRules {
                 lines.append("    \(rule.nftMatch()) return")
             }
-            for rule in proxy.settings.includedNetworkRules where rule.transportProtocol != .udp {
+            for rule in proxy.settings.includedNetworkRules {
                 lines.append("    \(rule.nftMatch()) \(setMark)")
             }
         }

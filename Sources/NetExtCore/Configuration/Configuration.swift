@@ -64,7 +64,10 @@ extension Configuration {
         switch protocolConfiguration {
         case .tunnelProvider(let settings):
             try Self.requireIdentifier(settings.providerBundleIdentifier, field: "providerBundleIdentifier")
-            try Self.requireHost(settings.serverAddress, field: "serverAddress")
+            // A DNS proxy's provider chooses its own servers: it may name none.
+            if settings.providerType != .dnsProxy || !settings.serverAddress.isEmpty {
+                try Self.requireHost(settings.serverAddress, field: "serverAddress")
+            }
             try settings.validateAppRules()
         case .personalVPN(let settings):
             try Self.requireHost(settings.serverAddress, field: "serverAddress")

@@ -7,6 +7,10 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
         /// A transparent proxy (Apple's `NETransparentProxyManager`): the flows its network
         /// rules name, from every program, go to the provider; the ones it declines go direct.
         case transparentProxy = "transparent-proxy"
+        /// A DNS proxy (Apple's `NEDNSProxyManager` with `NEDNSProxyProviderProtocol`): every
+        /// program's DNS flows (UDP and TCP to port 53) go to the provider, which answers them
+        /// itself; the ones it declines go on to the server they were sent to.
+        case dnsProxy = "dns-proxy"
     }
 
     /// The bundle identifier of the provider that runs the tunnel.
@@ -19,6 +23,7 @@ public struct TunnelProviderProtocol: Sendable, Hashable, Codable {
         case .packetTunnel: .packetTunnel
         case .appProxy: .appProxy
         case .transparentProxy: .transparentProxy
+        case .dnsProxy: .dnsProxy
         }
     }
     /// The VPN server's address or host name.
@@ -125,6 +130,9 @@ extension TunnelProviderProtocol {
         }
         if providerType == .transparentProxy && (isPerApp || !appRules.isEmpty || !excludedAppRules.isEmpty) {
             throw .invalid("appRules: a transparent proxy takes flows by its provider's network rules, not by app (use an app proxy, provider type app-proxy, for apps)")
+        }
+        if providerType == .dnsProxy && (isPerApp || !appRules.isEmpty || !excludedAppRules.isEmpty) {
+            throw .invalid("appRules: a DNS proxy takes every program's DNS flows, not an app's")
         }
         if providerType == .appProxy && !excludedAppRules.isEmpty {
             throw .invalid("excludedAppRules: an app proxy carries only the apps bound to it; no app needs excluding")

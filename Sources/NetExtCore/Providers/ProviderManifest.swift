@@ -21,6 +21,10 @@ public struct ProviderManifest: Sendable, Hashable, Codable {
         /// A hotspot helper (NEHotspotHelper): evaluates, authenticates to and maintains the
         /// sessions of networks behind captive portals, answering netextd's commands.
         case hotspotHelper = "hotspot-helper"
+
+        /// Whether netextd hands the provider flows (sockets) rather than packets: app,
+        /// transparent and DNS proxies.
+        public var takesFlows: Bool { self == .appProxy || self == .transparentProxy || self == .dnsProxy }
     }
 
     public var bundleIdentifier: String

@@ -25,17 +25,22 @@ public struct NetworkRule: Sendable, Hashable, Codable, CustomStringConvertible 
         "\(destinationNetwork)\(destinationPort.map { " port \($0)" } ?? "") \(transportProtocol.rawValue)"
     }
 
-    /// The nft match of its packets (TCP only: the transparent proxy carries TCP flows).
+    /// The nft match of its packets: TCP, UDP or both, toward the network and port.
     func nftMatch() -> String {
         let family = destinationNetwork.isIPv6 ? "ip6" : "ip"
         let network = destinationNetwork.length == 0 ? "meta nfproto \(destinationNetwork.isIPv6 ? "ipv6" : "ipv4")" : "\(family) daddr \(destinationNetwork)"
-        return "\(network) meta l4proto tcp" + (destinationPort.map { " tcp dport \($0)" } ?? "")
+        let transports = switch transportProtocol {
+        case .tcp: "meta l4proto tcp"
+        case .udp: "meta l4proto udp"
+        case .any: "meta l4proto { tcp, udp }"
+        }
+        return "\(network) \(transports)" + (destinationPort.map { " th dport \($0)" } ?? "")
     }
 }
 
 /// What a transparent proxy asks for (Apple's `NETransparentProxyNetworkSettings`): the flows of
 /// every program toward its included networks go to the provider, except those toward its
-/// excluded ones. NetExt carries TCP flows; a rule for UDP alone names nothing yet.
+/// excluded ones, TCP and UDP.
 public struct TransparentProxyNetworkSettings: Sendable, Hashable, Codable {
     public var includedNetworkRules: [NetworkRule]
     public var excludedNetworkRules: [NetworkRule]
@@ -44,6 +49,13 @@ public struct TransparentProxyNetworkSettings: Sendable, Hashable, Codable {
         self.includedNetworkRules = includedNetworkRules
         self.excludedNetworkRules = excludedNetworkRules
     }
+
+    /// A DNS proxy's: UDP and TCP to port 53, anywhere (the flows of every program but the
+    /// provider; the machine's own addresses, such as a local resolver, stay local).
+    public static let dnsProxy = TransparentProxyNetworkSettings(includedNetworkRules: [
+        NetworkRule(destinationNetwork: IPPrefix(address: [0, 0, 0, 0], length: 0), destinationPort: 53, protocol: .any),
+        NetworkRule(destinationNetwork: IPPrefix(address: [UInt8](repeating: 0, count: 16), length: 0), destinationPort: 53, protocol: .any),
+    ])
 
     /// The most rules of each kind.
     public static let maximumRules = 1_024
@@ -56,9 +68,6 @@ public struct TransparentProxyNetworkSettings: Sendable, Hashable, Codable {
         }
         for (name, rules) in [("includedNetworkRules", includedNetworkRules), ("excludedNetworkRules", excludedNetworkRules)] where rules.count > Self.maximumRules {
             throw .invalid("\(name): \(rules.count) rules; at most \(Self.maximumRules) are accepted")
-        }
-        if includedNetworkRules.allSatisfy({ $0.transportProtocol == .udp }) {
-            throw .invalid("includedNetworkRules: every rule names UDP only; NetExt's transparent proxy carries TCP flows (UDP is not supported yet)")
         }
     }
 }

@@ -40,7 +40,7 @@ actor KillSwitch {
               settings.includeAllNetworks || settings.enforceRoutes else { return }
         // A proxy has no tunnel to hold traffic to: its `includeAllNetworks` is kept by its own
         // steering, which refuses its flows while the provider is gone (SessionManager+AppProxy).
-        guard settings.extensionPoint != .appProxy, settings.extensionPoint != .transparentProxy else { return }
+        guard !settings.extensionPoint.takesFlows else { return }
         let uid: UInt32 = manifest.flatMap { manifest in getuid() == 0 ? UserDatabase.user(named: manifest.user)?.uid : getuid() } ?? UInt32.max - 1
         let localNetworks = settings.includeAllNetworks && settings.excludeLocalNetworks ? await network.perform { $0.localNetworks() } : []
         let previous = members[configuration.id]

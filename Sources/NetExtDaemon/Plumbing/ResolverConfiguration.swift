@@ -52,11 +52,7 @@ public struct ResolverConfiguration: Sendable {
 
     /// The values of `keyword` lines ("nameserver", "search") in resolver-file text.
     public static func values(of keyword: String, in text: String) -> [String] {
-        text.split(separator: "\n").flatMap { line -> [String] in
-            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard words.first.map(String.init) == keyword else { return [] }
-            return words.dropFirst().map(String.init)
-        }
+        ResolverFileText.values(of: keyword, in: text)
     }
 
     /// Installs the settings, keeping the original (only the first time).

@@ -53,9 +53,16 @@ final class AppProxyFlowDispatcher: Sendable {
 
     /// A transparent proxy's: declined flows come back and are sent on directly.
     private let sendsDeclinedFlowsOn: Bool
-    /// The flows offered and not answered yet, with their ends (a returned socket must be one
-    /// of them: netextd connects on its behalf, past every rule).
-    private let unanswered = Mutex<[UInt64: (destination: SocketAddress, source: SocketAddress)]>([:])
+    /// A flow offered and not answered yet: its ends (a returned socket must be one of them:
+    /// netextd connects on its behalf, past every rule) and, for UDP, its first datagram (which
+    /// reached netextd's listener, not the flow's socket).
+    private struct Offered {
+        var destination: SocketAddress
+        var source: SocketAddress
+        var firstDatagram: [UInt8]?
+    }
+
+    private let unanswered = Mutex<[UInt64: Offered]>([:])
     /// The most flows waiting for the provider's answer before new ones are refused.
     static let maximumUnanswered = 4_096
 
@@ -66,10 +73,7 @@ final class AppProxyFlowDispatcher: Sendable {
         do { listeners = try TransparentListenerSet() } catch {
             throw NetExtError(.connectionFailed, "the app proxy cannot listen for its apps' flows: \(error)")
         }
-        // A transparent proxy's rules take TCP only; an app proxy's apps' UDP comes too.
-        ports = FlowSteering.ProxyPorts(
-            tcp4: listeners.ipv4.port, tcp6: listeners.ipv6?.port,
-            udp4: sendsDeclinedFlowsOn ? nil : listeners.udp4?.port, udp6: sendsDeclinedFlowsOn ? nil : listeners.udp6?.port)
+        ports = FlowSteering.ProxyPorts(tcp4: listeners.ipv4.port, tcp6: listeners.ipv6?.port, udp4: listeners.udp4?.port, udp6: listeners.udp6?.port)
         self.channel = channel
         self.logger = logger
         self.configurationName = configurationName
@@ -196,17 +200,10 @@ final class AppProxyFlowDispatcher: Sendable {
         // Should the provider die holding it, the kernel's close resets the app's connection at
         // once instead of ending it as if the server had finished.
         StreamIO.setResetOnClose(fd, true)
-        if sendsDeclinedFlowsOn {
-            let admitted = unanswered.withLock { waiting -> Bool in
-                guard waiting.count < Self.maximumUnanswered else { return false }
-                waiting[id] = (destination, source)
-                return true
-            }
-            guard admitted else {
-                StreamIO.reset(fd)
-                counts.withLock { $0.lost += 1 }
-                return
-            }
+        guard admit(id, Offered(destination: destination, source: source)) else {
+            StreamIO.reset(fd)
+            counts.withLock { $0.lost += 1 }
+            return
         }
         do {
             try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fd, over: channel)
@@ -222,12 +219,27 @@ final class AppProxyFlowDispatcher: Sendable {
         }
     }
 
+    /// Keeps a transparent proxy's offered flow until its answer (false: too many wait already).
+    private func admit(_ id: UInt64, _ offered: Offered) -> Bool {
+        guard sendsDeclinedFlowsOn else { return true }
+        return unanswered.withLock { waiting -> Bool in
+            guard waiting.count < Self.maximumUnanswered else { return false }
+            waiting[id] = offered
+            return true
+        }
+    }
+
     /// Makes a UDP flow's own socket and hands it over with the first datagram. Its app is the
     /// configuration's when it has one, else the one whose cgroup holds the process owning the
     /// sender's socket (sock_diag, then /proc).
     private func hand(_ datagram: TransparentDatagramSocket.Datagram, id: UInt64, owners: SocketOwnerLookup) {
+        guard admit(id, Offered(destination: datagram.destination, source: datagram.source, firstDatagram: datagram.payload)) else {
+            counts.withLock { $0.lost += 1 }
+            return
+        }
         let fd: Int32
         do { fd = try TransparentDatagramSocket.flowSocket(for: datagram) } catch {
+            _ = unanswered.withLock { $0.removeValue(forKey: id) }
             counts.withLock { $0.lost += 1 }
             logger.warning("app proxy: cannot make a UDP flow's socket", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
             return
@@ -255,6 +267,7 @@ final class AppProxyFlowDispatcher: Sendable {
                 $0.udpOffered += 1
             }
         } catch {
+            _ = unanswered.withLock { $0.removeValue(forKey: id) }
             counts.withLock { $0.lost += 1 }
         }
         SocketPair.close(fd)
@@ -273,14 +286,31 @@ final class AppProxyFlowDispatcher: Sendable {
         return nil
     }
 
-    /// A declined flow of a transparent proxy goes where the app sent it, on a connection of
-    /// netextd's that the steering lets by (``FlowSteering/bypassMark``); bytes move in the
-    /// kernel. The socket must be the flow offered: a provider cannot have netextd connect
+    /// A declined flow of a transparent proxy goes where the app sent it, on a connection (or
+    /// connected UDP socket) of netextd's that the steering lets by (``FlowSteering/bypassMark``);
+    /// bytes move in the kernel (TCP) or on the datagram relay's thread (UDP, its first datagram
+    /// sent first). The socket must be the flow offered: a provider cannot have netextd connect
     /// anywhere else.
-    private func sendDirect(_ fd: Int32, offered: (destination: SocketAddress, source: SocketAddress)) {
-        guard SocketEndpoints.local(of: fd) == offered.destination, SocketEndpoints.remote(of: fd) == offered.source, let relay = FlowRelay.shared else {
+    private func sendDirect(_ fd: Int32, offered: Offered) {
+        guard SocketEndpoints.local(of: fd) == offered.destination, SocketEndpoints.remote(of: fd) == offered.source else {
             StreamIO.reset(fd)
             counts.withLock { $0.malformedAnswers += 1 }
+            return
+        }
+        if let first = offered.firstDatagram {
+            do {
+                guard let relay = DatagramRelay.shared else { throw SystemError("datagram relay", errno: ENOMEM) }
+                try relay.relay(app: fd, connectingTo: offered.destination, mark: FlowSteering.bypassMark, first: first) { _ in }
+                counts.withLock { $0.sentDirect += 1 }
+            } catch {
+                SocketPair.close(fd)
+                counts.withLock { $0.directFailed += 1 }
+            }
+            return
+        }
+        guard let relay = FlowRelay.shared else {
+            StreamIO.reset(fd)
+            counts.withLock { $0.directFailed += 1 }
             return
         }
         do {

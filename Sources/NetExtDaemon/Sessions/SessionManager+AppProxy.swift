@@ -14,9 +14,17 @@ extension SessionManager {
         // An earlier run's steering and listeners go first — but a proxy failing closed keeps its
         // steering until the new listeners' replaces it, so that no flow slips by between.
         await proxyTeardowns.removeValue(forKey: id)?.value
-        let dispatcher = try makeDispatcher(for: session, provider: provider, transparent: false)
+        let isDNSProxy = provider.manifest.extensionPoint == .dnsProxy
+        let dispatcher = try makeDispatcher(for: session, provider: provider, transparent: isDNSProxy)
         do {
-            try await appSteering.proxyUp(id, ports: dispatcher.ports) { apps in dispatcher.setApps(apps) }
+            if isDNSProxy {
+                // A DNS proxy is a transparent proxy whose rules netextd sets: every program's DNS
+                // but the provider's own.
+                try await appSteering.transparentUp(
+                    id, ports: dispatcher.ports, settings: TransparentProxyNetworkSettings.dnsProxy, exemptUIDs: [UserDatabase.user(named: provider.manifest.user)?.uid ?? 0])
+            } else {
+                try await appSteering.proxyUp(id, ports: dispatcher.ports) { apps in dispatcher.setApps(apps) }
+            }
         } catch {
             endProxying(id)
             throw error
@@ -26,7 +34,7 @@ extension SessionManager {
             endProxying(id)
             return
         }
-        logger.info("app proxy: the apps' flows go to the provider", metadata: [
+        logger.info(isDNSProxy ? "DNS proxy: every program's DNS flows go to the provider" : "app proxy: the apps' flows go to the provider", metadata: [
             "configuration": "\(LogText.quoted(session.configuration.localizedDescription))",
             "listeners": "127.0.0.1:\(dispatcher.ports.tcp4)\(dispatcher.ports.tcp6.map { ", [::1]:\($0)" } ?? "")",
         ])
@@ -115,7 +123,7 @@ extension SessionManager {
     /// `includeAllNetworks`, as a VPN's kill switch), rather than sent direct.
     static func failsClosed(_ configuration: Configuration) -> Bool {
         guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
-        return settings.includeAllNetworks && (settings.extensionPoint == .appProxy || settings.extensionPoint == .transparentProxy)
+        return settings.includeAllNetworks && settings.extensionPoint.takesFlows
     }
 
     private func holdClosed(_ id: UUID, _ dispatcher: AppProxyFlowDispatcher, name: String, restartOnFlow: Bool) {

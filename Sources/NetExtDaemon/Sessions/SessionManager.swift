@@ -330,9 +330,8 @@ public actor SessionManager {
             return
         }
         guard let manifest = session.pendingManifest else { return }
-        let proxies = manifest.extensionPoint == .appProxy || manifest.extensionPoint == .transparentProxy
         supervisor.run(
-            ProviderLaunch(manifest: manifest, start: start, flowChannel: proxies, startDeadline: startDeadline),
+            ProviderLaunch(manifest: manifest, start: start, flowChannel: manifest.extensionPoint.takesFlows, startDeadline: startDeadline),
             adopt: { provider in await self.attach(provider, to: id, generation: generation) },
             events: { event in await self.handle(event, id: id, generation: generation) })
     }
@@ -371,7 +370,7 @@ public actor SessionManager {
         case .appMessageReply(let messageID, let data):
             appMessages.reply(messageID, from: id, data: data)
         case .started:
-            if provider.manifest.extensionPoint == .appProxy {
+            if provider.manifest.extensionPoint == .appProxy || provider.manifest.extensionPoint == .dnsProxy {
                 do throws(NetExtError) { try await startProxying(id, provider: provider, generation: generation) } catch {
                     apply(.providerFailed(error), to: id, generation: generation)
                     return

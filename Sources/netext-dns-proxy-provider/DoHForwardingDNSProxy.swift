@@ -1,0 +1,148 @@
+import EncryptedDNS
+import Foundation
+import NetExt
+import NetExtCore
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// The reference DNS proxy: every DNS flow of the machine (UDP datagrams, TCP messages with
+/// their two-byte length, RFC 1035 §4.2.2) is answered over one DNS-over-HTTPS connection of its
+/// own (RFC 8484, HTTP/2) to the server its configuration names, reached at an address given
+/// with it so the server's name is never looked up in the clear. Each answer is checked against
+/// its question by the upstream; a query it cannot answer gets SERVFAIL, never a cleartext
+/// fallback. It logs no names and no addresses: only counts, when it stops.
+///
+/// `providerConfiguration`: `doh-url` (`https://host[:port]/path`), `doh-address` (the server's
+/// IP address), optionally `ca-file` (a PEM of the only CAs trusted; the system's otherwise).
+final class DoHForwardingDNSProxy: DNSProxyProvider, Sendable {
+    struct Settings: Sendable, Hashable {
+        var url: String
+        var address: [UInt8]
+        var caFile: String?
+    }
+
+    struct Counters: Sendable, Hashable {
+        var udpFlows = 0
+        var tcpFlows = 0
+        var answered = 0
+        var failed = 0
+        var malformed = 0
+    }
+
+    /// How long a query may wait for its answer, and a flow for its next query.
+    static let answerMilliseconds = 5_000
+    static let idle: Duration = .seconds(10)
+
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let upstream = Mutex<DNSOverHTTPSUpstream?>(nil)
+    private let counts = Mutex(Counters())
+
+    /// The settings from a configuration; errors name the key.
+    static func settings(_ configuration: [String: JSONValue]) throws(NetExtError) -> Settings {
+        guard case .string(let url)? = configuration["doh-url"], url.hasPrefix("https://") else {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'doh-url': the DNS-over-HTTPS server's https URL is required (e.g. https://dns.example/dns-query)")
+        }
+        guard case .string(let text)? = configuration["doh-address"], let address = IPPrefix.parseAddress(text) else {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'doh-address': the DoH server's IP address is required (its name is never looked up in the clear)")
+        }
+        var caFile: String?
+        if let value = configuration["ca-file"] {
+            guard case .string(let path) = value, path.hasPrefix("/") else {
+                throw NetExtError(.configurationInvalid, "providerConfiguration 'ca-file': expected the absolute path of a PEM file")
+            }
+            caFile = path
+        }
+        return Settings(url: url, address: address, caFile: caFile)
+    }
+
+    func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {
+        let settings = try Self.settings(context.providerConfiguration)
+        do {
+            let made = try DNSOverHTTPSUpstream(url: settings.url, address: settings.address, trust: DNSServerTrust(caFile: settings.caFile), eventLoop: group.next())
+            upstream.withLock { $0 = made }
+        } catch {
+            throw NetExtError(.configurationInvalid, error.description)
+        }
+        Self.log("answering the machine's DNS over HTTPS")
+    }
+
+    func stopProxy(with reason: ProviderStopReason) async {
+        upstream.withLock { $0 }?.shutdown()
+        let counts = counts.withLock { $0 }
+        Self.log("stopped (\(reason.rawValue)): \(counts.udpFlows) UDP and \(counts.tcpFlows) TCP flows, \(counts.answered) answers, \(counts.failed) failed, \(counts.malformed) malformed")
+    }
+
+    func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {
+        guard let upstream = upstream.withLock({ $0 }) else { return false }
+        counts.withLock { $0.udpFlows += 1 }
+        Task { await serve(flow, upstream: upstream) }
+        return true
+    }
+
+    func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
+        guard let upstream = upstream.withLock({ $0 }) else { return false }
+        counts.withLock { $0.tcpFlows += 1 }
+        Task { await serve(flow, upstream: upstream) }
+        return true
+    }
+
+    /// A UDP flow: each datagram one query, answered to where it came from; the flow ends after
+    /// ``idle`` without a query.
+    private func serve(_ flow: AppProxyUDPFlow, upstream: DNSOverHTTPSUpstream) async {
+        defer { flow.close() }
+        while true {
+            let datagrams: [FlowDatagram]
+            do { datagrams = try await flow.readDatagrams(timeout: Self.idle) } catch { return }
+            if datagrams.isEmpty { return }
+            for datagram in datagrams {
+                guard let answer = await answer([UInt8](datagram.data), upstream: upstream) else { continue }
+                do { try flow.writeDatagrams([FlowDatagram(data: Data(answer), endpoint: datagram.endpoint)]) } catch { return }
+            }
+        }
+    }
+
+    /// A TCP flow: messages with their two-byte length, answered in order, until the app closes.
+    private func serve(_ flow: AppProxyTCPFlow, upstream: DNSOverHTTPSUpstream) async {
+        var pending: [UInt8] = []
+        reading: while true {
+            let data: Data
+            do { data = try await flow.readData() } catch { break }
+            if data.isEmpty { break }
+            pending += data
+            guard pending.count <= 2 + 65_535 * 2 else { break }
+            while pending.count >= 2 {
+                let length = Int(pending[0]) << 8 | Int(pending[1])
+                guard pending.count >= 2 + length else { break }
+                let query = Array(pending[2..<(2 + length)])
+                pending.removeFirst(2 + length)
+                guard let answer = await answer(query, upstream: upstream) else { break reading }
+                do { try await flow.write(Data([UInt8(answer.count >> 8), UInt8(answer.count & 0xff)] + answer)) } catch { break reading }
+            }
+        }
+        flow.closeWriteWithError(nil)
+        flow.closeReadWithError(nil)
+    }
+
+    /// The server's answer to `query`, or SERVFAIL when it gave none; nil for a message that is
+    /// not a query (dropped and counted).
+    private func answer(_ query: [UInt8], upstream: DNSOverHTTPSUpstream) async -> [UInt8]? {
+        let question: DNSQuery
+        do { question = try DNSQuery(parsing: query) } catch {
+            counts.withLock { $0.malformed += 1 }
+            return nil
+        }
+        do {
+            let answer = try await upstream.exchange(query, timeoutMilliseconds: Self.answerMilliseconds).get()
+            counts.withLock { $0.answered += 1 }
+            return answer
+        } catch {
+            counts.withLock { $0.failed += 1 }
+            return question.serverFailure(for: query)
+        }
+    }
+
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data("netext-dns-proxy-provider: \(message)\n".utf8))
+    }
+}
