@@ -6,7 +6,7 @@ import NetExtCore
 /// `handleNewUDPFlow`, and the provider answers them itself: over its own encrypted channel, from
 /// its own records, or by refusing names. Its own queries are never taken. A flow it declines
 /// (`false`) goes on to the server it was sent to, as if no proxy were there. A provider
-/// configuration of type ``TunnelProviderProtocol/ProviderType/dnsProxy`` runs it
+/// configuration of type `TunnelProviderProtocol.ProviderType.dnsProxy` runs it
 /// (`netext create --provider-type dns-proxy`, or a `com.apple.dnsProxy.managed` profile
 /// payload), with ``ProviderHost/run(dnsProxy:bundleIdentifier:descriptor:descriptorSocket:)``.
 ///
