@@ -89,6 +89,8 @@ struct DNSStatusCommand: AsyncParsableCommand {
             }
             print("DNS settings: \(status.state.rawValue) — \(status.name ?? "?")\(status.transport.map { " (\(DNSStatusText.transport($0)))" } ?? "")")
             if let problem = status.problem { print("  problem: \(problem)") }
+            // Out of force by its rules: the machine resolves as before, nothing else to show.
+            guard status.state != .paused else { return }
             for server in status.servers { print("  server: \(server)") }
             print("  names: \(status.matchDomains.isEmpty ? "all" : status.matchDomains.joined(separator: ", "))")
             if status.prohibitsOtherDNS { print("  other programs' DNS (ports 53 and 853): refused") }

@@ -32,7 +32,7 @@ struct TunnelLabTests {
 
     @Test("system DNS settings against unbound: names over TLS and over HTTPS (HTTP/2) with no DNS in the clear on the uplink, a dead server passed over, match domains, other programs' DNS refused (through a netextd crash), a wrong certificate and dead servers failing closed unless fallback is allowed")
     func encryptedDNS() async throws {
-        try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 52, timeout: 240)
+        try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 60, timeout: 240)
     }
 
     @Test("a DNS proxy provider answering every program's DNS (UDP, TCP, any server) over its own DoH to unbound: no DNS in the clear on the uplink, no name in the logs; a stop and a killed provider let DNS go direct with nothing left")

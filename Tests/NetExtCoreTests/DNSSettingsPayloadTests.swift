@@ -59,11 +59,32 @@ struct DNSSettingsPayloadTests {
         ("<key>ServerName</key><string>dns.example.test</string>", "", "DNSProtocol"),
         ("<key>DNSProtocol</key><string>HTTPS</string><key>ServerAddresses</key><array><string>192.0.2.53</string></array>", "", "serverURL must be given"),
         ("<key>DNSProtocol</key><string>TLS</string>", "", "servers must name at least one DNS server"),
-        ("<key>DNSProtocol</key><string>TLS</string><key>ServerAddresses</key><array><string>192.0.2.53</string></array>", "<key>OnDemandRules</key><array/>", "OnDemandRules"),
+        ("<key>DNSProtocol</key><string>TLS</string><key>ServerAddresses</key><array><string>192.0.2.53</string></array>",
+         "<key>OnDemandRules</key><array><dict><key>Action</key><string>EvaluateConnection</string></dict></array>", "onDemandRules[0]: EvaluateConnection is for VPNs"),
+        ("<key>DNSProtocol</key><string>TLS</string><key>ServerAddresses</key><array><string>192.0.2.53</string></array>",
+         "<key>OnDemandRules</key><array><dict><key>Action</key><string>Sometimes</string></dict></array>", "Action"),
     ])
     func faults(dnsSettings: String, extra: String, expected: String) {
         let error = #expect(throws: NetExtError.self) { try ProfileParser.parse(profile(dnsSettings, extra: extra), owner: owner) }
         #expect(error?.message.contains(expected) == true, "message was: \(error?.message ?? "-")")
         #expect(error?.message.contains("com.example.dns.payload") == true, "the payload is named: \(error?.message ?? "-")")
+    }
+
+    @Test("OnDemandRules decide where the settings are in force: kept in order, on-demand on")
+    func onDemandRules() throws {
+        let parsed = try ProfileParser.parse(profile("""
+            <key>DNSProtocol</key><string>TLS</string>
+            <key>ServerName</key><string>dns.example.test</string>
+            <key>ServerAddresses</key><array><string>192.0.2.53</string></array>
+            """, extra: """
+            <key>OnDemandRules</key><array>
+              <dict><key>Action</key><string>Disconnect</string><key>SSIDMatch</key><array><string>Home</string></array></dict>
+              <dict><key>Action</key><string>Connect</string></dict>
+            </array>
+            """), owner: owner)
+        let configuration = try #require(parsed.configurations.first?.configuration)
+        #expect(configuration.isOnDemandEnabled)
+        #expect(configuration.onDemandRules.map(\.action) == [.disconnect, .connect])
+        #expect(configuration.onDemandRules.first?.ssidMatch == ["Home"])
     }
 }

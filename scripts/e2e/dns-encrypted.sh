@@ -152,6 +152,22 @@ check "status counts the failures" bash -c "$bin/netext dns status --json | pyth
 check "with --allow-cleartext-fallback" netext dns configure --tls --server 198.51.100.54 --server-name dns.lab.test --allow-cleartext-fallback --enable
 check "the name resolves through the former resolver in the clear" resolves www.example.test 198.51.100.80
 
+# On-demand rules (NEDNSSettingsManager.onDemandRules): in force only where the last matching
+# rule said Connect. The laptop's uplink is a veth: Ethernet to the rules.
+netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --enable > /dev/null
+dns_name=$("$bin/netext" dns status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')
+echo '[{"action": "disconnect", "interfaceTypeMatch": "ethernet"}, {"action": "connect", "interfaceTypeMatch": "any"}]' > "$work/rules-out.json"
+echo '[{"action": "disconnect", "interfaceTypeMatch": "wiFi"}, {"action": "connect", "interfaceTypeMatch": "ethernet"}]' > "$work/rules-in.json"
+dns_state() { for _ in $(seq 80); do "$bin/netext" dns status | grep -q "^DNS settings: $1 " && return 0; sleep 0.1; done; return 1; }
+check "on-demand rules saying Disconnect on Ethernet (netext on-demand NAME on --rules)" netext on-demand "$dns_name" on --rules "$work/rules-out.json"
+check "…take the settings out of force within seconds (netext dns status: paused)" dns_state paused
+check "…the resolver file is the laptop's own again" grep -qx "nameserver 198.51.100.99" "$resolv"
+check "…and names resolve through the laptop's own resolver" resolves www.example.test 198.51.100.80
+check "rules saying Connect on Ethernet put them back in force (running)" bash -c "'$bin/netext' on-demand '$dns_name' on --rules '$work/rules-in.json' > /dev/null && $(declare -f dns_state); bin='$bin' dns_state running"
+check "…names resolve over TLS again" resolves mail.lab.test 198.51.100.81
+check "a rule asking EvaluateConnection is refused, naming it" bash -c "echo '[{\"action\": \"evaluateConnection\", \"interfaceTypeMatch\": \"any\", \"connectionRules\": [{\"matchDomains\": [\"x.test\"], \"action\": \"connectIfNeeded\"}]}]' > '$work/rules-bad.json'; ! '$bin/netext' on-demand '$dns_name' on --rules '$work/rules-bad.json' 2> '$work/rules-bad.err' && grep -q 'onDemandRules\[0\]: EvaluateConnection is for VPNs' '$work/rules-bad.err'"
+check "netext on-demand NAME off: the settings apply on every network" bash -c "'$bin/netext' on-demand '$dns_name' off > /dev/null && $(declare -f dns_state); bin='$bin' dns_state running"
+
 # netextd killed with the guard on: the guard stays (nothing goes around it); the next netextd
 # puts the settings back; a graceful stop removes both.
 netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --prohibit-other-dns --enable > /dev/null

@@ -101,6 +101,11 @@ extension Configuration {
             for url in settings.relayURLs { try Self.requireHTTPSURL(url, field: "relayURLs") }
         case .dnsSettings(let settings):
             try DNSSettingsValidation.validate(settings)
+            // Rules decide whether the settings are in force; there is no connection whose
+            // names EvaluateConnection could judge.
+            if let index = onDemandRules.firstIndex(where: { $0.action == .evaluateConnection }) {
+                throw .invalid("onDemandRules[\(index)]: EvaluateConnection is for VPNs; DNS settings take Connect (in force), Disconnect (not) or Ignore")
+            }
         }
     }
 

@@ -10,6 +10,9 @@ public struct DNSSettingsStatus: Sendable, Hashable, Codable {
         case running
         /// Enabled, but netextd could not put it in force (`problem` says why).
         case failed
+        /// Enabled, but its on-demand rules keep it out of force on this network (no rule said
+        /// Connect, or the last matching rule said Disconnect): the machine resolves as before.
+        case paused
     }
 
     /// The resolver's counters (queries since its stub started).

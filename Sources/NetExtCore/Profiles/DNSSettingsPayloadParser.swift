@@ -3,14 +3,11 @@ import Foundation
 /// Parses a DNS settings payload (`com.apple.dnsSettings.managed`) into a DNS settings
 /// configuration. Keys follow Apple's DNSSettings payload reference: `DNSSettings` holds
 /// `DNSProtocol` (`HTTPS` or `TLS`), `ServerAddresses`, `ServerName` (TLS), `ServerURL`
-/// (HTTPS) and `SupplementalMatchDomains`; `ProhibitDisablement` blocks other DNS. Payloads
-/// with `OnDemandRules` are refused: netextd does not evaluate them for DNS settings yet.
+/// (HTTPS) and `SupplementalMatchDomains`; `ProhibitDisablement` blocks other DNS;
+/// `OnDemandRules` decide on which networks the settings are in force.
 enum DNSSettingsPayloadParser {
     static func parse(_ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String) throws(NetExtError) -> ProfileConfiguration {
         guard let dns = try payload.dictionaryValue("DNSSettings") else { throw payload.fail("DNSSettings", "is required") }
-        if try payload.array("OnDemandRules") != nil {
-            throw payload.fail("OnDemandRules", "is not supported for DNS settings yet (the settings would always apply); remove it")
-        }
         var id = UUID()
         if let text = try payload.string("PayloadUUID") {
             guard let uuid = UUID(uuidString: text) else { throw payload.fail("PayloadUUID", "'\(text)' is not a UUID") }
@@ -29,7 +26,12 @@ enum DNSSettingsPayloadParser {
             matchDomains: try dns.stringArray("SupplementalMatchDomains") ?? [],
             prohibitsOtherDNS: try payload.flag("ProhibitDisablement") ?? false)
         let name = try payload.string("PayloadDisplayName") ?? defaultName
-        let configuration = Configuration(id: id, owner: owner, localizedDescription: name, isEnabled: true, protocolConfiguration: .dnsSettings(settings))
+        // OnDemandRules (Apple's NEDNSSettingsManager.onDemandRules): the settings are in force
+        // while the last matching rule says Connect.
+        let rules = try OnDemandRulesParser.parse(payload)
+        let configuration = Configuration(
+            id: id, owner: owner, localizedDescription: name, isEnabled: true,
+            isOnDemandEnabled: !rules.rules.isEmpty, onDemandRules: rules.rules, protocolConfiguration: .dnsSettings(settings))
         do { try configuration.validate() } catch {
             throw NetExtError.invalid("\(dns.context): \(error.message)")
         }

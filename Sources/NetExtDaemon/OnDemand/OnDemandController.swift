@@ -96,7 +96,7 @@ public actor OnDemandController {
             // Packet tunnels and personal VPNs connect on demand (Apple's `NEVPNManager` has the
             // same rules).
             switch configuration.protocolConfiguration {
-            case .tunnelProvider, .personalVPN: break
+            case .tunnelProvider, .personalVPN, .dnsSettings: break
             default: continue
             }
             let rules = configuration.onDemandRules
@@ -117,6 +117,16 @@ public actor OnDemandController {
                         "dns": .array(environment.dnsServers.map { .string($0) }),
                     ]),
                 ])
+            }
+            if case .dnsSettings = configuration.protocolConfiguration {
+                // DNS settings (Apple's NEDNSSettingsManager.onDemandRules): Connect puts them in
+                // force, Disconnect takes them out; no match leaves them as they are.
+                switch decision {
+                case .connect: await sessions.dnsSettingsOnDemand(configuration, applies: true)
+                case .disconnect: await sessions.dnsSettingsOnDemand(configuration, applies: false)
+                case .leave: break
+                }
+                continue
             }
             if let rule, configuration.onDemandRules[rule].action == .evaluateConnection {
                 watch[configuration.id] = (configuration, configuration.onDemandRules[rule].connectionRules ?? [])

@@ -78,6 +78,11 @@ public actor SessionManager {
     /// The enabled DNS settings configuration netextd last tried to put in force, and why it
     /// failed if it did (`SessionManager+DNSSettings.swift`).
     var dnsSettingsAttempt: (id: UUID, name: String, problem: String?)?
+    /// What the on-demand rules of DNS settings configurations last decided (true: Connect, in
+    /// force; false: Disconnect); a configuration with rules and no decision yet stays out.
+    var dnsOnDemandApplies: [UUID: Bool] = [:]
+    /// Whether the attempted configuration is enabled but held out of force by its rules.
+    var dnsSettingsPaused = false
     var usedSlots = Set<Int>()
 
     /// Routing tables and rule priorities netextd owns: table `firstTable + slot`, rules at
