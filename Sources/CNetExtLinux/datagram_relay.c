@@ -4,6 +4,7 @@
 // UDP has no end: a pair ends after `idle_ms` without a datagram either way.
 #define _GNU_SOURCE
 #include "CNetExtLinux.h"
+#include "relay_loop.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -46,12 +47,9 @@ struct datagram_pair {
 };
 
 struct netext_datagram_relay {
-    int epoll;
-    int wake;
-    pthread_mutex_t lock;
-    datagram_pair *pending;   // added, not yet registered (guarded by lock)
+    relay_loop loop;
+    datagram_pair *pending;   // added, not yet registered (guarded by loop.lock)
     datagram_pair *live;      // registered (the loop thread's alone)
-    atomic_bool stopping;
     unsigned char buffer[DATAGRAM_MAXIMUM];
 };
 
@@ -64,19 +62,12 @@ static long long now_ms(void) {
 netext_datagram_relay *netext_datagram_relay_create(void) {
     netext_datagram_relay *relay = calloc(1, sizeof(*relay));
     if (!relay) return NULL;
-    relay->epoll = epoll_create1(EPOLL_CLOEXEC);
-    relay->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (relay->epoll < 0 || relay->wake < 0) {
+    if (relay_loop_open(&relay->loop) < 0) {
         int error = errno;
-        if (relay->epoll >= 0) close(relay->epoll);
-        if (relay->wake >= 0) close(relay->wake);
         free(relay);
         errno = error;
         return NULL;
     }
-    pthread_mutex_init(&relay->lock, NULL);
-    struct epoll_event event = { .events = EPOLLIN, .data.ptr = NULL };
-    epoll_ctl(relay->epoll, EPOLL_CTL_ADD, relay->wake, &event);
     return relay;
 }
 
@@ -122,13 +113,11 @@ int netext_datagram_relay_add_connect(netext_datagram_relay *relay, uint64_t id,
         if (send(upstream, first, first_length, MSG_DONTWAIT) >= 0) pair->app_to_upstream += (long long)first_length;
         else if (errno != EAGAIN && errno != EWOULDBLOCK) pair->error = errno;
     }
-    pthread_mutex_lock(&relay->lock);
+    pthread_mutex_lock(&relay->loop.lock);
     pair->next_pending = relay->pending;
     relay->pending = pair;
-    pthread_mutex_unlock(&relay->lock);
-    uint64_t one = 1;
-    ssize_t written = write(relay->wake, &one, sizeof(one));
-    (void)written;
+    pthread_mutex_unlock(&relay->loop.lock);
+    relay_loop_wake(&relay->loop);
     return 0;
 }
 
@@ -164,26 +153,24 @@ int netext_datagram_relay_run(netext_datagram_relay *relay, netext_relay_done *d
     struct epoll_event events[64];
     long long last_sweep = now_ms();
     for (;;) {
-        if (atomic_load(&relay->stopping)) return -1;
-        int ready = epoll_wait(relay->epoll, events, 64, 1000);
+        if (atomic_load(&relay->loop.stopping)) return -1;
+        int ready = epoll_wait(relay->loop.epoll, events, 64, 1000);
         if (ready < 0 && errno != EINTR) return -1;
         for (int index = 0; index < ready; index++) {
             datagram_handle *handle = events[index].data.ptr;
             if (handle == NULL) {
-                uint64_t value;
-                ssize_t got = read(relay->wake, &value, sizeof(value));
-                (void)got;
-                pthread_mutex_lock(&relay->lock);
+                relay_loop_take_wake(&relay->loop);
+                pthread_mutex_lock(&relay->loop.lock);
                 datagram_pair *pending = relay->pending;
                 relay->pending = NULL;
-                pthread_mutex_unlock(&relay->lock);
+                pthread_mutex_unlock(&relay->loop.lock);
                 while (pending) {
                     datagram_pair *pair = pending;
                     pending = pair->next_pending;
                     struct epoll_event app_event = { .events = EPOLLIN, .data.ptr = &pair->app_handle };
                     struct epoll_event upstream_event = { .events = EPOLLIN, .data.ptr = &pair->upstream_handle };
-                    epoll_ctl(relay->epoll, EPOLL_CTL_ADD, pair->app, &app_event);
-                    epoll_ctl(relay->epoll, EPOLL_CTL_ADD, pair->upstream, &upstream_event);
+                    epoll_ctl(relay->loop.epoll, EPOLL_CTL_ADD, pair->app, &app_event);
+                    epoll_ctl(relay->loop.epoll, EPOLL_CTL_ADD, pair->upstream, &upstream_event);
                     pair->previous_live = NULL;
                     pair->next_live = relay->live;
                     if (relay->live) relay->live->previous_live = pair;
@@ -196,7 +183,7 @@ int netext_datagram_relay_run(netext_datagram_relay *relay, netext_relay_done *d
         // Pairs are ended only here, after the batch's events were handled: no event of a
         // freed pair can follow in the same batch.
         long long now = now_ms();
-        if (now - last_sweep < 1000 && !atomic_load(&relay->stopping)) continue;
+        if (now - last_sweep < 1000 && !atomic_load(&relay->loop.stopping)) continue;
         last_sweep = now;
         int count = 0;
         datagram_pair *pair = relay->live;
@@ -216,10 +203,7 @@ int netext_datagram_relay_run(netext_datagram_relay *relay, netext_relay_done *d
 }
 
 void netext_datagram_relay_stop(netext_datagram_relay *relay) {
-    atomic_store(&relay->stopping, true);
-    uint64_t one = 1;
-    ssize_t written = write(relay->wake, &one, sizeof(one));
-    (void)written;
+    relay_loop_stop(&relay->loop);
 }
 
 void netext_datagram_relay_destroy(netext_datagram_relay *relay) {
@@ -237,8 +221,6 @@ void netext_datagram_relay_destroy(netext_datagram_relay *relay) {
         close(pair->upstream);
         free(pair);
     }
-    close(relay->epoll);
-    close(relay->wake);
-    pthread_mutex_destroy(&relay->lock);
+    relay_loop_close(&relay->loop);
     free(relay);
 }

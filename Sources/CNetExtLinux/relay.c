@@ -4,6 +4,7 @@
 // without blocking (connect(2) EINPROGRESS, then SO_ERROR).
 #define _GNU_SOURCE
 #include "CNetExtLinux.h"
+#include "relay_loop.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -53,15 +54,12 @@ struct relay_pair {
 };
 
 struct netext_relay {
-    int epoll;
-    int wake;
-    pthread_mutex_t lock;
-    relay_pair *pending;     // added, not yet registered (guarded by lock)
+    relay_loop loop;
+    relay_pair *pending;     // added, not yet registered (guarded by loop.lock)
     relay_pair *live;        // registered (the loop thread's alone)
     netext_relay_done *completed;
     int completed_count;
     int completed_capacity;
-    atomic_bool stopping;
 };
 
 static void link_live(netext_relay *relay, relay_pair *pair) {
@@ -114,19 +112,12 @@ static void free_pair(relay_pair *pair, bool reset) {
 netext_relay *netext_relay_create(void) {
     netext_relay *relay = calloc(1, sizeof(*relay));
     if (!relay) return NULL;
-    relay->epoll = epoll_create1(EPOLL_CLOEXEC);
-    relay->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (relay->epoll < 0 || relay->wake < 0) {
+    if (relay_loop_open(&relay->loop) < 0) {
         int error = errno;
-        if (relay->epoll >= 0) close(relay->epoll);
-        if (relay->wake >= 0) close(relay->wake);
         free(relay);
         errno = error;
         return NULL;
     }
-    pthread_mutex_init(&relay->lock, NULL);
-    struct epoll_event event = { .events = EPOLLIN, .data.ptr = NULL };
-    epoll_ctl(relay->epoll, EPOLL_CTL_ADD, relay->wake, &event);
     return relay;
 }
 
@@ -156,13 +147,11 @@ static relay_pair *new_pair(uint64_t id, int app, int upstream) {
 }
 
 static int queue_pair(netext_relay *relay, relay_pair *pair) {
-    pthread_mutex_lock(&relay->lock);
+    pthread_mutex_lock(&relay->loop.lock);
     pair->next_pending = relay->pending;
     relay->pending = pair;
-    pthread_mutex_unlock(&relay->lock);
-    uint64_t one = 1;
-    ssize_t written = write(relay->wake, &one, sizeof(one));
-    (void)written;
+    pthread_mutex_unlock(&relay->loop.lock);
+    relay_loop_wake(&relay->loop);
     return 0;
 }
 
@@ -250,10 +239,10 @@ static bool pump(relay_pair *pair, relay_direction *direction, bool *progressed)
 static int register_pair(netext_relay *relay, relay_pair *pair) {
     struct epoll_event app_event = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = &pair->app_handle };
     struct epoll_event upstream_event = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = &pair->upstream_handle };
-    if (epoll_ctl(relay->epoll, EPOLL_CTL_ADD, pair->app, &app_event) < 0) return -errno;
-    if (epoll_ctl(relay->epoll, EPOLL_CTL_ADD, pair->upstream, &upstream_event) < 0) {
+    if (epoll_ctl(relay->loop.epoll, EPOLL_CTL_ADD, pair->app, &app_event) < 0) return -errno;
+    if (epoll_ctl(relay->loop.epoll, EPOLL_CTL_ADD, pair->upstream, &upstream_event) < 0) {
         int error = errno;
-        epoll_ctl(relay->epoll, EPOLL_CTL_DEL, pair->app, NULL);
+        epoll_ctl(relay->loop.epoll, EPOLL_CTL_DEL, pair->app, NULL);
         return -error;
     }
     return 0;
@@ -289,8 +278,8 @@ static bool advance(relay_pair *pair) {
 /// freed by the caller once no event of the current batch can name it.
 static void end_pair(netext_relay *relay, relay_pair *pair) {
     pair->ended = true;
-    epoll_ctl(relay->epoll, EPOLL_CTL_DEL, pair->app, NULL);
-    epoll_ctl(relay->epoll, EPOLL_CTL_DEL, pair->upstream, NULL);
+    epoll_ctl(relay->loop.epoll, EPOLL_CTL_DEL, pair->app, NULL);
+    epoll_ctl(relay->loop.epoll, EPOLL_CTL_DEL, pair->upstream, NULL);
     unlink_live(relay, pair);
     push_completed(relay, pair);
 }
@@ -298,8 +287,8 @@ static void end_pair(netext_relay *relay, relay_pair *pair) {
 int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity) {
     struct epoll_event events[64];
     while (relay->completed_count == 0) {
-        if (atomic_load(&relay->stopping)) return -1;
-        int ready = epoll_wait(relay->epoll, events, 64, 1000);
+        if (atomic_load(&relay->loop.stopping)) return -1;
+        int ready = epoll_wait(relay->loop.epoll, events, 64, 1000);
         if (ready < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -307,13 +296,11 @@ int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity)
         for (int index = 0; index < ready; index++) {
             relay_handle *handle = events[index].data.ptr;
             if (handle == NULL) {
-                uint64_t value;
-                ssize_t got = read(relay->wake, &value, sizeof(value));
-                (void)got;
-                pthread_mutex_lock(&relay->lock);
+                relay_loop_take_wake(&relay->loop);
+                pthread_mutex_lock(&relay->loop.lock);
                 relay_pair *pending = relay->pending;
                 relay->pending = NULL;
-                pthread_mutex_unlock(&relay->lock);
+                pthread_mutex_unlock(&relay->loop.lock);
                 while (pending) {
                     relay_pair *pair = pending;
                     pending = pair->next_pending;
@@ -352,10 +339,7 @@ int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity)
 }
 
 void netext_relay_stop(netext_relay *relay) {
-    atomic_store(&relay->stopping, true);
-    uint64_t one = 1;
-    ssize_t written = write(relay->wake, &one, sizeof(one));
-    (void)written;
+    relay_loop_stop(&relay->loop);
 }
 
 void netext_relay_destroy(netext_relay *relay) {
@@ -369,9 +353,7 @@ void netext_relay_destroy(netext_relay *relay) {
         relay->pending = pair->next_pending;
         free_pair(pair, true);
     }
-    close(relay->epoll);
-    close(relay->wake);
-    pthread_mutex_destroy(&relay->lock);
+    relay_loop_close(&relay->loop);
     free(relay->completed);
     free(relay);
 }

@@ -63,7 +63,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         } catch {
             throw .connectFailed(server: serverDescription, reason: "'\(text)' is not an IP address")
         }
-        do { context = try NIOSSLContext(configuration: try trust.configuration(applicationProtocols: ["h2"])) } catch {
+        let tls = try trust.configuration(applicationProtocols: ["h2"])
+        do { context = try NIOSSLContext(configuration: tls) } catch {
             throw .connectFailed(server: serverDescription, reason: "TLS cannot be set up: \(FailureText.reason(error))")
         }
     }

@@ -52,7 +52,8 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
         self.mark = mark
         let shown = "\(address.ipAddress ?? "?"):\(address.port ?? 853)"
         serverDescription = serverName.map { "tls://\($0)@\(shown)" } ?? "tls://\(shown)"
-        do { context = try NIOSSLContext(configuration: try trust.configuration()) } catch {
+        let tls = try trust.configuration()
+        do { context = try NIOSSLContext(configuration: tls) } catch {
             throw .connectFailed(server: serverDescription, reason: "TLS cannot be set up: \(FailureText.reason(error))")
         }
     }

@@ -24,6 +24,8 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
     case busy(server: String)
     /// A DNS-over-HTTPS server reset the query's stream (RST_STREAM).
     case streamReset(server: String, code: String)
+    /// The PEM file of trusted CAs cannot be used.
+    case unusableCAFile(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -35,6 +37,7 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
         case .httpFailure(let server, let reason): "the DNS-over-HTTPS server \(server) did not answer with a DNS message: \(reason)"
         case .busy(let server): "too many queries are waiting for the DNS server \(server)"
         case .streamReset(let server, let code): "the DNS-over-HTTPS server \(server) reset the query's stream (\(code))"
+        case .unusableCAFile(let path, let reason): "the CA file \(path) cannot be used: \(reason)"
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOSSL
 
 /// Whom an encrypted upstream trusts: the system's CAs, or the certificates of one PEM file (a
@@ -22,8 +23,11 @@ public struct DNSServerTrust: Sendable, Hashable {
         configuration.certificateVerification = .fullVerification
         configuration.applicationProtocols = applicationProtocols
         if let caFile {
+            guard FileManager.default.isReadableFile(atPath: caFile) else {
+                throw .unusableCAFile(path: caFile, reason: "it is missing, or this user (uid \(getuid())) may not read it")
+            }
             do { configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile)) } catch {
-                throw .connectFailed(server: caFile, reason: "cannot read the CA file: \(FailureText.reason(error))")
+                throw .unusableCAFile(path: caFile, reason: FailureText.reason(error))
             }
         }
         return configuration

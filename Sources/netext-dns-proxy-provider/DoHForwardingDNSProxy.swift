@@ -33,6 +33,8 @@ final class DoHForwardingDNSProxy: DNSProxyProvider, Sendable {
     /// How long a query may wait for its answer, and a flow for its next query.
     static let answerMilliseconds = 5_000
     static let idle: Duration = .seconds(10)
+    /// The most queries of one UDP flow waiting for their answers at once.
+    static let maximumInFlight = 16
 
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let upstream = Mutex<DNSOverHTTPSUpstream?>(nil)
@@ -87,22 +89,38 @@ final class DoHForwardingDNSProxy: DNSProxyProvider, Sendable {
         return true
     }
 
-    /// A UDP flow: each datagram one query, answered to where it came from; the flow ends after
-    /// ``idle`` without a query.
+    /// A UDP flow: each datagram one query, up to ``maximumInFlight`` of them in flight at once
+    /// (a resolver sends many on one socket; answered one by one, a flow would carry one query
+    /// per round trip), each answer written as it comes, to where its query came from. At the
+    /// limit the flow is not read until an answer is written: the kernel holds the datagrams, as
+    /// it would for a slow server. The flow ends after ``idle`` without a query, once its answers
+    /// are written.
     private func serve(_ flow: AppProxyUDPFlow, upstream: DNSOverHTTPSUpstream) async {
-        defer { flow.close() }
-        while true {
-            let datagrams: [FlowDatagram]
-            do { datagrams = try await flow.readDatagrams(timeout: Self.idle) } catch { return }
-            if datagrams.isEmpty { return }
-            for datagram in datagrams {
-                guard let answer = await answer([UInt8](datagram.data), upstream: upstream) else { continue }
-                do { try flow.writeDatagrams([FlowDatagram(data: Data(answer), endpoint: datagram.endpoint)]) } catch { return }
+        await withTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            while true {
+                let datagrams: [FlowDatagram]
+                do { datagrams = try await flow.readDatagrams(timeout: Self.idle) } catch { break }
+                if datagrams.isEmpty { break }
+                for datagram in datagrams {
+                    if inFlight == Self.maximumInFlight {
+                        await group.next()
+                        inFlight -= 1
+                    }
+                    inFlight += 1
+                    group.addTask {
+                        guard let answer = await self.answer([UInt8](datagram.data), upstream: upstream) else { return }
+                        try? flow.writeDatagrams([FlowDatagram(data: Data(answer), endpoint: datagram.endpoint)])
+                    }
+                }
             }
+            await group.waitForAll()
         }
+        flow.close()
     }
 
-    /// A TCP flow: messages with their two-byte length, answered in order, until the app closes.
+    /// A TCP flow: messages with their two-byte length, answered in order, until the app closes
+    /// (one query at a time: resolvers use TCP for the odd long answer, not for volume).
     private func serve(_ flow: AppProxyTCPFlow, upstream: DNSOverHTTPSUpstream) async {
         var pending: [UInt8] = []
         reading: while true {

@@ -50,17 +50,23 @@ struct DatagramRelayTests {
         }
     }
 
+    /// The app's socket and the flow socket netextd would hand the relay, connected to each other.
+    static func appAndFlow() throws -> (app: (fd: Int32, port: UInt16), flow: (fd: Int32, port: UInt16)) {
+        let app = try socketOnLoopback()
+        let flow = try socketOnLoopback()
+        connect(app.fd, toPort: flow.port)
+        connect(flow.fd, toPort: app.port)
+        return (app, flow)
+    }
+
     @Test("the first datagram goes first, answers come back to the app, later datagrams follow; an idle pair ends with its byte counts")
     func relaysBothWaysThenEnds() async throws {
         let server = try Self.socketOnLoopback()
-        let app = try Self.socketOnLoopback()
-        let flow = try Self.socketOnLoopback()
+        let (app, flow) = try Self.appAndFlow()
         defer {
             close(server.fd)
             close(app.fd)
         }
-        Self.connect(app.fd, toPort: flow.port)
-        Self.connect(flow.fd, toPort: app.port)
         let relay = try DatagramRelay(idleLimit: .milliseconds(300))
         let outcome = Mutex<FlowRelay.Outcome?>(nil)
         try relay.relay(app: flow.fd, connectingTo: SocketAddress(address: [127, 0, 0, 1], port: server.port), first: Array("first".utf8)) { ended in
@@ -81,13 +87,10 @@ struct DatagramRelayTests {
 
     @Test("a destination no one listens on: the app's datagrams are dropped and the relay goes on with other pairs")
     func refusedDestination() async throws {
-        let app = try Self.socketOnLoopback()
-        let flow = try Self.socketOnLoopback()
+        let (app, flow) = try Self.appAndFlow()
         let closedPort = try Self.socketOnLoopback()
         close(closedPort.fd)
         defer { close(app.fd) }
-        Self.connect(app.fd, toPort: flow.port)
-        Self.connect(flow.fd, toPort: app.port)
         let relay = try DatagramRelay(idleLimit: .milliseconds(300))
         let outcome = Mutex<FlowRelay.Outcome?>(nil)
         try relay.relay(app: flow.fd, connectingTo: SocketAddress(address: [127, 0, 0, 1], port: closedPort.port), first: Array("hello".utf8)) { ended in

@@ -10,6 +10,7 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh dnsenc
 source scripts/lib/lab-ca.sh
+source scripts/lib/unbound-lab.sh
 
 command -v unbound > /dev/null || { echo "FAIL unbound is not installed (apt-get install unbound)"; exit 1; }
 lab_up || { echo "FAIL lab"; exit 1; }
@@ -27,34 +28,13 @@ lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.99 exa
 lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FAIL lab CA"; exit 1; }
 chmod 644 "$work/ca/dns.key"
 export NETEXT_DNS_CA_FILE="$work/ca/ca.crt"
-cat > "$work/unbound.conf" <<CONF
-server:
-  username: ""
-  chroot: ""
-  directory: "$work"
-  pidfile: ""
-  use-syslog: no
-  logfile: "$work/unbound.log"
-  verbosity: 1
-  log-queries: yes
-  do-ip6: no
-  interface: 198.51.100.53@853
-  interface: 198.51.100.53@443
-  tls-port: 853
-  https-port: 443
-  http-endpoint: "/dns-query"
-  tls-service-key: "$work/ca/dns.key"
-  tls-service-pem: "$work/ca/dns.crt"
-  access-control: 0.0.0.0/0 allow
-  module-config: "iterator"
-  # Nothing is looked up beyond the lab: every name outside lab.test is refused.
-  local-zone: "." refuse
-  local-zone: "lab.test." static
-  local-data: "www.lab.test. A 198.51.100.80"
-  local-data: "mail.lab.test. A 198.51.100.81"
-  local-data: "corp.lab.test. A 10.20.0.5"
-  local-data: "www.corp.lab.test. A 10.20.0.6"
-CONF
+unbound_lab_config "$work/unbound.conf" 198.51.100.53@853 198.51.100.53@443 <<'ZONE'
+local-zone: "lab.test." static
+local-data: "www.lab.test. A 198.51.100.80"
+local-data: "mail.lab.test. A 198.51.100.81"
+local-data: "corp.lab.test. A 10.20.0.5"
+local-data: "www.corp.lab.test. A 10.20.0.6"
+ZONE
 lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
 lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:853' && ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:443'" 10
 e2e_start_netextd

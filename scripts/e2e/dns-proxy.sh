@@ -11,6 +11,7 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh dnsproxy
 source scripts/lib/lab-ca.sh
+source scripts/lib/unbound-lab.sh
 
 command -v unbound > /dev/null || { echo "FAIL unbound is not installed (apt-get install unbound)"; exit 1; }
 lab_up || { echo "FAIL lab"; exit 1; }
@@ -29,29 +30,11 @@ lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FA
 # The provider runs as nobody: the CA certificate (only) where it can read it.
 mkdir -m 755 "$work/public" && cp "$work/ca/ca.crt" "$work/public/ca.crt" && chmod 644 "$work/public/ca.crt"
 chmod 700 "$work/ca"
-cat > "$work/unbound.conf" <<CONF
-server:
-  username: ""
-  chroot: ""
-  directory: "$work"
-  pidfile: ""
-  use-syslog: no
-  logfile: "$work/unbound.log"
-  verbosity: 1
-  log-queries: yes
-  do-ip6: no
-  interface: 198.51.100.53@443
-  https-port: 443
-  http-endpoint: "/dns-query"
-  tls-service-key: "$work/ca/dns.key"
-  tls-service-pem: "$work/ca/dns.crt"
-  access-control: 0.0.0.0/0 allow
-  module-config: "iterator"
-  local-zone: "." refuse
-  local-zone: "example.test." static
-  local-data: "www.example.test. A 198.51.100.90"
-  local-data: "mail.example.test. A 198.51.100.91"
-CONF
+unbound_lab_config "$work/unbound.conf" 198.51.100.53@443 <<'ZONE'
+local-zone: "example.test." static
+local-data: "www.example.test. A 198.51.100.90"
+local-data: "mail.example.test. A 198.51.100.91"
+ZONE
 lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
 lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:443'" 10
 printf '{"bundleIdentifier": "com.netext.dns-proxy", "extensionPoint": "dns-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-dns-proxy-provider" > "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
