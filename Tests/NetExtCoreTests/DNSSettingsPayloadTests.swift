@@ -60,7 +60,8 @@ struct DNSSettingsPayloadTests {
         ("<key>DNSProtocol</key><string>HTTPS</string><key>ServerAddresses</key><array><string>192.0.2.53</string></array>", "", "serverURL must be given"),
         ("<key>DNSProtocol</key><string>TLS</string>", "", "servers must name at least one DNS server"),
         ("<key>DNSProtocol</key><string>TLS</string><key>ServerAddresses</key><array><string>192.0.2.53</string></array>",
-         "<key>OnDemandRules</key><array><dict><key>Action</key><string>EvaluateConnection</string></dict></array>", "onDemandRules[0]: EvaluateConnection is for VPNs"),
+         "<key>OnDemandRules</key><array><dict><key>Action</key><string>EvaluateConnection</string><key>ActionParameters</key><array><dict><key>Domains</key><array><string>x.test</string></array><key>DomainAction</key><string>ConnectIfNeeded</string></dict></array></dict></array>",
+         "onDemandRules[0]: EvaluateConnection is for VPNs"),
         ("<key>DNSProtocol</key><string>TLS</string><key>ServerAddresses</key><array><string>192.0.2.53</string></array>",
          "<key>OnDemandRules</key><array><dict><key>Action</key><string>Sometimes</string></dict></array>", "Action"),
     ])
