@@ -122,20 +122,14 @@ final class DoHForwardingDNSProxy: DNSProxyProvider, Sendable {
     /// A TCP flow: messages with their two-byte length, answered in order, until the app closes
     /// (one query at a time: resolvers use TCP for the odd long answer, not for volume).
     private func serve(_ flow: AppProxyTCPFlow, upstream: DNSOverHTTPSUpstream) async {
-        var pending: [UInt8] = []
+        var splitter = DNSStreamSplitter()
         reading: while true {
             let data: Data
             do { data = try await flow.readData() } catch { break }
             if data.isEmpty { break }
-            pending += data
-            guard pending.count <= 2 + 65_535 * 2 else { break }
-            while pending.count >= 2 {
-                let length = Int(pending[0]) << 8 | Int(pending[1])
-                guard pending.count >= 2 + length else { break }
-                let query = Array(pending[2..<(2 + length)])
-                pending.removeFirst(2 + length)
-                guard let answer = await answer(query, upstream: upstream) else { break reading }
-                do { try await flow.write(Data([UInt8(answer.count >> 8), UInt8(answer.count & 0xff)] + answer)) } catch { break reading }
+            for query in splitter.append(data) {
+                guard let answer = await answer(query, upstream: upstream), let framed = DNSStreamSplitter.frame(answer) else { break reading }
+                do { try await flow.write(Data(framed)) } catch { break reading }
             }
         }
         flow.closeWriteWithError(nil)
