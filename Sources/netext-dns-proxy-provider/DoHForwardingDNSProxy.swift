@@ -7,8 +7,8 @@ import NIOPosix
 import Synchronization
 
 /// The reference DNS proxy: every DNS flow of the machine (UDP datagrams, TCP messages with
-/// their two-byte length, RFC 1035 §4.2.2) is answered over one DNS-over-HTTPS connection of its
-/// own (RFC 8484, HTTP/2) to the server its configuration names, reached at an address given
+/// their two-byte length, RFC 1035 §4.2.2) is answered over DNS-over-HTTPS connections of its
+/// own (one per core) (RFC 8484, HTTP/2) to the server its configuration names, reached at an address given
 /// with it so the server's name is never looked up in the clear. Each answer is checked against
 /// its question by the upstream; a query it cannot answer gets SERVFAIL, never a cleartext
 /// fallback. It logs no names and no addresses: only counts, when it stops.
@@ -34,10 +34,13 @@ final class DoHForwardingDNSProxy: DNSProxyProvider, Sendable {
     static let answerMilliseconds = 5_000
     static let idle: Duration = .seconds(10)
     /// The most queries of one UDP flow waiting for their answers at once.
-    static let maximumInFlight = 16
+    static let maximumInFlight = 32
 
-    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    private let upstream = Mutex<DNSOverHTTPSUpstream?>(nil)
+    /// One event loop, and one DoH connection on it, per core; each flow keeps to one of them,
+    /// taken in turn (one connection's HTTP/2 stream limit, 100, is then shared by fewer flows).
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+    private let upstreams = Mutex<[DNSOverHTTPSUpstream]>([])
+    private let nextUpstream = Atomic<Int>(0)
     private let counts = Mutex(Counters())
 
     /// The settings from a configuration; errors name the key.
@@ -60,30 +63,40 @@ final class DoHForwardingDNSProxy: DNSProxyProvider, Sendable {
 
     func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {
         let settings = try Self.settings(context.providerConfiguration)
-        do {
-            let made = try DNSOverHTTPSUpstream(url: settings.url, address: settings.address, trust: DNSServerTrust(caFile: settings.caFile), eventLoop: group.next())
-            upstream.withLock { $0 = made }
-        } catch {
-            throw NetExtError(.configurationInvalid, error.description)
+        var made: [DNSOverHTTPSUpstream] = []
+        for loop in group.makeIterator() {
+            do {
+                made.append(try DNSOverHTTPSUpstream(url: settings.url, address: settings.address, trust: DNSServerTrust(caFile: settings.caFile), eventLoop: loop))
+            } catch {
+                throw NetExtError(.configurationInvalid, error.description)
+            }
         }
+        upstreams.withLock { $0 = made }
         Self.log("answering the machine's DNS over HTTPS")
     }
 
     func stopProxy(with reason: ProviderStopReason) async {
-        upstream.withLock { $0 }?.shutdown()
+        for upstream in upstreams.withLock({ $0 }) { upstream.shutdown() }
         let counts = counts.withLock { $0 }
         Self.log("stopped (\(reason.rawValue)): \(counts.udpFlows) UDP and \(counts.tcpFlows) TCP flows, \(counts.answered) answers, \(counts.failed) failed, \(counts.malformed) malformed")
     }
 
+    /// The connection a new flow keeps to (nil before the proxy started).
+    private func takeUpstream() -> DNSOverHTTPSUpstream? {
+        let all = upstreams.withLock { $0 }
+        guard !all.isEmpty else { return nil }
+        return all[nextUpstream.wrappingAdd(1, ordering: .relaxed).oldValue % all.count]
+    }
+
     func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {
-        guard let upstream = upstream.withLock({ $0 }) else { return false }
+        guard let upstream = takeUpstream() else { return false }
         counts.withLock { $0.udpFlows += 1 }
         Task { await serve(flow, upstream: upstream) }
         return true
     }
 
     func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
-        guard let upstream = upstream.withLock({ $0 }) else { return false }
+        guard let upstream = takeUpstream() else { return false }
         counts.withLock { $0.tcpFlows += 1 }
         Task { await serve(flow, upstream: upstream) }
         return true
