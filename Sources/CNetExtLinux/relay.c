@@ -164,35 +164,16 @@ int netext_relay_add(netext_relay *relay, uint64_t id, int app_fd, int upstream_
 }
 
 int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int family, const unsigned char *address, uint16_t port, uint32_t mark) {
-    int upstream = socket(family == 6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (upstream < 0) return -errno;
-    if (mark != 0 && setsockopt(upstream, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
-        int error = errno;
-        close(upstream);
-        return -error;
-    }
-    int result;
-    if (family == 6) {
-        struct sockaddr_in6 target = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
-        memcpy(&target.sin6_addr, address, 16);
-        result = connect(upstream, (struct sockaddr *)&target, sizeof(target));
-    } else {
-        struct sockaddr_in target = { .sin_family = AF_INET, .sin_port = htons(port) };
-        memcpy(&target.sin_addr, address, 4);
-        result = connect(upstream, (struct sockaddr *)&target, sizeof(target));
-    }
-    if (result < 0 && errno != EINPROGRESS) {
-        int error = errno;
-        close(upstream);
-        return -error;
-    }
+    bool connecting = false;
+    int upstream = relay_connect_upstream(SOCK_STREAM, family, address, port, mark, &connecting);
+    if (upstream < 0) return upstream;
     relay_pair *pair = new_pair(id, app_fd, upstream);
     if (!pair) {
         int error = errno;
         close(upstream);
         return -error;
     }
-    pair->connecting = result < 0;
+    pair->connecting = connecting;
     fcntl(app_fd, F_SETFL, fcntl(app_fd, F_GETFL) | O_NONBLOCK);
     return queue_pair(relay, pair);
 }

@@ -2,6 +2,9 @@
 #define _GNU_SOURCE
 #include "relay_loop.h"
 #include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -45,4 +48,31 @@ void relay_loop_close(relay_loop *loop) {
     close(loop->epoll);
     close(loop->wake);
     pthread_mutex_destroy(&loop->lock);
+}
+
+int relay_connect_upstream(int type, int family, const unsigned char *address, uint16_t port, uint32_t mark, bool *connecting) {
+    int upstream = socket(family == 6 ? AF_INET6 : AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (upstream < 0) return -errno;
+    if (mark != 0 && setsockopt(upstream, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) < 0) {
+        int error = errno;
+        close(upstream);
+        return -error;
+    }
+    int result;
+    if (family == 6) {
+        struct sockaddr_in6 target = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+        memcpy(&target.sin6_addr, address, 16);
+        result = connect(upstream, (struct sockaddr *)&target, sizeof(target));
+    } else {
+        struct sockaddr_in target = { .sin_family = AF_INET, .sin_port = htons(port) };
+        memcpy(&target.sin_addr, address, 4);
+        result = connect(upstream, (struct sockaddr *)&target, sizeof(target));
+    }
+    *connecting = result < 0 && errno == EINPROGRESS;
+    if (result < 0 && !*connecting) {
+        int error = errno;
+        close(upstream);
+        return -error;
+    }
+    return upstream;
 }

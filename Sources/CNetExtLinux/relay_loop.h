@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct {
     int epoll;
@@ -24,5 +25,10 @@ void relay_loop_take_wake(relay_loop *loop);
 void relay_loop_stop(relay_loop *loop);
 /// Closes what `relay_loop_open` opened.
 void relay_loop_close(relay_loop *loop);
+
+/// A non-blocking socket of `type` (SOCK_STREAM or SOCK_DGRAM) connecting to `family` (4 or 6)
+/// `address` `port`, with SO_MARK `mark` when nonzero (set before its route is chosen). Returns
+/// the descriptor, or -errno; a stream socket still connecting (EINPROGRESS) sets `*connecting`.
+int relay_connect_upstream(int type, int family, const unsigned char *address, uint16_t port, uint32_t mark, bool *connecting);
 
 #endif

@@ -1,23 +1,12 @@
+import NetExtTestSupport
 import Testing
 @testable import EncryptedDNS
 
 @Suite("Splitting DNS messages from a TCP stream (RFC 1035 §4.2.2)")
 struct DNSStreamSplitterTests {
-    /// A small deterministic generator, so a failure can be run again.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("messages framed, joined and fed in pieces of any size come out whole and in order (property, 500 streams)")
     func roundTrip() {
-        var random = Generator(state: 23)
+        var random = SplitMix64(state: 23)
         for _ in 0..<500 {
             let messages = (0..<Int.random(in: 1...20, using: &random)).map { _ in
                 (0..<Int.random(in: 1...(Bool.random(using: &random) ? 600 : 70_000 / 20), using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
@@ -50,7 +39,7 @@ struct DNSStreamSplitterTests {
 
     @Test("any bytes at all are split or kept without trapping, and never more than one frame is kept (fuzz, 2,000 inputs)")
     func fuzz() {
-        var random = Generator(state: 7)
+        var random = SplitMix64(state: 7)
         for _ in 0..<2_000 {
             var splitter = DNSStreamSplitter()
             var total = 0

@@ -26,7 +26,7 @@ final class DNSRouterTests {
     }
 
     var file: String { (try? String(contentsOfFile: resolver.path, encoding: .utf8)) ?? "" }
-    var nameservers: [String] { ResolverConfiguration.values(of: "nameserver", in: file) }
+    var nameservers: [String] { ResolverFileText.values(of: "nameserver", in: file) }
     var backupExists: Bool { FileManager.default.fileExists(atPath: resolver.backupPath) }
 
     @Test("servers without match domains take the whole file; removing the tunnel restores the original")
@@ -35,7 +35,7 @@ final class DNSRouterTests {
         let office = UUID()
         try router.apply(DNSSettings(servers: ["10.8.0.1", "10.8.0.2"], searchDomains: ["office.test"]), for: office, rank: 0)
         #expect(nameservers == ["10.8.0.1", "10.8.0.2"])
-        #expect(ResolverConfiguration.values(of: "search", in: file) == ["office.test"])
+        #expect(ResolverFileText.values(of: "search", in: file) == ["office.test"])
         #expect(backupExists)
         #expect(!router.isStubRunning)
         router.remove(office)
@@ -82,7 +82,7 @@ final class DNSRouterTests {
         try router.apply(DNSSettings(servers: ["10.8.0.1"], searchDomains: ["office.test"], matchDomains: ["office.test"]), for: office, rank: 0)
         #expect(router.isStubRunning)
         #expect(nameservers == ["127.0.0.1"])
-        #expect(ResolverConfiguration.values(of: "search", in: file) == ["corp.example.test", "office.test"])
+        #expect(ResolverFileText.values(of: "search", in: file) == ["corp.example.test", "office.test"])
         let routing = router.stubRouting
         #expect(routing.defaultServers == ["10.0.0.53"], "names outside the match domains go to the system's servers")
         #expect(routing.entries == [.init(owner: office.uuidString, matchDomains: ["office.test"], servers: ["10.8.0.1"])])

@@ -56,7 +56,7 @@ final class DNSSettingsRoutingTests {
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
-    var nameservers: [String] { ResolverConfiguration.values(of: "nameserver", in: (try? String(contentsOfFile: resolver.path, encoding: .utf8)) ?? "") }
+    var nameservers: [String] { ResolverFileText.values(of: "nameserver", in: (try? String(contentsOfFile: resolver.path, encoding: .utf8)) ?? "") }
 
     func router(_ upstreams: [ScriptedUpstream]) -> DNSRouter {
         DNSRouter(resolver: resolver, stubAddress: SocketAddress(address: [127, 0, 0, 1], port: 0), logger: .init(label: "test")) { _ in upstreams.map { [$0] } }

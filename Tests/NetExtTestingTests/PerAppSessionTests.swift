@@ -89,7 +89,7 @@ final class PerAppSessionTests {
         #expect(started.status == .connected)
         let plan = try #require(applier.activePlans.first)
         #expect(plan.rules.contains { $0.fwmark == FlowSteering.mark(slot: 0) && $0.table == .main })
-        #expect(ResolverConfiguration.values(of: "nameserver", in: resolverFile) == ["10.8.0.1"], "the machine takes the tunnel's DNS")
+        #expect(ResolverFileText.values(of: "nameserver", in: resolverFile) == ["10.8.0.1"], "the machine takes the tunnel's DNS")
         await manager.network.drain()
         let member = try #require(applier.currentSteering?.members.first)
         #expect(member.mode == .exclude && member.dnsServers == ["10.0.0.53"], "excluded apps ask the resolver from before the tunnel")

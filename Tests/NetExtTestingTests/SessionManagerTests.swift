@@ -117,7 +117,7 @@ final class SessionManagerTests {
         let plan = try #require(applier.activePlans.first)
         #expect(plan.includedRoutes.map(\.description) == ["10.20.0.0/16", "10.21.0.0/16"])
         #expect(plan.mtu == 1400 && plan.interface == "faketun0")
-        #expect(ResolverConfiguration.values(of: "nameserver", in: resolverFile) == ["10.8.0.1"])
+        #expect(ResolverFileText.values(of: "nameserver", in: resolverFile) == ["10.8.0.1"])
         // Status in detail: what was applied, and the settings' remote address as the endpoint
         // (this provider reports no statistics).
         let details = try #require(started.tunnel)

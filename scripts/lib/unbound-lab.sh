@@ -34,3 +34,20 @@ CONF
     sed 's/^/  /'
   } > "$file"
 }
+
+# The DNS labs' start: unbound required, the lab up, the laptop's resolver file ($resolv) naming
+# its own cleartext resolver 198.51.100.99 (which answers example.test with 198.51.100.80,
+# logging to $work/plain-dns.log), netextd's environment, and 198.51.100.53 (the encrypted
+# server), 198.51.100.99 and every further address given on the internet namespace's loopback.
+# Usage: dns_lab_up [ADDRESS…]
+dns_lab_up() {
+  local address
+  command -v unbound > /dev/null || { echo "FAIL unbound is not installed (apt-get install unbound)"; exit 1; }
+  lab_up || { echo "FAIL lab"; exit 1; }
+  mkdir -p "/etc/netns/$LAB_LAPTOP"
+  resolv="/etc/netns/$LAB_LAPTOP/resolv.conf"
+  echo "nameserver 198.51.100.99" > "$resolv"
+  e2e_netextd_environment "$resolv"
+  for address in 198.51.100.53 198.51.100.99 "$@"; do lab_in "$LAB_INTERNET" ip addr add "$address/32" dev lo; done
+  lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.99 example.test 198.51.100.80 "$work/plain-dns.log"
+}

@@ -86,11 +86,7 @@ public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
     /// Closes the flow (Apple's `closeReadWithError` and `closeWriteWithError` together: a UDP
     /// flow has no half-close); the app's later datagrams to the destination start a new flow.
     public func close() {
-        let first = state.withLock { current -> Bool in
-            defer { current.closed = true }
-            return !current.closed
-        }
-        if first { SocketPair.close(fileDescriptor) }
+        if let fd = takeDescriptor() { SocketPair.close(fd) }
     }
 
     /// Hands the descriptor back to netextd (a transparent proxy's declined flow): the flow no

@@ -16,8 +16,9 @@ public protocol NetworkObserving: Sendable {
 extension NetworkEnvironment {
     /// Fills the DNS part from a resolver file's text: `search`/`domain` and `nameserver` lines.
     public mutating func readResolver(_ text: String) {
-        dnsSearchDomains = ResolverConfiguration.values(of: "search", in: text) + ResolverConfiguration.values(of: "domain", in: text)
-        dnsServers = ResolverConfiguration.values(of: "nameserver", in: text)
+        let settings = ResolverFileText.settings(in: text)
+        dnsSearchDomains = settings.searchDomains
+        dnsServers = settings.servers
     }
 }
 

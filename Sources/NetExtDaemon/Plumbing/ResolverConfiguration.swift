@@ -34,25 +34,20 @@ public struct ResolverConfiguration: Sendable {
     /// Points the file at netextd's DNS stub, keeping the original search domains and adding
     /// `searchDomains` (a tunnel's).
     public func installStub(nameserver: String, addingSearchDomains searchDomains: [String] = []) throws(NetExtError) {
-        var search = Self.values(of: "search", in: originalContent())
+        var search = ResolverFileText.values(of: "search", in: originalContent())
         for domain in searchDomains where !search.contains(domain) { search.append(domain) }
         try install(content: Self.renderStub(nameserver: nameserver, searchDomains: search))
     }
 
     /// The name servers the file named before netextd changed it, without `stub` (no loops).
     public func originalNameservers(excluding stub: String) -> [String] {
-        Self.values(of: "nameserver", in: originalContent()).filter { $0 != stub }
+        ResolverFileText.values(of: "nameserver", in: originalContent()).filter { $0 != stub }
     }
 
     /// The file as it was before netextd changed it (the kept copy, or the file itself).
     public func originalContent() -> String {
         let data = FileManager.default.contents(atPath: backupPath) ?? FileManager.default.contents(atPath: path) ?? Data()
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The values of `keyword` lines ("nameserver", "search") in resolver-file text.
-    public static func values(of keyword: String, in text: String) -> [String] {
-        ResolverFileText.values(of: keyword, in: text)
     }
 
     /// Installs the settings, keeping the original (only the first time).

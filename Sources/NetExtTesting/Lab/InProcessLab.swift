@@ -106,7 +106,7 @@ public final class InProcessLab: NetExtLab {
 
     public func nameservers() async throws -> [String] {
         let text = (try? String(contentsOfFile: resolver.path, encoding: .utf8)) ?? ""
-        return ResolverConfiguration.values(of: "nameserver", in: text)
+        return ResolverFileText.values(of: "nameserver", in: text)
     }
 
     public func trafficGuardIsInstalled() async throws -> Bool {

@@ -190,7 +190,7 @@ public final class NamespaceLab: NetExtLab {
 
     public func nameservers() async throws -> [String] {
         let text = (try? String(contentsOfFile: directory + "/resolv.conf", encoding: .utf8)) ?? ""
-        return ResolverConfiguration.values(of: "nameserver", in: text)
+        return ResolverFileText.values(of: "nameserver", in: text)
     }
 
     public func rewriteResolverFile(_ text: String) async throws {
