@@ -102,6 +102,13 @@ int netext_datagram_relay_add_connect(netext_datagram_relay *relay, uint64_t id,
     return 0;
 }
 
+/// Closes both of a pair's sockets and frees it.
+static void free_pair(datagram_pair *pair) {
+    close(pair->app);
+    close(pair->upstream);
+    free(pair);
+}
+
 static void unlink_live(netext_datagram_relay *relay, datagram_pair *pair) {
     if (pair->previous_live) pair->previous_live->next_live = pair->next_live; else relay->live = pair->next_live;
     if (pair->next_live) pair->next_live->previous_live = pair->previous_live;
@@ -173,9 +180,7 @@ int netext_datagram_relay_run(netext_datagram_relay *relay, netext_relay_done *d
             if (now - pair->last_active_ms >= idle_ms) {
                 unlink_live(relay, pair);
                 done[count++] = (netext_relay_done){ pair->id, pair->app_to_upstream, pair->upstream_to_app, pair->error };
-                close(pair->app);
-                close(pair->upstream);
-                free(pair);
+                free_pair(pair);
             }
             pair = next;
         }
@@ -191,16 +196,12 @@ void netext_datagram_relay_destroy(netext_datagram_relay *relay) {
     while (relay->live) {
         datagram_pair *pair = relay->live;
         relay->live = pair->next_live;
-        close(pair->app);
-        close(pair->upstream);
-        free(pair);
+        free_pair(pair);
     }
     while (relay->pending) {
         datagram_pair *pair = relay->pending;
         relay->pending = pair->next_pending;
-        close(pair->app);
-        close(pair->upstream);
-        free(pair);
+        free_pair(pair);
     }
     relay_loop_close(&relay->loop);
     free(relay);
