@@ -7,6 +7,10 @@ public enum ObliviousHTTPError: Error, Equatable, Sendable, CustomStringConverti
     case unknownKey(id: UInt8)
     case unsupportedSuite(kem: UInt16, kdf: UInt16, aead: UInt16)
     case decryptionFailed(String)
+    /// An Oblivious DoH message that does not follow RFC 9230 §4 (the reason names the field and offset).
+    case invalidMessage(String)
+    /// An Oblivious DoH query for a key the target does not hold (RFC 9230 §4.4: 401).
+    case unknownObliviousDoHKey
 
     public var description: String {
         switch self {
@@ -17,6 +21,8 @@ public enum ObliviousHTTPError: Error, Equatable, Sendable, CustomStringConverti
         case let .unknownKey(id): "no key with id \(id)"
         case let .unsupportedSuite(kem, kdf, aead): String(format: "unsupported suite KEM 0x%04x, KDF 0x%04x, AEAD 0x%04x", kem, kdf, aead)
         case let .decryptionFailed(what): "cannot decrypt the \(what)"
+        case let .invalidMessage(reason): "invalid Oblivious DoH message: \(reason)"
+        case .unknownObliviousDoHKey: "the query is sealed to a key this target does not hold (its configuration changed: fetch it again)"
         }
     }
 }
