@@ -318,8 +318,10 @@ let package = Package(
             name: "NetExtServerCommands",
             dependencies: [
                 "NetExtCore", "NetExtLinux", "NetExtTunnel", "TunnelProtocol", "PIRService", "HTTPServing", "PrivacyServices", "PrivacyPass",
-                "CommandLogging", "DaemonLifecycle", "ServiceMetrics",
+                "CommandLogging", "DaemonLifecycle", "ServiceMetrics", "EncryptedDNS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -68,6 +68,48 @@ public struct RelayMetrics: Sendable {
     }
 }
 
+/// What the Oblivious DoH target records besides requests: queries answered, refused and
+/// sealed to an unknown key, and resolver failures. Never a name.
+public struct ObliviousDoHTargetMetrics: Sendable {
+    public static let descriptions: [MetricDescription] = [
+        MetricDescription("netext_odoh_target_answered_total", "Oblivious DoH queries the resolver answered."),
+        MetricDescription("netext_odoh_target_resolver_failed_total", "Queries the resolver gave no answer to (answered SERVFAIL)."),
+        MetricDescription("netext_odoh_target_refused_total", "Queries that could not be opened or were not DNS queries (400)."),
+        MetricDescription("netext_odoh_target_unknown_key_total", "Queries sealed to a key the target does not hold (401)."),
+    ]
+
+    let answered: Counter
+    let resolverFailed: Counter
+    let refused: Counter
+    let unknownKey: Counter
+
+    public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
+        answered = Counter(label: "netext_odoh_target_answered_total", factory: factory)
+        resolverFailed = Counter(label: "netext_odoh_target_resolver_failed_total", factory: factory)
+        refused = Counter(label: "netext_odoh_target_refused_total", factory: factory)
+        unknownKey = Counter(label: "netext_odoh_target_unknown_key_total", factory: factory)
+    }
+}
+
+/// What the Oblivious DoH proxy records besides requests: what it forwarded, what it refused,
+/// and the targets' answer times and failures. It cannot see more.
+public struct ObliviousDoHProxyMetrics: Sendable {
+    public static let descriptions: [MetricDescription] = [
+        MetricDescription("netext_odoh_proxy_forwarded_total", "Queries the proxy passed to a target."),
+        MetricDescription("netext_odoh_proxy_target_refused_total", "Requests for a target not on the proxy's allow list (403)."),
+    ] + UpstreamMetrics.descriptions(prefix: "netext_odoh_proxy_target", peer: "target")
+
+    let forwarded: Counter
+    let targetRefused: Counter
+    let target: UpstreamMetrics
+
+    public init(factory: any MetricsFactory = NOOPMetricsHandler.instance) {
+        forwarded = Counter(label: "netext_odoh_proxy_forwarded_total", factory: factory)
+        targetRefused = Counter(label: "netext_odoh_proxy_target_refused_total", factory: factory)
+        target = UpstreamMetrics(prefix: "netext_odoh_proxy_target", factory: factory)
+    }
+}
+
 /// A forwarding role's view of its upstream: `PREFIX_duration_seconds` (send to answer, failures
 /// included) and `PREFIX_failures_total{reason=timeout|unreachable}`.
 struct UpstreamMetrics: Sendable {
