@@ -179,7 +179,7 @@ let package = Package(
         .target(
             name: "EncryptedDNS",
             dependencies: [
-                "NetExtCore", "HTTPFetching",
+                "NetExtCore", "HTTPFetching", "ObliviousHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -454,7 +454,8 @@ let package = Package(
         .testTarget(
             name: "EncryptedDNSTests",
             dependencies: [
-                "EncryptedDNS", "NetExtCore", "NetExtTestSupport",
+                "EncryptedDNS", "NetExtCore", "NetExtTestSupport", "ObliviousHTTP", "PrivacyServices", "HTTPServing",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -24,8 +24,10 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     private let mark: UInt32?
     private let address: SocketAddress
     private let host: String
-    private let authority: String
-    private let path: String
+    /// `host[:port]` as `:authority` carries it.
+    let authority: String
+    /// The URL's path.
+    let path: String
     private let context: NIOSSLContext
     private var connection: EventLoopFuture<Connection>?
     /// The channel of `connection` once it is open.
@@ -70,7 +72,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     }
 
     public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds, attempt: 1) }
+        eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds) }
     }
 
     public func shutdown() {
@@ -83,19 +85,36 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
 
     // MARK: On the event loop
 
-    private func start(_ query: [UInt8], timeoutMilliseconds: Int, attempt: Int) -> EventLoopFuture<[UInt8]> {
-        guard !isShutDown else { return eventLoop.makeFailedFuture(EncryptedDNSError.connectionClosed(server: serverDescription)) }
+    private func start(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
         guard let clientID = DNSMessageEditing.id(of: query) else { return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("shorter than a DNS header")) }
         let wire: [UInt8]
         do { wire = try DNSMessageEditing.padded(DNSMessageEditing.replacingID(of: query, with: 0)) } catch {
             return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("\(error)"))
         }
+        let server = serverDescription
+        let request = DoHStreamHandler.Request(method: "POST", authority: authority, path: path, body: wire, mediaType: DoHStreamHandler.mediaType, server: server)
+        return send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1).flatMap { answer -> EventLoopFuture<[UInt8]> in
+            if let reason = DNSMessageEditing.mismatch(of: answer, to: wire) {
+                return self.eventLoop.makeFailedFuture(EncryptedDNSError.mismatchedAnswer(server: server, reason: reason))
+            }
+            return self.eventLoop.makeSucceededFuture(DNSMessageEditing.replacingID(of: answer, with: clientID))
+        }
+    }
+
+    /// One HTTP exchange on a stream of the connection: `path` (with its query) on this URL's
+    /// authority, the body (if any) of `mediaType`, whose answer must be of that type too.
+    func send(method: String, path: String, body: [UInt8], mediaType: String, timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
+        let request = DoHStreamHandler.Request(method: method, authority: authority, path: path, body: body, mediaType: mediaType, server: serverDescription)
+        return eventLoop.flatSubmit { self.send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1) }
+    }
+
+    private func send(onLoop request: DoHStreamHandler.Request, timeoutMilliseconds: Int, attempt: Int) -> EventLoopFuture<[UInt8]> {
+        guard !isShutDown else { return eventLoop.makeFailedFuture(EncryptedDNSError.connectionClosed(server: serverDescription)) }
         let promise = eventLoop.makePromise(of: [UInt8].self)
         let server = serverDescription
         let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(timeoutMilliseconds))) {
             promise.fail(EncryptedDNSError.timedOut(server: server, milliseconds: timeoutMilliseconds))
         }
-        let request = DoHStreamHandler.Request(authority: authority, path: path, body: wire, server: server)
         // At most `maximumStreams` at once on the connection; the rest wait their turn here (a
         // server sends RST_STREAM to streams past its limits).
         let answered = NIOLoopBoundBox(false, eventLoop: eventLoop)
@@ -129,17 +148,12 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
             promise.futureResult.whenComplete { [self] _ in streamEnded() }
         }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
-        return promise.futureResult.flatMap { answer -> EventLoopFuture<[UInt8]> in
-            if let reason = DNSMessageEditing.mismatch(of: answer, to: wire) {
-                return self.eventLoop.makeFailedFuture(EncryptedDNSError.mismatchedAnswer(server: server, reason: reason))
-            }
-            return self.eventLoop.makeSucceededFuture(DNSMessageEditing.replacingID(of: answer, with: clientID))
-        }.flatMapError { error -> EventLoopFuture<[UInt8]> in
+        return promise.futureResult.flatMapError { error -> EventLoopFuture<[UInt8]> in
             // A connection the server had closed (idle, GOAWAY, its own limits: unbound closes its
             // HTTP/2 connections every thousand queries or so under load), or a stream it reset,
             // is tried again, twice at most.
             if attempt < 3, let failure = error as? EncryptedDNSError, failure.isWorthRetrying {
-                return self.start(query, timeoutMilliseconds: timeoutMilliseconds, attempt: attempt + 1)
+                return self.send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: attempt + 1)
             }
             return self.eventLoop.makeFailedFuture(error)
         }

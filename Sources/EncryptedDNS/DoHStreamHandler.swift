@@ -2,17 +2,23 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// One DoH exchange on its own HTTP/2 stream: sends the POST (RFC 8484 §4.1), reads the status,
-/// the media type and the body (§4.2.1), and completes `answer` with the body or the reason.
+/// One DoH exchange on its own HTTP/2 stream: sends the POST (RFC 8484 §4.1) — or an Oblivious
+/// DoH message, or a GET of a target's configurations — reads the status, the media type and
+/// the body (§4.2.1), and completes `answer` with the body or the reason.
 final class DoHStreamHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
 
     struct Request {
+        var method: String
         var authority: String
+        /// The path with its query, if any.
         var path: String
+        /// Empty for a GET.
         var body: [UInt8]
+        /// The media type of the body and of the answer (`application/dns-message` for DoH).
+        var mediaType: String
         var server: String
     }
 
@@ -29,10 +35,15 @@ final class DoHStreamHandler: ChannelDuplexHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        let headers: HPACKHeaders = [
-            ":method": "POST", ":scheme": "https", ":authority": request.authority, ":path": request.path,
-            "accept": Self.mediaType, "content-type": Self.mediaType, "content-length": "\(request.body.count)",
+        var headers: HPACKHeaders = [
+            ":method": request.method, ":scheme": "https", ":authority": request.authority, ":path": request.path, "accept": request.mediaType,
         ]
+        guard !request.body.isEmpty else {
+            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+            return context.fireChannelActive()
+        }
+        headers.add(name: "content-type", value: request.mediaType)
+        headers.add(name: "content-length", value: "\(request.body.count)")
         context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
         var buffer = context.channel.allocator.buffer(capacity: request.body.count)
         buffer.writeBytes(request.body)
@@ -50,11 +61,11 @@ final class DoHStreamHandler: ChannelDuplexHandler {
                 // 1xx are interim answers; the final one follows.
                 if (100..<200).contains(code) { return }
                 guard (200..<300).contains(code) else {
-                    return finish(context, .failure(.httpFailure(server: request.server, reason: "status \(code)")))
+                    return finish(context, .failure(.httpStatus(server: request.server, status: code)))
                 }
                 let type = frame.headers.first(name: "content-type")?.lowercased() ?? ""
-                guard type.split(separator: ";").first.map({ $0.trimmingCharacters(in: .whitespaces) }) == Self.mediaType else {
-                    return finish(context, .failure(.httpFailure(server: request.server, reason: "content type '\(type)', not \(Self.mediaType)")))
+                guard type.split(separator: ";").first.map({ $0.trimmingCharacters(in: .whitespaces) }) == request.mediaType else {
+                    return finish(context, .failure(.httpFailure(server: request.server, reason: "content type '\(type)', not \(request.mediaType)")))
                 }
                 status = code
             }

@@ -20,6 +20,10 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
     case mismatchedAnswer(server: String, reason: String)
     /// A DNS-over-HTTPS server answered with something other than a DNS message.
     case httpFailure(server: String, reason: String)
+    /// A DNS-over-HTTPS server (or Oblivious DoH proxy or target) answered with a status other than 2xx.
+    case httpStatus(server: String, status: Int)
+    /// An Oblivious DoH answer that could not be opened, or a configuration that cannot be used.
+    case obliviousFailure(server: String, reason: String)
     /// Too many queries are waiting for this server.
     case busy(server: String)
     /// A DNS-over-HTTPS server reset the query's stream (RST_STREAM).
@@ -35,6 +39,8 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
         case .timedOut(let server, let milliseconds): "the DNS server \(server) did not answer within \(milliseconds) ms"
         case .mismatchedAnswer(let server, let reason): "the DNS server \(server) sent an answer to another question (\(reason)); it was dropped"
         case .httpFailure(let server, let reason): "the DNS-over-HTTPS server \(server) did not answer with a DNS message: \(reason)"
+        case .httpStatus(let server, let status): "the DNS-over-HTTPS server \(server) answered with HTTP status \(status), not a DNS message"
+        case .obliviousFailure(let server, let reason): "Oblivious DoH through \(server) failed: \(reason)"
         case .busy(let server): "too many queries are waiting for the DNS server \(server)"
         case .streamReset(let server, let code): "the DNS-over-HTTPS server \(server) reset the query's stream (\(code))"
         case .unusableCAFile(let path, let reason): "the CA file \(path) cannot be used: \(reason)"

@@ -146,8 +146,8 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         let upstream = try https(path: "/not-dns")
         defer { upstream.shutdown() }
         await #expect { try await self.ask(upstream, "www.lab.test") } throws: { error in
-            guard case .httpFailure(_, let reason)? = error as? EncryptedDNSError else { return false }
-            return reason.contains("status 4")
+            guard case .httpStatus(_, let status)? = error as? EncryptedDNSError else { return false }
+            return (400..<500).contains(status)
         }
     }
 
