@@ -8,7 +8,7 @@ import NetExtIPC
 struct DNSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dns",
-        abstract: "Configure the machine's DNS servers: in the clear, over TLS or over HTTPS, for every name or a few domains.",
+        abstract: "Configure the machine's DNS servers: in the clear, over TLS, over HTTPS or Oblivious DoH, for every name or a few domains.",
         subcommands: [DNSConfigureCommand.self, DNSEnableCommand.self, DNSDisableCommand.self, DNSStatusCommand.self])
 }
 
@@ -17,7 +17,8 @@ struct DNSConfigureCommand: AsyncParsableCommand {
         commandName: "configure", abstract: "Create or change your app's DNS settings.",
         discussion: """
             Over TLS: --tls --server ADDRESS [--server-name NAME] (port 853). Over HTTPS: --https URL --server ADDRESS, \
-            the URL's host reached at ADDRESS so that its name is never looked up in the clear. Without either, the servers \
+            the URL's host reached at ADDRESS so that its name is never looked up in the clear. Oblivious DoH (RFC 9230): \
+            --odoh-target URL --odoh-proxy URL --server ADDRESS (the proxy's) [--odoh-configs FILE]. Without any, the servers \
             are asked in the clear. With --match-domain only names within those domains use these servers.
             """)
     @OptionGroup var options: ClientOptions
@@ -25,6 +26,9 @@ struct DNSConfigureCommand: AsyncParsableCommand {
     @Flag(help: "DNS over TLS (RFC 7858) on port 853.") var tls = false
     @Option(help: "DNS over TLS: the name the servers' certificates carry.") var serverName: String?
     @Option(help: "DNS over HTTPS (RFC 8484): the URL queries are posted to, https://HOST[:PORT]/PATH.") var https: String?
+    @Option(help: "Oblivious DoH (RFC 9230): the target's URL, https://HOST[:PORT]/PATH (its name goes to the proxy, never looked up).") var odohTarget: String?
+    @Option(help: "Oblivious DoH: the proxy's URL, https://HOST[:PORT]/PATH, reached at --server.") var odohProxy: String?
+    @Option(help: "Oblivious DoH: a file of the target's ObliviousDoHConfigs to pin (default: fetched through the proxy).") var odohConfigs: String?
     @Option(help: "Only names within this domain use these servers (repeatable).") var matchDomain: [String] = []
     @Flag(help: "When no server answers, ask the machine's former servers in the clear (default: the query fails).") var allowCleartextFallback = false
     @Flag(help: "Block DNS (ports 53 and 853) from every program but netextd while these settings are enabled.") var prohibitOtherDns = false
@@ -33,12 +37,20 @@ struct DNSConfigureCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            if tls && https != nil { throw UsageError("give --tls or --https, not both") }
+            let oblivious = odohTarget != nil || odohProxy != nil
+            if [tls, https != nil, oblivious].filter({ $0 }).count > 1 { throw UsageError("give one of --tls, --https or --odoh-target with --odoh-proxy") }
             if serverName != nil && !tls { throw UsageError("--server-name is for DNS over TLS (--tls)") }
-            let transport: DNSSettingsProtocol.Transport = tls ? .overTLS : (https != nil ? .overHTTPS : .cleartext)
+            if oblivious && (odohTarget == nil || odohProxy == nil) { throw UsageError("Oblivious DoH needs both --odoh-target and --odoh-proxy") }
+            if odohConfigs != nil && !oblivious { throw UsageError("--odoh-configs is for Oblivious DoH (--odoh-target, --odoh-proxy)") }
+            var configs: String?
+            if let odohConfigs {
+                guard let bytes = FileManager.default.contents(atPath: odohConfigs) else { throw UsageError("--odoh-configs: cannot read \(odohConfigs)") }
+                configs = bytes.base64EncodedString()
+            }
+            let transport: DNSSettingsProtocol.Transport = tls ? .overTLS : https != nil ? .overHTTPS : oblivious ? .oblivious : .cleartext
             let settings = DNSSettingsProtocol(
-                transport: transport, servers: server, serverName: serverName, serverURL: https, matchDomains: matchDomain,
-                allowsCleartextFallback: allowCleartextFallback, prohibitsOtherDNS: prohibitOtherDns)
+                transport: transport, servers: server, serverName: serverName, serverURL: https ?? odohTarget, proxyURL: odohProxy,
+                obliviousConfigs: configs, matchDomains: matchDomain, allowsCleartextFallback: allowCleartextFallback, prohibitsOtherDNS: prohibitOtherDns)
             try await options.withClient { client in
                 var manager = try await DNSSettingsManager.shared(client: client)
                 manager.dnsSettings = settings
@@ -107,6 +119,7 @@ enum DNSStatusText {
         case .cleartext: "in the clear"
         case .overTLS: "over TLS"
         case .overHTTPS: "over HTTPS"
+        case .oblivious: "Oblivious DoH"
         }
     }
 }

@@ -54,6 +54,28 @@ struct DNSSettingsPayloadTests {
             transport: .overTLS, servers: ["192.0.2.53"], serverName: "dns.example.test")))
     }
 
+    @Test("Oblivious DoH (NetExt's DNSProtocol ObliviousHTTPS): target, proxy and pinned configurations")
+    func oblivious() throws {
+        let configs = Data([0, 2, 7, 7])
+        let parsed = try ProfileParser.parse(profile("""
+            <key>DNSProtocol</key><string>ObliviousHTTPS</string>
+            <key>ServerURL</key><string>https://target.example.test/dns-query</string>
+            <key>ProxyURL</key><string>https://proxy.example.test/dns-query</string>
+            <key>ObliviousDoHConfigs</key><data>\(configs.base64EncodedString())</data>
+            <key>ServerAddresses</key><array><string>192.0.2.54</string></array>
+            """), owner: owner)
+        #expect(parsed.configurations.first?.configuration.protocolConfiguration == .dnsSettings(DNSSettingsProtocol(
+            transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://target.example.test/dns-query", proxyURL: "https://proxy.example.test/dns-query",
+            obliviousConfigs: configs.base64EncodedString())))
+        #expect(throws: NetExtError.self) {
+            try ProfileParser.parse(self.profile("""
+                <key>DNSProtocol</key><string>ObliviousHTTPS</string><key>ServerURL</key><string>https://t.example.test/q</string>
+                <key>ProxyURL</key><string>https://p.example.test/q</string><key>ObliviousDoHConfigs</key><string>not data</string>
+                <key>ServerAddresses</key><array><string>192.0.2.54</string></array>
+                """), owner: self.owner)
+        }
+    }
+
     @Test("faults name the payload and key", arguments: [
         ("<key>DNSProtocol</key><string>QUIC</string>", "", "DNSProtocol"),
         ("<key>ServerName</key><string>dns.example.test</string>", "", "DNSProtocol"),

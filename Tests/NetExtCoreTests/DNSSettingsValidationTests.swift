@@ -15,6 +15,11 @@ struct DNSSettingsValidationTests {
         try configuration(DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"])).validate()
         try configuration(DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://dns.example.test/dns-query")).validate()
         try configuration(DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://dns.example.test:8443/q")).validate()
+        try configuration(DNSSettingsProtocol(
+            transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://target.example.test/dns-query", proxyURL: "https://proxy.example.test:8443/dns-query")).validate()
+        try configuration(DNSSettingsProtocol(
+            transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://target.example.test/dns-query", proxyURL: "https://proxy.example.test/dns-query",
+            obliviousConfigs: Data([0, 2, 9, 9]).base64EncodedString())).validate()
     }
 
     @Test("each fault is refused naming the field", arguments: [
@@ -30,6 +35,12 @@ struct DNSSettingsValidationTests {
         (DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://192.0.2.53/dns-query"), "serverURL: 'https://192.0.2.53/dns-query' is not an https URL with a host name"),
         (DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://u:p@dns.example.test/"), "serverURL: 'https://u:p@dns.example.test/' is not an https URL"),
         (DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"], matchDomains: ["corp example"]), "matchDomains: 'corp example' is not a domain name"),
+        (DNSSettingsProtocol(transport: .oblivious, servers: [], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q"), "servers must name the Oblivious DoH proxy's addresses"),
+        (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], proxyURL: "https://p.example.test/q"), "serverURL must name the Oblivious DoH target's URL"),
+        (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://t.example.test/q"), "proxyURL must name the Oblivious DoH proxy's URL"),
+        (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q?x=1"), "proxyURL: 'https://p.example.test/q?x=1' is not an https URL"),
+        (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q", obliviousConfigs: "AAUB"), "obliviousConfigs: not the base64 of an ObliviousDoHConfigs list"),
+        (DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q"), "proxyURL is for Oblivious DoH"),
     ])
     func faults(settings: DNSSettingsProtocol, expected: String) {
         let error = #expect(throws: NetExtError.self) { try configuration(settings).validate() }

@@ -52,4 +52,16 @@ extension DNSSettingsProtocol {
     public static func overHTTPS(servers: [String], serverURL: URL, matchDomains: [String] = []) -> DNSSettingsProtocol {
         DNSSettingsProtocol(transport: .overHTTPS, servers: servers, serverURL: serverURL.absoluteString, matchDomains: matchDomains)
     }
+
+    /// Oblivious DNS over HTTPS (RFC 9230; NetExt's addition, Apple's settings have none): queries
+    /// sealed to `targetURL`'s key and posted through `proxyURL`, whose host is reached at
+    /// `servers`. The proxy sees this machine but no name, the target names but not the machine.
+    /// `configs` pins the target's `ObliviousDoHConfigs`; nil fetches them through the proxy.
+    public static func obliviousOverHTTPS(
+        servers: [String], proxyURL: URL, targetURL: URL, configs: Data? = nil, matchDomains: [String] = []
+    ) -> DNSSettingsProtocol {
+        DNSSettingsProtocol(
+            transport: .oblivious, servers: servers, serverURL: targetURL.absoluteString, proxyURL: proxyURL.absoluteString,
+            obliviousConfigs: configs?.base64EncodedString(), matchDomains: matchDomains)
+    }
 }

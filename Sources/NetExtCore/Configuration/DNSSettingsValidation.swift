@@ -7,6 +7,8 @@ enum DNSSettingsValidation {
             switch settings.transport {
             case .overHTTPS:
                 throw .invalid("servers must name the DNS-over-HTTPS server's addresses, so that its name is never looked up in the clear")
+            case .oblivious:
+                throw .invalid("servers must name the Oblivious DoH proxy's addresses, so that its name is never looked up in the clear")
             default:
                 throw .invalid("servers must name at least one DNS server")
             }
@@ -14,6 +16,10 @@ enum DNSSettingsValidation {
         if settings.servers.count > 8 { throw .invalid("servers: at most 8 servers (\(settings.servers.count) given)") }
         for server in settings.servers where !IPAddressSyntax.isValid(server) {
             throw .invalid("servers: '\(server)' is not an IP address")
+        }
+        if settings.transport != .oblivious {
+            if settings.proxyURL != nil { throw .invalid("proxyURL is for Oblivious DoH; these settings are \(settings.transport.rawValue)") }
+            if settings.obliviousConfigs != nil { throw .invalid("obliviousConfigs is for Oblivious DoH; these settings are \(settings.transport.rawValue)") }
         }
         switch settings.transport {
         case .cleartext:
@@ -26,14 +32,31 @@ enum DNSSettingsValidation {
             }
         case .overHTTPS:
             guard let url = settings.serverURL else { throw .invalid("serverURL must be given for DNS over HTTPS") }
-            guard let parsed = URL(string: url), parsed.scheme?.lowercased() == "https", let host = parsed.host, isHostName(host),
-                  parsed.user == nil, parsed.query == nil, parsed.fragment == nil else {
-                throw .invalid("serverURL: '\(url)' is not an https URL with a host name (and no query or credentials)")
-            }
+            try checkHTTPSURL(url, field: "serverURL")
             if settings.serverName != nil { throw .invalid("serverName is for DNS over TLS; DNS over HTTPS takes the name from serverURL") }
+        case .oblivious:
+            guard let url = settings.serverURL else { throw .invalid("serverURL must name the Oblivious DoH target's URL") }
+            try checkHTTPSURL(url, field: "serverURL")
+            guard let proxy = settings.proxyURL else { throw .invalid("proxyURL must name the Oblivious DoH proxy's URL") }
+            try checkHTTPSURL(proxy, field: "proxyURL")
+            if settings.serverName != nil { throw .invalid("serverName is for DNS over TLS; Oblivious DoH takes the names from serverURL and proxyURL") }
+            if let configs = settings.obliviousConfigs {
+                // RFC 9230 §6: ObliviousDoHConfigs<1..2^16-1>, its 2-byte length first.
+                guard let bytes = Data(base64Encoded: configs), bytes.count > 2, Int(bytes[0]) << 8 | Int(bytes[1]) == bytes.count - 2 else {
+                    throw .invalid("obliviousConfigs: not the base64 of an ObliviousDoHConfigs list (RFC 9230 §6)")
+                }
+            }
         }
         for domain in settings.matchDomains where !domain.isEmpty && !isHostName(domain.hasPrefix(".") ? String(domain.dropFirst()) : domain) {
             throw .invalid("matchDomains: '\(domain)' is not a domain name")
+        }
+    }
+
+    /// An https URL with a host name, no credentials, query or fragment.
+    static func checkHTTPSURL(_ url: String, field: String) throws(NetExtError) {
+        guard let parsed = URL(string: url), parsed.scheme?.lowercased() == "https", let host = parsed.host, isHostName(host),
+              parsed.user == nil, parsed.query == nil, parsed.fragment == nil else {
+            throw .invalid("\(field): '\(url)' is not an https URL with a host name (and no query or credentials)")
         }
     }
 

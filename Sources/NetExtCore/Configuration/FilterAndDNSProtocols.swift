@@ -111,13 +111,17 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
 /// System DNS settings, as Apple's `NEDNSSettingsManager.dnsSettings`: the servers the whole
 /// machine's names are resolved by (or, with `matchDomains`, just the names within them), in
 /// the clear (`NEDNSSettings`), over TLS (`NEDNSOverTLSSettings`, RFC 7858) or over HTTPS
-/// (`NEDNSOverHTTPSSettings`, RFC 8484). netextd's resolver does the encrypted talking; the
-/// resolver file points at it. A VPN's DNS beats these settings where both would answer.
+/// (`NEDNSOverHTTPSSettings`, RFC 8484) — or, beyond Apple's, as Oblivious DNS over HTTPS
+/// (RFC 9230) through a proxy. netextd's resolver does the encrypted talking; the resolver file
+/// points at it. A VPN's DNS beats these settings where both would answer.
 public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
     public enum Transport: String, Sendable, Hashable, Codable, CaseIterable {
         case cleartext
         case overTLS = "tls"
         case overHTTPS = "https"
+        /// Oblivious DoH (RFC 9230): queries sealed to the target (`serverURL`) and posted
+        /// through the proxy (`proxyURL`, reached at `servers`). NetExt's addition.
+        case oblivious = "odoh"
     }
 
     public var transport: Transport
@@ -127,8 +131,15 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
     /// DNS over TLS: the name the servers' certificates must carry (nil: checked against the
     /// address).
     public var serverName: String?
-    /// DNS over HTTPS: the URL queries are posted to (`https://host[:port]/path`).
+    /// DNS over HTTPS: the URL queries are posted to (`https://host[:port]/path`). Oblivious
+    /// DoH: the target's URL (its name is sent to the proxy, never looked up).
     public var serverURL: String?
+    /// Oblivious DoH: the proxy's URL (`https://host[:port]/path`), reached at `servers`.
+    public var proxyURL: String?
+    /// Oblivious DoH: the target's `ObliviousDoHConfigs` (RFC 9230 §6) in base64, pinned; nil:
+    /// fetched through the proxy (NetExt's proxy serves them) and fetched again when the
+    /// target's keys change.
+    public var obliviousConfigs: String?
     /// Only names within these domains use these servers (Apple's supplemental match domains);
     /// empty: every name.
     public var matchDomains: [String]
@@ -142,19 +153,22 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
 
     public init(
         transport: Transport = .cleartext, servers: [String], serverName: String? = nil, serverURL: String? = nil,
+        proxyURL: String? = nil, obliviousConfigs: String? = nil,
         matchDomains: [String] = [], allowsCleartextFallback: Bool = false, prohibitsOtherDNS: Bool = false
     ) {
         self.transport = transport
         self.servers = servers
         self.serverName = serverName
         self.serverURL = serverURL
+        self.proxyURL = proxyURL
+        self.obliviousConfigs = obliviousConfigs
         self.matchDomains = matchDomains
         self.allowsCleartextFallback = allowsCleartextFallback
         self.prohibitsOtherDNS = prohibitsOtherDNS
     }
 
     private enum CodingKeys: String, CodingKey {
-        case transport, servers, serverName, serverURL, matchDomains, allowsCleartextFallback, prohibitsOtherDNS
+        case transport, servers, serverName, serverURL, proxyURL, obliviousConfigs, matchDomains, allowsCleartextFallback, prohibitsOtherDNS
     }
 
     /// Reads configurations stored before `serverURL` existed, whose DoH URL was in `serverName`.
@@ -164,6 +178,8 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
         servers = try container.decode([String].self, forKey: .servers)
         serverName = try container.decodeIfPresent(String.self, forKey: .serverName)
         serverURL = try container.decodeIfPresent(String.self, forKey: .serverURL)
+        proxyURL = try container.decodeIfPresent(String.self, forKey: .proxyURL)
+        obliviousConfigs = try container.decodeIfPresent(String.self, forKey: .obliviousConfigs)
         if transport == .overHTTPS, serverURL == nil, let name = serverName, name.lowercased().hasPrefix("https://") {
             serverURL = name
             serverName = nil

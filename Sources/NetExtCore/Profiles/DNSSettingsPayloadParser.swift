@@ -3,7 +3,9 @@ import Foundation
 /// Parses a DNS settings payload (`com.apple.dnsSettings.managed`) into a DNS settings
 /// configuration. Keys follow Apple's DNSSettings payload reference: `DNSSettings` holds
 /// `DNSProtocol` (`HTTPS` or `TLS`), `ServerAddresses`, `ServerName` (TLS), `ServerURL`
-/// (HTTPS) and `SupplementalMatchDomains`; `ProhibitDisablement` blocks other DNS;
+/// (HTTPS) and `SupplementalMatchDomains`; NetExt adds `DNSProtocol` `ObliviousHTTPS` (RFC 9230)
+/// with `ServerURL` (the target), `ProxyURL` and optionally `ObliviousDoHConfigs` (data);
+/// `ProhibitDisablement` blocks other DNS;
 /// `OnDemandRules` decide on which networks the settings are in force.
 enum DNSSettingsPayloadParser {
     static func parse(_ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String) throws(NetExtError) -> ProfileConfiguration {
@@ -17,12 +19,16 @@ enum DNSSettingsPayloadParser {
         switch try dns.requiredString("DNSProtocol") {
         case "HTTPS": transport = .overHTTPS
         case "TLS": transport = .overTLS
-        case let other: throw dns.fail("DNSProtocol", "'\(other)' is not HTTPS or TLS")
+        case "ObliviousHTTPS": transport = .oblivious
+        case let other: throw dns.fail("DNSProtocol", "'\(other)' is not HTTPS, TLS or ObliviousHTTPS")
         }
+        let oblivious = transport == .oblivious
         let settings = DNSSettingsProtocol(
             transport: transport, servers: try dns.stringArray("ServerAddresses") ?? [],
             serverName: transport == .overTLS ? try dns.string("ServerName") : nil,
-            serverURL: transport == .overHTTPS ? try dns.string("ServerURL") : nil,
+            serverURL: transport == .overHTTPS || oblivious ? try dns.string("ServerURL") : nil,
+            proxyURL: oblivious ? try dns.string("ProxyURL") : nil,
+            obliviousConfigs: oblivious ? try dns.data("ObliviousDoHConfigs")?.base64EncodedString() : nil,
             matchDomains: try dns.stringArray("SupplementalMatchDomains") ?? [],
             prohibitsOtherDNS: try payload.flag("ProhibitDisablement") ?? false)
         let name = try payload.string("PayloadDisplayName") ?? defaultName

@@ -51,6 +51,13 @@ struct PlistReader {
         }
     }
 
+    /// A `<data>` value.
+    func data(_ key: String) throws(NetExtError) -> Data? {
+        guard let value = dictionary[key] else { return nil }
+        guard PlistValueKind(value) == .data, let data = value as? Data else { throw mismatch(key, expected: "data", found: value) }
+        return data
+    }
+
     /// A number (integer or real).
     func number(_ key: String) throws(NetExtError) -> Double? {
         guard let value = dictionary[key] else { return nil }

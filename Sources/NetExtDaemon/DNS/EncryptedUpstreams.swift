@@ -28,6 +28,11 @@ enum EncryptedUpstreams {
                         connections.append(try DNSOverTLSUpstream(address: address, serverName: settings.serverName, trust: trust, mark: mark, eventLoop: loop))
                     case .overHTTPS:
                         connections.append(try DNSOverHTTPSUpstream(url: settings.serverURL ?? "", address: bytes, trust: trust, mark: mark, eventLoop: loop))
+                    case .oblivious:
+                        let configs = settings.obliviousConfigs.flatMap { Data(base64Encoded: $0) }.map { Array($0) }
+                        connections.append(try ObliviousDoHUpstream(
+                            proxyURL: settings.proxyURL ?? "", address: bytes, targetURL: settings.serverURL ?? "", configs: configs, trust: trust, mark: mark,
+                            eventLoop: loop))
                     }
                 }
                 made.append(connections)
