@@ -35,6 +35,11 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 60, timeout: 240)
     }
 
+    @Test("Oblivious DoH (RFC 9230) through NetExt's proxy and target to unbound: names resolve with only HTTPS to the proxy on the uplink, no name in the proxy's log or on the wire, the target and unbound never seeing the laptop; a key change followed through a 401; a pinned foreign key failing closed; unknown targets refused by the proxy")
+    func obliviousDNS() async throws {
+        try await runChecks("scripts/e2e/dns-oblivious.sh", checks: 23, timeout: 180)
+    }
+
     @Test("a DNS proxy provider answering every program's DNS (UDP, TCP, any server) over its own DoH to unbound: no DNS in the clear on the uplink, no name in the logs; a stop and a killed provider let DNS go direct with nothing left")
     func dnsProxy() async throws {
         try await runChecks("scripts/e2e/dns-proxy.sh", checks: 22, timeout: 180)
