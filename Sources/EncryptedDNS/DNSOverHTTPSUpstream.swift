@@ -133,8 +133,11 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
             }.whenComplete { result in
                 switch result {
                 case .success(let stream):
-                    // A stream whose query timed out is cancelled (RST_STREAM), freeing its slot at the server.
-                    promise.futureResult.whenComplete { _ in stream.close(promise: nil) }
+                    // A stream whose query failed or timed out is cancelled (RST_STREAM), freeing
+                    // its slot at the server. One that was answered closes by itself: resetting
+                    // every answered stream is what HTTP/2 servers take for a rapid-reset attack
+                    // (swift-nio-http2 answers GOAWAY ENHANCE_YOUR_CALM after 200 in 30 s).
+                    promise.futureResult.whenFailure { _ in stream.close(promise: nil) }
                 case .failure(let error):
                     // The server closed the connection (its limit of streams or time, GOAWAY)
                     // before the stream was made: worth a new connection.
@@ -172,7 +175,20 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         if waitingForStream.isEmpty {
             streamsInUse -= 1
         } else {
-            waitingForStream.removeFirst()()
+            // Opened on the next tick, not inside the ending stream's read: a stream created
+            // while the old one is still open in swift-nio-http2's state machine is held back
+            // as over the server's concurrent-stream limit.
+            let next = waitingForStream.removeFirst()
+            eventLoop.execute(next)
+        }
+    }
+
+    /// The server said GOAWAY (RFC 9113 §6.8): the connection takes no new stream; the next
+    /// query opens another while the streams it still serves finish.
+    private func goAwayReceived(on channel: any Channel) {
+        if openedChannel === channel {
+            connection = nil
+            openedChannel = nil
         }
     }
 
@@ -199,6 +215,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
                         let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                             mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
                         ) { stream in stream.close() }  // the server opens no streams (no push)
+                        try channel.pipeline.syncOperations.addHandler(GoAwayWatcher { [weak self] in self?.goAwayReceived(on: channel) })
                         return Connection(channel: channel, multiplexer: multiplexer)
                     })
                 }
@@ -233,6 +250,19 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
             }
         }
         return opening
+    }
+}
+
+/// Tells its owner when the server sends GOAWAY on the connection (stream 0's frames pass here).
+private final class GoAwayWatcher: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    private let received: () -> Void
+
+    init(_ received: @escaping () -> Void) { self.received = received }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .goAway = unwrapInboundIn(data).payload { received() }
+        context.fireChannelRead(data)
     }
 }
 
@@ -300,3 +330,4 @@ private final class ALPNWaiter: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 }
+

@@ -105,10 +105,12 @@ final class DoHStreamHandler: ChannelDuplexHandler {
         finish(context, .success(Array(body.readableBytesView)))
     }
 
+    /// An answer leaves the stream to close by itself (both sides have ended it); a failure
+    /// cancels it (RST_STREAM) unless it is closed already.
     private func finish(_ context: ChannelHandlerContext, _ result: Result<[UInt8], EncryptedDNSError>) {
         guard !done else { return }
         done = true
         answer.completeWith(result.mapError { $0 as any Error })
-        context.close(promise: nil)
+        if case .failure = result { context.close(promise: nil) }
     }
 }
