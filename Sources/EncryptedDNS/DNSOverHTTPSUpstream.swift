@@ -175,9 +175,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         if waitingForStream.isEmpty {
             streamsInUse -= 1
         } else {
-            // Opened on the next tick, not inside the ending stream's read: a stream created
-            // while the old one is still open in swift-nio-http2's state machine is held back
-            // as over the server's concurrent-stream limit.
+            // Opened on the next turn of the loop, not from inside the ending stream's read.
             let next = waitingForStream.removeFirst()
             eventLoop.execute(next)
         }

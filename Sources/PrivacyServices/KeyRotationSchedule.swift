@@ -31,4 +31,19 @@ public struct KeyRotationSchedule: Sendable, Equatable {
         while all.count - retire > 1, all[retire + 1] + overlap <= now { retire += 1 }
         return (create, min(retire, notBefores.count + create.count - 1))
     }
+
+    /// A key ring's keys (oldest first) after rotating at `now`: `make` creates (and stores) each
+    /// key the plan calls for, given the keys so far; `retire` removes each retired key's file.
+    /// Shared by the issuer's, the Oblivious HTTP gateway's and the Oblivious DoH target's rings.
+    func rotated<Entry>(
+        _ keys: [Entry], notBefore: (Entry) -> UInt64, now: UInt64,
+        make: (_ notBefore: UInt64, _ current: [Entry]) throws(PrivacyServiceError) -> Entry, retire: (Entry) -> Void
+    ) throws(PrivacyServiceError) -> (keys: [Entry], changed: Bool) {
+        var current = keys
+        let plan = plan(notBefores: current.map(notBefore), now: now)
+        for created in plan.create { current.append(try make(created, current)) }
+        current.prefix(plan.retire).forEach(retire)
+        current.removeFirst(plan.retire)
+        return (current, !plan.create.isEmpty || plan.retire > 0)
+    }
 }

@@ -101,7 +101,7 @@ check "netextd: SIGTERM gives STOPPING=1, exit 0 and no socket left" \
 # Copies of the units point at this build's binaries (everything else as shipped).
 e2e_verify_units dist/systemd "$work/verify.log" -e "s|/usr/s\?bin/\(netext[a-z-]*\)|$bin/\1|g" -e "s|/etc/netext/server/|$PWD/dist/etc/netext/server/|"
 check "units: a unit for netextd and for every server role" \
-  bash -c "ls '$work/units' | sort | tr '\n' ' ' | grep -qx 'netext-server-issuer.service netext-server-ohttp-gateway.service netext-server-ohttp-relay.service netext-server-pir.service netext-server-tunnel.service netextd.service '"
+  bash -c "ls '$work/units' | sort | tr '\n' ' ' | grep -qx 'netext-server-issuer.service netext-server-odoh-proxy.service netext-server-odoh-target.service netext-server-ohttp-gateway.service netext-server-ohttp-relay.service netext-server-pir.service netext-server-tunnel.service netextd.service '"
 check "units: every one is Type=notify with a reload" bash -c "for u in '$work'/units/*.service; do grep -qx 'Type=notify' \"\$u\" && grep -qx 'ExecReload=/bin/kill -HUP \$MAINPID' \"\$u\" || exit 1; done"
 check "units: systemd-analyze verify finds nothing to say" bash -c "test \"\$(cat '$work/verify.log')\" = 'exit 0'"
 

@@ -43,19 +43,17 @@ public final class GatewayKeyRing: Sendable {
     /// Creates and retires keys as the schedule says; returns whether anything changed.
     @discardableResult
     public func rotate(now: UInt64) throws(PrivacyServiceError) -> Bool {
-        var current = keys
-        let plan = schedule.plan(notBefores: current.map(\.notBefore), now: now)
-        for notBefore in plan.create {
-            let id = current.last.map { $0.keyID &+ 1 } ?? 1
-            let key = Curve25519.KeyAgreement.PrivateKey()
-            try storage.write(Array(key.rawRepresentation), stem: "\(id)-\(notBefore)")
-            current.append(Entry(keyID: id, notBefore: notBefore, privateKey: key))
-        }
-        for retired in current.prefix(plan.retire) { storage.remove("\(retired.keyID)-\(retired.notBefore)") }
-        current.removeFirst(plan.retire)
-        let result = current
+        let (result, changed) = try schedule.rotated(
+            keys, notBefore: \.notBefore, now: now,
+            make: { notBefore, current throws(PrivacyServiceError) in
+                let id = current.last.map { $0.keyID &+ 1 } ?? 1
+                let key = Curve25519.KeyAgreement.PrivateKey()
+                try storage.write(Array(key.rawRepresentation), stem: "\(id)-\(notBefore)")
+                return Entry(keyID: id, notBefore: notBefore, privateKey: key)
+            },
+            retire: { storage.remove("\($0.keyID)-\($0.notBefore)") })
         entries.withLock { $0 = result }
-        return !plan.create.isEmpty || plan.retire > 0
+        return changed
     }
 
     /// The key for a request's key id.

@@ -40,13 +40,10 @@ public final class IssuerKeyRing: Sendable {
     /// Returns whether anything changed.
     @discardableResult
     public func rotate(now: UInt64) throws(PrivacyServiceError) -> Bool {
-        var current = keys
-        let plan = schedule.plan(notBefores: current.map(\.notBefore), now: now)
-        for notBefore in plan.create { current.append(try create(notBefore: notBefore, avoiding: Set(current.map { $0.key.keyID[31] }))) }
-        for retired in current.prefix(plan.retire) { storage.remove(String(retired.notBefore)) }
-        current.removeFirst(plan.retire)
-        let changed = !plan.create.isEmpty || plan.retire > 0
-        let result = current
+        let (result, changed) = try schedule.rotated(
+            keys, notBefore: \.notBefore, now: now,
+            make: { notBefore, current throws(PrivacyServiceError) in try create(notBefore: notBefore, avoiding: Set(current.map { $0.key.keyID[31] })) },
+            retire: { storage.remove(String($0.notBefore)) })
         entries.withLock { $0 = result }
         return changed
     }

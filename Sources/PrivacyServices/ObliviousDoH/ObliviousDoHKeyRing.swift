@@ -38,18 +38,16 @@ public final class ObliviousDoHKeyRing: Sendable {
     /// Creates and retires keys as the schedule says; returns whether anything changed.
     @discardableResult
     public func rotate(now: UInt64) throws(PrivacyServiceError) -> Bool {
-        var current = keys
-        let plan = schedule.plan(notBefores: current.map(\.notBefore), now: now)
-        for notBefore in plan.create {
-            let key = Curve25519.KeyAgreement.PrivateKey()
-            try storage.write(Array(key.rawRepresentation), stem: "\(notBefore)")
-            current.append(Entry(notBefore: notBefore, key: ObliviousDoH.TargetKey(privateKey: key)))
-        }
-        for retired in current.prefix(plan.retire) { storage.remove("\(retired.notBefore)") }
-        current.removeFirst(plan.retire)
-        let result = current
+        let (result, changed) = try schedule.rotated(
+            keys, notBefore: \.notBefore, now: now,
+            make: { notBefore, _ throws(PrivacyServiceError) in
+                let key = Curve25519.KeyAgreement.PrivateKey()
+                try storage.write(Array(key.rawRepresentation), stem: "\(notBefore)")
+                return Entry(notBefore: notBefore, key: ObliviousDoH.TargetKey(privateKey: key))
+            },
+            retire: { storage.remove("\($0.notBefore)") })
         entries.withLock { $0 = result }
-        return !plan.create.isEmpty || plan.retire > 0
+        return changed
     }
 
     /// `ObliviousDoHConfigs` of the published keys, newest (preferred) first.
