@@ -11,7 +11,7 @@ import ObliviousHTTP
 ///
 /// The target's configuration is the one given (pinned), or is fetched through the proxy
 /// (`GET /odohconfigs?targethost=…`, NetExt's proxy; the target never sees this machine) on
-/// first use and again when the target answers 401 (§4.4: its keys changed).
+/// first use and again when the target answers 401 (§4.3: its keys changed).
 public final class ObliviousDoHUpstream: EncryptedDNSUpstream, @unchecked Sendable {
     // @unchecked: `fetched` and `fetching` are touched only on `eventLoop`.
     public let serverDescription: String
@@ -84,7 +84,7 @@ public final class ObliviousDoHUpstream: EncryptedDNSUpstream, @unchecked Sendab
                     return DNSMessageEditing.replacingID(of: answer, with: clientID)
                 }
         }.flatMapError { error -> EventLoopFuture<[UInt8]> in
-            // 401: the target no longer holds the key (§4.4); fetch its configuration once more.
+            // 401: the target no longer holds the key (§4.3); fetch its configuration once more.
             if !refetched, self.pinned == nil, case .httpStatus(_, 401)? = error as? EncryptedDNSError {
                 self.fetched = nil
                 return self.start(query, timeoutMilliseconds: timeoutMilliseconds, refetched: true)

@@ -29,7 +29,7 @@ struct ObliviousDoHTargetCommand: AsyncParsableCommand {
     @Option(help: "The name the resolver's certificate carries: DNS over TLS to it.") var resolverName: String?
     @Option(help: "The resolver's DoH URL (https://NAME[:PORT]/PATH): DNS over HTTPS to it.") var resolverURL: String?
     @Option(help: "PEM file of the CAs the resolver's certificate must chain to (default: the system's).") var resolverCA: String?
-    @Option(help: "Seconds a key serves before the next one takes over (RFC 9230 §6 recommends a day).") var keyLifetime: UInt64 = 86400
+    @Option(help: "Seconds a key serves before the next one takes over (RFC 9230 §5 recommends a day).") var keyLifetime: UInt64 = 86400
     @Option(help: "Seconds old keys still open queries after the switch.") var keyOverlap: UInt64 = 3600
     @Option(help: "Milliseconds the resolver has to answer before the query gets SERVFAIL.") var resolverTimeout: Int = 5000
     @OptionGroup var serving: HTTPServingOptions

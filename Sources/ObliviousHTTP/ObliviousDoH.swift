@@ -1,20 +1,20 @@
 import Crypto
 import Foundation
 
-/// Oblivious DNS over HTTPS messages (RFC 9230 §4): a DNS message and zero padding, sealed
+/// Oblivious DNS over HTTPS messages (RFC 9230 §6): a DNS message and zero padding, sealed
 /// with HPKE to the target's key (queries) or with a key exported from that context
 /// (responses), so a proxy between client and target carries what it cannot read.
 public enum ObliviousDoH {
-    /// The media type of both directions (§4.1, §8).
+    /// The media type of both directions (§4.1, §4.3).
     public static let mediaType = "application/oblivious-dns-message"
     static let suite = HPKE.Ciphersuite(kem: .Curve25519_HKDF_SHA256, kdf: .HKDF_SHA256, aead: .AES_GCM_128)
     static let queryType: UInt8 = 0x01, responseType: UInt8 = 0x02
     static let queryLabel = Array("odoh query".utf8), responseLabel = Array("odoh response".utf8)
-    /// Nk and Nn of AES-128-GCM; the response nonce is max(Nn, Nk) bytes (§5 step 6).
+    /// Nk and Nn of AES-128-GCM; the response nonce is max(Nn, Nk) bytes (§8 step 6).
     static let keyLength = 16, nonceLength = 12, responseNonceLength = 16
     static let encapsulatedKeyLength = 32, tagLength = 16
 
-    /// `ObliviousDoHMessage` (§4.2): message_type, key_id<0..2^16-1>, encrypted_message<1..2^16-1>.
+    /// `ObliviousDoHMessage` (§6.1): message_type, key_id<0..2^16-1>, encrypted_message<1..2^16-1>.
     public struct Message: Sendable, Equatable {
         public var type: UInt8
         /// The configuration's key id (queries) or the response nonce (responses).
@@ -47,12 +47,12 @@ public enum ObliviousDoH {
         }
     }
 
-    /// `ObliviousDoHMessagePlaintext` (§4.1): dns_message<1..2^16-1> ‖ padding<0..2^16-1>.
+    /// `ObliviousDoHMessagePlaintext` (§6.1): dns_message<1..2^16-1> ‖ padding<0..2^16-1>.
     static func plaintext(_ dns: [UInt8], padding: Int) -> [UInt8] {
         lengthPrefixed(dns) + lengthPrefixed([UInt8](repeating: 0, count: padding))
     }
 
-    /// The DNS message of a plaintext whose padding is all zeros (§4.1: "MUST contain all zeros").
+    /// The DNS message of a plaintext whose padding is all zeros (§6.1: "MUST contain all zeros").
     static func dnsMessage(ofPlaintext bytes: [UInt8]) throws(ObliviousHTTPError) -> [UInt8] {
         var offset = 0
         let dns = try readPrefixed(bytes, &offset, what: "dns_message")
@@ -69,7 +69,7 @@ public enum ObliviousDoH {
         let sender: HPKE.Sender
         let plaintext: [UInt8]
 
-        /// The DNS message of the target's response (§4.3 `decrypt_response_body`); the
+        /// The DNS message of the target's response (§6.2 `decrypt_response_body`); the
         /// response nonce travels in the message's key_id field.
         public func openResponse(_ bytes: [UInt8]) throws(ObliviousHTTPError) -> [UInt8] {
             let message = try Message(decoding: bytes)
@@ -88,7 +88,7 @@ public enum ObliviousDoH {
         }
     }
 
-    /// Seals a DNS query for the target's configuration (§4.3 `encrypt_query_body`, §5):
+    /// Seals a DNS query for the target's configuration (§6.2 `encrypt_query_body`, §7):
     /// `padding` zero bytes go into the plaintext.
     public static func sealQuery(_ dns: [UInt8], padding: Int = 0, config: ObliviousDoHConfig) throws(ObliviousHTTPError) -> (message: [UInt8], context: ClientContext) {
         guard !dns.isEmpty, dns.count <= 65535, padding <= 65535 else { throw .invalidMessage("a DNS message of \(dns.count) bytes cannot be sent") }
@@ -121,7 +121,7 @@ public enum ObliviousDoH {
         let recipient: HPKE.Recipient
         let plaintext: [UInt8]
 
-        /// Seals the answer under a fresh random response nonce (§5 steps 5–9).
+        /// Seals the answer under a fresh random response nonce (§8 steps 5–9).
         public func sealResponse(_ dns: [UInt8], padding: Int = 0) throws(ObliviousHTTPError) -> [UInt8] {
             var nonce = [UInt8](repeating: 0, count: ObliviousDoH.responseNonceLength)
             var generator = SystemRandomNumberGenerator()
@@ -143,8 +143,8 @@ public enum ObliviousDoH {
         }
     }
 
-    /// Opens a query with whichever of `keys` its key id names (§5 steps 1–4). An unknown key
-    /// id is ``ObliviousHTTPError/unknownObliviousDoHKey`` (the target answers 401, §4.4).
+    /// Opens a query with whichever of `keys` its key id names (§8 steps 1–4). An unknown key
+    /// id is ``ObliviousHTTPError/unknownObliviousDoHKey`` (the target answers 401, §4.3, §8).
     public static func openQuery(_ bytes: [UInt8], keys: [TargetKey]) throws(ObliviousHTTPError) -> (dns: [UInt8], context: TargetContext) {
         let message = try Message(decoding: bytes)
         guard message.type == queryType else { throw .invalidMessage("a response was sent where a query was expected") }
@@ -163,7 +163,7 @@ public enum ObliviousDoH {
         return (try dnsMessage(ofPlaintext: plain), TargetContext(recipient: recipient, plaintext: plain))
     }
 
-    /// §4.3 `derive_secrets`: salt = Q_plain ‖ len(nonce) ‖ nonce; prk = Extract(salt, secret);
+    /// §6.2 `derive_secrets`: salt = Q_plain ‖ len(nonce) ‖ nonce; prk = Extract(salt, secret);
     /// key = Expand(prk, "odoh key", Nk); nonce = Expand(prk, "odoh nonce", Nn).
     static func responseKeys(secret: SymmetricKey, queryPlaintext: [UInt8], responseNonce: [UInt8]) -> (SymmetricKey, [UInt8]) {
         let prk = HKDF<SHA256>.extract(inputKeyMaterial: secret, salt: queryPlaintext + lengthPrefixed(responseNonce))
@@ -172,7 +172,7 @@ public enum ObliviousDoH {
         return (key, nonce.withUnsafeBytes { Array($0) })
     }
 
-    /// aad = type ‖ len(key_id) ‖ key_id (§4.3).
+    /// aad = type ‖ len(key_id) ‖ key_id (§6.2).
     static func additionalData(_ type: UInt8, _ keyID: [UInt8]) -> [UInt8] { [type] + lengthPrefixed(keyID) }
 
     static func lengthPrefixed(_ bytes: [UInt8]) -> [UInt8] { [UInt8(bytes.count >> 8 & 0xFF), UInt8(bytes.count & 0xFF)] + bytes }

@@ -1,11 +1,11 @@
 import Crypto
 import Foundation
 
-/// An Oblivious DoH target's public key configuration (RFC 9230 §6): the HPKE suite and the
-/// target's public key. NetExt speaks the suite §7 requires — DHKEM(X25519, HKDF-SHA256),
+/// An Oblivious DoH target's public key configuration (RFC 9230 §5): the HPKE suite and the
+/// target's public key. NetExt speaks the suite §9 requires — DHKEM(X25519, HKDF-SHA256),
 /// HKDF-SHA256, AES-128-GCM — and skips configurations of any other suite or version.
 public struct ObliviousDoHConfig: Sendable, Equatable {
-    /// The version this document defines (§6).
+    /// The version this document defines (§5).
     public static let version: UInt16 = 0x0001
     public static let kemX25519: UInt16 = 0x0020, kdfHKDFSHA256: UInt16 = 0x0001, aeadAES128GCM: UInt16 = 0x0001
 
@@ -18,21 +18,21 @@ public struct ObliviousDoHConfig: Sendable, Equatable {
 
     init(rawPublicKey: [UInt8]) { publicKey = rawPublicKey }
 
-    /// `ObliviousDoHConfigContents` (§6): kem_id, kdf_id, aead_id, public_key<1..2^16-1>.
+    /// `ObliviousDoHConfigContents` (§5): kem_id, kdf_id, aead_id, public_key<1..2^16-1>.
     public var contents: [UInt8] {
         var out: [UInt8] = []
         for value in [Self.kemX25519, Self.kdfHKDFSHA256, Self.aeadAES128GCM, UInt16(publicKey.count)] { out += [UInt8(value >> 8), UInt8(value & 0xFF)] }
         return out + publicKey
     }
 
-    /// §4.2: key_id = Expand(Extract("", contents), "odoh key id", Nh) with the suite's KDF.
+    /// §6.1: key_id = Expand(Extract("", contents), "odoh key id", Nh) with the suite's KDF.
     public var keyID: [UInt8] {
         let prk = HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: contents), salt: [UInt8]())
         return HKDF<SHA256>.expand(pseudoRandomKey: prk, info: Array("odoh key id".utf8), outputByteCount: SHA256.byteCount)
             .withUnsafeBytes { Array($0) }
     }
 
-    /// `ObliviousDoHConfigs` (§6): the whole list behind a 2-byte length, each configuration
+    /// `ObliviousDoHConfigs` (§5): the whole list behind a 2-byte length, each configuration
     /// version ‖ length ‖ contents; the first is the target's preferred one.
     public static func encodeList(_ configs: [ObliviousDoHConfig]) -> [UInt8] {
         var body: [UInt8] = []
@@ -44,7 +44,7 @@ public struct ObliviousDoHConfig: Sendable, Equatable {
     }
 
     /// Parses `ObliviousDoHConfigs`. Configurations of another version or suite are skipped
-    /// (§6: clients "MUST ignore" them); a list that breaks off, or bytes after it, is refused
+    /// (§5: clients "MUST ignore" them); a list that breaks off, or bytes after it, is refused
     /// at the offset where it goes wrong; a list with nothing usable is refused too.
     public static func decodeList(_ bytes: [UInt8]) throws(ObliviousHTTPError) -> [ObliviousDoHConfig] {
         guard bytes.count >= 2 else { throw .truncated(what: "ObliviousDoHConfigs length", offset: bytes.count) }

@@ -9,7 +9,7 @@ public enum ObliviousHTTPError: Error, Equatable, Sendable, CustomStringConverti
     case decryptionFailed(String)
     /// An Oblivious DoH message that does not follow RFC 9230 §4 (the reason names the field and offset).
     case invalidMessage(String)
-    /// An Oblivious DoH query for a key the target does not hold (RFC 9230 §4.4: 401).
+    /// An Oblivious DoH query for a key the target does not hold (RFC 9230 §4.3 and §8: 401).
     case unknownObliviousDoHKey
 
     public var description: String {

@@ -94,7 +94,7 @@ struct ObliviousDoHTests {
         let response = try target.sealResponse(query)
         #expect(throws: ObliviousHTTPError.self) { try ObliviousDoH.openQuery(response, keys: [key]) }
         #expect(throws: ObliviousHTTPError.self) { try client.openResponse(sealed) }
-        // Non-zero padding is refused with its offset (§4.1).
+        // Non-zero padding is refused with its offset (§6.1).
         #expect(throws: ObliviousHTTPError.invalidMessage("padding byte at offset 35 is not zero")) {
             try ObliviousDoH.dnsMessage(ofPlaintext: ObliviousDoH.lengthPrefixed(query) + [0, 2, 0, 1])
         }

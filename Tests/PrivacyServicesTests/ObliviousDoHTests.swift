@@ -142,6 +142,7 @@ struct ObliviousDoHServingTests {
             let missing = try await chain.upstream.exchange(
                 method: "POST", url: chain.proxy.url("/dns-query"), headers: [("Content-Type", ObliviousDoH.mediaType)], body: sealed)
             #expect(missing.status == 400)
+            #expect(missing.header("proxy-status")?.contains("http_request_error") == true)
             #expect(try await chain.send(sealed, contentType: "application/dns-message").status == 415)
             #expect(chain.targetTap.bodies.withLock { $0.count } == 1)  // only the configuration fetch
             #expect(ObliviousDoHProxyResponder.queryVariables("targethost=a.example%3A8443&targetpath=%2Fdns-query&targethost=b") == ["targethost": "a.example:8443", "targetpath": "/dns-query"])

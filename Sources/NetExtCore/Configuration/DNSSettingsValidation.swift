@@ -41,9 +41,9 @@ enum DNSSettingsValidation {
             try checkHTTPSURL(proxy, field: "proxyURL")
             if settings.serverName != nil { throw .invalid("serverName is for DNS over TLS; Oblivious DoH takes the names from serverURL and proxyURL") }
             if let configs = settings.obliviousConfigs {
-                // RFC 9230 §6: ObliviousDoHConfigs<1..2^16-1>, its 2-byte length first.
+                // RFC 9230 §5: ObliviousDoHConfigs<1..2^16-1>, its 2-byte length first.
                 guard let bytes = Data(base64Encoded: configs), bytes.count > 2, Int(bytes[0]) << 8 | Int(bytes[1]) == bytes.count - 2 else {
-                    throw .invalid("obliviousConfigs: not the base64 of an ObliviousDoHConfigs list (RFC 9230 §6)")
+                    throw .invalid("obliviousConfigs: not the base64 of an ObliviousDoHConfigs list (RFC 9230 §5)")
                 }
             }
         }

@@ -136,7 +136,7 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
     public var serverURL: String?
     /// Oblivious DoH: the proxy's URL (`https://host[:port]/path`), reached at `servers`.
     public var proxyURL: String?
-    /// Oblivious DoH: the target's `ObliviousDoHConfigs` (RFC 9230 §6) in base64, pinned; nil:
+    /// Oblivious DoH: the target's `ObliviousDoHConfigs` (RFC 9230 §5) in base64, pinned; nil:
     /// fetched through the proxy (NetExt's proxy serves them) and fetched again when the
     /// target's keys change.
     public var obliviousConfigs: String?

@@ -4,7 +4,7 @@ import ObliviousHTTP
 import Synchronization
 
 /// An Oblivious DoH target's keys in a directory of its own (`odoh-key-<not-before>.key`, 32 raw
-/// X25519 bytes, mode 0600), rotated on a `KeyRotationSchedule` (RFC 9230 §6 recommends daily):
+/// X25519 bytes, mode 0600), rotated on a `KeyRotationSchedule` (RFC 9230 §5 recommends daily):
 /// keys in their overlap still open queries; only keys whose not-before has passed are
 /// published, newest first (the preferred one).
 public final class ObliviousDoHKeyRing: Sendable {

@@ -2,11 +2,11 @@ import Foundation
 import HTTPServing
 import ObliviousHTTP
 
-/// The Oblivious DoH proxy (RFC 9230 §4.1–§4.4): `POST /dns-query?targethost=H&targetpath=P`
+/// The Oblivious DoH proxy (RFC 9230 §4.1–§4.5): `POST /dns-query?targethost=H&targetpath=P`
 /// with `application/oblivious-dns-message` is sent on to `https://H/P` — only to targets on its
-/// allow list (§10.3: proxies "may only forward requests to known or otherwise trusted
+/// allow list (§11.2: proxies "may only forward requests to known or otherwise trusted
 /// targets") — with nothing but its body, Content-Type and Accept: no client address,
-/// Forwarded or cookie (§4.5). The target's 2xx, 4xx and 5xx come back unmodified; a 2xx of
+/// Forwarded or cookie (§4.5). The target's 2xx, 3xx, 4xx and 5xx come back unmodified; a 2xx of
 /// another media type becomes 502. `GET /odohconfigs?targethost=H` passes the target's
 /// configurations through so that clients never contact a target themselves (a NetExt
 /// addition, as the Oblivious HTTP relay passes `/ohttp-keys`). It cannot read what it carries
@@ -39,7 +39,8 @@ public struct ObliviousDoHProxyResponder: HTTPResponder {
         switch (request.method, request.path) {
         case ("POST", queryPath):
             guard let host = variables["targethost"], let path = variables["targetpath"] else {
-                return .text(400, "this server is only a proxy: name the target with targethost and targetpath")
+                // §4.1: a request not correctly encoded gets 4xx with Proxy-Status http_request_error.
+                return .text(400, "this server is only a proxy: name the target with targethost and targetpath", headers: [("Proxy-Status", "netext-odoh-proxy; error=http_request_error")])
             }
             guard let url = target(host: host, path: path) else { return refused(host) }
             let target = metrics.target
@@ -76,7 +77,7 @@ public struct ObliviousDoHProxyResponder: HTTPResponder {
             body: Array("this proxy does not forward to that target\n".utf8))
     }
 
-    /// §4.3: the target's 2xx/4xx/5xx unmodified (status, body, its Content-Type); a 2xx that is
+    /// §4.3: the target's 2xx/3xx/4xx/5xx unmodified (status, body, its Content-Type); a 2xx that is
     /// not an Oblivious DoH message is 502 with Proxy-Status http_protocol_error.
     static func passBack(_ answer: HTTPServerResponse) -> HTTPServerResponse {
         let type = answer.header("Content-Type")?.lowercased() ?? ""

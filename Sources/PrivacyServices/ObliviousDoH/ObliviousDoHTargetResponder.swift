@@ -3,13 +3,13 @@ import HTTPServing
 import NetExtCore
 import ObliviousHTTP
 
-/// The Oblivious DoH target (RFC 9230 §5): `POST /dns-query` with
+/// The Oblivious DoH target (RFC 9230 §8): `POST /dns-query` with
 /// `application/oblivious-dns-message` is opened with the target's keys, its DNS query answered
 /// by `resolve` (the resolver behind the target), and the answer sealed back under the query's
 /// context. `GET /.well-known/odohconfigs` publishes the keys' configurations. The target sees
 /// the proxy's connection and the names, never the client; it logs neither.
 ///
-/// A query for a key it does not hold is answered 401 (§4.4: the client fetches the
+/// A query for a key it does not hold is answered 401 (§4.3, §8: the client fetches the
 /// configuration again), one it cannot open or parse 400; a resolver that gives no answer
 /// becomes a sealed SERVFAIL (a valid DNS answer, 200 as in RFC 8484).
 public struct ObliviousDoHTargetResponder: HTTPResponder {
