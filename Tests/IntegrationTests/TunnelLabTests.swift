@@ -87,7 +87,7 @@ struct TunnelLabTests {
         #expect(result.stdout.hasSuffix("app-proxy: proxied=2 direct=2 udp=ok\n"))
     }
 
-    @Test("scripts/demo-dns resolves a name over TLS and one over HTTPS through unbound with no DNS in the clear on the uplink")
+    @Test("scripts/demo-dns resolves a name over TLS, one over HTTPS and one as Oblivious DoH through unbound with no DNS in the clear on the uplink")
     func encryptedDNSDemo() async throws {
         let result = try await run("/bin/bash", [Self.root + "/scripts/demo-dns"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 180)
         #expect(result.status == 0, "\(result)")
@@ -95,7 +95,12 @@ struct TunnelLabTests {
         #expect(result.stdout.contains("server: tls://dns.lab.test@198.51.100.53:853"))
         #expect(result.stdout.contains("server: https://dns.lab.test/dns-query at 198.51.100.53"))
         #expect(result.stdout.contains("198.51.100.2 mail.lab.test. A IN"))
-        #expect(result.stdout.hasSuffix("dns: dot=ok doh=ok cleartext_packets=0\n"))
+        #expect(result.stdout.contains("10.20.0.5       secret.lab.test"))
+        #expect(result.stdout.contains("server: https://odoh-target.lab.test/dns-query through https://odoh-proxy.lab.test/dns-query at 198.51.100.56"))
+        // The oblivious query reached unbound from the target's side, never from the laptop.
+        #expect(result.stdout.contains("198.51.100.53 secret.lab.test. A IN") && !result.stdout.contains("198.51.100.2 secret.lab.test."))
+        #expect(result.stdout.contains("to the target 198.51.100.55: 0 packets"))
+        #expect(result.stdout.hasSuffix("dns: dot=ok doh=ok odoh=ok cleartext_packets=0\n"))
     }
 
     @Test("scripts/demo-perapp shows the bound app's page through the tunnel, the other program's failing, and an excluded app going around a full tunnel")
