@@ -86,19 +86,11 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     // MARK: On the event loop
 
     private func start(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        guard let clientID = DNSMessageEditing.id(of: query) else { return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("shorter than a DNS header")) }
-        let wire: [UInt8]
-        do { wire = try DNSMessageEditing.padded(DNSMessageEditing.replacingID(of: query, with: 0)) } catch {
-            return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("\(error)"))
-        }
+        let prepared: DoHWireQuery
+        do { prepared = try DoHWireQuery(query) } catch { return eventLoop.makeFailedFuture(error) }
         let server = serverDescription
-        let request = DoHStreamHandler.Request(method: "POST", authority: authority, path: path, body: wire, mediaType: DoHStreamHandler.mediaType, server: server)
-        return send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1).flatMap { answer -> EventLoopFuture<[UInt8]> in
-            if let reason = DNSMessageEditing.mismatch(of: answer, to: wire) {
-                return self.eventLoop.makeFailedFuture(EncryptedDNSError.mismatchedAnswer(server: server, reason: reason))
-            }
-            return self.eventLoop.makeSucceededFuture(DNSMessageEditing.replacingID(of: answer, with: clientID))
-        }
+        let request = DoHStreamHandler.Request(method: "POST", authority: authority, path: path, body: prepared.wire, mediaType: DoHStreamHandler.mediaType, server: server)
+        return send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1).flatMapThrowing { try prepared.answer($0, server: server) }
     }
 
     /// One HTTP exchange on a stream of the connection: `path` (with its query) on this URL's

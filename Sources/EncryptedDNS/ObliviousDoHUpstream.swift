@@ -63,15 +63,12 @@ public final class ObliviousDoHUpstream: EncryptedDNSUpstream, @unchecked Sendab
     // MARK: On the event loop
 
     private func start(_ query: [UInt8], timeoutMilliseconds: Int, refetched: Bool) -> EventLoopFuture<[UInt8]> {
-        guard let clientID = DNSMessageEditing.id(of: query) else { return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("shorter than a DNS header")) }
-        let wire: [UInt8]
-        do { wire = try DNSMessageEditing.padded(DNSMessageEditing.replacingID(of: query, with: 0)) } catch {
-            return eventLoop.makeFailedFuture(EncryptedDNSError.malformedQuery("\(error)"))
-        }
+        let prepared: DoHWireQuery
+        do { prepared = try DoHWireQuery(query) } catch { return eventLoop.makeFailedFuture(error) }
         let server = serverDescription
         return configuration(timeoutMilliseconds: timeoutMilliseconds).flatMap { config -> EventLoopFuture<[UInt8]> in
             let sealed: (message: [UInt8], context: ObliviousDoH.ClientContext)
-            do throws(ObliviousHTTPError) { sealed = try ObliviousDoH.sealQuery(wire, config: config) } catch {
+            do throws(ObliviousHTTPError) { sealed = try ObliviousDoH.sealQuery(prepared.wire, config: config) } catch {
                 return self.eventLoop.makeFailedFuture(EncryptedDNSError.obliviousFailure(server: server, reason: "\(error)"))
             }
             return self.proxy.send(method: "POST", path: self.queryPath, body: sealed.message, mediaType: ObliviousDoH.mediaType, timeoutMilliseconds: timeoutMilliseconds)
@@ -80,8 +77,7 @@ public final class ObliviousDoHUpstream: EncryptedDNSUpstream, @unchecked Sendab
                     do throws(ObliviousHTTPError) { answer = try sealed.context.openResponse(body) } catch {
                         throw EncryptedDNSError.obliviousFailure(server: server, reason: "the answer cannot be opened (\(error))")
                     }
-                    if let reason = DNSMessageEditing.mismatch(of: answer, to: wire) { throw EncryptedDNSError.mismatchedAnswer(server: server, reason: reason) }
-                    return DNSMessageEditing.replacingID(of: answer, with: clientID)
+                    return try prepared.answer(answer, server: server)
                 }
         }.flatMapError { error -> EventLoopFuture<[UInt8]> in
             // 401: the target no longer holds the key (§4.3); fetch its configuration once more.

@@ -67,7 +67,9 @@ struct ObliviousDoHTargetCommand: AsyncParsableCommand {
         guard (resolverName == nil) != (resolverURL == nil) else {
             throw ValidationError("give either --resolver-name (DNS over TLS) or --resolver-url (DNS over HTTPS)")
         }
-        let (host, port) = Self.splitAddress(resolverAddress)
+        // `IP`, `IP:PORT` or `[IPv6]:PORT` (a bare IPv6 address has colons but no port).
+        let withPort = ListenAddress(parsing: resolverAddress).flatMap { IPPrefix.parseAddress($0.host) != nil ? $0 : nil }
+        let host = withPort?.host ?? resolverAddress, port = withPort?.port
         guard let bytes = IPPrefix.parseAddress(host) else { throw ValidationError("--resolver-address must be an IP address[:PORT], got \(resolverAddress)") }
         let trust = DNSServerTrust(caFile: resolverCA)
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
@@ -83,18 +85,5 @@ struct ObliviousDoHTargetCommand: AsyncParsableCommand {
                 return try DNSOverTLSUpstream(address: socket, serverName: resolverName, trust: trust, eventLoop: loop)
             }
         } catch { throw HTTPServiceRunner.fail("\(error)") }
-    }
-
-    /// `1.2.3.4`, `1.2.3.4:853`, `[::1]:853` or `::1`.
-    static func splitAddress(_ text: String) -> (host: String, port: Int?) {
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            let host = String(text[text.index(after: text.startIndex)..<close])
-            let rest = text[text.index(after: close)...]
-            return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
-        }
-        if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
-            return (String(text[..<colon]), Int(text[text.index(after: colon)...]))
-        }
-        return (text, nil)
     }
 }

@@ -13,6 +13,9 @@ public enum ObliviousDoH {
     /// Nk and Nn of AES-128-GCM; the response nonce is max(Nn, Nk) bytes (§8 step 6).
     static let keyLength = 16, nonceLength = 12, responseNonceLength = 16
     static let encapsulatedKeyLength = 32, tagLength = 16
+    /// The largest sealed message a target or proxy reads: a whole DNS message (65,535 bytes) with
+    /// padding, key id and the seal's overhead.
+    public static let maximumMessageBytes = 2 * 65_536
 
     /// `ObliviousDoHMessage` (§6.1): message_type, key_id<0..2^16-1>, encrypted_message<1..2^16-1>.
     public struct Message: Sendable, Equatable {

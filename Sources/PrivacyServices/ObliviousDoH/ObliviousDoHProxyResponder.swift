@@ -26,7 +26,7 @@ public struct ObliviousDoHProxyResponder: HTTPResponder {
         self.metrics = metrics
     }
 
-    public func bodyLimit(method: String, path: String) -> Int { path == queryPath ? 2 * 65_536 : 0 }
+    public func bodyLimit(method: String, path: String) -> Int { path == queryPath ? ObliviousDoH.maximumMessageBytes : 0 }
 
     public func requiredContentType(method: String, path: String) -> String? {
         method == "POST" && path == queryPath ? ObliviousDoH.mediaType : nil

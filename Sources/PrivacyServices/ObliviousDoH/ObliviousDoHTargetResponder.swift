@@ -33,8 +33,7 @@ public struct ObliviousDoHTargetResponder: HTTPResponder {
         self.metrics = metrics
     }
 
-    /// A sealed query: a DNS message (at most 65,535 bytes) with padding, key id and HPKE overhead.
-    public func bodyLimit(method: String, path: String) -> Int { path == queryPath ? 2 * 65_536 : 0 }
+    public func bodyLimit(method: String, path: String) -> Int { path == queryPath ? ObliviousDoH.maximumMessageBytes : 0 }
 
     public func requiredContentType(method: String, path: String) -> String? {
         method == "POST" && path == queryPath ? ObliviousDoH.mediaType : nil
