@@ -103,11 +103,12 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
         return true
     }
 
-    /// A transparent proxy's rules (`include`: `PREFIX [PORT] [tcp|udp|any]`, comma-separated;
-    /// TCP when no protocol is named) and host names (`hosts`); errors name the key.
+    /// A transparent proxy's rules (`include`: `PREFIX|HOST [PORT] [tcp|udp|any]`, comma-separated;
+    /// TCP when no protocol is named; a host name makes a host rule: that host, or with two or
+    /// more labels that domain) and host names (`hosts`); errors name the key.
     static func transparentRules(_ configuration: [String: JSONValue]) throws(NetExtError) -> (rules: [NetworkRule], hosts: [String]) {
         guard case .string(let include)? = configuration["include"] else {
-            throw NetExtError(.configurationInvalid, "providerConfiguration 'include': a transparent proxy needs the networks it takes, as 'PREFIX [PORT] [tcp|udp|any], …' (e.g. '0.0.0.0/0 443')")
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'include': a transparent proxy needs the networks it takes, as 'PREFIX|HOST [PORT] [tcp|udp|any], …' (e.g. '0.0.0.0/0 443' or 'www.site.test 443')")
         }
         var rules: [NetworkRule] = []
         for item in include.split(separator: ",") {
@@ -117,8 +118,10 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
                 transport = named
                 words.removeLast()
             }
-            guard (1...2).contains(words.count), let prefix = try? IPPrefix(words[0]) else {
-                throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'PREFIX [PORT] [tcp|udp|any]'")
+            let prefix = words.first.flatMap { try? IPPrefix($0) }
+            let host = words.first.map { $0.lowercased() }.flatMap { prefix == nil && NetworkRule.isHostName($0) && NetworkRule.TransportProtocol(rawValue: $0) == nil ? $0 : nil }
+            guard (1...2).contains(words.count), prefix != nil || host != nil else {
+                throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'PREFIX|HOST [PORT] [tcp|udp|any]'")
             }
             var port: UInt16?
             if words.count == 2 {
@@ -127,7 +130,11 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
                 }
                 port = value
             }
-            rules.append(NetworkRule(destinationNetwork: prefix, destinationPort: port, protocol: transport))
+            if let prefix {
+                rules.append(NetworkRule(destinationNetwork: prefix, destinationPort: port, protocol: transport))
+            } else if let host {
+                rules.append(NetworkRule(destinationHost: NetworkEndpoint(hostname: host, port: port ?? 0), protocol: transport))
+            }
         }
         var hosts: [String] = []
         if let value = configuration["hosts"] {

@@ -88,7 +88,7 @@ struct DNSProxyPayloadTests {
     @Test("the DNS proxy's steering: UDP and TCP to port 53, every destination of both families")
     func steeringRules() {
         #expect(TransparentProxyNetworkSettings.dnsProxy.includedNetworkRules.map(\.description) == ["0.0.0.0/0 port 53 any", "::/0 port 53 any"])
-        #expect(TransparentProxyNetworkSettings.dnsProxy.includedNetworkRules.map { $0.nftMatch() } == [
+        #expect(TransparentProxyNetworkSettings.dnsProxy.includedNetworkRules.flatMap { $0.nftMatches() } == [
             "meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53", "meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53",
         ])
     }

@@ -185,6 +185,77 @@ struct FlowSteeringTests {
         #expect(FlowSteering.transparentMark(index: 63) & ~FlowSteering.markMask == 0 && FlowSteering.transparentMark(index: 63) < FlowSteering.mark(slot: 0))
     }
 
+    @Test("host rules: one label names that host, more a domain and the names below it; case and a final dot do not matter; port 0 is any port")
+    func hostRuleCoverage() throws {
+        let domain = NetworkRule(destinationHost: NetworkEndpoint(hostname: "Site.Test.", port: 0), protocol: .tcp)
+        #expect(domain.destinationHost == "site.test" && domain.destinationPort == nil && domain.isHostRule)
+        #expect(domain.covers(host: "site.test") && domain.covers(host: "WWW.site.test.") && domain.covers(host: "a.b.site.test"))
+        #expect(!domain.covers(host: "othersite.test") && !domain.covers(host: "test") && !domain.covers(host: "site.test.example"))
+        let single = NetworkRule(destinationHost: NetworkEndpoint(hostname: "intranet", port: 443))
+        #expect(single.covers(host: "intranet") && !single.covers(host: "www.intranet"))
+        #expect(!NetworkRule(destinationNetwork: try IPPrefix("0.0.0.0/0")).covers(host: "site.test"))
+        #expect(single.description == "host intranet port 443 any")
+    }
+
+    @Test("host rules in the ruleset: a timeout set per family per rule with what was learned; excluded before included; their ports and protocols")
+    func hostRuleRuleset() throws {
+        let settings = TransparentProxyNetworkSettings(
+            includedNetworkRules: [
+                NetworkRule(destinationNetwork: try IPPrefix("192.0.2.0/24"), destinationPort: 443, protocol: .tcp),
+                NetworkRule(destinationHost: NetworkEndpoint(hostname: "site.test", port: 8080), protocol: .tcp),
+            ],
+            excludedNetworkRules: [NetworkRule(destinationHost: NetworkEndpoint(hostname: "public.site.test", port: 0))])
+        let mark = FlowSteering.transparentMark(index: 1)
+        let steering = FlowSteering(transparentProxies: [
+            .init(
+                configuration: UUID(), mark: mark, ports: .init(tcp4: 41000, tcp6: 41001), settings: settings, exemptUIDs: [65534],
+                includedHostDestinations: [1: [.init(address: [100, 64, 0, 80], secondsLeft: 300), .init(address: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [0x80], secondsLeft: 120)]]),
+        ])
+        #expect(steering.needsDNSHold)
+        #expect(!FlowSteering(transparentProxies: [.init(configuration: UUID(), mark: mark, ports: .init(tcp4: 1, tcp6: nil), settings: .dnsProxy, exemptUIDs: [])]).needsDNSHold)
+        let lines = steering.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.contains("set tph4_41_i1 {") && lines.contains("set tph6_41_i1 {") && lines.contains("set tph4_41_e0 {"))
+        #expect(lines.contains("elements = { 100.64.0.80 timeout 300s }"))
+        #expect(lines.contains("elements = { 2001:db8::80 timeout 120s }"))
+        #expect(!lines.contains("set tph4_41_i0 {"), "a network rule has no set")
+        let route = Array(lines.drop { !$0.hasPrefix("chain route") })
+        let setMark = "counter meta mark set meta mark & 0xff00ffff | 0x00410000"
+        let expected = [
+            "ip daddr @tph4_41_e0 meta l4proto { tcp, udp } return",
+            "ip6 daddr @tph6_41_e0 meta l4proto { tcp, udp } return",
+            "ip daddr 192.0.2.0/24 meta l4proto tcp th dport 443 \(setMark)",
+            "ip daddr @tph4_41_i1 meta l4proto tcp th dport 8080 \(setMark)",
+            "ip6 daddr @tph6_41_i1 meta l4proto tcp th dport 8080 \(setMark)",
+        ]
+        #expect(Array(route.dropFirst(6).prefix(expected.count)) == expected)
+    }
+
+    @Test("host rule validation: a name that is not a DNS name, an address, or a rule with both or neither destination is refused, naming the rule")
+    func hostRuleValidation() throws {
+        func refusal(_ rule: NetworkRule) -> String? {
+            do {
+                try TransparentProxyNetworkSettings(includedNetworkRules: [NetworkRule(destinationNetwork: try IPPrefix("0.0.0.0/0")), rule]).validate()
+                return nil
+            } catch { return error.message }
+        }
+        #expect(refusal(NetworkRule(destinationHost: NetworkEndpoint(hostname: "www.site.test", port: 443))) == nil)
+        #expect(refusal(NetworkRule(destinationHost: NetworkEndpoint(hostname: "_dns.site.test", port: 0))) == nil)
+        for bad in ["192.0.2.1", "bad name", "-x.test", "a..b", "", String(repeating: "a", count: 64) + ".test", "x/y"] {
+            let message = refusal(NetworkRule(destinationHost: NetworkEndpoint(hostname: bad, port: 0)))
+            #expect(message?.contains("includedNetworkRules[1]") == true, "\(bad) refused naming the rule")
+        }
+        var both = NetworkRule(destinationHost: NetworkEndpoint(hostname: "site.test", port: 0))
+        both.destinationNetwork = try IPPrefix("10.0.0.0/8")
+        #expect(refusal(both)?.contains("both") == true)
+        var neither = both
+        neither.destinationNetwork = nil
+        neither.destinationHost = nil
+        #expect(refusal(neither)?.contains("neither") == true)
+        // A rule decoded from an older netextd's JSON (no destinationHost) is a network rule.
+        let old = try JSONDecoder().decode(NetworkRule.self, from: Data(#"{"destinationNetwork":"10.0.0.0/8","transportProtocol":"tcp"}"#.utf8))
+        #expect(!old.isHostRule && old.destinationNetwork != nil)
+    }
+
     @Test("transparent proxy settings: refused without included rules or with too many, naming the field; UDP alone is accepted")
     func transparentSettingsValidation() throws {
         let any = NetworkRule(destinationNetwork: try IPPrefix("0.0.0.0/0"))

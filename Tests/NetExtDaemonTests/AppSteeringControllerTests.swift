@@ -1,3 +1,4 @@
+import FlowInspection
 import Foundation
 import NetExtCore
 import Synchronization
@@ -242,6 +243,68 @@ struct AppSteeringControllerTests {
         member = try #require(applier.currentSteering?.members.first)
         #expect(member.domainLimited.first?.resolverPort == nil)
         #expect(member.domainLimited.first?.destinations.map(\.address) == [[10, 20, 0, 5]], "learned addresses outlive a reconnection")
+        await steering.shutdown()
+    }
+
+    @Test("host rules: the DNS hold opens with the first proxy that has them and closes with the last; an answer for a covered name (or a name below a domain rule) joins the rule's set before the callback returns; others and other proxies' names change nothing")
+    func transparentHostRules() async throws {
+        let holds = Mutex<[@Sendable (FlowInspection.DNSAnswerAddresses) -> Void]>([])
+        let closed = Mutex(0)
+        let steering = AppSteeringController(
+            host: cgroups, launchRoot: "netext-apps-test", network: worker, logger: .init(label: "test"),
+            openDNSHold: { learn throws(NetExtError) in
+                holds.withLock { $0.append(learn) }
+                return { closed.withLock { $0 += 1 } }
+            })
+        let ports = FlowSteering.ProxyPorts(tcp4: 41_000, tcp6: 41_001)
+        let byNetwork = TransparentProxyNetworkSettings(includedNetworkRules: [NetworkRule(destinationNetwork: try IPPrefix("0.0.0.0/0"), destinationPort: 443, protocol: .tcp)])
+        let first = UUID(), second = UUID()
+        try await steering.transparentUp(first, ports: ports, settings: byNetwork, exemptUIDs: [65534])
+        #expect(holds.withLock { $0.isEmpty }, "no hold without host rules")
+
+        let byHost = TransparentProxyNetworkSettings(
+            includedNetworkRules: [
+                NetworkRule(destinationHost: NetworkEndpoint(hostname: "Site.Test.", port: 8080), protocol: .tcp),
+                NetworkRule(destinationHost: NetworkEndpoint(hostname: "intranet", port: 0), protocol: .any),
+            ],
+            excludedNetworkRules: [NetworkRule(destinationHost: NetworkEndpoint(hostname: "public.site.test", port: 0))])
+        try await steering.transparentUp(second, ports: ports, settings: byHost, exemptUIDs: [65534])
+        let learn = try #require(holds.withLock { $0.first })
+        await Task.detached { learn(try! DNSAnswerAddresses(parsing: Self.answer("www.site.test", [[100, 64, 0, 80]]))) }.value
+        await worker.drain()
+        var proxy = try #require(applier.currentSteering?.transparentProxies.first { $0.configuration == second })
+        #expect(proxy.includedHostDestinations[0]?.map(\.address) == [[100, 64, 0, 80]])
+        #expect(proxy.includedHostDestinations[1] == nil)
+        #expect(applier.currentSteering?.ruleset.contains("elements = { 100.64.0.80 timeout") == true)
+
+        await Task.detached { learn(try! DNSAnswerAddresses(parsing: Self.answer("public.site.test", [[100, 64, 0, 81]]))) }.value
+        await Task.detached { learn(try! DNSAnswerAddresses(parsing: Self.answer("intranet", [[10, 1, 0, 1]]))) }.value
+        await worker.drain()
+        proxy = try #require(applier.currentSteering?.transparentProxies.first { $0.configuration == second })
+        #expect(proxy.excludedHostDestinations[0]?.map(\.address) == [[100, 64, 0, 81]], "an excluded host rule learns too")
+        #expect(proxy.includedHostDestinations[0]?.map(\.address) == [[100, 64, 0, 80], [100, 64, 0, 81]], "public.site.test is also within site.test")
+        #expect(proxy.includedHostDestinations[1]?.map(\.address) == [[10, 1, 0, 1]])
+
+        let before = applier.events.count
+        await Task.detached { learn(try! DNSAnswerAddresses(parsing: Self.answer("www.intranet", [[10, 1, 0, 2]]))) }.value
+        await Task.detached { learn(try! DNSAnswerAddresses(parsing: Self.answer("othersite.test", [[10, 1, 0, 3]]))) }.value
+        await Task.detached { learn(try! DNSAnswerAddresses(parsing: Self.answer("www.site.test", [[100, 64, 0, 80]]))) }.value
+        await worker.drain()
+        #expect(applier.events.count == before, "a single-label rule covers only that host; an answer already known changes nothing")
+
+        await steering.transparentDown(second)
+        #expect(closed.withLock { $0 } == 1, "the last proxy with host rules gone: the hold closes")
+        await steering.transparentDown(first)
+        await steering.shutdown()
+    }
+
+    @Test("host rules without a way to hold DNS answers are refused with a sentence")
+    func hostRulesNeedTheHold() async throws {
+        let settings = TransparentProxyNetworkSettings(includedNetworkRules: [NetworkRule(destinationHost: NetworkEndpoint(hostname: "site.test", port: 443))])
+        do {
+            try await steering.transparentUp(UUID(), ports: .init(tcp4: 41_000, tcp6: nil), settings: settings, exemptUIDs: [])
+            Issue.record("host rules accepted without a DNS hold")
+        } catch { #expect(error.message.contains("cannot hold DNS answers")) }
         await steering.shutdown()
     }
 }

@@ -138,14 +138,16 @@ struct HandshakeTests {
         } catch { #expect(error.message.contains("host:port")) }
     }
 
-    @Test("a transparent proxy's include list: prefix, port and protocol (TCP when none is named); errors name the key and the item")
+    @Test("a transparent proxy's include list: prefix or host, port and protocol (TCP when none is named); errors name the key and the item")
     func transparentRules() throws {
         let (rules, hosts) = try ForwardingProxyProvider.transparentRules([
-            "include": .string("0.0.0.0/0 8080, ::/0 8080 any, 100.64.0.80/32 7 udp, 10.0.0.0/8 tcp"), "hosts": .string("WWW.site.test, "),
+            "include": .string("0.0.0.0/0 8080, ::/0 8080 any, 100.64.0.80/32 7 udp, 10.0.0.0/8 tcp, WWW.Site.Test 8080, intranet any"), "hosts": .string("WWW.site.test, "),
         ])
-        #expect(rules.map(\.description) == ["0.0.0.0/0 port 8080 tcp", "::/0 port 8080 any", "100.64.0.80/32 port 7 udp", "10.0.0.0/8 tcp"])
+        #expect(rules.map(\.description) == [
+            "0.0.0.0/0 port 8080 tcp", "::/0 port 8080 any", "100.64.0.80/32 port 7 udp", "10.0.0.0/8 tcp", "host www.site.test port 8080 tcp", "host intranet any",
+        ])
         #expect(hosts == ["www.site.test"])
-        for (bad, named) in [("0.0.0.0/0 8080 sctp", "'0.0.0.0/0 8080 sctp'"), ("0.0.0.0/0 0", "'0'"), ("udp", "'udp'"), ("300.0.0.0/8", "'300.0.0.0/8'")] {
+        for (bad, named) in [("0.0.0.0/0 8080 sctp", "'0.0.0.0/0 8080 sctp'"), ("0.0.0.0/0 0", "'0'"), ("udp", "'udp'"), ("300.0.0.0/8", "'300.0.0.0/8'"), ("bad_host! 80", "'bad_host! 80'")] {
             do {
                 _ = try ForwardingProxyProvider.transparentRules(["include": .string(bad)])
                 Issue.record("'\(bad)' accepted")

@@ -26,8 +26,17 @@ extension FlowSteering {
         /// The users whose sockets are never taken (the provider's own, so its upstream
         /// connections are not captured again).
         public var exemptUIDs: [UInt32]
+        /// The addresses DNS answered for the names of each host rule (by the rule's index in
+        /// its list), with their time left: the rule's sets.
+        public var includedHostDestinations: [Int: [LearnedDestinations.Destination]]
+        public var excludedHostDestinations: [Int: [LearnedDestinations.Destination]]
 
-        public init(configuration: UUID, mark: UInt32, ports: ProxyPorts, settings: TransparentProxyNetworkSettings, exemptUIDs: [UInt32]) {
+        public init(
+            configuration: UUID, mark: UInt32, ports: ProxyPorts, settings: TransparentProxyNetworkSettings, exemptUIDs: [UInt32],
+            includedHostDestinations: [Int: [LearnedDestinations.Destination]] = [:], excludedHostDestinations: [Int: [LearnedDestinations.Destination]] = [:]
+        ) {
+            self.includedHostDestinations = includedHostDestinations
+            self.excludedHostDestinations = excludedHostDestinations
             self.configuration = configuration
             self.mark = mark
             self.ports = ports
@@ -35,6 +44,32 @@ extension FlowSteering {
             self.exemptUIDs = exemptUIDs
         }
     }
+
+    /// The address sets of a proxy's host rule (IPv4, IPv6): `tph4_41_i0`, `tph6_41_i0`.
+    static func hostSetNames(mark: UInt32, included: Bool, index: Int) -> (ipv4: String, ipv6: String) {
+        let suffix = String(mark >> 16, radix: 16) + (included ? "_i" : "_e") + String(index)
+        return ("tph4_" + suffix, "tph6_" + suffix)
+    }
+
+    /// The sets of every transparent proxy's host rules, with the addresses learned so far.
+    func transparentHostSetLines() -> [String] {
+        var lines: [String] = []
+        for proxy in transparentProxies.sorted(by: { $0.mark < $1.mark }) {
+            for (included, rules, learned) in [(false, proxy.settings.excludedNetworkRules, proxy.excludedHostDestinations), (true, proxy.settings.includedNetworkRules, proxy.includedHostDestinations)] {
+                for (index, rule) in rules.enumerated() where rule.isHostRule {
+                    let names = Self.hostSetNames(mark: proxy.mark, included: included, index: index)
+                    let destinations = learned[index] ?? []
+                    lines += Self.destinationSet(names.ipv4, type: "ipv4_addr", destinations.filter { $0.address.count == 4 })
+                    lines += Self.destinationSet(names.ipv6, type: "ipv6_addr", destinations.filter { $0.address.count == 16 })
+                }
+            }
+        }
+        return lines
+    }
+
+    /// Whether some transparent proxy has host rules: DNS answers are then held until their
+    /// addresses are in the rules' sets (``ProxyDNSHold``).
+    public var needsDNSHold: Bool { transparentProxies.contains { $0.settings.hasHostRules } }
 
     /// The route chain's lines for the transparent proxies: exemptions first (netextd's own
     /// bypass connections, the providers' users, the machine's own addresses, already-steered
@@ -53,11 +88,13 @@ extension FlowSteering {
         lines.append("    \(flows) meta mark & \(Self.hex(Self.markMask)) != 0 return")
         for proxy in transparentProxies.sorted(by: { $0.mark < $1.mark }) {
             let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(proxy.mark))"
-            for rule in proxy.settings.excludedNetworkRules {
-                lines.append("    \(rule.nftMatch()) return")
+            for (index, rule) in proxy.settings.excludedNetworkRules.enumerated() {
+                let sets = Self.hostSetNames(mark: proxy.mark, included: false, index: index)
+                for match in rule.nftMatches(hostSets: sets) { lines.append("    \(match) return") }
             }
-            for rule in proxy.settings.includedNetworkRules {
-                lines.append("    \(rule.nftMatch()) \(setMark)")
+            for (index, rule) in proxy.settings.includedNetworkRules.enumerated() {
+                let sets = Self.hostSetNames(mark: proxy.mark, included: true, index: index)
+                for match in rule.nftMatches(hostSets: sets) { lines.append("    \(match) \(setMark)") }
             }
         }
         return lines

@@ -260,7 +260,7 @@ public struct FlowSteering: Sendable, Hashable {
     }
 
     /// An address set whose elements expire (`flags timeout`).
-    private static func destinationSet(_ name: String, type: String, _ destinations: [LearnedDestinations.Destination]) -> [String] {
+    static func destinationSet(_ name: String, type: String, _ destinations: [LearnedDestinations.Destination]) -> [String] {
         var lines = ["  set \(name) {", "    type \(type)", "    flags timeout"]
         if !destinations.isEmpty {
             lines.append("    elements = { " + destinations.map { "\(IPPrefix.format($0.address)) timeout \($0.secondsLeft)s" }.joined(separator: ", ") + " }")
@@ -286,6 +286,7 @@ public struct FlowSteering: Sendable, Hashable {
                 lines += Self.destinationSet(names.ipv6, type: "ipv6_addr", apps.destinations.filter { $0.address.count == 16 })
             }
         }
+        lines += transparentHostSetLines()
         let keep = Self.hex(~Self.markMask)
         lines += ["  chain route {", "    type route hook output priority mangle; policy accept;"]
         for member in ordered {

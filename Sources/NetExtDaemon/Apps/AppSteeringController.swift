@@ -90,6 +90,10 @@ actor AppSteeringController {
         var onDemand: Bool { mode == .include && configuration.isOnDemandEnabled }
     }
 
+    /// Starts holding DNS answers (``ProxyDNSHold``): each readable answer is given to the closure,
+    /// which returns once its addresses are steered; returns what stops the hold.
+    typealias DNSHoldOpener = @Sendable (@escaping @Sendable (DNSAnswerAddresses) -> Void) throws(NetExtError) -> @Sendable () -> Void
+
     /// Opens a netfilter log group and calls back for each burst of packets logged to it;
     /// returns what closes it.
     typealias TriggerOpener = @Sendable (UInt16, @escaping @Sendable () -> Void) throws(NetExtError) -> @Sendable () -> Void
@@ -113,13 +117,19 @@ actor AppSteeringController {
     private let openResolver: DomainResolverOpener?
     /// Running transparent proxies.
     private var transparent: [UUID: FlowSteering.TransparentProxy] = [:]
+    /// The addresses answered for each running transparent proxy's host rules, by rule index.
+    private var hostLearned: [UUID: (included: [Int: LearnedDestinations], excluded: [Int: LearnedDestinations])] = [:]
+    private let openDNSHold: DNSHoldOpener?
+    /// What stops the DNS hold, while some transparent proxy has host rules.
+    private var dnsHold: (@Sendable () -> Void)?
     /// Running app proxies, told their apps' cgroups after every change.
     private var proxyObservers: [UUID: @Sendable ([ProxiedCgroup]) -> Void] = [:]
 
     init(
         host: (any AppCgroupHost)?, hostProblem: String = "no cgroup v2 hierarchy was found", launchRoot: String, network: NetworkWorker, logger: Logger,
-        openTrigger: TriggerOpener? = nil, openResolver: DomainResolverOpener? = nil
+        openTrigger: TriggerOpener? = nil, openResolver: DomainResolverOpener? = nil, openDNSHold: DNSHoldOpener? = nil
     ) {
+        self.openDNSHold = openDNSHold
         self.openTrigger = openTrigger
         self.openResolver = openResolver
         self.host = host
@@ -258,13 +268,72 @@ actor AppSteeringController {
             }
             mark = free
         }
+        // New rules: what was learned for the old ones' indexes no longer applies.
+        if transparent[id]?.settings != settings { hostLearned[id] = nil }
         transparent[id] = FlowSteering.TransparentProxy(configuration: id, mark: mark, ports: ports, settings: settings, exemptUIDs: exemptUIDs)
+        try updateDNSHold()
         await applyWanted()
     }
 
     /// The transparent proxy stopped (or cleared its settings): its flows go direct again.
     func transparentDown(_ id: UUID) async {
         guard transparent.removeValue(forKey: id) != nil else { return }
+        hostLearned[id] = nil
+        try? updateDNSHold()
+        await applyWanted()
+    }
+
+    // MARK: Host rules
+
+    /// Holds DNS answers while some transparent proxy has host rules, and stops when none has;
+    /// throws (the proxy's settings are refused) when the hold cannot start.
+    private func updateDNSHold() throws(NetExtError) {
+        let needed = transparent.values.contains { $0.settings.hasHostRules }
+        if !needed, let close = dnsHold {
+            dnsHold = nil
+            close()
+            return
+        }
+        guard needed, dnsHold == nil else { return }
+        guard let openDNSHold else {
+            throw NetExtError(.connectionFailed, "host rules cannot be steered here: netextd cannot hold DNS answers without the cgroup v2 hierarchy and iptables-nft")
+        }
+        dnsHold = try openDNSHold { [weak self] answer in
+            guard let self else { return }
+            // The answer waits for its addresses to be in the sets: the app's first connection
+            // to them is already steered.
+            let steered = DispatchSemaphore(value: 0)
+            Task {
+                await self.learnHosts(answer)
+                steered.signal()
+            }
+            _ = steered.wait(timeout: .now() + .seconds(2))
+        }
+    }
+
+    /// Takes a DNS answer: its addresses join the sets of every host rule covering its name.
+    func learnHosts(_ answer: DNSAnswerAddresses) async {
+        let now = ContinuousClock.now
+        let answers = answer.addresses.map { ($0.bytes, $0.ttl) }
+        var changed = false
+        for (id, proxy) in transparent where proxy.settings.hasHostRules {
+            var learned = hostLearned[id] ?? ([:], [:])
+            for (index, rule) in proxy.settings.includedNetworkRules.enumerated() where rule.covers(host: answer.name) {
+                var destinations = learned.included[index] ?? LearnedDestinations()
+                destinations.expire(now: now)
+                if destinations.learn(answers, now: now) { changed = true }
+                learned.included[index] = destinations
+            }
+            for (index, rule) in proxy.settings.excludedNetworkRules.enumerated() where rule.covers(host: answer.name) {
+                var destinations = learned.excluded[index] ?? LearnedDestinations()
+                destinations.expire(now: now)
+                if destinations.learn(answers, now: now) { changed = true }
+                learned.excluded[index] = destinations
+            }
+            hostLearned[id] = learned
+        }
+        guard changed else { return }
+        logger.debug("transparent proxy: a host rule's destinations learned", metadata: ["name": "\(answer.name)", "addresses": "\(answer.addresses.count)"])
         await applyWanted()
     }
 
@@ -344,6 +413,8 @@ actor AppSteeringController {
         for id in entries.keys { entries[id]?.stopResolvers() }
         entries = [:]
         transparent = [:]
+        hostLearned = [:]
+        try? updateDNSHold()
         proxyObservers = [:]
         cgroups = []
         for trigger in triggers.values { trigger.close() }
@@ -392,7 +463,14 @@ actor AppSteeringController {
                     socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand,
                     proxyPorts: entry.proxyPorts)
             },
-            transparentProxies: Array(transparent.values),
+            transparentProxies: transparent.values.map { proxy in
+                var proxy = proxy
+                if let learned = hostLearned[proxy.configuration] {
+                    proxy.includedHostDestinations = learned.included.mapValues { $0.alive(now: now) }
+                    proxy.excludedHostDestinations = learned.excluded.mapValues { $0.alive(now: now) }
+                }
+                return proxy
+            },
             nftPathPrefix: host?.nftPathPrefix ?? "")
     }
 

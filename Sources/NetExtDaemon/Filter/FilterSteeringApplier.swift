@@ -4,18 +4,7 @@ import NetExtLinux
 
 /// Installs and removes the content filter's steering rules with iptables-nft (IPv4 and IPv6).
 struct FilterSteeringApplier: Sendable {
-    private static func tool(_ names: [String]) -> String? {
-        for directory in ["/usr/sbin", "/sbin", "/usr/bin"] {
-            for name in names where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") { return "\(directory)/\(name)" }
-        }
-        return nil
-    }
-
-    /// (iptables, ip6tables) restore and plain tools, preferring the nft back end.
-    private static let tools: [(restore: String?, plain: String?)] = [
-        (tool(["iptables-nft-restore", "iptables-restore"]), tool(["iptables-nft", "iptables"])),
-        (tool(["ip6tables-nft-restore", "ip6tables-restore"]), tool(["ip6tables-nft", "ip6tables"])),
-    ]
+    private static var tools: [(restore: String?, plain: String?)] { IPTablesTools.families }
 
     /// Replaces any earlier steering with `steering`; on failure nothing of it stays.
     func apply(_ steering: FilterSteering) throws(NetExtError) {

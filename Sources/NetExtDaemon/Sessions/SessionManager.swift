@@ -57,6 +57,8 @@ public actor SessionManager {
     let killSwitch: KillSwitch
     /// Per-app routing: the apps' cgroups, marks and the table that steers their flows.
     let appSteering: AppSteeringController
+    /// Whether host rules hold DNS answers here (the real cgroup host): stale hold rules are removed at start.
+    private let holdsDNSAnswers: Bool
     /// Apps' messages waiting for their provider's answer.
     private var appMessages = AppMessageRelay()
     /// How long a provider has to answer an app's message.
@@ -117,7 +119,9 @@ public actor SessionManager {
         killSwitch = KillSwitch(network: network, logger: logger)
         appSteering = AppSteeringController(
             host: appCgroups, hostProblem: appCgroupProblem, launchRoot: appLaunchRoot, network: network, logger: logger,
-            openTrigger: appCgroups == nil ? nil : AppFlowTrigger.opener, openResolver: appCgroups == nil ? nil : AppDomainResolver.opener(logger: logger))
+            openTrigger: appCgroups == nil ? nil : AppFlowTrigger.opener, openResolver: appCgroups == nil ? nil : AppDomainResolver.opener(logger: logger),
+            openDNSHold: appCgroups == nil ? nil : ProxyDNSHold.opener(logger: logger))
+        holdsDNSAnswers = appCgroups != nil
         self.startDeadline = startDeadline
         self.stopDeadline = stopDeadline
     }
@@ -130,6 +134,8 @@ public actor SessionManager {
                 priorities: FlowSteering.proxyRulePriority...(Self.firstTable + 4 * Self.slotCount))
         }
         dns.resolver?.restore()
+        // A crashed netextd's DNS hold (host rules): answers must not wait on a queue nobody reads.
+        if holdsDNSAnswers { ProxyDNSHold.removeRules() }
         if let ikev2Directory { IKEv2Client.endLeftover(in: ikev2Directory + "/run") }
     }
 
