@@ -10,7 +10,7 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh appproxy
 source scripts/lib/install-packages.sh
-netext_install dante-server nftables curl python3 >/dev/null || { echo "FAIL packages"; exit 1; }
+netext_install dante-server nftables iptables curl python3 >/dev/null || { echo "FAIL packages"; exit 1; }
 danted="$(command -v danted || echo /usr/sbin/danted)"
 
 cgroot="$(findmnt -n -t cgroup2 -o TARGET | head -1)"
@@ -29,13 +29,15 @@ trap appproxy_cleanup EXIT
 lab_up || { echo "FAIL lab"; exit 1; }
 # The public web server (on the internet) logs who asked: the laptop (direct) or the office,
 # where dante runs (proxied). 10.20.0.5 is reachable from the office only.
-lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo && ip addr add 198.51.100.53/32 dev lo'
+lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip addr add 100.64.0.81/32 dev lo && ip -6 addr add 2001:db8:ff::80/128 dev lo && ip addr add 198.51.100.53/32 dev lo'
 # One resolver (on the internet) for the laptop and the office: www.site.test is 100.64.0.80.
 for ns in "$LAB_LAPTOP" "$LAB_OFFICE"; do mkdir -p "/etc/netns/$ns"; echo "nameserver 198.51.100.53" > "/etc/netns/$ns/resolv.conf"; done
-lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.53 site.test 100.64.0.80 "$work/dns.log"
+# shop.site.test has an address of its own (the transparent proxy's host rule names it).
+lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.53 site.test 100.64.0.80 "$work/dns.log" shop.site.test=100.64.0.81
 mkdir -p "$work/www"; echo "public page" > "$work/www/public.html"; echo "internal page" > "$work/www/index.html"
 head -c 50000000 /dev/urandom > "$work/www/large.bin"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.80 --directory '$work/www' 2>> '$work/public4.log'"
+lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.81 --directory '$work/www' 2>> '$work/shop.log'"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 2001:db8:ff::80 --directory '$work/www' 2>> '$work/public6.log'"
 lab_spawn "$LAB_OFFICE" python3 -m http.server 8080 --bind 10.20.0.5 --directory "$work/www"
 # A UDP echo on the public web server that logs who sent each datagram (the transparent
@@ -229,5 +231,26 @@ check "a flow to another port is not taken (no offer: netextd's counts stay)" ba
 check "netextd counted the declined flows sent on directly" bash -c "'$bin/netext' stop Site >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=[1-9].*directFailed=0.*handled=[1-9].*sentDirect=[1-9].*udpOffered=[1-9]'"
 check "after the transparent proxy's stop: nothing is left" nothing_left
 check "netext disable Site" netext disable Site
+
+# A host rule (NENetworkRule(destinationHost:)): the transparent proxy asks for shop.site.test
+# port 8080 only. netextd holds every DNS answer until the addresses of a name the rule covers
+# are in the rule's set, so the very first connection after the look-up is taken; flows to
+# other names (other addresses) are never offered to the provider at all.
+hold_rule() { laptop iptables-nft -w -t mangle -S NETEXTD-PXY-DNS 2>/dev/null | grep -q 'NFQUEUE --queue-num 7098 --queue-bypass'; }
+check "netext create a transparent proxy whose only rule is a host rule" netext create --name Shop --provider com.netext.transparent --provider-type transparent-proxy \
+  --server 203.0.113.2:1080 --config "include=shop.site.test 8080" --enable
+check "netext start: it is connected" bash -c "'$bin/netext' start Shop | grep -q connected"
+check "netextd took the host rule" grep -q 'transparent proxy: its flows go to the provider.*host shop.site.test port 8080 tcp' "$work/netextd.log"
+check "while it runs, DNS answers are held (netextd's queue rule in the mangle table)" hold_rule
+check "the first connection right after the look-up of shop.site.test goes through dante (the server saw the office)" \
+  fetch_plain_seen http://shop.site.test:8080/public.html "$work/shop.log" 203.0.113.2
+check "the name's address is in the rule's set, with a timeout" bash -c "ip netns exec '$LAB_LAPTOP' nft list table inet netextd_apps | grep -A3 'set tph4_' | grep -q '100.64.0.81 timeout'"
+check "a second program's flow to it goes through dante too" fetch_plain_seen http://shop.site.test:8080/public.html "$work/shop.log" 203.0.113.2
+check "a flow to www.site.test (another address, same port) goes direct" fetch_plain_seen http://www.site.test:8080/public.html "$work/public4.log" 198.51.100.2
+check "the provider was offered only the two shop flows (netextd's counts)" bash -c "'$bin/netext' stop Shop >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=0 .*handled=2 lost=0 offered=2 '"
+check "after its stop: the DNS hold rule is gone" bash -c "! ip netns exec '$LAB_LAPTOP' iptables-nft -w -t mangle -S NETEXTD-PXY-DNS >/dev/null 2>&1"
+check "after its stop: nothing else is left" nothing_left
+check "after its stop: shop.site.test goes direct" fetch_plain_seen http://shop.site.test:8080/public.html "$work/shop.log" 198.51.100.2
+check "netext disable Shop" netext disable Shop
 
 e2e_finish "$work/netextd.log" "$work/dante.log" "$work/run.log"

@@ -4,13 +4,15 @@ queries for names within ZONE with ADDRESS, answers other types with no records,
 outside the zone with NXDOMAIN. Names starting with "big." are answered over UDP with the TC bit
 and no records (as a too-large answer would be), so the client retries over TCP. Appends
 "NAME TYPE from SOURCE" (plus " tcp" for TCP) to LOG.
-Usage: dns-responder.py BIND_ADDRESS ZONE ADDRESS LOG  (runs until killed; BIND_ADDRESS IPv4 or IPv6,
-ADDRESS the IPv4 address of the A answers)."""
+Usage: dns-responder.py BIND_ADDRESS ZONE ADDRESS LOG [NAME=ADDRESS ...]  (runs until killed;
+BIND_ADDRESS IPv4 or IPv6, ADDRESS the IPv4 address of the A answers; a NAME=ADDRESS pair gives
+that name an address of its own)."""
 import socket
 import sys
 import threading
 
 bind, zone, answer, log_path = sys.argv[1:5]
+own_addresses = dict(pair.lower().split("=", 1) for pair in sys.argv[5:])
 family = socket.AF_INET6 if ":" in bind else socket.AF_INET
 zone = zone.strip(".").lower()
 lock = threading.Lock()
@@ -39,7 +41,7 @@ def respond(query, source, transport):
     header = query[:2] + bytes([flags, 0x80 | (0 if within else 3)])
     question = query[12:end + 4]
     if within and qtype == 1 and not truncated:
-        record = b"\xc0\x0c" + (1).to_bytes(2, "big") + (1).to_bytes(2, "big") + (60).to_bytes(4, "big") + (4).to_bytes(2, "big") + socket.inet_aton(answer)
+        record = b"\xc0\x0c" + (1).to_bytes(2, "big") + (1).to_bytes(2, "big") + (60).to_bytes(4, "big") + (4).to_bytes(2, "big") + socket.inet_aton(own_addresses.get(name, answer))
         return header + b"\x00\x01\x00\x01\x00\x00\x00\x00" + question + record
     return header + b"\x00\x01\x00\x00\x00\x00\x00\x00" + question
 
