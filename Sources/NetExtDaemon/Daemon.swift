@@ -53,7 +53,8 @@ public final class Daemon: Sendable {
         let sessions = SessionManager(
             registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline,
             ikev2Directory: settings.stateDirectory + "/ikev2", secretLookup: { (reference) throws(NetExtError) in try secrets.secret(for: reference) },
-            appCgroups: appCgroups, appCgroupProblem: appCgroupProblem, appLaunchRoot: settings.appCgroupRoot)
+            appCgroups: appCgroups, appCgroupProblem: appCgroupProblem, appLaunchRoot: settings.appCgroupRoot,
+            proxyFlowLimit: settings.proxyFlowLimit)
         await sessions.removeStaleState()
         await sessions.restoreGuards(try store.allConfigurations())
         await sessions.restoreDNSSettings(try store.allConfigurations())

@@ -49,6 +49,11 @@ public struct DaemonSettings: Sendable {
     /// `$NETEXT_HOTSPOT_MAINTAIN_INTERVAL` (seconds, default 300): how often the chosen hotspot
     /// helper is asked to `maintain` the session (a portal that times sessions out sooner needs less).
     public var hotspotMaintainInterval: Double = 300
+    /// `$NETEXT_PROXY_FLOW_LIMIT` (1…1,048,576, default ``defaultProxyFlowLimit``): the most flows
+    /// one app, transparent or DNS proxy provider holds at once; beyond it new flows are refused
+    /// (a connection reset, a datagram dropped) until some end.
+    public var proxyFlowLimit = DaemonSettings.defaultProxyFlowLimit
+    public static let defaultProxyFlowLimit = 16_384
 
     public init(stateDirectory: String, socketPath: String, providersDirectory: String, adminGroup: String = "netext", providerStartDeadline: Duration = .seconds(30)) {
         self.stateDirectory = stateDirectory
@@ -77,6 +82,7 @@ public struct DaemonSettings: Sendable {
         }
         if let caFile = environment["NETEXT_CAPTIVE_PORTAL_CA_FILE"], !caFile.isEmpty { settings.captivePortalCAFile = caFile }
         if environment["NETEXT_CAPTIVE_PORTAL_DETECTION"] == "on" { settings.captivePortalMonitoring = true }
+        if let limit = environment["NETEXT_PROXY_FLOW_LIMIT"].flatMap(Int.init), (1...1_048_576).contains(limit) { settings.proxyFlowLimit = limit }
         if let seconds = environment["NETEXT_CAPTIVE_PORTAL_RECHECK"].flatMap(Int.init), (1...3600).contains(seconds) {
             settings.captivePortalRecheck = .seconds(seconds)
         }

@@ -12,9 +12,20 @@ import NetExtCore
 ///
 /// answer (provider → netextd): `0x12 | flow id u64 | handled u8 (1: the provider took the flow,
 /// 0: it declined)`
+///
+/// ended (provider → netextd, after the flow's answer): `0x13 | flow id u64` — a flow the
+/// provider took has closed its socket (netextd counts the provider's live flows by these).
 public enum AppProxyFlowCodec {
     public static let offerTag: UInt8 = 0x11
     public static let answerTag: UInt8 = 0x12
+    public static let endedTag: UInt8 = 0x13
+
+    /// What a provider says on the channel.
+    public enum ProviderMessage: Sendable, Hashable {
+        case answer(Answer)
+        /// A taken flow is over.
+        case ended(flowID: UInt64)
+    }
     /// The longest message (three texts of at most `FlowChannelCodec.maximumText` bytes and a
     /// datagram).
     public static let maximumMessage = 3 * FlowChannelCodec.maximumText + maximumDatagram + 64
@@ -92,5 +103,21 @@ public enum AppProxyFlowCodec {
         guard handled <= 1 else { throw .invalid("answer \(handled)", at: reader.offset - 1) }
         try reader.finish()
         return Answer(flowID: id, handled: handled == 1)
+    }
+
+    public static func encodeEnded(flowID: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = [endedTag]
+        FlowChannelCodec.append(flowID, to: &bytes)
+        return bytes
+    }
+
+    /// An answer or an end notice; errors name the offset at fault.
+    public static func decodeProviderMessage(_ bytes: UnsafeRawBufferPointer) throws(FlowChannelCodec.DecodeError) -> ProviderMessage {
+        guard bytes.first == endedTag else { return .answer(try decodeAnswer(bytes)) }
+        var reader = FlowChannelCodec.Reader(bytes: bytes)
+        _ = try reader.uint8()
+        let id = try reader.uint64()
+        try reader.finish()
+        return .ended(flowID: id)
     }
 }

@@ -22,7 +22,23 @@ struct AppProxyFlowCodecTests {
         }
         for answer in [AppProxyFlowCodec.Answer(flowID: 9, handled: true), AppProxyFlowCodec.Answer(flowID: 0, handled: false)] {
             #expect(try AppProxyFlowCodec.encode(answer).withUnsafeBytes { try AppProxyFlowCodec.decodeAnswer($0) } == answer)
+            #expect(try AppProxyFlowCodec.encode(answer).withUnsafeBytes { try AppProxyFlowCodec.decodeProviderMessage($0) } == .answer(answer))
         }
+        let ended = AppProxyFlowCodec.encodeEnded(flowID: 0x0102_0304_0506_0708)
+        #expect(ended == [0x13, 1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try ended.withUnsafeBytes { try AppProxyFlowCodec.decodeProviderMessage($0) } == .ended(flowID: 0x0102_0304_0506_0708))
+    }
+
+    @Test("an end notice cut short or with a byte more is refused with its offset")
+    func endedTruncations() {
+        let bytes = AppProxyFlowCodec.encodeEnded(flowID: 7)
+        for length in 1..<bytes.count {
+            #expect(throws: FlowChannelCodec.DecodeError.self) { try Array(bytes[..<length]).withUnsafeBytes { try AppProxyFlowCodec.decodeProviderMessage($0) } }
+        }
+        do {
+            _ = try (bytes + [0]).withUnsafeBytes { try AppProxyFlowCodec.decodeProviderMessage($0) }
+            Issue.record("a trailing byte was accepted")
+        } catch { #expect("\(error)".contains("at byte 9")) }
     }
 
     @Test("every truncation and trailing byte is refused with its offset")
@@ -46,13 +62,14 @@ struct AppProxyFlowCodecTests {
             var bytes: [UInt8]
             if round % 2 == 0 {
                 bytes = (0..<Int.random(in: 0...80, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
-                if !bytes.isEmpty { bytes[0] = round % 4 == 0 ? AppProxyFlowCodec.offerTag : AppProxyFlowCodec.answerTag }
+                if !bytes.isEmpty { bytes[0] = [AppProxyFlowCodec.offerTag, AppProxyFlowCodec.answerTag, AppProxyFlowCodec.endedTag][round % 3] }
             } else {
                 bytes = valid
                 for _ in 0..<Int.random(in: 1...4, using: &generator) { bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
             }
             _ = try? bytes.withUnsafeBytes { try AppProxyFlowCodec.decodeOffer($0) }
             _ = try? bytes.withUnsafeBytes { try AppProxyFlowCodec.decodeAnswer($0) }
+            _ = try? bytes.withUnsafeBytes { try AppProxyFlowCodec.decodeProviderMessage($0) }
         }
     }
 }

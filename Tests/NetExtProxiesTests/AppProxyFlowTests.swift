@@ -85,12 +85,38 @@ struct AppProxyFlowTests {
             localEndpoint: NetworkEndpoint(hostname: "127.0.0.1", port: 40000), sourceAppIdentifier: "org.example.App\(id)", processIdentifier: 42)
     }
 
+    /// The end notices read so far (in order), past the answers.
+    static let ended = Mutex<[Int32: [UInt64]]>([:])
+
+    /// The next answer on `channel`; end notices before it are kept in ``ended``.
     static func answer(over channel: Int32) throws -> AppProxyFlowCodec.Answer {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { buffer.deallocate() }
-        let received = try DescriptorMessages.receive(into: buffer, over: channel)
-        #expect(received.descriptor == nil)
-        return try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length]))
+        while true {
+            let received = try DescriptorMessages.receive(into: buffer, over: channel)
+            #expect(received.descriptor == nil)
+            switch try AppProxyFlowCodec.decodeProviderMessage(UnsafeRawBufferPointer(rebasing: buffer[..<received.length])) {
+            case .answer(let answer): return answer
+            case .ended(let id): ended.withLock { $0[channel, default: []].append(id) }
+            }
+        }
+    }
+
+    /// Reads end notices until `ids` have all arrived (at most 5 s).
+    static func awaitEnded(_ ids: Set<UInt64>, over channel: Int32) throws -> Bool {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buffer.deallocate() }
+        var pollTarget = pollfd(fd: channel, events: Int16(POLLIN), revents: 0)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !ids.isSubset(of: Set(ended.withLock { $0[channel] ?? [] })) {
+            guard ContinuousClock.now < deadline else { return false }
+            guard poll(&pollTarget, 1, 100) > 0 else { continue }
+            let received = try DescriptorMessages.receive(into: buffer, over: channel)
+            if case .ended(let id) = try AppProxyFlowCodec.decodeProviderMessage(UnsafeRawBufferPointer(rebasing: buffer[..<received.length])) {
+                ended.withLock { $0[channel, default: []].append(id) }
+            }
+        }
+        return true
     }
 
     /// Echoes UDP flows through `readDatagrams`/`writeDatagrams`.
@@ -180,7 +206,7 @@ struct AppProxyFlowTests {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    @Test("taken flows are answered handled and carry bytes both ways; a declined flow is reset; metadata arrives")
+    @Test("taken flows are answered handled and carry bytes both ways, and are reported ended once over; a declined flow is reset (and never reported); metadata arrives")
     func handOver() async throws {
         let (daemon, providerEnd) = try SocketPair.makePackets()
         defer { SocketPair.close(daemon) }
@@ -230,6 +256,36 @@ struct AppProxyFlowTests {
         #expect(after.app.write(Array("again".utf8)))
         #expect(try await Self.offPool { Self.readAll(after.app) } == "echo: again")
         #expect(provider.seen.withLock { $0[.tcp] } == ["org.example.App1", "org.example.App2", "org.example.App5", "org.example.App3", "org.example.App4"])
+        // Every taken flow, once over (the apps close their ends), is reported ended, once; the
+        // declined one never.
+        for app in [echo.app, relayed.app, connecting.app, after.app] { app.close() }
+        #expect(try await Self.offPool { try Self.awaitEnded([1, 2, 4, 5], over: daemon) })
+        let ended = Self.ended.withLock { $0[daemon] ?? [] }
+        #expect(Set(ended) == [1, 2, 4, 5] && ended.count == 4, "\(ended)")
         _ = upstream.listener
+    }
+
+    @Test("an end notice goes once, and never before the flow's answer: a flow ended before it is armed is reported at arming")
+    func endNoticeOrder() {
+        let sent = Mutex(0)
+        let early = FlowEndNotice()
+        early.end()
+        #expect(sent.withLock { $0 } == 0, "not before the answer")
+        early.arm { sent.withLock { $0 += 1 } }
+        #expect(sent.withLock { $0 } == 1)
+        early.end()
+        early.arm { sent.withLock { $0 += 1 } }
+        #expect(sent.withLock { $0 } == 1, "once")
+
+        let later = FlowEndNotice()
+        later.arm { sent.withLock { $0 += 10 } }
+        #expect(sent.withLock { $0 } == 1)
+        later.end()
+        later.end()
+        #expect(sent.withLock { $0 } == 11)
+
+        let declined = FlowEndNotice()
+        declined.end()
+        #expect(sent.withLock { $0 } == 11, "a flow never armed (declined) is never reported")
     }
 }

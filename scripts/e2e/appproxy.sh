@@ -132,7 +132,7 @@ sum="$(sha256sum < "$work/www/large.bin")"
 large_intact() { [ "$(as_app "$proxied_app" curl -s -m 60 http://100.64.0.80:8080/large.bin | sha256sum)" = "$sum" ]; }
 check "a 50 MB transfer through the proxy arrives intact" large_intact
 check "the provider's own connections reach dante straight from the laptop (not captured again)" grep -Eq "198\.51\.100\.2\.[0-9]+ 203\.0\.113\.2\.1080 -> " "$work/dante.log"
-check "netextd counted every proxied flow as handed over and taken" bash -c "'$bin/netext' stop Proxy >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=0 .*handled=[1-9][0-9]* lost=0 offered=[1-9]'"
+check "netextd counted every proxied flow as handed over and taken" bash -c "'$bin/netext' stop Proxy >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=0 .*handled=[1-9][0-9]* live=[0-9]+ lost=0 offered=[1-9]'"
 
 # What the proxy leaves once stopped: nothing steers, nothing listens.
 proxy_rules() { laptop ip rule show priority 7099; laptop ip -6 rule show priority 7099; }
@@ -247,10 +247,39 @@ check "the first connection right after the look-up of shop.site.test goes throu
 check "the name's address is in the rule's set, with a timeout" bash -c "ip netns exec '$LAB_LAPTOP' nft list table inet netextd_apps | grep -A3 'set tph4_' | grep -q '100.64.0.81 timeout'"
 check "a second program's flow to it goes through dante too" fetch_plain_seen http://shop.site.test:8080/public.html "$work/shop.log" 203.0.113.2
 check "a flow to www.site.test (another address, same port) goes direct" fetch_plain_seen http://www.site.test:8080/public.html "$work/public4.log" 198.51.100.2
-check "the provider was offered only the two shop flows (netextd's counts)" bash -c "'$bin/netext' stop Shop >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=0 .*handled=2 lost=0 offered=2 '"
+check "the provider was offered only the two shop flows (netextd's counts)" bash -c "'$bin/netext' stop Shop >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=0 .*handled=2 live=[0-9]+ lost=0 offered=2 '"
 check "after its stop: the DNS hold rule is gone" bash -c "! ip netns exec '$LAB_LAPTOP' iptables-nft -w -t mangle -S NETEXTD-PXY-DNS >/dev/null 2>&1"
 check "after its stop: nothing else is left" nothing_left
 check "after its stop: shop.site.test goes direct" fetch_plain_seen http://shop.site.test:8080/public.html "$work/shop.log" 198.51.100.2
 check "netext disable Shop" netext disable Shop
+
+# A provider holds at most $NETEXT_PROXY_FLOW_LIMIT flows (its end notices tell netextd when a
+# taken flow is over): netextd restarted with a limit of 2, two slow transfers hold both, a
+# third flow is refused at once (nothing reaches the server), and once the transfers end a new
+# flow gets through again.
+kill "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
+NETEXT_PROXY_FLOW_LIMIT=2 start_netextd
+check "netext create an app proxy (netextd's flow limit 2), the app bound to it" bash -c "
+  '$bin/netext' app unbind '$proxied_app' --vpn Closed > /dev/null &&
+  '$bin/netext' create --name Limited --per-app --provider com.netext.proxy --provider-type app-proxy --server 203.0.113.2:1080 --enable > /dev/null &&
+  '$bin/netext' app bind '$proxied_app' --vpn Limited > /dev/null && '$bin/netext' start Limited | grep -q connected"
+slow="slow$RANDOM$RANDOM"
+as_app "$proxied_app" curl -s -m 30 --limit-rate 1M -o /dev/null "http://100.64.0.80:8080/large.bin?$slow" & slow1=$!
+as_app "$proxied_app" curl -s -m 30 --limit-rate 1M -o /dev/null "http://100.64.0.80:8080/large.bin?$slow" & slow2=$!
+sleep 2
+over_limit_refused() {
+  local tag="t$RANDOM$RANDOM" started=$SECONDS code
+  code="$(as_app "$proxied_app" curl -s -m 8 -o /dev/null -w '%{http_code}' "http://100.64.0.80:8080/public.html?$tag")"
+  [ "$code" = 000 ] || { echo "  curl got $code"; return 1; }
+  [ $((SECONDS - started)) -lt 5 ] || { echo "  refused only after $((SECONDS - started)) s"; return 1; }
+  ! grep -qF "$tag" "$work/public4.log" || { echo "  the server saw the flow"; return 1; }
+  grep -q 'the provider holds its limit of flows; new flows are refused' "$work/netextd.log"
+}
+check "two transfers hold the limit: a third flow is refused at once, and netextd says why" over_limit_refused
+pkill -f "large.bin?$slow"; wait "$slow1" "$slow2" 2>/dev/null
+sleep 1
+check "the transfers over (their end notices counted), the next flow goes through dante" fetch_seen "$proxied_app" http://100.64.0.80:8080/public.html "$work/public4.log" 203.0.113.2
+check "netextd counted the refusal and no flow left held" bash -c "'$bin/netext' stop Limited >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'live=0 .*overLimit=1 '"
+check "netext disable Limited" netext disable Limited
 
 e2e_finish "$work/netextd.log" "$work/dante.log" "$work/run.log"

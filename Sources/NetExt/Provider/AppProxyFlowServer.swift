@@ -47,6 +47,7 @@ enum AppProxyFlowServer {
                 } catch {
                     return
                 }
+                if handled { flow.endNotice.arm(endedSender(channel, offer.id)) }
                 continue
             }
             let flow = AppProxyTCPFlow(offer: offer, descriptor: fd)
@@ -60,6 +61,13 @@ enum AppProxyFlowServer {
             } catch {
                 return
             }
+            if handled { flow.endNotice.arm(endedSender(channel, offer.id)) }
         }
+    }
+
+    /// What tells netextd that taken flow `id` ended (a lost notice, the channel gone, matters
+    /// no more: the session is ending).
+    private static func endedSender(_ channel: Int32, _ id: UInt64) -> @Sendable () -> Void {
+        { try? DescriptorMessages.send(AppProxyFlowCodec.encodeEnded(flowID: id), descriptor: nil, over: channel) }
     }
 }

@@ -48,7 +48,11 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
 
     deinit {
         if !state.withLock({ $0.descriptorClosed }) { SocketPair.close(fileDescriptor) }
+        if !relayed.withLock({ $0 }) { endNotice.end() }
     }
+
+    /// Whether the relay has the socket: it ends the flow when it closes it.
+    private let relayed = Mutex(false)
 
     /// Apple's `open(withLocalEndpoint:)`: the kernel already completed the app's handshake, so
     /// this only throws if the flow was closed meanwhile.
@@ -101,9 +105,16 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
         let endpoint = remoteEndpoint
         do throws(SystemError) {
             guard let relay = FlowRelay.shared else { throw SystemError("flow relay", errno: ENOMEM) }
-            try relay.relay(app: app, upstream: upstream) { completion?(FlowRelayResult($0, endpoint: endpoint)) }
+            relayed.withLock { $0 = true }
+            let notice = endNotice
+            try relay.relay(app: app, upstream: upstream) { outcome in
+                notice.end()
+                completion?(FlowRelayResult(outcome, endpoint: endpoint))
+            }
         } catch {
+            relayed.withLock { $0 = false }
             StreamIO.reset(app)
+            endNotice.end()
             SocketPair.close(upstream)
             completion?(FlowRelayResult(sent: 0, received: 0, error: NetExtError(.connectionFailed, "relaying the flow to \(endpoint): \(error)")))
         }
@@ -123,9 +134,16 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
         }
         do throws(SystemError) {
             guard let relay = FlowRelay.shared else { throw SystemError("flow relay", errno: ENOMEM) }
-            try relay.relay(app: app, connectingTo: address) { completion?(FlowRelayResult($0, endpoint: destination)) }
+            relayed.withLock { $0 = true }
+            let notice = endNotice
+            try relay.relay(app: app, connectingTo: address) { outcome in
+                notice.end()
+                completion?(FlowRelayResult(outcome, endpoint: destination))
+            }
         } catch {
+            relayed.withLock { $0 = false }
             StreamIO.reset(app)
+            endNotice.end()
             completion?(FlowRelayResult(sent: 0, received: 0, error: NetExtError(.connectionFailed, "relaying the flow to \(destination): \(error)")))
         }
     }
@@ -168,7 +186,10 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
             defer { current = (true, true, true) }
             return !current.descriptorClosed
         }
-        if first { StreamIO.reset(fileDescriptor) }
+        if first {
+            StreamIO.reset(fileDescriptor)
+            endNotice.end()
+        }
     }
 
     private func closeDescriptor() {
@@ -182,6 +203,7 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
             StreamIO.setResetOnClose(fileDescriptor, false)
             StreamIO.shutdown(fileDescriptor, read: true, write: true)
             SocketPair.close(fileDescriptor)
+            endNotice.end()
         }
     }
 }

@@ -86,7 +86,10 @@ public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
     /// Closes the flow (Apple's `closeReadWithError` and `closeWriteWithError` together: a UDP
     /// flow has no half-close); the app's later datagrams to the destination start a new flow.
     public func close() {
-        if let fd = takeDescriptor() { SocketPair.close(fd) }
+        if let fd = takeDescriptor() {
+            SocketPair.close(fd)
+            endNotice.end()
+        }
     }
 
     /// Hands the descriptor back to netextd (a transparent proxy's declined flow): the flow no

@@ -32,6 +32,11 @@ final class AppProxyFlowDispatcher: Sendable {
         /// Declined flows sent on directly (transparent proxy), and those that failed to connect.
         var sentDirect = 0
         var directFailed = 0
+        /// Flows the provider holds now (offered and not declined, or taken and not ended).
+        var live = 0
+        /// Flows refused because the provider held its limit of flows (a connection reset, a
+        /// datagram dropped).
+        var overLimit = 0
     }
 
     let ports: FlowSteering.ProxyPorts
@@ -63,12 +68,19 @@ final class AppProxyFlowDispatcher: Sendable {
     }
 
     private let unanswered = Mutex<[UInt64: Offered]>([:])
+    /// The flows the provider holds: offered and not declined, or taken and not ended (its
+    /// `ended` notices); at most `flowLimit`.
+    private let live = Mutex<Set<UInt64>>([])
+    private let flowLimit: Int
+    /// When a refusal over the limit was last logged (at most one line every 10 s).
+    private let limitLogged = Mutex<ContinuousClock.Instant?>(nil)
     /// The most flows waiting for the provider's answer before new ones are refused.
     static let maximumUnanswered = 4_096
 
     /// Opens the listeners; nothing is accepted before `start()`.
-    init(channel: Int32, configurationName: String, names: ProxyDNSNames?, sendsDeclinedFlowsOn: Bool, logger: Logger) throws(NetExtError) {
+    init(channel: Int32, configurationName: String, names: ProxyDNSNames?, sendsDeclinedFlowsOn: Bool, flowLimit: Int, logger: Logger) throws(NetExtError) {
         self.names = names
+        self.flowLimit = flowLimit
         self.sendsDeclinedFlowsOn = sendsDeclinedFlowsOn
         do { listeners = try TransparentListenerSet() } catch {
             throw NetExtError(.connectionFailed, "the app proxy cannot listen for its apps' flows: \(error)")
@@ -79,7 +91,35 @@ final class AppProxyFlowDispatcher: Sendable {
         self.configurationName = configurationName
     }
 
-    var counters: Counters { counts.withLock { $0 } }
+    var counters: Counters {
+        var counters = counts.withLock { $0 }
+        counters.live = live.withLock { $0.count }
+        return counters
+    }
+
+    /// Counts flow `id` as the provider's, unless it holds its limit already (then the refusal
+    /// is counted, and logged now and then).
+    private func takeSlot(_ id: UInt64) -> Bool {
+        let taken = live.withLock { flows -> Bool in
+            guard flows.count < flowLimit else { return false }
+            flows.insert(id)
+            return true
+        }
+        guard !taken else { return true }
+        counts.withLock { $0.overLimit += 1 }
+        let now = ContinuousClock.now
+        let log = limitLogged.withLock { last -> Bool in
+            guard last.map({ now - $0 >= .seconds(10) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if log {
+            logger.warning("app proxy: the provider holds its limit of flows; new flows are refused until some end", metadata: [
+                "configuration": "\(configurationName)", "limit": "\(flowLimit)", "refused": "\(counts.withLock { $0.overLimit })",
+            ])
+        }
+        return false
+    }
 
     /// Fails closed from now on: the provider is gone, the steering stays, and every flow that
     /// arrives is reset (a datagram dropped) instead of going direct; `flowArrived` is told of
@@ -200,8 +240,13 @@ final class AppProxyFlowDispatcher: Sendable {
         // Should the provider die holding it, the kernel's close resets the app's connection at
         // once instead of ending it as if the server had finished.
         StreamIO.setResetOnClose(fd, true)
+        guard takeSlot(id) else {
+            StreamIO.reset(fd)
+            return
+        }
         guard admit(id, Offered(destination: destination, source: source)) else {
             StreamIO.reset(fd)
+            _ = live.withLock { $0.remove(id) }
             counts.withLock { $0.lost += 1 }
             return
         }
@@ -211,6 +256,7 @@ final class AppProxyFlowDispatcher: Sendable {
             counts.withLock { $0.offered += 1 }
         } catch {
             StreamIO.reset(fd)
+            _ = live.withLock { $0.remove(id) }
             _ = unanswered.withLock { $0.removeValue(forKey: id) }
             counts.withLock { $0.lost += 1 }
             logger.warning("app proxy: the provider could not be given a flow; reset", metadata: [
@@ -233,12 +279,18 @@ final class AppProxyFlowDispatcher: Sendable {
     /// configuration's when it has one, else the one whose cgroup holds the process owning the
     /// sender's socket (sock_diag, then /proc).
     private func hand(_ datagram: TransparentDatagramSocket.Datagram, id: UInt64, owners: SocketOwnerLookup) {
+        guard takeSlot(id) else {
+            counts.withLock { $0.datagramsDropped += 1 }
+            return
+        }
         guard admit(id, Offered(destination: datagram.destination, source: datagram.source, firstDatagram: datagram.payload)) else {
+            _ = live.withLock { $0.remove(id) }
             counts.withLock { $0.lost += 1 }
             return
         }
         let fd: Int32
         do { fd = try TransparentDatagramSocket.flowSocket(for: datagram) } catch {
+            _ = live.withLock { $0.remove(id) }
             _ = unanswered.withLock { $0.removeValue(forKey: id) }
             counts.withLock { $0.lost += 1 }
             logger.warning("app proxy: cannot make a UDP flow's socket", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
@@ -267,6 +319,7 @@ final class AppProxyFlowDispatcher: Sendable {
                 $0.udpOffered += 1
             }
         } catch {
+            _ = live.withLock { $0.remove(id) }
             _ = unanswered.withLock { $0.removeValue(forKey: id) }
             counts.withLock { $0.lost += 1 }
         }
@@ -335,13 +388,22 @@ final class AppProxyFlowDispatcher: Sendable {
                 return
             }
             let answer: AppProxyFlowCodec.Answer
-            do { answer = try AppProxyFlowCodec.decodeAnswer(UnsafeRawBufferPointer(rebasing: buffer[..<received.length])) } catch {
+            do {
+                switch try AppProxyFlowCodec.decodeProviderMessage(UnsafeRawBufferPointer(rebasing: buffer[..<received.length])) {
+                case .answer(let answered): answer = answered
+                case .ended(let flowID):
+                    if let stray = received.descriptor { SocketPair.close(stray) }
+                    _ = live.withLock { $0.remove(flowID) }
+                    continue
+                }
+            } catch {
                 if let stray = received.descriptor { SocketPair.close(stray) }
                 counts.withLock { $0.malformedAnswers += 1 }
                 logger.warning("app proxy: malformed answer from the provider", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
                 continue
             }
             counts.withLock { answer.handled ? ($0.handled += 1) : ($0.declined += 1) }
+            if !answer.handled { _ = live.withLock { $0.remove(answer.flowID) } }
             let offered = sendsDeclinedFlowsOn ? unanswered.withLock { $0.removeValue(forKey: answer.flowID) } : nil
             guard let returned = received.descriptor else { continue }
             guard !answer.handled, let offered else {

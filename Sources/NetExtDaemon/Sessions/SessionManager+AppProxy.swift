@@ -49,7 +49,7 @@ extension SessionManager {
         }
         let dispatcher = try AppProxyFlowDispatcher(
             channel: provider.flowChannel, configurationName: session.configuration.localizedDescription, names: proxyNames,
-            sendsDeclinedFlowsOn: transparent, logger: logger)
+            sendsDeclinedFlowsOn: transparent, flowLimit: proxyFlowLimit, logger: logger)
         sessions[session.configuration.id]?.proxy = dispatcher
         dispatcher.start()
         return dispatcher
@@ -113,6 +113,7 @@ extension SessionManager {
             "configuration": "\(id)", "offered": "\(counters.offered)", "handled": "\(counters.handled)",
             "declined": "\(counters.declined)", "lost": "\(counters.lost)", "sentDirect": "\(counters.sentDirect)", "directFailed": "\(counters.directFailed)",
             "udpOffered": "\(counters.udpOffered)", "datagramsDropped": "\(counters.datagramsDropped)",
+            "live": "\(counters.live)", "overLimit": "\(counters.overLimit)",
             "dnsAnswersSeen": "\(proxyNames?.counters.answers ?? 0)", "dnsMalformed": "\(proxyNames?.counters.malformed ?? 0)",
         ])
     }

@@ -57,6 +57,8 @@ public actor SessionManager {
     let killSwitch: KillSwitch
     /// Per-app routing: the apps' cgroups, marks and the table that steers their flows.
     let appSteering: AppSteeringController
+    /// The most flows an app or transparent proxy's provider holds at once (`$NETEXT_PROXY_FLOW_LIMIT`).
+    let proxyFlowLimit: Int
     /// Whether host rules hold DNS answers here (the real cgroup host): stale hold rules are removed at start.
     private let holdsDNSAnswers: Bool
     /// Apps' messages waiting for their provider's answer.
@@ -106,8 +108,10 @@ public actor SessionManager {
         startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5),
         ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil,
         launcher: any ProviderLauncher = ProcessProviderLauncher(),
-        appCgroups: (any AppCgroupHost)? = nil, appCgroupProblem: String = "no cgroup v2 hierarchy was found", appLaunchRoot: String = "netext-apps"
+        appCgroups: (any AppCgroupHost)? = nil, appCgroupProblem: String = "no cgroup v2 hierarchy was found", appLaunchRoot: String = "netext-apps",
+        proxyFlowLimit: Int = DaemonSettings.defaultProxyFlowLimit
     ) {
+        self.proxyFlowLimit = proxyFlowLimit
         supervisor = ProviderSupervisor(launcher: launcher)
         self.ikev2Directory = ikev2Directory
         self.secretLookup = secretLookup
