@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -9,7 +10,8 @@ import NetExtCore
 /// DNS over HTTPS (RFC 8484): one HTTP/2 connection (TLS, ALPN `h2`) to the server's address,
 /// the URL's host name checked against its certificate and sent as SNI and `:authority`, so no
 /// look-up of that name is needed (and none leaks). Each query is one stream: a POST of the
-/// message as `application/dns-message` (§4.1), its identifier 0 (§4.1: "SHOULD use a DNS ID of
+/// message as `application/dns-message` (§4.1) — or a GET with the message in base64url as the
+/// `dns` query variable (§4.1, §6), which HTTP caches can keep — its identifier 0 (§4.1: "SHOULD use a DNS ID of
 /// 0" so that caches can share answers), padded to 128-byte blocks (RFC 8467 §4.1). The answer
 /// must be a 2xx with that media type (§4.2.1) and the response to the question asked; the
 /// client's identifier is put back on it.
@@ -29,6 +31,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// The URL's path.
     let path: String
     private let context: NIOSSLContext
+    /// POST (the message as the body) or GET (`?dns=`).
+    private let usesGET: Bool
     private var connection: EventLoopFuture<Connection>?
     /// The channel of `connection` once it is open.
     private var openedChannel: (any Channel)?
@@ -49,7 +53,9 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     ///   - address: the IP address to reach it at (the configuration's server); the port is the URL's.
     ///   - trust: whom the server's certificate must come from.
     ///   - mark: the connection's `SO_MARK` (netextd's resolver mark), nil for none.
-    public init(url: String, address: [UInt8], trust: DNSServerTrust = .system, mark: UInt32? = nil, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+    ///   - usesGET: queries as GET requests (`?dns=`, RFC 8484 §4.1) instead of POSTs.
+    public init(url: String, address: [UInt8], trust: DNSServerTrust = .system, mark: UInt32? = nil, usesGET: Bool = false, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+        self.usesGET = usesGET
         guard let parsed = DoHURL(url) else {
             throw .connectFailed(server: url, reason: "'\(url)' is not an https URL with a host name")
         }
@@ -89,8 +95,25 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         let prepared: DoHWireQuery
         do { prepared = try DoHWireQuery(query) } catch { return eventLoop.makeFailedFuture(error) }
         let server = serverDescription
-        let request = DoHStreamHandler.Request(method: "POST", authority: authority, path: path, body: prepared.wire, mediaType: DoHStreamHandler.mediaType, server: server)
+        let request = usesGET
+            ? DoHStreamHandler.Request(method: "GET", authority: authority, path: Self.getPath(path, prepared.wire), body: [], mediaType: DoHStreamHandler.mediaType, server: server)
+            : DoHStreamHandler.Request(method: "POST", authority: authority, path: path, body: prepared.wire, mediaType: DoHStreamHandler.mediaType, server: server)
         return send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1).flatMapThrowing { try prepared.answer($0, server: server) }
+    }
+
+    /// The GET form of a query (RFC 8484 §4.1, §6): `path?dns=` and the message in base64url
+    /// without padding (RFC 4648 §5).
+    static func getPath(_ path: String, _ message: [UInt8]) -> String {
+        var encoded = Data(message).base64EncodedString()
+        encoded = String(encoded.lazy.compactMap { character -> Character? in
+            switch character {
+            case "+": "-"
+            case "/": "_"
+            case "=": nil
+            default: character
+            }
+        })
+        return path + (path.contains("?") ? "&" : "?") + "dns=" + encoded
     }
 
     /// One HTTP exchange on a stream of the connection: `path` (with its query) on this URL's

@@ -5,7 +5,8 @@ import Synchronization
 /// The encrypted servers of one DNS settings configuration, asked in order: a server that
 /// failed lately (in the last ``penaltySeconds``) is asked after those that did not, so a dead
 /// first server costs one timeout per penalty period, not one per query. Every server is still
-/// asked before a query fails.
+/// asked before a query fails. In parallel mode every server is asked at once and the first
+/// answer wins: a query costs the fastest server's time, and a dead server none.
 ///
 /// A server may have several connections, each on an event loop of its own, taken in turn: one
 /// connection's TLS (and HTTP/2) work runs on one thread, which capped a cache-cold resolver at
@@ -20,14 +21,17 @@ public final class EncryptedDNSServerSet: Sendable {
     public static let penaltySeconds: Double = 30
     private let failedAt: Mutex<[Double?]>
     private let now: @Sendable () -> Double
+    /// Every server at once, the first answer taken.
+    public let isParallel: Bool
 
     /// One connection a server.
-    public convenience init(_ upstreams: [any EncryptedDNSUpstream], now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
-        self.init(servers: upstreams.map { [$0] }, now: now)
+    public convenience init(_ upstreams: [any EncryptedDNSUpstream], parallel: Bool = false, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        self.init(servers: upstreams.map { [$0] }, parallel: parallel, now: now)
     }
 
     /// Each server with its connections (at least one each).
-    public init(servers: [[any EncryptedDNSUpstream]], now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    public init(servers: [[any EncryptedDNSUpstream]], parallel: Bool = false, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        isParallel = parallel
         connections = servers.filter { !$0.isEmpty }
         upstreams = connections.map { $0[0] }
         self.now = now
@@ -47,7 +51,38 @@ public final class EncryptedDNSServerSet: Sendable {
     /// The answer of the first server that gives one, or every server's reason
     /// (``Failures``): servers are asked one after another, in ``order()``.
     public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        ask(order()[...], query, timeoutMilliseconds: timeoutMilliseconds, errors: [])
+        guard isParallel, upstreams.count > 1 else { return ask(order()[...], query, timeoutMilliseconds: timeoutMilliseconds, errors: []) }
+        return askAll(query, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Parallel mode: every server asked at once; the first answer completes the query, and
+    /// only when all have failed does it fail, with each server's reason in ``order()``.
+    private func askAll(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
+        let indices = order()
+        let promise = upstreams[indices[0]].eventLoop.makePromise(of: [UInt8].self)
+        let outcome = Mutex<(done: Bool, errors: [Int: EncryptedDNSError])>((false, [:]))
+        for index in indices {
+            ask([index][...], query, timeoutMilliseconds: timeoutMilliseconds, errors: []).whenComplete { result in
+                switch result {
+                case .success(let answer):
+                    let first = outcome.withLock { state -> Bool in
+                        defer { state.done = true }
+                        return !state.done
+                    }
+                    if first { promise.succeed(answer) }
+                case .failure(let error):
+                    let failure = (error as? Failures)?.errors.first ?? .connectFailed(server: self.upstreams[index].serverDescription, reason: "\(error)")
+                    let all = outcome.withLock { state -> [EncryptedDNSError]? in
+                        state.errors[index] = failure
+                        guard !state.done, state.errors.count == indices.count else { return nil }
+                        state.done = true
+                        return indices.compactMap { state.errors[$0] }
+                    }
+                    if let all { promise.fail(Failures(errors: all)) }
+                }
+            }
+        }
+        return promise.futureResult
     }
 
     /// ``exchange(_:timeoutMilliseconds:)`` waited for on the calling thread (never an event loop's).

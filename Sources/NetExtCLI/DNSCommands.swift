@@ -19,7 +19,7 @@ struct DNSConfigureCommand: AsyncParsableCommand {
             Over TLS: --tls --server ADDRESS [--server-name NAME] (port 853). Over HTTPS: --https URL --server ADDRESS, \
             the URL's host reached at ADDRESS so that its name is never looked up in the clear. Oblivious DoH (RFC 9230): \
             --odoh-target URL --odoh-proxy URL --server ADDRESS (the proxy's) [--odoh-configs FILE]. Without any, the servers \
-            are asked in the clear. With --match-domain only names within those domains use these servers.
+            are asked in the clear. Several --server are asked in order, or all at once with --parallel. With --match-domain only names within those domains use these servers.
             """)
     @OptionGroup var options: ClientOptions
     @Option(help: "A server's IP address, in order of preference (repeatable; at most 8).") var server: [String] = []
@@ -29,6 +29,8 @@ struct DNSConfigureCommand: AsyncParsableCommand {
     @Option(help: "Oblivious DoH (RFC 9230): the target's URL, https://HOST[:PORT]/PATH (its name goes to the proxy, never looked up).") var odohTarget: String?
     @Option(help: "Oblivious DoH: the proxy's URL, https://HOST[:PORT]/PATH, reached at --server.") var odohProxy: String?
     @Option(help: "Oblivious DoH: a file of the target's ObliviousDoHConfigs to pin (default: fetched through the proxy).") var odohConfigs: String?
+    @Flag(help: "DNS over HTTPS: send queries as GET requests (?dns=, RFC 8484 §4.1) instead of POSTs.") var dohGet = false
+    @Flag(help: "Ask every server at once and take the first answer (default: one after another, in order).") var parallel = false
     @Option(help: "Only names within this domain use these servers (repeatable).") var matchDomain: [String] = []
     @Flag(help: "When no server answers, ask the machine's former servers in the clear (default: the query fails).") var allowCleartextFallback = false
     @Flag(help: "Block DNS (ports 53 and 853) from every program but netextd while these settings are enabled.") var prohibitOtherDns = false
@@ -42,6 +44,7 @@ struct DNSConfigureCommand: AsyncParsableCommand {
             if serverName != nil && !tls { throw UsageError("--server-name is for DNS over TLS (--tls)") }
             if oblivious && (odohTarget == nil || odohProxy == nil) { throw UsageError("Oblivious DoH needs both --odoh-target and --odoh-proxy") }
             if odohConfigs != nil && !oblivious { throw UsageError("--odoh-configs is for Oblivious DoH (--odoh-target, --odoh-proxy)") }
+            if dohGet && https == nil { throw UsageError("--doh-get is for DNS over HTTPS (--https)") }
             var configs: String?
             if let odohConfigs {
                 guard let bytes = FileManager.default.contents(atPath: odohConfigs) else { throw UsageError("--odoh-configs: cannot read \(odohConfigs)") }
@@ -50,7 +53,8 @@ struct DNSConfigureCommand: AsyncParsableCommand {
             let transport: DNSSettingsProtocol.Transport = tls ? .overTLS : https != nil ? .overHTTPS : oblivious ? .oblivious : .cleartext
             let settings = DNSSettingsProtocol(
                 transport: transport, servers: server, serverName: serverName, serverURL: https ?? odohTarget, proxyURL: odohProxy,
-                obliviousConfigs: configs, matchDomains: matchDomain, allowsCleartextFallback: allowCleartextFallback, prohibitsOtherDNS: prohibitOtherDns)
+                obliviousConfigs: configs, matchDomains: matchDomain, allowsCleartextFallback: allowCleartextFallback, prohibitsOtherDNS: prohibitOtherDns,
+                httpMethod: dohGet ? .get : .post, serverSelection: parallel ? .parallel : .inOrder)
             try await options.withClient { client in
                 var manager = try await DNSSettingsManager.shared(client: client)
                 manager.dnsSettings = settings
@@ -58,7 +62,8 @@ struct DNSConfigureCommand: AsyncParsableCommand {
                 if enable { manager.isEnabled = true }
                 try await manager.saveToPreferences()
                 if options.json { try options.printJSON(manager.configuration) } else {
-                    print("configured DNS settings \(manager.localizedDescription) (\(manager.id.uuidString)): \(DNSStatusText.transport(transport))\(manager.isEnabled ? ", enabled" : "")")
+                    let extras = (dohGet ? ", GET" : "") + (parallel ? ", servers asked in parallel" : "")
+                    print("configured DNS settings \(manager.localizedDescription) (\(manager.id.uuidString)): \(DNSStatusText.transport(transport))\(extras)\(manager.isEnabled ? ", enabled" : "")")
                 }
             }
         }

@@ -35,8 +35,8 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         try DNSOverTLSUpstream(address: try SocketAddress(ipAddress: "127.0.0.1", port: port ?? unbound.tlsPort), serverName: name, trust: trust ?? self.trust, eventLoop: loop)
     }
 
-    func https(path: String = "/dns-query", port: Int? = nil) throws -> DNSOverHTTPSUpstream {
-        try DNSOverHTTPSUpstream(url: "https://dns.lab.test:\(port ?? unbound.httpsPort)\(path)", address: [127, 0, 0, 1], trust: trust, eventLoop: loop)
+    func https(path: String = "/dns-query", port: Int? = nil, get: Bool = false) throws -> DNSOverHTTPSUpstream {
+        try DNSOverHTTPSUpstream(url: "https://dns.lab.test:\(port ?? unbound.httpsPort)\(path)", address: [127, 0, 0, 1], trust: trust, usesGET: get, eventLoop: loop)
     }
 
     /// The IPv4 address of the first A record of `answer` (the records follow the question).
@@ -139,6 +139,59 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
             for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
         }
         #expect(try await offPool { try Self.established(port: self.unbound.httpsPort) } == 1, "one HTTP/2 connection")
+    }
+
+    @Test("over HTTPS with GET (?dns=, RFC 8484 §4.1): unbound's answer under the client's identifier; 16 queries at once")
+    func httpsGetAnswers() async throws {
+        let upstream = try https(get: true)
+        defer { upstream.shutdown() }
+        let answer = try await ask(upstream, "corp.lab.test", id: 0x1234)
+        #expect(answer[0] == 0x12 && answer[1] == 0x34)
+        #expect(Self.firstAddress(answer) == "10.20.0.5")
+        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for index in 0..<16 {
+                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
+            }
+            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
+        }
+    }
+
+    @Test("the GET form is RFC 8484 §4.1.1's example: base64url without padding in the dns variable")
+    func getPathForm() {
+        // RFC 8484 §4.1.1: the query for www.example.com, identifier 0, recursion desired.
+        let message: [UInt8] = [0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 0x77, 0x77, 0x77, 7, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65, 3, 0x63, 0x6f, 0x6d, 0, 0, 1, 0, 1]
+        #expect(DNSOverHTTPSUpstream.getPath("/dns-query", message) == "/dns-query?dns=AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA2NvbQAAAQAB")
+        // Bytes whose base64 has '+', '/' and padding: '-', '_' and none.
+        #expect(DNSOverHTTPSUpstream.getPath("/q", [0xfb, 0xff]) == "/q?dns=-_8")
+        #expect(DNSOverHTTPSUpstream.getPath("/q?x=1", [0]) == "/q?x=1&dns=AA")
+    }
+
+    @Test("parallel: a server that never answers costs nothing — the live one's answer comes at once, where in order the query waits out the silent one's deadline; all failing gives every reason")
+    func serverSetParallel() async throws {
+        let silent = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        defer { silent.close(promise: nil) }
+        let query = TestQueries.query("www.lab.test")
+        let parallel = EncryptedDNSServerSet([try tls(port: silent.localAddress?.port), try tls()], parallel: true)
+        defer { parallel.shutdown() }
+        var started = Date()
+        let answered = try await offPool { parallel.resolve(query, timeoutMilliseconds: 1_500) }
+        #expect(Self.firstAddress(try answered.get()) == "198.51.100.80")
+        #expect(Date().timeIntervalSince(started) < 1.0, "answered before the silent server's deadline")
+
+        let inOrder = EncryptedDNSServerSet([try tls(port: silent.localAddress?.port), try tls()])
+        defer { inOrder.shutdown() }
+        started = Date()
+        _ = try await offPool { inOrder.resolve(query, timeoutMilliseconds: 1_500) }
+        #expect(Date().timeIntervalSince(started) >= 1.4, "in order, the silent first server's deadline passes first")
+
+        let bothDead = EncryptedDNSServerSet([try tls(port: try UnboundServer.freePort()), try tls(port: try UnboundServer.freePort())], parallel: true)
+        defer { bothDead.shutdown() }
+        let failed = try await offPool { bothDead.resolve(query, timeoutMilliseconds: 1_500) }
+        guard case .failure(let failures) = failed else {
+            Issue.record("two dead servers answered")
+            return
+        }
+        #expect(failures.errors.count == 2, "\(failures)")
     }
 
     @Test("over HTTPS: a path the server does not serve is an HTTP failure naming the status")

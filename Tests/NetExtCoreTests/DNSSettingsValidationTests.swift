@@ -16,6 +16,8 @@ struct DNSSettingsValidationTests {
         try configuration(DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://dns.example.test/dns-query")).validate()
         try configuration(DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://dns.example.test:8443/q")).validate()
         try configuration(DNSSettingsProtocol(
+            transport: .overHTTPS, servers: ["192.0.2.53", "192.0.2.54"], serverURL: "https://dns.example.test/q", httpMethod: .get, serverSelection: .parallel)).validate()
+        try configuration(DNSSettingsProtocol(
             transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://target.example.test/dns-query", proxyURL: "https://proxy.example.test:8443/dns-query")).validate()
         try configuration(DNSSettingsProtocol(
             transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://target.example.test/dns-query", proxyURL: "https://proxy.example.test/dns-query",
@@ -38,6 +40,8 @@ struct DNSSettingsValidationTests {
         (DNSSettingsProtocol(transport: .oblivious, servers: [], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q"), "servers must name the Oblivious DoH proxy's addresses"),
         (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], proxyURL: "https://p.example.test/q"), "serverURL must name the Oblivious DoH target's URL"),
         (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://t.example.test/q"), "proxyURL must name the Oblivious DoH proxy's URL"),
+        (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q", httpMethod: .get), "httpMethod GET is for DNS over HTTPS"),
+        (DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"], httpMethod: .get), "httpMethod GET is for DNS over HTTPS"),
         (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q?x=1"), "proxyURL: 'https://p.example.test/q?x=1' is not an https URL"),
         (DNSSettingsProtocol(transport: .oblivious, servers: ["192.0.2.54"], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q", obliviousConfigs: "AAUB"), "obliviousConfigs: not the base64 of an ObliviousDoHConfigs list"),
         (DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://t.example.test/q", proxyURL: "https://p.example.test/q"), "proxyURL is for Oblivious DoH"),
@@ -57,5 +61,15 @@ struct DNSSettingsValidationTests {
         #expect(!settings.allowsCleartextFallback && !settings.prohibitsOtherDNS)
         let again = try JSONDecoder().decode(DNSSettingsProtocol.self, from: try JSONEncoder().encode(settings))
         #expect(again == settings)
+    }
+
+    @Test("GET and parallel selection survive storing; settings stored before them read as POST, in order")
+    func methodAndSelectionStored() throws {
+        let settings = DNSSettingsProtocol(
+            transport: .overHTTPS, servers: ["192.0.2.53", "192.0.2.54"], serverURL: "https://dns.example.test/q", httpMethod: .get, serverSelection: .parallel)
+        let decoded = try JSONDecoder().decode(DNSSettingsProtocol.self, from: JSONEncoder().encode(settings))
+        #expect(decoded == settings)
+        let older = try JSONDecoder().decode(DNSSettingsProtocol.self, from: Data(#"{"transport":"https","servers":["192.0.2.53"],"serverURL":"https://dns.example.test/q"}"#.utf8))
+        #expect(older.httpMethod == .post && older.serverSelection == .inOrder)
     }
 }

@@ -66,6 +66,20 @@ check "the uplink capture: no DNS in the clear ($doh_clear packets on port 53)" 
 check "the uplink capture: the queries went over HTTPS ($doh_https packets on 443)" test "$doh_https" -gt 0
 check "unbound answered them over HTTP/2 (its log names the queries)" bash -c "grep -q 'info: 198.51.100.2 corp.lab.test. A IN' '$work/unbound.log'"
 
+# GET requests (RFC 8484 §4.1), and every server asked at once: a dead first server costs nothing.
+check "netext dns configure --https --doh-get --parallel (a dead server first)" \
+  netext dns configure --https https://dns.lab.test/dns-query --server 198.51.100.54 --server 198.51.100.53 --doh-get --parallel --enable
+parallel_answer() {
+  local before started elapsed
+  before=$(queries_seen mail.lab.test.)
+  started=$(date +%s%N)
+  resolves mail.lab.test 198.51.100.81 || return 1
+  elapsed=$(( ($(date +%s%N) - started) / 1000000 ))
+  echo "  answered in $elapsed ms"
+  [ "$elapsed" -lt 1500 ] && [ "$(queries_seen mail.lab.test.)" -gt "$before" ]
+}
+check "a name resolves by GET through unbound at once, though the first server is dead" parallel_answer
+
 # Match domains: only corp.lab.test's names go to the encrypted server.
 : > "$work/plain-dns.log"
 check "netext dns configure --match-domain corp.lab.test" netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --match-domain corp.lab.test --enable

@@ -21,6 +21,10 @@ enum DNSSettingsValidation {
             if settings.proxyURL != nil { throw .invalid("proxyURL is for Oblivious DoH; these settings are \(settings.transport.rawValue)") }
             if settings.obliviousConfigs != nil { throw .invalid("obliviousConfigs is for Oblivious DoH; these settings are \(settings.transport.rawValue)") }
         }
+        if settings.httpMethod == .get && settings.transport != .overHTTPS {
+            // RFC 9230 §4.1: Oblivious DoH queries are POSTed.
+            throw .invalid("httpMethod GET is for DNS over HTTPS; these settings are \(settings.transport.rawValue)")
+        }
         switch settings.transport {
         case .cleartext:
             if settings.serverName != nil { throw .invalid("serverName is for DNS over TLS; these settings are in the clear") }

@@ -124,7 +124,26 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
         case oblivious = "odoh"
     }
 
+    /// How a DoH query travels (RFC 8484 §4.1): POST (the body) or GET (`?dns=` and the message
+    /// in base64url, which HTTP caches can keep). NetExt's addition; POST by default.
+    public enum HTTPMethod: String, Sendable, Hashable, Codable, CaseIterable {
+        case post = "POST"
+        case get = "GET"
+    }
+
+    /// How the servers are asked. NetExt's addition.
+    public enum ServerSelection: String, Sendable, Hashable, Codable, CaseIterable {
+        /// One after another, in order (a server that failed lately asked last): the default.
+        case inOrder = "in-order"
+        /// Every server at once; the first answer wins (more queries, the fastest server's time).
+        case parallel
+    }
+
     public var transport: Transport
+    /// DNS over HTTPS: POST (default) or GET.
+    public var httpMethod: HTTPMethod
+    /// In order (default) or all at once.
+    public var serverSelection: ServerSelection
     /// The servers' IP addresses, tried in order. Over HTTPS they are where the URL's host is
     /// reached, so that its name is never looked up in the clear.
     public var servers: [String]
@@ -154,9 +173,12 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
     public init(
         transport: Transport = .cleartext, servers: [String], serverName: String? = nil, serverURL: String? = nil,
         proxyURL: String? = nil, obliviousConfigs: String? = nil,
-        matchDomains: [String] = [], allowsCleartextFallback: Bool = false, prohibitsOtherDNS: Bool = false
+        matchDomains: [String] = [], allowsCleartextFallback: Bool = false, prohibitsOtherDNS: Bool = false,
+        httpMethod: HTTPMethod = .post, serverSelection: ServerSelection = .inOrder
     ) {
         self.transport = transport
+        self.httpMethod = httpMethod
+        self.serverSelection = serverSelection
         self.servers = servers
         self.serverName = serverName
         self.serverURL = serverURL
@@ -169,6 +191,7 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case transport, servers, serverName, serverURL, proxyURL, obliviousConfigs, matchDomains, allowsCleartextFallback, prohibitsOtherDNS
+        case httpMethod, serverSelection
     }
 
     /// Reads configurations stored before `serverURL` existed, whose DoH URL was in `serverName`.
@@ -187,5 +210,7 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
         matchDomains = try container.decodeIfPresent([String].self, forKey: .matchDomains) ?? []
         allowsCleartextFallback = try container.decodeIfPresent(Bool.self, forKey: .allowsCleartextFallback) ?? false
         prohibitsOtherDNS = try container.decodeIfPresent(Bool.self, forKey: .prohibitsOtherDNS) ?? false
+        httpMethod = try container.decodeIfPresent(HTTPMethod.self, forKey: .httpMethod) ?? .post
+        serverSelection = try container.decodeIfPresent(ServerSelection.self, forKey: .serverSelection) ?? .inOrder
     }
 }

@@ -83,7 +83,7 @@ final class DNSRouter {
         guard let address = stubAddress, let resolver else {
             throw NetExtError(.configurationInvalid, "system DNS settings need netextd's DNS stub and resolver file (NETEXT_DNS_STUB, NETEXT_RESOLV_CONF)")
         }
-        let upstreams = dns.transport == .cleartext ? nil : EncryptedDNSServerSet(servers: try makeUpstreams(dns))
+        let upstreams = dns.transport == .cleartext ? nil : EncryptedDNSServerSet(servers: try makeUpstreams(dns), parallel: dns.serverSelection == .parallel)
         settings = (id, dns, upstreams)
         let owner = Self.settingsOwner(id)
         do throws(NetExtError) {

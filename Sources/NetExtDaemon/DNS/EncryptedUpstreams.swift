@@ -27,7 +27,8 @@ enum EncryptedUpstreams {
                         let address = try SocketAddress(ipAddress: IPPrefix.format(bytes), port: 853)
                         connections.append(try DNSOverTLSUpstream(address: address, serverName: settings.serverName, trust: trust, mark: mark, eventLoop: loop))
                     case .overHTTPS:
-                        connections.append(try DNSOverHTTPSUpstream(url: settings.serverURL ?? "", address: bytes, trust: trust, mark: mark, eventLoop: loop))
+                        connections.append(try DNSOverHTTPSUpstream(
+                            url: settings.serverURL ?? "", address: bytes, trust: trust, mark: mark, usesGET: settings.httpMethod == .get, eventLoop: loop))
                     case .oblivious:
                         let configs = settings.obliviousConfigs.flatMap { Data(base64Encoded: $0) }.map { Array($0) }
                         connections.append(try ObliviousDoHUpstream(

@@ -13,7 +13,6 @@ import Synchronization
 final class ProxyDNSHold: Sendable {
     private let queue: NetfilterQueue
     private let stopped = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
     private let counts = Mutex((held: 0, unreadable: 0))
 
     /// Binds the queue, installs the rules (IPv4 and IPv6) and starts reading; throws with a
@@ -38,7 +37,8 @@ final class ProxyDNSHold: Sendable {
         }
         let thread = Thread { [self] in
             read(learn: learn, logger: logger)
-            done.signal()
+            // The reader unbinds the queue when it leaves (within half a second of `close`).
+            queue.close()
         }
         thread.name = "netextd-proxy-dnshold"
         thread.start()
@@ -84,12 +84,12 @@ final class ProxyDNSHold: Sendable {
     /// Answers held and let go, and packets that were not readable DNS answers, so far.
     var counters: (held: Int, unreadable: Int) { counts.withLock { $0 } }
 
-    /// Removes the rules (answers pass again), then stops reading and unbinds the queue.
+    /// Removes the rules (answers pass again) and tells the reader to stop; it lets go of what it
+    /// holds and unbinds the queue without being waited for (its last answer may be waiting on
+    /// the caller).
     func close() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         Self.removeRules()
-        _ = done.wait(timeout: .now() + .seconds(2))
-        queue.close()
     }
 
     /// Removes the chain and its jump (a crashed netextd's too); harmless when absent.
