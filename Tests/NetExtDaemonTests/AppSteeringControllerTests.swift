@@ -298,13 +298,18 @@ struct AppSteeringControllerTests {
         await steering.shutdown()
     }
 
-    @Test("host rules without a way to hold DNS answers are refused with a sentence")
+    @Test("host rules without a way to hold DNS answers are refused with a sentence, and steer nothing")
     func hostRulesNeedTheHold() async throws {
         let settings = TransparentProxyNetworkSettings(includedNetworkRules: [NetworkRule(destinationHost: NetworkEndpoint(hostname: "site.test", port: 443))])
         do {
             try await steering.transparentUp(UUID(), ports: .init(tcp4: 41_000, tcp6: nil), settings: settings, exemptUIDs: [])
             Issue.record("host rules accepted without a DNS hold")
         } catch { #expect(error.message.contains("cannot hold DNS answers")) }
+        // The next change of the table carries only the proxy whose settings were taken.
+        let other = UUID()
+        try await steering.transparentUp(other, ports: .init(tcp4: 41_002, tcp6: nil), settings: .dnsProxy, exemptUIDs: [])
+        await worker.drain()
+        #expect(applier.currentSteering?.transparentProxies.map(\.configuration) == [other], "refused settings steer nothing")
         await steering.shutdown()
     }
 }

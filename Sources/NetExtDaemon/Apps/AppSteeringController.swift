@@ -269,9 +269,14 @@ actor AppSteeringController {
             mark = free
         }
         // New rules: what was learned for the old ones' indexes no longer applies.
-        if transparent[id]?.settings != settings { hostLearned[id] = nil }
+        let previous = transparent[id]
         transparent[id] = FlowSteering.TransparentProxy(configuration: id, mark: mark, ports: ports, settings: settings, exemptUIDs: exemptUIDs)
-        try updateDNSHold()
+        do { try updateDNSHold() } catch {
+            // Refused: the proxy keeps what it had (nothing, or its earlier rules).
+            transparent[id] = previous
+            throw error
+        }
+        if previous?.settings != settings { hostLearned[id] = nil }
         await applyWanted()
     }
 
@@ -316,20 +321,19 @@ actor AppSteeringController {
         let now = ContinuousClock.now
         let answers = answer.addresses.map { ($0.bytes, $0.ttl) }
         var changed = false
+        /// The answer's addresses into the sets of `rules` that cover its name.
+        func learn(_ rules: [NetworkRule], into sets: inout [Int: LearnedDestinations]) {
+            for (index, rule) in rules.enumerated() where rule.covers(host: answer.name) {
+                var destinations = sets[index] ?? LearnedDestinations()
+                destinations.expire(now: now)
+                if destinations.learn(answers, now: now) { changed = true }
+                sets[index] = destinations
+            }
+        }
         for (id, proxy) in transparent where proxy.settings.hasHostRules {
             var learned = hostLearned[id] ?? ([:], [:])
-            for (index, rule) in proxy.settings.includedNetworkRules.enumerated() where rule.covers(host: answer.name) {
-                var destinations = learned.included[index] ?? LearnedDestinations()
-                destinations.expire(now: now)
-                if destinations.learn(answers, now: now) { changed = true }
-                learned.included[index] = destinations
-            }
-            for (index, rule) in proxy.settings.excludedNetworkRules.enumerated() where rule.covers(host: answer.name) {
-                var destinations = learned.excluded[index] ?? LearnedDestinations()
-                destinations.expire(now: now)
-                if destinations.learn(answers, now: now) { changed = true }
-                learned.excluded[index] = destinations
-            }
+            learn(proxy.settings.includedNetworkRules, into: &learned.included)
+            learn(proxy.settings.excludedNetworkRules, into: &learned.excluded)
             hostLearned[id] = learned
         }
         guard changed else { return }
