@@ -5,7 +5,7 @@ import NetExtCore
 /// message back. Binary, integers big-endian:
 ///
 /// offer (netextd → provider, with the descriptor): `0x11 | flow id u64 | transport u8 (0 tcp,
-/// 1 udp) | remote address length u8 (4/16) + bytes | remote port u16 | local address length u8 +
+/// 1 udp; + 0x80 for an inbound flow) | remote address length u8 (4/16) + bytes | remote port u16 | local address length u8 +
 /// bytes | local port u16 | pid u32 (0: unknown) | app identifier length u16 + UTF-8 |
 /// executable length u16 + UTF-8 | remote host name length u16 + UTF-8 (0: unknown) | initial
 /// datagram length u16 + bytes (UDP: the app's first datagram; TCP: 0)`
@@ -19,6 +19,8 @@ public enum AppProxyFlowCodec {
     public static let offerTag: UInt8 = 0x11
     public static let answerTag: UInt8 = 0x12
     public static let endedTag: UInt8 = 0x13
+    /// Set in an offer's transport byte for an inbound flow.
+    static let inboundFlag: UInt8 = 0x80
 
     /// What a provider says on the channel.
     public enum ProviderMessage: Sendable, Hashable {
@@ -46,7 +48,7 @@ public enum AppProxyFlowCodec {
         var bytes: [UInt8] = [offerTag]
         bytes.reserveCapacity(96 + offer.sourceAppIdentifier.utf8.count + (offer.executablePath?.utf8.count ?? 0) + (offer.remoteHostname?.utf8.count ?? 0))
         FlowChannelCodec.append(offer.id, to: &bytes)
-        bytes.append(offer.transport.rawValue)
+        bytes.append(offer.transport.rawValue | (offer.direction == .inbound ? inboundFlag : 0))
         for endpoint in [offer.remoteEndpoint, offer.localEndpoint] {
             let address = IPPrefix.parseAddress(endpoint.hostname) ?? [0, 0, 0, 0]
             bytes.append(UInt8(address.count))
@@ -69,7 +71,9 @@ public enum AppProxyFlowCodec {
         guard tag == offerTag else { throw .invalid("message type \(tag) (expected a flow offer, \(offerTag))", at: 0) }
         let id = try reader.uint64()
         let rawTransport = try reader.uint8()
-        guard let transport = AppProxyFlowOffer.Transport(rawValue: rawTransport) else { throw .invalid("transport \(rawTransport)", at: reader.offset - 1) }
+        guard let transport = AppProxyFlowOffer.Transport(rawValue: rawTransport & ~inboundFlag) else { throw .invalid("transport \(rawTransport)", at: reader.offset - 1) }
+        let direction: TrafficDirection = rawTransport & inboundFlag != 0 ? .inbound : .outbound
+        guard direction == .outbound || transport == .tcp else { throw .invalid("an inbound UDP flow", at: reader.offset - 1) }
         let remote = NetworkEndpoint(hostname: IPPrefix.format(try reader.address()), port: try reader.uint16())
         let local = NetworkEndpoint(hostname: IPPrefix.format(try reader.address()), port: try reader.uint16())
         let pid = Int32(bitPattern: try reader.uint32())
@@ -84,7 +88,7 @@ public enum AppProxyFlowCodec {
         return AppProxyFlowOffer(
             id: id, transport: transport, remoteEndpoint: remote, localEndpoint: local, remoteHostname: hostname.isEmpty ? nil : hostname,
             sourceAppIdentifier: app, processIdentifier: pid == 0 ? nil : pid, executablePath: executable.isEmpty ? nil : executable,
-            initialDatagram: datagram)
+            initialDatagram: datagram, direction: direction)
     }
 
     public static func encode(_ answer: Answer) -> [UInt8] {

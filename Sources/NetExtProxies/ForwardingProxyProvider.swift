@@ -84,7 +84,19 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
     }
 
     public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
-        guard let settings = settings.withLock({ $0 }), settings.takes(flow.remoteHostname) else { return false }
+        guard let settings = settings.withLock({ $0 }) else { return false }
+        if flow.direction == .inbound {
+            // Another machine's connection to a service here (an inbound rule): passed on to
+            // the service, whatever the upstream — the provider sees and counts it.
+            if appsSeen.withLock({ $0.count < 1_024 && $0.insert("inbound \(flow.localEndpoint)").inserted }) {
+                Self.log("first inbound flow from \(flow.remoteEndpoint) to \(flow.localEndpoint)")
+            }
+            flow.relay(connectingTo: flow.localEndpoint) { [self] result in
+                counts.withLock { result.error == nil ? ($0.forwarded += 1) : ($0.failed += 1) }
+            }
+            return true
+        }
+        guard settings.takes(flow.remoteHostname) else { return false }
         let app = flow.metaData.sourceAppSigningIdentifier
         if appsSeen.withLock({ $0.count < 1_024 && $0.insert(app).inserted }) {
             let process = flow.metaData.processIdentifier.map { " (pid \($0)\(flow.metaData.executablePath.map { ", \($0)" } ?? ""))" } ?? ""
@@ -105,7 +117,8 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
 
     /// A transparent proxy's rules (`include`: `PREFIX|HOST [PORT] [tcp|udp|any]`, comma-separated;
     /// TCP when no protocol is named; a host name makes a host rule: that host, or with two or
-    /// more labels that domain) and host names (`hosts`); errors name the key.
+    /// more labels that domain; `inbound PREFIX [PORT]` takes other machines' connections from
+    /// PREFIX to this machine's PORT) and host names (`hosts`); errors name the key.
     static func transparentRules(_ configuration: [String: JSONValue]) throws(NetExtError) -> (rules: [NetworkRule], hosts: [String]) {
         guard case .string(let include)? = configuration["include"] else {
             throw NetExtError(.configurationInvalid, "providerConfiguration 'include': a transparent proxy needs the networks it takes, as 'PREFIX|HOST [PORT] [tcp|udp|any], …' (e.g. '0.0.0.0/0 443' or 'www.site.test 443')")
@@ -113,6 +126,10 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
         var rules: [NetworkRule] = []
         for item in include.split(separator: ",") {
             var words = item.split(separator: " ").map(String.init)
+            if words.first == "inbound" {
+                rules.append(try inboundRule(Array(words.dropFirst()), item: item))
+                continue
+            }
             var transport = NetworkRule.TransportProtocol.tcp
             if words.count > 1, let named = NetworkRule.TransportProtocol(rawValue: words[words.count - 1]) {
                 transport = named
@@ -142,6 +159,24 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
             hosts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
         }
         return (rules, hosts)
+    }
+
+    /// `inbound PREFIX [PORT] [tcp]`: TCP connections from the remote network PREFIX to this
+    /// machine's PORT (any port without one).
+    static func inboundRule(_ words: [String], item: Substring) throws(NetExtError) -> NetworkRule {
+        var words = words
+        if words.last == "tcp" { words.removeLast() }
+        guard (1...2).contains(words.count), let prefix = try? IPPrefix(words[0]) else {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'inbound PREFIX [PORT] [tcp]'")
+        }
+        var port: UInt16?
+        if words.count == 2 {
+            guard let value = UInt16(words[1]), value > 0 else {
+                throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(words[1])' is not a port")
+            }
+            port = value
+        }
+        return NetworkRule(remoteNetwork: prefix, localPort: port, protocol: .tcp, direction: .inbound)
     }
 
     /// A UDP flow: relayed by a thread of its own through the SOCKS server's UDP relay (UDP

@@ -230,6 +230,56 @@ struct FlowSteeringTests {
         #expect(Array(route.dropFirst(6).prefix(expected.count)) == expected)
     }
 
+    @Test("inbound rules: other machines' new TCP connections to this machine, by remote network and local port, tproxied in prerouting to the inbound listeners; excluded ones first; never in the route chain; direction any in both")
+    func inboundRuleset() throws {
+        let settings = TransparentProxyNetworkSettings(
+            includedNetworkRules: [
+                NetworkRule(remoteNetwork: try IPPrefix("203.0.113.0/24"), localPort: 9090, protocol: .tcp, direction: .inbound),
+                NetworkRule(remoteNetwork: nil, localPort: 22, protocol: .tcp, direction: .inbound),
+                NetworkRule(remoteNetwork: try IPPrefix("192.0.2.0/24"), remotePort: 443, protocol: .tcp, direction: .any),
+            ],
+            excludedNetworkRules: [NetworkRule(remoteNetwork: try IPPrefix("203.0.113.9/32"), protocol: .tcp, direction: .inbound)])
+        try settings.validate()
+        let mark = FlowSteering.transparentMark(index: 0)
+        let steering = FlowSteering(transparentProxies: [
+            .init(configuration: UUID(), mark: mark, ports: .init(tcp4: 41000, tcp6: 41001, inbound4: 41004, inbound6: 41005), settings: settings, exemptUIDs: [65534]),
+        ])
+        let lines = steering.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let proxy = Array(lines.drop { !$0.hasPrefix("chain proxy") }.dropFirst(2).prefix(6))
+        let arriving = "iifname != \"lo\" fib daddr type local"
+        #expect(proxy == [
+            "\(arriving) ip saddr 203.0.113.9/32 meta l4proto tcp return",
+            "\(arriving) ip saddr 203.0.113.0/24 meta l4proto tcp th dport 9090 counter tproxy ip to 127.0.0.1:41004 accept",
+            "\(arriving) meta nfproto ipv4 meta l4proto tcp th dport 22 counter tproxy ip to 127.0.0.1:41004 accept",
+            "\(arriving) meta nfproto ipv6 meta l4proto tcp th dport 22 counter tproxy ip6 to [::1]:41005 accept",
+            "\(arriving) ip saddr 192.0.2.0/24 meta l4proto tcp th sport 443 counter tproxy ip to 127.0.0.1:41004 accept",
+            "iifname \"lo\" meta mark & 0x00ff0000 == 0x00400000 meta l4proto tcp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:41000 accept",
+        ], "\(proxy)")
+        let route = lines.drop { !$0.hasPrefix("chain route") }.prefix { !$0.hasPrefix("chain proxy") }
+        #expect(route.contains("ip daddr 192.0.2.0/24 meta l4proto tcp th dport 443 counter meta mark set meta mark & 0xff00ffff | 0x00400000"), "direction any: outbound too")
+        #expect(!route.contains { $0.contains("9090") || $0.contains("dport 22") }, "inbound rules are not in the route chain")
+        #expect(settings.includedNetworkRules[0].description == "inbound from 203.0.113.0/24 to port 9090 tcp")
+    }
+
+    @Test("inbound rule validation: TCP only, no host, one address family; older stored rules read as outbound")
+    func inboundRuleValidation() throws {
+        func refusal(_ rule: NetworkRule) -> String? {
+            do {
+                try TransparentProxyNetworkSettings(includedNetworkRules: [rule]).validate()
+                return nil
+            } catch { return error.message }
+        }
+        #expect(refusal(NetworkRule(remoteNetwork: nil, localPort: 22, protocol: .udp, direction: .inbound))?.contains("TCP flows only") == true)
+        #expect(refusal(NetworkRule(remoteNetwork: nil, localPort: 22, protocol: .any, direction: .any))?.contains("TCP flows only") == true)
+        var host = NetworkRule(destinationHost: NetworkEndpoint(hostname: "site.test", port: 0), protocol: .tcp)
+        host.direction = .inbound
+        #expect(refusal(host)?.contains("outbound flows only") == true)
+        #expect(refusal(NetworkRule(remoteNetwork: try IPPrefix("2001:db8::/32"), localNetwork: try IPPrefix("192.0.2.0/24"), protocol: .tcp, direction: .inbound))?.contains("different address families") == true)
+        #expect(refusal(NetworkRule(remoteNetwork: nil, protocol: .tcp, direction: .inbound)) == nil, "every inbound TCP connection is a rule")
+        let stored = try JSONEncoder().encode(NetworkRule(remoteNetwork: try IPPrefix("203.0.113.0/24"), localPort: 9090, protocol: .tcp, direction: .inbound))
+        #expect(try JSONDecoder().decode(NetworkRule.self, from: stored).direction == .inbound)
+    }
+
     @Test("host rule validation: a name that is not a DNS name, an address, or a rule with both or neither destination is refused, naming the rule")
     func hostRuleValidation() throws {
         func refusal(_ rule: NetworkRule) -> String? {
@@ -253,7 +303,7 @@ struct FlowSteeringTests {
         #expect(refusal(neither)?.contains("neither") == true)
         // A rule decoded from an older netextd's JSON (no destinationHost) is a network rule.
         let old = try JSONDecoder().decode(NetworkRule.self, from: Data(#"{"destinationNetwork":"10.0.0.0/8","transportProtocol":"tcp"}"#.utf8))
-        #expect(!old.isHostRule && old.destinationNetwork != nil)
+        #expect(!old.isHostRule && old.destinationNetwork != nil && old.direction == .outbound)
     }
 
     @Test("transparent proxy settings: refused without included rules or with too many, naming the field; UDP alone is accepted")

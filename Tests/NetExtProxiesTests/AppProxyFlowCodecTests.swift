@@ -12,6 +12,9 @@ struct AppProxyFlowCodecTests {
         AppProxyFlowOffer(
             id: .max, transport: .udp, remoteEndpoint: NetworkEndpoint(hostname: "2001:db8::7", port: 53), localEndpoint: NetworkEndpoint(hostname: "2001:db8:1::2", port: 5353),
             sourceAppIdentifier: "", initialDatagram: Array("query".utf8)),
+        AppProxyFlowOffer(
+            id: 3, transport: .tcp, remoteEndpoint: NetworkEndpoint(hostname: "203.0.113.7", port: 51000), localEndpoint: NetworkEndpoint(hostname: "198.51.100.2", port: 9090),
+            sourceAppIdentifier: "", direction: .inbound),
     ]
 
     @Test("offers and answers survive encoding")
@@ -27,6 +30,16 @@ struct AppProxyFlowCodecTests {
         let ended = AppProxyFlowCodec.encodeEnded(flowID: 0x0102_0304_0506_0708)
         #expect(ended == [0x13, 1, 2, 3, 4, 5, 6, 7, 8])
         #expect(try ended.withUnsafeBytes { try AppProxyFlowCodec.decodeProviderMessage($0) } == .ended(flowID: 0x0102_0304_0506_0708))
+    }
+
+    @Test("an inbound flow is TCP: an offer of an inbound UDP flow is refused at its transport byte")
+    func inboundUDPRefused() {
+        var bytes = AppProxyFlowCodec.encode(Self.offers[1])
+        bytes[9] |= 0x80
+        do {
+            _ = try bytes.withUnsafeBytes { try AppProxyFlowCodec.decodeOffer($0) }
+            Issue.record("an inbound UDP offer was accepted")
+        } catch { #expect("\(error)".contains("inbound UDP") && "\(error)".contains("byte 9")) }
     }
 
     @Test("an end notice cut short or with a byte more is refused with its offset")

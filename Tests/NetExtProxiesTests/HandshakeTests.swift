@@ -141,13 +141,14 @@ struct HandshakeTests {
     @Test("a transparent proxy's include list: prefix or host, port and protocol (TCP when none is named); errors name the key and the item")
     func transparentRules() throws {
         let (rules, hosts) = try ForwardingProxyProvider.transparentRules([
-            "include": .string("0.0.0.0/0 8080, ::/0 8080 any, 100.64.0.80/32 7 udp, 10.0.0.0/8 tcp, WWW.Site.Test 8080, intranet any"), "hosts": .string("WWW.site.test, "),
+            "include": .string("0.0.0.0/0 8080, ::/0 8080 any, 100.64.0.80/32 7 udp, 10.0.0.0/8 tcp, WWW.Site.Test 8080, intranet any, inbound 203.0.113.0/24 9090"), "hosts": .string("WWW.site.test, "),
         ])
         #expect(rules.map(\.description) == [
             "0.0.0.0/0 port 8080 tcp", "::/0 port 8080 any", "100.64.0.80/32 port 7 udp", "10.0.0.0/8 tcp", "host www.site.test port 8080 tcp", "host intranet any",
+            "inbound from 203.0.113.0/24 to port 9090 tcp",
         ])
         #expect(hosts == ["www.site.test"])
-        for (bad, named) in [("0.0.0.0/0 8080 sctp", "'0.0.0.0/0 8080 sctp'"), ("0.0.0.0/0 0", "'0'"), ("udp", "'udp'"), ("300.0.0.0/8", "'300.0.0.0/8'"), ("bad_host! 80", "'bad_host! 80'")] {
+        for (bad, named) in [("0.0.0.0/0 8080 sctp", "'0.0.0.0/0 8080 sctp'"), ("0.0.0.0/0 0", "'0'"), ("udp", "'udp'"), ("300.0.0.0/8", "'300.0.0.0/8'"), ("bad_host! 80", "'bad_host! 80'"), ("inbound nowhere 22", "'inbound nowhere 22'"), ("inbound 0.0.0.0/0 0", "'0'")] {
             do {
                 _ = try ForwardingProxyProvider.transparentRules(["include": .string(bad)])
                 Issue.record("'\(bad)' accepted")

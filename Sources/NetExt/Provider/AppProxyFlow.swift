@@ -13,6 +13,9 @@ public class AppProxyFlow: @unchecked Sendable {
     public let metaData: FlowMetaData
     /// netextd's number for the flow.
     public let identifier: UInt64
+    /// `.outbound` (a program here opened it) or `.inbound` (another machine opened it to a
+    /// service here: `remoteEndpoint` is that machine, `localEndpoint` the service).
+    public let direction: TrafficDirection
     /// The flow's socket (blocking), owned by the flow.
     public let fileDescriptor: Int32
     /// Tells netextd when the flow, once taken, is over (its live-flow count and limit).
@@ -23,6 +26,7 @@ public class AppProxyFlow: @unchecked Sendable {
         localEndpoint = offer.localEndpoint
         remoteHostname = offer.remoteHostname
         identifier = offer.id
+        direction = offer.direction
         metaData = FlowMetaData(offer)
         fileDescriptor = descriptor
     }

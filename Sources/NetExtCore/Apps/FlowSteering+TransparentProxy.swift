@@ -88,13 +88,41 @@ extension FlowSteering {
         lines.append("    \(flows) meta mark & \(Self.hex(Self.markMask)) != 0 return")
         for proxy in transparentProxies.sorted(by: { $0.mark < $1.mark }) {
             let setMark = "counter meta mark set meta mark & \(keep) | \(Self.hex(proxy.mark))"
-            for (index, rule) in proxy.settings.excludedNetworkRules.enumerated() {
+            for (index, rule) in proxy.settings.excludedNetworkRules.enumerated() where rule.takesOutbound {
                 let sets = Self.hostSetNames(mark: proxy.mark, included: false, index: index)
                 for match in rule.nftMatches(hostSets: sets) { lines.append("    \(match) return") }
             }
-            for (index, rule) in proxy.settings.includedNetworkRules.enumerated() {
+            for (index, rule) in proxy.settings.includedNetworkRules.enumerated() where rule.takesOutbound {
                 let sets = Self.hostSetNames(mark: proxy.mark, included: true, index: index)
                 for match in rule.nftMatches(hostSets: sets) { lines.append("    \(match) \(setMark)") }
+            }
+        }
+        return lines
+    }
+
+    /// The prerouting proxy chain's lines for the transparent proxies' inbound rules: a new TCP
+    /// connection from another machine to one of this machine's addresses that an included rule
+    /// names (and no excluded one) is handed by `tproxy` to the proxy's inbound listener, so the
+    /// kernel completes the handshake there; the later packets of the connection find its socket
+    /// the same way. Nothing arriving on `lo` is taken.
+    func transparentInboundLines() -> [String] {
+        var lines: [String] = []
+        for proxy in transparentProxies.sorted(by: { $0.mark < $1.mark }) {
+            let included = proxy.settings.includedNetworkRules.filter(\.takesInbound)
+            guard !included.isEmpty, let inbound4 = proxy.ports.inbound4 else { continue }
+            let arriving = "iifname != \"lo\" fib daddr type local"
+            for rule in proxy.settings.excludedNetworkRules where rule.takesInbound {
+                for match in rule.nftMatches(.inbound) { lines.append("    \(arriving) \(match) return") }
+            }
+            for rule in included {
+                for match in rule.nftMatches(.inbound) {
+                    if match.hasPrefix("ip6 ") || match.contains("nfproto ipv6") {
+                        guard let inbound6 = proxy.ports.inbound6 else { continue }
+                        lines.append("    \(arriving) \(match) counter tproxy ip6 to [::1]:\(inbound6) accept")
+                    } else {
+                        lines.append("    \(arriving) \(match) counter tproxy ip to 127.0.0.1:\(inbound4) accept")
+                    }
+                }
             }
         }
         return lines

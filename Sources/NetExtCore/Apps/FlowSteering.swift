@@ -78,11 +78,16 @@ public struct FlowSteering: Sendable, Hashable {
         /// The UDP sockets (app proxies); nil: the apps' UDP is not taken.
         public var udp4: UInt16?
         public var udp6: UInt16?
-        public init(tcp4: UInt16, tcp6: UInt16?, udp4: UInt16? = nil, udp6: UInt16? = nil) {
+        /// A transparent proxy's listeners for inbound connections (its inbound rules); nil: none.
+        public var inbound4: UInt16?
+        public var inbound6: UInt16?
+        public init(tcp4: UInt16, tcp6: UInt16?, udp4: UInt16? = nil, udp6: UInt16? = nil, inbound4: UInt16? = nil, inbound6: UInt16? = nil) {
             self.tcp4 = tcp4
             self.tcp6 = tcp6
             self.udp4 = udp4
             self.udp6 = udp6
+            self.inbound4 = inbound4
+            self.inbound6 = inbound6
         }
     }
 
@@ -320,6 +325,7 @@ public struct FlowSteering: Sendable, Hashable {
             // The marked packets come back in through lo (the proxy table's local route), and
             // `tproxy` gives them to the listener without changing their addresses.
             lines += ["  chain proxy {", "    type filter hook prerouting priority mangle; policy accept;"]
+            lines += transparentInboundLines()
             let listeners = proxying.compactMap { member in member.proxyPorts.map { (member.mark, $0) } } + transparentProxies.map { ($0.mark, $0.ports) }
             for (mark, ports) in listeners {
                 let marked = "iifname \"lo\" \(Self.markMatch(mark)) meta l4proto tcp"

@@ -13,7 +13,8 @@ public struct NetworkEndpoint: Sendable, Hashable, Codable, CustomStringConverti
 }
 
 /// What netextd knows of a flow it hands an app proxy provider, as Apple's `NEAppProxyFlow`
-/// properties and `NEFlowMetaData`: where the app was going, where it is, and which app it is.
+/// properties and `NEFlowMetaData`: where the app was going, where it is, and which app it is
+/// (an inbound flow: which machine opened it, to which service here).
 public struct AppProxyFlowOffer: Sendable, Hashable {
     public enum Transport: UInt8, Sendable, Hashable {
         case tcp = 0
@@ -39,11 +40,17 @@ public struct AppProxyFlowOffer: Sendable, Hashable {
     /// A UDP flow: the app's first datagram (netextd received it before the flow had a socket
     /// of its own). Empty for TCP.
     public var initialDatagram: [UInt8]
+    /// `.outbound` (a program here opened it; `remoteEndpoint` is where it goes) or `.inbound`
+    /// (another machine opened it to a service here: `remoteEndpoint` is that machine,
+    /// `localEndpoint` the service's address and port).
+    public var direction: TrafficDirection
 
     public init(
         id: UInt64, transport: Transport, remoteEndpoint: NetworkEndpoint, localEndpoint: NetworkEndpoint, remoteHostname: String? = nil,
-        sourceAppIdentifier: String, processIdentifier: Int32? = nil, executablePath: String? = nil, initialDatagram: [UInt8] = []
+        sourceAppIdentifier: String, processIdentifier: Int32? = nil, executablePath: String? = nil, initialDatagram: [UInt8] = [],
+        direction: TrafficDirection = .outbound
     ) {
+        self.direction = direction
         self.initialDatagram = initialDatagram
         self.id = id
         self.transport = transport

@@ -1,6 +1,14 @@
+/// Which way a flow goes, as Apple's `NETrafficDirection`: opened by a program of this machine
+/// (outbound), by another machine toward one of this machine's services (inbound), or either.
+public enum TrafficDirection: String, Sendable, Hashable, Codable, CaseIterable {
+    case any
+    case inbound
+    case outbound
+}
+
 /// Which flows a network rule names, as Apple's `NENetworkRule`: outbound flows toward a
 /// destination network (an address prefix) or a destination host (a DNS name or domain) and a
-/// port, of a protocol.
+/// port, of a protocol; or, by remote and local network and direction, inbound flows too.
 public struct NetworkRule: Sendable, Hashable, Codable, CustomStringConvertible {
     public enum TransportProtocol: String, Sendable, Hashable, Codable, CaseIterable {
         case any
@@ -8,23 +16,30 @@ public struct NetworkRule: Sendable, Hashable, Codable, CustomStringConvertible 
         case udp
     }
 
-    /// The destination network (`0.0.0.0/0` or `::/0`: every destination of that family); nil
-    /// in a host rule.
+    /// The remote network — for an outbound flow its destination — (`0.0.0.0/0` or `::/0`:
+    /// every address of that family); nil in a host rule, or any remote address in a rule made
+    /// with ``init(remoteNetwork:remotePort:localNetwork:localPort:protocol:direction:)``.
     public var destinationNetwork: IPPrefix?
     /// A host rule's name, lowercased, without a final dot: one label names that host only, two
     /// or more the domain (the name itself and every name below it), as Apple's
     /// `init(destinationHost:protocol:)`. Flows are matched by the addresses DNS answered for
     /// such names (see docs/app-proxy.md, "Host rules").
     public var destinationHost: String?
-    /// The destination port; nil: any port.
+    /// The remote port (an outbound flow's destination port); nil: any port.
     public var destinationPort: UInt16?
+    /// This machine's end: its address network and port (nil: any).
+    public var localNetwork: IPPrefix?
+    public var localPort: UInt16?
     public var transportProtocol: TransportProtocol
+    /// Outbound (the default), inbound, or both.
+    public var direction: TrafficDirection
 
     /// `NENetworkRule(destinationNetwork:prefix:protocol:)`.
     public init(destinationNetwork: IPPrefix, destinationPort: UInt16? = nil, protocol transportProtocol: TransportProtocol = .any) {
         self.destinationNetwork = destinationNetwork
         self.destinationPort = destinationPort == 0 ? nil : destinationPort
         self.transportProtocol = transportProtocol
+        direction = .outbound
     }
 
     /// `NENetworkRule(destinationHost:protocol:)`: flows toward `destinationHost.hostname` (one
@@ -35,10 +50,47 @@ public struct NetworkRule: Sendable, Hashable, Codable, CustomStringConvertible 
         self.destinationHost = name
         self.destinationPort = destinationHost.port == 0 ? nil : destinationHost.port
         self.transportProtocol = transportProtocol
+        direction = .outbound
+    }
+
+    /// `NENetworkRule(remoteNetwork:remotePrefix:localNetwork:localPrefix:protocol:direction:)`:
+    /// flows between a remote network and port and this machine's local network and port (nil or
+    /// port 0: any), opened in `direction`. An inbound flow is a connection another machine opens
+    /// to a service here (TCP only: see docs/app-proxy.md, "Inbound rules").
+    public init(
+        remoteNetwork: IPPrefix?, remotePort: UInt16? = nil, localNetwork: IPPrefix? = nil, localPort: UInt16? = nil,
+        protocol transportProtocol: TransportProtocol = .any, direction: TrafficDirection
+    ) {
+        destinationNetwork = remoteNetwork
+        destinationPort = remotePort == 0 ? nil : remotePort
+        self.localNetwork = localNetwork
+        self.localPort = localPort == 0 ? nil : localPort
+        self.transportProtocol = transportProtocol
+        self.direction = direction
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case destinationNetwork, destinationHost, destinationPort, localNetwork, localPort, transportProtocol, direction
+    }
+
+    /// Reads rules written before local networks and directions existed (outbound ones).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        destinationNetwork = try container.decodeIfPresent(IPPrefix.self, forKey: .destinationNetwork)
+        destinationHost = try container.decodeIfPresent(String.self, forKey: .destinationHost)
+        destinationPort = try container.decodeIfPresent(UInt16.self, forKey: .destinationPort)
+        localNetwork = try container.decodeIfPresent(IPPrefix.self, forKey: .localNetwork)
+        localPort = try container.decodeIfPresent(UInt16.self, forKey: .localPort)
+        transportProtocol = try container.decode(TransportProtocol.self, forKey: .transportProtocol)
+        direction = try container.decodeIfPresent(TrafficDirection.self, forKey: .direction) ?? .outbound
     }
 
     /// Whether the rule names a host (or domain) rather than a network.
     public var isHostRule: Bool { destinationHost != nil }
+    /// Whether it takes flows other machines open to this one.
+    public var takesInbound: Bool { direction != .outbound }
+    /// Whether it takes flows this machine's programs open.
+    public var takesOutbound: Bool { direction != .inbound }
 
     /// Whether a host rule covers `name` (as the app looked it up): the same name, or for a
     /// rule of two or more labels a name below it. A network rule covers no name.
@@ -50,46 +102,37 @@ public struct NetworkRule: Sendable, Hashable, Codable, CustomStringConvertible 
         return destinationHost.contains(".") && name.hasSuffix("." + destinationHost)
     }
 
-    /// `192.0.2.0/24 port 443 tcp`, `host www.site.test port 443 tcp`.
+    /// `192.0.2.0/24 port 443 tcp`, `host www.site.test port 443 tcp`,
+    /// `inbound from 203.0.113.0/24 to port 22 tcp`.
     public var description: String {
-        let destination = destinationHost.map { "host \($0)" } ?? destinationNetwork.map { "\($0)" } ?? "nothing"
-        return "\(destination)\(destinationPort.map { " port \($0)" } ?? "") \(transportProtocol.rawValue)"
-    }
-
-    /// The nft match of its protocol and port: ` meta l4proto tcp th dport 443`.
-    func nftTransportMatch() -> String {
-        let transports = switch transportProtocol {
-        case .tcp: "meta l4proto tcp"
-        case .udp: "meta l4proto udp"
-        case .any: "meta l4proto { tcp, udp }"
+        var text = direction == .outbound ? "" : "\(direction.rawValue) from "
+        text += destinationHost.map { "host \($0)" } ?? destinationNetwork.map { "\($0)" } ?? "anywhere"
+        text += destinationPort.map { " port \($0)" } ?? ""
+        if localNetwork != nil || localPort != nil {
+            text += " to" + (localNetwork.map { " \($0)" } ?? "") + (localPort.map { " port \($0)" } ?? "")
         }
-        return transports + (destinationPort.map { " th dport \($0)" } ?? "")
+        return text + " " + transportProtocol.rawValue
     }
 
-    /// The nft matches of its packets: TCP, UDP or both, toward the network and port. A host
-    /// rule's destinations are the address sets `hostSets` names (IPv4, IPv6): one match each.
-    func nftMatches(hostSets: (ipv4: String, ipv6: String)? = nil) -> [String] {
-        if isHostRule {
-            guard let hostSets else { return [] }
-            return ["ip daddr @\(hostSets.ipv4) \(nftTransportMatch())", "ip6 daddr @\(hostSets.ipv6) \(nftTransportMatch())"]
-        }
-        guard let destinationNetwork else { return [] }
-        let family = destinationNetwork.isIPv6 ? "ip6" : "ip"
-        let network = destinationNetwork.length == 0 ? "meta nfproto \(destinationNetwork.isIPv6 ? "ipv6" : "ipv4")" : "\(family) daddr \(destinationNetwork)"
-        return ["\(network) \(nftTransportMatch())"]
-    }
-
-    /// Refuses a rule naming neither or both of a network and a host, or a host that is not a
-    /// DNS name (an address belongs in a network rule); the message names `field`.
+    /// Refuses a rule naming nothing, both a network and a host, a host that is not a DNS name
+    /// (an address belongs in a network rule), networks of two families, or an inbound rule that
+    /// is not TCP or names a host; the message names `field`.
     func validate(as field: String) throws(NetExtError) {
-        switch (destinationNetwork, destinationHost) {
-        case (nil, nil): throw .invalid("\(field): names neither a destination network nor a destination host")
-        case (.some, .some): throw .invalid("\(field): names both a destination network and a destination host; a rule has one")
-        case (nil, .some(let host)):
+        if let host = destinationHost {
+            if destinationNetwork != nil { throw .invalid("\(field): names both a destination network and a destination host; a rule has one") }
             guard Self.isHostName(host) else {
                 throw .invalid("\(field): destinationHost \"\(host)\" is not a DNS name as rules write them (lowercase letters, digits, hyphens and dots, labels of 1 to 63, at most 253 in all; an address belongs in a destinationNetwork rule)")
             }
-        case (.some, nil): break
+            if direction != .outbound { throw .invalid("\(field): a host rule takes outbound flows only (the name is what a program here looked up)") }
+        }
+        if destinationHost == nil && destinationNetwork == nil && localNetwork == nil && destinationPort == nil && localPort == nil && direction == .outbound {
+            throw .invalid("\(field): names neither a destination network nor a destination host")
+        }
+        if let remote = destinationNetwork, let local = localNetwork, remote.isIPv6 != local.isIPv6 {
+            throw .invalid("\(field): the remote network \(remote) and the local network \(local) are of different address families")
+        }
+        if takesInbound && transportProtocol != .tcp {
+            throw .invalid("\(field): \(direction.rawValue) rules take TCP flows only (protocol tcp); netextd hands over no inbound UDP")
         }
     }
 

@@ -82,10 +82,13 @@ final class AppProxyFlowDispatcher: Sendable {
         self.names = names
         self.flowLimit = flowLimit
         self.sendsDeclinedFlowsOn = sendsDeclinedFlowsOn
-        do { listeners = try TransparentListenerSet() } catch {
+        // A transparent proxy's rules may take inbound connections: listeners of their own.
+        do { listeners = try TransparentListenerSet(inbound: sendsDeclinedFlowsOn) } catch {
             throw NetExtError(.connectionFailed, "the app proxy cannot listen for its apps' flows: \(error)")
         }
-        ports = FlowSteering.ProxyPorts(tcp4: listeners.ipv4.port, tcp6: listeners.ipv6?.port, udp4: listeners.udp4?.port, udp6: listeners.udp6?.port)
+        ports = FlowSteering.ProxyPorts(
+            tcp4: listeners.ipv4.port, tcp6: listeners.ipv6?.port, udp4: listeners.udp4?.port, udp6: listeners.udp6?.port,
+            inbound4: listeners.inbound4?.port, inbound6: listeners.inbound6?.port)
         self.channel = channel
         self.logger = logger
         self.configurationName = configurationName
@@ -170,8 +173,8 @@ final class AppProxyFlowDispatcher: Sendable {
             logger.warning("app proxy: cannot accept a flow", metadata: ["configuration": "\(configurationName)", "error": "\(error)"])
         }, dropped: { counts.withLock { $0.malformedDatagrams += 1 } }) {
             if let flowArrived = refusing.withLock({ $0 }) {
-                for fd in arrivals.connections { StreamIO.reset(fd) }
-                let refused = arrivals.connections.count + arrivals.datagrams.count
+                for fd in arrivals.connections + arrivals.inboundConnections { StreamIO.reset(fd) }
+                let refused = arrivals.connections.count + arrivals.inboundConnections.count + arrivals.datagrams.count
                 if refused > 0 {
                     counts.withLock { $0.refused += refused }
                     flowArrived()
@@ -182,6 +185,11 @@ final class AppProxyFlowDispatcher: Sendable {
                 let id = nextID
                 nextID += 1
                 hand(fd, id: id, owners: owners)
+            }
+            for fd in arrivals.inboundConnections {
+                let id = nextID
+                nextID += 1
+                hand(fd, id: id, owners: owners, inbound: true)
             }
             let now = ContinuousClock.now
             if recentDatagramFlows.count > 4_096 { recentDatagramFlows = recentDatagramFlows.filter { now - $0.value < .seconds(1) } }
@@ -204,11 +212,21 @@ final class AppProxyFlowDispatcher: Sendable {
     /// Whether the listeners are closed (the accepting thread has left).
     var isStopped: Bool { stopped.withLock { $0 } }
 
-    /// Sends one accepted connection to the provider, then closes netextd's copy.
-    private func hand(_ fd: Int32, id: UInt64, owners: SocketOwnerLookup) {
+    /// Sends one accepted connection to the provider, then closes netextd's copy. An inbound
+    /// one (another machine's connection to a service here) has no app: its remote end is that
+    /// machine, its local end the service.
+    private func hand(_ fd: Int32, id: UInt64, owners: SocketOwnerLookup, inbound: Bool = false) {
         guard let destination = SocketEndpoints.local(of: fd), let source = SocketEndpoints.remote(of: fd) else {
             // Reset before it was accepted: nothing to hand over.
             StreamIO.reset(fd)
+            return
+        }
+        if inbound {
+            offer(fd, id: id, destination: destination, source: source, AppProxyFlowOffer(
+                id: id, transport: .tcp,
+                remoteEndpoint: NetworkEndpoint(hostname: source.hostText, port: source.port),
+                localEndpoint: NetworkEndpoint(hostname: destination.hostText, port: destination.port),
+                sourceAppIdentifier: "", direction: .inbound))
             return
         }
         // The app's socket: its local end is our peer, its remote end our local one. With one
@@ -230,13 +248,18 @@ final class AppProxyFlowDispatcher: Sendable {
                 isIPv6: source.isIPv6, isTCP: true, local: source.address, localPort: source.port, remote: destination.address, remotePort: destination.port)
             app = self.app(of: process?.cgroup)
         }
-        let offer = AppProxyFlowOffer(
+        let flowOffer = AppProxyFlowOffer(
             id: id, transport: .tcp,
             remoteEndpoint: NetworkEndpoint(hostname: destination.hostText, port: destination.port),
             localEndpoint: NetworkEndpoint(hostname: source.hostText, port: source.port),
             remoteHostname: names?.name(for: destination.address),
             sourceAppIdentifier: app?.rawValue ?? "",
             processIdentifier: process?.pid, executablePath: process.flatMap { $0.executable.isEmpty ? nil : $0.executable })
+        offer(fd, id: id, destination: destination, source: source, flowOffer)
+    }
+
+    /// Offers an accepted connection (its ends as netextd saw them) to the provider.
+    private func offer(_ fd: Int32, id: UInt64, destination: SocketAddress, source: SocketAddress, _ offer: AppProxyFlowOffer) {
         // Should the provider die holding it, the kernel's close resets the app's connection at
         // once instead of ending it as if the server had finished.
         StreamIO.setResetOnClose(fd, true)

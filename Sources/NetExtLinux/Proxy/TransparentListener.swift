@@ -143,13 +143,20 @@ public final class TransparentListenerSet: @unchecked Sendable {
     public let ipv6: TransparentListener?
     public let udp4: TransparentDatagramSocket?
     public let udp6: TransparentDatagramSocket?
+    /// A transparent proxy's listeners for inbound connections (other machines' connections to
+    /// services here, its inbound rules); nil where not asked for.
+    public let inbound4: TransparentListener?
+    public let inbound6: TransparentListener?
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
-    /// Opens both listeners on free ports (IPv6 is left out where ::1 cannot be bound).
-    public init() throws(SystemError) {
+    /// Opens both listeners on free ports (IPv6 is left out where ::1 cannot be bound), and with
+    /// `inbound` a second pair for inbound connections.
+    public init(inbound: Bool = false) throws(SystemError) {
         ipv4 = try TransparentListener(ipv6: false)
         ipv6 = try? TransparentListener(ipv6: true)
+        inbound4 = inbound ? try TransparentListener(ipv6: false) : nil
+        inbound6 = inbound ? try? TransparentListener(ipv6: true) : nil
         udp4 = try? TransparentDatagramSocket(ipv6: false)
         udp6 = try? TransparentDatagramSocket(ipv6: true)
         var fds: [Int32] = [-1, -1]
@@ -167,6 +174,8 @@ public final class TransparentListenerSet: @unchecked Sendable {
     /// What one wait brought: accepted connections and first datagrams of flows.
     public struct Arrivals: Sendable {
         public var connections: [Int32] = []
+        /// Connections accepted on the inbound listeners.
+        public var inboundConnections: [Int32] = []
         public var datagrams: [TransparentDatagramSocket.Datagram] = []
     }
 
@@ -175,7 +184,8 @@ public final class TransparentListenerSet: @unchecked Sendable {
     /// `failed` and the wait goes on after a pause, so a full table is not a busy loop; a
     /// datagram without its original destination through `dropped`.
     public func wait(milliseconds: Int32, limit: Int = 64, buffer: UnsafeMutableRawBufferPointer, failed: (SystemError) -> Void, dropped: () -> Void) -> Arrivals? {
-        let listeners = [ipv4, ipv6].compactMap { $0 }
+        let inbound = [inbound4, inbound6].compactMap { $0 }
+        let listeners = [ipv4, ipv6].compactMap { $0 } + inbound
         let datagramSockets = [udp4, udp6].compactMap { $0 }
         var pollers = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
         pollers += listeners.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
@@ -184,11 +194,13 @@ public final class TransparentListenerSet: @unchecked Sendable {
         if pollers[0].revents != 0 { return nil }
         var arrivals = Arrivals()
         guard ready > 0 else { return arrivals }
+        let outboundCount = listeners.count - inbound.count
         for (index, listener) in listeners.enumerated() where pollers[index + 1].revents != 0 {
-            while arrivals.connections.count < limit {
+            let isInbound = index >= outboundCount
+            while (isInbound ? arrivals.inboundConnections.count : arrivals.connections.count) < limit {
                 do {
                     guard let fd = try listener.accept() else { break }
-                    arrivals.connections.append(fd)
+                    if isInbound { arrivals.inboundConnections.append(fd) } else { arrivals.connections.append(fd) }
                 } catch {
                     failed(error)
                     usleep(50_000)
@@ -210,6 +222,8 @@ public final class TransparentListenerSet: @unchecked Sendable {
         ipv6?.close()
         udp4?.close()
         udp6?.close()
+        inbound4?.close()
+        inbound6?.close()
     }
 
     /// Makes the waiting `accept` return nil (now and from now on).
