@@ -71,7 +71,7 @@ struct TunnelLabTests {
 
     @Test("app proxy: the bound app's TCP flows (IPv4, IPv6, by name) and UDP datagrams reach the destination through the provider and dante, another app's go direct; 50 MB intact; the provider's own connections not captured; kill -9 resets the apps' connections; nothing left after stop, the provider's death or netextd's crash")
     func appProxy() async throws {
-        try await runChecks("scripts/e2e/appproxy.sh", checks: 73, timeout: 300)
+        try await runChecks("scripts/e2e/appproxy.sh", checks: 84, timeout: 300)
     }
 
     @Test("scripts/demo-app-proxy shows the bound app through the SOCKS provider and dante, another program direct, and a transparent proxy taking one site")

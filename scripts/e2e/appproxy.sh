@@ -253,6 +253,32 @@ check "after its stop: nothing else is left" nothing_left
 check "after its stop: shop.site.test goes direct" fetch_plain_seen http://shop.site.test:8080/public.html "$work/shop.log" 198.51.100.2
 check "netext disable Shop" netext disable Shop
 
+# Inbound rules (NENetworkRule(remoteNetwork:…direction: .inbound)): the office's TCP connections
+# to the laptop's port 9090 are taken by the kernel on netextd's inbound listener and handed to the
+# provider, which passes them on to the service itself (so the service sees the laptop's own
+# address); connections from elsewhere reach the service untouched.
+lab_spawn "$LAB_LAPTOP" sh -c "exec python3 -m http.server 9090 --bind 198.51.100.2 --directory '$work/www' 2>> '$work/inbound.log'"
+lab_spawn "$LAB_LAPTOP" sh -c "exec python3 -m http.server 9090 --bind 2001:db8:1::2 --directory '$work/www' 2>> '$work/inbound.log'"
+lab_wait "ip netns exec $LAB_LAPTOP ss -ltn | grep -q '198.51.100.2:9090' && ip netns exec $LAB_LAPTOP ss -ltn | grep -q '2001:db8:1::2\]:9090'" 10
+inbound_seen() { # inbound_seen NAMESPACE URL SOURCE: a client in NAMESPACE loads URL; the service logged SOURCE for it
+  local tag="i$RANDOM$RANDOM"
+  [ "$(ip netns exec "$1" curl -s -m 8 -o /dev/null -w '%{http_code}' "$2?$tag")" = 200 ] && seen_from "$work/inbound.log" "$3" "$tag"
+}
+check "netext create a transparent proxy whose rules take the office's connections to port 9090" netext create --name Inbound --provider com.netext.transparent \
+  --provider-type transparent-proxy --server 203.0.113.2:1080 --config "include=inbound 203.0.113.0/24 9090, inbound 2001:db8:2::/64 9090" --enable
+check "netext start: it is connected" bash -c "'$bin/netext' start Inbound | grep -q connected"
+check "netextd took the inbound rules" grep -q 'transparent proxy: its flows go to the provider.*inbound from 203.0.113.0/24 to port 9090 tcp' "$work/netextd.log"
+check "the office's connection to the laptop's port 9090 goes through the provider (the service saw the laptop itself)" \
+  inbound_seen "$LAB_OFFICE" http://198.51.100.2:9090/public.html 198.51.100.2
+check "…over IPv6 too" inbound_seen "$LAB_OFFICE" 'http://[2001:db8:1::2]:9090/public.html' 2001:db8:1::2
+check "the provider was told the inbound flow's two ends" grep -Eq "first inbound flow from 203\.0\.113\.2:[0-9]+ to 198\.51\.100\.2:9090" "$work/netextd.log"
+check "a connection from another network (the internet's router) is not taken (the service saw it come from there)" \
+  inbound_seen "$LAB_INTERNET" http://198.51.100.2:9090/public.html 198.51.100.1
+check "netextd counted the two inbound flows as handed over and taken" bash -c "'$bin/netext' stop Inbound >/dev/null && grep 'app proxy ended' '$work/netextd.log' | tail -1 | grep -Eq 'declined=0 .*handled=2 live=[0-9]+ lost=0 offered=2 '"
+check "after its stop: nothing is left" nothing_left
+check "after its stop: the office's connection reaches the service directly" inbound_seen "$LAB_OFFICE" http://198.51.100.2:9090/public.html 203.0.113.2
+check "netext disable Inbound" netext disable Inbound
+
 # A provider holds at most $NETEXT_PROXY_FLOW_LIMIT flows (its end notices tell netextd when a
 # taken flow is over): netextd restarted with a limit of 2, two slow transfers hold both, a
 # third flow is refused at once (nothing reaches the server), and once the transfers end a new
