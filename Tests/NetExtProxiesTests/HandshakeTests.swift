@@ -1,4 +1,6 @@
 import Foundation
+import NetExtLinux
+import Synchronization
 import Testing
 @testable import NetExtProxies
 
@@ -154,5 +156,40 @@ struct HandshakeTests {
                 Issue.record("'\(bad)' accepted")
             } catch { #expect(error.message.contains("'include'") && error.message.contains(named), "\(error.message)") }
         }
+    }
+
+    /// A one-connection SOCKS 5 server on loopback: it waits until `expected` bytes arrived
+    /// before answering anything (so a client that waits for the method choice before sending
+    /// its request never finishes), then gives the method choice and a success reply.
+    final class Received: Sendable {
+        let bytes = Mutex<[UInt8]?>(nil)
+    }
+
+    static func pipelineServer(expecting expected: [UInt8]) throws -> (address: SocketAddress, received: Received, thread: Thread) {
+        let listener = try TCPSocket.listen(on: SocketAddress("127.0.0.1:0")!)
+        guard let address = SocketEndpoints.local(of: listener.fd) else { throw SystemError("getsockname", errno: EINVAL) }
+        let received = Received()
+        let thread = Thread {
+            defer { listener.close() }
+            guard let connection = try? listener.accept(waitMilliseconds: 5_000) else { return }
+            defer { connection.close() }
+            connection.setTimeouts(milliseconds: 2_000)
+            let bytes = connection.read(exactly: expected.count)
+            received.bytes.withLock { $0 = bytes }
+            guard bytes == expected else { return }
+            _ = connection.write([5, 0] + [5, 0, 0, 1, 127, 0, 0, 1, 0x1f, 0x90])
+        }
+        thread.start()
+        return (address, received, thread)
+    }
+
+    @Test("without credentials the CONNECT request goes with the greeting (one round trip); the server's choice is still checked")
+    func pipelinedHandshake() throws {
+        let expected = SOCKS5Handshake.greeting(offeringPassword: false) + (try SOCKS5Handshake.connectRequest(host: "www.site.test", port: 8080))
+        let server = try Self.pipelineServer(expecting: expected)
+        let settings = ForwardingProxyProvider.Settings(upstream: .socks5, server: [server.address], serverText: "\(server.address)")
+        let socket = try ForwardingProxyProvider.open(toward: "www.site.test", port: 8080, settings: settings)
+        socket.close()
+        #expect(server.received.bytes.withLock { $0 } == expected)
     }
 }
