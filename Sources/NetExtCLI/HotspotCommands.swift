@@ -146,9 +146,9 @@ enum HotspotText {
     static func lines(_ detection: CaptivePortalDetection) -> [String] {
         var lines = ["interface: \(detection.interface)"]
         if let announcement = detection.announcement {
-            lines.append("announcement (DHCP option 114): \(announcement == .unrestricted ? "no captive portal (\(announcement))" : "captive portal API at \(announcement)")")
+            lines.append("announcement (\(detection.announcementSource ?? "DHCP option 114")): \(announcement == .unrestricted ? "no captive portal (\(announcement))" : "captive portal API at \(announcement)")")
         } else {
-            lines.append("announcement (DHCP option 114): none — \(detection.announcementProblem ?? "not asked")")
+            lines.append("announcement (DHCP option 114, DHCPv6 option 103): none — \(detection.announcementProblem ?? "not asked")")
         }
         if let api = detection.api {
             var parts = ["captive=\(api.isCaptive ? "yes" : "no")"]

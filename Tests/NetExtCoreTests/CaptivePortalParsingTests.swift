@@ -285,4 +285,53 @@ struct CaptivePortalParsingTests {
             #expect(parsed.options == options)
         }
     }
+
+    @Test("DHCPv6 Information-Request (RFC 8415 §18.2.6): type 11, the transaction ID, DUID-LL, the option request and elapsed time")
+    func dhcpv6InformationRequest() throws {
+        let request = DHCPv6Message.informationRequest(transactionID: 0x12_3456, hardwareAddress: [2, 0, 0, 0, 0, 1], requesting: [103])
+        #expect(request == [11, 0x12, 0x34, 0x56, 0, 1, 0, 10, 0, 3, 0, 1, 2, 0, 0, 0, 0, 1, 0, 6, 0, 2, 0, 103, 0, 8, 0, 2, 0, 0])
+        let parsed = try DHCPv6Message.parse(request)
+        #expect(parsed.type == 11 && parsed.transactionID == 0x12_3456 && parsed.options[6] == [0, 103])
+        #expect(DHCPv6Message.informationRequest(transactionID: 1, hardwareAddress: [], requesting: [103]).count == 4 + 6 + 6, "no client identifier without an Ethernet address")
+    }
+
+    @Test("a DHCPv6 Reply's option 103 is the announcement; its absence is none; cut-short options are refused naming their offset")
+    func dhcpv6Reply() throws {
+        let uri = Array("https://portal.lab.test/capport".utf8)
+        let reply: [UInt8] = [7, 0, 0, 9, 0, 2, 0, 4, 0, 1, 2, 3, 0, 103, UInt8(uri.count >> 8), UInt8(uri.count & 0xff)] + uri
+        let message = try DHCPv6Message.parse(reply)
+        #expect(message.type == 7 && message.transactionID == 9)
+        #expect(try CaptivePortalAnnouncement.from(message) == .api(URL(string: "https://portal.lab.test/capport")!))
+        #expect(try CaptivePortalAnnouncement.from(DHCPv6Message.parse([7, 0, 0, 9])) == nil)
+        do {
+            _ = try DHCPv6Message.parse(Array(reply.dropLast()))
+            Issue.record("a cut-short option was read")
+        } catch { #expect(error.description.contains("option 103 at offset 12")) }
+        do {
+            _ = try DHCPv6Message.parse([7, 0, 0, 9, 0, 2, 0])
+            Issue.record("a cut-short option header was read")
+        } catch { #expect(error.description.contains("offset 4")) }
+        do {
+            _ = try DHCPv6Message.parse([7, 0])
+            Issue.record("a cut-short header was read")
+        } catch { #expect(error.description.contains("4-byte header")) }
+        let unrestricted = Array(CaptivePortalAnnouncement.unrestrictedURN.utf8)
+        #expect(try CaptivePortalAnnouncement.from(DHCPv6Message.parse([7, 0, 0, 1, 0, 103, 0, UInt8(unrestricted.count)] + unrestricted)) == .unrestricted)
+    }
+
+    @Test("any bytes are read as a DHCPv6 message or refused, never trapped on (fuzz, 5,000 inputs)")
+    func dhcpv6Fuzz() {
+        var generator = SystemRandomNumberGenerator()
+        let valid: [UInt8] = [7, 0, 0, 9, 0, 103, 0, 8] + Array("https://".utf8)
+        for round in 0..<5_000 {
+            var bytes: [UInt8]
+            if round % 2 == 0 {
+                bytes = (0..<Int.random(in: 0...64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            } else {
+                bytes = valid
+                for _ in 0..<Int.random(in: 1...3, using: &generator) { bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
+            }
+            if let message = try? DHCPv6Message.parse(bytes) { _ = try? CaptivePortalAnnouncement.from(message) }
+        }
+    }
 }

@@ -28,6 +28,8 @@ public struct CaptivePortalDetection: Sendable, Hashable, Codable {
     public var interface: String
     public var announcement: CaptivePortalAnnouncement?
     public var announcementProblem: String?
+    /// Where the announcement came from: `DHCP option 114` or `DHCPv6 option 103`.
+    public var announcementSource: String?
     public var api: CaptivePortalAPIStatus?
     public var apiProblem: String?
     public var probe: ProbeResult?
@@ -38,8 +40,9 @@ public struct CaptivePortalDetection: Sendable, Hashable, Codable {
 
     public init(
         interface: String, announcement: CaptivePortalAnnouncement? = nil, announcementProblem: String? = nil, api: CaptivePortalAPIStatus? = nil,
-        apiProblem: String? = nil, probe: ProbeResult? = nil, probeProblem: String? = nil
+        apiProblem: String? = nil, probe: ProbeResult? = nil, probeProblem: String? = nil, announcementSource: String? = nil
     ) {
+        self.announcementSource = announcementSource
         self.interface = interface
         self.announcement = announcement
         self.announcementProblem = announcementProblem

@@ -44,6 +44,18 @@ struct CaptivePortalDetector: Sendable {
         } else {
             announcementProblem = "\(interface) has no IPv4 address (or does not exist)"
         }
+        var announcementSource: String? = announcement == nil ? nil : "DHCP option 114"
+        if announcement == nil {
+            // No word over DHCPv4: the network's DHCPv6 servers are asked (RFC 8910 §2.2).
+            let (found, problem) = await announcementOverDHCPv6(interface)
+            if let found {
+                announcement = found
+                announcementSource = "DHCPv6 option 103"
+                announcementProblem = nil
+            } else {
+                announcementProblem = [announcementProblem, problem].compactMap { $0 }.joined(separator: "; ")
+            }
+        }
 
         var api: CaptivePortalAPIStatus?
         var apiProblem: String?
@@ -73,7 +85,33 @@ struct CaptivePortalDetector: Sendable {
         }
         return CaptivePortalDetection(
             interface: interface, announcement: announcement, announcementProblem: announcementProblem, api: api, apiProblem: apiProblem,
-            probe: probeResult, probeProblem: probeProblem)
+            probe: probeResult, probeProblem: probeProblem, announcementSource: announcementSource)
+    }
+
+    /// An Information-Request on the interface asking for option 103: the announcement, or why
+    /// there is none.
+    private func announcementOverDHCPv6(_ interface: String) async -> (CaptivePortalAnnouncement?, String?) {
+        let hardware = InterfaceIdentity.hardwareAddress(of: interface)
+        let outcome = await BlockingWork.run {
+            Result { () throws(SystemError) in
+                try DHCPv6InformationExchange.run(interface: interface, hardwareAddress: hardware, requesting: [DHCPv6Message.captivePortalOption], attempts: 2, waitMilliseconds: 500)
+            }
+        }
+        switch outcome {
+        case .success(let exchange):
+            guard let reply = exchange.reply else {
+                return (nil, "no DHCPv6 server answered an Information-Request on \(interface) within 1.5 s"
+                    + (exchange.lastProblem.map { " (\(exchange.ignored) other datagrams; the last malformed: \($0))" } ?? ""))
+            }
+            do throws(CaptivePortalError) {
+                guard let found = try CaptivePortalAnnouncement.from(reply) else { return (nil, "the DHCPv6 server's Reply carries no option 103 (captive portal)") }
+                return (found, nil)
+            } catch {
+                return (nil, error.description)
+            }
+        case .failure(let error):
+            return (nil, "cannot ask a DHCPv6 server: \(error)")
+        }
     }
 
     /// GET the API with `Accept: application/captive+json` (RFC 8908 §5); a 200 with that media

@@ -32,7 +32,7 @@ public struct InterfaceIdentity: Sendable, Hashable {
     }
 
     /// `/sys/class/net/NAME/address` ("02:00:00:00:00:01"), empty when unreadable.
-    static func hardwareAddress(of interface: String) -> [UInt8] {
+    public static func hardwareAddress(of interface: String) -> [UInt8] {
         guard !interface.contains("/"), let text = try? String(contentsOfFile: "/sys/class/net/\(interface)/address", encoding: .utf8) else { return [] }
         let bytes = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ":").compactMap { UInt8($0, radix: 16) }
         return bytes.count <= 16 ? bytes : []

@@ -1,0 +1,92 @@
+import NetExtCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One DHCPv6 Information-Request exchange on an interface (RFC 8415 §18.2.6): the request sent
+/// from port 546 to All_DHCP_Relay_Agents_and_Servers (ff02::1:2) port 547 out of that interface
+/// only, from its link-local address, and the Reply with the same transaction ID awaited. Needs
+/// root (port 546, binding to a device). Sent up to `attempts` times, the wait doubling (§15);
+/// malformed or foreign datagrams are skipped and counted.
+public enum DHCPv6InformationExchange {
+    public struct Outcome: Sendable {
+        /// The server's Reply, parsed; nil when none came.
+        public var reply: DHCPv6Message?
+        public var ignored: Int
+        public var lastProblem: String?
+    }
+
+    private static let oneAtATime = Mutex(())
+    /// ff02::1:2 (RFC 8415 §7.1).
+    static let allServers: [UInt8] = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2]
+
+    public static func run(interface: String, hardwareAddress: [UInt8], requesting: [UInt16], attempts: Int = 2, waitMilliseconds: Int = 1000) throws(SystemError) -> Outcome {
+        try oneAtATime.withLock { _ throws(SystemError) in
+            try exchange(interface: interface, hardwareAddress: hardwareAddress, requesting: requesting, attempts: attempts, waitMilliseconds: waitMilliseconds)
+        }
+    }
+
+    private static func exchange(interface: String, hardwareAddress: [UInt8], requesting: [UInt16], attempts: Int, waitMilliseconds: Int) throws(SystemError) -> Outcome {
+        let index = if_nametoindex(interface)
+        guard index != 0 else { throw SystemError("if_nametoindex", errno: errno, subject: interface) }
+        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: "DHCPv6 on \(interface)") }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
+        guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        var multicastInterface = Int32(index)
+        setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_IF, &multicastInterface, socklen_t(MemoryLayout<Int32>.size))
+        var local = sockaddr_in6()
+        local.sin6_family = sa_family_t(AF_INET6)
+        local.sin6_port = UInt16(546).bigEndian
+        let bindResult = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+        guard bindResult == 0 else { throw SystemError("bind", errno: errno, subject: "UDP port 546 on \(interface)") }
+
+        let transactionID = UInt32.random(in: 1...0xff_ffff)
+        let request = DHCPv6Message.informationRequest(transactionID: transactionID, hardwareAddress: hardwareAddress, requesting: requesting)
+        var server = sockaddr_in6()
+        server.sin6_family = sa_family_t(AF_INET6)
+        server.sin6_port = UInt16(547).bigEndian
+        server.sin6_scope_id = index
+        withUnsafeMutableBytes(of: &server.sin6_addr) { $0.copyBytes(from: allServers) }
+        var outcome = Outcome(reply: nil, ignored: 0, lastProblem: nil)
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        for attempt in 0..<max(1, min(attempts, 5)) {
+            let sent = request.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+            }
+            guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPv6 Information-Request on \(interface)") }
+            let deadline = monotonicMilliseconds() + Int64(waitMilliseconds << min(attempt, 2))
+            while true {
+                let remaining = deadline - monotonicMilliseconds()
+                guard remaining > 0 else { break }
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, Int32(remaining)) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { continue }
+                do {
+                    let message = try DHCPv6Message.parse(Array(buffer[..<count]))
+                    guard message.type == DHCPv6Message.MessageType.reply.rawValue, message.transactionID == transactionID else {
+                        outcome.ignored += 1
+                        continue
+                    }
+                    outcome.reply = message
+                    return outcome
+                } catch {
+                    outcome.ignored += 1
+                    outcome.lastProblem = error.description
+                }
+            }
+        }
+        return outcome
+    }
+
+    private static func monotonicMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}
