@@ -45,7 +45,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
 
     struct Connection {
         var channel: any Channel
-        var multiplexer: NIOHTTP2Handler.StreamMultiplexer
+        var exchanges: DoHConnectionHandler
     }
 
     /// - Parameters:
@@ -96,8 +96,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         do { prepared = try DoHWireQuery(query) } catch { return eventLoop.makeFailedFuture(error) }
         let server = serverDescription
         let request = usesGET
-            ? DoHStreamHandler.Request(method: "GET", authority: authority, path: Self.getPath(path, prepared.wire), body: [], mediaType: DoHStreamHandler.mediaType, server: server)
-            : DoHStreamHandler.Request(method: "POST", authority: authority, path: path, body: prepared.wire, mediaType: DoHStreamHandler.mediaType, server: server)
+            ? DoHRequest(method: "GET", authority: authority, path: Self.getPath(path, prepared.wire), body: [], mediaType: DoHRequest.dnsMessage, server: server)
+            : DoHRequest(method: "POST", authority: authority, path: path, body: prepared.wire, mediaType: DoHRequest.dnsMessage, server: server)
         return send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1).flatMapThrowing { try prepared.answer($0, server: server) }
     }
 
@@ -119,11 +119,11 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// One HTTP exchange on a stream of the connection: `path` (with its query) on this URL's
     /// authority, the body (if any) of `mediaType`, whose answer must be of that type too.
     func send(method: String, path: String, body: [UInt8], mediaType: String, timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        let request = DoHStreamHandler.Request(method: method, authority: authority, path: path, body: body, mediaType: mediaType, server: serverDescription)
+        let request = DoHRequest(method: method, authority: authority, path: path, body: body, mediaType: mediaType, server: serverDescription)
         return eventLoop.flatSubmit { self.send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1) }
     }
 
-    private func send(onLoop request: DoHStreamHandler.Request, timeoutMilliseconds: Int, attempt: Int) -> EventLoopFuture<[UInt8]> {
+    private func send(onLoop request: DoHRequest, timeoutMilliseconds: Int, attempt: Int) -> EventLoopFuture<[UInt8]> {
         guard !isShutDown else { return eventLoop.makeFailedFuture(EncryptedDNSError.connectionClosed(server: serverDescription)) }
         let promise = eventLoop.makePromise(of: [UInt8].self)
         let server = serverDescription
@@ -137,30 +137,12 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         whenStreamFree { [self] in
             // It may have timed out while it waited.
             guard !answered.value else { return streamEnded() }
-            openConnection().flatMap { connection -> EventLoopFuture<any Channel> in
-                let stream = connection.channel.eventLoop.makePromise(of: (any Channel).self)
-                connection.multiplexer.createStreamChannel(promise: stream) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(DoHStreamHandler(request: request, answer: promise))
-                    }
-                }
-                return stream.futureResult
-            }.whenComplete { result in
+            openConnection().whenComplete { result in
                 switch result {
-                case .success(let stream):
-                    // A stream whose query failed or timed out is cancelled (RST_STREAM), freeing
-                    // its slot at the server. One that was answered closes by itself: resetting
-                    // every answered stream is what HTTP/2 servers take for a rapid-reset attack
-                    // (swift-nio-http2 answers GOAWAY ENHANCE_YOUR_CALM after 200 in 30 s).
-                    promise.futureResult.whenFailure { _ in stream.close(promise: nil) }
+                case .success(let connection):
+                    connection.exchanges.start(request, answer: promise)
                 case .failure(let error):
-                    // The server closed the connection (its limit of streams or time, GOAWAY)
-                    // before the stream was made: worth a new connection.
-                    if let channelError = error as? ChannelError, channelError == .ioOnClosedChannel || channelError == .alreadyClosed {
-                        promise.fail(EncryptedDNSError.connectionClosed(server: server))
-                    } else {
-                        promise.fail(error)
-                    }
+                    promise.fail(error)
                 }
             }
             promise.futureResult.whenComplete { [self] _ in streamEnded() }
@@ -196,9 +178,9 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         }
     }
 
-    /// The server said GOAWAY (RFC 9113 §6.8): the connection takes no new stream; the next
-    /// query opens another while the streams it still serves finish.
-    private func goAwayReceived(on channel: any Channel) {
+    /// The connection takes no new stream (the server said GOAWAY, RFC 9113 §6.8, or its stream
+    /// IDs are spent): the next query opens another while the streams it still serves finish.
+    private func retired(_ channel: any Channel) {
         if openedChannel === channel {
             connection = nil
             openedChannel = nil
@@ -225,11 +207,12 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: host))
                     try channel.pipeline.syncOperations.addHandler(ALPNWaiter(ready: ready) { channel in
-                        let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                            mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
-                        ) { stream in stream.close() }  // the server opens no streams (no push)
-                        try channel.pipeline.syncOperations.addHandler(GoAwayWatcher { [weak self] in self?.goAwayReceived(on: channel) })
-                        return Connection(channel: channel, multiplexer: multiplexer)
+                        // Frames, not a channel per stream (DoHConnectionHandler); the server
+                        // opens no streams (push is off by default for clients that never enable it).
+                        try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
+                        let exchanges = DoHConnectionHandler { [weak self] in self?.retired(channel) }
+                        try channel.pipeline.syncOperations.addHandler(exchanges)
+                        return Connection(channel: channel, exchanges: exchanges)
                     })
                 }
             }
@@ -263,19 +246,6 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
             }
         }
         return opening
-    }
-}
-
-/// Tells its owner when the server sends GOAWAY on the connection (stream 0's frames pass here).
-private final class GoAwayWatcher: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-    private let received: () -> Void
-
-    init(_ received: @escaping () -> Void) { self.received = received }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .goAway = unwrapInboundIn(data).payload { received() }
-        context.fireChannelRead(data)
     }
 }
 
