@@ -140,13 +140,7 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
             guard (1...2).contains(words.count), prefix != nil || host != nil else {
                 throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'PREFIX|HOST [PORT] [tcp|udp|any]'")
             }
-            var port: UInt16?
-            if words.count == 2 {
-                guard let value = UInt16(words[1]), value > 0 else {
-                    throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(words[1])' is not a port")
-                }
-                port = value
-            }
+            let port = words.count == 2 ? try includedPort(words[1]) : nil
             if let prefix {
                 rules.append(NetworkRule(destinationNetwork: prefix, destinationPort: port, protocol: transport))
             } else if let host {
@@ -169,14 +163,16 @@ public final class ForwardingProxyProvider: TransparentProxyProvider {
         guard (1...2).contains(words.count), let prefix = try? IPPrefix(words[0]) else {
             throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(item.trimmingCharacters(in: .whitespaces))' is not 'inbound PREFIX [PORT] [tcp]'")
         }
-        var port: UInt16?
-        if words.count == 2 {
-            guard let value = UInt16(words[1]), value > 0 else {
-                throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(words[1])' is not a port")
-            }
-            port = value
-        }
+        let port = words.count == 2 ? try includedPort(words[1]) : nil
         return NetworkRule(remoteNetwork: prefix, localPort: port, protocol: .tcp, direction: .inbound)
+    }
+
+    /// A port of the include list (1…65535); the error names it.
+    private static func includedPort(_ word: String) throws(NetExtError) -> UInt16 {
+        guard let value = UInt16(word), value > 0 else {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'include': '\(word)' is not a port")
+        }
+        return value
     }
 
     /// A UDP flow: relayed by a thread of its own through the SOCKS server's UDP relay (UDP

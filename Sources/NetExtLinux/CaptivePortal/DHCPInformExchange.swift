@@ -50,40 +50,26 @@ public enum DHCPInformExchange {
         server.sin_port = UInt16(67).bigEndian
         server.sin_addr.s_addr = UInt32.max  // 255.255.255.255
         var outcome = Outcome(reply: nil, ignored: 0, lastProblem: nil)
-        var buffer = [UInt8](repeating: 0, count: 1500)
-        for attempt in 0..<max(1, min(attempts, 5)) {
+        _ = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
             let sent = request.withUnsafeBytes { bytes in
                 withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
             }
             guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPINFORM on \(interface)") }
-            let deadline = monotonicMilliseconds() + Int64(waitMilliseconds << min(attempt, 2))
-            while true {
-                let remaining = deadline - monotonicMilliseconds()
-                guard remaining > 0 else { break }
-                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&poller, 1, Int32(remaining)) > 0 else { continue }
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { continue }
-                do {
-                    let message = try DHCPv4Message.parse(Array(buffer[..<count]))
-                    guard message.operation == 2, message.transactionID == transactionID, message.messageType == .ack else {
-                        outcome.ignored += 1
-                        continue
-                    }
-                    outcome.reply = message
-                    return outcome
-                } catch {
+        }) { bytes -> Bool in
+            do throws(CaptivePortalError) {
+                let message = try DHCPv4Message.parse(bytes)
+                guard message.operation == 2, message.transactionID == transactionID, message.messageType == .ack else {
                     outcome.ignored += 1
-                    outcome.lastProblem = error.description
+                    return false
                 }
+                outcome.reply = message
+                return true
+            } catch {
+                outcome.ignored += 1
+                outcome.lastProblem = error.description
+                return false
             }
         }
         return outcome
-    }
-
-    private static func monotonicMilliseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 }

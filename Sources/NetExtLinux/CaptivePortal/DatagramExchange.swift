@@ -1,0 +1,36 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The retransmitting wait both DHCP exchanges share (RFC 2131 §4.1, RFC 8415 §15): send, wait
+/// for the answer — the wait doubling with each attempt, up to four times the first — and send
+/// again, a bounded number of times.
+enum DatagramExchange {
+    /// Sends (`send`) up to `attempts` times (at most 5) and gives every datagram that arrives on
+    /// `fd` meanwhile to `take`, which returns true once it is the answer. Returns whether it came.
+    static func run(
+        _ fd: Int32, attempts: Int, waitMilliseconds: Int, send: () throws(SystemError) -> Void, take: ([UInt8]) -> Bool
+    ) throws(SystemError) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        for attempt in 0..<max(1, min(attempts, 5)) {
+            try send()
+            let deadline = monotonicMilliseconds() + Int64(waitMilliseconds << min(attempt, 2))
+            while true {
+                let remaining = deadline - monotonicMilliseconds()
+                guard remaining > 0 else { break }
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, Int32(remaining)) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { continue }
+                if take(Array(buffer[..<count])) { return true }
+            }
+        }
+        return false
+    }
+
+    private static func monotonicMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}
