@@ -68,7 +68,7 @@ extension FlowSteering {
     }
 
     /// Whether some transparent proxy has host rules: DNS answers are then held until their
-    /// addresses are in the rules' sets (``ProxyDNSHold``).
+    /// addresses are in the rules' sets (netextd's `ProxyDNSHold`).
     public var needsDNSHold: Bool { transparentProxies.contains { $0.settings.hasHostRules } }
 
     /// The route chain's lines for the transparent proxies: exemptions first (netextd's own

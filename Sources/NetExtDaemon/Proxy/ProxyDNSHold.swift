@@ -19,9 +19,7 @@ final class ProxyDNSHold: Sendable {
     /// sentence when either fails (nothing stays installed then).
     init(logger: Logger, learn: @escaping @Sendable (DNSAnswerAddresses) -> Void) throws(NetExtError) {
         Self.removeRules()
-        do { queue = try NetfilterQueue(number: ProxyDNSHoldRules.queueNumber, maxLength: 1_024, failOpen: true) } catch {
-            throw NetExtError(.connectionFailed, "cannot bind netfilter queue \(ProxyDNSHoldRules.queueNumber) to hold DNS answers for host rules: \(error)")
-        }
+        queue = try Self.bindQueue()
         for (restore, _) in IPTablesTools.families {
             guard let restore else {
                 queue.close()
@@ -71,6 +69,17 @@ final class ProxyDNSHold: Sendable {
             }
             for id in verdicts { try? queue.setVerdict(.accept, for: id) }
         }
+    }
+
+    /// Binds the queue; an earlier hold's reader unbinds it within half a second of its `close`,
+    /// so a busy queue is tried again for a second.
+    private static func bindQueue() throws(NetExtError) -> NetfilterQueue {
+        var lastError: SystemError?
+        for attempt in 0..<11 {
+            if attempt > 0 { usleep(100_000) }
+            do { return try NetfilterQueue(number: ProxyDNSHoldRules.queueNumber, maxLength: 1_024, failOpen: true) } catch { lastError = error }
+        }
+        throw NetExtError(.connectionFailed, "cannot bind netfilter queue \(ProxyDNSHoldRules.queueNumber) to hold DNS answers for host rules: \(lastError.map { "\($0)" } ?? "?")")
     }
 
     /// The real ``AppSteeringController/DNSHoldOpener``.
