@@ -211,8 +211,8 @@ struct FlowSteeringTests {
                 configuration: UUID(), mark: mark, ports: .init(tcp4: 41000, tcp6: 41001), settings: settings, exemptUIDs: [65534],
                 includedHostDestinations: [1: [.init(address: [100, 64, 0, 80], secondsLeft: 300), .init(address: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [0x80], secondsLeft: 120)]]),
         ])
-        #expect(steering.needsDNSHold)
-        #expect(!FlowSteering(transparentProxies: [.init(configuration: UUID(), mark: mark, ports: .init(tcp4: 1, tcp6: nil), settings: .dnsProxy, exemptUIDs: [])]).needsDNSHold)
+        #expect(settings.hasHostRules)
+        #expect(!TransparentProxyNetworkSettings.dnsProxy.hasHostRules)
         let lines = steering.ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         #expect(lines.contains("set tph4_41_i1 {") && lines.contains("set tph6_41_i1 {") && lines.contains("set tph4_41_e0 {"))
         #expect(lines.contains("elements = { 100.64.0.80 timeout 300s }"))

@@ -67,10 +67,6 @@ extension FlowSteering {
         return lines
     }
 
-    /// Whether some transparent proxy has host rules: DNS answers are then held until their
-    /// addresses are in the rules' sets (netextd's `ProxyDNSHold`).
-    public var needsDNSHold: Bool { transparentProxies.contains { $0.settings.hasHostRules } }
-
     /// The route chain's lines for the transparent proxies: exemptions first (netextd's own
     /// bypass connections, the providers' users, the machine's own addresses, already-steered
     /// packets), then each proxy's excluded rules, then its included ones.

@@ -10,14 +10,7 @@ import Glibc
 /// apart at first, as RFC 2131 §4.1 has clients retransmit; malformed or foreign datagrams are
 /// skipped and counted.
 public enum DHCPInformExchange {
-    public struct Outcome: Sendable {
-        /// The server's answer, parsed; nil when none came.
-        public var reply: DHCPv4Message?
-        /// Datagrams that arrived and were not that answer (another transaction, malformed).
-        public var ignored: Int
-        /// The last malformed datagram's fault, if any.
-        public var lastProblem: String?
-    }
+    public typealias Outcome = DatagramExchange.Outcome<DHCPv4Message>
 
     /// One exchange at a time in the process: two sockets bound to port 68 would each get only
     /// some of the answers (the kernel gives a unicast datagram to one of them).
@@ -49,27 +42,11 @@ public enum DHCPInformExchange {
         server.sin_family = sa_family_t(AF_INET)
         server.sin_port = UInt16(67).bigEndian
         server.sin_addr.s_addr = UInt32.max  // 255.255.255.255
-        var outcome = Outcome(reply: nil, ignored: 0, lastProblem: nil)
-        _ = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
+        return try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
             let sent = request.withUnsafeBytes { bytes in
                 withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
             }
             guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPINFORM on \(interface)") }
-        }) { bytes -> Bool in
-            do throws(CaptivePortalError) {
-                let message = try DHCPv4Message.parse(bytes)
-                guard message.operation == 2, message.transactionID == transactionID, message.messageType == .ack else {
-                    outcome.ignored += 1
-                    return false
-                }
-                outcome.reply = message
-                return true
-            } catch {
-                outcome.ignored += 1
-                outcome.lastProblem = error.description
-                return false
-            }
-        }
-        return outcome
+        }, parse: DHCPv4Message.parse) { message in message.operation == 2 && message.transactionID == transactionID && message.messageType == .ack }
     }
 }

@@ -10,12 +10,7 @@ import Glibc
 /// root (port 546, binding to a device). Sent up to `attempts` times, the wait doubling (§15);
 /// malformed or foreign datagrams are skipped and counted.
 public enum DHCPv6InformationExchange {
-    public struct Outcome: Sendable {
-        /// The server's Reply, parsed; nil when none came.
-        public var reply: DHCPv6Message?
-        public var ignored: Int
-        public var lastProblem: String?
-    }
+    public typealias Outcome = DatagramExchange.Outcome<DHCPv6Message>
 
     private static let oneAtATime = Mutex(())
     /// ff02::1:2 (RFC 8415 §7.1).
@@ -52,27 +47,11 @@ public enum DHCPv6InformationExchange {
         server.sin6_port = UInt16(547).bigEndian
         server.sin6_scope_id = index
         withUnsafeMutableBytes(of: &server.sin6_addr) { $0.copyBytes(from: allServers) }
-        var outcome = Outcome(reply: nil, ignored: 0, lastProblem: nil)
-        _ = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
+        return try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
             let sent = request.withUnsafeBytes { bytes in
                 withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
             }
             guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPv6 Information-Request on \(interface)") }
-        }) { bytes -> Bool in
-            do throws(CaptivePortalError) {
-                let message = try DHCPv6Message.parse(bytes)
-                guard message.type == DHCPv6Message.MessageType.reply.rawValue, message.transactionID == transactionID else {
-                    outcome.ignored += 1
-                    return false
-                }
-                outcome.reply = message
-                return true
-            } catch {
-                outcome.ignored += 1
-                outcome.lastProblem = error.description
-                return false
-            }
-        }
-        return outcome
+        }, parse: DHCPv6Message.parse) { message in message.type == DHCPv6Message.MessageType.reply.rawValue && message.transactionID == transactionID }
     }
 }

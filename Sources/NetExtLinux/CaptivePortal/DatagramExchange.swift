@@ -2,10 +2,47 @@
 import Glibc
 #endif
 
+import NetExtCore
+
 /// The retransmitting wait both DHCP exchanges share (RFC 2131 §4.1, RFC 8415 §15): send, wait
 /// for the answer — the wait doubling with each attempt, up to four times the first — and send
 /// again, a bounded number of times.
-enum DatagramExchange {
+public enum DatagramExchange {
+    /// What one exchange brought.
+    public struct Outcome<Message: Sendable>: Sendable {
+        /// The server's answer, parsed; nil when none came.
+        public var reply: Message?
+        /// Datagrams that arrived and were not that answer (another transaction, malformed).
+        public var ignored = 0
+        /// The last malformed datagram's fault, if any.
+        public var lastProblem: String?
+    }
+
+    /// ``run(_:attempts:waitMilliseconds:send:take:)`` with each datagram parsed by `parse` and
+    /// kept when `isAnswer` says it is this exchange's answer; the others counted.
+    static func run<Message: Sendable>(
+        _ fd: Int32, attempts: Int, waitMilliseconds: Int, send: () throws(SystemError) -> Void,
+        parse: ([UInt8]) throws(CaptivePortalError) -> Message, isAnswer: (Message) -> Bool
+    ) throws(SystemError) -> Outcome<Message> {
+        var outcome = Outcome<Message>()
+        _ = try run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: send) { bytes -> Bool in
+            do throws(CaptivePortalError) {
+                let message = try parse(bytes)
+                guard isAnswer(message) else {
+                    outcome.ignored += 1
+                    return false
+                }
+                outcome.reply = message
+                return true
+            } catch {
+                outcome.ignored += 1
+                outcome.lastProblem = error.description
+                return false
+            }
+        }
+        return outcome
+    }
+
     /// Sends (`send`) up to `attempts` times (at most 5) and gives every datagram that arrives on
     /// `fd` meanwhile to `take`, which returns true once it is the answer. Returns whether it came.
     static func run(
