@@ -144,6 +144,29 @@ final class DNSSettingsRoutingTests {
         #expect(router.stubCounters.cleartextFallbacks == 0)
     }
 
+    @Test("changed settings replace those in force without a gap: the same stub answers throughout, the file never goes back, no name goes in the clear")
+    func replacementWithoutGap() throws {
+        // The former servers are on loopback, so a query leaking to them stays on this machine.
+        try "nameserver 127.0.0.9\n".write(toFile: resolver.path, atomically: true, encoding: .utf8)
+        let router = router([ScriptedUpstream("encrypted")])
+        let id = UUID()
+        try router.applySettings(Self.tls, for: id)
+        let address = try #require(router.stubListeningAddress)
+        var unanswered = 0
+        for round in 0..<20 {
+            var changed = Self.tls
+            changed.serverName = "dns\(round).example.test"
+            try router.applySettings(changed, for: id)
+            #expect(router.stubListeningAddress == address, "the stub kept running on its address")
+            #expect(nameservers == ["127.0.0.1"], "the file still names the stub")
+            if try ask(router, "www.example.org", id: UInt16(round)) == nil { unanswered += 1 }
+        }
+        #expect(unanswered == 0)
+        #expect(router.stubCounters.forwardedToSystem == 0, "nothing asked the former servers")
+        #expect(router.stubCounters.forwardedBySettings == 20)
+        #expect(router.stubRouting.defaultOwner == DNSRouter.settingsOwner(id))
+    }
+
     @Test("other settings replace those in force; disabling settings not in force changes nothing")
     func replacement() throws {
         let upstream = ScriptedUpstream("encrypted")

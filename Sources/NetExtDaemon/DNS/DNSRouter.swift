@@ -75,28 +75,35 @@ final class DNSRouter {
 
     /// Puts a DNS settings configuration in force (nil: takes it out), replacing the one in force.
     func applySettings(_ dns: DNSSettingsProtocol?, for id: UUID) throws(NetExtError) {
-        if let current = settings, current.id == id || dns != nil {
-            if current.id == id, current.dns == dns { return }
-            removeSettings()
+        guard let dns else {
+            if settings?.id == id { removeSettings() }
+            return
         }
-        guard let dns else { return }
+        let previous = settings
+        if let previous, previous.id == id, previous.dns == dns { return }
         guard let address = stubAddress, let resolver else {
             throw NetExtError(.configurationInvalid, "system DNS settings need netextd's DNS stub and resolver file (NETEXT_DNS_STUB, NETEXT_RESOLV_CONF)")
         }
         let upstreams = dns.transport == .cleartext ? nil : EncryptedDNSServerSet(servers: try makeUpstreams(dns), parallel: dns.serverSelection == .parallel)
-        settings = (id, dns, upstreams)
-        let owner = Self.settingsOwner(id)
         do throws(NetExtError) {
+            // Settings replacing others find the stub running: it is never stopped between them,
+            // so neither the stub's address nor the resolver file is let go in between.
             try ensureStub(address: address, resolver: resolver)
         } catch {
             upstreams?.shutdown()
-            settings = nil
             throw error
         }
+        settings = (id, dns, upstreams)
+        let owner = Self.settingsOwner(id)
+        let replaced = previous.map { Self.settingsOwner($0.id) }
         let fallback = dns.allowsCleartextFallback ? resolver.originalNameservers(excluding: address.hostText) : nil
-        stub?.setSettingsRoute(.init(upstreams: upstreams, cleartextServers: dns.servers, cleartextFallback: fallback), owner: owner)
-        stub?.update { routing in
-            routing.entries.removeAll { $0.owner == owner }
+        stub?.updateSettings { routing, routes in
+            for gone in [replaced, owner].compactMap(\.self) {
+                routes[gone] = nil
+                routing.entries.removeAll { $0.owner == gone }
+                if routing.defaultOwner == gone { routing.defaultOwner = nil }
+            }
+            routes[owner] = .init(upstreams: upstreams, cleartextServers: dns.servers, cleartextFallback: fallback)
             if dns.matchDomains.allSatisfy(\.isEmpty) {
                 routing.defaultOwner = owner
             } else {
@@ -104,10 +111,12 @@ final class DNSRouter {
                 routing.entries.append(.init(owner: owner, matchDomains: dns.matchDomains, servers: dns.servers))
             }
         }
+        // Queries already on their way over the replaced servers get SERVFAIL; the next go over these.
+        previous?.upstreams?.shutdown()
         if !tunnels.values.contains(where: { $0.changedResolver && !$0.routed }) {
             try resolver.installStub(nameserver: address.hostText)
         }
-        logger.info("system DNS settings in force", metadata: [
+        logger.info(previous == nil ? "system DNS settings in force" : "system DNS settings replaced", metadata: [
             "id": "\(id)", "transport": "\(dns.transport.rawValue)", "servers": "\(upstreams.map { $0.upstreams.map(\.serverDescription) } ?? dns.servers)",
             "matchDomains": "\(dns.matchDomains)", "cleartextFallback": "\(dns.allowsCleartextFallback)", "stub": "\(address)",
         ])
@@ -117,8 +126,8 @@ final class DNSRouter {
         guard let current = settings else { return }
         settings = nil
         let owner = Self.settingsOwner(current.id)
-        stub?.setSettingsRoute(nil, owner: owner)
-        stub?.update { routing in
+        stub?.updateSettings { routing, routes in
+            routes[owner] = nil
             routing.entries.removeAll { $0.owner == owner }
             if routing.defaultOwner == owner { routing.defaultOwner = nil }
         }

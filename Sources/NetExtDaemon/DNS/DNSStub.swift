@@ -151,9 +151,11 @@ public final class DNSStub: Sendable {
         answerObserver.withLock { $0 = body }
     }
 
-    /// Sets (or with nil removes) how the names of `owner`'s routing entries are answered.
-    public func setSettingsRoute(_ route: SettingsRoute?, owner: String) {
-        routes.withLock { $0.settings[owner] = route }
+    /// Changes the routing and the system DNS settings' routes (by owner: how the names of that
+    /// owner's routing entries are answered) under one lock: a query sees either the settings
+    /// before or those after, never a moment with none, when its name would go in the clear.
+    public func updateSettings(_ body: (inout DNSRouting, inout [String: SettingsRoute]) -> Void) {
+        routes.withLock { body(&$0.routing, &$0.settings) }
     }
 
     /// The answer to `query` for the client, over UDP or TCP (`forward` asks the servers with
