@@ -18,6 +18,7 @@ struct Options: Sendable {
     var requests = 100
     var rounds = 15
     var http1 = false
+    var onLoop = false
 
     init(_ arguments: [String]) {
         var index = 0
@@ -34,6 +35,7 @@ struct Options: Sendable {
             case "--requests": requests = Int(value()) ?? 0
             case "--rounds": rounds = Int(value()) ?? 0
             case "--http1": http1 = true
+            case "--on-loop": onLoop = true
             default: fail("unknown argument \(arguments[index])")
             }
             index += 1
@@ -65,13 +67,16 @@ protocol Client: Sendable {
 final class NetExtClient: Client, @unchecked Sendable {
     let configuration: NetExtHTTP.URLSessionConfiguration
     var session: NetExtHTTP.URLSession?
-    init(caFile: String, http1: Bool) throws {
+    init(caFile: String, http1: Bool, loop: (any EventLoop)? = nil) throws {
+        self.loop = loop
         var configuration = NetExtHTTP.URLSessionConfiguration.default
         configuration.trust = try HTTPTrust.pemFile(caFile)
         configuration.allowsHTTP2 = !http1
         self.configuration = configuration
     }
-    func open() async throws { session = NetExtHTTP.URLSession(configuration: configuration) }
+    /// With `--on-loop`: the session's one event loop, whose executor the measuring task prefers.
+    let loop: (any EventLoop)?
+    func open() async throws { session = NetExtHTTP.URLSession(configuration: configuration, eventLoopGroup: loop ?? MultiThreadedEventLoopGroup.singleton) }
     func load(_ url: String) async throws -> Int {
         let (data, response) = try await session!.data(from: URL(string: url)!)
         guard response.statusCode == 200 else { fail("NetExtHTTP got \(response.statusCode) for \(url)") }
@@ -135,3 +140,10 @@ let n = try await measure(netext, options)
 let a = try await measure(ahc, options)
 print(String(format: "netexthttp sequential_rps=%.0f concurrent_rps=%.0f throughput_mbps=%.1f", n.0, n.1, n.2))
 print(String(format: "asynchttpclient sequential_rps=%.0f concurrent_rps=%.0f throughput_mbps=%.1f", a.0, a.1, a.2))
+if options.onLoop {
+    // The same session on one event loop, the measuring task preferring that loop's executor.
+    let loop = MultiThreadedEventLoopGroup.singleton.next()
+    let onLoop = try NetExtClient(caFile: options.caFile, http1: options.http1, loop: loop)
+    let o = try await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) { try await measure(onLoop, options) }
+    print(String(format: "netexthttp_onloop sequential_rps=%.0f concurrent_rps=%.0f throughput_mbps=%.1f", o.0, o.1, o.2))
+}

@@ -225,6 +225,35 @@ struct URLSessionLoopbackTests {
         try await server.close()
     }
 
+    @Test("a task preferring the session's loop (EventLoopTaskExecutor) loads on that loop: every load resumes there, concurrent ones too")
+    func loadsOnTheSessionsLoop() async throws {
+        let server = try await LoopbackHTTPServer()
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        var configuration = NetExtHTTP.URLSessionConfiguration.default
+        configuration.appTransportSecurity.allowsLocalNetworking = true
+        configuration.urlFilter = nil
+        let session = NetExtHTTP.URLSession(configuration: configuration, eventLoopGroup: loop)
+        let url = URL(string: "http://127.0.0.1:\(server.port)/hello")!
+        let (onLoop, bodies) = try await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
+            var onLoop = loop.inEventLoop
+            var bodies: [String] = []
+            for _ in 0..<5 {
+                bodies.append(String(decoding: try await session.data(from: url).0, as: UTF8.self))
+                onLoop = onLoop && loop.inEventLoop
+            }
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<8 { group.addTask { _ = try await session.data(from: url); return loop.inEventLoop } }
+                for try await childOnLoop in group { onLoop = onLoop && childOnLoop }
+            }
+            return (onLoop, bodies)
+        }
+        #expect(onLoop, "the task and its children ran on the session's loop after every load")
+        #expect(bodies == Array(repeating: "hello", count: 5))
+        #expect(!loop.inEventLoop, "outside the preference the test runs elsewhere")
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
     @Test("a 303 after a POST is followed with a GET without body; a redirect loop ends with an error")
     func redirects() async throws {
         let server = try await LoopbackHTTPServer()
