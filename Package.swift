@@ -467,6 +467,7 @@ let package = Package(
             dependencies: [
                 "NetExtHTTP", "BackgroundTransfers", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(name: "NetExtIPCTests", dependencies: ["NetExtIPC", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(name: "NetExtProxiesTests", dependencies: ["NetExtProxies", "NetExt", "NetExtIPC", "NetExtCore", "NetExtLinux"]),

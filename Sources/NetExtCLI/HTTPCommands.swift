@@ -35,25 +35,40 @@ struct HTTPOptions: ParsableArguments {
     var proxyUser: String?
     @Option(name: .customLong("proxy-password-file"), help: "A file whose first line is the proxy's password.")
     var proxyPasswordFile: String?
+    @Option(name: .customLong("user"), help: "Answer the server's Basic or Digest challenge (a 401) as this user; the password comes from $NETEXT_HTTP_PASSWORD or --password-file (never the command line).")
+    var user: String?
+    @Option(name: .customLong("password-file"), help: "A file whose first line is --user's password.")
+    var passwordFile: String?
     @Option(name: .customLong("interface"), help: "Leave by this interface whatever the routing table says (SO_BINDTODEVICE; curl's --interface).")
     var interface: String?
     @Option(name: .customLong("cookie-group"), help: "Keep cookies in this app group's container, shared with the group's other processes (default: none kept after the command).")
     var cookieGroup: String?
 
-    /// The proxy's password: the first line of --proxy-password-file, else $NETEXT_PROXY_PASSWORD.
-    private func proxyPassword() throws -> String {
-        if let proxyPasswordFile {
-            guard let text = try? String(contentsOfFile: proxyPasswordFile, encoding: .utf8) else {
-                throw HTTPCommandFailure.usage("--proxy-password-file \(proxyPasswordFile) cannot be read")
+    /// A password: the first line of `file` (named by `option`), else the environment variable.
+    private static func password(file: String?, option: String, environment: String, for owner: String) throws -> String {
+        if let file {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw HTTPCommandFailure.usage("\(option) \(file) cannot be read")
             }
             let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            guard !line.isEmpty else { throw HTTPCommandFailure.usage("--proxy-password-file \(proxyPasswordFile) has an empty first line") }
+            guard !line.isEmpty else { throw HTTPCommandFailure.usage("\(option) \(file) has an empty first line") }
             return line
         }
-        guard let password = ProcessInfo.processInfo.environment["NETEXT_PROXY_PASSWORD"], !password.isEmpty else {
-            throw HTTPCommandFailure.usage("--proxy-user needs the password in $NETEXT_PROXY_PASSWORD or --proxy-password-file")
+        guard let password = ProcessInfo.processInfo.environment[environment], !password.isEmpty else {
+            throw HTTPCommandFailure.usage("\(owner) needs the password in $\(environment) or \(option)")
         }
         return password
+    }
+
+    /// The session for the options: with --user, a delegate answers the server's challenge.
+    func makeSession(verbose: Bool) throws -> URLSession {
+        let configuration = try sessionConfiguration(verbose: verbose)
+        guard let user else {
+            if passwordFile != nil { throw HTTPCommandFailure.usage("--password-file needs --user") }
+            return URLSession(configuration: configuration)
+        }
+        let credential = URLCredential(user: user, password: try Self.password(file: passwordFile, option: "--password-file", environment: "NETEXT_HTTP_PASSWORD", for: "--user"))
+        return URLSession(configuration: configuration, delegate: CredentialAnswerer(credential: credential, log: configuration.diagnosticLog))
     }
 
     func sessionConfiguration(verbose: Bool, base: URLSessionConfiguration = .default) throws -> URLSessionConfiguration {
@@ -79,7 +94,8 @@ struct HTTPOptions: ParsableArguments {
         }
         if let proxyUser {
             guard configuration.proxy != nil else { throw HTTPCommandFailure.usage("--proxy-user needs --proxy") }
-            configuration.proxyCredential = URLCredential(user: proxyUser, password: try proxyPassword())
+            configuration.proxyCredential = URLCredential(
+                user: proxyUser, password: try Self.password(file: proxyPasswordFile, option: "--proxy-password-file", environment: "NETEXT_PROXY_PASSWORD", for: "--proxy-user"))
         }
         if let cookieGroup {
             do { configuration.httpCookieStorage = try .sharedCookieStorage(forGroupContainerIdentifier: cookieGroup) } catch {
@@ -198,7 +214,7 @@ struct HTTPLoadRun {
     func load(_ text: String) async throws {
         do {
             guard let url = URL(string: text), URLSession.canLoad(url) else { throw HTTPCommandFailure.usage("'\(text)' is not an http or https URL with a host") }
-            let session = URLSession(configuration: try http.sessionConfiguration(verbose: verbose))
+            let session = try http.makeSession(verbose: verbose)
             var request = URLRequest(url: url)
             request.httpMethod = method
             request.httpBody = body
@@ -229,7 +245,7 @@ struct HTTPLoadRun {
     func download(_ text: String, to path: String) async throws {
         do {
             guard let url = URL(string: text), URLSession.canLoad(url) else { throw HTTPCommandFailure.usage("'\(text)' is not an http or https URL with a host") }
-            let session = URLSession(configuration: try http.sessionConfiguration(verbose: verbose))
+            let session = try http.makeSession(verbose: verbose)
             let file = URL(fileURLWithPath: path)
             let resumeFile = URL(fileURLWithPath: path + ".netext-resume")
             let resume: DownloadResumeData?
@@ -274,7 +290,7 @@ struct HTTPLoadRun {
     func loadInParallel(_ text: String, count: Int) async throws {
         do {
             guard let url = URL(string: text), URLSession.canLoad(url) else { throw HTTPCommandFailure.usage("'\(text)' is not an http or https URL with a host") }
-            let session = URLSession(configuration: try http.sessionConfiguration(verbose: false))
+            let session = try http.makeSession(verbose: false)
             let started = ContinuousClock.now
             let results = await withTaskGroup(of: Result<HTTPURLResponse, HTTPLoadError>.self) { group in
                 for _ in 0..<count {
@@ -338,5 +354,28 @@ enum HTTPCommandFailure: Error {
             default: return ExitCode(5)
             }
         }
+    }
+}
+
+/// `--user`: answers the first challenge of a load with the credential; a refused one is not
+/// sent again (the 401 is the answer), as curl does.
+final class CredentialAnswerer: URLSessionDelegate {
+    let credential: URLCredential
+    let log: (@Sendable (String) -> Void)?
+
+    init(credential: URLCredential, log: (@Sendable (String) -> Void)?) {
+        self.credential = credential
+        self.log = log
+    }
+
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        let space = challenge.protectionSpace
+        let method = space.authenticationMethod == .httpDigest ? "Digest" : "Basic"
+        guard challenge.previousFailureCount == 0 else {
+            log?("\(method) credential for \(credential.user) refused (realm \(space.realm.map { "\"\($0)\"" } ?? "none"))")
+            return (.performDefaultHandling, nil)
+        }
+        log?("answering the \(method) challenge (realm \(space.realm.map { "\"\($0)\"" } ?? "none")) as \(credential.user)\(space.receivesCredentialSecurely ? "" : ", over cleartext")")
+        return (.useCredential, credential)
     }
 }

@@ -22,7 +22,7 @@ struct HTTPStreamCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             guard (1...65_535).contains(port) else { throw HTTPCommandFailure.usage("the port \(port) is not 1–65535") }
-            let session = URLSession(configuration: try http.sessionConfiguration(verbose: false))
+            let session = try http.makeSession(verbose: false)
             let task = session.streamTask(withHostName: host, port: port)
             do {
                 try await task.resume()

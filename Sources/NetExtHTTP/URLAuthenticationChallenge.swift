@@ -7,6 +7,8 @@ public struct URLProtectionSpace: Sendable, Hashable {
     public enum AuthenticationMethod: String, Sendable, Hashable {
         /// `NSURLAuthenticationMethodHTTPBasic` (RFC 7617).
         case httpBasic = "NSURLAuthenticationMethodHTTPBasic"
+        /// `NSURLAuthenticationMethodHTTPDigest` (RFC 7616: MD5, SHA-256 and their -sess forms).
+        case httpDigest = "NSURLAuthenticationMethodHTTPDigest"
     }
 
     public var host: String
@@ -44,16 +46,23 @@ extension URLSession {
     }
 }
 
-/// Reading `WWW-Authenticate` (RFC 9110 §11.6.1): the Basic challenge among the ones offered.
-enum HTTPAuthentication {
-    /// The realm of a Basic challenge in `values` (`.some(nil)`: Basic without a realm); nil when
-    /// no value offers Basic.
-    static func basicRealm(in values: [String]) -> String?? {
+/// One challenge of a `WWW-Authenticate` field (RFC 9110 §11.6.1, §11.2): its scheme and its
+/// parameters (names lowercased, quoted values unescaped). A token68 challenge (Negotiate's
+/// blob) has no parameters here.
+struct HTTPChallenge: Equatable {
+    var scheme: String
+    var parameters: [String: String]
+
+    /// Every challenge in `values`, in order: a field may carry several, and a quoted parameter
+    /// may hold commas. Never fails: what cannot be read ends that field's challenges.
+    static func all(in values: [String]) -> [HTTPChallenge] {
+        var challenges: [HTTPChallenge] = []
         for value in values {
             var rest = Substring(value)
             while !rest.isEmpty {
                 rest = rest.drop { $0 == " " || $0 == "," }
                 let scheme = rest.prefix { $0 != " " && $0 != "," }
+                guard !scheme.isEmpty, !scheme.contains("=") else { break }
                 rest = rest.dropFirst(scheme.count)
                 // The challenge's parameters run to the next scheme: a token not followed by '='.
                 var parameters: [String: String] = [:]
@@ -82,9 +91,30 @@ enum HTTPAuthentication {
                     }
                     parameters[name.lowercased()] = parameter
                 }
-                if scheme.lowercased() == "basic" { return .some(parameters["realm"]) }
+                challenges.append(HTTPChallenge(scheme: String(scheme), parameters: parameters))
             }
         }
+        return challenges
+    }
+}
+
+/// Which challenge of a 401 the session answers: the first Digest challenge it can compute
+/// (RFC 7616 §3.7: the server lists them in its order of preference), else Basic.
+enum HTTPAuthentication {
+    /// The challenge answered, its protection space's method and realm; nil when none can be.
+    static func choose(in values: [String]) -> (method: URLProtectionSpace.AuthenticationMethod, realm: String?, digest: DigestChallenge?)? {
+        let challenges = HTTPChallenge.all(in: values)
+        for challenge in challenges where challenge.scheme.lowercased() == "digest" {
+            if let digest = DigestChallenge(challenge) { return (.httpDigest, digest.realm, digest) }
+        }
+        if let basic = challenges.first(where: { $0.scheme.lowercased() == "basic" }) { return (.httpBasic, basic.parameters["realm"], nil) }
         return nil
+    }
+
+    /// The realm of a Basic challenge in `values` (`.some(nil)`: Basic without a realm); nil when
+    /// no value offers Basic.
+    static func basicRealm(in values: [String]) -> String?? {
+        guard let basic = HTTPChallenge.all(in: values).first(where: { $0.scheme.lowercased() == "basic" }) else { return nil }
+        return .some(basic.parameters["realm"])
     }
 }

@@ -109,23 +109,38 @@ public final class URLSession: Sendable {
         var current = request
         var redirects = 0
         var refusedCredentials = 0
+        var digestCredential: URLCredential?
+        var staleRetries = 0
         while true {
             let (body, response) = try await load(current, redirectCount: redirects, sink: sink, uploadProgress: uploadProgress)
-            // A 401 with a Basic challenge goes to the delegate, which may answer with a credential
-            // (RFC 9110 §11.6.1, RFC 7617); at most 5 are tried for one load.
+            // A 401 with a Digest or Basic challenge goes to the delegate, which may answer with a
+            // credential (RFC 9110 §11.6.1, RFC 7616, RFC 7617); at most 5 are tried for one load.
             if response.statusCode == 401, let delegate, refusedCredentials < 5,
-                let realm = HTTPAuthentication.basicRealm(in: response.headerFields.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)) {
+                let chosen = HTTPAuthentication.choose(in: response.headerFields.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)) {
+                // A Digest nonce gone stale (RFC 7616 §3.3): the credential just sent goes again with
+                // the new nonce, and nobody is asked.
+                if let digest = chosen.digest, digest.stale, let sent = digestCredential, staleRetries < 2 {
+                    staleRetries += 1
+                    current.setValue(try digestAuthorization(digest, credential: sent, request: current), forHTTPHeaderField: "Authorization")
+                    continue
+                }
                 let origin = try Self.origin(of: current.url)
                 let challenge = URLAuthenticationChallenge(
                     protectionSpace: URLProtectionSpace(
-                        host: origin.host, port: origin.port, protocol: origin.isSecure ? "https" : "http", realm: realm, authenticationMethod: .httpBasic),
+                        host: origin.host, port: origin.port, protocol: origin.isSecure ? "https" : "http", realm: chosen.realm, authenticationMethod: chosen.method),
                     previousFailureCount: refusedCredentials, failureResponse: response)
                 let (disposition, credential) = await delegate.urlSession(self, didReceive: challenge)
                 switch disposition {
                 case .useCredential:
                     guard let credential else { return (body, response) }
                     refusedCredentials += 1
-                    current.setValue(credential.basicAuthorization, forHTTPHeaderField: "Authorization")
+                    if let digest = chosen.digest {
+                        digestCredential = credential
+                        current.setValue(try digestAuthorization(digest, credential: credential, request: current), forHTTPHeaderField: "Authorization")
+                    } else {
+                        digestCredential = nil
+                        current.setValue(credential.basicAuthorization, forHTTPHeaderField: "Authorization")
+                    }
                     continue
                 case .cancelAuthenticationChallenge:
                     throw .cancelled
@@ -154,6 +169,19 @@ public final class URLSession: Sendable {
             }
             current.url = next
         }
+    }
+
+    /// The `Authorization` value answering a Digest challenge for `request`: its method, its
+    /// request target as the request line carries it, its body for `auth-int` (a body read from
+    /// a file cannot be: the load fails saying so).
+    func digestAuthorization(_ digest: DigestChallenge, credential: URLCredential, request: URLRequest) throws(HTTPLoadError) -> String {
+        if digest.protection == .authInt, request.bodyFile != nil {
+            throw .invalidConfiguration("the server asks for Digest with qop=auth-int, which a body read from a file cannot answer; upload it from memory")
+        }
+        let target = try prepare(request, origin: try Self.origin(of: request.url)).head.uri
+        return digest.authorization(
+            user: credential.user, password: credential.password, method: request.httpMethod, uri: target, body: request.httpBody ?? Data(),
+            count: 1, clientNonce: DigestChallenge.makeClientNonce())
     }
 
     /// One exchange, no redirects followed.

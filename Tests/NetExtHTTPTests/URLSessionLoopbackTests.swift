@@ -57,6 +57,8 @@ final class LoopbackHTTPServer: Sendable {
         private var bodyBytes = 0
         /// A position-weighted checksum of the body (a byte out of place changes it).
         private var bodySum: UInt64 = 0
+        /// The body itself, for Digest's auth-int.
+        private var bodyData: [UInt8] = []
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
@@ -64,7 +66,9 @@ final class LoopbackHTTPServer: Sendable {
                 self.head = head
                 bodyBytes = 0
                 bodySum = 0
+                bodyData = []
             case .body(let part):
+                if head?.uri == "/digest-int" { bodyData += part.readableBytesView }
                 for byte in part.readableBytesView {
                     bodyBytes += 1
                     bodySum = bodySum &* 31 &+ UInt64(byte)
@@ -139,6 +143,8 @@ final class LoopbackHTTPServer: Sendable {
                     headers.add(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\", Basic realm=\"the \\\"lab\\\"\", charset=\"UTF-8\"")
                     body = "who are you?"
                 }
+            case "/digest", "/digest-int":
+                (status, body) = DigestLabServer.answer(request, body: bodyData, headers: &headers)
             case "/loop": status = .found; headers.add(name: "Location", value: "/loop")
             case "/big": body = String(repeating: "x", count: 2 << 20)
             case "/slow": return  // never answered

@@ -3,11 +3,13 @@
 # good server loads over HTTP/2 and HTTP/1.1; each weak server is refused by the rule it breaks,
 # with the exception that lifts it named; each exception lifts exactly its rule; pins; the
 # allow-all policy with a protected domain; a misspelt policy key; `netext http diagnose`; 100
-# loads on one HTTP/2 connection, counted in a capture.
+# loads on one HTTP/2 connection, counted in a capture; Digest authentication against lighttpd.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/http-ats.sh   One line per check; non-zero on failure.
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh http-ats
 source scripts/lib/http-lab.sh
+source scripts/lib/install-packages.sh
+netext_install nginx-light lighttpd lighttpd-mod-openssl dante-server tcpdump openssl python3 > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 
 check "nginx serves the good and the weak servers in the office" http_lab_up
 
@@ -276,5 +278,53 @@ multiplexed() {
   echo "  $out"
 }
 check "100 loads at once go over one HTTP/2 connection (one SYN in the capture)" multiplexed
+
+# HTTP Digest (RFC 7616) against lighttpd, a server nobody here wrote: SHA-256 under /private/,
+# MD5 (its default) under /md5/, plain-file users; TLS with the lab CA on digest.lab.test:8450.
+digest_up() {
+  http_lab_issue digest ec sha256 || return 1
+  mkdir -p "$work/digest-www/private" "$work/digest-www/md5"
+  echo "the private page" > "$work/digest-www/private/index.html"; echo "the md5 page" > "$work/digest-www/md5/index.html"
+  ( umask 077; echo "carol:sw0rdfish" > "$work/digest-users"; echo "sw0rdfish" > "$work/digest-password"; echo "guess" > "$work/digest-wrong" )
+  cat > "$work/lighttpd.conf" <<CONF
+server.document-root = "$work/digest-www"
+server.bind = "$HTTP_LAB_ADDRESS"
+server.port = 8450
+server.errorlog = "$work/lighttpd-error.log"
+server.modules = ("mod_openssl", "mod_auth", "mod_authn_file")
+index-file.names = ("index.html")
+ssl.engine = "enable"
+ssl.pemfile = "$work/ca/digest.crt"
+ssl.privkey = "$work/ca/digest.key"
+auth.backend = "plain"
+auth.backend.plain.userfile = "$work/digest-users"
+auth.require = ( "/private/" => ("method" => "digest", "realm" => "lab", "require" => "valid-user", "algorithm" => "SHA-256"),
+                 "/md5/" => ("method" => "digest", "realm" => "lab", "require" => "valid-user") )
+CONF
+  lab_spawn "$LAB_OFFICE" lighttpd -D -f "$work/lighttpd.conf"
+  lab_wait "ip netns exec '$LAB_OFFICE' ss -Hltn 'sport = :8450' | grep -q LISTEN" 10 || { cat "$work/lighttpd-error.log" >&2; return 1; }
+}
+check "lighttpd asks for Digest credentials in the office" digest_up
+digest_load() {
+  local path="$1" algorithm="$2" out
+  out="$(lab_http get -v -i --user carol --password-file "$work/digest-password" "https://digest.lab.test:8450/$path/" 2>&1)" || { echo "  failed: $out"; return 1; }
+  echo "$out" | grep -q "the $path page" || { echo "  no page: $out"; return 1; }
+  echo "$out" | grep -qF 'answering the Digest challenge (realm "lab") as carol' || { echo "  $out"; return 1; }
+  # What lighttpd offers there, asked by curl: the algorithm answered.
+  out="$(ip netns exec "$LAB_LAPTOP" curl -s -i --cacert "$HTTP_LAB_CA" --resolve "digest.lab.test:8450:$HTTP_LAB_ADDRESS" "https://digest.lab.test:8450/$path/")"
+  echo "$out" | grep -i "^www-authenticate: Digest" | grep -q "algorithm=$algorithm," || { echo "  lighttpd did not offer $algorithm: $out"; return 1; }
+}
+check "netext http get --user answers lighttpd's SHA-256 Digest challenge (password from a file)" digest_load private SHA-256
+check "…and its MD5 one" digest_load md5 MD5
+digest_refused() {
+  local out
+  out="$(lab_http get -v -i --user carol --password-file "$work/digest-wrong" https://digest.lab.test:8450/private/ 2>&1)"
+  echo "$out" | grep -Eq "^HTTP/(1.1|2) 401" || { echo "  $out"; return 1; }
+  echo "$out" | grep -q "Digest credential for carol refused" || { echo "  $out"; return 1; }
+  out="$(lab_http get -i https://digest.lab.test:8450/private/ 2>&1)"
+  echo "$out" | grep -Eq "^HTTP/(1.1|2) 401" || { echo "  without --user: $out"; return 1; }
+  ! grep -q "guess\|sw0rdfish" "$work/lighttpd-error.log" || { echo "  a password reached lighttpd's log"; return 1; }
+}
+check "a wrong password gets the 401 (said once, not retried), as does no --user" digest_refused
 
 e2e_finish

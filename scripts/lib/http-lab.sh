@@ -8,11 +8,12 @@
 #   sha1.lab.test:8448   a certificate signed with SHA-1
 #   expired.lab.test:8449  a certificate that expired in 2021
 #   plain.lab.test:8080  cleartext HTTP
+#   digest.lab.test      a name for the servers a script adds (scripts/e2e/http-ats.sh: lighttpd on 8450)
 # Sets HTTP_LAB_RESOLVE (the --resolve options for those names) and HTTP_LAB_CA (the CA file).
 # Usage: source scripts/lib/e2e.sh NAME; source scripts/lib/http-lab.sh; http_lab_up
 
 HTTP_LAB_ADDRESS=203.0.113.2
-HTTP_LAB_NAMES="good h1 tls10 rsakx weakkey sha1 expired plain"
+HTTP_LAB_NAMES="good h1 tls10 rsakx weakkey sha1 expired plain digest"
 HTTP_LAB_RESOLVE=()
 for name in $HTTP_LAB_NAMES; do HTTP_LAB_RESOLVE+=(--resolve "$name.lab.test:$HTTP_LAB_ADDRESS"); done
 HTTP_LAB_CA="$work/ca/ca.crt"

@@ -5,7 +5,7 @@
 # lock: retried. Usage: source it, then call one of them.
 netext_install_packages() {
   netext_create_users
-  netext_install libsqlite3-dev linux-libc-dev util-linux procps iproute2 iputils-ping curl nghttp2-client python3 python3-cryptography tcpdump nftables iptables openssl nginx-light chromium valgrind dante-server dbus-daemon python3-dbusmock unbound dnsmasq-base strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins systemd
+  netext_install libsqlite3-dev linux-libc-dev util-linux procps iproute2 iputils-ping curl nghttp2-client python3 python3-cryptography tcpdump nftables iptables openssl nginx-light lighttpd lighttpd-mod-openssl chromium valgrind dante-server dbus-daemon python3-dbusmock unbound dnsmasq-base strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins systemd
 }
 
 # Installs exactly the given Debian packages, those missing (a benchmark's tools and anchors).
@@ -43,6 +43,12 @@ netext_quiet_installed_services() {
         if command -v systemctl > /dev/null && systemctl is-active --quiet nginx 2> /dev/null; then
           echo "stopping the nginx service the package started (the labs run their own)" >&2
           systemctl disable --now nginx > /dev/null 2>&1 || true
+        fi ;;
+      lighttpd)
+        # Installed for its Digest authentication (scripts/e2e/http-ats.sh), which runs its own.
+        if command -v systemctl > /dev/null && systemctl is-active --quiet lighttpd 2> /dev/null; then
+          echo "stopping the lighttpd service the package started (the lab runs its own)" >&2
+          systemctl disable --now lighttpd > /dev/null 2>&1 || true
         fi ;;
     esac
   done

@@ -11,7 +11,7 @@ public protocol URLSessionDelegate: AnyObject, Sendable {
     /// while no process of the session was attached) have all been delivered.
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession)
 
-    /// A server asked for credentials (a 401 with a Basic challenge): the disposition, and the
+    /// A server asked for credentials (a 401 with a Digest or Basic challenge): the disposition, and the
     /// credential to send with `.useCredential`. Asked again, with `previousFailureCount` one
     /// higher, when the server refuses it (5 times at most). The default is
     /// `.performDefaultHandling`: the 401 is the load's answer. Not asked for background tasks.
