@@ -39,6 +39,8 @@ struct HTTPOptions: ParsableArguments {
     var user: String?
     @Option(name: .customLong("password-file"), help: "A file whose first line is --user's password.")
     var passwordFile: String?
+    @Option(name: .customLong("pinned-key"), help: "Trust the server only with this key: the base64 SHA-256 of its certificate's SubjectPublicKeyInfo (NSPinnedDomains' SPKI-SHA256-BASE64). A server default evaluation trusts is refused with another key; one it refuses (self-signed, expired) is accepted with this one where the ATS policy lets the domain loosen trust (NSExceptionAllowsInsecureHTTPLoads).")
+    var pinnedKey: String?
     @Option(name: .customLong("interface"), help: "Leave by this interface whatever the routing table says (SO_BINDTODEVICE; curl's --interface).")
     var interface: String?
     @Option(name: .customLong("cookie-group"), help: "Keep cookies in this app group's container, shared with the group's other processes (default: none kept after the command).")
@@ -60,15 +62,19 @@ struct HTTPOptions: ParsableArguments {
         return password
     }
 
-    /// The session for the options: with --user, a delegate answers the server's challenge.
+    /// The session for the options: with --user or --pinned-key, a delegate answers the server's
+    /// challenges.
     func makeSession(verbose: Bool) throws -> URLSession {
         let configuration = try sessionConfiguration(verbose: verbose)
-        guard let user else {
-            if passwordFile != nil { throw HTTPCommandFailure.usage("--password-file needs --user") }
-            return URLSession(configuration: configuration)
+        if passwordFile != nil && user == nil { throw HTTPCommandFailure.usage("--password-file needs --user") }
+        if let pinnedKey, Data(base64Encoded: pinnedKey)?.count != 32 {
+            throw HTTPCommandFailure.usage("--pinned-key '\(pinnedKey)' is not the base64 of a SHA-256 hash (44 characters ending in '=')")
         }
-        let credential = URLCredential(user: user, password: try Self.password(file: passwordFile, option: "--password-file", environment: "NETEXT_HTTP_PASSWORD", for: "--user"))
-        return URLSession(configuration: configuration, delegate: CredentialAnswerer(credential: credential, log: configuration.diagnosticLog))
+        guard user != nil || pinnedKey != nil else { return URLSession(configuration: configuration) }
+        let credential = try user.map { user in
+            URLCredential(user: user, password: try Self.password(file: passwordFile, option: "--password-file", environment: "NETEXT_HTTP_PASSWORD", for: "--user"))
+        }
+        return URLSession(configuration: configuration, delegate: CommandSessionDelegate(credential: credential, pinnedKey: pinnedKey, log: configuration.diagnosticLog))
     }
 
     func sessionConfiguration(verbose: Bool, base: URLSessionConfiguration = .default) throws -> URLSessionConfiguration {
@@ -357,19 +363,38 @@ enum HTTPCommandFailure: Error {
     }
 }
 
-/// `--user`: answers the first challenge of a load with the credential; a refused one is not
-/// sent again (the 401 is the answer), as curl does.
-final class CredentialAnswerer: URLSessionDelegate {
-    let credential: URLCredential
+/// `--user`: answers the first Digest or Basic challenge of a load with the credential; a refused
+/// one is not sent again (the 401 is the answer), as curl does. `--pinned-key`: judges each new
+/// TLS connection's server by its key alone.
+final class CommandSessionDelegate: URLSessionDelegate {
+    let credential: URLCredential?
+    let pinnedKey: String?
     let log: (@Sendable (String) -> Void)?
 
-    init(credential: URLCredential, log: (@Sendable (String) -> Void)?) {
+    init(credential: URLCredential?, pinnedKey: String?, log: (@Sendable (String) -> Void)?) {
         self.credential = credential
+        self.pinnedKey = pinnedKey
         self.log = log
     }
 
     func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
         let space = challenge.protectionSpace
+        if space.authenticationMethod == .serverTrust {
+            guard let pinnedKey, let trust = space.serverTrust else { return (.performDefaultHandling, nil) }
+            let key = trust.leaf?.spkiSHA256Base64 ?? "?"
+            guard key == pinnedKey else {
+                // Said whether or not -v: the load fails only as "cancelled".
+                StandardStreams.error(Data("netext: \(space.host)'s certificate has the key \(key), not the pinned \(pinnedKey): refused\n".utf8))
+                return (.cancelAuthenticationChallenge, nil)
+            }
+            if let failure = trust.evaluationFailure {
+                log?("server trust: \(space.host)'s key is the pinned one: accepted although \(failure)")
+                return (.useCredential, URLCredential(trust: trust))
+            }
+            log?("server trust: \(space.host)'s key is the pinned one")
+            return (.performDefaultHandling, nil)
+        }
+        guard let credential else { return (.performDefaultHandling, nil) }
         let method = space.authenticationMethod == .httpDigest ? "Digest" : "Basic"
         guard challenge.previousFailureCount == 0 else {
             log?("\(method) credential for \(credential.user) refused (realm \(space.realm.map { "\"\($0)\"" } ?? "none"))")

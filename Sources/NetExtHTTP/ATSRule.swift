@@ -7,6 +7,8 @@ public enum ATSRule: String, Sendable, Hashable, CaseIterable {
     case signatureHash = "signature hash"
     case certificateTransparency = "certificate transparency"
     case pinning = "pinned identity"
+    /// A certificate default evaluation refuses, accepted by the session's delegate.
+    case serverTrust = "server trust"
 
     /// What an app adds to its `NSAppTransportSecurity` dictionary to lift the rule for `domain`.
     public func remedy(domain: String) -> String {
@@ -19,6 +21,8 @@ public enum ATSRule: String, Sendable, Hashable, CaseIterable {
             return "reissue the certificate (RSA 2048+ or ECC 256+ bits, signed with SHA-256 or better), or add \(entry) › NSExceptionAllowsInsecureHTTPLoads = true"
         case .certificateTransparency: return "have the certificate logged with SCTs embedded, or remove \(entry) › NSRequiresCertificateTransparency"
         case .pinning: return "check which key the server presents against NSPinnedDomains › \(domain)"
+        case .serverTrust:
+            return "have the server's certificate issued by a CA the session trusts, or add \(entry) › NSExceptionAllowsInsecureHTTPLoads = true to let the delegate accept it"
         }
     }
 }

@@ -22,6 +22,8 @@ struct ConnectionFacts: Sendable {
     var protocolName: String
     var tlsVersion: String?
     var certificate: CertificateFacts?
+    /// The leaf certificate, DER (for the delegate's server trust challenge).
+    var certificateDER: [UInt8]?
 }
 
 /// One open connection to an origin: HTTP/1.1 (one exchange at a time) or HTTP/2 (streams
@@ -56,7 +58,7 @@ final class HTTPConnection: @unchecked Sendable {
     static func open(
         to origin: HTTPOrigin, address: SocketAddress?, proxy: ConnectionProxy?, proxyCredential: URLCredential? = nil, context: NIOSSLContext?,
         requirements: ATSRequirements,
-        connectTimeout: TimeAmount, eventLoop: any EventLoop, requiredInterface: String? = nil
+        connectTimeout: TimeAmount, eventLoop: any EventLoop, requiredInterface: String? = nil, acceptedLeaf: [UInt8]? = nil
     ) -> EventLoopFuture<HTTPConnection> {
         let ready = eventLoop.makePromise(of: HTTPConnection.self)
         // What goes in the pipeline once bytes may flow to the origin (at once, or once a
@@ -72,7 +74,15 @@ final class HTTPConnection: @unchecked Sendable {
                 return
             }
             let serverName = IPLiteral(origin.host) == nil ? origin.host : nil
-            try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: serverName))
+            if let acceptedLeaf {
+                // The session's delegate accepted this server's certificate where default
+                // evaluation did not: exactly that leaf is trusted, nothing else.
+                try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: serverName) { certificates, verdict in
+                    verdict.succeed((try? certificates.first?.toDERBytes()) == acceptedLeaf ? .certificateVerified : .failed)
+                })
+            } else {
+                try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: serverName))
+            }
             try channel.pipeline.syncOperations.addHandler(HandshakeWaiter(ready: ready) { channel, protocolName in
                 try Self.configureAfterHandshake(channel, protocolName: protocolName, host: origin.host, requirements: requirements)
             })
@@ -132,13 +142,17 @@ final class HTTPConnection: @unchecked Sendable {
             throw HTTPLoadError.tlsFailed(host: host, reason: "the server presented no certificate")
         }
         let certificateFacts: CertificateFacts
-        do { certificateFacts = try CertificateFacts(der: try certificate.toDERBytes()) } catch {
+        let der: [UInt8]
+        do {
+            der = try certificate.toDERBytes()
+            certificateFacts = try CertificateFacts(der: der)
+        } catch {
             throw HTTPLoadError.tlsFailed(host: host, reason: "the server's certificate cannot be read: \(error)")
         }
         if let refusal = ATSCertificateCheck.refusal(certificateFacts, requirements) { throw HTTPLoadError.refused(refusal) }
         let facts = ConnectionFacts(
             protocolName: protocolName ?? "http/1.1", tlsVersion: try operations.nioSSL_tlsVersion().map(Self.name),
-            certificate: certificateFacts)
+            certificate: certificateFacts, certificateDER: der)
         if protocolName == "h2" {
             var connection = NIOHTTP2Handler.ConnectionConfiguration()
             // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the server

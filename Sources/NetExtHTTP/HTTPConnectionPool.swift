@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Foundation
 
 /// A session's connections, kept per origin and ATS requirements: one HTTP/2 connection shared
 /// by every load of an origin (RFC 9113 §9.1: "clients SHOULD NOT open more than one HTTP/2
@@ -22,6 +23,11 @@ actor HTTPConnectionPool {
     private let proxy: ConnectionProxy?
     private let proxyCredential: URLCredential?
     private let requiredInterface: String?
+    /// The session's delegate, asked about each new TLS connection's server.
+    let trustJudge = ServerTrustJudge()
+    /// Servers the delegate accepted where default evaluation did not: their leaf certificates,
+    /// trusted for the session's later connections to the origin (and only those leaves).
+    private var acceptedLeaves: [HTTPOrigin: [UInt8]] = [:]
     private var shared: [Key: HTTPConnection] = [:]
     private var idle: [Key: [HTTPConnection]] = [:]
     /// HTTP/1.1 connections carrying a load now (closed by ``shutdown()``, which cancels it).
@@ -155,17 +161,54 @@ actor HTTPConnectionPool {
         }
         let context = key.origin.isSecure ? try self.context(for: key.requirements) : nil
         let eventLoop = eventLoopGroup.next()
-        do {
-            return try await HTTPConnection.open(
+        let open: @Sendable ([UInt8]?) async throws -> HTTPConnection = { [address, proxy, proxyCredential, connectTimeout, requiredInterface] acceptedLeaf in
+            try await HTTPConnection.open(
                 to: key.origin, address: address, proxy: proxy, proxyCredential: proxyCredential, context: context, requirements: key.requirements,
-                connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface
+                connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface, acceptedLeaf: acceptedLeaf
             ).get()
-        } catch HTTPLoadError.tlsFailed(let host, let reason) where reason == TLSErrorText.untrustedCertificate {
-            // BoringSSL says only that verification failed: find out why.
-            let why = await CertificateTrustProbe.explain(
-                key.origin, address: address, connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface)
-            throw HTTPLoadError.tlsFailed(host: host, reason: why ?? reason)
         }
+        if let accepted = acceptedLeaves[key.origin] {
+            do { return try await open(accepted) } catch {
+                // Another certificate now: the delegate is asked again.
+                acceptedLeaves[key.origin] = nil
+                throw error
+            }
+        }
+        let connection: HTTPConnection
+        do {
+            connection = try await open(nil)
+        } catch HTTPLoadError.tlsFailed(let host, let reason) where reason == TLSErrorText.untrustedCertificate {
+            // BoringSSL says only that verification failed: find out why, and ask the delegate.
+            guard let finding = await CertificateTrustProbe.inspect(
+                key.origin, address: address, connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface)
+            else { throw HTTPLoadError.tlsFailed(host: host, reason: reason) }
+            let trust = ServerTrust(host: key.origin.host, certificates: finding.certificates, evaluationFailure: finding.explanation)
+            switch await trustJudge.verdict(on: trust, for: key.origin) {
+            case .cancel:
+                throw HTTPLoadError.cancelled
+            case .accept(let accepted) where accepted.certificates.first == finding.certificates.first:
+                // Loosening trust is ATS's to allow (Apple: NSExceptionAllowsInsecureHTTPLoads).
+                guard key.requirements.allowsInsecureHTTP else {
+                    throw HTTPLoadError.refused(ATSRefusal(
+                        rule: .serverTrust, detail: "the session's delegate accepted a certificate default evaluation refuses (\(finding.explanation))",
+                        domain: key.requirements.domain, source: key.requirements.source))
+                }
+                let leaf = [UInt8](finding.certificates[0])
+                acceptedLeaves[key.origin] = leaf
+                return try await open(leaf)
+            case .accept, .defaultHandling:
+                throw HTTPLoadError.tlsFailed(host: host, reason: finding.explanation)
+            }
+        }
+        // Trusted by default: the delegate may still refuse it (its own pinning).
+        if key.origin.isSecure, trustJudge.isSet, let leaf = connection.facts.certificateDER {
+            let trust = ServerTrust(host: key.origin.host, certificates: [Data(leaf)], evaluationFailure: nil)
+            if await trustJudge.verdict(on: trust, for: key.origin) == .cancel {
+                connection.close()
+                throw HTTPLoadError.cancelled
+            }
+        }
+        return connection
     }
 
     /// One TLS context per set of requirements (making one reads the trust roots).

@@ -208,21 +208,3 @@ final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelHandler, 
         context.close(promise: nil)
     }
 }
-
-/// A user name and password (Foundation's `URLCredential` for a proxy: `kCFProxyUsernameKey`
-/// and `kCFProxyPasswordKey` of `connectionProxyDictionary`). The password is never written to
-/// a log or an error.
-public struct URLCredential: Sendable, Hashable, Codable, CustomStringConvertible {
-    public var user: String
-    public var password: String
-
-    public init(user: String, password: String) {
-        self.user = user
-        self.password = password
-    }
-
-    /// The Basic scheme's credentials (RFC 7617 §2): "Basic " and base64 of user:password.
-    var basicAuthorization: String { "Basic " + Data("\(user):\(password)".utf8).base64EncodedString() }
-
-    public var description: String { "user \(user) (password withheld)" }
-}

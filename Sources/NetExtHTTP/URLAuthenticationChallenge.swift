@@ -9,6 +9,9 @@ public struct URLProtectionSpace: Sendable, Hashable {
         case httpBasic = "NSURLAuthenticationMethodHTTPBasic"
         /// `NSURLAuthenticationMethodHTTPDigest` (RFC 7616: MD5, SHA-256 and their -sess forms).
         case httpDigest = "NSURLAuthenticationMethodHTTPDigest"
+        /// `NSURLAuthenticationMethodServerTrust`: the session asks the delegate to judge the
+        /// server's certificate (``URLProtectionSpace/serverTrust``) once per new connection.
+        case serverTrust = "NSURLAuthenticationMethodServerTrust"
     }
 
     public var host: String
@@ -18,6 +21,8 @@ public struct URLProtectionSpace: Sendable, Hashable {
     /// The challenge's `realm` parameter (RFC 9110 §11.5), nil when it named none.
     public var realm: String?
     public var authenticationMethod: AuthenticationMethod
+    /// The server's certificates and default evaluation's verdict, for `.serverTrust`.
+    public var serverTrust: ServerTrust?
     /// Whether the credentials would cross the network in the clear (an http URL).
     public var receivesCredentialSecurely: Bool { `protocol` == "https" }
 }
@@ -28,8 +33,8 @@ public struct URLAuthenticationChallenge: Sendable {
     public var protectionSpace: URLProtectionSpace
     /// How many credentials this load has been refused before (0 the first time).
     public var previousFailureCount: Int
-    /// The 401 answer.
-    public var failureResponse: HTTPURLResponse
+    /// The 401 answer; nil for a server trust challenge, which comes before any answer.
+    public var failureResponse: HTTPURLResponse?
 }
 
 extension URLSession {

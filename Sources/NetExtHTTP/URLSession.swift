@@ -43,6 +43,12 @@ public final class URLSession: Sendable {
             connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy, proxyCredential: configuration.proxyCredential,
             requiredInterface: configuration.requiredInterface)
+        if delegate != nil {
+            pool.trustJudge.set { [weak self] trust, origin in
+                guard let self else { return .defaultHandling }
+                return await self.judge(trust, origin: origin)
+            }
+        }
         if let background {
             background.bind(to: self)
             Task { _ = try? await background.call(.list) }
@@ -182,6 +188,25 @@ public final class URLSession: Sendable {
         return digest.authorization(
             user: credential.user, password: credential.password, method: request.httpMethod, uri: target, body: request.httpBody ?? Data(),
             count: 1, clientNonce: DigestChallenge.makeClientNonce())
+    }
+
+    /// The delegate's verdict on a new TLS connection's server (`NSURLAuthenticationMethodServerTrust`).
+    func judge(_ trust: ServerTrust, origin: HTTPOrigin) async -> ServerTrustVerdict {
+        guard let delegate else { return .defaultHandling }
+        let challenge = URLAuthenticationChallenge(
+            protectionSpace: URLProtectionSpace(
+                host: origin.host, port: origin.port, protocol: "https", realm: nil, authenticationMethod: .serverTrust, serverTrust: trust),
+            previousFailureCount: 0, failureResponse: nil)
+        let (disposition, credential) = await delegate.urlSession(self, didReceive: challenge)
+        switch disposition {
+        case .useCredential:
+            guard let accepted = credential?.trust else { return .defaultHandling }
+            return .accept(accepted)
+        case .cancelAuthenticationChallenge:
+            return .cancel
+        case .performDefaultHandling, .rejectProtectionSpace:
+            return .defaultHandling
+        }
     }
 
     /// One exchange, no redirects followed.

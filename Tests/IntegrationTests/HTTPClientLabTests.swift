@@ -7,7 +7,7 @@ import Testing
 @Suite("HTTP client lab")
 struct HTTPClientLabTests {
     @Test func appTransportSecurityAgainstNginx() async throws {
-        try await runChecks("scripts/e2e/http-ats.sh", checks: 43, timeout: 300)
+        try await runChecks("scripts/e2e/http-ats.sh", checks: 45, timeout: 300)
     }
 
     /// scripts/e2e/http-background.sh: a background download outliving its app, the transfer

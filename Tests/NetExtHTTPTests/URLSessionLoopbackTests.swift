@@ -470,7 +470,7 @@ struct AuthenticationChallengeTests {
         let seen = answerer.seen.withLock { $0 }
         #expect(seen.map(\.previousFailureCount) == [0, 1])
         #expect(seen.first?.protectionSpace == URLProtectionSpace(host: "127.0.0.1", port: server.port, protocol: "http", realm: "the \"lab\"", authenticationMethod: .httpBasic))
-        #expect(seen.first?.protectionSpace.receivesCredentialSecurely == false && seen.first?.failureResponse.statusCode == 401)
+        #expect(seen.first?.protectionSpace.receivesCredentialSecurely == false && seen.first?.failureResponse?.statusCode == 401)
         try await server.close()
     }
 

@@ -104,6 +104,29 @@ policy wrongpin.json '{"NSPinnedDomains": {"lab.test": {"NSIncludesSubdomains": 
 check "a pin on another key refuses the good server (pins apply to subdomains)" \
   expect_refused "pinned identity" https://good.lab.test:8443/ --ats "$work/wrongpin.json"
 
+# The session's delegate judging server trust (netext http --pinned-key): tightening refuses the
+# good server with another key; loosening accepts the expired one by its key, with ATS's leave.
+spki_pin() { openssl x509 -in "$work/ca/$1.crt" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64; }
+pinned_key_tightens() {
+  local out
+  out="$(lab_http get -v --pinned-key "$(spki_pin good)" https://good.lab.test:8443/ 2>&1)" || { echo "  failed: $out"; return 1; }
+  echo "$out" | grep -q "server trust: good.lab.test's key is the pinned one" || { echo "  $out"; return 1; }
+  out="$(lab_http get --pinned-key "$(spki_pin expired)" https://good.lab.test:8443/ 2>&1)" && { echo "  loaded: $out"; return 1; }
+  echo "$out" | grep -q "good.lab.test's certificate has the key .*, not the pinned .*: refused" || { echo "  $out"; return 1; }
+}
+check "--pinned-key: the good server loads with its key, and is refused with another" pinned_key_tightens
+pinned_key_loosens() {
+  local out status
+  out="$(lab_http get --pinned-key "$(spki_pin expired)" https://expired.lab.test:8449/ 2>&1)"; status=$?
+  [ $status = 12 ] || { echo "  exit $status: $out"; return 1; }
+  echo "$out" | grep -q "(rule: server trust, " || { echo "  $out"; return 1; }
+  policy expired.json '{"NSExceptionDomains": {"expired.lab.test": {"NSExceptionAllowsInsecureHTTPLoads": true}}}'
+  out="$(lab_http get -v --ats "$work/expired.json" --pinned-key "$(spki_pin expired)" https://expired.lab.test:8449/ 2>&1)" || { echo "  failed: $out"; return 1; }
+  echo "$out" | grep -q "hello from the ATS lab" || { echo "  no page: $out"; return 1; }
+  echo "$out" | grep -q "accepted although the server's certificate expired on 2021-01-01" || { echo "  $out"; return 1; }
+}
+check "--pinned-key accepts the expired server by its key only with NSExceptionAllowsInsecureHTTPLoads (else ATS's server trust rule)" pinned_key_loosens
+
 misspelt() {
   local out status
   echo '{"NSExceptionDomains": {"tls10.lab.test": {"NSExceptionMinimumTLSVersion": "TLSv1.0", "NSIncludesSubdomain": true}}}' > "$work/typo.json"

@@ -1,0 +1,27 @@
+import Synchronization
+
+/// What a session's delegate said of a server (its `.serverTrust` challenge).
+enum ServerTrustVerdict: Sendable, Equatable {
+    /// Default evaluation decides (`.performDefaultHandling`, `.rejectProtectionSpace`).
+    case defaultHandling
+    /// `.useCredential` with `URLCredential(trust:)`: the server with these certificates.
+    case accept(ServerTrust)
+    /// `.cancelAuthenticationChallenge`: the load fails with ``HTTPLoadError/cancelled``.
+    case cancel
+}
+
+/// The connection pool's way to its session's delegate, set once the session exists (the pool
+/// is made first); without one, default evaluation alone decides.
+final class ServerTrustJudge: Sendable {
+    typealias Judging = @Sendable (ServerTrust, HTTPOrigin) async -> ServerTrustVerdict
+    private let judging = Mutex<Judging?>(nil)
+
+    func set(_ body: @escaping Judging) { judging.withLock { $0 = body } }
+
+    var isSet: Bool { judging.withLock { $0 != nil } }
+
+    func verdict(on trust: ServerTrust, for origin: HTTPOrigin) async -> ServerTrustVerdict {
+        guard let judge = judging.withLock({ $0 }) else { return .defaultHandling }
+        return await judge(trust, origin)
+    }
+}
