@@ -35,6 +35,9 @@ public struct URLAuthenticationChallenge: Sendable {
     public var previousFailureCount: Int
     /// The 401 answer; nil for a server trust challenge, which comes before any answer.
     public var failureResponse: HTTPURLResponse?
+    /// The credential the session would send on its own: the space's default in the session's
+    /// credential storage, or the one just refused.
+    public var proposedCredential: URLCredential? = nil
 }
 
 extension URLSession {

@@ -114,46 +114,11 @@ public final class URLSession: Sendable {
     ) async throws(HTTPLoadError) -> (Data, HTTPURLResponse) {
         var current = request
         var redirects = 0
-        var refusedCredentials = 0
-        var digestCredential: URLCredential?
-        var staleRetries = 0
+        var authentication = AuthenticationProgress()
         while true {
             let (body, response) = try await load(current, redirectCount: redirects, sink: sink, uploadProgress: uploadProgress)
-            // A 401 with a Digest or Basic challenge goes to the delegate, which may answer with a
-            // credential (RFC 9110 §11.6.1, RFC 7616, RFC 7617); at most 5 are tried for one load.
-            if response.statusCode == 401, let delegate, refusedCredentials < 5,
-                let chosen = HTTPAuthentication.choose(in: response.headerFields.filter { $0.name.lowercased() == "www-authenticate" }.map(\.value)) {
-                // A Digest nonce gone stale (RFC 7616 §3.3): the credential just sent goes again with
-                // the new nonce, and nobody is asked.
-                if let digest = chosen.digest, digest.stale, let sent = digestCredential, staleRetries < 2 {
-                    staleRetries += 1
-                    current.setValue(try digestAuthorization(digest, credential: sent, request: current), forHTTPHeaderField: "Authorization")
-                    continue
-                }
-                let origin = try Self.origin(of: current.url)
-                let challenge = URLAuthenticationChallenge(
-                    protectionSpace: URLProtectionSpace(
-                        host: origin.host, port: origin.port, protocol: origin.isSecure ? "https" : "http", realm: chosen.realm, authenticationMethod: chosen.method),
-                    previousFailureCount: refusedCredentials, failureResponse: response)
-                let (disposition, credential) = await delegate.urlSession(self, didReceive: challenge)
-                switch disposition {
-                case .useCredential:
-                    guard let credential else { return (body, response) }
-                    refusedCredentials += 1
-                    if let digest = chosen.digest {
-                        digestCredential = credential
-                        current.setValue(try digestAuthorization(digest, credential: credential, request: current), forHTTPHeaderField: "Authorization")
-                    } else {
-                        digestCredential = nil
-                        current.setValue(credential.basicAuthorization, forHTTPHeaderField: "Authorization")
-                    }
-                    continue
-                case .cancelAuthenticationChallenge:
-                    throw .cancelled
-                case .performDefaultHandling, .rejectProtectionSpace:
-                    return (body, response)
-                }
-            }
+            if response.statusCode == 401, try await answerChallenge(of: response, request: &current, progress: &authentication) { continue }
+            authentication.keepAccepted(in: configuration.urlCredentialStorage)
             guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.value(forHTTPHeaderField: "Location") else {
                 return (body, response)
             }
@@ -174,38 +139,6 @@ public final class URLSession: Sendable {
                 current.setValue(nil, forHTTPHeaderField: "Authorization")
             }
             current.url = next
-        }
-    }
-
-    /// The `Authorization` value answering a Digest challenge for `request`: its method, its
-    /// request target as the request line carries it, its body for `auth-int` (a body read from
-    /// a file cannot be: the load fails saying so).
-    func digestAuthorization(_ digest: DigestChallenge, credential: URLCredential, request: URLRequest) throws(HTTPLoadError) -> String {
-        if digest.protection == .authInt, request.bodyFile != nil {
-            throw .invalidConfiguration("the server asks for Digest with qop=auth-int, which a body read from a file cannot answer; upload it from memory")
-        }
-        let target = try prepare(request, origin: try Self.origin(of: request.url)).head.uri
-        return digest.authorization(
-            user: credential.user, password: credential.password, method: request.httpMethod, uri: target, body: request.httpBody ?? Data(),
-            count: 1, clientNonce: DigestChallenge.makeClientNonce())
-    }
-
-    /// The delegate's verdict on a new TLS connection's server (`NSURLAuthenticationMethodServerTrust`).
-    func judge(_ trust: ServerTrust, origin: HTTPOrigin) async -> ServerTrustVerdict {
-        guard let delegate else { return .defaultHandling }
-        let challenge = URLAuthenticationChallenge(
-            protectionSpace: URLProtectionSpace(
-                host: origin.host, port: origin.port, protocol: "https", realm: nil, authenticationMethod: .serverTrust, serverTrust: trust),
-            previousFailureCount: 0, failureResponse: nil)
-        let (disposition, credential) = await delegate.urlSession(self, didReceive: challenge)
-        switch disposition {
-        case .useCredential:
-            guard let accepted = credential?.trust else { return .defaultHandling }
-            return .accept(accepted)
-        case .cancelAuthenticationChallenge:
-            return .cancel
-        case .performDefaultHandling, .rejectProtectionSpace:
-            return .defaultHandling
         }
     }
 

@@ -47,6 +47,10 @@ public struct URLSessionConfiguration: Sendable {
     /// (``HTTPCookieStorage/sharedCookieStorage(forGroupContainerIdentifier:)``) to share them
     /// between processes; nil for no cookies.
     public var httpCookieStorage: HTTPCookieStorage? = .shared
+    /// Where credentials for servers' Digest and Basic challenges are kept and read from
+    /// (`urlCredentialStorage`): this process's shared storage by default, one of its own for
+    /// ephemeral sessions; nil for none kept.
+    public var urlCredentialStorage: URLCredentialStorage? = .shared
     /// Asked about every load before it connects; ``SystemURLFilter`` (netextd's URL filter)
     /// unless replaced, nil for none.
     public var urlFilter: (any URLLoadFilter)? = SystemURLFilter()
@@ -62,6 +66,7 @@ public struct URLSessionConfiguration: Sendable {
     public static var ephemeral: URLSessionConfiguration {
         var configuration = URLSessionConfiguration()
         configuration.httpCookieStorage = HTTPCookieStorage()
+        configuration.urlCredentialStorage = URLCredentialStorage()
         return configuration
     }
 

@@ -172,3 +172,72 @@ struct DigestAuthenticationTests {
         try await server.close()
     }
 }
+
+@Suite("URLCredentialStorage")
+struct CredentialStorageTests {
+    static let space = URLProtectionSpace(host: "Lab.Example", port: 443, protocol: "https", realm: "lab", authenticationMethod: .httpDigest)
+
+    @Test("credentials by space and user; the first is the default until another is made it; .none and trust are never kept")
+    func storage() {
+        let storage = URLCredentialStorage()
+        storage.set(URLCredential(user: "carol", password: "a"), for: Self.space)
+        storage.set(URLCredential(user: "dave", password: "b"), for: Self.space)
+        var lower = Self.space
+        lower.host = "lab.example"
+        #expect(storage.defaultCredential(for: lower)?.user == "carol", "hosts in any case are one space")
+        storage.setDefaultCredential(URLCredential(user: "dave", password: "b2"), for: Self.space)
+        #expect(storage.defaultCredential(for: Self.space) == URLCredential(user: "dave", password: "b2"))
+        #expect(storage.credentials(for: Self.space)?.keys.sorted() == ["carol", "dave"])
+        var otherRealm = Self.space
+        otherRealm.realm = "elsewhere"
+        #expect(storage.credentials(for: otherRealm) == nil)
+        storage.set(URLCredential(user: "eve", password: "c", persistence: .none), for: otherRealm)
+        storage.set(URLCredential(trust: ServerTrust(host: "x", certificates: [], evaluationFailure: nil)), for: otherRealm)
+        #expect(storage.credentials(for: otherRealm) == nil)
+        storage.remove(URLCredential(user: "dave", password: ""), for: Self.space)
+        #expect(storage.defaultCredential(for: Self.space) == nil && storage.allCredentials[lower]?.keys.sorted() == ["carol"])
+        #expect(!URLCredential(user: "carol", password: "secret").description.contains("secret"))
+    }
+
+    @Test("a credential written before persistence existed reads as .forSession")
+    func olderEncoding() throws {
+        let credential = try JSONDecoder().decode(URLCredential.self, from: Data(#"{"user": "u", "password": "p"}"#.utf8))
+        #expect(credential.persistence == .forSession && credential.trust == nil)
+    }
+
+    func configuration(_ storage: URLCredentialStorage) -> NetExtHTTP.URLSessionConfiguration {
+        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+        configuration.appTransportSecurity.allowsLocalNetworking = true
+        configuration.urlFilter = nil
+        configuration.urlCredentialStorage = storage
+        return configuration
+    }
+
+    @Test("a credential the server accepted is kept: another session of the storage answers with it, proposed to its delegate; a refused stored one is sent once")
+    func sessionsShareStorage() async throws {
+        let server = try await LoopbackHTTPServer()
+        let url = URL(string: "http://127.0.0.1:\(server.port)/digest")!
+        let storage = URLCredentialStorage()
+        let right = URLCredential(user: DigestLabServer.user, password: DigestLabServer.password)
+        let once = ChallengeAnswerer([(.useCredential, URLCredential(user: right.user, password: right.password, persistence: .none))])
+        #expect(try await NetExtHTTP.URLSession(configuration: configuration(storage), delegate: once).data(from: url).1.statusCode == 200)
+        #expect(storage.allCredentials.isEmpty, "persistence .none is not kept")
+        #expect(try await NetExtHTTP.URLSession(configuration: configuration(storage)).data(from: url).1.statusCode == 401)
+
+        let kept = ChallengeAnswerer([(.useCredential, right)])
+        #expect(try await NetExtHTTP.URLSession(configuration: configuration(storage), delegate: kept).data(from: url).1.statusCode == 200)
+        let space = URLProtectionSpace(host: "127.0.0.1", port: server.port, protocol: "http", realm: DigestLabServer.realm, authenticationMethod: .httpDigest)
+        #expect(storage.defaultCredential(for: space) == right)
+
+        #expect(try await NetExtHTTP.URLSession(configuration: configuration(storage)).data(from: url).1.statusCode == 200, "no delegate: the stored credential")
+        let deferring = ChallengeAnswerer([])
+        #expect(try await NetExtHTTP.URLSession(configuration: configuration(storage), delegate: deferring).data(from: url).1.statusCode == 200)
+        #expect(deferring.seen.withLock { $0.first?.proposedCredential } == right)
+
+        storage.setDefaultCredential(URLCredential(user: "carol", password: "stale password"), for: space)
+        let before = server.requests.load(ordering: .relaxed)
+        #expect(try await NetExtHTTP.URLSession(configuration: configuration(storage)).data(from: url).1.statusCode == 401)
+        #expect(server.requests.load(ordering: .relaxed) - before == 2, "the challenge, then the stored credential once")
+        try await server.close()
+    }
+}

@@ -12,6 +12,8 @@ import Testing
 final class LoopbackHTTPServer: Sendable {
     let channel: any Channel
     let connections = Atomic<Int>(0)
+    /// Requests answered, on every connection.
+    let requests = Atomic<Int>(0)
     let maximumOpen = Atomic<Int>(0)
     private let open = Atomic<Int>(0)
     var port: Int { channel.localAddress!.port! }
@@ -24,7 +26,7 @@ final class LoopbackHTTPServer: Sendable {
                 box.server?.accepted(channel)
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(Responder())
+                    try channel.pipeline.syncOperations.addHandler(Responder(box: box))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -53,6 +55,8 @@ final class LoopbackHTTPServer: Sendable {
     private final class Responder: ChannelInboundHandler, @unchecked Sendable {
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
+        let box: Box
+        init(box: Box) { self.box = box }
         private var head: HTTPRequestHead?
         private var bodyBytes = 0
         /// A position-weighted checksum of the body (a byte out of place changes it).
@@ -123,6 +127,7 @@ final class LoopbackHTTPServer: Sendable {
         }
 
         private func respond(_ context: ChannelHandlerContext, _ request: HTTPRequestHead) {
+            box.server?.requests.add(1, ordering: .relaxed)
             var headers = HTTPHeaders()
             var status = HTTPResponseStatus.ok
             var body = ""
