@@ -219,3 +219,23 @@ int netext_udp_receive_batch(int fd, unsigned char *buffers, unsigned long buffe
     }
     return got;
 }
+
+long netext_receive_with_hop_limit(int fd, void *buffer, unsigned long capacity, struct sockaddr_storage *from, int *hop_limit) {
+    *hop_limit = -1;
+    struct iovec iov = { .iov_base = buffer, .iov_len = capacity };
+    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    struct msghdr message = {
+        .msg_name = from, .msg_namelen = sizeof(*from), .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = control.buffer, .msg_controllen = sizeof(control.buffer),
+    };
+    ssize_t received;
+    do { received = recvmsg(fd, &message, 0); } while (received < 0 && errno == EINTR);
+    if (received < 0) return -errno;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == IPPROTO_IPV6 && header->cmsg_type == IPV6_HOPLIMIT && header->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            memcpy(hop_limit, CMSG_DATA(header), sizeof(int));
+        }
+    }
+    if (message.msg_flags & MSG_TRUNC) return -EMSGSIZE;
+    return received;
+}

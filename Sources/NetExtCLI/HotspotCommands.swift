@@ -148,7 +148,7 @@ enum HotspotText {
         if let announcement = detection.announcement {
             lines.append("announcement (\(detection.announcementSource ?? "DHCP option 114")): \(announcement == .unrestricted ? "no captive portal (\(announcement))" : "captive portal API at \(announcement)")")
         } else {
-            lines.append("announcement (DHCP option 114, DHCPv6 option 103): none — \(detection.announcementProblem ?? "not asked")")
+            lines.append("announcement (DHCP option 114, DHCPv6 option 103, Router Advertisement option 37): none — \(detection.announcementProblem ?? "not asked")")
         }
         if let api = detection.api {
             var parts = ["captive=\(api.isCaptive ? "yes" : "no")"]

@@ -175,6 +175,24 @@ struct CaptivePortalParsingTests {
         #expect(throws: CaptivePortalError.self) { try CaptivePortalAnnouncement.fromRouterAdvertisement([133, 0, 0, 0]) }
     }
 
+    @Test("Router Solicitation bytes, and RFC 4861 §6.1.2's checks on an advertisement before its options are read")
+    func routerDiscovery() {
+        #expect(RouterDiscovery.solicitation(hardwareAddress: [2, 0, 0, 0, 0, 7]) == [133, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 0, 0, 0, 0, 7])
+        #expect(RouterDiscovery.solicitation(hardwareAddress: []) == [133, 0, 0, 0, 0, 0, 0, 0], "no link-layer address option without one")
+        let linkLocal: [UInt8] = [0xfe, 0x80] + Array(repeating: 0, count: 13) + [1]
+        let global: [UInt8] = [0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 11) + [1]
+        let advertisement = Self.routerAdvertisement(options: [])
+        #expect(RouterDiscovery.advertisementProblem(advertisement, source: linkLocal, hopLimit: 255) == nil)
+        #expect(RouterDiscovery.advertisementProblem(advertisement, source: linkLocal, hopLimit: 64)?.contains("hop limit 64, not 255") == true)
+        #expect(RouterDiscovery.advertisementProblem(advertisement, source: linkLocal, hopLimit: nil) != nil)
+        #expect(RouterDiscovery.advertisementProblem(advertisement, source: global, hopLimit: 255)?.contains("not link-local") == true)
+        #expect(RouterDiscovery.advertisementProblem(advertisement, source: [], hopLimit: 255) != nil)
+        var coded = advertisement
+        coded[1] = 1
+        #expect(RouterDiscovery.advertisementProblem(coded, source: linkLocal, hopLimit: 255)?.contains("code 1") == true)
+        #expect(RouterDiscovery.advertisementProblem(Array(advertisement.prefix(15)), source: linkLocal, hopLimit: 255) != nil)
+    }
+
     // MARK: The connectivity check
 
     @Test("answers: Content-Length, chunked, to the close; Location kept")

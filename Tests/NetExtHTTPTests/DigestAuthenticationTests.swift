@@ -139,12 +139,7 @@ struct DigestAuthenticationTests {
         }
     }
 
-    func session(_ delegate: any NetExtHTTP.URLSessionDelegate) -> NetExtHTTP.URLSession {
-        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
-        configuration.appTransportSecurity.allowsLocalNetworking = true
-        configuration.urlFilter = nil
-        return NetExtHTTP.URLSession(configuration: configuration, delegate: delegate)
-    }
+    func session(_ delegate: any NetExtHTTP.URLSessionDelegate) -> NetExtHTTP.URLSession { loopbackSession(delegate) }
 
     @Test("a server offering Digest: the delegate is asked once for the SHA-256 challenge, a stale nonce is answered again unasked, the load succeeds")
     func digestLoad() async throws {

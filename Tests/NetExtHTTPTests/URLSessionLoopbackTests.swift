@@ -456,14 +456,18 @@ final class ChallengeAnswerer: NetExtHTTP.URLSessionDelegate {
     }
 }
 
+/// An ephemeral session for the loopback servers (cleartext to 127.0.0.1 allowed, no URL
+/// filter), with `delegate`.
+func loopbackSession(_ delegate: (any NetExtHTTP.URLSessionDelegate)?) -> NetExtHTTP.URLSession {
+    var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+    configuration.appTransportSecurity.allowsLocalNetworking = true
+    configuration.urlFilter = nil
+    return NetExtHTTP.URLSession(configuration: configuration, delegate: delegate)
+}
+
 @Suite("HTTP authentication challenges")
 struct AuthenticationChallengeTests {
-    func session(_ delegate: (any NetExtHTTP.URLSessionDelegate)?) -> NetExtHTTP.URLSession {
-        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
-        configuration.appTransportSecurity.allowsLocalNetworking = true
-        configuration.urlFilter = nil
-        return NetExtHTTP.URLSession(configuration: configuration, delegate: delegate)
-    }
+    func session(_ delegate: (any NetExtHTTP.URLSessionDelegate)?) -> NetExtHTTP.URLSession { loopbackSession(delegate) }
 
     @Test("a 401 with a Basic challenge asks the delegate: a wrong credential is asked about again with the failure counted, the right one loads")
     func basic() async throws {

@@ -124,6 +124,16 @@ check "DHCPv4 silent, DHCPv6 answers: its option 103 names the API" has "announc
 check "…which says captive" has "captive portal API: captive=yes"
 check "dnsmasq saw the laptop's Information-Request" grep -q "DHCPINFORMATION-REQUEST(eth0)" "$work/dnsmasq6.log"
 kill "$DNSMASQ_PID"; wait "$DNSMASQ_PID" 2>/dev/null; DNSMASQ_PID=""
+# Neither DHCP says anything; a router's advertisement does (RFC 8910 §2.3, option 37). A forged
+# advertisement with hop limit 64 (so not from this link, RFC 4861 §6.1.2) comes first each time.
+ip netns exec "$LAB_INTERNET" python3 -u scripts/e2e/ra-responder.py eth0 https://198.51.100.1:8443/capport --forged https://198.51.100.66/forged --seconds 60 > "$work/ra.log" 2>&1 &
+RA_PID=$!; LAB_PIDS+=($RA_PID)
+lab_wait "grep -q 'answering Router Solicitations' '$work/ra.log'" 5
+detect --interface eth0
+check "DHCPv4 and DHCPv6 silent, a Router Advertisement's option 37 names the API" has "announcement (Router Advertisement option 37): captive portal API at https://198.51.100.1:8443/capport"
+check "…the forged one (hop limit 64) was not taken, and the API says captive" bash -c "! grep -q forged <<< '$out' && grep -qF 'captive portal API: captive=yes' <<< '$out'"
+check "the router saw the laptop's Router Solicitation from its link-local address" grep -q "Router Solicitation from fe80::" "$work/ra.log"
+kill "$RA_PID"; wait "$RA_PID" 2>/dev/null
 
 # 6. Bad requests.
 detect --interface 'eth0/../x'

@@ -92,6 +92,11 @@ int netext_udp_receive_batch(int fd, unsigned char *buffers, unsigned long buffe
 /// Asks the kernel to coalesce datagrams of one flow (UDP_GRO). Returns 0 or -errno.
 int netext_udp_enable_gro(int fd);
 
+/// recvmsg of one datagram: its source in `from`, and its IPv6 hop limit in `hop_limit` when the
+/// socket asked for it (IPV6_RECVHOPLIMIT; else -1). Returns the length or -errno (-EMSGSIZE
+/// when it did not fit).
+long netext_receive_with_hop_limit(int fd, void *buffer, unsigned long capacity, struct sockaddr_storage *from, int *hop_limit);
+
 /// Whether the kernel accepts UDP_SEGMENT on this socket (UDP GSO). Returns 1 or 0.
 int netext_udp_supports_gso(int fd);
 

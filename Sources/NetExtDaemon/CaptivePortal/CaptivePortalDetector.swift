@@ -5,7 +5,8 @@ import NetExtLinux
 
 /// netextd's captive portal detection on one interface, three steps whose findings are all kept:
 /// 1. the network's announcement: a DHCPINFORM on the interface asking for option 114
-///    (RFC 8910 §2.1), answered by the network's DHCP server;
+///    (RFC 8910 §2.1), answered by the network's DHCP server; without one, a DHCPv6
+///    Information-Request for option 103 (§2.2) and a Router Solicitation for option 37 (§2.3);
 /// 2. the captive portal API the announcement names (RFC 8908), fetched over HTTPS with the
 ///    system's CAs (or `NETEXT_CAPTIVE_PORTAL_CA_FILE`, a lab's);
 /// 3. the connectivity check, when one is configured: a plain-HTTP GET bound to the interface.
@@ -46,14 +47,22 @@ struct CaptivePortalDetector: Sendable {
         }
         var announcementSource: String? = announcement == nil ? nil : "DHCP option 114"
         if announcement == nil {
-            // No word over DHCPv4: the network's DHCPv6 servers are asked (RFC 8910 §2.2).
-            let (found, problem) = await announcementOverDHCPv6(interface)
-            if let found {
-                announcement = found
+            // No word over DHCPv4: the network's DHCPv6 servers (RFC 8910 §2.2) and its routers
+            // (§2.3) are asked at once; DHCPv6's answer is taken first.
+            async let overDHCPv6 = announcementOverDHCPv6(interface)
+            async let fromRouters = announcementFromRouters(interface)
+            let (dhcpv6, dhcpv6Problem) = await overDHCPv6
+            let (advertised, routersProblem) = await fromRouters
+            if let dhcpv6 {
+                announcement = dhcpv6
                 announcementSource = "DHCPv6 option 103"
                 announcementProblem = nil
+            } else if let advertised {
+                announcement = advertised
+                announcementSource = "Router Advertisement option 37"
+                announcementProblem = nil
             } else {
-                announcementProblem = [announcementProblem, problem].compactMap { $0 }.joined(separator: "; ")
+                announcementProblem = [announcementProblem, dhcpv6Problem, routersProblem].compactMap { $0 }.joined(separator: "; ")
             }
         }
 
@@ -111,6 +120,23 @@ struct CaptivePortalDetector: Sendable {
             }
         case .failure(let error):
             return (nil, "cannot ask a DHCPv6 server: \(error)")
+        }
+    }
+
+    /// A Router Solicitation on the interface: the announcement of the first Router
+    /// Advertisement carrying option 37, or why there is none.
+    private func announcementFromRouters(_ interface: String) async -> (CaptivePortalAnnouncement?, String?) {
+        let hardware = InterfaceIdentity.hardwareAddress(of: interface)
+        let outcome = await BlockingWork.run {
+            Result { () throws(SystemError) in try RouterSolicitationExchange.run(interface: interface, hardwareAddress: hardware, attempts: 2, waitMilliseconds: 500) }
+        }
+        switch outcome {
+        case .success(let exchange):
+            if let found = exchange.reply { return (found, nil) }
+            return (nil, "no Router Advertisement on \(interface) carried option 37 within 1.5 s"
+                + (exchange.ignored > 0 ? " (\(exchange.ignored) other advertisements" + (exchange.lastProblem.map { "; the last refused: \($0)" } ?? "") + ")" : ""))
+        case .failure(let error):
+            return (nil, "cannot solicit the routers: \(error)")
         }
     }
 

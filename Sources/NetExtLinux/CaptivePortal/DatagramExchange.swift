@@ -2,12 +2,21 @@
 import Glibc
 #endif
 
+import CNetExtLinux
 import NetExtCore
 
-/// The retransmitting wait both DHCP exchanges share (RFC 2131 §4.1, RFC 8415 §15): send, wait
-/// for the answer — the wait doubling with each attempt, up to four times the first — and send
-/// again, a bounded number of times.
+/// The retransmitting wait the DHCP exchanges and router solicitation share (RFC 2131 §4.1,
+/// RFC 8415 §15, RFC 4861 §6.3.7): send, wait for the answer — the wait doubling with each
+/// attempt, up to four times the first — and send again, a bounded number of times.
 public enum DatagramExchange {
+    /// One datagram that arrived: its bytes, where from, and its IPv6 hop limit when the socket
+    /// asked for it (`IPV6_RECVHOPLIMIT`).
+    struct Datagram {
+        var bytes: [UInt8]
+        var source: sockaddr_storage
+        var hopLimit: Int?
+    }
+
     /// What one exchange brought.
     public struct Outcome<Message: Sendable>: Sendable {
         /// The server's answer, parsed; nil when none came.
@@ -25,9 +34,9 @@ public enum DatagramExchange {
         parse: ([UInt8]) throws(CaptivePortalError) -> Message, isAnswer: (Message) -> Bool
     ) throws(SystemError) -> Outcome<Message> {
         var outcome = Outcome<Message>()
-        _ = try run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: send) { bytes -> Bool in
+        _ = try run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: send) { datagram -> Bool in
             do throws(CaptivePortalError) {
-                let message = try parse(bytes)
+                let message = try parse(datagram.bytes)
                 guard isAnswer(message) else {
                     outcome.ignored += 1
                     return false
@@ -46,7 +55,7 @@ public enum DatagramExchange {
     /// Sends (`send`) up to `attempts` times (at most 5) and gives every datagram that arrives on
     /// `fd` meanwhile to `take`, which returns true once it is the answer. Returns whether it came.
     static func run(
-        _ fd: Int32, attempts: Int, waitMilliseconds: Int, send: () throws(SystemError) -> Void, take: ([UInt8]) -> Bool
+        _ fd: Int32, attempts: Int, waitMilliseconds: Int, send: () throws(SystemError) -> Void, take: (Datagram) -> Bool
     ) throws(SystemError) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 1500)
         for attempt in 0..<max(1, min(attempts, 5)) {
@@ -57,12 +66,20 @@ public enum DatagramExchange {
                 guard remaining > 0 else { break }
                 var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 guard poll(&poller, 1, Int32(remaining)) > 0 else { continue }
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { continue }
-                if take(Array(buffer[..<count])) { return true }
+                guard let datagram = receive(fd, buffer: &buffer) else { continue }
+                if take(datagram) { return true }
             }
         }
         return false
+    }
+
+    /// One datagram with its source and hop limit, nil when the receive failed.
+    private static func receive(_ fd: Int32, buffer: inout [UInt8]) -> Datagram? {
+        var source = sockaddr_storage()
+        var hopLimit: Int32 = -1
+        let count = buffer.withUnsafeMutableBytes { netext_receive_with_hop_limit(fd, $0.baseAddress, UInt($0.count), &source, &hopLimit) }
+        guard count > 0 else { return nil }
+        return Datagram(bytes: Array(buffer[..<count]), source: source, hopLimit: hopLimit >= 0 ? Int(hopLimit) : nil)
     }
 
     private static func monotonicMilliseconds() -> Int64 {

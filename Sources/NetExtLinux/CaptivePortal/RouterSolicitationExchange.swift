@@ -1,0 +1,89 @@
+import NetExtCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Router solicitation on an interface for its captive portal announcement (RFC 8910 §2.3): a
+/// Router Solicitation to all-routers (ff02::2) out of that interface only, hop limit 255 (RFC
+/// 4861 §6.3.7), and the Router Advertisements that answer it read on a raw ICMPv6 socket that
+/// lets only type 134 through. Each is checked as RFC 4861 §6.1.2 says (link-local source, hop
+/// limit 255, code 0); the first whose Captive-Portal option (37) reads is the answer.
+/// Advertisements without the option, and malformed or foreign ones, are counted. Needs root
+/// (a raw socket, binding to a device).
+public enum RouterSolicitationExchange {
+    public typealias Outcome = DatagramExchange.Outcome<CaptivePortalAnnouncement>
+
+    private static let oneAtATime = Mutex(())
+    /// ff02::2 (RFC 4291 §2.7.1).
+    static let allRouters: [UInt8] = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]
+    /// `ICMP6_FILTER` (netinet/icmp6.h), which Glibc's module does not carry.
+    private static let icmp6Filter: Int32 = 1
+
+    public static func run(interface: String, hardwareAddress: [UInt8], attempts: Int = 2, waitMilliseconds: Int = 700) throws(SystemError) -> Outcome {
+        try oneAtATime.withLock { _ throws(SystemError) in
+            try exchange(interface: interface, hardwareAddress: hardwareAddress, attempts: attempts, waitMilliseconds: waitMilliseconds)
+        }
+    }
+
+    private static func exchange(interface: String, hardwareAddress: [UInt8], attempts: Int, waitMilliseconds: Int) throws(SystemError) -> Outcome {
+        let index = if_nametoindex(interface)
+        guard index != 0 else { throw SystemError("if_nametoindex", errno: errno, subject: interface) }
+        let fd = socket(AF_INET6, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), Int32(IPPROTO_ICMPV6))
+        guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: "ICMPv6 on \(interface)") }
+        defer { close(fd) }
+        let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
+        guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        // Only Router Advertisements reach the socket (RFC 3542 §3.2: a set bit blocks a type).
+        var filter = [UInt32](repeating: 0xffff_ffff, count: 8)
+        filter[Int(RouterDiscovery.advertisementType) >> 5] &= ~(UInt32(1) << (UInt32(RouterDiscovery.advertisementType) & 31))
+        guard setsockopt(fd, Int32(IPPROTO_ICMPV6), icmp6Filter, &filter, socklen_t(32)) == 0 else {
+            throw SystemError("setsockopt(ICMP6_FILTER)", errno: errno, subject: interface)
+        }
+        var hops: Int32 = 255
+        setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, &hops, socklen_t(MemoryLayout<Int32>.size))
+        var multicastInterface = Int32(index)
+        setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_IF, &multicastInterface, socklen_t(MemoryLayout<Int32>.size))
+        var on: Int32 = 1
+        guard setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVHOPLIMIT, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            throw SystemError("setsockopt(IPV6_RECVHOPLIMIT)", errno: errno, subject: interface)
+        }
+
+        let solicitation = RouterDiscovery.solicitation(hardwareAddress: hardwareAddress)
+        var routers = sockaddr_in6()
+        routers.sin6_family = sa_family_t(AF_INET6)
+        routers.sin6_scope_id = index
+        withUnsafeMutableBytes(of: &routers.sin6_addr) { $0.copyBytes(from: allRouters) }
+        var outcome = Outcome()
+        _ = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
+            let sent = solicitation.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &routers) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+            }
+            guard sent == solicitation.count else { throw SystemError("sendto", errno: errno, subject: "Router Solicitation on \(interface)") }
+        }) { datagram -> Bool in
+            var source = datagram.source
+            let address = withUnsafeBytes(of: &source) { raw -> [UInt8] in
+                guard raw.load(fromByteOffset: 0, as: sa_family_t.self) == sa_family_t(AF_INET6) else { return [] }
+                return Array(raw[8..<24])  // sockaddr_in6.sin6_addr
+            }
+            if let problem = RouterDiscovery.advertisementProblem(datagram.bytes, source: address, hopLimit: datagram.hopLimit) {
+                outcome.ignored += 1
+                outcome.lastProblem = problem
+                return false
+            }
+            do throws(CaptivePortalError) {
+                guard let announcement = try CaptivePortalAnnouncement.fromRouterAdvertisement(datagram.bytes) else {
+                    outcome.ignored += 1
+                    return false
+                }
+                outcome.reply = announcement
+                return true
+            } catch {
+                outcome.ignored += 1
+                outcome.lastProblem = error.description
+                return false
+            }
+        }
+        return outcome
+    }
+}
