@@ -1,7 +1,6 @@
 import NIOCore
 import NIOPosix
 import NIOSSL
-import Foundation
 
 /// A session's connections, kept per origin and ATS requirements: one HTTP/2 connection shared
 /// by every load of an origin (RFC 9113 §9.1: "clients SHOULD NOT open more than one HTTP/2
@@ -174,40 +173,10 @@ actor HTTPConnectionPool {
                 throw error
             }
         }
-        let connection: HTTPConnection
-        do {
-            connection = try await open(nil)
-        } catch HTTPLoadError.tlsFailed(let host, let reason) where reason == TLSErrorText.untrustedCertificate {
-            // BoringSSL says only that verification failed: find out why, and ask the delegate.
-            guard let finding = await CertificateTrustProbe.inspect(
-                key.origin, address: address, connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: requiredInterface)
-            else { throw HTTPLoadError.tlsFailed(host: host, reason: reason) }
-            let trust = ServerTrust(host: key.origin.host, certificates: finding.certificates, evaluationFailure: finding.explanation)
-            switch await trustJudge.verdict(on: trust, for: key.origin) {
-            case .cancel:
-                throw HTTPLoadError.cancelled
-            case .accept(let accepted) where accepted.certificates.first == finding.certificates.first:
-                // Loosening trust is ATS's to allow (Apple: NSExceptionAllowsInsecureHTTPLoads).
-                guard key.requirements.allowsInsecureHTTP else {
-                    throw HTTPLoadError.refused(ATSRefusal(
-                        rule: .serverTrust, detail: "the session's delegate accepted a certificate default evaluation refuses (\(finding.explanation))",
-                        domain: key.requirements.domain, source: key.requirements.source))
-                }
-                let leaf = [UInt8](finding.certificates[0])
-                acceptedLeaves[key.origin] = leaf
-                return try await open(leaf)
-            case .accept, .defaultHandling:
-                throw HTTPLoadError.tlsFailed(host: host, reason: finding.explanation)
-            }
-        }
-        // Trusted by default: the delegate may still refuse it (its own pinning).
-        if key.origin.isSecure, trustJudge.isSet, let leaf = connection.facts.certificateDER {
-            let trust = ServerTrust(host: key.origin.host, certificates: [Data(leaf)], evaluationFailure: nil)
-            if await trustJudge.verdict(on: trust, for: key.origin) == .cancel {
-                connection.close()
-                throw HTTPLoadError.cancelled
-            }
-        }
+        let (connection, accepted) = try await ServerTrustGate.open(
+            origin: key.origin, requirements: key.requirements, judge: trustJudge, address: address, connectTimeout: connectTimeout, eventLoop: eventLoop,
+            requiredInterface: requiredInterface, open: open)
+        if let accepted { acceptedLeaves[key.origin] = accepted }
         return connection
     }
 

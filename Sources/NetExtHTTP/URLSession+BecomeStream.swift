@@ -30,12 +30,20 @@ extension URLSession {
             address = try? SocketAddress(ipAddress: pinned, port: origin.port)
         }
         let connection: HTTPConnection
-        do {
-            connection = try await HTTPConnection.open(
+        let connectTimeout = TimeAmount.milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000))
+        let eventLoop = streamContext.eventLoopGroup.next()
+        let open: @Sendable ([UInt8]?) async throws -> HTTPConnection = { [configuration, address, context] acceptedLeaf in
+            try await HTTPConnection.open(
                 to: origin, address: address, proxy: configuration.proxy, proxyCredential: configuration.proxyCredential, context: context, requirements: requirements,
-                connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), eventLoop: streamContext.eventLoopGroup.next(),
-                requiredInterface: configuration.requiredInterface
+                connectTimeout: connectTimeout, eventLoop: eventLoop, requiredInterface: configuration.requiredInterface, acceptedLeaf: acceptedLeaf
             ).get()
+        }
+        do {
+            // The delegate judges the server as for any load (the connection is this task's alone,
+            // so an acceptance is not kept for others).
+            (connection, _) = try await ServerTrustGate.open(
+                origin: origin, requirements: requirements, judge: pool.trustJudge, address: address, connectTimeout: connectTimeout, eventLoop: eventLoop,
+                requiredInterface: configuration.requiredInterface, open: open)
         } catch {
             throw Self.loadError(error)
         }

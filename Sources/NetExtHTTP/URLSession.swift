@@ -16,7 +16,7 @@ import Glibc
 /// HTTP/1.1 connections are kept alive and reused.
 public final class URLSession: Sendable {
     public let configuration: URLSessionConfiguration
-    private let pool: HTTPConnectionPool
+    let pool: HTTPConnectionPool
     /// What the session's stream tasks use.
     let streamContext: URLSessionStreamContext
 

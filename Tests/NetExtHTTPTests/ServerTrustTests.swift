@@ -148,4 +148,20 @@ struct ServerTrustTests {
         #expect(server.requests.load(ordering: .relaxed) == 2)
         try await server.close()
     }
+
+    @Test("a data task becoming a stream task asks the delegate about its own connection too")
+    func becomingStream() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await LoopbackHTTPSServer(context: try certificates.serverContext())
+        let request = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/")!)
+        let accept = TrustJudge { trust in (.useCredential, URLCredential(trust: trust)) }
+        let (response, stream) = try await session(accept, caFile: certificates.caFile, trustsCA: false, local: true).streamTask(becoming: request)
+        #expect(response.statusCode == 200 && stream == nil, "no 101: the answer, no stream")
+        #expect(accept.seen.withLock { $0.first?.protectionSpace.serverTrust?.isTrusted } == false)
+        let refuse = TrustJudge { _ in (.cancelAuthenticationChallenge, nil) }
+        await #expect(throws: HTTPLoadError.cancelled) { _ = try await session(refuse, caFile: certificates.caFile, trustsCA: true, local: false).streamTask(becoming: request) }
+        #expect(server.requests.load(ordering: .relaxed) == 1)
+        try await server.close()
+    }
 }
