@@ -18,6 +18,10 @@ final class ServerTrustJudge: Sendable {
 
     func set(_ body: @escaping Judging) { judging.withLock { $0 = body } }
 
+    /// The session was invalidated: default evaluation alone decides from now on, and what the
+    /// judging closure held (the session, its delegate) is let go.
+    func clear() { judging.withLock { $0 = nil } }
+
     var isSet: Bool { judging.withLock { $0 != nil } }
 
     func verdict(on trust: ServerTrust, for origin: HTTPOrigin) async -> ServerTrustVerdict {

@@ -27,7 +27,9 @@ public final class URLSession: Sendable {
 
     /// A session. A background configuration (``URLSessionConfiguration/background(withIdentifier:)``)
     /// connects to the user's transfer service at once, so that the events of tasks finished
-    /// while no process of the session ran reach `delegate`.
+    /// while no process of the session ran reach `delegate`. As with Foundation, a session with a
+    /// delegate keeps itself and the delegate until ``invalidateAndCancel()`` (or
+    /// `finishTasksAndInvalidate()`).
     public init(
         configuration: URLSessionConfiguration = .default, delegate: (any URLSessionDelegate)? = nil,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
@@ -35,7 +37,6 @@ public final class URLSession: Sendable {
         self.configuration = configuration
         self.delegate = delegate
         background = configuration.identifier.map { BackgroundTransferClient(identifier: $0, socketPath: configuration.transferServiceSocket) }
-        streamContext = URLSessionStreamContext(configuration: configuration, eventLoopGroup: eventLoopGroup)
         var addresses: [String: String] = [:]
         for (name, address) in configuration.hostAddresses { addresses[name.lowercased()] = address }
         pool = HTTPConnectionPool(
@@ -43,11 +44,12 @@ public final class URLSession: Sendable {
             connectTimeout: .milliseconds(Int64(configuration.timeoutIntervalForConnect * 1000)), addresses: addresses,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost, proxy: configuration.proxy, proxyCredential: configuration.proxyCredential,
             requiredInterface: configuration.requiredInterface)
+        streamContext = URLSessionStreamContext(configuration: configuration, eventLoopGroup: eventLoopGroup, trustJudge: pool.trustJudge)
         if delegate != nil {
-            pool.trustJudge.set { [weak self] trust, origin in
-                guard let self else { return .defaultHandling }
-                return await self.judge(trust, origin: origin)
-            }
+            // As Foundation's: a session with a delegate is kept (with its delegate) until it is
+            // invalidated, so its tasks — a stream task outliving the caller's reference — still
+            // have a delegate to ask about their servers.
+            pool.trustJudge.set { trust, origin in await self.judge(trust, origin: origin) }
         }
         if let background {
             background.bind(to: self)
@@ -58,6 +60,7 @@ public final class URLSession: Sendable {
     /// Closes the session's connections; loads after it fail. A background session's tasks are
     /// cancelled too (each completes with ``HTTPLoadError/cancelled``), as Foundation's are.
     public func invalidateAndCancel() async {
+        pool.trustJudge.clear()
         await pool.shutdown()
         guard let background else { return }
         if let tasks = try? await allTasks() {

@@ -110,7 +110,8 @@ public final class URLSessionStreamTask: Sendable {
     }
 
     /// Starts TLS on the open connection (after a protocol's STARTTLS), under the session's
-    /// trust and ATS's rules for the host; returns once the handshake is done.
+    /// trust and ATS's rules for the host; returns once the handshake is done and the session's
+    /// delegate, if any, did not refuse the server (its server trust challenge).
     public func startSecureConnection() async throws(HTTPLoadError) {
         let channel = try await connected().channel
         let requirements = session.configuration.appTransportSecurity.requirements(for: host)
@@ -131,13 +132,25 @@ public final class URLSessionStreamTask: Sendable {
         let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(session.configuration.timeoutIntervalForConnect * 1000))) {
             done.fail(HTTPLoadError.tlsFailed(host: host, reason: "the TLS handshake did not finish in time"))
         }
+        let version: String?
         do {
-            let version = try await done.futureResult.always { _ in timer.cancel() }.get()
-            eventSink.yield(.secureConnectionStarted(tlsVersion: version))
+            version = try await done.futureResult.always { _ in timer.cancel() }.get()
         } catch {
             channel.close(promise: nil)
             throw TLSErrorText.loadError(error, host: host, requirements: requirements)
         }
+        // The session's delegate may refuse a server default evaluation trusted (its own pinning);
+        // it cannot accept one default evaluation refused here: the handshake cannot be made again
+        // on a connection in the middle of its protocol.
+        let judge = session.trustJudge
+        if judge.isSet, let leaf = try? await channel.nioSSL_peerCertificate().get()?.toDERBytes() {
+            let trust = ServerTrust(host: host, certificates: [Data(leaf)], evaluationFailure: nil)
+            if await judge.verdict(on: trust, for: HTTPOrigin(isSecure: true, host: host, port: port)) == .cancel {
+                channel.close(promise: nil)
+                throw .cancelled
+            }
+        }
+        eventSink.yield(.secureConnectionStarted(tlsVersion: version))
     }
 
     /// Closes the reading side (no more bytes are taken from the peer).
@@ -280,4 +293,6 @@ extension URLSession {
 struct URLSessionStreamContext: Sendable {
     var configuration: URLSessionConfiguration
     var eventLoopGroup: any EventLoopGroup
+    /// The session's way to its delegate's server trust verdicts.
+    var trustJudge = ServerTrustJudge()
 }

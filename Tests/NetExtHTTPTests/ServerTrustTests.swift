@@ -164,4 +164,30 @@ struct ServerTrustTests {
         #expect(server.requests.load(ordering: .relaxed) == 1)
         try await server.close()
     }
+
+    @Test("STARTTLS on a stream task: the delegate sees the server trusted and may refuse it; the task then fails cancelled")
+    func startTLSJudged() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await StartTLSServer(context: try certificates.serverContext())
+        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+        configuration.trust = try HTTPTrust.pemFile(certificates.caFile)
+        for refuses in [false, true] {
+            let judge = TrustJudge { _ in refuses ? (.cancelAuthenticationChallenge, nil) : (.performDefaultHandling, nil) }
+            let task = NetExtHTTP.URLSession(configuration: configuration, delegate: judge).streamTask(withHostName: "127.0.0.1", port: server.port)
+            _ = try await task.readData(ofMinLength: 11, maxLength: 11, timeout: 5)
+            try await task.write(Data("STARTTLS\r\n".utf8), timeout: 5)
+            _ = try await task.readData(ofMinLength: 8, maxLength: 8, timeout: 5)
+            if refuses {
+                await #expect(throws: HTTPLoadError.cancelled) { try await task.startSecureConnection() }
+            } else {
+                try await task.startSecureConnection()
+                try await task.write(Data("ping\r\n".utf8), timeout: 5)
+                #expect(String(decoding: try await task.readData(ofMinLength: 6, maxLength: 6, timeout: 5).0, as: UTF8.self) == "ping\r\n")
+            }
+            #expect(judge.seen.withLock { $0.first?.protectionSpace.serverTrust?.isTrusted } == true)
+            task.cancel()
+        }
+        try await server.close()
+    }
 }

@@ -42,7 +42,10 @@ extension URLSession {
     /// Lets go of the transfer service once the commands already given (a task's `resume()`,
     /// `cancel()`, a delivered completion) are answered; the tasks go on (Foundation's
     /// `finishTasksAndInvalidate` for a background session, which does not wait).
-    public func finishTasksAndInvalidate() async { await background?.close() }
+    public func finishTasksAndInvalidate() async {
+        pool.trustJudge.clear()
+        await background?.close()
+    }
 
     private func create(_ kind: TransferSpec.Kind, _ request: URLRequest, uploadFile: String?) async throws(HTTPLoadError) -> URLSessionTask {
         let background = try backgroundClient()
