@@ -30,6 +30,8 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
     case streamReset(server: String, code: String)
     /// The PEM file of trusted CAs cannot be used.
     case unusableCAFile(path: String, reason: String)
+    /// The client identity file cannot be used (missing, readable by others, no certificate or key).
+    case unusableClientIdentity(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -44,6 +46,7 @@ public enum EncryptedDNSError: Error, Sendable, Hashable, CustomStringConvertibl
         case .busy(let server): "too many queries are waiting for the DNS server \(server)"
         case .streamReset(let server, let code): "the DNS-over-HTTPS server \(server) reset the query's stream (\(code))"
         case .unusableCAFile(let path, let reason): "the CA file \(path) cannot be used: \(reason)"
+        case .unusableClientIdentity(let path, let reason): "the client identity \(path) cannot be used: \(reason)"
         }
     }
 }

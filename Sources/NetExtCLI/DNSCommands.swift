@@ -31,6 +31,7 @@ struct DNSConfigureCommand: AsyncParsableCommand {
     @Option(help: "Oblivious DoH: a file of the target's ObliviousDoHConfigs to pin (default: fetched through the proxy).") var odohConfigs: String?
     @Flag(help: "DNS over HTTPS: send queries as GET requests (?dns=, RFC 8484 §4.1) instead of POSTs.") var dohGet = false
     @Flag(help: "Ask every server at once and take the first answer (default: one after another, in order).") var parallel = false
+    @Option(help: "DNS over TLS or HTTPS: a PEM file with the client certificate (and its chain) and private key, mode 600, sent when a server asks for one; netextd reads it.") var clientIdentity: String?
     @Option(help: "Only names within this domain use these servers (repeatable).") var matchDomain: [String] = []
     @Flag(help: "When no server answers, ask the machine's former servers in the clear (default: the query fails).") var allowCleartextFallback = false
     @Flag(help: "Block DNS (ports 53 and 853) from every program but netextd while these settings are enabled.") var prohibitOtherDns = false
@@ -45,6 +46,8 @@ struct DNSConfigureCommand: AsyncParsableCommand {
             if oblivious && (odohTarget == nil || odohProxy == nil) { throw UsageError("Oblivious DoH needs both --odoh-target and --odoh-proxy") }
             if odohConfigs != nil && !oblivious { throw UsageError("--odoh-configs is for Oblivious DoH (--odoh-target, --odoh-proxy)") }
             if dohGet && https == nil { throw UsageError("--doh-get is for DNS over HTTPS (--https)") }
+            if clientIdentity != nil && !tls && https == nil { throw UsageError("--client-identity is for DNS over TLS (--tls) or HTTPS (--https)") }
+            let identity = clientIdentity.map { $0.hasPrefix("/") ? $0 : FileManager.default.currentDirectoryPath + "/" + $0 }
             var configs: String?
             if let odohConfigs {
                 guard let bytes = FileManager.default.contents(atPath: odohConfigs) else { throw UsageError("--odoh-configs: cannot read \(odohConfigs)") }
@@ -54,7 +57,7 @@ struct DNSConfigureCommand: AsyncParsableCommand {
             let settings = DNSSettingsProtocol(
                 transport: transport, servers: server, serverName: serverName, serverURL: https ?? odohTarget, proxyURL: odohProxy,
                 obliviousConfigs: configs, matchDomains: matchDomain, allowsCleartextFallback: allowCleartextFallback, prohibitsOtherDNS: prohibitOtherDns,
-                httpMethod: dohGet ? .get : .post, serverSelection: parallel ? .parallel : .inOrder)
+                httpMethod: dohGet ? .get : .post, serverSelection: parallel ? .parallel : .inOrder, identityReference: identity)
             try await options.withClient { client in
                 var manager = try await DNSSettingsManager.shared(client: client)
                 manager.dnsSettings = settings
@@ -62,7 +65,7 @@ struct DNSConfigureCommand: AsyncParsableCommand {
                 if enable { manager.isEnabled = true }
                 try await manager.saveToPreferences()
                 if options.json { try options.printJSON(manager.configuration) } else {
-                    let extras = (dohGet ? ", GET" : "") + (parallel ? ", servers asked in parallel" : "")
+                    let extras = (dohGet ? ", GET" : "") + (parallel ? ", servers asked in parallel" : "") + (identity.map { ", client identity \($0)" } ?? "")
                     print("configured DNS settings \(manager.localizedDescription) (\(manager.id.uuidString)): \(DNSStatusText.transport(transport))\(extras)\(manager.isEnabled ? ", enabled" : "")")
                 }
             }

@@ -32,7 +32,7 @@ struct TunnelLabTests {
 
     @Test("system DNS settings against unbound: names over TLS and over HTTPS (HTTP/2) with no DNS in the clear on the uplink, a dead server passed over, match domains, other programs' DNS refused (through a netextd crash), a wrong certificate and dead servers failing closed unless fallback is allowed")
     func encryptedDNS() async throws {
-        try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 62, timeout: 240)
+        try await runChecks("scripts/e2e/dns-encrypted.sh", checks: 66, timeout: 240)
     }
 
     @Test("Oblivious DoH (RFC 9230) through NetExt's proxy and target to unbound: names resolve with only HTTPS to the proxy on the uplink, no name in the proxy's log or on the wire, the target and unbound never seeing the laptop; a key change followed through a 401; a pinned foreign key failing closed; unknown targets refused by the proxy")

@@ -13,6 +13,7 @@ struct DNSSettingsValidationTests {
         try configuration(DNSSettingsProtocol(servers: ["192.0.2.53", "2001:db8::53"])).validate()
         try configuration(DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"], serverName: "dns.example.test", matchDomains: ["corp.example"])).validate()
         try configuration(DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"])).validate()
+        try configuration(DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"], identityReference: "/etc/netext/dns-client.pem")).validate()
         try configuration(DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://dns.example.test/dns-query")).validate()
         try configuration(DNSSettingsProtocol(transport: .overHTTPS, servers: ["192.0.2.53"], serverURL: "https://dns.example.test:8443/q")).validate()
         try configuration(DNSSettingsProtocol(
@@ -26,6 +27,9 @@ struct DNSSettingsValidationTests {
 
     @Test("each fault is refused naming the field", arguments: [
         (DNSSettingsProtocol(servers: []), "servers must name at least one DNS server"),
+        (DNSSettingsProtocol(servers: ["192.0.2.53"], identityReference: "/etc/netext/id.pem"), "identityReference is for DNS over TLS or HTTPS"),
+        (DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"], identityReference: "id.pem"), "identityReference: 'id.pem' is not an absolute path"),
+        (DNSSettingsProtocol(transport: .overTLS, servers: ["192.0.2.53"], identityReference: "/etc/../root/id.pem"), "identityReference: '/etc/../root/id.pem' is not an absolute path"),
         (DNSSettingsProtocol(transport: .overHTTPS, servers: [], serverURL: "https://dns.example.test/dns-query"), "servers must name the DNS-over-HTTPS server's addresses"),
         (DNSSettingsProtocol(servers: ["dns.example.test"]), "servers: 'dns.example.test' is not an IP address"),
         (DNSSettingsProtocol(servers: Array(repeating: "192.0.2.1", count: 9)), "servers: at most 8 servers"),

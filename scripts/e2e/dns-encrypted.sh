@@ -11,6 +11,8 @@ cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh dnsenc
 source scripts/lib/lab-ca.sh
 source scripts/lib/unbound-lab.sh
+source scripts/lib/install-packages.sh
+netext_install unbound nginx-light libnginx-mod-stream openssl tcpdump python3 > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 
 # The laptop's own (cleartext) resolver: 198.51.100.99, answering example.test. The encrypted
 # servers: 198.51.100.53 (unbound) and 198.51.100.54 (nothing listens: a dead server).
@@ -127,6 +129,46 @@ check "settings naming another server name are saved" netext dns configure --tls
 check "a server whose certificate lacks the name gives no answer" bash -c "! ip netns exec $LAB_LAPTOP getent hosts www.lab.test"
 wrong_clear=$(captured wrongname "port 53")
 check "and nothing went in the clear ($wrong_clear packets on port 53)" test "$wrong_clear" -eq 0
+
+# A DoT server that wants a client certificate: nginx's stream module (Debian's, nobody here wrote
+# it) on 198.51.100.56:853 with ssl_verify_client on, passing the stream on over TLS to unbound.
+lab_in "$LAB_INTERNET" ip addr add 198.51.100.56/32 dev lo
+( cd "$work/ca" && umask 077 &&
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=laptop.lab.test" -keyout client.key -out client.csr 2> openssl.err &&
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' > client.ext &&
+  openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -sha256 -extfile client.ext -out client.crt 2>> openssl.err &&
+  cat client.crt client.key > client-identity.pem && chmod 600 client-identity.pem ) || { echo "FAIL the client certificate"; exit 1; }
+cat > "$work/nginx-dot.conf" <<CONF
+load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+worker_processes 1;
+pid $work/nginx-dot.pid;
+error_log $work/nginx-dot-error.log info;
+daemon off;
+events { worker_connections 64; }
+stream {
+  log_format mtls '\$remote_addr \$ssl_client_verify \$ssl_client_s_dn';
+  access_log $work/nginx-dot-access.log mtls;
+  server {
+    listen 198.51.100.56:853 ssl;
+    ssl_certificate $work/ca/dns.crt;
+    ssl_certificate_key $work/ca/dns.key;
+    ssl_client_certificate $work/ca/ca.crt;
+    ssl_verify_client on;
+    proxy_pass 198.51.100.53:853;
+    proxy_ssl on;
+  }
+}
+CONF
+lab_spawn "$LAB_INTERNET" nginx -c "$work/nginx-dot.conf" -e "$work/nginx-dot-error.log"
+lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.56:853'" 10
+check "a DoT server that asks for a client certificate, without one: no answer" bash -c "'$bin/netext' dns configure --tls --server 198.51.100.56 --server-name dns.lab.test --enable > /dev/null && ! ip netns exec $LAB_LAPTOP getent hosts www.lab.test"
+check "with --client-identity (a PEM file, mode 600) the name resolves through it" bash -c "'$bin/netext' dns configure --tls --server 198.51.100.56 --server-name dns.lab.test --client-identity '$work/ca/client-identity.pem' --enable | grep -q 'client identity' && ip netns exec $LAB_LAPTOP getent hosts www.lab.test | grep -q '^198.51.100.80 '"
+cp "$work/ca/client-identity.pem" "$work/ca/client-identity-open.pem" && chmod 644 "$work/ca/client-identity-open.pem"
+check "an identity file others may read is refused, and netext dns status says why" bash -c "'$bin/netext' dns configure --tls --server 198.51.100.56 --server-name dns.lab.test --client-identity '$work/ca/client-identity-open.pem' --enable > /dev/null; '$bin/netext' dns status | grep -q 'group or others may read it'"
+# The refused settings left the working ones in force; nginx writes a stream's line when it ends,
+# so they are switched off (the next checks enable settings again).
+netext dns disable > /dev/null
+check "nginx verified the laptop's certificate (its access log: SUCCESS CN=laptop.lab.test)" lab_wait "grep -q 'SUCCESS CN=laptop.lab.test' '$work/nginx-dot-access.log'" 10
 
 # Every server dead: SERVFAIL unless cleartext fallback is allowed.
 : > "$work/plain-dns.log"

@@ -51,6 +51,14 @@ enum DNSSettingsValidation {
                 }
             }
         }
+        if let identity = settings.identityReference {
+            guard settings.transport == .overTLS || settings.transport == .overHTTPS else {
+                throw .invalid("identityReference is for DNS over TLS or HTTPS; these settings are \(settings.transport.rawValue)")
+            }
+            guard identity.hasPrefix("/"), !identity.split(separator: "/").contains("..") else {
+                throw .invalid("identityReference: '\(identity)' is not an absolute path to a PEM file")
+            }
+        }
         for domain in settings.matchDomains where !domain.isEmpty && !isHostName(domain.hasPrefix(".") ? String(domain.dropFirst()) : domain) {
             throw .invalid("matchDomains: '\(domain)' is not a domain name")
         }

@@ -169,13 +169,19 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
     /// settings are enabled, as the profile key `ProhibitDisablement` asks: a program cannot go
     /// around them with a resolver of its own.
     public var prohibitsOtherDNS: Bool
+    /// DNS over TLS or HTTPS: the client identity sent when a server asks for one (Apple's
+    /// `identityReference`, a keychain reference there): here the path of a PEM file holding the
+    /// certificate, its chain and the private key, which netextd reads and which only its owner
+    /// may read. Nil: no client certificate.
+    public var identityReference: String?
 
     public init(
         transport: Transport = .cleartext, servers: [String], serverName: String? = nil, serverURL: String? = nil,
         proxyURL: String? = nil, obliviousConfigs: String? = nil,
         matchDomains: [String] = [], allowsCleartextFallback: Bool = false, prohibitsOtherDNS: Bool = false,
-        httpMethod: HTTPMethod = .post, serverSelection: ServerSelection = .inOrder
+        httpMethod: HTTPMethod = .post, serverSelection: ServerSelection = .inOrder, identityReference: String? = nil
     ) {
+        self.identityReference = identityReference
         self.transport = transport
         self.httpMethod = httpMethod
         self.serverSelection = serverSelection
@@ -191,7 +197,7 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case transport, servers, serverName, serverURL, proxyURL, obliviousConfigs, matchDomains, allowsCleartextFallback, prohibitsOtherDNS
-        case httpMethod, serverSelection
+        case httpMethod, serverSelection, identityReference
     }
 
     /// Reads configurations stored before `serverURL` existed, whose DoH URL was in `serverName`.
@@ -212,5 +218,6 @@ public struct DNSSettingsProtocol: Sendable, Hashable, Codable {
         prohibitsOtherDNS = try container.decodeIfPresent(Bool.self, forKey: .prohibitsOtherDNS) ?? false
         httpMethod = try container.decodeIfPresent(HTTPMethod.self, forKey: .httpMethod) ?? .post
         serverSelection = try container.decodeIfPresent(ServerSelection.self, forKey: .serverSelection) ?? .inOrder
+        identityReference = try container.decodeIfPresent(String.self, forKey: .identityReference)
     }
 }

@@ -12,7 +12,8 @@ enum EncryptedUpstreams {
     static func make(for settings: DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]] {
         let group = MultiThreadedEventLoopGroup.singleton
         let loops = Array(group.makeIterator())
-        let trust = try self.trust()
+        var trust = try self.trust()
+        trust.clientIdentityFile = settings.identityReference
         let mark = DNSStub.canMark ? DNSGuard.resolverMark : nil
         var made: [[any EncryptedDNSUpstream]] = []
         do {
