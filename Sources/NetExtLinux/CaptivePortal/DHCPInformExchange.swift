@@ -47,6 +47,6 @@ public enum DHCPInformExchange {
                 withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
             }
             guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPINFORM on \(interface)") }
-        }, parse: DHCPv4Message.parse) { message in message.operation == 2 && message.transactionID == transactionID && message.messageType == .ack }
+        }, parse: { datagram throws(CaptivePortalError) in try DHCPv4Message.parse(datagram.bytes) }) { message in message.operation == 2 && message.transactionID == transactionID && message.messageType == .ack }
     }
 }

@@ -52,6 +52,6 @@ public enum DHCPv6InformationExchange {
                 withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
             }
             guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPv6 Information-Request on \(interface)") }
-        }, parse: DHCPv6Message.parse) { message in message.type == DHCPv6Message.MessageType.reply.rawValue && message.transactionID == transactionID }
+        }, parse: { datagram throws(CaptivePortalError) in try DHCPv6Message.parse(datagram.bytes) }) { message in message.type == DHCPv6Message.MessageType.reply.rawValue && message.transactionID == transactionID }
     }
 }

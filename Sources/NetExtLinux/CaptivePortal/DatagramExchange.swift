@@ -31,12 +31,12 @@ public enum DatagramExchange {
     /// kept when `isAnswer` says it is this exchange's answer; the others counted.
     static func run<Message: Sendable>(
         _ fd: Int32, attempts: Int, waitMilliseconds: Int, send: () throws(SystemError) -> Void,
-        parse: ([UInt8]) throws(CaptivePortalError) -> Message, isAnswer: (Message) -> Bool
+        parse: (Datagram) throws(CaptivePortalError) -> Message, isAnswer: (Message) -> Bool
     ) throws(SystemError) -> Outcome<Message> {
         var outcome = Outcome<Message>()
         _ = try run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: send) { datagram -> Bool in
             do throws(CaptivePortalError) {
-                let message = try parse(datagram.bytes)
+                let message = try parse(datagram)
                 guard isAnswer(message) else {
                     outcome.ignored += 1
                     return false

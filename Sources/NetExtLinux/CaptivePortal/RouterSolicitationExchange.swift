@@ -54,36 +54,21 @@ public enum RouterSolicitationExchange {
         routers.sin6_family = sa_family_t(AF_INET6)
         routers.sin6_scope_id = index
         withUnsafeMutableBytes(of: &routers.sin6_addr) { $0.copyBytes(from: allRouters) }
-        var outcome = Outcome()
-        _ = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
+        // Each advertisement read: refused (RFC 4861 §6.1.2), without option 37 (nil), or its announcement.
+        let read = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
             let sent = solicitation.withUnsafeBytes { bytes in
                 withUnsafePointer(to: &routers) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
             }
             guard sent == solicitation.count else { throw SystemError("sendto", errno: errno, subject: "Router Solicitation on \(interface)") }
-        }) { datagram -> Bool in
+        }, parse: { datagram throws(CaptivePortalError) -> CaptivePortalAnnouncement? in
             var source = datagram.source
             let address = withUnsafeBytes(of: &source) { raw -> [UInt8] in
                 guard raw.load(fromByteOffset: 0, as: sa_family_t.self) == sa_family_t(AF_INET6) else { return [] }
                 return Array(raw[8..<24])  // sockaddr_in6.sin6_addr
             }
-            if let problem = RouterDiscovery.advertisementProblem(datagram.bytes, source: address, hopLimit: datagram.hopLimit) {
-                outcome.ignored += 1
-                outcome.lastProblem = problem
-                return false
-            }
-            do throws(CaptivePortalError) {
-                guard let announcement = try CaptivePortalAnnouncement.fromRouterAdvertisement(datagram.bytes) else {
-                    outcome.ignored += 1
-                    return false
-                }
-                outcome.reply = announcement
-                return true
-            } catch {
-                outcome.ignored += 1
-                outcome.lastProblem = error.description
-                return false
-            }
-        }
-        return outcome
+            if let problem = RouterDiscovery.advertisementProblem(datagram.bytes, source: address, hopLimit: datagram.hopLimit) { throw CaptivePortalError(problem) }
+            return try CaptivePortalAnnouncement.fromRouterAdvertisement(datagram.bytes)
+        }) { announcement in announcement != nil }
+        return Outcome(reply: read.reply ?? nil, ignored: read.ignored, lastProblem: read.lastProblem)
     }
 }
