@@ -31,10 +31,9 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var consumedBytes = 0
     /// False once the connection takes no new request (GOAWAY, stream IDs spent, closed).
-    private(set) var isUsable = true
+    private var isUsable = true
     /// Told once when the connection stops taking new requests.
     private let retired: () -> Void
-    private var toldRetired = false
 
     init(retired: @escaping () -> Void) { self.retired = retired }
 
@@ -132,15 +131,18 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     /// Completes an exchange; a failure before the stream ended cancels the stream.
     private func finish(_ id: HTTP2StreamID, _ outcome: Result<[UInt8], EncryptedDNSError>, reset: Bool) {
         guard let exchange = exchanges.removeValue(forKey: id) else { return }
-        if case .failure = outcome, reset, let context {
-            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
-        }
+        if case .failure = outcome, reset { sendReset(id) }
         exchange.answer.completeWith(outcome.mapError { $0 as any Error })
     }
 
+    /// An exchange failed from outside (its deadline): its stream is cancelled if still open.
     private func cancel(_ id: HTTP2StreamID) {
-        guard exchanges.removeValue(forKey: id) != nil, let context else { return }
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
+        guard exchanges.removeValue(forKey: id) != nil else { return }
+        sendReset(id)
+    }
+
+    private func sendReset(_ id: HTTP2StreamID) {
+        context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
     }
 
     private func failAll(_ reason: (DoHResponse) -> EncryptedDNSError) {
@@ -150,9 +152,8 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     }
 
     private func retire() {
+        guard isUsable else { return }
         isUsable = false
-        guard !toldRetired else { return }
-        toldRetired = true
         retired()
     }
 }

@@ -40,12 +40,9 @@ enum ServerTrustGate {
             }
         }
         // Trusted by default: the delegate may still refuse it (its own pinning).
-        if origin.isSecure, judge.isSet, let leaf = connection.facts.certificateDER {
-            let trust = ServerTrust(host: origin.host, certificates: [Data(leaf)], evaluationFailure: nil)
-            if await judge.verdict(on: trust, for: origin) == .cancel {
-                connection.close()
-                throw HTTPLoadError.cancelled
-            }
+        if origin.isSecure, let leaf = connection.facts.certificateDER, await judge.refuses(trustedLeaf: leaf, for: origin) {
+            connection.close()
+            throw HTTPLoadError.cancelled
         }
         return (connection, nil)
     }

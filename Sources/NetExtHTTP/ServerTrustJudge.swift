@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// What a session's delegate said of a server (its `.serverTrust` challenge).
@@ -23,6 +24,13 @@ final class ServerTrustJudge: Sendable {
     func clear() { judging.withLock { $0 = nil } }
 
     var isSet: Bool { judging.withLock { $0 != nil } }
+
+    /// Whether the delegate refuses a server default evaluation trusted (its own pinning), shown
+    /// its leaf certificate; false without a delegate.
+    func refuses(trustedLeaf leaf: [UInt8], for origin: HTTPOrigin) async -> Bool {
+        guard isSet else { return false }
+        return await verdict(on: ServerTrust(host: origin.host, certificates: [Data(leaf)], evaluationFailure: nil), for: origin) == .cancel
+    }
 
     func verdict(on trust: ServerTrust, for origin: HTTPOrigin) async -> ServerTrustVerdict {
         guard let judge = judging.withLock({ $0 }) else { return .defaultHandling }

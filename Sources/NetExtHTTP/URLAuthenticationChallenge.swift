@@ -118,11 +118,4 @@ enum HTTPAuthentication {
         if let basic = challenges.first(where: { $0.scheme.lowercased() == "basic" }) { return (.httpBasic, basic.parameters["realm"], nil) }
         return nil
     }
-
-    /// The realm of a Basic challenge in `values` (`.some(nil)`: Basic without a realm); nil when
-    /// no value offers Basic.
-    static func basicRealm(in values: [String]) -> String?? {
-        guard let basic = HTTPChallenge.all(in: values).first(where: { $0.scheme.lowercased() == "basic" }) else { return nil }
-        return .some(basic.parameters["realm"])
-    }
 }

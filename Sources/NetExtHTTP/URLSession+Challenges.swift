@@ -36,7 +36,7 @@ extension URLSession {
         // new nonce, and nobody is asked.
         if let digest = chosen.digest, digest.stale, let sent = progress.sent, progress.staleRetries < 2 {
             progress.staleRetries += 1
-            request.setValue(try digestAuthorization(digest, credential: sent.credential, request: request), forHTTPHeaderField: "Authorization")
+            request.setValue(try authorization(digest, credential: sent.credential, request: request), forHTTPHeaderField: "Authorization")
             return true
         }
         let origin = try Self.origin(of: request.url)
@@ -44,8 +44,7 @@ extension URLSession {
             host: origin.host, port: origin.port, protocol: origin.isSecure ? "https" : "http", realm: chosen.realm, authenticationMethod: chosen.method)
         let stored = configuration.urlCredentialStorage?.defaultCredential(for: space)
         // The stored credential goes once, and only before any other was tried.
-        let defaultAnswer = progress.sent == nil ? stored : nil
-        var answer = defaultAnswer
+        var answer = progress.sent == nil ? stored : nil
         if let delegate {
             let challenge = URLAuthenticationChallenge(
                 protectionSpace: space, previousFailureCount: progress.refused, failureResponse: response,
@@ -65,11 +64,7 @@ extension URLSession {
         guard let answer else { return false }
         progress.refused += 1
         progress.sent = (answer, space)
-        if let digest = chosen.digest {
-            request.setValue(try digestAuthorization(digest, credential: answer, request: request), forHTTPHeaderField: "Authorization")
-        } else {
-            request.setValue(answer.basicAuthorization, forHTTPHeaderField: "Authorization")
-        }
+        request.setValue(try authorization(chosen.digest, credential: answer, request: request), forHTTPHeaderField: "Authorization")
         return true
     }
 
@@ -92,10 +87,11 @@ extension URLSession {
         }
     }
 
-    /// The `Authorization` value answering a Digest challenge for `request`: its method, its
-    /// request target as the request line carries it, its body for `auth-int` (a body read from
-    /// a file cannot be: the load fails saying so).
-    func digestAuthorization(_ digest: DigestChallenge, credential: URLCredential, request: URLRequest) throws(HTTPLoadError) -> String {
+    /// The `Authorization` value for `request`: Basic without a Digest challenge; for a Digest
+    /// one, over its method, its request target as the request line carries it, and its body for
+    /// `auth-int` (a body read from a file cannot be: the load fails saying so).
+    func authorization(_ digest: DigestChallenge?, credential: URLCredential, request: URLRequest) throws(HTTPLoadError) -> String {
+        guard let digest else { return credential.basicAuthorization }
         if digest.protection == .authInt, request.bodyFile != nil {
             throw .invalidConfiguration("the server asks for Digest with qop=auth-int, which a body read from a file cannot answer; upload it from memory")
         }

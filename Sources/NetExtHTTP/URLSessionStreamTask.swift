@@ -142,13 +142,10 @@ public final class URLSessionStreamTask: Sendable {
         // The session's delegate may refuse a server default evaluation trusted (its own pinning);
         // it cannot accept one default evaluation refused here: the handshake cannot be made again
         // on a connection in the middle of its protocol.
-        let judge = session.trustJudge
-        if judge.isSet, let leaf = try? await channel.nioSSL_peerCertificate().get()?.toDERBytes() {
-            let trust = ServerTrust(host: host, certificates: [Data(leaf)], evaluationFailure: nil)
-            if await judge.verdict(on: trust, for: HTTPOrigin(isSecure: true, host: host, port: port)) == .cancel {
-                channel.close(promise: nil)
-                throw .cancelled
-            }
+        if session.trustJudge.isSet, let leaf = try? await channel.nioSSL_peerCertificate().get()?.toDERBytes(),
+            await session.trustJudge.refuses(trustedLeaf: leaf, for: HTTPOrigin(isSecure: true, host: host, port: port)) {
+            channel.close(promise: nil)
+            throw .cancelled
         }
         eventSink.yield(.secureConnectionStarted(tlsVersion: version))
     }
@@ -294,5 +291,5 @@ struct URLSessionStreamContext: Sendable {
     var configuration: URLSessionConfiguration
     var eventLoopGroup: any EventLoopGroup
     /// The session's way to its delegate's server trust verdicts.
-    var trustJudge = ServerTrustJudge()
+    var trustJudge: ServerTrustJudge
 }

@@ -496,16 +496,21 @@ struct AuthenticationChallengeTests {
         try await server.close()
     }
 
-    @Test("WWW-Authenticate: the Basic challenge among several, its realm quoted or not, none without Basic")
+    @Test("WWW-Authenticate: the challenge chosen among several (Digest before Basic), its realm quoted or not, none without either")
     func parsing() {
-        #expect(HTTPAuthentication.basicRealm(in: ["Basic realm=\"x\""]) == .some("x"))
-        #expect(HTTPAuthentication.basicRealm(in: ["Bearer realm=\"a, b\", error=invalid, basic realm=plain"]) == .some("plain"))
-        #expect(HTTPAuthentication.basicRealm(in: ["Negotiate", "Basic"]) == .some(nil))
-        #expect(HTTPAuthentication.basicRealm(in: ["Bearer", "Digest realm=\"x\", nonce=\"y\""]) == nil)
-        #expect(HTTPAuthentication.basicRealm(in: ["Basic realm=\"q\\\"uote\""]) == .some("q\"uote"))
+        /// The challenge chosen: its method and realm.
+        func chosen(_ values: [String]) -> String? {
+            HTTPAuthentication.choose(in: values).map { "\($0.method == .httpBasic ? "Basic" : "Digest") \($0.realm ?? "-")" }
+        }
+        #expect(chosen(["Basic realm=\"x\""]) == "Basic x")
+        #expect(chosen(["Bearer realm=\"a, b\", error=invalid, basic realm=plain"]) == "Basic plain")
+        #expect(chosen(["Negotiate", "Basic"]) == "Basic -")
+        #expect(chosen(["Bearer", "Negotiate YII="]) == nil)
+        #expect(chosen(["Bearer", "Digest realm=\"x\", nonce=\"y\""]) == "Digest x")
+        #expect(chosen(["Basic realm=\"q\\\"uote\""]) == "Basic q\"uote")
         // Damaged headers never crash it.
         for value in ["Basic realm=\"", "=", "Basic ,,,, realm", "Basic realm=\"\\", String(repeating: "a=b, ", count: 100)] {
-            _ = HTTPAuthentication.basicRealm(in: [value])
+            _ = HTTPAuthentication.choose(in: [value])
         }
     }
 }

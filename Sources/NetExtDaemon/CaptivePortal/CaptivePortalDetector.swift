@@ -49,8 +49,9 @@ struct CaptivePortalDetector: Sendable {
         if announcement == nil {
             // No word over DHCPv4: the network's DHCPv6 servers (RFC 8910 §2.2) and its routers
             // (§2.3) are asked at once; DHCPv6's answer is taken first.
-            async let overDHCPv6 = announcementOverDHCPv6(interface)
-            async let fromRouters = announcementFromRouters(interface)
+            let hardware = InterfaceIdentity.hardwareAddress(of: interface)
+            async let overDHCPv6 = announcementOverDHCPv6(interface, hardware: hardware)
+            async let fromRouters = announcementFromRouters(interface, hardware: hardware)
             let (dhcpv6, dhcpv6Problem) = await overDHCPv6
             let (advertised, routersProblem) = await fromRouters
             if let dhcpv6 {
@@ -97,10 +98,9 @@ struct CaptivePortalDetector: Sendable {
             probe: probeResult, probeProblem: probeProblem, announcementSource: announcementSource)
     }
 
-    /// An Information-Request on the interface asking for option 103: the announcement, or why
-    /// there is none.
-    private func announcementOverDHCPv6(_ interface: String) async -> (CaptivePortalAnnouncement?, String?) {
-        let hardware = InterfaceIdentity.hardwareAddress(of: interface)
+    /// An Information-Request on the interface (its `hardware` address in the DUID) asking for
+    /// option 103: the announcement, or why there is none.
+    private func announcementOverDHCPv6(_ interface: String, hardware: [UInt8]) async -> (CaptivePortalAnnouncement?, String?) {
         let outcome = await BlockingWork.run {
             Result { () throws(SystemError) in
                 try DHCPv6InformationExchange.run(interface: interface, hardwareAddress: hardware, requesting: [DHCPv6Message.captivePortalOption], attempts: 2, waitMilliseconds: 500)
@@ -125,8 +125,7 @@ struct CaptivePortalDetector: Sendable {
 
     /// A Router Solicitation on the interface: the announcement of the first Router
     /// Advertisement carrying option 37, or why there is none.
-    private func announcementFromRouters(_ interface: String) async -> (CaptivePortalAnnouncement?, String?) {
-        let hardware = InterfaceIdentity.hardwareAddress(of: interface)
+    private func announcementFromRouters(_ interface: String, hardware: [UInt8]) async -> (CaptivePortalAnnouncement?, String?) {
         let outcome = await BlockingWork.run {
             Result { () throws(SystemError) in try RouterSolicitationExchange.run(interface: interface, hardwareAddress: hardware, attempts: 2, waitMilliseconds: 500) }
         }

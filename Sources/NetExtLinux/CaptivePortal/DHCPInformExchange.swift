@@ -27,8 +27,7 @@ public enum DHCPInformExchange {
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
-        guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        try InterfaceSocket.bind(fd, to: interface)
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_port = UInt16(68).bigEndian

@@ -30,10 +30,7 @@ public enum DHCPv6InformationExchange {
         defer { close(fd) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
-        guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
-        var multicastInterface = Int32(index)
-        setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_IF, &multicastInterface, socklen_t(MemoryLayout<Int32>.size))
+        try InterfaceSocket.bind(fd, to: interface)
         var local = sockaddr_in6()
         local.sin6_family = sa_family_t(AF_INET6)
         local.sin6_port = UInt16(546).bigEndian
@@ -42,16 +39,8 @@ public enum DHCPv6InformationExchange {
 
         let transactionID = UInt32.random(in: 1...0xff_ffff)
         let request = DHCPv6Message.informationRequest(transactionID: transactionID, hardwareAddress: hardwareAddress, requesting: requesting)
-        var server = sockaddr_in6()
-        server.sin6_family = sa_family_t(AF_INET6)
-        server.sin6_port = UInt16(547).bigEndian
-        server.sin6_scope_id = index
-        withUnsafeMutableBytes(of: &server.sin6_addr) { $0.copyBytes(from: allServers) }
         return try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
-            let sent = request.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-            }
-            guard sent == request.count else { throw SystemError("sendto", errno: errno, subject: "DHCPv6 Information-Request on \(interface)") }
+            try InterfaceSocket.send(fd, request, toGroup: allServers, port: 547, interfaceIndex: index, what: "DHCPv6 Information-Request on \(interface)")
         }, parse: { datagram throws(CaptivePortalError) in try DHCPv6Message.parse(datagram.bytes) }) { message in message.type == DHCPv6Message.MessageType.reply.rawValue && message.transactionID == transactionID }
     }
 }

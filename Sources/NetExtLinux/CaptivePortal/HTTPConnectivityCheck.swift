@@ -26,8 +26,7 @@ public enum HTTPConnectivityCheck {
         guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: host) }
         defer { close(fd) }
         if let interface {
-            let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
-            guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+            try InterfaceSocket.bind(fd, to: interface)
         }
         // Without CAP_NET_ADMIN no mark is set, and a traffic guard holds the check like the rest.
         if let mark { _ = setSocketMark(fd, mark) }

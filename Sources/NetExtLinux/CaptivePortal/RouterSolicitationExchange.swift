@@ -32,8 +32,7 @@ public enum RouterSolicitationExchange {
         let fd = socket(AF_INET6, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), Int32(IPPROTO_ICMPV6))
         guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: "ICMPv6 on \(interface)") }
         defer { close(fd) }
-        let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
-        guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
+        try InterfaceSocket.bind(fd, to: interface)
         // Only Router Advertisements reach the socket (RFC 3542 §3.2: a set bit blocks a type).
         var filter = [UInt32](repeating: 0xffff_ffff, count: 8)
         filter[Int(RouterDiscovery.advertisementType) >> 5] &= ~(UInt32(1) << (UInt32(RouterDiscovery.advertisementType) & 31))
@@ -42,24 +41,15 @@ public enum RouterSolicitationExchange {
         }
         var hops: Int32 = 255
         setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, &hops, socklen_t(MemoryLayout<Int32>.size))
-        var multicastInterface = Int32(index)
-        setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_IF, &multicastInterface, socklen_t(MemoryLayout<Int32>.size))
         var on: Int32 = 1
         guard setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVHOPLIMIT, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
             throw SystemError("setsockopt(IPV6_RECVHOPLIMIT)", errno: errno, subject: interface)
         }
 
         let solicitation = RouterDiscovery.solicitation(hardwareAddress: hardwareAddress)
-        var routers = sockaddr_in6()
-        routers.sin6_family = sa_family_t(AF_INET6)
-        routers.sin6_scope_id = index
-        withUnsafeMutableBytes(of: &routers.sin6_addr) { $0.copyBytes(from: allRouters) }
         // Each advertisement read: refused (RFC 4861 §6.1.2), without option 37 (nil), or its announcement.
         let read = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
-            let sent = solicitation.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &routers) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-            }
-            guard sent == solicitation.count else { throw SystemError("sendto", errno: errno, subject: "Router Solicitation on \(interface)") }
+            try InterfaceSocket.send(fd, solicitation, toGroup: allRouters, port: 0, interfaceIndex: index, what: "Router Solicitation on \(interface)")
         }, parse: { datagram throws(CaptivePortalError) -> CaptivePortalAnnouncement? in
             var source = datagram.source
             let address = withUnsafeBytes(of: &source) { raw -> [UInt8] in
