@@ -15,6 +15,7 @@ package enum TLSFailure {
             ("failedToLoadPrivateKey", "it holds no readable PEM private key (an encrypted key is not supported)"),
             ("TLSV1_ALERT_PROTOCOL_VERSION", "no TLS version in common (1.2 or later is required)"),
             ("NO_SHARED_CIPHER", "no cipher suite in common"),
+            ("uncleanShutdown", "the server closed the connection without ending TLS (no close_notify)"),
             ("No such file or directory", "no such file"),
             ("Permission denied", "permission denied"),
         ]
