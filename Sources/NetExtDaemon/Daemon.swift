@@ -42,8 +42,17 @@ public final class Daemon: Sendable {
         metrics.countConfigurations { try? store.configurationCount() }
         let registry = ProviderRegistry(directory: settings.providersDirectory)
         let resolver = ResolverConfiguration(path: settings.resolverPath, backupPath: settings.stateDirectory + "/resolv.conf.backup")
-        let stubAddress = SocketAddress(settings.dnsStubAddress)
-        if stubAddress == nil { logger.warning("NETEXT_DNS_STUB is not ADDRESS:PORT; DNS match domains will be ignored", metadata: ["value": "\(settings.dnsStubAddress)"]) }
+        let throughResolved = settings.dnsBackend == .resolved || (settings.dnsBackend == .auto && ResolvedRegistration.resolvedRuns())
+        let stubText = throughResolved ? settings.resolvedStubAddress : settings.dnsStubAddress
+        var stubAddress = SocketAddress(stubText)
+        if stubAddress == nil { logger.warning("NETEXT_DNS_STUB is not ADDRESS:PORT; DNS match domains will be ignored", metadata: ["value": "\(stubText)"]) }
+        if throughResolved {
+            if let address = stubAddress, address.isLoopback {
+                logger.error("under systemd-resolved the DNS stub needs an address off loopback (resolved ignores loopback links); DNS match domains and settings will be refused", metadata: ["NETEXT_DNS_STUB": "\(stubText)"])
+                stubAddress = nil
+            }
+            logger.notice("the machine's DNS goes through systemd-resolved (D-Bus); the resolver file is left to it", metadata: ["stubLink": "netext-dns"])
+        }
         var appCgroups: (any AppCgroupHost)?
         var appCgroupProblem = ""
         do throws(NetExtError) { appCgroups = try SystemAppCgroups(marksSockets: settings.appSocketMarks) } catch {
@@ -51,7 +60,7 @@ public final class Daemon: Sendable {
             logger.notice("per-app routing is unavailable", metadata: ["reason": "\(error.message)"])
         }
         let sessions = SessionManager(
-            registry: registry, hub: hub, logger: logger, resolver: resolver, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline,
+            registry: registry, hub: hub, logger: logger, resolver: resolver, resolvedLinkName: throughResolved ? "netext-dns" : nil, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline,
             ikev2Directory: settings.stateDirectory + "/ikev2", secretLookup: { (reference) throws(NetExtError) in try secrets.secret(for: reference) },
             appCgroups: appCgroups, appCgroupProblem: appCgroupProblem, appLaunchRoot: settings.appCgroupRoot,
             proxyFlowLimit: settings.proxyFlowLimit)

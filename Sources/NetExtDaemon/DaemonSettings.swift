@@ -18,6 +18,18 @@ public struct DaemonSettings: Sendable {
     /// `$NETEXT_DNS_STUB`, default `127.0.0.153:53`: where netextd's DNS stub listens while a
     /// tunnel with DNS match domains is up (resolver files cannot name another port than 53).
     public var dnsStubAddress: String = "127.0.0.153:53"
+    /// Where the machine's DNS is changed (`$NETEXT_DNS_BACKEND`): `file` writes the resolver
+    /// file; `resolved` gives systemd-resolved links over D-Bus and leaves the file to it; `auto`
+    /// (the default) takes `resolved` when systemd-resolved owns its name on the system bus.
+    public var dnsBackend: DNSBackend = .auto
+    /// `$NETEXT_DNS_STUB` under systemd-resolved: an address for a link of its own (not
+    /// loopback, which resolved ignores), default `169.254.53.53:53`.
+    public var resolvedStubAddress: String = "169.254.53.53:53"
+    /// How netextd changes the machine's DNS.
+    public enum DNSBackend: String, Sendable, CaseIterable {
+        case auto, file, resolved
+    }
+
     /// The cgroup (relative to the cgroup v2 root) under which `netext run --app` places apps,
     /// one child per app (`NETEXT_APP_CGROUP`).
     public var appCgroupRoot: String = "netext-apps"
@@ -70,7 +82,11 @@ public struct DaemonSettings: Sendable {
             socketPath: environment["NETEXT_SOCKET"] ?? "/run/netext/netextd.sock",
             providersDirectory: environment["NETEXT_PROVIDERS_DIR"] ?? "/etc/netext/providers")
         if let resolver = environment["NETEXT_RESOLV_CONF"] { settings.resolverPath = resolver }
-        if let stub = environment["NETEXT_DNS_STUB"] { settings.dnsStubAddress = stub }
+        if let stub = environment["NETEXT_DNS_STUB"] {
+            settings.dnsStubAddress = stub
+            settings.resolvedStubAddress = stub
+        }
+        if let backend = environment["NETEXT_DNS_BACKEND"].flatMap(DNSBackend.init(rawValue:)) { settings.dnsBackend = backend }
         if let root = environment["NETEXT_APP_CGROUP"] {
             let trimmed = root.split(separator: "/").joined(separator: "/")
             if !trimmed.isEmpty && FlowSteering.isWritable(path: trimmed) && !trimmed.split(separator: "/").contains("..") { settings.appCgroupRoot = trimmed }

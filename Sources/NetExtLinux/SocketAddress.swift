@@ -34,6 +34,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var isIPv6: Bool { address.count == 16 }
 
+    /// Whether the address is a loopback one (127.0.0.0/8, ::1).
+    public var isLoopback: Bool { isIPv6 ? address == [UInt8](repeating: 0, count: 15) + [1] : address.first == 127 }
+
     /// Address then port, as bytes (what a cookie is computed over).
     public var bytes: [UInt8] { address + [UInt8(port >> 8), UInt8(port & 0xff)] }
 

@@ -33,9 +33,12 @@ final class DNSRouter {
         var routed = false
         /// Whether the file was written for this tunnel.
         var changedResolver = false
+        /// The tunnel's link (where systemd-resolved reaches its servers).
+        var interface: String?
     }
 
-    let resolver: ResolverConfiguration?
+    /// The resolver file, or systemd-resolved's per-link DNS ("the file" below means either).
+    let resolver: (any MachineResolver)?
     let stubAddress: SocketAddress?
     private let logger: Logger
     private(set) var tunnels: [UUID: TunnelDNS] = [:]
@@ -47,7 +50,7 @@ final class DNSRouter {
     private let makeUpstreams: @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]]
 
     init(
-        resolver: ResolverConfiguration?, stubAddress: SocketAddress?, logger: Logger,
+        resolver: (any MachineResolver)?, stubAddress: SocketAddress?, logger: Logger,
         makeUpstreams: @escaping @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]] = EncryptedUpstreams.make
     ) {
         self.resolver = resolver
@@ -114,7 +117,9 @@ final class DNSRouter {
         // Queries already on their way over the replaced servers get SERVFAIL; the next go over these.
         previous?.upstreams?.shutdown()
         if !tunnels.values.contains(where: { $0.changedResolver && !$0.routed }) {
-            try resolver.installStub(nameserver: address.hostText)
+            try resolver.installStub(nameserver: address.hostText, addingSearchDomains: [], claims: stubClaims)
+        } else {
+            resolver.stubClaimsChanged(stubClaims)
         }
         logger.info(previous == nil ? "system DNS settings in force" : "system DNS settings replaced", metadata: [
             "id": "\(id)", "transport": "\(dns.transport.rawValue)", "servers": "\(upstreams.map { $0.upstreams.map(\.serverDescription) } ?? dns.servers)",
@@ -133,6 +138,7 @@ final class DNSRouter {
         }
         current.upstreams?.shutdown()
         logger.info("system DNS settings taken out", metadata: ["id": "\(current.id)"])
+        resolver?.stubClaimsChanged(stubClaims)
         stopStubIfUnused()
     }
 
@@ -144,9 +150,9 @@ final class DNSRouter {
     /// Puts a tunnel's DNS settings in force, replacing what it had. `yieldToOthers`: the servers
     /// take the whole file only if no other tunnel has changed it (the personal VPN's servers
     /// assigned by its IKEv2 server). Settings without servers undo what the tunnel had.
-    func apply(_ dns: DNSSettings?, for id: UUID, rank: Int, yieldToOthers: Bool = false) throws(NetExtError) {
+    func apply(_ dns: DNSSettings?, for id: UUID, rank: Int, interface: String? = nil, yieldToOthers: Bool = false) throws(NetExtError) {
         let previous = tunnels[id]
-        var entry = TunnelDNS(rank: rank)
+        var entry = TunnelDNS(rank: rank, interface: interface)
         if previous?.routed == true { unroute(id) }
         guard let dns, !dns.servers.isEmpty, let resolver else {
             tunnels[id] = entry
@@ -163,7 +169,7 @@ final class DNSRouter {
             // so its removal restores the original.
             entry.changedResolver = true
             tunnels[id] = entry
-            try resolver.install(dns)
+            try resolver.install(dns, interface: interface)
         } else {
             entry.routed = true
             entry.changedResolver = true
@@ -193,7 +199,7 @@ final class DNSRouter {
             let hadStub = stub != nil
             try ensureStub(address: address, resolver: resolver)
             stub?.observeQueries(observer)
-            if !hadStub { try resolver.installStub(nameserver: address.hostText) }
+            if !hadStub { try resolver.installStub(nameserver: address.hostText, addingSearchDomains: [], claims: stubClaims) }
             logger.info("DNS stub watching resolved names for on-demand", metadata: ["stub": "\(address)"])
         } catch {
             logger.error("cannot watch resolved names for on-demand", metadata: ["error": "\(error.message)"])
@@ -204,7 +210,7 @@ final class DNSRouter {
 
     /// Starts the stub if needed, routes the tunnel's match domains to its servers, and points
     /// the resolver file at the stub.
-    private func route(_ dns: DNSSettings, for id: UUID, resolver: ResolverConfiguration) throws(NetExtError) {
+    private func route(_ dns: DNSSettings, for id: UUID, resolver: any MachineResolver) throws(NetExtError) {
         guard let address = stubAddress else {
             throw NetExtError(.configurationInvalid, "the tunnel's DNS has match domains, but netextd has no DNS stub address (NETEXT_DNS_STUB)")
         }
@@ -217,7 +223,7 @@ final class DNSRouter {
             let settingsStart = routing.entries.firstIndex { $0.owner.hasPrefix(Self.settingsOwnerPrefix) } ?? routing.entries.endIndex
             routing.entries.insert(.init(owner: id.uuidString, matchDomains: dns.matchDomains, servers: dns.servers), at: settingsStart)
         }
-        try resolver.installStub(nameserver: address.hostText, addingSearchDomains: dns.searchDomains)
+        try resolver.installStub(nameserver: address.hostText, addingSearchDomains: dns.searchDomains, claims: stubClaims)
         logger.info("DNS: match domains routed through the tunnel", metadata: [
             "matchDomains": "\(dns.matchDomains)", "servers": "\(dns.servers)", "otherNamesTo": "\(systemServers)", "stub": "\(address)",
         ])
@@ -227,12 +233,21 @@ final class DNSRouter {
     private func unroute(_ id: UUID) {
         guard let stub else { return }
         stub.update { $0.entries.removeAll { $0.owner == id.uuidString } }
+        resolver?.stubClaimsChanged(stubClaims)
         stopStubIfUnused()
     }
 
-    private func ensureStub(address: SocketAddress, resolver: ResolverConfiguration) throws(NetExtError) {
+    /// The names the stub answers for, as its routing stands.
+    private var stubClaims: StubClaims { StubClaims(stubRouting) }
+
+    private func ensureStub(address: SocketAddress, resolver: any MachineResolver) throws(NetExtError) {
         guard stub == nil else { return }
-        let started = try DNSStub(address: address, logger: logger)
+        try resolver.prepareStub(address: address)
+        let started: DNSStub
+        do throws(NetExtError) { started = try DNSStub(address: address, logger: logger) } catch {
+            resolver.stubStopped()
+            throw error
+        }
         let systemServers = resolver.originalNameservers(excluding: address.hostText)
         started.update { $0.defaultServers = systemServers }
         started.observeQueries(nameObserver)
@@ -244,6 +259,7 @@ final class DNSRouter {
         guard let running = stub, running.currentRouting.entries.isEmpty, nameObserver == nil, settings == nil else { return }
         running.stop()
         stub = nil
+        resolver?.stubStopped()
         // No tunnel relies on the file any more (each one that did restores it itself).
         if !tunnels.values.contains(where: \.changedResolver) { resolver?.restore() }
     }
@@ -263,7 +279,7 @@ final class DNSRouter {
             .min { $0.rank < $1.rank }
         if let successor {
             do throws(NetExtError) {
-                try resolver.install(successor.dns)
+                try resolver.install(successor.dns, interface: tunnels[successor.id]?.interface)
                 tunnels[successor.id]?.changedResolver = true
                 return
             } catch {
@@ -272,7 +288,7 @@ final class DNSRouter {
         }
         guard !others.values.contains(where: \.changedResolver) else { return }
         if nameObserver != nil || settings != nil, stub != nil, let address = stubAddress {
-            try? resolver.installStub(nameserver: address.hostText)
+            try? resolver.installStub(nameserver: address.hostText, addingSearchDomains: [], claims: stubClaims)
         } else {
             resolver.restore()
         }

@@ -48,7 +48,7 @@ extension SessionManager {
         // force (an enterprise tunnel's DNS wins, like its routes).
         let tunnel = TunnelInterface(fd: -1, name: connected.interface, slot: Self.personalSlot)
         do throws(NetExtError) {
-            try dns.apply(DNSSettings(servers: connected.nameServers), for: id, rank: Self.personalSlot, yieldToOthers: true)
+            try dns.apply(DNSSettings(servers: connected.nameServers), for: id, rank: Self.personalSlot, interface: connected.interface, yieldToOthers: true)
         } catch {
             logger.warning("personal VPN: cannot install its DNS servers", metadata: ["error": "\(error.message)"])
         }

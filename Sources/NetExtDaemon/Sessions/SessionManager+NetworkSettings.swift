@@ -102,7 +102,7 @@ extension SessionManager {
                 // there; the machine's resolver file is left as it is.
                 await appSteering.tunnelUp(id, interface: tunnel.name, addresses: plan.addresses, resolvers: settings.dnsSettings?.servers ?? [])
             } else {
-                try dns.apply(settings.dnsSettings, for: id, rank: tunnel.slot)
+                try dns.apply(settings.dnsSettings, for: id, rank: tunnel.slot, interface: tunnel.name)
                 if policy.appRouting != nil { await appSteering.tunnelUp(id, interface: tunnel.name, addresses: plan.addresses, resolvers: []) }
             }
             logger.info("tunnel network settings applied", metadata: [

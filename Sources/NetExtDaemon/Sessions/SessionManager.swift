@@ -104,7 +104,8 @@ public actor SessionManager {
 
     public init(
         registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
-        applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil, dnsStubAddress: SocketAddress? = nil,
+        applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil, resolvedLinkName: String? = nil,
+        dnsStubAddress: SocketAddress? = nil,
         startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5),
         ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil,
         launcher: any ProviderLauncher = ProcessProviderLauncher(),
@@ -115,7 +116,9 @@ public actor SessionManager {
         supervisor = ProviderSupervisor(launcher: launcher)
         self.ikev2Directory = ikev2Directory
         self.secretLookup = secretLookup
-        dns = DNSRouter(resolver: resolver, stubAddress: dnsStubAddress, logger: logger)
+        // Where systemd-resolved runs, it owns the file: the machine's DNS goes through its links.
+        let machineResolver: (any MachineResolver)? = resolvedLinkName.map { ResolvedRegistration(linkName: $0) } ?? resolver
+        dns = DNSRouter(resolver: machineResolver, stubAddress: dnsStubAddress, logger: logger)
         self.registry = registry
         self.hub = hub
         self.logger = logger
