@@ -83,6 +83,7 @@ check "netext dns configure --tls --match-domain corp.lab.test" netext dns confi
 check "the resolver file is untouched" cmp -s "$resolv" "$work/resolv.before"
 check "the stub's link netext-dns is up with 169.254.53.53" bash -c "ip netns exec $LAB_LAPTOP ip -4 addr show dev netext-dns | grep -q 'inet 169.254.53.53/32'"
 index=$(link_index)
+ip netns exec "$LAB_LAPTOP" ip -4 addr show dev netext-dns | sed 's/^/  /'
 echo "  resolved was asked: $(calls | tr '\n' ' ')"
 check "resolved was given the stub as the link's DNS server (SetLinkDNS $index, AF_INET 169.254.53.53)" has_call "[\"SetLinkDNS\", $index, [[2, [169, 254, 53, 53]]]]"
 check "…and corp.lab.test as a routing-only domain (SetLinkDomains ~corp.lab.test)" has_call "[\"SetLinkDomains\", $index, [[\"corp.lab.test\", true]]]"
