@@ -3,8 +3,7 @@
 /// and 853 — is refused at output (a TCP reset, an ICMP port unreachable), so that no program
 /// goes around the settings with a resolver of its own. Destinations on this machine (netextd's
 /// stub, a local cache: loopback, or out through `lo`) and packets with netextd's resolver mark
-/// pass. DNS over HTTPS (port 443)
-/// cannot be told from other HTTPS and is not blocked.
+/// pass. DNS over HTTPS (port 443) cannot be told from other HTTPS and is not blocked.
 public struct DNSGuard: Sendable, Hashable {
     public static let tableName = "netextd_dns"
     /// The mark (`SO_MARK`) on the sockets netextd's resolver sends queries from, under
