@@ -74,6 +74,7 @@ final class ResolvedRegistration: MachineResolver {
     /// Whether systemd-resolved runs on the system bus (checked once, at netextd's start).
     static func resolvedRuns() -> Bool {
         guard let bus = try? DBusConnection.system(timeoutSeconds: 2) else { return false }
+        defer { bus.close() }
         return ResolvedManager.isRunning(on: bus)
     }
 

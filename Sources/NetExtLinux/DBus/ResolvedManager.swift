@@ -30,10 +30,7 @@ public struct ResolvedManager: Sendable {
 
     /// Whether systemd-resolved runs: its name has an owner on this bus.
     public static func isRunning(on bus: DBusConnection) -> Bool {
-        let ask = DBusMessage.methodCall(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameHasOwner",
-            body: [.string(busName)])
-        return (try? bus.call(ask))?.first == .boolean(true)
+        (try? bus.nameHasOwner(busName)) == true
     }
 
     /// The link's DNS servers (`SetLinkDNS`, `ia(iay)`: address family and address bytes).
