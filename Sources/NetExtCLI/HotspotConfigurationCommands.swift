@@ -9,8 +9,8 @@ struct HotspotConfigureCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "configure", abstract: "Join a Wi-Fi network and keep its configuration (NEHotspotConfiguration).",
         discussion: """
-            Talks to the machine's Wi-Fi service (NetworkManager over D-Bus, which checks your rights as for any \
-            program); netextd is not involved. Secrets are read from standard input, never from the command line: \
+            Talks to the machine's Wi-Fi service (NetworkManager, else wpa_supplicant, over D-Bus, which checks your \
+            rights as for any program); netextd is not involved. Secrets are read from standard input, never from the command line: \
             --passphrase-stdin for WPA/WEP, --password-stdin for EAP. The network is joined now if it is in range, \
             else whenever it comes in range (unless --join-once, which needs it in range). Exits 0 (also when the \
             network was already joined: the configuration is kept), 3 when the configuration is invalid (the message \
@@ -134,7 +134,7 @@ struct HotspotListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list", abstract: "The Wi-Fi networks in range, strongest first, which is joined, and the hotspot helper claiming each.",
         discussion: """
-            netextd asks the Wi-Fi service (NetworkManager over D-Bus) for its scan list and each running hotspot helper \
+            netextd asks the Wi-Fi service (NetworkManager or wpa_supplicant, over D-Bus) for its scan list and each running hotspot helper \
             to claim networks from it (filterScanList); the HELPER column shows the most confident claim. Without \
             netextd the list comes from the Wi-Fi service directly, without claims. Exits 5 when no Wi-Fi service answers.
             """)

@@ -55,6 +55,11 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/captive-portal.sh", checks: 80, timeout: 300)
     }
 
+    @Test("hotspot configurations through Debian's wpa_supplicant (its D-Bus API on a private bus, a veth named wlan0 with its wired driver): NetExt's blocks written to its file marked as NetExt's and enabled, WPA3 with protected management frames, enterprise, replacement, removal, a block NetExt did not write left alone")
+    func wifiThroughWPASupplicant() async throws {
+        try await runChecks("scripts/e2e/wifi-wpa-supplicant.sh", checks: 14, timeout: 120)
+    }
+
     @Test("the hotspot demo: the portal found, the helper's login past the kill switch, the VPN up, nothing leaked on the laptop's link")
     func hotspotDemo() async throws {
         let result = try await run("/bin/bash", [repositoryRoot + "/scripts/demo-hotspot"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)

@@ -81,9 +81,9 @@ struct WPASupplicantWiFiServiceTests {
             #expect(try wifi.joinedNetwork(interface: "wlan5")?.ssid == "Office")
             #expect(try wifi.configuredNames(now: 1_000) == ["Office"])
             let network = try networks(connection, interface).first
-            #expect(network?["ssid"] == "4f6666696365", "the SSID's bytes, as hex")
+            #expect(network?["ssid"] == "\"Office\"", "the SSID went as bytes; printable, it is shown quoted")
             #expect(network?["key_mgmt"] == "WPA-PSK")
-            #expect(network?["psk"] == "*", "wpa_supplicant never gives the passphrase back")
+            #expect(network?["psk"] == nil, "wpa_supplicant never gives the passphrase back")
             #expect(network?["id_str"] == "\"netext::4f6666696365\"")
             #expect(try calls(connection, interface).filter { ["AddNetwork", "SaveConfig", "SelectNetwork"].contains($0) } == ["AddNetwork", "SaveConfig", "SelectNetwork"])
             #expect {
@@ -113,14 +113,18 @@ struct WPASupplicantWiFiServiceTests {
             try wifi.apply(HotspotConfiguration(ssid: "Corp", eapSettings: eap), now: 0)
             let blocks = try networks(connection, interface)
             #expect(blocks.count == 3)
-            let lab = blocks.first { $0["ssid"] == "4c6162" }
+            let lab = blocks.first { $0["ssid"] == "\"Lab\"" }
             #expect(lab?["key_mgmt"] == "SAE" && lab?["ieee80211w"] == "2" && lab?["scan_ssid"] == "1")
-            let old = blocks.first { $0["ssid"] == "4f6c64" }
-            #expect(old?["key_mgmt"] == "NONE" && old?["wep_key0"] == "*")
-            let corp = blocks.first { $0["ssid"] == "436f7270" }
+            let old = blocks.first { $0["ssid"] == "\"Old\"" }
+            #expect(old?["key_mgmt"] == "NONE" && old?["wep_key0"] == nil && old?["wep_tx_keyidx"] == "0")
+            let corp = blocks.first { $0["ssid"] == "\"Corp\"" }
             #expect(corp?["key_mgmt"] == "WPA-EAP" && corp?["eap"] == "PEAP" && corp?["identity"] == "\"ada\"" && corp?["phase2"] == "\"auth=MSCHAPV2\"")
             #expect(corp?["domain_match"] == "\"radius.lab.test\"")
             #expect(Set(try wifi.configuredNames(now: 0)) == ["Lab", "Old", "Corp"])
+            let enabled = try (connection.property("Networks", of: "fi.w1.wpa_supplicant1.Interface", at: interface, on: "fi.w1.wpa_supplicant1").arrayValue ?? []).map {
+                try connection.property("Enabled", of: "fi.w1.wpa_supplicant1.Network", at: $0.stringValue ?? "", on: "fi.w1.wpa_supplicant1").boolValue
+            }
+            #expect(enabled == [true, true, true], "blocks start disabled over D-Bus; NetExt enables them so they are joined in range")
         }
     }
 

@@ -1,11 +1,13 @@
 # A python3-dbusmock template standing in for wpa_supplicant's D-Bus API (fi.w1.wpa_supplicant1,
 # "wpa_supplicant D-Bus API" in wpa_supplicant's developer documentation) for machines with no
 # radio: interfaces, the BSSs they see, and networks added, selected and removed as
-# wpa_supplicant does it. Network options are kept in wpa_supplicant's configuration form: a
-# string value is quoted, a byte array becomes unquoted hex (its set_network_properties), and a
-# network's "Properties" give them back in that form, keys ("psk", "password", "wep_key0")
-# hidden. Options wpa_supplicant does not know are refused (InvalidArgs). SelectNetwork joins
-# the network if a BSS with its SSID is in range (State "completed", CurrentBSS, CurrentNetwork).
+# wpa_supplicant does it — checked against wpa_supplicant 2.10 (Debian's, on a wired interface):
+# a string value is quoted unless the option takes none (so a string "2" for ieee80211w is
+# refused, an integer is not), a byte array becomes hex; "Properties" give values back in the
+# configuration file's form (an SSID quoted when printable, else hex; secrets left out); a block
+# added over D-Bus starts disabled ("Enabled" false) until enabled or selected; unknown options
+# are refused (InvalidArgs). SelectNetwork enables the block and joins if a BSS with its SSID is
+# in range (State "completed", CurrentBSS, CurrentNetwork).
 # Mock API (org.freedesktop.DBus.Mock): AddInterface(ifname) -> path;
 # AddBSS(interface path, ssid, bssid "aa:bb:..", signal dBm, frequency MHz, security "open"|"wpa2"|"sae").
 # Usage: python3 -m dbusmock --template THIS_FILE
@@ -25,8 +27,9 @@ BSS_IFACE = "fi.w1.wpa_supplicant1.BSS"
 NETWORK_IFACE = "fi.w1.wpa_supplicant1.Network"
 
 # Options that are never quoted (wpa_supplicant's should_quote_opt), and the keys hidden when read.
-UNQUOTED = {"key_mgmt", "proto", "pairwise", "group", "auth_alg", "eap", "scan_ssid", "ieee80211w", "disabled", "priority", "mode", "bssid", "frequency"}
-KNOWN = UNQUOTED | {"ssid", "psk", "sae_password", "wep_key0", "wep_tx_keyidx", "identity", "anonymous_identity", "password", "phase2", "domain_match", "domain_suffix_match", "ca_cert", "id_str"}
+UNQUOTED = {"key_mgmt", "proto", "pairwise", "group", "auth_alg", "eap", "scan_ssid", "bssid"}
+INTEGERS = {"scan_ssid", "ieee80211w", "wep_tx_keyidx", "priority", "disabled", "mode", "frequency"}
+KNOWN = UNQUOTED | INTEGERS | {"ssid", "psk", "sae_password", "wep_key0", "identity", "anonymous_identity", "password", "phase2", "domain_match", "domain_suffix_match", "ca_cert", "id_str"}
 SECRETS = {"psk", "sae_password", "password", "wep_key0"}
 
 
@@ -88,8 +91,22 @@ def AddBSS(self, interface_path, ssid, bssid, signal, frequency, security):
 def _config_form(key, value):
     if isinstance(value, (dbus.Array, dbus.ByteArray, bytes, list)):
         return binascii.hexlify(bytes(bytearray(value))).decode()
+    if isinstance(value, (dbus.Int32, dbus.UInt32, int)) and not isinstance(value, dbus.Boolean):
+        return str(int(value))
     text = str(value)
+    if key in INTEGERS and key not in UNQUOTED:
+        # wpa_supplicant quotes the string, and "\"2\"" is no number.
+        raise dbus.exceptions.DBusException("invalid message format", name="org.freedesktop.DBus.Error.InvalidArgs")
     return text if key in UNQUOTED else '"%s"' % text
+
+
+def _shown(key, stored):
+    """A value as "Properties" gives it: an SSID quoted when printable, else hex."""
+    if key == "ssid" and not stored.startswith('"'):
+        raw = binascii.unhexlify(stored)
+        if all(32 <= byte < 127 for byte in raw):
+            return '"%s"' % raw.decode()
+    return stored
 
 
 def _add_network(interface, options):
@@ -99,9 +116,10 @@ def _add_network(interface, options):
     interface.network_count += 1
     path = "%s/Networks/%d" % (interface.path, interface.network_count)
     stored = {str(key): _config_form(str(key), value) for key, value in options.items()}
-    shown = {key: ("*" if key in SECRETS else value) for key, value in stored.items()}
+    shown = {key: _shown(key, value) for key, value in stored.items() if key not in SECRETS}
+    shown["disabled"] = "1"
     interface.AddObject(path, NETWORK_IFACE, {
-        "Properties": dbus.Dictionary(shown, signature="sv"), "Enabled": dbus.Boolean(True),
+        "Properties": dbus.Dictionary(shown, signature="sv"), "Enabled": dbus.Boolean(False),
     }, [])
     interface.options[path] = stored
     interface.Set(INTERFACE_IFACE, "Networks", dbus.Array(list(interface.Get(INTERFACE_IFACE, "Networks")) + [dbus.ObjectPath(path)], signature="o"))
@@ -128,9 +146,11 @@ def _leave(interface):
 def _select_network(interface, path):
     if path not in interface.Get(INTERFACE_IFACE, "Networks"):
         raise dbus.exceptions.DBusException("There is no such a network in this interface.", name="fi.w1.wpa_supplicant1.NetworkUnknown")
+    dbusmock.get_object(path).Set(NETWORK_IFACE, "Enabled", dbus.Boolean(True))
     ssid = interface.options[path].get("ssid", "")
     for bss in interface.Get(INTERFACE_IFACE, "BSSs"):
-        if binascii.hexlify(bytes(bytearray(dbusmock.get_object(bss).Get(BSS_IFACE, "SSID")))).decode() == ssid or ssid == '"%s"' % bytes(bytearray(dbusmock.get_object(bss).Get(BSS_IFACE, "SSID"))).decode():
+        seen = bytes(bytearray(dbusmock.get_object(bss).Get(BSS_IFACE, "SSID")))
+        if binascii.hexlify(seen).decode() == ssid or ssid == '"%s"' % seen.decode():
             interface.Set(INTERFACE_IFACE, "State", dbus.String("completed"))
             interface.Set(INTERFACE_IFACE, "CurrentBSS", dbus.ObjectPath(bss))
             interface.Set(INTERFACE_IFACE, "CurrentNetwork", dbus.ObjectPath(path))

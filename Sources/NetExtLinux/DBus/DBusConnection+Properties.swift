@@ -11,6 +11,13 @@ extension DBusConnection {
         return value.unwrapped
     }
 
+    /// Sets one property through `org.freedesktop.DBus.Properties.Set` (the value sent as a variant).
+    public func setProperty(_ name: String, of interface: String, at path: String, on destination: String, to value: DBusValue) throws(DBusError) {
+        _ = try call(.methodCall(
+            destination: destination, path: path, interface: "org.freedesktop.DBus.Properties", member: "Set",
+            body: [.string(interface), .string(name), .variant(value)]))
+    }
+
     /// Every property of `interface` at `path` through `GetAll`.
     public func properties(of interface: String, at path: String, on destination: String) throws(DBusError) -> [String: DBusValue] {
         let call = DBusMessage.methodCall(

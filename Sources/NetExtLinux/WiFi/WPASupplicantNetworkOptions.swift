@@ -14,25 +14,27 @@ public enum WPASupplicantNetworkOptions {
             throw .systemConfiguration("wpa_supplicant cannot join networks by SSID prefix; name the SSID.")
         }
         let expires = configuration.lifeTimeInDays.map { String(Int(now) + $0 * 86_400) } ?? ""
-        // Byte arrays go in as hex (any SSID bytes); strings are quoted by wpa_supplicant.
+        // Byte arrays go in as hex (any SSID bytes); strings are quoted by wpa_supplicant, so
+        // numbers go as integers (a string "2" for ieee80211w would arrive as "\"2\"" and be
+        // refused: seen with wpa_supplicant 2.10).
         var options: [(String, DBusValue)] = [
             ("ssid", .bytes(Array(configuration.ssid.utf8))),
             ("id_str", .string(markPrefix + expires + ":" + hex(Array(configuration.name.utf8)))),
         ]
-        if configuration.hidden { options.append(("scan_ssid", .string("1"))) }
+        if configuration.hidden { options.append(("scan_ssid", .int32(1))) }
         switch configuration.security {
         case .open:
             options.append(("key_mgmt", .string("NONE")))
         case .wep(let key):
             // 10 or 26 hex digits are the key's bytes; 5 or 13 characters are the key itself.
             let bytes = key.count == 10 || key.count == 26 ? unhex(key) ?? Array(key.utf8) : Array(key.utf8)
-            options += [("key_mgmt", .string("NONE")), ("wep_key0", .bytes(bytes)), ("wep_tx_keyidx", .string("0")), ("auth_alg", .string("OPEN"))]
+            options += [("key_mgmt", .string("NONE")), ("wep_key0", .bytes(bytes)), ("wep_tx_keyidx", .int32(0)), ("auth_alg", .string("OPEN"))]
         case .personal(let passphrase, let wpa3Only):
             // 64 hex digits are the PSK itself (unquoted, as bytes); otherwise a passphrase.
             let psk: DBusValue = passphrase.count == 64 ? unhex(passphrase).map { .bytes($0) } ?? .string(passphrase) : .string(passphrase)
             options += [("key_mgmt", .string(wpa3Only ? "SAE" : "WPA-PSK")), ("psk", psk)]
             // WPA3 personal requires protected management frames (IEEE 802.11-2020 12.4).
-            if wpa3Only { options.append(("ieee80211w", .string("2"))) }
+            if wpa3Only { options.append(("ieee80211w", .int32(2))) }
         case .enterprise(let eap):
             options.append(("key_mgmt", .string("WPA-EAP")))
             options += eapOptions(eap)

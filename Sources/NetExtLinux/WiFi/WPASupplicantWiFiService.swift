@@ -4,7 +4,7 @@ import NetExtCore
 /// (`fi.w1.wpa_supplicant1`, "wpa_supplicant D-Bus API" in its developer documentation). Scan
 /// lists come from each interface's BSSs, the joined network from its current BSS once the
 /// state is `completed`; configurations are network blocks NetExt marks as its own
-/// (`WPASupplicantNetworkOptions`), added to every interface, and written to wpa_supplicant's
+/// (`WPASupplicantNetworkOptions`), added (enabled) to every interface, and written to wpa_supplicant's
 /// configuration file (`SaveConfig`) unless joined once — which needs `update_config=1` there;
 /// without it they last until wpa_supplicant restarts.
 public final class WPASupplicantWiFiService: WiFiNetworkService {
@@ -88,6 +88,8 @@ public final class WPASupplicantWiFiService: WiFiNetworkService {
             for each in all {
                 let body = try bus.call(.methodCall(destination: Self.service, path: each.path, interface: Self.interfaceInterface, member: "AddNetwork", body: [options]))
                 guard let path = body.first?.stringValue else { throw .unexpectedReply(member: "AddNetwork", expected: "o", found: "") }
+                // Blocks added over D-Bus start disabled; enabled, wpa_supplicant joins them in range.
+                try bus.setProperty("Enabled", of: Self.networkInterface, at: path, on: Self.service, to: .boolean(true))
                 added[each.name] = path
             }
         }
