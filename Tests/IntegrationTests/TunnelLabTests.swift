@@ -50,6 +50,11 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/dns-proxy.sh", checks: 22, timeout: 180)
     }
 
+    @Test("a DNS proxy bound to one app (per-app): that app's DNS (UDP and TCP) answered by the provider over DoH to unbound, another app's and every other program's through the laptop's resolver, the app's other connections direct; a stop leaves no steering")
+    func dnsProxyForApps() async throws {
+        try await runChecks("scripts/e2e/dns-proxy-apps.sh", checks: 18, timeout: 180)
+    }
+
     @Test("captive portal detection against dnsmasq (DHCP option 114 by DHCPINFORM), the RFC 8908 API over TLS and a connectivity check on the interface: captive, logged in, expired; no portal, a malformed announcement, no DHCP server; bad requests refused; with a kill switch on, one user logs in past it and the VPN connects; netextd watching by itself; a hotspot helper logging in, maintaining and logging off by itself")
     func captivePortal() async throws {
         try await runChecks("scripts/e2e/captive-portal.sh", checks: 80, timeout: 300)

@@ -70,13 +70,23 @@ struct DNSProxyPayloadTests {
         }
     }
 
-    @Test("a DNS proxy may have no server address but takes no app rules; other providers still need a server")
+    @Test("a DNS proxy may have no server address; it takes app rules only bound to apps (per-app), never excluded ones or match domains; other providers still need a server")
     func validation() throws {
         var settings = TunnelProviderProtocol(providerBundleIdentifier: "com.example.dns", providerType: .dnsProxy, serverAddress: "")
-        let dnsProxy = Configuration(owner: owner, localizedDescription: "DNS", protocolConfiguration: .tunnelProvider(settings))
-        try dnsProxy.validate()
-        settings.appRules = [try AppRule(matchSigningIdentifier: try AppIdentifier("com.example.app"))]
-        #expect(throws: NetExtError.self) { try Configuration(owner: owner, localizedDescription: "DNS", protocolConfiguration: .tunnelProvider(settings)).validate() }
+        func validated(_ settings: TunnelProviderProtocol) throws(NetExtError) {
+            try Configuration(owner: owner, localizedDescription: "DNS", protocolConfiguration: .tunnelProvider(settings)).validate()
+        }
+        try validated(settings)
+        let app = try AppIdentifier("com.example.app")
+        settings.appRules = [try AppRule(matchSigningIdentifier: app)]
+        #expect { try validated(settings) } throws: { ($0 as? NetExtError)?.message.contains("only a per-app VPN (perAppUUID set") == true }
+        settings.perAppUUID = UUID().uuidString
+        try validated(settings)
+        settings.appRules = [try AppRule(matchSigningIdentifier: app, matchDomains: ["example.test"])]
+        #expect { try validated(settings) } throws: { ($0 as? NetExtError)?.message.contains("does not apply to a DNS proxy") == true }
+        settings.appRules = []
+        settings.excludedAppRules = [try AppRule(matchSigningIdentifier: app)]
+        #expect { try validated(settings) } throws: { ($0 as? NetExtError)?.message.contains("excludedAppRules") == true }
         let tunnel = Configuration(owner: owner, localizedDescription: "VPN", protocolConfiguration: .tunnelProvider(
             TunnelProviderProtocol(providerBundleIdentifier: "com.example.vpn", serverAddress: "")))
         do {

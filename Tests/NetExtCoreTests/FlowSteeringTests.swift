@@ -138,6 +138,13 @@ struct FlowSteeringTests {
         #expect(withUDP.contains("socket cgroupv2 level 2 @apps_82 meta l4proto { tcp, udp } th dport != 53 fib daddr type != local counter"))
         #expect(withUDP.contains("iifname \"lo\" meta mark & 0x00ff0000 == 0x00820000 meta l4proto udp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:40003 accept"))
         #expect(withUDP.contains("meta l4proto udp meta nfproto ipv6 counter tproxy ip6 to [::1]:40004 accept"))
+        // A DNS proxy bound to the app: only its DNS (TCP and UDP to port 53) is marked.
+        var dnsOnly = member
+        dnsOnly.takesOnlyDNS = true
+        let dnsRules = FlowSteering(members: [dnsOnly]).ruleset
+        #expect(dnsRules.contains("socket cgroupv2 level 2 @apps_82 meta l4proto { tcp, udp } th dport 53 fib daddr type != local counter meta mark set"))
+        #expect(!dnsRules.contains("dport != 53"))
+        #expect(dnsRules.contains("meta l4proto udp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:40003 accept"))
         // Without an IPv6 listener an IPv6 flow is refused at once rather than left to time out.
         member.proxyPorts = .init(tcp4: 40001, tcp6: nil)
         #expect(FlowSteering(members: [member]).ruleset.contains("meta nfproto ipv6 counter reject with tcp reset"))

@@ -173,12 +173,16 @@ public struct FlowSteering: Sendable, Hashable {
         public var proxyPorts: ProxyPorts?
         /// Whether the apps' flows go to a running app proxy.
         public var isProxying: Bool { mode == .proxy && proxyPorts != nil }
+        /// Proxy mode for a DNS proxy bound to the apps: only their DNS (TCP and UDP to port 53
+        /// of other machines) goes to the proxy; the rest of their flows go their way.
+        public var takesOnlyDNS = false
 
         public init(
             configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = [],
             tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil, domainLimited: [DomainLimitedApps] = [], socketMarked: Set<String> = [],
-            isOnDemand: Bool = false, proxyPorts: ProxyPorts? = nil
+            isOnDemand: Bool = false, proxyPorts: ProxyPorts? = nil, takesOnlyDNS: Bool = false
         ) {
+            self.takesOnlyDNS = takesOnlyDNS
             self.proxyPorts = proxyPorts
             self.isOnDemand = isOnDemand
             self.domainLimited = domainLimited
@@ -301,7 +305,9 @@ public struct FlowSteering: Sendable, Hashable {
                 // local, ICMP keeps its way, and so does DNS (port 53), which the machine's
                 // resolver answers and whose answers name the proxied flows.
                 guard member.isProxying, let ports = member.proxyPorts else { continue }
-                let transports = ports.udp4 != nil ? "meta l4proto { tcp, udp } th dport != 53" : "meta l4proto tcp"
+                let transports =
+                    member.takesOnlyDNS ? "meta l4proto { tcp, udp } th dport 53"
+                    : ports.udp4 != nil ? "meta l4proto { tcp, udp } th dport != 53" : "meta l4proto tcp"
                 for depth in Self.depths(member.tableMarked) {
                     lines.append("    socket cgroupv2 level \(depth) @\(member.setName) \(transports) fib daddr type != local \(setMark)")
                 }

@@ -128,11 +128,14 @@ extension TunnelProviderProtocol {
         if providerType == .appProxy, let rule = appRules.first(where: { !$0.matchDomains.isEmpty }) {
             throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) is not supported for an app proxy yet; its provider sees every flow of the app and may decline the ones it does not want")
         }
+        if providerType == .dnsProxy, let rule = appRules.first(where: { !$0.matchDomains.isEmpty }) {
+            throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) does not apply to a DNS proxy: its provider receives every DNS flow of the app, whatever the name")
+        }
         if providerType == .transparentProxy && (isPerApp || !appRules.isEmpty || !excludedAppRules.isEmpty) {
             throw .invalid("appRules: a transparent proxy takes flows by its provider's network rules, not by app (use an app proxy, provider type app-proxy, for apps)")
         }
-        if providerType == .dnsProxy && (isPerApp || !appRules.isEmpty || !excludedAppRules.isEmpty) {
-            throw .invalid("appRules: a DNS proxy takes every program's DNS flows, not an app's")
+        if providerType == .dnsProxy && !excludedAppRules.isEmpty {
+            throw .invalid("excludedAppRules: a DNS proxy takes every program's DNS, or only that of the apps bound to it; no app needs excluding")
         }
         if providerType == .appProxy && !excludedAppRules.isEmpty {
             throw .invalid("excludedAppRules: an app proxy carries only the apps bound to it; no app needs excluding")

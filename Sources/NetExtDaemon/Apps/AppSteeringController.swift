@@ -198,13 +198,20 @@ actor AppSteeringController {
     static func steeredApps(of configuration: Configuration, testApps: [AppIdentifier] = []) -> (FlowSteering.Mode, [AppRule])? {
         guard configuration.isEnabled, case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return nil }
         if settings.isPerApp {
-            if settings.providerType == .appProxy { return (.proxy, settings.appRules) }
+            // An app proxy takes its apps' flows; a DNS proxy bound to apps, their DNS.
+            if settings.providerType == .appProxy || settings.providerType == .dnsProxy { return (.proxy, settings.appRules) }
             let stored = Set(settings.appRules.map(\.matchSigningIdentifier))
             let mapped = testApps.filter { !stored.contains($0) }.compactMap { try? AppRule(matchSigningIdentifier: $0) }
             return (.include, settings.appRules + mapped)
         }
         if !settings.excludedAppRules.isEmpty { return (.exclude, settings.excludedAppRules) }
         return nil
+    }
+
+    /// Whether the configuration is a DNS proxy (bound to apps, when it is steered here at all).
+    static func isDNSProxy(_ configuration: Configuration) -> Bool {
+        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
+        return settings.providerType == .dnsProxy
     }
 
     /// How the session's plan routes marked flows: nil for a tunnel that does not route by app.
@@ -465,7 +472,7 @@ actor AppSteeringController {
                     cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses,
                     onDemandLogGroup: triggers[entry.configuration.id]?.group, domainLimited: limited,
                     socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand,
-                    proxyPorts: entry.proxyPorts)
+                    proxyPorts: entry.proxyPorts, takesOnlyDNS: Self.isDNSProxy(entry.configuration))
             },
             transparentProxies: transparent.values.map { proxy in
                 var proxy = proxy

@@ -15,9 +15,12 @@ extension SessionManager {
         // steering until the new listeners' replaces it, so that no flow slips by between.
         await proxyTeardowns.removeValue(forKey: id)?.value
         let isDNSProxy = provider.manifest.extensionPoint == .dnsProxy
+        // A DNS proxy bound to apps (per-app) takes their DNS only, as an app proxy takes its
+        // apps' flows; otherwise every program's.
+        let boundToApps = isDNSProxy && Self.isPerApp(session.configuration)
         let dispatcher = try makeDispatcher(for: session, provider: provider, transparent: isDNSProxy)
         do {
-            if isDNSProxy {
+            if isDNSProxy && !boundToApps {
                 // A DNS proxy is a transparent proxy whose rules netextd sets: every program's DNS
                 // but the provider's own.
                 try await appSteering.transparentUp(
@@ -34,10 +37,17 @@ extension SessionManager {
             endProxying(id)
             return
         }
-        logger.info(isDNSProxy ? "DNS proxy: every program's DNS flows go to the provider" : "app proxy: the apps' flows go to the provider", metadata: [
+        let steered = boundToApps ? "DNS proxy: the bound apps' DNS flows go to the provider" : isDNSProxy ? "DNS proxy: every program's DNS flows go to the provider" : "app proxy: the apps' flows go to the provider"
+        logger.info("\(steered)", metadata: [
             "configuration": "\(LogText.quoted(session.configuration.localizedDescription))",
             "listeners": "127.0.0.1:\(dispatcher.ports.tcp4)\(dispatcher.ports.tcp6.map { ", [::1]:\($0)" } ?? "")",
         ])
+    }
+
+    /// Whether the configuration is bound to apps (a per-app VPN, app proxy or DNS proxy).
+    static func isPerApp(_ configuration: Configuration) -> Bool {
+        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
+        return settings.isPerApp
     }
 
     /// Opens a session's listeners and starts handing flows over.
