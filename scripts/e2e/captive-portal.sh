@@ -200,6 +200,19 @@ check "… and logs it at notice" lab_wait "grep -q 'captive portal detected.*lo
 check "a person logs in" login laptop
 check "netextd sees the network open without being asked" lab_wait "status_says 'verdict: open'" 15
 check "… and logs it" lab_wait "grep -q 'network open' '$work/netextd.log'" 5
+# A logout netextd is not told about: nothing rechecks an open network until something changes.
+# A router's advertisement nobody asked for (to all nodes, naming the portal's API) is a change.
+laptop curl -s -m 3 --cacert "$work/ca-public.crt" -X POST https://198.51.100.1:8443/logout > /dev/null
+sleep 1
+check "after a logout nobody told it of, netextd still says open" status_says 'verdict: open'
+ip netns exec "$LAB_INTERNET" python3 -u scripts/e2e/ra-responder.py eth0 https://198.51.100.1:8443/capport --unsolicited-after 1 --seconds 20 > "$work/ra-unsolicited.log" 2>&1 &
+RA_PID=$!; LAB_PIDS+=($RA_PID)
+check "a Router Advertisement nobody asked for starts a check: captive again" lab_wait "status_says 'verdict: captive'" 15
+check "… logged as the advertisement's doing" grep -q "a Router Advertisement announces something new.*announcement=.*198.51.100.1:8443/capport" "$work/netextd.log"
+check "… and it was sent to all nodes, unasked" grep -q "unsolicited Router Advertisement sent to ff02::1" "$work/ra-unsolicited.log"
+kill "$RA_PID" 2> /dev/null; wait "$RA_PID" 2> /dev/null
+check "a person logs in again" login laptop
+check "netextd sees it open again" lab_wait "status_says 'verdict: open'" 15
 json="$("$bin/netext" hotspot status --json 2>/dev/null)"
 check "status --json: monitoring, the last verdict and when" python3 -c "
 import json, sys

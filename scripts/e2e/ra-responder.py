@@ -3,9 +3,11 @@
 Captive-Portal option (RFC 8910 §2.3, type 37), which Debian 12's radvd 2.19 cannot send.
 Lab use only: it runs inside a test's namespace and stops after --seconds.
 
-Usage: ra-responder.py IFACE URI [--forged URI] [--seconds N]
+Usage: ra-responder.py IFACE URI [--forged URI] [--seconds N] [--unsolicited-after N]
   --forged URI  before each real answer, send one with hop limit 64 naming URI: a receiver
                 that checks RFC 4861 §6.1.2 (hop limit 255) must ignore it.
+  --unsolicited-after N  also send one advertisement nobody asked for, to all nodes (ff02::1,
+                as RFC 4861 §6.2.4's periodic ones go), N seconds after starting.
 Each advertisement: hop limit 255, router lifetime 0 (not a default router), no prefixes.
 """
 import select
@@ -29,7 +31,7 @@ def main():
     if len(args) < 2:
         sys.exit(__doc__)
     interface, uri = args[0], args[1]
-    forged, seconds = None, 120.0
+    forged, seconds, unsolicited = None, 120.0, None
     rest = args[2:]
     while rest:
         flag, value = rest[0], rest[1]
@@ -37,6 +39,8 @@ def main():
             forged = value
         elif flag == "--seconds":
             seconds = float(value)
+        elif flag == "--unsolicited-after":
+            unsolicited = float(value)
         else:
             sys.exit(f"unknown option {flag}")
         rest = rest[2:]
@@ -46,8 +50,14 @@ def main():
     # Solicitations go to ff02::2, which a host that does not forward has not joined.
     sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, "ff02::2") + struct.pack("@I", index))
     print(f"answering Router Solicitations on {interface}", flush=True)
-    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    deadline = started + seconds
     while time.monotonic() < deadline:
+        if unsolicited is not None and time.monotonic() - started >= unsolicited:
+            unsolicited = None
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+            sock.sendto(advertisement(uri), ("ff02::1", 0, 0, index))
+            print("unsolicited Router Advertisement sent to ff02::1", flush=True)
         ready, _, _ = select.select([sock], [], [], 0.5)
         if not ready:
             continue

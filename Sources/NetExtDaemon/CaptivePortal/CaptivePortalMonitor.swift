@@ -6,6 +6,8 @@ import NetExtLinux
 /// Captive portal detection by itself: on each burst of network changes (and at start) the
 /// default route's interface is checked — again at once if it changed, otherwise at most every
 /// `minimumInterval` — and, while it is captive, every `captiveRecheck`, so that a login is seen.
+/// A Router Advertisement nobody asked for that announces something new for its interface (a
+/// captive portal API, another one, or none any more: RFC 8910 §2.3) starts a check at once.
 /// The verdict's changes are logged; `status()` answers `netext hotspot status`. Detections made
 /// on request for the same interface refresh it too.
 actor CaptivePortalMonitor {
@@ -25,6 +27,9 @@ actor CaptivePortalMonitor {
     private let detectionsSink: AsyncStream<CaptivePortalDetection>.Continuation
     /// Told when a network found captive is found open on the same interface.
     private var opened: (@Sendable () async -> Void)?
+    /// Router Advertisements read while monitoring, and what each interface's last one announced.
+    private let advertisements: RouterAdvertisementWatcher?
+    private var announced: [String: CaptivePortalAnnouncement?] = [:]
 
     /// `observer` nil: no monitoring, only detections on request are recorded.
     init(detector: CaptivePortalDetector, observer: (any NetworkObserving)?, captiveRecheck: Duration, guardInForce: @escaping @Sendable () async -> Bool, logger: Logger) {
@@ -33,13 +38,30 @@ actor CaptivePortalMonitor {
         self.captiveRecheck = captiveRecheck
         self.guardInForce = guardInForce
         self.logger = logger
+        advertisements = observer == nil ? nil : RouterAdvertisementWatcher()
         (detections, detectionsSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
     }
 
     func start() {
         guard let observer else { return }
         observer.start { [weak self] in Task { await self?.check(forced: false) } }
+        do throws(SystemError) {
+            try advertisements?.start { [weak self] advertisement in Task { await self?.advertised(advertisement) } }
+        } catch {
+            logger.warning("captive portal: Router Advertisements cannot be watched; network changes still start checks", metadata: ["error": "\(error)"])
+        }
         Task { await check(forced: true) }
+    }
+
+    /// A Router Advertisement arrived: a check when it announces something new for its interface.
+    private func advertised(_ advertisement: RouterAdvertisementWatcher.Advertisement) async {
+        let previous = announced[advertisement.interface]
+        announced[advertisement.interface] = .some(advertisement.announcement)
+        if let previous, previous == advertisement.announcement { return }
+        logger.info("captive portal: a Router Advertisement announces something new; checking", metadata: [
+            "interface": "\(advertisement.interface)", "announcement": "\(advertisement.announcement?.description ?? "none")",
+        ])
+        await check(forced: true)
     }
 
     /// Sets what is told when a captive network opens (on-demand's retry).
@@ -49,6 +71,7 @@ actor CaptivePortalMonitor {
 
     func stop() {
         observer?.stop()
+        advertisements?.stop()
         recheck?.cancel()
         detectionsSink.finish()
     }

@@ -15,6 +15,17 @@ public enum DatagramExchange {
         var bytes: [UInt8]
         var source: sockaddr_storage
         var hopLimit: Int?
+
+        /// An IPv6 source's address bytes and scope (the arrival interface's index for a
+        /// link-local source); nil for another family.
+        var ipv6Source: (address: [UInt8], scope: UInt32)? {
+            var copy = source
+            return withUnsafeBytes(of: &copy) { raw in
+                guard raw.load(fromByteOffset: 0, as: sa_family_t.self) == sa_family_t(AF_INET6) else { return nil }
+                let address = Array(raw[8..<24])  // sockaddr_in6.sin6_addr
+                return (address, raw.loadUnaligned(fromByteOffset: 24, as: UInt32.self))  // sin6_scope_id
+            }
+        }
     }
 
     /// What one exchange brought.
@@ -74,7 +85,7 @@ public enum DatagramExchange {
     }
 
     /// One datagram with its source and hop limit, nil when the receive failed.
-    private static func receive(_ fd: Int32, buffer: inout [UInt8]) -> Datagram? {
+    static func receive(_ fd: Int32, buffer: inout [UInt8]) -> Datagram? {
         var source = sockaddr_storage()
         var hopLimit: Int32 = -1
         let count = buffer.withUnsafeMutableBytes { netext_receive_with_hop_limit(fd, $0.baseAddress, UInt($0.count), &source, &hopLimit) }

@@ -18,11 +18,25 @@ public enum RouterSolicitationExchange {
     /// ff02::2 (RFC 4291 §2.7.1).
     static let allRouters: [UInt8] = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]
     /// `ICMP6_FILTER` (netinet/icmp6.h), which Glibc's module does not carry.
-    private static let icmp6Filter: Int32 = 1
+    static let icmp6Filter: Int32 = 1
 
     public static func run(interface: String, hardwareAddress: [UInt8], attempts: Int = 2, waitMilliseconds: Int = 700) throws(SystemError) -> Outcome {
         try oneAtATime.withLock { _ throws(SystemError) in
             try exchange(interface: interface, hardwareAddress: hardwareAddress, attempts: attempts, waitMilliseconds: waitMilliseconds)
+        }
+    }
+
+    /// Lets only Router Advertisements reach a raw ICMPv6 socket (RFC 3542 §3.2: a set bit
+    /// blocks a type) and has each one's hop limit told (`IPV6_RECVHOPLIMIT`).
+    static func readAdvertisementsOnly(_ fd: Int32, subject: String) throws(SystemError) {
+        var filter = [UInt32](repeating: 0xffff_ffff, count: 8)
+        filter[Int(RouterDiscovery.advertisementType) >> 5] &= ~(UInt32(1) << (UInt32(RouterDiscovery.advertisementType) & 31))
+        guard setsockopt(fd, Int32(IPPROTO_ICMPV6), icmp6Filter, &filter, socklen_t(32)) == 0 else {
+            throw SystemError("setsockopt(ICMP6_FILTER)", errno: errno, subject: subject)
+        }
+        var on: Int32 = 1
+        guard setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVHOPLIMIT, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            throw SystemError("setsockopt(IPV6_RECVHOPLIMIT)", errno: errno, subject: subject)
         }
     }
 
@@ -33,29 +47,16 @@ public enum RouterSolicitationExchange {
         guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: "ICMPv6 on \(interface)") }
         defer { close(fd) }
         try InterfaceSocket.bind(fd, to: interface)
-        // Only Router Advertisements reach the socket (RFC 3542 §3.2: a set bit blocks a type).
-        var filter = [UInt32](repeating: 0xffff_ffff, count: 8)
-        filter[Int(RouterDiscovery.advertisementType) >> 5] &= ~(UInt32(1) << (UInt32(RouterDiscovery.advertisementType) & 31))
-        guard setsockopt(fd, Int32(IPPROTO_ICMPV6), icmp6Filter, &filter, socklen_t(32)) == 0 else {
-            throw SystemError("setsockopt(ICMP6_FILTER)", errno: errno, subject: interface)
-        }
+        try readAdvertisementsOnly(fd, subject: interface)
         var hops: Int32 = 255
         setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, &hops, socklen_t(MemoryLayout<Int32>.size))
-        var on: Int32 = 1
-        guard setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVHOPLIMIT, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-            throw SystemError("setsockopt(IPV6_RECVHOPLIMIT)", errno: errno, subject: interface)
-        }
 
         let solicitation = RouterDiscovery.solicitation(hardwareAddress: hardwareAddress)
         // Each advertisement read: refused (RFC 4861 §6.1.2), without option 37 (nil), or its announcement.
         let read = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
             try InterfaceSocket.send(fd, solicitation, toGroup: allRouters, port: 0, interfaceIndex: index, what: "Router Solicitation on \(interface)")
         }, parse: { datagram throws(CaptivePortalError) -> CaptivePortalAnnouncement? in
-            var source = datagram.source
-            let address = withUnsafeBytes(of: &source) { raw -> [UInt8] in
-                guard raw.load(fromByteOffset: 0, as: sa_family_t.self) == sa_family_t(AF_INET6) else { return [] }
-                return Array(raw[8..<24])  // sockaddr_in6.sin6_addr
-            }
+            let address = datagram.ipv6Source?.address ?? []
             if let problem = RouterDiscovery.advertisementProblem(datagram.bytes, source: address, hopLimit: datagram.hopLimit) { throw CaptivePortalError(problem) }
             return try CaptivePortalAnnouncement.fromRouterAdvertisement(datagram.bytes)
         }) { announcement in announcement != nil }
