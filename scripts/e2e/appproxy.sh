@@ -13,14 +13,9 @@ source scripts/lib/install-packages.sh
 netext_install dante-server nftables iptables curl python3 >/dev/null || { echo "FAIL packages"; exit 1; }
 danted="$(command -v danted || echo /usr/sbin/danted)"
 
-cgroot="$(findmnt -n -t cgroup2 -o TARGET | head -1)"
-[ -n "$cgroot" ] || { echo "FAIL no cgroup v2 hierarchy is mounted"; exit 1; }
-launch="netext-apps-$LAB_PREFIX"
+source scripts/lib/app-cgroups.sh
 appproxy_cleanup() {
-  if [ -d "$cgroot/$launch" ]; then
-    find "$cgroot/$launch" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
-    find "$cgroot/$launch" -depth -type d -exec rmdir {} + 2>/dev/null
-  fi
+  app_cgroups_remove
   [ -n "${APPPROXY_KEEP:-}" ] && cp -r "$work" "$APPPROXY_KEEP"
   e2e_cleanup
 }

@@ -18,18 +18,15 @@ netext_install unbound nginx-light libnginx-mod-stream openssl tcpdump python3 >
 # servers: 198.51.100.53 (unbound) and 198.51.100.54 (nothing listens: a dead server).
 dns_lab_up 198.51.100.54
 
-lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FAIL lab CA"; exit 1; }
-chmod 644 "$work/ca/dns.key"
-export NETEXT_DNS_CA_FILE="$work/ca/ca.crt"
-unbound_lab_config "$work/unbound.conf" 198.51.100.53@853 198.51.100.53@443 <<'ZONE'
+unbound_lab_serve 198.51.100.53@853 198.51.100.53@443 <<'ZONE'
 local-zone: "lab.test." static
 local-data: "www.lab.test. A 198.51.100.80"
 local-data: "mail.lab.test. A 198.51.100.81"
 local-data: "corp.lab.test. A 10.20.0.5"
 local-data: "www.corp.lab.test. A 10.20.0.6"
 ZONE
-lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
-lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:853' && ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:443'" 10
+lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:443'" 10
+export NETEXT_DNS_CA_FILE="$work/ca/ca.crt"
 e2e_start_netextd
 
 resolves() { ip netns exec "$LAB_LAPTOP" getent hosts "$1" | grep -q "^$2 "; }

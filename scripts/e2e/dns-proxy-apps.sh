@@ -14,29 +14,14 @@ source scripts/lib/unbound-lab.sh
 source scripts/lib/install-packages.sh
 netext_install unbound openssl curl tcpdump python3 nftables > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 
-cgroot="$(findmnt -n -t cgroup2 -o TARGET | head -1)"
-[ -n "$cgroot" ] || { echo "FAIL no cgroup v2 hierarchy is mounted"; exit 1; }
-launch="netext-apps-$LAB_PREFIX"
-dnsapps_cleanup() {
-  if [ -d "$cgroot/$launch" ]; then
-    find "$cgroot/$launch" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
-    find "$cgroot/$launch" -depth -type d -exec rmdir {} + 2>/dev/null
-  fi
-  e2e_cleanup
-}
-trap dnsapps_cleanup EXIT
+source scripts/lib/app-cgroups.sh
 
 dns_lab_up
-lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FAIL lab CA"; exit 1; }
-mkdir -m 755 "$work/public" && cp "$work/ca/ca.crt" "$work/public/ca.crt" && chmod 644 "$work/public/ca.crt"
-chmod 700 "$work/ca"
-unbound_lab_config "$work/unbound.conf" 198.51.100.53@443 <<'ZONE'
+unbound_lab_serve --public 198.51.100.53@443 <<'ZONE'
 local-zone: "example.test." static
 local-data: "www.example.test. A 198.51.100.90"
 local-data: "mail.example.test. A 198.51.100.91"
 ZONE
-lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
-lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:443'" 10
 printf '{"bundleIdentifier": "com.netext.dns-proxy", "extensionPoint": "dns-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-dns-proxy-provider" > "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
 chmod 644 "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
 export NETEXT_APP_CGROUP="$launch"

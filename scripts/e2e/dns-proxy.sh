@@ -17,17 +17,12 @@ source scripts/lib/unbound-lab.sh
 dns_lab_up 198.51.100.98
 lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.98 example.test 198.51.100.80 "$work/other-dns.log"
 
-lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FAIL lab CA"; exit 1; }
-# The provider runs as nobody: the CA certificate (only) where it can read it.
-mkdir -m 755 "$work/public" && cp "$work/ca/ca.crt" "$work/public/ca.crt" && chmod 644 "$work/public/ca.crt"
-chmod 700 "$work/ca"
-unbound_lab_config "$work/unbound.conf" 198.51.100.53@443 <<'ZONE'
+# The provider runs as nobody: the CA certificate (only) where it can read it ($work/public).
+unbound_lab_serve --public 198.51.100.53@443 <<'ZONE'
 local-zone: "example.test." static
 local-data: "www.example.test. A 198.51.100.90"
 local-data: "mail.example.test. A 198.51.100.91"
 ZONE
-lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
-lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:443'" 10
 printf '{"bundleIdentifier": "com.netext.dns-proxy", "extensionPoint": "dns-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-dns-proxy-provider" > "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
 chmod 644 "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
 e2e_start_netextd

@@ -13,38 +13,21 @@ source scripts/lib/e2e.sh dnsres
 source scripts/lib/lab-ca.sh
 source scripts/lib/unbound-lab.sh
 source scripts/lib/install-packages.sh
+source scripts/lib/private-bus.sh
 netext_install unbound openssl python3 python3-dbusmock dbus-daemon > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 
 dns_lab_up
-lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FAIL lab CA"; exit 1; }
-chmod 644 "$work/ca/dns.key"
-export NETEXT_DNS_CA_FILE="$work/ca/ca.crt"
-unbound_lab_config "$work/unbound.conf" 198.51.100.53@853 198.51.100.53@443 <<'ZONE'
+unbound_lab_serve 198.51.100.53@853 198.51.100.53@443 <<'ZONE'
 local-zone: "lab.test." static
 local-data: "www.lab.test. A 198.51.100.80"
 local-data: "www.corp.lab.test. A 10.20.0.6"
 ZONE
-lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
-lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '198.51.100.53:853'" 10
+export NETEXT_DNS_CA_FILE="$work/ca/ca.crt"
 
 # The private bus standing in for the system bus, and resolved's mock on it.
-mkdir -p "$work/bus"
-cat > "$work/bus/bus.conf" <<XML
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$work/bus/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
-</busconfig>
-XML
-lab_spawn "$LAB_LAPTOP" dbus-daemon --config-file="$work/bus/bus.conf" --nofork --nopidfile --nosyslog 2> /dev/null
-lab_wait "[ -S '$work/bus/bus' ]" 10 || { echo "FAIL the private bus did not start"; exit 1; }
-export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$work/bus/bus"
+private_bus_up "$LAB_LAPTOP" "$work/bus" || { echo "FAIL the private bus did not start"; exit 1; }
 lab_spawn "$LAB_LAPTOP" env DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" /usr/bin/python3 -m dbusmock --template scripts/lib/resolved_mock.py
-lab_wait "dbus-send --bus='$DBUS_SYSTEM_BUS_ADDRESS' --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner string:org.freedesktop.resolve1 | grep -q 'boolean true'" 15 \
-  || { echo "FAIL the resolved mock did not take its name"; exit 1; }
+private_bus_wait_for org.freedesktop.resolve1 || { echo "FAIL the resolved mock did not take its name"; exit 1; }
 
 cp "$resolv" "$work/resolv.before"
 export NETEXT_DNS_BACKEND=auto

@@ -10,24 +10,12 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh wpa
 source scripts/lib/install-packages.sh
+source scripts/lib/private-bus.sh
 netext_install wpasupplicant dbus-daemon > /dev/null || { echo "FAIL installing the lab's Debian packages"; exit 1; }
 
 ip netns add "$LAB_LAPTOP" && ip -n "$LAB_LAPTOP" link add wlan0 type veth peer name wlan0-peer && ip -n "$LAB_LAPTOP" link set wlan0 up \
   || { echo "FAIL lab namespace"; exit 1; }
-mkdir -p "$work/bus"
-cat > "$work/bus/bus.conf" <<XML
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$work/bus/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
-</busconfig>
-XML
-lab_spawn "$LAB_LAPTOP" dbus-daemon --config-file="$work/bus/bus.conf" --nofork --nopidfile --nosyslog 2> /dev/null
-lab_wait "[ -S '$work/bus/bus' ]" 10 || { echo "FAIL the private bus did not start"; exit 1; }
-export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$work/bus/bus"
+private_bus_up "$LAB_LAPTOP" "$work/bus" || { echo "FAIL the private bus did not start"; exit 1; }
 # wpa_supplicant's file, with a network somebody else configured.
 cat > "$work/wpa.conf" <<'CONF'
 update_config=1

@@ -51,3 +51,25 @@ dns_lab_up() {
   for address in 198.51.100.53 198.51.100.99 "$@"; do lab_in "$LAB_INTERNET" ip addr add "$address/32" dev lo; done
   lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.99 example.test 198.51.100.80 "$work/plain-dns.log"
 }
+
+# The lab CA and unbound serving it on 198.51.100.53 in the internet namespace: makes the CA and
+# dns.lab.test's certificate ($work/ca), writes the config for the listeners given (INTERFACE@PORT…)
+# with the zone lines read from standard input, starts unbound and waits (10 s) for the first
+# listener's port. With `--public`, a copy of the CA certificate anyone may read goes to
+# $work/public/ca.crt (for providers running as nobody) and $work/ca is closed to others.
+# Usage: unbound_lab_serve [--public] INTERFACE@PORT… < ZONE_LINES
+unbound_lab_serve() {
+  local public=""
+  [ "$1" = --public ] && { public=yes; shift; }
+  lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" dns dns.lab.test || { echo "FAIL lab CA"; exit 1; }
+  if [ -n "$public" ]; then
+    mkdir -m 755 "$work/public" && cp "$work/ca/ca.crt" "$work/public/ca.crt" && chmod 644 "$work/public/ca.crt"
+    chmod 700 "$work/ca"
+  else
+    chmod 644 "$work/ca/dns.key"
+  fi
+  unbound_lab_config "$work/unbound.conf" "$@"
+  lab_spawn "$LAB_INTERNET" unbound -d -c "$work/unbound.conf"
+  local first="${1%@*}:${1#*@}"
+  lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '$first'" 10
+}

@@ -4,24 +4,12 @@
 # DBUS_SYSTEM_BUS_ADDRESS so netextd and netext started afterwards use it, and adds a Wi-Fi
 # device named eth0 (the laptop's link; not joined) seeing "Office Wi-Fi" (WPA2, 70 %) and
 # "Café Libre" (open, 50 %). wifi_mock_send MEMBER ARGS...: a call to the mock's own API.
+source scripts/lib/private-bus.sh
 wifi_mock_up() {
   local ns="$1" dir="$2"
-  mkdir -p "$dir"
-  cat > "$dir/bus.conf" <<XML
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$dir/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default"><allow send_destination="*"/><allow receive_sender="*"/><allow own="*"/></policy>
-</busconfig>
-XML
-  lab_spawn "$ns" dbus-daemon --config-file="$dir/bus.conf" --nofork --nopidfile --nosyslog 2> /dev/null
-  lab_wait "[ -S '$dir/bus' ]" 10 || return 1
-  export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$dir/bus"
+  private_bus_up "$ns" "$dir" || return 1
   lab_spawn "$ns" env DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" /usr/bin/python3 -m dbusmock --template networkmanager
-  lab_wait "dbus-send --bus='$DBUS_SYSTEM_BUS_ADDRESS' --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner string:org.freedesktop.NetworkManager | grep -q 'boolean true'" 15 || return 1
+  private_bus_wait_for org.freedesktop.NetworkManager || return 1
   WIFI_MOCK_DEVICE=$(wifi_mock_send AddWiFiDevice string:wifi0 string:eth0 int32:30 | sed -n 's/^ *string "\(.*\)"/\1/p')
   [ -n "$WIFI_MOCK_DEVICE" ] || return 1
   wifi_mock_send AddAccessPoint string:"$WIFI_MOCK_DEVICE" string:office "string:Office Wi-Fi" string:02:00:00:00:00:01 uint32:2 uint32:5180 uint32:54000 byte:70 uint32:256 > /dev/null &&

@@ -25,6 +25,17 @@ public protocol WiFiNetworkService: Sendable {
 }
 
 extension WiFiNetworkService {
+    /// Where `configuration`'s network is in range (nil: nowhere), and whether it is joined there
+    /// already; refuses a join-once configuration whose network is not in range.
+    public func joinTarget(for configuration: HotspotConfiguration) throws(HotspotConfigurationError) -> (network: WiFiScanResult?, alreadyJoined: Bool) {
+        let target = try scanList(interface: nil).first { $0.ssid == configuration.ssid }
+        if configuration.joinOnce, target == nil {
+            throw .systemConfiguration("No network named \"\(configuration.ssid)\" is in range to join once.")
+        }
+        guard let target else { return (nil, false) }
+        return (target, try joinedNetwork(interface: target.interface)?.ssid == configuration.ssid)
+    }
+
     /// What `interface` (nil: every Wi-Fi interface) sees, and the networks joined now there.
     public func scanAndJoined(interface: String?) throws(HotspotConfigurationError) -> (networks: [WiFiScanResult], joined: [WiFiScanResult]) {
         let networks = try scanList(interface: interface)

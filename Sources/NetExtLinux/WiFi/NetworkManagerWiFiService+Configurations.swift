@@ -5,13 +5,7 @@ extension NetworkManagerWiFiService {
         try configuration.validate()
         let existing = try ownConnections(now: now).first { $0.name == configuration.name }
         let settings = try NetworkManagerSettings.settings(for: configuration, uuid: existing?.uuid ?? uuid, now: now)
-        let target = try scanList(interface: nil).first { $0.ssid == configuration.ssid }
-        if configuration.joinOnce, target == nil {
-            throw .systemConfiguration("No network named \"\(configuration.ssid)\" is in range to join once.")
-        }
-        let alreadyJoined = try target.map { network throws(HotspotConfigurationError) in
-            try joinedNetwork(interface: network.interface)?.ssid == configuration.ssid
-        } ?? false
+        let (target, alreadyJoined) = try joinTarget(for: configuration)
         let connection: String = try guarded { () throws(DBusError) -> String in
             if let existing {
                 _ = try bus.call(.methodCall(

@@ -72,13 +72,7 @@ public final class WPASupplicantWiFiService: WiFiNetworkService {
     public func apply(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) {
         try configuration.validate()
         let options = try WPASupplicantNetworkOptions.options(for: configuration, now: now)
-        let target = try scanList(interface: nil).first { $0.ssid == configuration.ssid }
-        if configuration.joinOnce, target == nil {
-            throw .systemConfiguration("No network named \"\(configuration.ssid)\" is in range to join once.")
-        }
-        let alreadyJoined = try target.map { network throws(HotspotConfigurationError) in
-            try joinedNetwork(interface: network.interface)?.ssid == configuration.ssid
-        } ?? false
+        let (target, alreadyJoined) = try joinTarget(for: configuration)
         // wpa_supplicant cannot change a network block in one step: the old one goes, a new one comes.
         let replaced = try ownNetworks(now: nil).filter { $0.name == configuration.name }
         var added: [String: String] = [:]
