@@ -113,6 +113,7 @@ struct DNSStatusCommand: AsyncParsableCommand {
             guard status.state != .paused else { return }
             for server in status.servers { print("  server: \(server)") }
             print("  names: \(status.matchDomains.isEmpty ? "all" : status.matchDomains.joined(separator: ", "))")
+            if let machine = status.machineResolver { print("  the machine's names reach netextd through \(machine)") }
             if status.prohibitsOtherDNS { print("  other programs' DNS (ports 53 and 853): refused") }
             if status.state == .running && !status.stubInResolverFile { print("  a VPN's DNS servers take every name while it is up") }
             let counters = status.counters

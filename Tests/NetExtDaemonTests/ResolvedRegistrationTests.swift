@@ -24,6 +24,7 @@ struct ResolvedRegistrationTests {
         func record(_ event: Event) { events.withLock { $0.append(event) } }
         var recorded: [Event] { events.withLock { $0 } }
 
+        var summary: String { "a recording" }
         func originalNameservers(excluding stub: String) -> [String] { [] }
         func install(_ dns: DNSSettings, interface: String?) throws(NetExtError) { record(.install(servers: dns.servers, interface: interface)) }
         func prepareStub(address: SocketAddress) throws(NetExtError) { record(.prepare(address.hostText)) }

@@ -41,6 +41,7 @@ check "before: names resolve through the laptop's own resolver" resolves www.exa
 capture dot
 check "netext dns configure --tls (a dead server first) is saved and enabled" netext dns configure --tls --server 198.51.100.54 --server 198.51.100.53 --server-name dns.lab.test --name "Lab DoT" --enable
 check "the resolver file points at netextd's stub" grep -qx "nameserver 127.0.0.153" "$resolv"
+check "netext dns status says the names come through that file" bash -c "'$bin/netext' dns status | grep -qF \"the machine's names reach netextd through the resolver file $resolv\""
 check "over TLS: a name resolves to unbound's answer" resolves www.lab.test 198.51.100.80
 check "unbound saw the query from the laptop" bash -c "[ \$(grep -c 'info: 198.51.100.2 www.lab.test. A IN' '$work/unbound.log') -ge 1 ]"
 check "another name over the same connection" resolves mail.lab.test 198.51.100.81

@@ -64,6 +64,7 @@ has_call() { calls | grep -qxF "$1"; }
 check "netextd found systemd-resolved on the bus and leaves the resolver file to it" grep -q "goes through systemd-resolved" "$work/netextd.log"
 check "netext dns configure --tls --match-domain corp.lab.test" netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --match-domain corp.lab.test --enable
 check "the resolver file is untouched" cmp -s "$resolv" "$work/resolv.before"
+check "netext dns status says the names come through systemd-resolved" bash -c "'$bin/netext' dns status | grep -q \"the machine's names reach netextd through systemd-resolved, link netext-dns (D-Bus)\""
 check "the stub's link netext-dns is up with 169.254.53.53" bash -c "ip netns exec $LAB_LAPTOP ip -4 addr show dev netext-dns | grep -q 'inet 169.254.53.53/32'"
 index=$(link_index)
 ip netns exec "$LAB_LAPTOP" ip -4 addr show dev netext-dns | sed 's/^/  /'

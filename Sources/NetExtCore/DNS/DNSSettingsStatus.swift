@@ -57,13 +57,18 @@ public struct DNSSettingsStatus: Sendable, Hashable, Codable {
     public var stubInResolverFile: Bool
     /// Whether other programs' DNS is refused (the DNS guard).
     public var prohibitsOtherDNS: Bool
+    /// How the machine's names reach netextd: "the resolver file /etc/resolv.conf", or
+    /// "systemd-resolved, link netext-dns (D-Bus)"; nil from a netextd that did not say.
+    public var machineResolver: String?
     public var problem: String?
     public var counters: Counters
 
     public init(
         state: State, configurationID: UUID? = nil, name: String? = nil, transport: DNSSettingsProtocol.Transport? = nil, servers: [String] = [],
-        matchDomains: [String] = [], stubInResolverFile: Bool = false, prohibitsOtherDNS: Bool = false, problem: String? = nil, counters: Counters = Counters()
+        matchDomains: [String] = [], stubInResolverFile: Bool = false, prohibitsOtherDNS: Bool = false, machineResolver: String? = nil,
+        problem: String? = nil, counters: Counters = Counters()
     ) {
+        self.machineResolver = machineResolver
         self.state = state
         self.configurationID = configurationID
         self.name = name

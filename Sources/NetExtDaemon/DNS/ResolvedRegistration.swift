@@ -80,6 +80,8 @@ final class ResolvedRegistration: MachineResolver {
 
     // MARK: MachineResolver
 
+    var summary: String { "systemd-resolved, link \(linkName) (D-Bus)" }
+
     func originalNameservers(excluding stub: String) -> [String] {
         let text = (try? String(contentsOfFile: uplinkFile, encoding: .utf8)) ?? ""
         return ResolverFileText.values(of: "nameserver", in: text).filter { $0 != stub }

@@ -5,6 +5,8 @@ import NetExtLinux
 /// are up: the resolver file (`ResolverConfiguration`), or systemd-resolved's per-link DNS where
 /// resolved runs (`ResolvedRegistration`, over D-Bus; the file is then resolved's and left alone).
 protocol MachineResolver: Sendable {
+    /// Which it is, for status: "the resolver file PATH", "systemd-resolved, link NAME (D-Bus)".
+    var summary: String { get }
     /// The servers the machine used before netextd (without `stub`): the stub's servers for names
     /// no tunnel or setting claims, and excluded apps' resolvers.
     func originalNameservers(excluding stub: String) -> [String]
@@ -47,6 +49,7 @@ struct StubClaims: Equatable, Sendable {
 }
 
 extension ResolverConfiguration: MachineResolver {
+    var summary: String { "the resolver file \(path)" }
     func install(_ dns: DNSSettings, interface: String?) throws(NetExtError) { try install(dns) }
     func prepareStub(address: SocketAddress) throws(NetExtError) {}
     /// The file names the stub for every name; the stub itself routes them.

@@ -111,6 +111,6 @@ extension SessionManager {
         return DNSSettingsStatus(
             state: .running, configurationID: attempt.id, name: attempt.name, transport: inForce.dns.transport, servers: servers,
             matchDomains: inForce.dns.matchDomains, stubInResolverFile: dns.resolverPointsAtStub, prohibitsOtherDNS: inForce.dns.prohibitsOtherDNS,
-            counters: counters)
+            machineResolver: dns.resolver?.summary, counters: counters)
     }
 }
