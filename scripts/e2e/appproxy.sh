@@ -118,7 +118,7 @@ check "another app's flow goes direct (the server saw the laptop)" \
   fetch_seen "$direct_app" http://100.64.0.80:8080/public.html "$work/public4.log" 198.51.100.2
 no_internal_page() { ! internal_page "$1" 3; }
 check "another app cannot reach the internal host" no_internal_page "$direct_app"
-udp_echo() { as_app "$1" python3 scripts/e2e/udp-probe.py 10.20.0.5 7; }
+udp_echo() { as_app "$1" python3 scripts/e2e/udp-probe.py 10.20.0.5 7 "netext app proxy probe" 3; }
 no_udp_echo() { ! udp_echo "$1"; }
 check "the bound app's UDP datagrams reach the office's internal echo through dante (UDP ASSOCIATE) and back" udp_echo "$proxied_app"
 check "dante's log shows the UDP association" grep -q "udpassociate" "$work/dante.log"
@@ -218,7 +218,7 @@ check "a declined 50 MB transfer arrives byte-identical" declined_intact
 # the laptop, and its answer came back through netextd's datagram relay).
 udp_plain_seen() { # udp_plain_seen NAME SOURCE
   local tag="u$RANDOM$RANDOM"
-  laptop python3 scripts/e2e/udp-probe.py "$1" 7 "$tag" && grep -q "^$2 $tag\$" "$work/udpecho.log"
+  laptop python3 scripts/e2e/udp-probe.py "$1" 7 "$tag" 3 && grep -q "^$2 $tag\$" "$work/udpecho.log"
 }
 check "a program's UDP flow to www.site.test is taken and goes through dante (the echo saw the office)" udp_plain_seen www.site.test 203.0.113.2
 check "its UDP flow to other.site.test is declined and netextd sends it on (the echo saw the laptop, the answer came back)" udp_plain_seen other.site.test 198.51.100.2

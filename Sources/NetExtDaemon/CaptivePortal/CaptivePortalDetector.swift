@@ -19,8 +19,8 @@ struct CaptivePortalDetector: Sendable {
     static let requestedOptions: [UInt8] = [1, 3, CaptivePortalAnnouncement.dhcpv4Option]
 
     /// `guardInForce`: a kill switch holds traffic. The DHCP exchange passes it (the guard lets
-    /// DHCP through) and so does the check (its socket carries `TrafficGuard.detectionMark`); the
-    /// API's HTTPS client cannot mark its sockets, so the API is not asked then.
+    /// DHCP through), and so do the API's request and the check: their sockets are bound to the
+    /// interface and carry `TrafficGuard.detectionMark`.
     func detect(interface: String, probe requested: ConnectivityProbe?, guardInForce: Bool = false) async -> CaptivePortalDetection {
         var announcement: CaptivePortalAnnouncement?
         var announcementProblem: String?
@@ -70,11 +70,7 @@ struct CaptivePortalDetector: Sendable {
         var api: CaptivePortalAPIStatus?
         var apiProblem: String?
         if case .api(let url)? = announcement {
-            if guardInForce {
-                apiProblem = "not asked while a kill switch is in force (netextd's HTTPS client cannot mark its connections to pass it yet)"
-            } else {
-                do throws(CaptivePortalError) { api = try await fetchAPI(url) } catch { apiProblem = error.description }
-            }
+            do throws(CaptivePortalError) { api = try await fetchAPI(url, interface: interface) } catch { apiProblem = error.description }
         }
 
         var probeResult: CaptivePortalDetection.ProbeResult?
@@ -139,19 +135,33 @@ struct CaptivePortalDetector: Sendable {
         }
     }
 
-    /// GET the API with `Accept: application/captive+json` (RFC 8908 §5); a 200 with that media
-    /// type is parsed, anything else is a problem named.
-    private func fetchAPI(_ url: URL) async throws(CaptivePortalError) -> CaptivePortalAPIStatus {
+    /// GET the API with `Accept: application/captive+json` (RFC 8908 §5) on a connection out of
+    /// `interface` carrying the detection mark (so it passes a kill switch, and never leaves by a
+    /// tunnel); a 200 with that media type is parsed, anything else is a problem named.
+    private func fetchAPI(_ url: URL, interface: String) async throws(CaptivePortalError) -> CaptivePortalAPIStatus {
         let tls: ClientTLS?
         if let caFile {
             do { tls = try ClientTLS(caFile: caFile) } catch { throw CaptivePortalError("the captive portal CA file: \(error)") }
         } else {
             tls = nil
         }
-        let upstream = HTTPUpstream(timeout: 5, tls: tls, bodyLimit: CaptivePortalAPIStatus.maximumSize)
+        guard let host = url.host else { throw CaptivePortalError("the captive portal API's URL \(url.absoluteString) names no host") }
+        let port = UInt16(url.port ?? 443)
+        let connected = await BlockingWork.run {
+            Result { () throws(SystemError) in
+                try InterfaceSocket.connectTCP(host: host, port: port, interface: interface, mark: TrafficGuard.detectionMark, timeoutMilliseconds: 5000)
+            }
+        }
+        let descriptor: Int32
+        switch connected {
+        case .success(let fd): descriptor = fd
+        case .failure(let error): throw CaptivePortalError("the captive portal API at \(url.absoluteString) cannot be reached on \(interface): \(error)")
+        }
         let response: HTTPServerResponse
         do {
-            response = try await upstream.exchange(method: "GET", url: url, headers: [("Accept", CaptivePortalAPIStatus.mediaType), ("Cache-Control", "no-cache")], body: [])
+            response = try await HTTPOverConnectedSocket.exchange(
+                descriptor: descriptor, url: url, headers: [("Accept", CaptivePortalAPIStatus.mediaType), ("Cache-Control", "no-cache")], tls: tls,
+                bodyLimit: CaptivePortalAPIStatus.maximumSize, timeout: 5)
         } catch {
             throw CaptivePortalError("the captive portal API at \(url.absoluteString) did not answer: \(error)")
         }

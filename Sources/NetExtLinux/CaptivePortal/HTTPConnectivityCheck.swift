@@ -15,27 +15,8 @@ public enum HTTPConnectivityCheck {
             throw SystemError("connectivity check", errno: EINVAL, subject: "\(url.absoluteString) is not a plain http URL")
         }
         let port = UInt16(url.port ?? 80)
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &result) == 0, let first = result else {
-            throw SystemError("getaddrinfo", errno: ENOENT, subject: host)
-        }
-        defer { freeaddrinfo(first) }
-        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: host) }
+        let fd = try InterfaceSocket.connectTCP(host: host, port: port, interface: interface, mark: mark, timeoutMilliseconds: timeoutMilliseconds)
         defer { close(fd) }
-        if let interface {
-            try InterfaceSocket.bind(fd, to: interface)
-        }
-        // Without CAP_NET_ADMIN no mark is set, and a traffic guard holds the check like the rest.
-        if let mark { _ = setSocketMark(fd, mark) }
-        var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
-            throw SystemError("connect", errno: errno, subject: "\(host):\(port)\(interface.map { " on \($0)" } ?? "")")
-        }
         let path = url.path.isEmpty ? "/" : url.path + (url.query.map { "?" + $0 } ?? "")
         let hostHeader = url.port.map { "\(host):\($0)" } ?? host
         let request = Array("GET \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUser-Agent: netextd-connectivity-check\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n".utf8)
