@@ -25,6 +25,7 @@ struct ResolvedRegistrationTests {
         var recorded: [Event] { events.withLock { $0 } }
 
         var summary: String { "a recording" }
+        var stubDevice: String? { nil }
         func originalNameservers(excluding stub: String) -> [String] { [] }
         func install(_ dns: DNSSettings, interface: String?) throws(NetExtError) { record(.install(servers: dns.servers, interface: interface)) }
         func prepareStub(address: SocketAddress) throws(NetExtError) { record(.prepare(address.hostText)) }

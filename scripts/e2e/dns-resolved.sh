@@ -76,6 +76,13 @@ check "…and no DoT, LLMNR or mDNS on it (the stub speaks plain DNS on its own 
 answer=$(ask_like_resolved www.corp.lab.test)
 check "a query sent as resolved sends it (bound to netext-dns) is answered: www.corp.lab.test is $answer" test "$answer" = 10.20.0.6
 check "…over TLS by unbound (its log names the query)" grep -q "www.corp.lab.test. A IN" "$work/unbound.log"
+# Another machine sending to the link's address (the internet namespace routes 169.254.53.53 to
+# the laptop) gets nothing: the stub is tied to its link and takes only this machine's queries.
+ip -n "$LAB_INTERNET" route add 169.254.53.53/32 via 198.51.100.2
+from_outside=$(ip netns exec "$LAB_INTERNET" python3 scripts/e2e/dns-query.py 169.254.53.53 www.corp.lab.test 2>&1 | head -1)
+check "a query from another machine to the stub's link address gets no answer (${from_outside:-none})" test -z "$from_outside"
+from_here=$(ip netns exec "$LAB_LAPTOP" python3 scripts/e2e/dns-query.py 169.254.53.53 www.corp.lab.test | head -1)
+check "a program on the laptop asking 169.254.53.53 directly is answered ($from_here)" test "$from_here" = 10.20.0.6
 
 calls --reset
 check "netext dns configure --tls (no match domains): every name" netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --prohibit-other-dns --enable

@@ -244,7 +244,7 @@ final class DNSRouter {
         guard stub == nil else { return }
         try resolver.prepareStub(address: address)
         let started: DNSStub
-        do throws(NetExtError) { started = try DNSStub(address: address, logger: logger) } catch {
+        do throws(NetExtError) { started = try DNSStub(address: address, device: resolver.stubDevice, logger: logger) } catch {
             resolver.stubStopped()
             throw error
         }

@@ -112,11 +112,23 @@ public final class DNSStub: Sendable {
     private let answerObserver = Mutex<(@Sendable ([UInt8]) -> Void)?>(nil)
 
     /// Binds the listener (port 53 needs root or CAP_NET_BIND_SERVICE; port 0 takes a port free
-    /// for UDP and TCP both, then `address` holds it).
-    public init(address: SocketAddress, tunnelMark: UInt32? = nil, logger: Logger) throws(NetExtError) {
+    /// for UDP and TCP both, then `address` holds it). `device`: the listener takes only what
+    /// arrives for that link (`SO_BINDTODEVICE`) — this machine's own queries to the address on it,
+    /// never another machine's sent to that address.
+    public init(address: SocketAddress, device: String? = nil, tunnelMark: UInt32? = nil, logger: Logger) throws(NetExtError) {
         self.logger = logger
         self.tunnelMark = tunnelMark
         (socket, tcpListener, self.address) = try Self.bindBoth(address)
+        if let device {
+            do throws(SystemError) {
+                try InterfaceSocket.bind(socket.fd, to: device)
+                try InterfaceSocket.bind(tcpListener.fd, to: device)
+            } catch {
+                socket.close()
+                tcpListener.close()
+                throw NetExtError(.connectionFailed, "cannot tie the DNS stub to its link \(device): \(error)")
+            }
+        }
     }
 
     /// The UDP socket and TCP listener on `address`. Port 0 lets the kernel pick the UDP port;

@@ -81,6 +81,9 @@ final class ResolvedRegistration: MachineResolver {
     // MARK: MachineResolver
 
     var summary: String { "systemd-resolved, link \(linkName) (D-Bus)" }
+    /// The stub answers only what arrives for its link: this machine's queries, never another
+    /// machine's sent to the link's address.
+    var stubDevice: String? { linkName }
 
     func originalNameservers(excluding stub: String) -> [String] {
         let text = (try? String(contentsOfFile: uplinkFile, encoding: .utf8)) ?? ""

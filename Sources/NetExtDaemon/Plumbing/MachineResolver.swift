@@ -15,6 +15,8 @@ protocol MachineResolver: Sendable {
     /// Before the stub binds `address`: makes sure the address can be bound (a link of its own
     /// under resolved).
     func prepareStub(address: SocketAddress) throws(NetExtError)
+    /// The link the stub's sockets are tied to (nil: none; loopback needs none).
+    var stubDevice: String? { get }
     /// Names go to netextd's stub at `nameserver`, with `searchDomains` added to the original
     /// ones. The file sends it every name; resolved only those `claims` names.
     func installStub(nameserver: String, addingSearchDomains searchDomains: [String], claims: StubClaims) throws(NetExtError)
@@ -50,6 +52,7 @@ struct StubClaims: Equatable, Sendable {
 
 extension ResolverConfiguration: MachineResolver {
     var summary: String { "the resolver file \(path)" }
+    var stubDevice: String? { nil }
     func install(_ dns: DNSSettings, interface: String?) throws(NetExtError) { try install(dns) }
     func prepareStub(address: SocketAddress) throws(NetExtError) {}
     /// The file names the stub for every name; the stub itself routes them.

@@ -8,7 +8,7 @@ import Glibc
 public enum InterfaceSocket {
     /// `SO_BINDTODEVICE`: the socket sends and receives on `interface` alone, whatever the
     /// routing table says (needs `CAP_NET_RAW` before Linux 5.7).
-    static func bind(_ fd: Int32, to interface: String) throws(SystemError) {
+    public static func bind(_ fd: Int32, to interface: String) throws(SystemError) {
         let bound = interface.withCString { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1)) }
         guard bound == 0 else { throw SystemError("setsockopt(SO_BINDTODEVICE)", errno: errno, subject: interface) }
     }
