@@ -79,12 +79,7 @@ e2e_netextd_environment
 printf '{"bundleIdentifier": "com.netext.proxy", "extensionPoint": "app-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-proxy-provider" > "$NETEXT_PROVIDERS_DIR/proxy.json"
 printf '{"bundleIdentifier": "com.netext.transparent", "extensionPoint": "transparent-proxy", "executable": "%s", "arguments": ["transparent"], "user": "nobody"}\n' "$bin/netext-proxy-provider" > "$NETEXT_PROVIDERS_DIR/transparent.json"
 chmod 644 "$NETEXT_PROVIDERS_DIR/proxy.json" "$NETEXT_PROVIDERS_DIR/transparent.json"
-export NETEXT_APP_CGROUP="$launch"
-start_netextd() {
-  lab_spawn "$LAB_LAPTOP" sh -c "mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec '$bin/netextd' 2>> '$work/netextd.log'"; NETEXTD_PID=$!
-  lab_wait "'$bin/netext' status" 15
-}
-start_netextd
+app_cgroups_start_netextd
 
 proxied_app="org.example.$LAB_PREFIX.Proxied"
 direct_app="org.example.$LAB_PREFIX.Direct"
@@ -157,7 +152,7 @@ check "netext start before netextd's crash" bash -c "'$bin/netext' start Proxy |
 check "while running, the tproxy rules are in place" bash -c "[ -n \"\$(ip netns exec '$LAB_LAPTOP' ip rule show priority 7099)\" ]"
 kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
 for pid in $(provider_pid); do kill -9 "$pid"; done
-start_netextd
+app_cgroups_start_netextd
 check "after netextd's crash and restart: nothing of the old proxy is left" nothing_left
 check "netext disable" netext disable Proxy
 check "after disable: the app steering table is gone" bash -c "! ip netns exec '$LAB_LAPTOP' nft list table inet netextd_apps >/dev/null 2>&1"
@@ -279,7 +274,7 @@ check "netext disable Inbound" netext disable Inbound
 # third flow is refused at once (nothing reaches the server), and once the transfers end a new
 # flow gets through again.
 kill "$NETEXTD_PID"; wait "$NETEXTD_PID" 2>/dev/null
-NETEXT_PROXY_FLOW_LIMIT=2 start_netextd
+NETEXT_PROXY_FLOW_LIMIT=2 app_cgroups_start_netextd
 check "netext create an app proxy (netextd's flow limit 2), the app bound to it" bash -c "
   '$bin/netext' app unbind '$proxied_app' --vpn Closed > /dev/null &&
   '$bin/netext' create --name Limited --per-app --provider com.netext.proxy --provider-type app-proxy --server 203.0.113.2:1080 --enable > /dev/null &&

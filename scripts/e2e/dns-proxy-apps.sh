@@ -17,16 +17,8 @@ netext_install unbound openssl curl tcpdump python3 nftables > /dev/null || { ec
 source scripts/lib/app-cgroups.sh
 
 dns_lab_up
-unbound_lab_serve --public 198.51.100.53@443 <<'ZONE'
-local-zone: "example.test." static
-local-data: "www.example.test. A 198.51.100.90"
-local-data: "mail.example.test. A 198.51.100.91"
-ZONE
-printf '{"bundleIdentifier": "com.netext.dns-proxy", "extensionPoint": "dns-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-dns-proxy-provider" > "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
-chmod 644 "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
-export NETEXT_APP_CGROUP="$launch"
-lab_spawn "$LAB_LAPTOP" sh -c "mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec '$bin/netextd' 2>> '$work/netextd.log'"; NETEXTD_PID=$!
-lab_wait "'$bin/netext' status" 15
+dns_proxy_lab_serve
+app_cgroups_start_netextd
 
 bound_app="org.example.$LAB_PREFIX.Bound"
 other_app="org.example.$LAB_PREFIX.Other"

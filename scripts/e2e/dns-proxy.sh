@@ -17,14 +17,7 @@ source scripts/lib/unbound-lab.sh
 dns_lab_up 198.51.100.98
 lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.98 example.test 198.51.100.80 "$work/other-dns.log"
 
-# The provider runs as nobody: the CA certificate (only) where it can read it ($work/public).
-unbound_lab_serve --public 198.51.100.53@443 <<'ZONE'
-local-zone: "example.test." static
-local-data: "www.example.test. A 198.51.100.90"
-local-data: "mail.example.test. A 198.51.100.91"
-ZONE
-printf '{"bundleIdentifier": "com.netext.dns-proxy", "extensionPoint": "dns-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-dns-proxy-provider" > "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
-chmod 644 "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
+dns_proxy_lab_serve
 e2e_start_netextd
 
 resolves() { laptop getent hosts "$1" | grep -q "^$2 "; }

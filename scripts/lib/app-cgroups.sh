@@ -12,3 +12,11 @@ app_cgroups_remove() {
 }
 app_cgroups_cleanup() { app_cgroups_remove; e2e_cleanup; }
 trap app_cgroups_cleanup EXIT
+
+# Starts netextd in the laptop with the cgroup v2 hierarchy mounted there and $launch as its apps'
+# root, logging to $work/netextd.log, and waits (15 s) until it answers. Sets NETEXTD_PID.
+app_cgroups_start_netextd() {
+  export NETEXT_APP_CGROUP="$launch"
+  lab_spawn "$LAB_LAPTOP" sh -c "mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec '$bin/netextd' 2>> '$work/netextd.log'"; NETEXTD_PID=$!
+  lab_wait "'$bin/netext' status" 15
+}

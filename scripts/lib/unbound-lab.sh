@@ -73,3 +73,17 @@ unbound_lab_serve() {
   local first="${1%@*}:${1#*@}"
   lab_wait "ip netns exec $LAB_INTERNET ss -ltn | grep -q '$first'" 10
 }
+
+# The DNS proxy labs' server side: unbound over HTTPS on 198.51.100.53 (the CA readable by the
+# provider, which runs as nobody: $work/public/ca.crt) answering www.example.test with
+# 198.51.100.90 and mail.example.test with .91 — unlike the laptop's own resolver (.80), so each
+# answer names its path — and the reference DNS proxy provider registered as com.netext.dns-proxy.
+dns_proxy_lab_serve() {
+  unbound_lab_serve --public 198.51.100.53@443 <<'ZONE'
+local-zone: "example.test." static
+local-data: "www.example.test. A 198.51.100.90"
+local-data: "mail.example.test. A 198.51.100.91"
+ZONE
+  printf '{"bundleIdentifier": "com.netext.dns-proxy", "extensionPoint": "dns-proxy", "executable": "%s", "user": "nobody"}\n' "$bin/netext-dns-proxy-provider" > "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
+  chmod 644 "$NETEXT_PROVIDERS_DIR/dns-proxy.json"
+}

@@ -53,6 +53,13 @@ public struct Configuration: Sendable, Hashable, Codable, Identifiable {
 }
 
 extension Configuration {
+    /// The tunnel provider's settings (a packet tunnel, app, transparent or DNS proxy); nil for
+    /// another kind of configuration.
+    public var tunnelProviderSettings: TunnelProviderProtocol? {
+        if case .tunnelProvider(let settings) = protocolConfiguration { return settings }
+        return nil
+    }
+
     /// Checks every field, naming the first one at fault.
     public func validate() throws(NetExtError) {
         let name = localizedDescription.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -208,12 +208,6 @@ actor AppSteeringController {
         return nil
     }
 
-    /// Whether the configuration is a DNS proxy (bound to apps, when it is steered here at all).
-    static func isDNSProxy(_ configuration: Configuration) -> Bool {
-        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
-        return settings.providerType == .dnsProxy
-    }
-
     /// How the session's plan routes marked flows: nil for a tunnel that does not route by app.
     func routing(for id: UUID) -> NetworkPlan.AppRouting? {
         guard let entry = entries[id] else { return nil }
@@ -472,7 +466,7 @@ actor AppSteeringController {
                     cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses,
                     onDemandLogGroup: triggers[entry.configuration.id]?.group, domainLimited: limited,
                     socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand,
-                    proxyPorts: entry.proxyPorts, takesOnlyDNS: Self.isDNSProxy(entry.configuration))
+                    proxyPorts: entry.proxyPorts, takesOnlyDNS: entry.configuration.tunnelProviderSettings?.providerType == .dnsProxy)
             },
             transparentProxies: transparent.values.map { proxy in
                 var proxy = proxy

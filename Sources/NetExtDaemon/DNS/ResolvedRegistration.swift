@@ -35,8 +35,8 @@ final class ResolvedRegistration: MachineResolver {
         var stubLink: Int32?
         var stubLinkDescriptor: Int32 = -1
         var stubRegistration: Registration?
-        /// The tunnel link given every name.
-        var tunnelLink: (name: String, index: Int32)?
+        /// The index of the tunnel link given every name.
+        var tunnelLink: Int32?
         /// The stub's nameserver and search domains while names go to it.
         var stub: (nameserver: String, searchDomains: [String])?
     }
@@ -95,8 +95,8 @@ final class ResolvedRegistration: MachineResolver {
             throw NetExtError(.configurationInvalid, "the tunnel's DNS servers need its link for systemd-resolved, and \(interface ?? "no link") was not found")
         }
         try state.withLock { (state: inout State) throws(NetExtError) in
-            if let previous = state.tunnelLink, previous.index != index { revert(previous.index, &state) }
-            state.tunnelLink = (interface, index)
+            if let previous = state.tunnelLink, previous != index { revert(previous, &state) }
+            state.tunnelLink = index
             let domains = [ResolvedManager.Domain(".", routingOnly: true)] + dns.searchDomains.map { ResolvedManager.Domain($0, routingOnly: false) }
             try register(Registration(servers: dns.servers, domains: domains, defaultRoute: true), link: index, &state)
         }
@@ -145,7 +145,7 @@ final class ResolvedRegistration: MachineResolver {
     /// stub runs (its claims follow the stub's routing), and goes with the stub.
     func restore() {
         state.withLock { state in
-            if let tunnel = state.tunnelLink { revert(tunnel.index, &state) }
+            if let tunnel = state.tunnelLink { revert(tunnel, &state) }
             state.tunnelLink = nil
         }
     }
@@ -160,10 +160,12 @@ final class ResolvedRegistration: MachineResolver {
             try manager.setDomains(registration.domains, link: link)
             try manager.setDefaultRoute(registration.defaultRoute, link: link)
             if link == state.stubLink {
-                // The stub speaks plain DNS on its own link, which has no neighbours to ask.
-                try manager.setMode("SetLinkDNSOverTLS", "no", link: link)
-                try manager.setMode("SetLinkLLMNR", "no", link: link)
-                try manager.setMode("SetLinkMulticastDNS", "no", link: link)
+                if state.stubRegistration == nil {
+                    // Once per link: the stub speaks plain DNS on a link with no neighbours to ask.
+                    try manager.setMode("SetLinkDNSOverTLS", "no", link: link)
+                    try manager.setMode("SetLinkLLMNR", "no", link: link)
+                    try manager.setMode("SetLinkMulticastDNS", "no", link: link)
+                }
                 state.stubRegistration = registration
             }
         } catch {
@@ -218,7 +220,7 @@ final class ResolvedRegistration: MachineResolver {
     }
 
     static func linkIndex(_ name: String) -> Int32? {
-        guard !name.contains("/"), let text = try? String(contentsOfFile: "/sys/class/net/\(name)/ifindex", encoding: .utf8) else { return nil }
-        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        let index = if_nametoindex(name)
+        return index == 0 ? nil : Int32(index)
     }
 }

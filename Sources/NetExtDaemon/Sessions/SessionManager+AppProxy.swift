@@ -17,7 +17,7 @@ extension SessionManager {
         let isDNSProxy = provider.manifest.extensionPoint == .dnsProxy
         // A DNS proxy bound to apps (per-app) takes their DNS only, as an app proxy takes its
         // apps' flows; otherwise every program's.
-        let boundToApps = isDNSProxy && Self.isPerApp(session.configuration)
+        let boundToApps = isDNSProxy && session.configuration.tunnelProviderSettings?.isPerApp == true
         let dispatcher = try makeDispatcher(for: session, provider: provider, transparent: isDNSProxy)
         do {
             if isDNSProxy && !boundToApps {
@@ -42,12 +42,6 @@ extension SessionManager {
             "configuration": "\(LogText.quoted(session.configuration.localizedDescription))",
             "listeners": "127.0.0.1:\(dispatcher.ports.tcp4)\(dispatcher.ports.tcp6.map { ", [::1]:\($0)" } ?? "")",
         ])
-    }
-
-    /// Whether the configuration is bound to apps (a per-app VPN, app proxy or DNS proxy).
-    static func isPerApp(_ configuration: Configuration) -> Bool {
-        guard case .tunnelProvider(let settings) = configuration.protocolConfiguration else { return false }
-        return settings.isPerApp
     }
 
     /// Opens a session's listeners and starts handing flows over.

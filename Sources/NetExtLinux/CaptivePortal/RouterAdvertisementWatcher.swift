@@ -19,13 +19,13 @@ public final class RouterAdvertisementWatcher: Sendable {
     }
 
     private struct State {
-        var fd: Int32 = -1
         var stopping = false
+        /// The reading thread holds the socket.
+        var running = false
         var refused = 0
     }
 
     private let state = Mutex(State())
-    private let done = Mutex<Bool>(true)
 
     public init() {}
 
@@ -41,12 +41,11 @@ public final class RouterAdvertisementWatcher: Sendable {
             close(fd)
             throw error
         }
-        state.withLock { $0 = State(fd: fd) }
-        done.withLock { $0 = false }
+        state.withLock { $0 = State(running: true) }
         let thread = Thread { [self] in
             read(fd, onAdvertisement)
             close(fd)
-            done.withLock { $0 = true }
+            state.withLock { $0.running = false }
         }
         thread.name = "netext-ra-watcher"
         thread.start()
@@ -56,7 +55,7 @@ public final class RouterAdvertisementWatcher: Sendable {
     public func stop() {
         state.withLock { $0.stopping = true }
         for _ in 0..<40 {
-            if done.withLock({ $0 }) { return }
+            if !state.withLock({ $0.running }) { return }
             usleep(25_000)
         }
     }
