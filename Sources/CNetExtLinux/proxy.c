@@ -24,6 +24,10 @@
 #define IPV6_RECVORIGDSTADDR 74
 #endif
 
+int netext_accept_cloexec(int listener) {
+    return accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+}
+
 int netext_tproxy_socket(int ipv6, int udp, uint16_t *port) {
     int fd = socket(ipv6 ? AF_INET6 : AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;

@@ -1,7 +1,13 @@
-// The flow relay: an epoll loop that moves each pair's bytes with non-blocking splice(2) through
-// one pipe per direction (the bytes stay in the kernel), half-closes in order (a side that
+// The flow relay: an epoll loop that moves each pair's bytes, half-closes in order (a side that
 // finished sending is shut down for writing on the other), and connects upstream sockets
 // without blocking (connect(2) EINPROGRESS, then SO_ERROR).
+//
+// A direction starts by copying (recv into the loop's buffer, send): a short request or answer
+// costs two calls and no pipe. The first read that fills the buffer marks the direction as bulk,
+// and from then on its bytes move with non-blocking splice(2) through a pipe (they stay in the
+// kernel). A copy the destination cannot take whole goes into the pipe, which then drains by
+// splice like any other. Pipes come from a pool the loop keeps: one a pair finished with empty
+// (FIONREAD 0) is used again, so a short flow makes no pipe and a bulk one rarely does.
 #define _GNU_SOURCE
 #include "CNetExtLinux.h"
 #include "relay_loop.h"
@@ -15,18 +21,25 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define DIRECTION_CHUNK (1 << 20)
 #define RELAY_PIPE_SIZE (256 << 10)
+/// Reads up to this size are copied; one this size (more may wait) makes the direction bulk.
+/// Smaller than any pipe (64 KiB at least), so an empty pipe takes an unsent rest whole.
+#define COPY_LIMIT (16 << 10)
+/// Empty pipes kept for later pairs.
+#define PIPE_POOL_SIZE 64
 
 typedef struct relay_pair relay_pair;
 
 typedef struct {
     int from;
     int to;
-    int pipe[2];
+    int pipe[2];         // -1 until the direction needs one
+    bool bulk;           // a read filled the copy buffer: splice from now on
     size_t buffered;     // bytes in the pipe
     bool from_ended;     // `from` sent its end
     bool finished;       // the end was passed on (`to` shut down for writing)
@@ -60,6 +73,9 @@ struct netext_relay {
     netext_relay_done *completed;
     int completed_count;
     int completed_capacity;
+    int pool[PIPE_POOL_SIZE][2];   // empty pipes (the loop thread's alone)
+    int pool_count;
+    unsigned char copy[COPY_LIMIT];
 };
 
 static void link_live(netext_relay *relay, relay_pair *pair) {
@@ -88,24 +104,57 @@ static bool push_completed(netext_relay *relay, relay_pair *pair) {
     return true;
 }
 
-static void close_direction_pipe(relay_direction *direction) {
-    if (direction->pipe[0] >= 0) close(direction->pipe[0]);
-    if (direction->pipe[1] >= 0) close(direction->pipe[1]);
+/// Gives `direction` a pipe (from the pool, else a new one). False with errno set if none.
+static bool take_pipe(netext_relay *relay, relay_direction *direction) {
+    if (direction->pipe[0] >= 0) return true;
+    if (relay->pool_count > 0) {
+        relay->pool_count -= 1;
+        direction->pipe[0] = relay->pool[relay->pool_count][0];
+        direction->pipe[1] = relay->pool[relay->pool_count][1];
+        return true;
+    }
+    if (pipe2(direction->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+        direction->pipe[0] = direction->pipe[1] = -1;
+        return false;
+    }
+    // Larger pipes move a bulk flow in fewer calls; past the user's pipe page limit the kernel
+    // refuses and the default size stays.
+    fcntl(direction->pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+    return true;
+}
+
+/// Returns a direction's pipe to the pool when it is empty (a pipe holding a failed pair's bytes
+/// is closed: no byte of one flow may reach another).
+static void release_pipe(netext_relay *relay, relay_direction *direction) {
+    if (direction->pipe[0] < 0) return;
+    int waiting = -1;
+    if (relay && relay->pool_count < PIPE_POOL_SIZE && ioctl(direction->pipe[0], FIONREAD, &waiting) == 0 && waiting == 0) {
+        relay->pool[relay->pool_count][0] = direction->pipe[0];
+        relay->pool[relay->pool_count][1] = direction->pipe[1];
+        relay->pool_count += 1;
+    } else {
+        close(direction->pipe[0]);
+        close(direction->pipe[1]);
+    }
     direction->pipe[0] = direction->pipe[1] = -1;
 }
 
-static void free_pair(relay_pair *pair, bool reset) {
+/// Closes a pair's sockets and frees it; its pipes go back to `relay`'s pool where they can
+/// (NULL: closed).
+static void free_pair(netext_relay *relay, relay_pair *pair, bool reset) {
     // A reset on failure; an orderly close otherwise, even on a socket handed over set to reset
     // when closed (netextd sets that, so that a provider's death resets its apps' connections).
+    // (The upstream socket is the relay's own or the provider's, never set to reset: it needs
+    // the option only for a reset.)
     {
         struct linger linger = { .l_onoff = reset ? 1 : 0, .l_linger = 0 };
         if (pair->app >= 0) setsockopt(pair->app, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
-        if (pair->upstream >= 0) setsockopt(pair->upstream, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
+        if (reset && pair->upstream >= 0) setsockopt(pair->upstream, SOL_SOCKET, SO_LINGER, &linger, sizeof(linger));
     }
     if (pair->app >= 0) close(pair->app);
     if (pair->upstream >= 0) close(pair->upstream);
-    close_direction_pipe(&pair->out);
-    close_direction_pipe(&pair->in);
+    release_pipe(relay, &pair->out);
+    release_pipe(relay, &pair->in);
     free(pair);
 }
 
@@ -129,18 +178,6 @@ static relay_pair *new_pair(uint64_t id, int app, int upstream) {
     pair->upstream = upstream;
     pair->out = (relay_direction){ .from = app, .to = upstream, .pipe = { -1, -1 } };
     pair->in = (relay_direction){ .from = upstream, .to = app, .pipe = { -1, -1 } };
-    if (pipe2(pair->out.pipe, O_NONBLOCK | O_CLOEXEC) < 0 || pipe2(pair->in.pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
-        int error = errno;
-        close_direction_pipe(&pair->out);
-        close_direction_pipe(&pair->in);
-        free(pair);
-        errno = error;
-        return NULL;
-    }
-    // Larger pipes move a bulk flow in fewer calls; past the user's pipe page limit the kernel
-    // refuses and the default size stays.
-    fcntl(pair->out.pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
-    fcntl(pair->in.pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
     pair->app_handle.pair = pair;
     pair->upstream_handle.pair = pair;
     return pair;
@@ -155,11 +192,16 @@ static int queue_pair(netext_relay *relay, relay_pair *pair) {
     return 0;
 }
 
+static void set_nonblocking(int fd) {
+    int on = 1;
+    ioctl(fd, FIONBIO, &on);
+}
+
 int netext_relay_add(netext_relay *relay, uint64_t id, int app_fd, int upstream_fd) {
     relay_pair *pair = new_pair(id, app_fd, upstream_fd);
     if (!pair) return -errno;
-    fcntl(app_fd, F_SETFL, fcntl(app_fd, F_GETFL) | O_NONBLOCK);
-    fcntl(upstream_fd, F_SETFL, fcntl(upstream_fd, F_GETFL) | O_NONBLOCK);
+    set_nonblocking(app_fd);
+    set_nonblocking(upstream_fd);
     return queue_pair(relay, pair);
 }
 
@@ -174,16 +216,63 @@ int netext_relay_add_connect(netext_relay *relay, uint64_t id, int app_fd, int f
         return -error;
     }
     pair->connecting = connecting;
-    fcntl(app_fd, F_SETFL, fcntl(app_fd, F_GETFL) | O_NONBLOCK);
+    set_nonblocking(app_fd);
     return queue_pair(relay, pair);
+}
+
+/// Copies what `from` has waiting (at most COPY_LIMIT) to `to`; a rest `to` cannot take now goes
+/// into the direction's pipe. False on a failure (`pair->error` set).
+static bool copy_once(netext_relay *relay, relay_pair *pair, relay_direction *direction, bool *moved) {
+    ssize_t in = recv(direction->from, relay->copy, COPY_LIMIT, MSG_DONTWAIT);
+    if (in == 0) {
+        direction->from_ended = true;
+        *moved = true;
+        return true;
+    }
+    if (in < 0) {
+        if (errno == EAGAIN || errno == EINTR) return true;
+        pair->error = errno;
+        return false;
+    }
+    if (in == COPY_LIMIT) direction->bulk = true;
+    ssize_t out = send(direction->to, relay->copy, (size_t)in, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (out < 0) {
+        if (errno != EAGAIN && errno != EINTR) {
+            pair->error = errno;
+            return false;
+        }
+        out = 0;
+    }
+    direction->moved += out;
+    *moved = true;
+    if (out == in) return true;
+    // The pipe is empty here (a copy happens only then) and larger than COPY_LIMIT: it takes
+    // the whole rest.
+    if (!take_pipe(relay, direction)) {
+        pair->error = errno;
+        return false;
+    }
+    ssize_t kept = write(direction->pipe[1], relay->copy + out, (size_t)(in - out));
+    if (kept != in - out) {
+        pair->error = kept < 0 ? errno : EIO;
+        return false;
+    }
+    direction->buffered += (size_t)kept;
+    return true;
 }
 
 /// Moves what can be moved in one direction without blocking. Returns false on a failure
 /// (`pair->error` set).
-static bool pump(relay_pair *pair, relay_direction *direction, bool *progressed) {
+static bool pump(netext_relay *relay, relay_pair *pair, relay_direction *direction, bool *progressed) {
     for (;;) {
         bool moved = false;
-        if (!direction->from_ended && direction->buffered < DIRECTION_CHUNK) {
+        if (!direction->from_ended && !direction->bulk && direction->buffered == 0) {
+            if (!copy_once(relay, pair, direction, &moved)) return false;
+        } else if (!direction->from_ended && direction->bulk && direction->buffered < DIRECTION_CHUNK) {
+            if (!take_pipe(relay, direction)) {
+                pair->error = errno;
+                return false;
+            }
             ssize_t in = splice(direction->from, NULL, direction->pipe[1], NULL, DIRECTION_CHUNK - direction->buffered, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
             if (in > 0) {
                 direction->buffered += (size_t)in;
@@ -230,7 +319,7 @@ static int register_pair(netext_relay *relay, relay_pair *pair) {
 }
 
 /// Advances a pair after an event; true once it has ended.
-static bool advance(relay_pair *pair) {
+static bool advance(netext_relay *relay, relay_pair *pair) {
     if (pair->connecting) {
         int error = 0;
         socklen_t length = sizeof(error);
@@ -250,7 +339,7 @@ static bool advance(relay_pair *pair) {
     bool progressed = true;
     while (progressed) {
         progressed = false;
-        if (!pump(pair, &pair->out, &progressed) || !pump(pair, &pair->in, &progressed)) return true;
+        if (!pump(relay, pair, &pair->out, &progressed) || !pump(relay, pair, &pair->in, &progressed)) return true;
     }
     return pair->out.finished && pair->in.finished;
 }
@@ -288,16 +377,16 @@ int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity)
                     int result = register_pair(relay, pair);
                     link_live(relay, pair);
                     if (result < 0) pair->error = -result;
-                    if (result < 0 || advance(pair)) {
+                    if (result < 0 || advance(relay, pair)) {
                         // Registered in this batch: no event of it can follow; freed now.
                         end_pair(relay, pair);
-                        free_pair(pair, pair->error != 0);
+                        free_pair(relay, pair, pair->error != 0);
                     }
                 }
                 continue;
             }
             relay_pair *pair = handle->pair;
-            if (!pair->ended && advance(pair)) end_pair(relay, pair);
+            if (!pair->ended && advance(relay, pair)) end_pair(relay, pair);
         }
         // The pairs that ended in this batch are freed once all its events were seen (both of a
         // pair's sockets may have had one).
@@ -309,7 +398,7 @@ int netext_relay_run(netext_relay *relay, netext_relay_done *done, int capacity)
                 relay_handle *other = events[later].data.ptr;
                 if (other && other->pair == pair) events[later].data.ptr = NULL;
             }
-            free_pair(pair, pair->error != 0);
+            free_pair(relay, pair, pair->error != 0);
         }
     }
     int count = relay->completed_count < capacity ? relay->completed_count : capacity;
@@ -327,12 +416,16 @@ void netext_relay_destroy(netext_relay *relay) {
     while (relay->live) {
         relay_pair *pair = relay->live;
         unlink_live(relay, pair);
-        free_pair(pair, true);
+        free_pair(NULL, pair, true);
     }
     while (relay->pending) {
         relay_pair *pair = relay->pending;
         relay->pending = pair->next_pending;
-        free_pair(pair, true);
+        free_pair(NULL, pair, true);
+    }
+    for (int index = 0; index < relay->pool_count; index++) {
+        close(relay->pool[index][0]);
+        close(relay->pool[index][1]);
     }
     relay_loop_close(&relay->loop);
     free(relay->completed);

@@ -194,6 +194,9 @@ int netext_bpf_cgroup_detach(int cgroup_fd, int program_fd);
 /// `udp`: a datagram socket instead, reporting each datagram's original destination
 /// (IP_RECVORIGDSTADDR / IPV6_RECVORIGDSTADDR). Returns the descriptor or -errno.
 int netext_tproxy_socket(int ipv6, int udp, uint16_t *port);
+/// Accepts one connection as a close-on-exec descriptor (accept4 SOCK_CLOEXEC): the descriptor,
+/// or -1 with errno set.
+int netext_accept_cloexec(int listener);
 
 /// Sends `length` bytes as one message with `fd_to_send` attached (SCM_RIGHTS; -1: none).
 /// Returns 0 or -errno.

@@ -37,9 +37,7 @@ public final class TransparentListener: @unchecked Sendable {
     /// The next waiting connection as a blocking, close-on-exec descriptor; nil when none is
     /// waiting (the listener is non-blocking) or it was reset before being accepted.
     public func accept() throws(SystemError) -> Int32? {
-        // netextd's children close every inherited descriptor above 2 (netext_spawn), so
-        // marking close-on-exec after the accept is no race.
-        let client = Glibc.accept(fd, nil, nil)
+        let client = netext_accept_cloexec(fd)
         guard client >= 0 else {
             switch errno {
             case EAGAIN, EINTR, ECONNABORTED: return nil
@@ -47,7 +45,6 @@ public final class TransparentListener: @unchecked Sendable {
             default: throw SystemError("accept", errno: errno, subject: "transparent listener")
             }
         }
-        _ = fcntl(client, F_SETFD, FD_CLOEXEC)
         return client
     }
 }
