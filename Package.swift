@@ -237,7 +237,12 @@ let package = Package(
             dependencies: ["URLFilter", "BloomFilter", "HomomorphicEncryption", "PrivateInformationRetrieval", "PIRService", "NetExtCore", "NetExtLinux"],
             swiftSettings: strict),
         // Oblivious HTTP (RFC 9458) and known-length Binary HTTP (RFC 9292), on swift-crypto's HPKE.
-        .target(name: "ObliviousHTTP", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .target(name: "ObliviousHTTP", dependencies: ["VariableLengthIntegers", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // RFC 9000 §16 variable-length integers, shared by Binary HTTP and HTTP capsules.
+        .target(name: "VariableLengthIntegers", swiftSettings: strict),
+        // HTTP capsules without I/O (RFC 9297), the payloads of UDP and IP proxying in HTTP
+        // (RFC 9298, RFC 9484) and the connect-udp target path: the wire of the MASQUE relays.
+        .target(name: "HTTPCapsules", dependencies: ["NetExtCore", "VariableLengthIntegers"], swiftSettings: strict),
         // Privacy Pass (RFC 9577 structures, RFC 9578 type 0x0002 blind-RSA issuance) on swift-crypto.
         .target(
             name: "PrivacyPass",
@@ -445,7 +450,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
-        .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "VariableLengthIntegers", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "HTTPCapsulesTests", dependencies: ["HTTPCapsules", "NetExtCore", "VariableLengthIntegers"]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(

@@ -1,3 +1,5 @@
+import VariableLengthIntegers
+
 /// Known-length Binary HTTP messages (RFC 9292 §3): the form Oblivious HTTP encapsulates.
 /// Field names are lower-case on the wire (§3.5 requires lower case for HTTP/2+ semantics).
 public struct BinaryHTTPRequest: Sendable, Equatable {

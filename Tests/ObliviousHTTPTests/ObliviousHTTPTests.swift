@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import ObliviousHTTP
 import NetExtTestSupport
+import VariableLengthIntegers
 
 @Suite("Binary HTTP and Oblivious HTTP")
 struct ObliviousHTTPTests {
