@@ -243,6 +243,20 @@ let package = Package(
         // HTTP capsules without I/O (RFC 9297), the payloads of UDP and IP proxying in HTTP
         // (RFC 9298, RFC 9484) and the connect-udp target path: the wire of the MASQUE relays.
         .target(name: "HTTPCapsules", dependencies: ["NetExtCore", "VariableLengthIntegers"], swiftSettings: strict),
+        // `netext-server relay`: MASQUE over HTTP/2 with TLS (CONNECT, connect-udp).
+        .target(
+            name: "MASQUERelay",
+            dependencies: [
+                "HTTPCapsules", "HTTPServing", "NetExtCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strict),
         // Privacy Pass (RFC 9577 structures, RFC 9578 type 0x0002 blind-RSA issuance) on swift-crypto.
         .target(
             name: "PrivacyPass",
@@ -323,7 +337,7 @@ let package = Package(
             name: "NetExtServerCommands",
             dependencies: [
                 "NetExtCore", "NetExtLinux", "NetExtTunnel", "TunnelProtocol", "PIRService", "HTTPServing", "PrivacyServices", "PrivacyPass",
-                "CommandLogging", "DaemonLifecycle", "ServiceMetrics", "EncryptedDNS",
+                "CommandLogging", "DaemonLifecycle", "ServiceMetrics", "EncryptedDNS", "MASQUERelay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -452,6 +466,9 @@ let package = Package(
             ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "VariableLengthIntegers", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "HTTPCapsulesTests", dependencies: ["HTTPCapsules", "NetExtCore", "VariableLengthIntegers"]),
+        .testTarget(
+            name: "MASQUERelayTests",
+            dependencies: ["MASQUERelay", "HTTPServing", "NetExtCore", "NetExtTestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(

@@ -64,6 +64,14 @@ public final class ServerTLS: Sendable {
         current.state.withLock { $0 = (fresh, true) }
     }
 
+    /// A context for a server that speaks only the given protocols in ALPN (the relay: `h2`),
+    /// with the same chain, key and reloads as this one's.
+    public func makeContext(applicationProtocols: [String]) throws -> NIOSSLContext {
+        var configuration = configuration
+        configuration.applicationProtocols = applicationProtocols
+        return try NIOSSLContext(configuration: configuration)
+    }
+
     /// What the server offers in ALPN, preferred first (RFC 7301; `h2`: RFC 9113 §3.2).
     static let applicationProtocols = ["h2", "http/1.1"]
 

@@ -12,11 +12,11 @@ import TunnelProtocol
 public struct ServerCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "netext-server",
-        abstract: "NetExt's servers: the tunnel server, the URL filter's PIR server, Privacy Pass issuer, Oblivious HTTP gateway and relay, Oblivious DoH target and proxy, and key tools.",
+        abstract: "NetExt's servers: the tunnel server, the URL filter's PIR server, Privacy Pass issuer, Oblivious HTTP gateway and relay, Oblivious DoH target and proxy, the MASQUE relay, and key tools.",
         version: NetExtVersion.current,
         subcommands: [
             TunnelCommand.self, PIRCommand.self, IssuerCommand.self, ObliviousGatewayCommand.self, ObliviousRelayCommand.self,
-            ObliviousDoHTargetCommand.self, ObliviousDoHProxyCommand.self, GenerateKeyCommand.self, PublicKeyCommand.self,
+            ObliviousDoHTargetCommand.self, ObliviousDoHProxyCommand.self, RelayCommand.self, GenerateKeyCommand.self, PublicKeyCommand.self,
         ])
 
     public init() {}

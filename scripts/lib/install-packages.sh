@@ -5,7 +5,7 @@
 # lock: retried. Usage: source it, then call one of them.
 netext_install_packages() {
   netext_create_users
-  netext_install libsqlite3-dev linux-libc-dev util-linux procps iproute2 iputils-ping curl nghttp2-client python3 python3-cryptography tcpdump nftables iptables openssl nginx-light libnginx-mod-stream lighttpd lighttpd-mod-openssl chromium valgrind dante-server dbus-daemon python3-dbusmock wpasupplicant unbound dnsmasq-base strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins systemd
+  netext_install libsqlite3-dev linux-libc-dev util-linux procps iproute2 iputils-ping curl nghttp2-client python3 python3-cryptography python3-h2 tcpdump nftables iptables openssl nginx-light libnginx-mod-stream lighttpd lighttpd-mod-openssl chromium valgrind dante-server dbus-daemon python3-dbusmock wpasupplicant unbound dnsmasq-base strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins libcharon-extauth-plugins systemd
 }
 
 # Installs exactly the given Debian packages, those missing (a benchmark's tools and anchors).

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NetExtCore
 
 /// The long-term credentials an issuer accepts before it signs (the URL filter's
 /// `pirAuthenticationToken`, presented as `Authorization: Bearer …`: the attestation step).

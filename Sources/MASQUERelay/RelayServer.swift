@@ -1,0 +1,71 @@
+import HTTPServing
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+
+/// `netext-server relay`'s listener: TLS with ALPN `h2` only (the relay speaks HTTP/2; HTTP/3
+/// waits for an installable QUIC package), HTTP/2 with extended CONNECT enabled
+/// (`SETTINGS_ENABLE_CONNECT_PROTOCOL = 1`, RFC 8441 §3), and a `RelayStreamHandler` in each
+/// stream. A client that does not negotiate `h2` is closed.
+public final class RelayServer: Sendable {
+    private let channel: any Channel
+    public let counters: RelayCounters
+
+    /// The port it listens on (the one asked, or the one the kernel chose for 0).
+    public var port: Int { channel.localAddress?.port ?? 0 }
+
+    private init(channel: any Channel, counters: RelayCounters) {
+        self.channel = channel
+        self.counters = counters
+    }
+
+    /// Listens on `host`:`port`.
+    public static func start(
+        host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, logger: Logger,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> RelayServer {
+        let context = try tls.makeContext(applicationProtocols: ["h2"])
+        let counters = RelayCounters()
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
+                        guard case .negotiated("h2") = result else {
+                            logger.debug("relay: a client did not negotiate h2; closed")
+                            return channel.close()
+                        }
+                        return channel.eventLoop.makeCompletedFuture {
+                            try Self.configureHTTP2(channel, policy: policy, counters: counters, logger: logger)
+                        }
+                    })
+                }
+            }
+            .bind(host: host, port: port)
+            .get()
+        return RelayServer(channel: channel, counters: counters)
+    }
+
+    /// swift-nio-http2's defaults (100 concurrent streams a connection) and extended CONNECT.
+    static func configureHTTP2(_ channel: any Channel, policy: RelayPolicy, counters: RelayCounters, logger: Logger) throws {
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enableConnectProtocol, value: 1)]
+        _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+            mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
+        ) { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(RelayStreamHandler(policy: policy, counters: counters, logger: logger))
+            }
+        }
+    }
+
+    /// Stops listening (open tunnels close with their connections).
+    public func stop() async {
+        try? await channel.close()
+    }
+}
