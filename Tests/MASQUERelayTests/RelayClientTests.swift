@@ -1,0 +1,127 @@
+import Foundation
+import Glibc
+import HTTPServing
+import Logging
+import MASQUERelay
+import NetExtCore
+import NetExtTestSupport
+import NIOSSL
+import Synchronization
+import Testing
+
+/// The relay's client side against `netext-server relay`'s listener, in-process on loopback: an
+/// "app" socket (one end of a TCP pair; the client is given the other, as an app proxy is given
+/// a flow) carried through a CONNECT stream to the echo server.
+@Suite("MASQUE relay client: flows carried over one HTTP/2 connection", .serialized)
+struct RelayClientTests {
+    /// Two connected TCP sockets on 127.0.0.1 (5 s receive timeout on both).
+    static func connectedPair() throws -> (app: Int32, flow: Int32) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        listen(listener, 1)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let app = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(app, $0, length) } }
+        guard connected == 0 else { throw RelayServerTests.EchoFailure(description: "connect: errno \(errno)") }
+        let flow = accept(listener, nil, nil)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(app, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return (app, flow)
+    }
+
+    static func receive(_ fd: Int32, count: Int) -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while received.count < count {
+            let got = recv(fd, &buffer, min(buffer.count, count - received.count), 0)
+            if got <= 0 { break }
+            received += buffer[0..<got]
+        }
+        return received
+    }
+
+    static func withClient(allow: [String] = ["127.0.0.0/8"], _ body: (RelayClient, RelayServer, RelayServerTests.EchoServers) async throws -> Void) async throws {
+        try await RelayServerTests.withRelay(allow: allow, tokens: ["client-token"]) { relay, echo, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, token: "client-token")
+            do {
+                try await body(client, relay, echo)
+            } catch {
+                await client.close()
+                throw error
+            }
+            await client.close()
+        }
+    }
+
+    @Test("a flow's bytes go through the relay and back; its end reaches the target, and the target's end reaches the app")
+    func carriesAFlow() async throws {
+        try await Self.withClient { client, relay, echo in
+            let pair = try Self.connectedPair()
+            defer { close(pair.app) }
+            try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+            let message = Array("through the relay".utf8)
+            _ = send(pair.app, message, message.count, 0)
+            #expect(Self.receive(pair.app, count: message.count) == message)
+            shutdown(pair.app, Int32(SHUT_WR))
+            var byte: UInt8 = 0
+            #expect(recv(pair.app, &byte, 1, 0) == 0, "the echo server's close ends the app's connection")
+            #expect(relay.counters.current.tcpStreams == 1)
+        }
+    }
+
+    @Test("a flow the relay refuses (outside its allowed destinations) throws with the status and Proxy-Status, and its socket is closed")
+    func refused() async throws {
+        try await Self.withClient(allow: ["10.0.0.0/8"]) { client, _, echo in
+            let pair = try Self.connectedPair()
+            defer { close(pair.app) }
+            do {
+                try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+                Issue.record("the refused flow was carried")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.status == 403)
+                #expect(failure.description.contains("destination_ip_prohibited"), "\(failure)")
+            }
+            var byte: UInt8 = 0
+            #expect(recv(pair.app, &byte, 1, 0) == 0, "the app sees its connection closed")
+        }
+    }
+
+    @Test("a relay whose certificate does not chain to the trusted CA is not used: the flow fails and its socket is closed")
+    func untrustedRelay() async throws {
+        try await RelayServerTests.withRelay { relay, echo, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.otherCAFile))
+            let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
+            defer { Task { await client.close() } }
+            let pair = try Self.connectedPair()
+            defer { close(pair.app) }
+            await #expect(throws: (any Error).self) { try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort) }
+            var byte: UInt8 = 0
+            #expect(recv(pair.app, &byte, 1, 0) == 0)
+            #expect(relay.counters.current.tcpStreams == 0)
+        }
+    }
+
+    @Test("flows opened one after another over one relay connection: each answered and echoed; the time from asking to the first byte back is printed")
+    func manyFlows() async throws {
+        try await Self.withClient { client, relay, echo in
+            var durations: [Duration] = []
+            for index in 0..<100 {
+                let pair = try Self.connectedPair()
+                defer { close(pair.app) }
+                let started = ContinuousClock.now
+                try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+                let message = Array("flow \(index)".utf8)
+                _ = send(pair.app, message, message.count, 0)
+                #expect(Self.receive(pair.app, count: message.count) == message)
+                durations.append(ContinuousClock.now - started)
+            }
+            #expect(relay.counters.current.tcpStreams == 100)
+            let sorted = durations.sorted()
+            print("relay new flow to first byte over an established connection (debug build, 100 flows): p50 \(sorted[50]) p90 \(sorted[90])")
+        }
+    }
+}
