@@ -34,6 +34,7 @@ let package = Package(
         .executable(name: "netext-urlfilter-db", targets: ["netext-urlfilter-db"]),
         .executable(name: "netext-bench-bloom", targets: ["netext-bench-bloom"]),
         .executable(name: "netext-bench-connect", targets: ["netext-bench-connect"]),
+        .executable(name: "netext-bench-relay", targets: ["netext-bench-relay"]),
         .executable(name: "netext-bench-he", targets: ["netext-bench-he"]),
         .executable(name: "netext-bench-pir", targets: ["netext-bench-pir"]),
         .executable(name: "netext-bench-urlfilter", targets: ["netext-bench-urlfilter"]),
@@ -428,6 +429,9 @@ let package = Package(
             path: "Benchmarks/URLFilter"),
         // TCP connection-rate tool for the content filter benchmark (scripts/bench-filter).
         .executableTarget(name: "netext-bench-connect", path: "Benchmarks/ConnectRate"),
+        // The MASQUE relay's new-flow time and bulk throughput against `netext-server relay` (scripts/bench-relay).
+        .executableTarget(
+            name: "netext-bench-relay", dependencies: ["MASQUERelay", .product(name: "NIOSSL", package: "swift-nio-ssl")], path: "Benchmarks/Relay"),
         // The README's manager example, built (and run by the integration tests) so it stays true.
         .executableTarget(name: "netext-example-manager", dependencies: ["NetExt"], path: "examples/manager"),
         // The example package's filter (examples/provider-package, which depends on this package's

@@ -184,6 +184,12 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        // The stream's window opened or closed: read the app's socket accordingly.
+        if let socket { _ = socket.setOption(ChannelOptions.autoRead, value: context.channel.isWritable) }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         if !isAnswered {
             isAnswered = true

@@ -73,6 +73,34 @@ struct RelayClientTests {
         }
     }
 
+    @Test("8 MB each way at once through one flow: flow control holds both directions (the app writes while the echo answers), every byte back in order")
+    func bulkBothWays() async throws {
+        try await Self.withClient { client, _, echo in
+            let pair = try Self.connectedPair()
+            defer { close(pair.app) }
+            try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+            let size = 8_000_000
+            let pattern = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 11) }
+            let app = pair.app
+            let writer = Thread {
+                var offset = 0
+                while offset < size {
+                    let sent = pattern[offset...].withUnsafeBytes { send(app, $0.baseAddress, min($0.count, 65_536), Int32(MSG_NOSIGNAL)) }
+                    if sent <= 0 { return }
+                    offset += sent
+                }
+                shutdown(app, Int32(SHUT_WR))
+            }
+            writer.start()
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(app, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let back = Self.receive(app, count: size)
+            #expect(back.count == size)
+            let intact = back == pattern
+            #expect(intact, "the echoed bytes differ from those sent")
+        }
+    }
+
     @Test("a flow the relay refuses (outside its allowed destinations) throws with the status and Proxy-Status, and its socket is closed")
     func refused() async throws {
         try await Self.withClient(allow: ["10.0.0.0/8"]) { client, _, echo in
