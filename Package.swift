@@ -469,7 +469,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "VariableLengthIntegers", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "HTTPCapsulesTests", dependencies: ["HTTPCapsules", "NetExtCore", "VariableLengthIntegers"]),
+        .testTarget(name: "HTTPCapsulesTests", dependencies: ["HTTPCapsules", "NetExtCore", "NetExtTestSupport", "VariableLengthIntegers"]),
         .testTarget(
             name: "MASQUERelayTests",
             dependencies: ["MASQUERelay", "HTTPServing", "NetExtCore", "NetExtTestSupport", .product(name: "Logging", package: "swift-log")]),

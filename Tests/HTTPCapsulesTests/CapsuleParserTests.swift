@@ -1,19 +1,7 @@
 import HTTPCapsules
+import NetExtTestSupport
 import Testing
 import VariableLengthIntegers
-
-/// Deterministic bytes (xorshift) so a failing case can be replayed from its seed.
-struct SeededBytes {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state ^= state << 13
-        state ^= state >> 7
-        state ^= state << 17
-        return state
-    }
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-}
 
 @Suite("HTTP capsules (RFC 9297): the codec and the stream parser")
 struct CapsuleParserTests {
@@ -47,7 +35,7 @@ struct CapsuleParserTests {
 
     @Test("capsules split at every byte boundary come out whole and in order", arguments: [UInt64(1), 2, 3, 4, 5])
     func everySplit(seed: UInt64) throws {
-        var random = SeededBytes(state: seed &* 0x9E37_79B9_7F4A_7C15)
+        var random = SplitMix64(state: seed &* 0x9E37_79B9_7F4A_7C15)
         let capsules = (0..<6).map { _ in
             Capsule(type: [0, 1, 2, 3, 0x2A, 0x4000, 0x1234_5678][random.below(7)], value: random.bytes([0, 1, 63, 64, 300, 16_384][random.below(6)]))
         }
@@ -95,7 +83,7 @@ struct CapsuleParserTests {
 
     @Test("random bytes never crash the parser: it yields capsules, waits for more, or refuses with an offset inside what it was given", arguments: [UInt64(11), 12, 13, 14])
     func fuzz(seed: UInt64) {
-        var random = SeededBytes(state: seed &* 0xD1B5_4A32_D192_ED03)
+        var random = SplitMix64(state: seed &* 0xD1B5_4A32_D192_ED03)
         for _ in 0..<400 {
             var parser = CapsuleParser(maximumValueLength: 2_048)
             let input = random.bytes(random.below(600))

@@ -1,4 +1,5 @@
 import HTTPCapsules
+import NetExtTestSupport
 import NetExtCore
 import Testing
 
@@ -67,7 +68,7 @@ struct IPProxyingCapsuleTests {
 
     @Test("random values of the three types never crash the reader, and what it accepts writes back to the same bytes", arguments: [UInt64(21), 22, 23])
     func fuzz(seed: UInt64) {
-        var random = SeededBytes(state: seed &* 0x2545_F491_4F6C_DD1D)
+        var random = SplitMix64(state: seed &* 0x2545_F491_4F6C_DD1D)
         var accepted = 0
         for _ in 0..<3_000 {
             let type = UInt64(1 + random.below(3))

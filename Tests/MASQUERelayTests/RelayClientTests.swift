@@ -14,22 +14,10 @@ import Testing
 /// a flow) carried through a CONNECT stream to the echo server.
 @Suite("MASQUE relay client: flows carried over one HTTP/2 connection", .serialized)
 struct RelayClientTests {
-    /// Two connected TCP sockets on 127.0.0.1 (5 s receive timeout on both).
+    /// An "app" socket and the flow's end of its connection, as an app proxy is handed one.
     static func connectedPair() throws -> (app: Int32, flow: Int32) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
-        listen(listener, 1)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
-        let app = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(app, $0, length) } }
-        guard connected == 0 else { throw RelayServerTests.EchoFailure(description: "connect: errno \(errno)") }
-        let flow = accept(listener, nil, nil)
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(app, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        return (app, flow)
+        let pair = try LoopbackSockets.connectedPair(timeoutSeconds: 5)
+        return (pair.near, pair.far)
     }
 
     static func receive(_ fd: Int32, count: Int) -> [UInt8] {

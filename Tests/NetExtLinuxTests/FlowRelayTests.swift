@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import NetExtTestSupport
 import Testing
 @testable import NetExtLinux
 
@@ -10,28 +11,7 @@ import Testing
 /// spliced once bulk, a rest the destination could not take parked in a pipe).
 @Suite("Flow relay (an app proxy's TCP flows)", .serialized)
 struct FlowRelayTests {
-    /// Two connected TCP sockets on 127.0.0.1 (blocking, 10 s send and receive timeouts).
-    static func connectedPair() throws -> (near: Int32, far: Int32) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw SystemError("socket", errno: errno) }
-        defer { close(listener) }
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
-        guard bound == 0, listen(listener, 4) == 0 else { throw SystemError("bind", errno: errno) }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
-        let near = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(near, $0, length) } }
-        guard connected == 0 else { throw SystemError("connect", errno: errno) }
-        let far = accept(listener, nil, nil)
-        guard far >= 0 else { throw SystemError("accept", errno: errno) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        for fd in [near, far] {
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        }
-        return (near, far)
-    }
+    static func connectedPair() throws -> (near: Int32, far: Int32) { try LoopbackSockets.connectedPair() }
 
     /// Writes `chunks` in order (a pause after each where asked), then ends the sending side.
     static func writeAll(_ fd: Int32, _ chunks: [(bytes: [UInt8], pauseMicroseconds: UInt32)]) {
@@ -58,19 +38,6 @@ struct FlowRelayTests {
             received += buffer[0..<count]
             if pauseMicroseconds > 0 { usleep(pauseMicroseconds) }
         }
-    }
-
-    /// Deterministic bytes (xorshift) so a failure can be replayed.
-    struct Bytes {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return state
-        }
-        mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
     }
 
     /// Runs each block on a thread of its own (they block on each other's sockets, so a pool
@@ -104,7 +71,7 @@ struct FlowRelayTests {
 
     @Test("random writes both ways, short and bulk, with pauses: every byte arrives in order, and the outcome counts them", arguments: [UInt64(0x9E37_79B9_7F4A_7C15), 0xD1B5_4A32_D192_ED03, 0x2545_F491_4F6C_DD1D])
     func randomExchange(seed: UInt64) throws {
-        var random = Bytes(state: seed)
+        var random = SplitMix64(state: seed)
         let app = try Self.connectedPair(), upstream = try Self.connectedPair()
         defer { close(app.near); close(upstream.far) }
         // Sizes around the copy limit (16 KiB) and well past it, some of one byte.
@@ -135,7 +102,7 @@ struct FlowRelayTests {
 
     @Test("a destination that cannot take a whole short message now (small buffers, a reader that waits): the rest waits in the relay and arrives in order")
     func partialSends() throws {
-        var random = Bytes(state: 42)
+        var random = SplitMix64(state: 42)
         let app = try Self.connectedPair(), upstream = try Self.connectedPair()
         defer { close(app.near); close(upstream.far) }
         // The smallest send buffer the kernel allows on the relay's upstream socket, and a far
@@ -165,7 +132,7 @@ struct FlowRelayTests {
 
     @Test("a bulk stream to an app that reads slowly (about 2 MB/s, as curl --limit-rate): the flow lasts as long as the reading, every byte arrives")
     func slowReader() throws {
-        var random = Bytes(state: 7)
+        var random = SplitMix64(state: 7)
         let app = try Self.connectedPair(), upstream = try Self.connectedPair()
         defer { close(app.near); close(upstream.far) }
         let stream = random.bytes(3_000_000)
@@ -194,7 +161,7 @@ struct FlowRelayTests {
         #expect(openDescriptors() <= before + 130)
 
         func exchangeOnce(_ round: Int) throws {
-            var random = Bytes(state: UInt64(round + 1) &* 0x9E37_79B9_7F4A_7C15)
+            var random = SplitMix64(state: UInt64(round + 1) &* 0x9E37_79B9_7F4A_7C15)
             let app = try Self.connectedPair(), upstream = try Self.connectedPair()
             defer { close(app.near); close(upstream.far) }
             let request = random.bytes(200_000 + round), answer = random.bytes(90_000 - round)

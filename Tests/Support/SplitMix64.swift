@@ -15,3 +15,10 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+extension SplitMix64 {
+    /// `count` random bytes.
+    public mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
+    /// A number in `0..<bound`.
+    public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}
