@@ -53,7 +53,7 @@ public final class RelayClient: Sendable {
                 let sni = IPPrefix.parseAddress(name) == nil ? name : nil
                 try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: sni))
                 return try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                    mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                    mode: .client, connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: false), streamConfiguration: RelayHTTP2Settings.stream
                 ) { stream in stream.close() }  // a relay opens no streams toward its clients
             }
         }.get()
@@ -162,6 +162,9 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     func attach(_ socket: any Channel) {
         self.socket = socket
         guard let context = streamContext else { return }
+        // The socket was read from the start: the stream may have filled (and the socket's
+        // reading stopped) before it was attached here, where the stream's reopening is heard.
+        _ = socket.setOption(ChannelOptions.autoRead, value: context.channel.isWritable)
         let frames = waiting
         waiting = []
         for frame in frames { forward(frame, to: socket, context: context) }

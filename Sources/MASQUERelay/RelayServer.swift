@@ -51,12 +51,11 @@ public final class RelayServer: Sendable {
         return RelayServer(channel: channel, counters: counters)
     }
 
-    /// swift-nio-http2's defaults (100 concurrent streams a connection) and extended CONNECT.
+    /// 100 concurrent streams a connection (swift-nio-http2's default), the relay's windows
+    /// (`RelayHTTP2Settings`) and extended CONNECT.
     static func configureHTTP2(_ channel: any Channel, policy: RelayPolicy, counters: RelayCounters, logger: Logger) throws {
-        var connection = NIOHTTP2Handler.ConnectionConfiguration()
-        connection.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enableConnectProtocol, value: 1)]
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-            mode: .server, connectionConfiguration: connection, streamConfiguration: .init()
+            mode: .server, connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: true), streamConfiguration: RelayHTTP2Settings.stream
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(RelayStreamHandler(policy: policy, counters: counters, logger: logger))

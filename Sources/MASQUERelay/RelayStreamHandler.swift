@@ -142,6 +142,9 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
                     return
                 }
                 state = .tunnel(channel, isUDP: isUDP)
+                // The target may have been read (and its reading stopped by a full stream) before
+                // this; from here on the stream's window changes are heard.
+                _ = channel.setOption(ChannelOptions.autoRead, value: context.channel.isWritable)
                 counters.count(isUDP ? \.udpStreams : \.tcpStreams)
                 var headers: HPACKHeaders = [":status": "200"]
                 if isUDP { headers.add(name: "capsule-protocol", value: "?1") }
@@ -246,8 +249,12 @@ final class TargetToStream<Inbound>: ChannelInboundHandler, @unchecked Sendable 
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        // The target drained: read the stream again.
-        if context.channel.isWritable { stream.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in } }
+        // The target drained: read the stream again. (A stream channel does not read by itself
+        // when its autoRead comes back on, unlike a socket's: the frames it holds wait for a read.)
+        if context.channel.isWritable {
+            let stream = stream
+            stream.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in stream.read() }
+        }
         context.fireChannelWritabilityChanged()
     }
 
