@@ -37,7 +37,13 @@ public struct ConnectUDPTarget: Sendable, Hashable, CustomStringConvertible {
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
         // host, port, then the empty part after the trailing slash (the template ends in "/").
         guard parts.count == 3, parts[2].isEmpty else { throw .notConnectUDPPath(path) }
-        let host = try Self.percentDecoded(String(parts[0]))
+        let host: String
+        do { host = try PercentEncoding.decode(parts[0]) } catch {
+            switch error {
+            case .brokenEscape: throw .invalidHost(String(parts[0]), "a % is not followed by two hex digits")
+            case .notUTF8: throw .invalidHost(String(parts[0]), "its escapes are not UTF-8")
+            }
+        }
         let portText = String(parts[1])
         guard (1...5).contains(portText.utf8.count), portText.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
               let port = UInt16(portText), port != 0 else { throw .invalidPort(portText) }
@@ -76,35 +82,6 @@ public struct ConnectUDPTarget: Sendable, Hashable, CustomStringConvertible {
 
     private static func isLetterOrDigit(_ byte: UInt8) -> Bool {
         (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-    }
-
-    /// Decodes `%XX` escapes; a `%` not followed by two hex digits, or bytes that are not UTF-8,
-    /// are refused.
-    static func percentDecoded(_ text: String) throws(ConnectUDPTargetError) -> String {
-        guard text.contains("%") else { return text }
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == 0x25 else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                throw .invalidHost(text, "a % is not followed by two hex digits")
-            }
-            bytes.append(high << 4 | low)
-        }
-        guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .invalidHost(text, "its escapes are not UTF-8") }
-        return decoded
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
     }
 }
 

@@ -5,9 +5,11 @@ import VariableLengthIntegers
 // sent): on the wire `IP Version (8)`, `IP Address (32..128)`, `IP Prefix Length (8)`
 // (RFC 9484 §4.7.1 and §4.7.2).
 
-/// One entry of ADDRESS_ASSIGN (RFC 9484 §4.7.1): an address or prefix the peer may use as its
-/// source, and the request it answers (0: none, an assignment nobody asked for).
-public struct AssignedAddress: Sendable, Hashable {
+/// One entry of ADDRESS_ASSIGN or ADDRESS_REQUEST (RFC 9484 §4.7.1, §4.7.2; both carry the same
+/// fields): an address or prefix and its request ID. Assigned: what the peer may use as its
+/// source, answering request `requestID` (0: an assignment nobody asked for). Requested: what the
+/// sender would like (all zeros: any of that version), under an ID that is never 0.
+public struct ProxiedAddress: Sendable, Hashable {
     public var requestID: UInt64
     public var prefix: IPPrefix
 
@@ -17,17 +19,8 @@ public struct AssignedAddress: Sendable, Hashable {
     }
 }
 
-/// One entry of ADDRESS_REQUEST (RFC 9484 §4.7.2): the address or prefix the sender would like
-/// (all zeros: any of that version), under a request ID that is never 0.
-public struct RequestedAddress: Sendable, Hashable {
-    public var requestID: UInt64
-    public var prefix: IPPrefix
-
-    public init(requestID: UInt64, prefix: IPPrefix) {
-        self.requestID = requestID
-        self.prefix = prefix
-    }
-}
+public typealias AssignedAddress = ProxiedAddress
+public typealias RequestedAddress = ProxiedAddress
 
 /// One entry of ROUTE_ADVERTISEMENT (RFC 9484 §4.7.3): destinations from `start` to `end`
 /// (inclusive) reachable through the tunnel, for IP protocol `ipProtocol` (0: every protocol).
@@ -111,16 +104,10 @@ public enum IPProxyingCapsule: Sendable, Hashable {
         var value: [UInt8] = []
         switch self {
         case .addressAssign(let assigned):
-            for entry in assigned {
-                QUICVarint.append(entry.requestID, to: &value)
-                Self.append(entry.prefix, to: &value)
-            }
+            Self.append(assigned, to: &value)
             return Capsule(.addressAssign, value: value)
         case .addressRequest(let requested):
-            for entry in requested {
-                QUICVarint.append(entry.requestID, to: &value)
-                Self.append(entry.prefix, to: &value)
-            }
+            Self.append(requested, to: &value)
             return Capsule(.addressRequest, value: value)
         case .routeAdvertisement(let ranges):
             for range in ranges {
@@ -133,10 +120,13 @@ public enum IPProxyingCapsule: Sendable, Hashable {
         }
     }
 
-    private static func append(_ prefix: IPPrefix, to value: inout [UInt8]) {
-        value.append(prefix.isIPv6 ? 6 : 4)
-        value += prefix.address
-        value.append(UInt8(prefix.length))
+    private static func append(_ entries: [ProxiedAddress], to value: inout [UInt8]) {
+        for entry in entries {
+            QUICVarint.append(entry.requestID, to: &value)
+            value.append(entry.prefix.isIPv6 ? 6 : 4)
+            value += entry.prefix.address
+            value.append(UInt8(entry.prefix.length))
+        }
     }
 
     /// Big-endian comparison of two addresses of one length.

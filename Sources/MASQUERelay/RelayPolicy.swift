@@ -23,7 +23,7 @@ public struct RelayPolicy: Sendable {
     /// tokens; true when none is asked. Every token is compared in full, in constant time.
     public func admits(authorization: String?) -> Bool {
         guard !bearerTokens.isEmpty else { return true }
-        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return false }
+        guard let authorization, authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return false }
         let offered = Array(authorization.utf8.dropFirst(7))
         var matched = false
         for token in bearerTokens where ConstantTime.equal(token, offered) { matched = true }

@@ -31,7 +31,6 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     private var pending: [ByteBuffer] = []
     private var pendingEnd = false
     private var capsules = CapsuleParser()
-    private var streamChannel: (any Channel)?
 
     /// The largest UDP payload (65,535 less the IPv6 and UDP headers' 48 bytes is the IPv6 bound).
     static let maximumUDPPayload = 65_527
@@ -40,10 +39,6 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         self.policy = policy
         self.counters = counters
         self.logger = logger
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        streamChannel = context.channel
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -29,7 +29,8 @@ struct RelayCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let logger = Logger(label: "netext-server.relay")
-        guard let (host, port) = Self.hostAndPort(listen) else { throw ValidationError("--listen must be ADDRESS:PORT, got \(listen)") }
+        guard let address = ListenAddress(parsing: listen) else { throw ValidationError("--listen must be ADDRESS:PORT, got \(listen)") }
+        let (host, port) = (address.host, address.port)
         var prefixes: [IPPrefix] = []
         for text in allow {
             do { prefixes.append(try IPPrefix(text, allowHostBits: false)) } catch { throw ValidationError("--allow \(text): \(error)") }
@@ -56,14 +57,5 @@ struct RelayCommand: AsyncParsableCommand {
             await context.untilShutdown()
             await server.stop()
         }
-    }
-
-    static func hostAndPort(_ text: String) -> (String, Int)? {
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":"),
-           let port = Int(text[text.index(close, offsetBy: 2)...]), (0...65_535).contains(port) {
-            return (String(text[text.index(after: text.startIndex)..<close]), port)
-        }
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
-        return (String(text[..<colon]), port)
     }
 }

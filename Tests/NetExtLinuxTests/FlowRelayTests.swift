@@ -11,8 +11,6 @@ import Testing
 /// spliced once bulk, a rest the destination could not take parked in a pipe).
 @Suite("Flow relay (an app proxy's TCP flows)", .serialized)
 struct FlowRelayTests {
-    static func connectedPair() throws -> (near: Int32, far: Int32) { try LoopbackSockets.connectedPair() }
-
     /// Writes `chunks` in order (a pause after each where asked), then ends the sending side.
     static func writeAll(_ fd: Int32, _ chunks: [(bytes: [UInt8], pauseMicroseconds: UInt32)]) {
         for chunk in chunks {
@@ -72,7 +70,7 @@ struct FlowRelayTests {
     @Test("random writes both ways, short and bulk, with pauses: every byte arrives in order, and the outcome counts them", arguments: [UInt64(0x9E37_79B9_7F4A_7C15), 0xD1B5_4A32_D192_ED03, 0x2545_F491_4F6C_DD1D])
     func randomExchange(seed: UInt64) throws {
         var random = SplitMix64(state: seed)
-        let app = try Self.connectedPair(), upstream = try Self.connectedPair()
+        let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
         defer { close(app.near); close(upstream.far) }
         // Sizes around the copy limit (16 KiB) and well past it, some of one byte.
         func chunks() -> [(bytes: [UInt8], pauseMicroseconds: UInt32)] {
@@ -103,7 +101,7 @@ struct FlowRelayTests {
     @Test("a destination that cannot take a whole short message now (small buffers, a reader that waits): the rest waits in the relay and arrives in order")
     func partialSends() throws {
         var random = SplitMix64(state: 42)
-        let app = try Self.connectedPair(), upstream = try Self.connectedPair()
+        let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
         defer { close(app.near); close(upstream.far) }
         // The smallest send buffer the kernel allows on the relay's upstream socket, and a far
         // end that reads nothing for 300 ms: once its receive buffer is full, sends of the
@@ -133,7 +131,7 @@ struct FlowRelayTests {
     @Test("a bulk stream to an app that reads slowly (about 2 MB/s, as curl --limit-rate): the flow lasts as long as the reading, every byte arrives")
     func slowReader() throws {
         var random = SplitMix64(state: 7)
-        let app = try Self.connectedPair(), upstream = try Self.connectedPair()
+        let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
         defer { close(app.near); close(upstream.far) }
         let stream = random.bytes(3_000_000)
         let received = Mutex<[UInt8]>([])
@@ -162,7 +160,7 @@ struct FlowRelayTests {
 
         func exchangeOnce(_ round: Int) throws {
             var random = SplitMix64(state: UInt64(round + 1) &* 0x9E37_79B9_7F4A_7C15)
-            let app = try Self.connectedPair(), upstream = try Self.connectedPair()
+            let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
             defer { close(app.near); close(upstream.far) }
             let request = random.bytes(200_000 + round), answer = random.bytes(90_000 - round)
             let received = Mutex<(up: [UInt8], down: [UInt8])>(([], []))

@@ -30,7 +30,7 @@ public struct DBusAddress: Sendable, Hashable, CustomStringConvertible {
         var keys: [String: String] = [:]
         for pair in text[text.index(after: colon)...].split(separator: ",") {
             guard let equals = pair.firstIndex(of: "=") else { throw .badAddress(text, reason: "\"\(pair)\" is not key=value") }
-            guard let value = Self.percentDecoded(pair[pair.index(after: equals)...]) else {
+            guard let value = try? PercentEncoding.decode(pair[pair.index(after: equals)...]) else {
                 throw .badAddress(text, reason: "the value of \(pair[..<equals]) has a broken %-escape")
             }
             keys[String(pair[..<equals])] = value
@@ -46,18 +46,5 @@ public struct DBusAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         socketPath.hasPrefix("@") ? "unix:abstract=\(socketPath.dropFirst())" : "unix:path=\(socketPath)"
-    }
-
-    private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next(), let low = iterator.next(),
-                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-            else { return nil }
-            bytes.append(value)
-        }
-        return String(validating: bytes, as: UTF8.self)
     }
 }

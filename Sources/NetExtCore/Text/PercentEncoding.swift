@@ -1,0 +1,40 @@
+/// `%XX` escapes (RFC 3986 §2.1), decoded strictly: a `%` not followed by two hex digits, or
+/// bytes that are not UTF-8 once decoded, are refused rather than guessed at.
+public enum PercentEncoding {
+    public enum Failure: Error, Sendable, Hashable {
+        /// A `%` at this byte offset is not followed by two hex digits.
+        case brokenEscape(offset: Int)
+        /// The decoded bytes are not UTF-8.
+        case notUTF8
+    }
+
+    public static func decode(_ text: some StringProtocol) throws(Failure) -> String {
+        guard text.contains("%") else { return String(text) }
+        let input = Array(text.utf8)
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < input.count {
+            guard input[index] == UInt8(ascii: "%") else {
+                bytes.append(input[index])
+                index += 1
+                continue
+            }
+            guard index + 2 < input.count, let high = hexValue(input[index + 1]), let low = hexValue(input[index + 2]) else {
+                throw .brokenEscape(offset: index)
+            }
+            bytes.append(high << 4 | low)
+            index += 3
+        }
+        guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .notUTF8 }
+        return decoded
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
