@@ -248,7 +248,7 @@ let package = Package(
         .target(
             name: "MASQUERelay",
             dependencies: [
-                "HTTPCapsules", "HTTPServing", "NetExtCore",
+                "HTTPCapsules", "HTTPFetching", "HTTPServing", "NetExtCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

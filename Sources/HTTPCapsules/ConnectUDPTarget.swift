@@ -55,6 +55,13 @@ public struct ConnectUDPTarget: Sendable, Hashable, CustomStringConvertible {
         Self.pathPrefix + host.replacingColons() + "/\(port)/"
     }
 
+    /// The `:path` for this target from a relay's own URI template (RFC 9298 §2): its
+    /// `{target_host}` and `{target_port}` filled in, an IPv6 address's colons as `%3A`.
+    public func path(template: String) -> String {
+        template.replacingOccurrences(of: "{target_host}", with: host.replacingColons())
+            .replacingOccurrences(of: "{target_port}", with: String(port))
+    }
+
     public var description: String { hostKind == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     private static func classify(_ host: String) throws(ConnectUDPTargetError) -> (String, HostKind) {

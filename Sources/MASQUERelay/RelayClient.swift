@@ -1,4 +1,6 @@
 import Glibc
+import HTTPCapsules
+import HTTPFetching
 import NetExtCore
 import NIOCore
 import NIOHPACK
@@ -21,44 +23,149 @@ public final class RelayClient: Sendable {
 
     private let connection: any Channel
     private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
-    private let authorization: String?
+    /// The relay's `host:port`, the `:authority` of extended CONNECT requests.
+    let relayAuthority: String
+    /// Fields every request carries: the credential and the configuration's additional fields.
+    let requestFields: [(name: String, value: String)]
+    /// The relay's connect-udp URI template's path (RFC 9298 §2).
+    let udpPathTemplate: String
 
-    private init(connection: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, authorization: String?) {
+    private init(connection: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, options: Options) {
         self.connection = connection
         self.multiplexer = multiplexer
-        self.authorization = authorization
+        self.relayAuthority = options.authority
+        var fields: [(name: String, value: String)] = options.token.map { [("proxy-authorization", "Bearer \($0)")] } ?? []
+        fields += options.additionalHeaders.map { ($0.name.lowercased(), $0.value) }
+        self.requestFields = fields
+        self.udpPathTemplate = options.udpPathTemplate
+    }
+
+    /// How to reach and speak to one relay.
+    struct Options {
+        var host: String
+        var port: Int
+        var serverName: String?
+        var trustRoots: NIOSSLTrustRoots?
+        var token: String?
+        var additionalHeaders: [(name: String, value: String)]
+        var udpPathTemplate: String
+        var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// Connects to the relay at `host`:`port`, checking its certificate against `trustRoots`
-    /// (nil: the system's) for `serverName` (nil: `host`). `token`: a bearer credential.
+    /// (nil: the system's) for `serverName` (nil: `host`). `token`: a bearer credential;
+    /// `additionalHeaders`: fields added to every request (`NERelay.additionalHTTPHeaderFields`);
+    /// `udpPathTemplate`: the relay's connect-udp URI template (RFC 9298 §2).
     public static func connect(
         host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
+        additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayClient {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.minimumTLSVersion = .tlsv12
-        configuration.applicationProtocols = ["h2"]
-        if let trustRoots { configuration.trustRoots = trustRoots }
-        let context = try NIOSSLContext(configuration: configuration)
+        let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate)
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port)
             .get()
+        do {
+            return try await establish(on: channel, options: options)
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
+    }
+
+    /// Connects to a second relay through this one (chained relays, `NERelayManager.relays`):
+    /// a CONNECT stream to `host`:`port` carries the second relay's TLS and HTTP/2, so this
+    /// relay sees only that an encrypted connection goes there, and the second relay sees this
+    /// relay's address, not the client's.
+    ///
+    /// The stream is carried for a local socket pair whose other end holds the second
+    /// connection: swift-nio-ssl asks its channel for `allowRemoteHalfClosure` when TLS ends,
+    /// an option an `HTTP2StreamChannel` traps on, so TLS cannot sit on the stream itself.
+    public func connectThrough(
+        toHost host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
+        additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/"
+    ) async throws -> RelayClient {
+        let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate)
+        guard let port16 = UInt16(exactly: port) else { throw Failure(description: "port \(port) is out of range", status: nil) }
+        // The certificate is checked against the name; an address could be checked only
+        // against the connection's peer, which here is the local socket pair.
+        guard IPPrefix.parseAddress(serverName ?? host) == nil else {
+            throw Failure(description: "a relay reached through another needs a name to check its certificate against: give serverName for \(host)", status: nil)
+        }
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw Failure(description: "could not make a socket pair for the chained relay (errno \(errno))", status: nil)
+        }
+        do {
+            try await carry(socket: pair[0], toHost: host, port: port16)
+        } catch {
+            _ = Glibc.close(pair[1])
+            throw error
+        }
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: eventLoop).withConnectedSocket(pair[1]).get()
+        } catch {
+            _ = Glibc.close(pair[1])
+            throw error
+        }
+        do {
+            return try await Self.establish(on: channel, options: options)
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
+    }
+
+    /// TLS (ALPN `h2`) and HTTP/2 as a client on `channel`: a TCP connection, or a CONNECT
+    /// stream of the relay before in a chain.
+    private static func establish(on channel: any Channel, options: Options) async throws -> RelayClient {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.applicationProtocols = ["h2"]
+        if let trustRoots = options.trustRoots { configuration.trustRoots = trustRoots }
+        let context = try NIOSSLContext(configuration: configuration)
+        let settingsArrived = channel.eventLoop.makePromise(of: Void.self)
         let multiplexer = try await channel.eventLoop.flatSubmit {
             channel.eventLoop.makeCompletedFuture {
                 // SNI carries names only (RFC 6066 §3); an address is checked against the
                 // certificate's IP addresses.
-                let name = serverName ?? host
+                let name = options.serverName ?? options.host
                 let sni = IPPrefix.parseAddress(name) == nil ? name : nil
                 try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: sni))
-                return try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                     mode: .client, connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: false), streamConfiguration: RelayHTTP2Settings.stream
                 ) { stream in stream.close() }  // a relay opens no streams toward its clients
+                try channel.pipeline.syncOperations.addHandler(RemoteSettingsWatcher(arrived: settingsArrived))
+                return multiplexer
             }
         }.get()
-        return RelayClient(connection: channel, multiplexer: multiplexer, authorization: token.map { "Bearer \($0)" })
+        // The relay's SETTINGS first: they say whether it takes extended CONNECT (RFC 8441 §3),
+        // and their arrival means the TLS handshake and the certificate check succeeded.
+        let timeout = channel.eventLoop.scheduleTask(in: .seconds(10)) {
+            settingsArrived.fail(Failure(description: "the relay sent no HTTP/2 SETTINGS within 10 s", status: nil))
+        }
+        defer { timeout.cancel() }
+        try await settingsArrived.futureResult.get()
+        return RelayClient(connection: channel, multiplexer: multiplexer, options: options)
     }
+
+    /// Opens a stream on this connection with `handler` as its only handler.
+    func openStream(_ handler: some ChannelHandler & Sendable) async throws -> any Channel {
+        let multiplexer = multiplexer
+        return try await connection.eventLoop.flatSubmit {
+            multiplexer.createStreamChannel { stream in
+                stream.eventLoop.makeCompletedFuture { try stream.pipeline.syncOperations.addHandler(handler) }
+            }
+        }.get()
+    }
+
+    /// The event loop of this connection (and of its streams).
+    var eventLoop: any EventLoop { connection.eventLoop }
 
     /// Carries `socket`'s bytes (connected; the client's from now on, closed when the flow ends)
     /// to `host`:`port` through the relay. Returns once the relay answered 200 and the bytes
@@ -67,15 +174,10 @@ public final class RelayClient: Sendable {
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let eventLoop = connection.eventLoop
         let answered = eventLoop.makePromise(of: Void.self)
-        let handler = ClientStreamHandler(authority: authority, authorization: authorization, answered: answered)
-        let multiplexer = multiplexer
+        let handler = ClientStreamHandler(authority: authority, fields: requestFields, answered: answered)
         let stream: any Channel
         do {
-            stream = try await eventLoop.flatSubmit {
-                multiplexer.createStreamChannel { stream in
-                    stream.eventLoop.makeCompletedFuture { try stream.pipeline.syncOperations.addHandler(handler) }
-                }
-            }.get()
+            stream = try await openStream(handler)
         } catch {
             answered.fail(error)
             _ = Glibc.close(socket)
@@ -115,16 +217,16 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias OutboundOut = HTTP2Frame.FramePayload
 
     private let authority: String
-    private let authorization: String?
+    private let fields: [(name: String, value: String)]
     private let answered: EventLoopPromise<Void>
     private var isAnswered = false
     private var socket: (any Channel)?
     private var waiting: [HTTP2Frame.FramePayload] = []
     private var streamContext: ChannelHandlerContext?
 
-    init(authority: String, authorization: String?, answered: EventLoopPromise<Void>) {
+    init(authority: String, fields: [(name: String, value: String)], answered: EventLoopPromise<Void>) {
         self.authority = authority
-        self.authorization = authorization
+        self.fields = fields
         self.answered = answered
     }
 
@@ -134,7 +236,7 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelActive(context: ChannelHandlerContext) {
         var headers: HPACKHeaders = [":method": "CONNECT", ":authority": authority]
-        if let authorization { headers.add(name: "proxy-authorization", value: authorization) }
+        for field in fields { headers.add(name: field.name, value: field.value) }
         context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
         context.fireChannelActive()
     }
@@ -199,6 +301,31 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
             answered.fail(RelayClient.Failure(description: "the relay closed the stream for \(authority) before answering", status: nil))
         }
         socket?.close(promise: nil)
+        context.fireChannelInactive()
+    }
+}
+
+/// Learns when the peer's first SETTINGS frame arrives (frames of stream 0 pass the
+/// multiplexer), or why the connection failed before it did.
+final class RemoteSettingsWatcher: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTP2Frame
+
+    private let arrived: EventLoopPromise<Void>
+
+    init(arrived: EventLoopPromise<Void>) { self.arrived = arrived }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .settings(.settings) = unwrapInboundIn(data).payload { arrived.succeed(()) }
+        context.fireChannelRead(data)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        arrived.fail(RelayClient.Failure(description: "the connection to the relay failed: \(TLSFailure.describe(error))", status: nil))
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        arrived.fail(RelayClient.Failure(description: "the relay closed the connection before HTTP/2 began", status: nil))
         context.fireChannelInactive()
     }
 }

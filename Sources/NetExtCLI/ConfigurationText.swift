@@ -43,6 +43,8 @@ enum ConfigurationText {
             let extended = settings.useExtendedAuthentication ? " + EAP-MSCHAPv2 as \(settings.username ?? "?")" : ""
             lines.append("authentication: \(settings.authenticationMethod.rawValue)\(extended)")
             lines.append("identities:  local \(settings.localIdentifier ?? "(its address)"), remote \(settings.remoteIdentifier ?? settings.serverAddress)")
+        case .relay(let settings):
+            lines += RelayText.describe(settings)
         default:
             break
         }

@@ -12,7 +12,7 @@ public struct NetextCommand: AsyncParsableCommand {
         subcommands: [
             ListCommand.self, ShowCommand.self, CreateCommand.self, CreatePersonalCommand.self, EnableCommand.self, DisableCommand.self,
             RemoveCommand.self, StartCommand.self, StopCommand.self, StatusCommand.self, MessageCommand.self, OnDemandCommand.self, ProxyEnvCommand.self,
-            ProfileCommand.self, ProvidersCommand.self, FilterCommand.self, URLFilterCommand.self, DNSCommand.self,
+            ProfileCommand.self, ProvidersCommand.self, FilterCommand.self, URLFilterCommand.self, DNSCommand.self, RelayCommand.self,
             AppCommand.self, AppsCommand.self, RunCommand.self, HotspotCommand.self, HTTPCommand.self,
         ])
 

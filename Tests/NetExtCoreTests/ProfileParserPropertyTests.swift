@@ -7,7 +7,7 @@ import Testing
 struct ProfileParserPropertyTests {
     /// Mutated profiles (bytes flipped, inserted, deleted, truncated) never crash the parser:
     /// each either parses into valid configurations or is refused with a non-empty message.
-    @Test("mutated profiles parse or are refused, never crash", arguments: ["enterprise-vpn.mobileconfig", "enterprise-vpn-binary.mobileconfig"])
+    @Test("mutated profiles parse or are refused, never crash", arguments: ["enterprise-vpn.mobileconfig", "enterprise-vpn-binary.mobileconfig", "relay.mobileconfig"])
     func mutationsNeverCrash(file: String) throws {
         let original = [UInt8](try Fixtures.profile(file))
         var generator = SplitMix64(state: 0xC0FFEE ^ UInt64(file.count))

@@ -104,8 +104,12 @@ extension Configuration {
                 throw .invalid("prefilterFetchInterval: \(Int(settings.prefilterFetchInterval)) s is below the minimum of 2700 s")
             }
         case .relay(let settings):
-            if settings.relayURLs.isEmpty { throw .invalid("relayURLs must name at least one relay") }
-            for url in settings.relayURLs { try Self.requireHTTPSURL(url, field: "relayURLs") }
+            try RelayValidation.validate(settings)
+            // Match and excluded domains choose the connections; rules only say on which
+            // networks the relays are in force.
+            if let index = onDemandRules.firstIndex(where: { $0.action == .evaluateConnection }) {
+                throw .invalid("onDemandRules[\(index)]: EvaluateConnection is for VPNs; relays take matchDomains and excludedDomains, and rules Connect (in force), Disconnect (not) or Ignore")
+            }
         case .dnsSettings(let settings):
             try DNSSettingsValidation.validate(settings)
             // Rules decide whether the settings are in force; there is no connection whose

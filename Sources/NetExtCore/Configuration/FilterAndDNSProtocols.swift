@@ -94,20 +94,6 @@ public struct URLFilterProtocol: Sendable, Hashable, Codable {
     }
 }
 
-/// MASQUE relay settings, as Apple's `NERelayManager`.
-public struct RelayProtocol: Sendable, Hashable, Codable {
-    /// The relays' HTTP/3 or HTTP/2 URLs, in order.
-    public var relayURLs: [String]
-    public var matchDomains: [String]
-    public var excludedDomains: [String]
-
-    public init(relayURLs: [String], matchDomains: [String] = [], excludedDomains: [String] = []) {
-        self.relayURLs = relayURLs
-        self.matchDomains = matchDomains
-        self.excludedDomains = excludedDomains
-    }
-}
-
 /// System DNS settings, as Apple's `NEDNSSettingsManager.dnsSettings`: the servers the whole
 /// machine's names are resolved by (or, with `matchDomains`, just the names within them), in
 /// the clear (`NEDNSSettings`), over TLS (`NEDNSOverTLSSettings`, RFC 7858) or over HTTPS

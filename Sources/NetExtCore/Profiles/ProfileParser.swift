@@ -4,7 +4,8 @@ import Foundation
 /// their VPN payloads (`com.apple.vpn.managed`, `com.apple.vpn.managed.applayer` with the apps
 /// `com.apple.vpn.managed.appmapping` maps to it) and URL
 /// filter payloads (`com.apple.webcontent-filter` with `FilterURLs`) and DNS settings payloads
-/// (`com.apple.dnsSettings.managed`) and DNS proxy payloads (`com.apple.dnsProxy.managed`) into
+/// (`com.apple.dnsSettings.managed`), DNS proxy payloads (`com.apple.dnsProxy.managed`) and
+/// relay payloads (`com.apple.relay.managed`) into
 /// configurations. Key names follow Apple's "VPN" payload reference.
 public enum ProfileParser {
     public static let vpnPayloadType = "com.apple.vpn.managed"
@@ -13,6 +14,7 @@ public enum ProfileParser {
     public static let appMappingPayloadType = "com.apple.vpn.managed.appmapping"
     public static let dnsSettingsPayloadType = "com.apple.dnsSettings.managed"
     public static let dnsProxyPayloadType = "com.apple.dnsProxy.managed"
+    public static let relayPayloadType = "com.apple.relay.managed"
 
     /// Parses a profile. `owner` becomes the owner of every configuration it yields.
     /// Errors name the payload and key at fault.
@@ -63,6 +65,10 @@ public enum ProfileParser {
                 configurations.append(parsed)
             case dnsProxyPayloadType:
                 var parsed = try DNSProxyPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName)
+                parsed.configuration.profileIdentifier = identifier
+                configurations.append(parsed)
+            case relayPayloadType:
+                var parsed = try RelayPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName)
                 parsed.configuration.profileIdentifier = identifier
                 configurations.append(parsed)
             case appMappingPayloadType:

@@ -1,0 +1,145 @@
+import HTTPCapsules
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// A UDP flow through a relay: one connect-udp stream (RFC 9298 §3) to one target, each
+/// datagram in a DATAGRAM capsule with context ID 0 (RFC 9297 §3.5, RFC 9298 §5). Datagrams
+/// are neither retransmitted nor acknowledged end to end; the stream is reliable only between
+/// this machine and the relay.
+public final class RelayDatagramFlow: Sendable {
+    /// The target's answers, in the order the relay passed them on; finishes when the stream ends.
+    public let datagrams: AsyncStream<[UInt8]>
+    private let stream: any Channel
+
+    /// The largest payload a datagram may carry (the IPv6 bound, as the relay's).
+    public static let maximumPayload = 65_527
+
+    init(stream: any Channel, datagrams: AsyncStream<[UInt8]>) {
+        self.stream = stream
+        self.datagrams = datagrams
+    }
+
+    /// Sends one datagram to the target. Returns false, sending nothing, for a payload over
+    /// ``maximumPayload`` or once the flow has ended.
+    @discardableResult
+    public func send(_ payload: [UInt8]) -> Bool {
+        guard payload.count <= Self.maximumPayload, stream.isActive else { return false }
+        let capsule = ProxiedDatagram(payload: payload).capsule.encoded
+        stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(bytes: capsule)))), promise: nil)
+        return true
+    }
+
+    /// Ends the flow (the stream is closed; the relay closes its socket to the target).
+    public func close() {
+        stream.close(promise: nil)
+    }
+}
+
+extension RelayClient {
+    /// Opens a UDP flow to `host`:`port` through the relay (connect-udp over extended CONNECT,
+    /// RFC 8441 §4, with the relay's URI template). Returns once the relay answered 200;
+    /// throws with its status when it refused.
+    public func openDatagramFlow(toHost host: String, port: UInt16) async throws -> RelayDatagramFlow {
+        let target: ConnectUDPTarget
+        do { target = try ConnectUDPTarget(host: host, port: port) } catch {
+            throw Failure(description: "\(host):\(port) is not a UDP target: \(error)", status: nil)
+        }
+        let (datagrams, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
+        let answered = eventLoop.makePromise(of: Void.self)
+        var headers: HPACKHeaders = [
+            ":method": "CONNECT", ":protocol": "connect-udp", ":scheme": "https", ":authority": relayAuthority,
+            ":path": target.path(template: udpPathTemplate), "capsule-protocol": "?1",
+        ]
+        for field in requestFields { headers.add(name: field.name, value: field.value) }
+        let handler = DatagramStreamHandler(request: headers, target: target.description, answered: answered, continuation: continuation)
+        let stream: any Channel
+        do {
+            stream = try await openStream(handler)
+        } catch {
+            answered.fail(error)
+            continuation.finish()
+            throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
+        }
+        do {
+            try await answered.futureResult.get()
+        } catch {
+            stream.close(promise: nil)
+            throw error
+        }
+        return RelayDatagramFlow(stream: stream, datagrams: datagrams)
+    }
+}
+
+/// A connect-udp stream on the client: sends the request, learns the answer, then reads
+/// DATAGRAM capsules into the flow's stream. Capsules of other types and datagrams of other
+/// contexts are skipped (RFC 9297 §3.2, RFC 9298 §4); a malformed capsule ends the flow.
+final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    private let request: HPACKHeaders
+    private let target: String
+    private let answered: EventLoopPromise<Void>
+    private let continuation: AsyncStream<[UInt8]>.Continuation
+    private var isAnswered = false
+    private var capsules = CapsuleParser()
+
+    init(request: HPACKHeaders, target: String, answered: EventLoopPromise<Void>, continuation: AsyncStream<[UInt8]>.Continuation) {
+        self.request = request
+        self.target = target
+        self.answered = answered
+        self.continuation = continuation
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: request))), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        if !isAnswered {
+            guard case .headers(let headers) = frame else { return }
+            isAnswered = true
+            let status = headers.headers.first(name: ":status").flatMap { Int($0) }
+            if let status, (200..<300).contains(status) {
+                answered.succeed(())
+            } else {
+                let reason = headers.headers.first(name: "proxy-status").map { " (\($0))" } ?? ""
+                answered.fail(RelayClient.Failure(description: "the relay refused the UDP flow to \(target) with \(status.map(String.init) ?? "no status")\(reason)", status: status))
+                context.close(promise: nil)
+            }
+            return
+        }
+        switch frame {
+        case .data(let data):
+            if case .byteBuffer(let bytes) = data.data { capsules.append(bytes.readableBytesView) }
+            do {
+                while let capsule = try capsules.next() {
+                    guard capsule.kind == .datagram else { continue }
+                    let datagram = try ProxiedDatagram(capsule)
+                    guard datagram.contextID == ProxiedDatagram.payloadContext else { continue }
+                    continuation.yield(datagram.payload)
+                }
+            } catch {
+                context.close(promise: nil)
+                return
+            }
+            if data.endStream { context.close(promise: nil) }
+        case .rstStream:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !isAnswered {
+            isAnswered = true
+            answered.fail(RelayClient.Failure(description: "the relay closed the stream for \(target) before answering", status: nil))
+        }
+        continuation.finish()
+        context.fireChannelInactive()
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+
+/// Network relay settings, as Apple's `NERelayManager`: which connections go through a chain
+/// of MASQUE relays instead of straight to their destination. A connection to a name within
+/// `matchDomains` (or equal to one of `matchFQDNs`) goes through the relays — every connection
+/// when both lists are empty — unless its name is within `excludedDomains` or equal to one of
+/// `excludedFQDNs`, which win (``routesThroughRelays(host:)``).
+public struct RelayProtocol: Sendable, Hashable, Codable {
+    /// The relays, the first reached directly and each next one through those before it.
+    public var relays: [RelayHop]
+    /// Domains whose names (the domain itself and its subdomains) go through the relays.
+    public var matchDomains: [String]
+    /// Domains whose names never go through the relays, whatever `matchDomains` says.
+    public var excludedDomains: [String]
+    /// Exact names that go through the relays (`NERelayManager.matchFQDNs`).
+    public var matchFQDNs: [String]
+    /// Exact names that never go through the relays (`NERelayManager.excludedFQDNs`).
+    public var excludedFQDNs: [String]
+    /// Whether names may be resolved by the machine's resolver when the relay's DoH resolver
+    /// fails (the profile's `AllowDNSFailover`); off, such a connection fails.
+    public var allowsDNSFailover: Bool
+
+    /// The most relays one configuration chains (each adds a TLS session and a round trip).
+    public static let maximumRelays = 4
+
+    public init(
+        relays: [RelayHop],
+        matchDomains: [String] = [],
+        excludedDomains: [String] = [],
+        matchFQDNs: [String] = [],
+        excludedFQDNs: [String] = [],
+        allowsDNSFailover: Bool = false
+    ) {
+        self.relays = relays
+        self.matchDomains = matchDomains
+        self.excludedDomains = excludedDomains
+        self.matchFQDNs = matchFQDNs
+        self.excludedFQDNs = excludedFQDNs
+        self.allowsDNSFailover = allowsDNSFailover
+    }
+
+    /// Whether a connection to `host` (a name or an address) goes through the relays.
+    /// Names compare without regard to case or a trailing dot, domains on label boundaries
+    /// (`a.example.com` is within `example.com`, `badexample.com` is not).
+    public func routesThroughRelays(host: String) -> Bool {
+        let name = HostName.normalized(host) ?? host.lowercased()
+        let normalize = { (entry: String) in HostName.normalized(entry.hasPrefix(".") ? String(entry.dropFirst()) : entry) }
+        if excludedFQDNs.contains(where: { normalize($0) == name }) { return false }
+        if excludedDomains.contains(where: { normalize($0).map { HostName.host(name, isWithin: $0) } ?? false }) { return false }
+        if matchDomains.isEmpty && matchFQDNs.isEmpty { return true }
+        if matchFQDNs.contains(where: { normalize($0) == name }) { return true }
+        return matchDomains.contains(where: { normalize($0).map { HostName.host(name, isWithin: $0) } ?? false })
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case relays, matchDomains, excludedDomains, matchFQDNs, excludedFQDNs, allowsDNSFailover
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        relays = try container.decode([RelayHop].self, forKey: .relays)
+        matchDomains = try container.decodeIfPresent([String].self, forKey: .matchDomains) ?? []
+        excludedDomains = try container.decodeIfPresent([String].self, forKey: .excludedDomains) ?? []
+        matchFQDNs = try container.decodeIfPresent([String].self, forKey: .matchFQDNs) ?? []
+        excludedFQDNs = try container.decodeIfPresent([String].self, forKey: .excludedFQDNs) ?? []
+        allowsDNSFailover = try container.decodeIfPresent(Bool.self, forKey: .allowsDNSFailover) ?? false
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import Glibc
+import HTTPServing
+import Logging
+import MASQUERelay
+import NetExtCore
+import NIOSSL
+import Synchronization
+import Testing
+
+/// The relay client's UDP flows (connect-udp), chained relays (a second relay reached through
+/// a CONNECT stream of the first) and additional header fields, against `netext-server relay`'s
+/// listener in-process on loopback.
+@Suite("MASQUE relay client: UDP flows, chained relays, additional header fields", .serialized)
+struct RelayClientUDPAndChainTests {
+    /// What the UDP echo server answers to `text`.
+    static func echoed(_ text: String) -> [UInt8] { Array("echo:\(text)".utf8) }
+
+    /// Gathers a flow's datagrams as they arrive, so that a test waits for them with a deadline.
+    final class Collector: Sendable {
+        private let received = Mutex<[[UInt8]]>([])
+
+        /// Reads until the flow ends (its stream finishes when the flow is closed).
+        init(_ flow: RelayDatagramFlow) {
+            Task { [self] in
+                for await datagram in flow.datagrams { received.withLock { $0.append(datagram) } }
+            }
+        }
+
+        /// What arrived once `count` datagrams did, or after `seconds`, whichever is first.
+        func wait(for count: Int, seconds: Double = 5) async -> [[UInt8]] {
+            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+            while ContinuousClock.now < deadline, received.withLock({ $0.count }) < count {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return received.withLock { $0 }
+        }
+    }
+
+    @Test("UDP: datagrams reach the UDP target through connect-udp and their answers come back; an oversized one is not sent")
+    func udpFlow() async throws {
+        try await RelayClientTests.withClient { client, relay, echo in
+            let flow = try await client.openDatagramFlow(toHost: "127.0.0.1", port: echo.udpPort)
+            defer { flow.close() }
+            let collector = Collector(flow)
+            for index in 0..<20 {
+                #expect(flow.send(Array("datagram \(index)".utf8)))
+            }
+            let received = await collector.wait(for: 20)
+            #expect(received == (0..<20).map { Self.echoed("datagram \($0)") })
+            #expect(!flow.send([UInt8](repeating: 1, count: RelayDatagramFlow.maximumPayload + 1)))
+            #expect(flow.send([UInt8](repeating: 7, count: 1_400)))
+            #expect(await collector.wait(for: 21).last == Array("echo:".utf8) + [UInt8](repeating: 7, count: 1_400))
+            #expect(relay.counters.current.udpStreams == 1)
+        }
+    }
+
+    @Test("UDP to a target outside the relay's allowed destinations is refused with 403 and its Proxy-Status")
+    func udpRefused() async throws {
+        try await RelayClientTests.withClient(allow: ["192.0.2.0/24"]) { client, _, echo in
+            do {
+                _ = try await client.openDatagramFlow(toHost: "127.0.0.1", port: echo.udpPort)
+                Issue.record("the refused UDP flow was opened")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.status == 403)
+                #expect(failure.description.contains("destination_ip_prohibited"), "\(failure)")
+            }
+        }
+    }
+
+    @Test("the credential as an additional header field (Proxy-Authorization) is accepted; without it the relay answers 407")
+    func additionalHeaders() async throws {
+        try await RelayServerTests.withRelay(tokens: ["header-token"]) { relay, echo, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            let withHeader = try await RelayClient.connect(
+                host: "127.0.0.1", port: relay.port, trustRoots: roots,
+                additionalHeaders: [(name: "Proxy-Authorization", value: "Bearer header-token"), (name: "X-Relay-Client", value: "netext-test")])
+            let flow = try await withHeader.openDatagramFlow(toHost: "127.0.0.1", port: echo.udpPort)
+            let collector = Collector(flow)
+            flow.send(Array("hello".utf8))
+            #expect(await collector.wait(for: 1) == [Self.echoed("hello")])
+            flow.close()
+            await withHeader.close()
+            let without = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
+            let pair = try RelayClientTests.connectedPair()
+            defer { close(pair.app) }
+            do {
+                try await without.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+                Issue.record("carried without a credential")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.status == 407)
+            }
+            await without.close()
+        }
+    }
+
+    @Test("chained relays: TCP and UDP flows through a second relay reached through the first; the first sees one CONNECT to the second, the second the flows")
+    func chained() async throws {
+        try await RelayServerTests.withRelay { inner, echo, certificates in
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            // The outer relay may reach only the inner relay, not the echo servers' ports directly
+            // (both are on 127.0.0.1: the allow-list is by address, so the check is the counters).
+            let outer = try await RelayServer.start(
+                host: "127.0.0.1", port: 0, tls: tls, policy: RelayPolicy(allowedTargets: [try IPPrefix("127.0.0.1/32")], bearerTokens: ["outer-token"]),
+                logger: Logger(label: "test.relay.outer"))
+            do {
+                let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+                let first = try await RelayClient.connect(host: "127.0.0.1", port: outer.port, trustRoots: roots, token: "outer-token")
+                await #expect(throws: RelayClient.Failure.self) { _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: roots) }
+                let second = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, serverName: "localhost", trustRoots: roots)
+                let pair = try RelayClientTests.connectedPair()
+                defer { close(pair.app) }
+                try await second.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+                let message = Array("through two relays".utf8)
+                _ = send(pair.app, message, message.count, 0)
+                #expect(RelayClientTests.receive(pair.app, count: message.count) == message)
+                let flow = try await second.openDatagramFlow(toHost: "127.0.0.1", port: echo.udpPort)
+                let collector = Collector(flow)
+                flow.send(Array("udp through two".utf8))
+                #expect(await collector.wait(for: 1) == [Self.echoed("udp through two")])
+                flow.close()
+                #expect(outer.counters.current.tcpStreams == 1, "the outer relay carries one stream: the inner relay's connection")
+                #expect(outer.counters.current.udpStreams == 0)
+                #expect(inner.counters.current.tcpStreams == 1 && inner.counters.current.udpStreams == 1)
+                await second.close()
+                await first.close()
+            } catch {
+                await outer.stop()
+                throw error
+            }
+            await outer.stop()
+        }
+    }
+
+    @Test("a chain whose first relay refuses the second relay's address fails with the first relay's 403")
+    func chainRefused() async throws {
+        try await RelayClientTests.withClient(allow: ["192.0.2.0/24"]) { client, relay, _ in
+            do {
+                _ = try await client.connectThrough(toHost: "127.0.0.1", port: relay.port, serverName: "localhost")
+                Issue.record("the chain was built through a relay that refuses it")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.status == 403, "\(failure)")
+            }
+        }
+    }
+}
