@@ -18,7 +18,7 @@ struct RelayConfigureCommand: AsyncParsableCommand {
             --relay URL names a relay by its HTTP/2 URL, https://HOST[:PORT] optionally followed by its connect-udp URI \
             template (RFC 9298 §2); several --relay are chained, the first reached directly. --header-file, --public-key and \
             --client-identity apply to every relay; for settings that differ from relay to relay give --settings FILE, a JSON \
-            object of the relay settings (as `netext show NAME --json` prints them). Without --match-domain or --match-fqdn \
+            object of the relay settings (the protocolConfiguration.settings that `netext show NAME --json` prints). Without --match-domain or --match-fqdn \
             every connection goes through the relays, except names within --exclude-domain or equal to --exclude-fqdn.
             """)
     @OptionGroup var options: ClientOptions

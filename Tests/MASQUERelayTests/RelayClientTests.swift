@@ -20,15 +20,31 @@ struct RelayClientTests {
         return (pair.near, pair.far)
     }
 
-    static func receive(_ fd: Int32, count: Int) -> [UInt8] {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while received.count < count {
-            let got = recv(fd, &buffer, min(buffer.count, count - received.count), 0)
-            if got <= 0 { break }
-            received += buffer[0..<got]
+    /// `count` bytes from `fd` (fewer if it ends or stalls 20 s), read off the task pool: a
+    /// blocking read held there starves other suites' servers on two cores.
+    static func receive(_ fd: Int32, count: Int) async throws -> [UInt8] {
+        try await offPool {
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while received.count < count {
+                let got = recv(fd, &buffer, min(buffer.count, count - received.count), 0)
+                if got <= 0 { break }
+                received += buffer[0..<got]
+            }
+            return received
         }
-        return received
+    }
+
+    /// Whether `fd`'s next read is its peer's end (waiting at most 20 s, off the task pool).
+    static func readsEnd(_ fd: Int32) async throws -> Bool {
+        try await offPool {
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var byte: UInt8 = 0
+            return recv(fd, &byte, 1, 0) == 0
+        }
     }
 
     static func withClient(allow: [String] = ["127.0.0.0/8"], _ body: (RelayClient, RelayServer, RelayServerTests.EchoServers) async throws -> Void) async throws {
@@ -53,10 +69,9 @@ struct RelayClientTests {
             try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
             let message = Array("through the relay".utf8)
             _ = send(pair.app, message, message.count, 0)
-            #expect(Self.receive(pair.app, count: message.count) == message)
+            #expect(try await Self.receive(pair.app, count: message.count) == message)
             shutdown(pair.app, Int32(SHUT_WR))
-            var byte: UInt8 = 0
-            #expect(recv(pair.app, &byte, 1, 0) == 0, "the echo server's close ends the app's connection")
+            #expect(try await Self.readsEnd(pair.app), "the echo server's close ends the app's connection")
             #expect(relay.counters.current.tcpStreams == 1)
         }
     }
@@ -80,9 +95,7 @@ struct RelayClientTests {
                 shutdown(app, Int32(SHUT_WR))
             }
             writer.start()
-            var timeout = timeval(tv_sec: 20, tv_usec: 0)
-            setsockopt(app, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let back = Self.receive(app, count: size)
+            let back = try await Self.receive(app, count: size)
             #expect(back.count == size)
             let intact = back == pattern
             #expect(intact, "the echoed bytes differ from those sent")
@@ -101,8 +114,7 @@ struct RelayClientTests {
                 #expect(failure.status == 403)
                 #expect(failure.description.contains("destination_ip_prohibited"), "\(failure)")
             }
-            var byte: UInt8 = 0
-            #expect(recv(pair.app, &byte, 1, 0) == 0, "the app sees its connection closed")
+            #expect(try await Self.readsEnd(pair.app), "the app sees its connection closed")
         }
     }
 
@@ -132,7 +144,7 @@ struct RelayClientTests {
                 try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
                 let message = Array("flow \(index)".utf8)
                 _ = send(pair.app, message, message.count, 0)
-                #expect(Self.receive(pair.app, count: message.count) == message)
+                #expect(try await Self.receive(pair.app, count: message.count) == message)
                 durations.append(ContinuousClock.now - started)
             }
             #expect(relay.counters.current.tcpStreams == 100)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NetExtTestSupport
 import HTTPServing
 import Logging
 import MASQUERelay
@@ -113,7 +114,7 @@ struct RelayClientUDPAndChainTests {
                 try await second.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
                 let message = Array("through two relays".utf8)
                 _ = send(pair.app, message, message.count, 0)
-                #expect(RelayClientTests.receive(pair.app, count: message.count) == message)
+                #expect(try await RelayClientTests.receive(pair.app, count: message.count) == message)
                 let flow = try await second.openDatagramFlow(toHost: "127.0.0.1", port: echo.udpPort)
                 let collector = Collector(flow)
                 flow.send(Array("udp through two".utf8))

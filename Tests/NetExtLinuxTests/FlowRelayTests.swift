@@ -57,18 +57,22 @@ struct FlowRelayTests {
         return (false, "received \(received.count) bytes of \(sent.count); the first difference is at offset \(first)")
     }
 
-    /// Relays one pair and waits (at most 30 s) for its outcome.
-    static func relay(app: Int32, upstream: Int32, while exchange: () -> Void) throws -> FlowRelay.Outcome? {
-        let outcome = Mutex<FlowRelay.Outcome?>(nil)
-        guard let relay = FlowRelay.shared else { throw SystemError("flow relay", errno: ENOMEM) }
-        try relay.relay(app: app, upstream: upstream) { result in outcome.withLock { $0 = result } }
-        exchange()
-        for _ in 0..<3_000 where outcome.withLock({ $0 }) == nil { usleep(10_000) }
-        return outcome.withLock { $0 }
+    /// Relays one pair and waits (at most 30 s) for its outcome. The exchange and the wait
+    /// block, so they run off the task pool: held there, they stalled every other suite's
+    /// servers for two minutes on CI's two cores (an app proxy test's 20 s reads timed out).
+    static func relay(app: Int32, upstream: Int32, while exchange: @escaping @Sendable () -> Void) async throws -> FlowRelay.Outcome? {
+        try await offPool {
+            let outcome = Mutex<FlowRelay.Outcome?>(nil)
+            guard let relay = FlowRelay.shared else { throw SystemError("flow relay", errno: ENOMEM) }
+            try relay.relay(app: app, upstream: upstream) { result in outcome.withLock { $0 = result } }
+            exchange()
+            for _ in 0..<3_000 where outcome.withLock({ $0 }) == nil { usleep(10_000) }
+            return outcome.withLock { $0 }
+        }
     }
 
     @Test("random writes both ways, short and bulk, with pauses: every byte arrives in order, and the outcome counts them", arguments: [UInt64(0x9E37_79B9_7F4A_7C15), 0xD1B5_4A32_D192_ED03, 0x2545_F491_4F6C_DD1D])
-    func randomExchange(seed: UInt64) throws {
+    func randomExchange(seed: UInt64) async throws {
         var random = SplitMix64(state: seed)
         let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
         defer { close(app.near); close(upstream.far) }
@@ -81,7 +85,7 @@ struct FlowRelayTests {
         }
         let toUpstream = chunks(), toApp = chunks()
         let receivedUpstream = Mutex<[UInt8]>([]), receivedApp = Mutex<[UInt8]>([])
-        let outcome = try Self.relay(app: app.far, upstream: upstream.near) {
+        let outcome = try await Self.relay(app: app.far, upstream: upstream.near) {
             Self.together([
                 { Self.writeAll(app.near, toUpstream) },
                 { Self.writeAll(upstream.far, toApp) },
@@ -99,7 +103,7 @@ struct FlowRelayTests {
     }
 
     @Test("a destination that cannot take a whole short message now (small buffers, a reader that waits): the rest waits in the relay and arrives in order")
-    func partialSends() throws {
+    func partialSends() async throws {
         var random = SplitMix64(state: 42)
         let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
         defer { close(app.near); close(upstream.far) }
@@ -110,7 +114,7 @@ struct FlowRelayTests {
         setsockopt(upstream.near, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
         let messages = (0..<60).map { _ in (bytes: random.bytes(10_000), pauseMicroseconds: UInt32(1_000)) }
         let received = Mutex<[UInt8]>([])
-        let outcome = try Self.relay(app: app.far, upstream: upstream.near) {
+        let outcome = try await Self.relay(app: app.far, upstream: upstream.near) {
             Self.together([
                 { Self.writeAll(app.near, messages) },
                 {
@@ -129,13 +133,13 @@ struct FlowRelayTests {
     }
 
     @Test("a bulk stream to an app that reads slowly (about 2 MB/s, as curl --limit-rate): the flow lasts as long as the reading, every byte arrives")
-    func slowReader() throws {
+    func slowReader() async throws {
         var random = SplitMix64(state: 7)
         let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
         defer { close(app.near); close(upstream.far) }
         let stream = random.bytes(3_000_000)
         let received = Mutex<[UInt8]>([])
-        let outcome = try Self.relay(app: app.far, upstream: upstream.near) {
+        let outcome = try await Self.relay(app: app.far, upstream: upstream.near) {
             Self.together([
                 { Self.writeAll(upstream.far, [(stream, 0)]) },
                 { let bytes = Self.readAll(app.near, readSize: 32_768, pauseMicroseconds: 15_000); received.withLock { $0 = bytes } },
@@ -149,22 +153,22 @@ struct FlowRelayTests {
     }
 
     @Test("many flows one after another: each carries only its own bytes (pipes used again hold nothing of an earlier flow), and descriptors do not pile up")
-    func pipesUsedAgain() throws {
+    func pipesUsedAgain() async throws {
         func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
         // Warm the relay (its pool fills) before the count the rest is held to.
-        for round in 0..<2 { try exchangeOnce(round) }
+        for round in 0..<2 { try await exchangeOnce(round) }
         let before = openDescriptors()
-        for round in 2..<120 { try exchangeOnce(round) }
+        for round in 2..<120 { try await exchangeOnce(round) }
         // The pool keeps at most 64 pipes (128 descriptors); nothing else may stay open.
         #expect(openDescriptors() <= before + 130)
 
-        func exchangeOnce(_ round: Int) throws {
+        func exchangeOnce(_ round: Int) async throws {
             var random = SplitMix64(state: UInt64(round + 1) &* 0x9E37_79B9_7F4A_7C15)
             let app = try LoopbackSockets.connectedPair(), upstream = try LoopbackSockets.connectedPair()
             defer { close(app.near); close(upstream.far) }
             let request = random.bytes(200_000 + round), answer = random.bytes(90_000 - round)
             let received = Mutex<(up: [UInt8], down: [UInt8])>(([], []))
-            let outcome = try Self.relay(app: app.far, upstream: upstream.near) {
+            let outcome = try await Self.relay(app: app.far, upstream: upstream.near) {
                 Self.together([
                     { Self.writeAll(app.near, [(request, 0)]) },
                     { Self.writeAll(upstream.far, [(answer, 0)]) },

@@ -69,7 +69,7 @@ struct AppProxyFlowTests {
         let address = try #require(SocketEndpoints.local(of: listener.fd))
         let thread = Thread {
             for _ in 0..<2 {
-                guard let client = try? listener.accept(waitMilliseconds: 5_000) else { return }
+                guard let client = try? listener.accept(waitMilliseconds: 30_000) else { return }
                 client.setTimeouts(milliseconds: 5_000)
                 if let bytes = client.read(exactly: 5) { _ = client.write(Array("up: ".utf8) + bytes) }
                 client.close()

@@ -15,7 +15,8 @@ public struct RelayHop: Sendable, Hashable, Codable {
     /// of relayed connections are resolved there rather than by this machine.
     public var dnsOverHTTPSURL: String?
     /// Header fields added to every CONNECT request (`additionalHTTPHeaderFields`), e.g. an
-    /// `Authorization` credential. Their values count as secrets: `netext` never prints them.
+    /// `Proxy-Authorization` credential. `netext` prints their names, never their values, as
+    /// text (`--json` gives the configuration whole, to those allowed to read it).
     public var additionalHTTPHeaderFields: [String: String]
     /// The public keys the relay may present (`NERelay.rawPublicKeys`), each the base64 of a
     /// DER SubjectPublicKeyInfo (RFC 7250 §3). TLS libraries here have no raw-public-key
