@@ -26,6 +26,7 @@ let package = Package(
         .executable(name: "netext-test-provider", targets: ["netext-test-provider"]),
         .executable(name: "netext-tunnel-provider", targets: ["netext-tunnel-provider"]),
         .executable(name: "netext-proxy-provider", targets: ["netext-proxy-provider"]),
+        .executable(name: "netext-relay-provider", targets: ["netext-relay-provider"]),
         .executable(name: "netext-dns-proxy-provider", targets: ["netext-dns-proxy-provider"]),
         .executable(name: "netext-filter-provider", targets: ["netext-filter-provider"]),
         .executable(name: "netext-hotspot-helper", targets: ["netext-hotspot-helper"]),
@@ -391,6 +392,12 @@ let package = Package(
         .executableTarget(name: "netext-hotspot-helper", dependencies: ["NetExt", "NetExtFilters"]),
         .executableTarget(name: "netext-transferd", dependencies: ["BackgroundTransfers", "NetExt"]),
         .executableTarget(name: "netext-proxy-provider", dependencies: ["NetExt", "NetExtProxies"]),
+        // The built-in relay client: a transparent proxy carrying flows through MASQUE relays.
+        .target(
+            name: "RelayProvider",
+            dependencies: ["MASQUERelay", "NetExt", "NetExtCore", .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            swiftSettings: strict),
+        .executableTarget(name: "netext-relay-provider", dependencies: ["NetExt", "RelayProvider"]),
         // The reference DNS proxy: every program's DNS answered over its own DoH connection.
         .executableTarget(
             name: "netext-dns-proxy-provider",
@@ -472,7 +479,10 @@ let package = Package(
         .testTarget(name: "HTTPCapsulesTests", dependencies: ["HTTPCapsules", "NetExtCore", "NetExtTestSupport", "VariableLengthIntegers"]),
         .testTarget(
             name: "MASQUERelayTests",
-            dependencies: ["MASQUERelay", "HTTPServing", "NetExtCore", "NetExtTestSupport", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "MASQUERelay", "RelayProvider", "NetExt", "NetExtIPC", "NetExtLinux", "HTTPServing", "NetExtCore", "NetExtTestSupport",
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux", "NetExtCore", "NetExtTestSupport"]),
         .testTarget(

@@ -170,17 +170,22 @@ public final class RelayClient: Sendable {
     /// Carries `socket`'s bytes (connected; the client's from now on, closed when the flow ends)
     /// to `host`:`port` through the relay. Returns once the relay answered 200 and the bytes
     /// flow; throws with the relay's status (and closes `socket`) when it refused.
-    public func carry(socket: Int32, toHost host: String, port: UInt16) async throws {
+    ///
+    /// `ended` is called once the socket is closed, whichever way the flow ended. A socket set
+    /// to reset when closed (`SO_LINGER` 0, as netextd hands an app's flow over) is closed in
+    /// order when the flow ends in order (END_STREAM from the relay), and reset otherwise.
+    public func carry(socket: Int32, toHost host: String, port: UInt16, ended: (@Sendable () -> Void)? = nil) async throws {
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let eventLoop = connection.eventLoop
         let answered = eventLoop.makePromise(of: Void.self)
-        let handler = ClientStreamHandler(authority: authority, fields: requestFields, answered: answered)
+        let handler = ClientStreamHandler(authority: authority, fields: requestFields, socketDescriptor: socket, answered: answered)
         let stream: any Channel
         do {
             stream = try await openStream(handler)
         } catch {
             answered.fail(error)
             _ = Glibc.close(socket)
+            ended?()
             throw RelayClient.Failure(description: "could not open a stream to the relay: \(error)", status: nil)
         }
         do {
@@ -195,13 +200,18 @@ public final class RelayClient: Sendable {
                 }
                 .withConnectedSocket(socket)
                 .get()
+            if let ended { app.closeFuture.whenComplete { _ in ended() } }
             eventLoop.execute { handler.attach(app) }
         } catch {
             _ = Glibc.close(socket)
             stream.close(promise: nil)
+            ended?()
             throw error
         }
     }
+
+    /// Whether the connection to the relay is still up.
+    public var isConnected: Bool { connection.isActive }
 
     /// Closes the connection (its streams end with it).
     public func close() async {
@@ -218,15 +228,17 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private let authority: String
     private let fields: [(name: String, value: String)]
+    private let socketDescriptor: Int32
     private let answered: EventLoopPromise<Void>
     private var isAnswered = false
     private var socket: (any Channel)?
     private var waiting: [HTTP2Frame.FramePayload] = []
     private var streamContext: ChannelHandlerContext?
 
-    init(authority: String, fields: [(name: String, value: String)], answered: EventLoopPromise<Void>) {
+    init(authority: String, fields: [(name: String, value: String)], socketDescriptor: Int32, answered: EventLoopPromise<Void>) {
         self.authority = authority
         self.fields = fields
+        self.socketDescriptor = socketDescriptor
         self.answered = answered
     }
 
@@ -281,7 +293,12 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
                 // (TargetToStream reopens it).
                 if !socket.isWritable { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
             }
-            if data.endStream { socket.close(mode: .output, promise: nil) }
+            if data.endStream {
+                // An orderly end: the app reads it as one, not as a reset.
+                var off = linger(l_onoff: 0, l_linger: 0)
+                if socket.isActive { setsockopt(socketDescriptor, SOL_SOCKET, SO_LINGER, &off, socklen_t(MemoryLayout<linger>.size)) }
+                socket.close(mode: .output, promise: nil)
+            }
         case .rstStream:
             socket.close(promise: nil)
         default:

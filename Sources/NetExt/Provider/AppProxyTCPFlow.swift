@@ -153,6 +153,19 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
         await withCheckedContinuation { continuation in relay(with: upstream) { continuation.resume(returning: $0) } }
     }
 
+    /// Hands the flow's connected socket to a provider that carries its bytes itself (a relay
+    /// client, say): the flow no longer reads, writes or closes it, and the caller calls
+    /// `ended` once it has closed the socket (netextd then counts the flow as over). The socket
+    /// is set to reset when closed, as netextd hands it over, so that a provider that dies
+    /// resets its apps' connections; clear `SO_LINGER` before an orderly close. Nil if the flow
+    /// was closed already.
+    public func takeSocket() -> (socket: Int32, ended: @Sendable () -> Void)? {
+        guard let fd = takeDescriptor() else { return nil }
+        relayed.withLock { $0 = true }
+        let notice = endNotice
+        return (fd, { notice.end() })
+    }
+
     /// Hands the descriptor over (to the relay, or back to netextd): the flow no longer closes it.
     func takeDescriptor() -> Int32? {
         let taken = state.withLock { current -> Bool in

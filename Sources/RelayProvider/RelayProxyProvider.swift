@@ -1,0 +1,187 @@
+import Foundation
+import MASQUERelay
+import NetExt
+import NetExtCore
+import NIOSSL
+import Synchronization
+
+/// The built-in relay client as a transparent proxy: the flows a relay configuration takes
+/// (`RelayProtocol`: its match and excluded domains and FQDNs) are carried through its chain of
+/// MASQUE relays — TCP flows as CONNECT streams, UDP flows as connect-udp streams — over one
+/// TLS connection per relay, the flows' sockets glued to the streams without a thread per flow.
+///
+/// Started by netextd from a transparent-proxy configuration whose `providerConfiguration`
+/// holds the settings under `relay` (the JSON of `RelayProtocol`) and, for a lab's private CA,
+/// the file of the CAs the first relay's certificate must chain to under `caFile` (the
+/// system's CAs otherwise). Flows to names the settings exclude are declined and go direct.
+public final class RelayProxyProvider: TransparentProxyProvider {
+    /// What happened to the flows so far.
+    public struct Counters: Sendable, Hashable {
+        public var tcpCarried = 0
+        public var udpCarried = 0
+        public var failed = 0
+        public var declined = 0
+    }
+
+    struct Started: Sendable {
+        var settings: RelayProtocol
+        var chain: RelayChain
+    }
+
+    private let started = Mutex<Started?>(nil)
+    private let counts = Mutex(Counters())
+    /// How long a UDP flow lives without a datagram either way.
+    static let udpIdle: Duration = .seconds(60)
+
+    public init() {}
+
+    public var counters: Counters { counts.withLock { $0 } }
+
+    public func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {
+        let settings = try Self.settings(from: context.providerConfiguration)
+        let roots = try Self.trustRoots(from: context.providerConfiguration)
+        try await context.setTransparentProxySettings(Self.networkSettings(for: settings))
+        start(settings: settings, trustRoots: roots)
+        let chain = settings.relays.compactMap(\.http2RelayURL).joined(separator: " → ")
+        Self.log("carrying the flows of \(Self.describeTaken(settings)) through \(chain)")
+    }
+
+    /// Starts with `settings` (``startProxy(options:context:)`` does this after reading them).
+    func start(settings: RelayProtocol, trustRoots: NIOSSLTrustRoots?) {
+        started.withLock { $0 = Started(settings: settings, chain: RelayChain(relays: settings.relays, trustRoots: trustRoots)) }
+    }
+
+    public func stopProxy(with reason: ProviderStopReason) async {
+        let chain = started.withLock { current -> RelayChain? in
+            defer { current = nil }
+            return current?.chain
+        }
+        await chain?.close()
+        let counters = self.counters
+        Self.log("stopped (\(reason.rawValue)): \(counters.tcpCarried) TCP and \(counters.udpCarried) UDP flows carried, \(counters.failed) failed, \(counters.declined) declined")
+    }
+
+    public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
+        guard let started = started.withLock({ $0 }), flow.direction == .outbound,
+              started.settings.routesThroughRelays(host: flow.remoteHostname ?? flow.remoteEndpoint.hostname) else {
+            counts.withLock { $0.declined += 1 }
+            return false
+        }
+        guard let (socket, ended) = flow.takeSocket() else { return false }
+        let destination = flow.remoteEndpoint
+        Task { [self] in
+            do {
+                let client = try await started.chain.client()
+                try await client.carry(socket: socket, toHost: destination.hostname, port: destination.port, ended: ended)
+                counts.withLock { $0.tcpCarried += 1 }
+            } catch {
+                counts.withLock { $0.failed += 1 }
+                Self.log("a TCP flow could not be carried: \(error)")
+            }
+        }
+        return true
+    }
+
+    public func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {
+        guard let started = started.withLock({ $0 }),
+              started.settings.routesThroughRelays(host: flow.remoteHostname ?? flow.remoteEndpoint.hostname) else {
+            counts.withLock { $0.declined += 1 }
+            return false
+        }
+        Task { [self] in
+            do {
+                let client = try await started.chain.client()
+                let relayed = try await client.openDatagramFlow(toHost: flow.remoteEndpoint.hostname, port: flow.remoteEndpoint.port)
+                counts.withLock { $0.udpCarried += 1 }
+                await Self.carryDatagrams(flow, through: relayed)
+            } catch {
+                counts.withLock { $0.failed += 1 }
+                Self.log("a UDP flow could not be carried: \(error)")
+            }
+            flow.close()
+        }
+        return true
+    }
+
+    /// Moves datagrams both ways until the flow has been idle for ``udpIdle`` or either end
+    /// has closed.
+    static func carryDatagrams(_ flow: AppProxyUDPFlow, through relayed: RelayDatagramFlow) async {
+        let endpoint = flow.remoteEndpoint
+        let lastActivity = Mutex(ContinuousClock.now)
+        let back = Task {
+            for await payload in relayed.datagrams {
+                lastActivity.withLock { $0 = .now }
+                do { try flow.writeDatagrams([FlowDatagram(data: Data(payload), endpoint: endpoint)]) } catch { break }
+            }
+        }
+        while !Task.isCancelled {
+            let datagrams: [FlowDatagram]
+            do { datagrams = try await flow.readDatagrams(timeout: .seconds(5)) } catch { break }
+            if datagrams.isEmpty {
+                if ContinuousClock.now - lastActivity.withLock({ $0 }) > udpIdle { break }
+                continue
+            }
+            lastActivity.withLock { $0 = .now }
+            for datagram in datagrams { relayed.send(Array(datagram.data)) }
+        }
+        relayed.close()
+        back.cancel()
+    }
+
+    /// The rules that bring the taken flows here: a host rule per match domain and FQDN (every
+    /// address and port when there are none), excluded domains as excluded rules. A host rule
+    /// covers the name's subdomains too, so FQDNs (exact names) are judged per flow: the flows
+    /// they do not take are declined and go direct.
+    static func networkSettings(for settings: RelayProtocol) -> TransparentProxyNetworkSettings {
+        let matching = settings.matchDomains + settings.matchFQDNs
+        let included: [NetworkRule] = matching.isEmpty
+            ? [NetworkRule(destinationNetwork: try! IPPrefix("0.0.0.0/0")), NetworkRule(destinationNetwork: try! IPPrefix("::/0"))]
+            : matching.map { NetworkRule(destinationHost: NetworkEndpoint(hostname: Self.bare($0), port: 0)) }
+        let excluded = settings.excludedDomains.map { NetworkRule(destinationHost: NetworkEndpoint(hostname: Self.bare($0), port: 0)) }
+        return TransparentProxyNetworkSettings(includedNetworkRules: included, excludedNetworkRules: excluded)
+    }
+
+    private static func bare(_ domain: String) -> String {
+        domain.hasPrefix(".") ? String(domain.dropFirst()) : domain
+    }
+
+    /// The settings under `relay`, checked; what the relay client cannot do yet is refused
+    /// rather than ignored (a pin or an identity left out would weaken what was asked for).
+    static func settings(from configuration: [String: JSONValue]) throws(NetExtError) -> RelayProtocol {
+        guard let value = configuration["relay"] else {
+            throw NetExtError(.configurationInvalid, "providerConfiguration has no 'relay' settings")
+        }
+        let settings: RelayProtocol
+        do { settings = try JSONDecoder().decode(RelayProtocol.self, from: JSONEncoder().encode(value)) } catch {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'relay': \(JSONDecodingText.describe(error))")
+        }
+        let check = Configuration(owner: Owner(uid: 0, appIdentifier: "relay"), localizedDescription: "relay", protocolConfiguration: .relay(settings))
+        do { try check.validate() } catch { throw NetExtError(.configurationInvalid, "providerConfiguration 'relay': \(error.message)") }
+        for (index, relay) in settings.relays.enumerated() {
+            if !relay.rawPublicKeys.isEmpty {
+                throw NetExtError(.configurationInvalid, "relays[\(index)].rawPublicKeys: pinned keys are not applied by the relay client yet")
+            }
+            if relay.identityReference != nil {
+                throw NetExtError(.configurationInvalid, "relays[\(index)].identityReference: client certificates are not presented by the relay client yet")
+            }
+        }
+        return settings
+    }
+
+    static func trustRoots(from configuration: [String: JSONValue]) throws(NetExtError) -> NIOSSLTrustRoots? {
+        guard case .string(let file)? = configuration["caFile"] else { return nil }
+        do { return .certificates(try NIOSSLCertificate.fromPEMFile(file)) } catch {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'caFile': \(file) holds no readable PEM certificate")
+        }
+    }
+
+    static func describeTaken(_ settings: RelayProtocol) -> String {
+        let matching = settings.matchDomains + settings.matchFQDNs
+        let excluded = settings.excludedDomains + settings.excludedFQDNs
+        return (matching.isEmpty ? "every name" : matching.joined(separator: ", ")) + (excluded.isEmpty ? "" : " except \(excluded.joined(separator: ", "))")
+    }
+
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data("netext-relay-provider: \(message)\n".utf8))
+    }
+}

@@ -1,0 +1,21 @@
+// The built-in relay client: register it with a manifest (extension point transparent-proxy)
+// and netextd runs it, unprivileged, for a transparent-proxy configuration whose provider
+// configuration holds relay settings. See docs/relays.md.
+import Foundation
+import NetExt
+import RelayProvider
+
+ProviderExecutable.answerInformationalArguments(name: "netext-relay-provider", usage: """
+    usage: netext-relay-provider   (started by netextd from a provider manifest)
+    Carries the flows a relay configuration takes (its match domains, or every flow) through
+    its chain of MASQUE relays over HTTP/2: TCP by CONNECT, UDP by connect-udp. The settings
+    come from the configuration's providerConfiguration: "relay" (RelayProtocol's JSON) and
+    optionally "caFile" (the CAs the relay's certificate must chain to). See docs/relays.md.
+    """)
+let bundleIdentifier = ProcessInfo.processInfo.environment["NETEXT_PROVIDER_BUNDLE_IDENTIFIER"] ?? "com.netext.relay"
+do {
+    try await ProviderHost.run(transparentProxy: RelayProxyProvider(), bundleIdentifier: bundleIdentifier)
+} catch {
+    FileHandle.standardError.write(Data("netext-relay-provider: \(error)\n".utf8))
+    exit(1)
+}
