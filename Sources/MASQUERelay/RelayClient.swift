@@ -65,7 +65,7 @@ public final class RelayClient: Sendable {
                               additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate)
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)  // IPPROTO_TCP: socketOption would set SOL_SOCKET 1, SO_DEBUG
             .connect(host: host, port: port)
             .get()
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import MASQUERelay
 import NetExt
 import NetExtCore
@@ -11,7 +12,8 @@ import Synchronization
 /// TLS connection per relay, the flows' sockets glued to the streams without a thread per flow.
 ///
 /// Started by netextd from a transparent-proxy configuration whose `providerConfiguration`
-/// holds the settings under `relay` (the JSON of `RelayProtocol`) and, for a lab's private CA,
+/// holds the settings under `relay` (`RelayProtocol` as a JSON object, or a string holding
+/// one) and, for a lab's private CA,
 /// the file of the CAs the first relay's certificate must chain to under `caFile` (the
 /// system's CAs otherwise). Flows to names the settings exclude are declined and go direct.
 public final class RelayProxyProvider: TransparentProxyProvider {
@@ -70,8 +72,17 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         guard let (socket, ended) = flow.takeSocket() else { return false }
         let destination = flow.remoteEndpoint
         Task { [self] in
+            let client: RelayClient
+            do { client = try await started.chain.client() } catch {
+                // No relay: the app's connection is reset (netextd handed it over set to reset
+                // when closed), not left waiting.
+                _ = Glibc.close(socket)
+                ended()
+                counts.withLock { $0.failed += 1 }
+                Self.log("a TCP flow could not be carried: no connection to the relay: \(error)")
+                return
+            }
             do {
-                let client = try await started.chain.client()
                 try await client.carry(socket: socket, toHost: destination.hostname, port: destination.port, ended: ended)
                 counts.withLock { $0.tcpCarried += 1 }
             } catch {
@@ -152,7 +163,12 @@ public final class RelayProxyProvider: TransparentProxyProvider {
             throw NetExtError(.configurationInvalid, "providerConfiguration has no 'relay' settings")
         }
         let settings: RelayProtocol
-        do { settings = try JSONDecoder().decode(RelayProtocol.self, from: JSONEncoder().encode(value)) } catch {
+        do {
+            // An object, or a string holding one (`netext create --config relay=JSON` gives strings).
+            let json: Data
+            if case .string(let text) = value { json = Data(text.utf8) } else { json = try JSONEncoder().encode(value) }
+            settings = try JSONDecoder().decode(RelayProtocol.self, from: json)
+        } catch {
             throw NetExtError(.configurationInvalid, "providerConfiguration 'relay': \(JSONDecodingText.describe(error))")
         }
         let check = Configuration(owner: Owner(uid: 0, appIdentifier: "relay"), localizedDescription: "relay", protocolConfiguration: .relay(settings))

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# End-to-end checks of network relays in a namespace lab: netext-server relay at the office's
+# edge (203.0.113.2:8443, TLS from a lab CA, a bearer token, only the office's internal network
+# allowed) and, on the laptop, netextd running the built-in relay provider (netext-relay-provider)
+# as a transparent proxy for the names within office.test. A TCP page and a UDP echo on the
+# office's internal host (10.20.0.5, which the laptop cannot reach) answer through the relay;
+# an excluded name and names outside the domain go direct; the laptop's uplink carries one TLS
+# connection to the relay and nothing for the office's internal host. Then the relay restarts:
+# a flow fails cleanly and the next ones recover. Needs root.
+# Usage: NETEXT_BIN_DIR=DIR scripts/e2e/relay.sh   Prints one line per check; exits non-zero on failure.
+cd "$(dirname "$0")/../.."
+source scripts/lib/e2e.sh relay
+source scripts/lib/install-packages.sh
+netext_install nftables iptables curl python3 tcpdump openssl >/dev/null || { echo "FAIL packages"; exit 1; }
+source scripts/lib/lab-ca.sh
+source scripts/lib/app-cgroups.sh
+relay_cleanup() {
+  app_cgroups_remove
+  [ -n "${RELAY_KEEP:-}" ] && cp -r "$work" "$RELAY_KEEP"
+  e2e_cleanup
+}
+trap relay_cleanup EXIT
+
+lab_up || { echo "FAIL lab"; exit 1; }
+# One resolver on the internet: every name under .test is the office's internal host, but for
+# www.public.test (a public web server on the internet).
+lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip addr add 198.51.100.53/32 dev lo'
+mkdir -p "/etc/netns/$LAB_LAPTOP"; echo "nameserver 198.51.100.53" > "/etc/netns/$LAB_LAPTOP/resolv.conf"
+lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.53 test 10.20.0.5 "$work/dns.log" www.public.test=100.64.0.80
+mkdir -p "$work/www"; echo "office intranet page" > "$work/www/index.html"; head -c 20000000 /dev/urandom > "$work/www/large.bin"
+lab_spawn "$LAB_OFFICE" sh -c "exec python3 -m http.server 8080 --bind 10.20.0.5 --directory '$work/www' 2>> '$work/office-web.log'"
+lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.80 --directory '$work/www' 2>> '$work/public-web.log'"
+lab_spawn "$LAB_OFFICE" python3 -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.20.0.5", 7))
+while True:
+    data, peer = s.recvfrom(2048); s.sendto(data, peer)'
+
+# The relay: a lab CA's certificate for its address, one bearer token, the office's network only.
+lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" relay 203.0.113.2 || { echo "FAIL lab CA"; exit 1; }
+cp "$work/ca/ca.crt" "$work/relay-ca.crt"; chmod 644 "$work/relay-ca.crt"
+(umask 077; echo "lab-relay-token-5c1e" > "$work/relay-tokens")
+start_relay() {
+  lab_spawn "$LAB_OFFICE" "$bin/netext-server" relay --listen 203.0.113.2:8443 --certificate "$work/ca/relay.crt" --key "$work/ca/relay.key" \
+    --allow 10.20.0.0/24 --token-file "$work/relay-tokens" 2>> "$work/relay.log"; RELAY_PID=$!
+  lab_wait "office ss -ltn | grep -q '203.0.113.2:8443'" 15
+}
+start_relay
+lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null http://100.64.0.80:8080/" 15
+
+e2e_netextd_environment
+printf '{"bundleIdentifier": "com.netext.relay", "extensionPoint": "transparent-proxy", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay.json"
+chmod 644 "$NETEXT_PROVIDERS_DIR/relay.json"
+app_cgroups_start_netextd
+
+office_page() { laptop curl -s -m "${1:-8}" http://intranet.office.test:8080/ | grep -q 'office intranet page'; }
+no_office_page() { ! laptop curl -s -m 3 -o /dev/null "http://$1:8080/"; }
+udp_echo() { laptop python3 scripts/e2e/udp-probe.py "$1" 7 "relay probe" 3; }
+two_pages() { office_page && office_page; }
+large_intact() { [ "$(laptop curl -s -m 30 http://files.office.test:8080/large.bin | sha256sum)" = "$(sha256sum < "$work/www/large.bin")" ]; }
+
+check "before: the laptop cannot reach the office's internal host" no_office_page intranet.office.test
+settings='{"relays": [{"http2RelayURL": "https://203.0.113.2:8443", "additionalHTTPHeaderFields": {"Proxy-Authorization": "Bearer lab-relay-token-5c1e"}}], "matchDomains": ["office.test"], "excludedFQDNs": ["login.office.test"]}'
+check "netext create the relay client (a transparent proxy of the built-in relay provider)" netext create --name "Office relay" --provider com.netext.relay \
+  --provider-type transparent-proxy --server 203.0.113.2:8443 --config "relay=$settings" --config "caFile=$work/relay-ca.crt" --enable
+lab_capture_start CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/uplink.pcap"
+check "netext start: it is connected" bash -c "'$bin/netext' start 'Office relay' | grep -q connected"
+check "the provider took the office's names (netextd logged a host rule)" grep -q 'transparent proxy: its flows go to the provider.*host office.test' "$work/netextd.log"
+check "a page on the office's internal host loads through the relay" office_page
+check "a second and third flow too (over the same relay connection)" two_pages
+check "20 MB from the office arrive intact through the relay" large_intact
+check "a UDP echo on the office's internal host answers through the relay (connect-udp)" udp_echo echo.office.test
+public_seen() { local tag="t$RANDOM"; [ "$(laptop curl -s -m 8 -o /dev/null -w '%{http_code}' "http://www.public.test:8080/?$tag")" = 200 ] && grep -F "$tag" "$work/public-web.log" | grep -q '^198.51.100.2 '; }
+check "a name outside office.test goes direct (the public server saw the laptop)" public_seen
+lab_capture_stop "$CAPTURE_PID" "$work/uplink.pcap"
+to_office_host=$(tcpdump -n -r "$work/uplink.pcap" "host 10.20.0.5" 2>/dev/null | wc -l)
+relay_syns=$(tcpdump -n -r "$work/uplink.pcap" "tcp dst port 8443 and tcp[tcpflags] & tcp-syn != 0" 2>/dev/null | wc -l)
+others=$(tcpdump -n -r "$work/uplink.pcap" "ip and not (tcp port 8443 and host 203.0.113.2) and not (udp port 53 and host 198.51.100.53) and not (host 100.64.0.80 and tcp port 8080) and not (host 10.20.0.5)" 2>/dev/null | wc -l)
+check "the uplink capture: nothing to or from the office's internal host ($to_office_host packets)" test "$to_office_host" -eq 0
+check "the uplink capture: one TLS connection to the relay carried every relayed flow ($relay_syns SYN)" test "$relay_syns" -eq 1
+check "the uplink capture: besides it only DNS and the direct public flow ($others other packets)" test "$others" -eq 0
+check "an excluded name (login.office.test) is not carried: straight on, it cannot reach the office" no_office_page login.office.test
+check "the relay's log names no target" bash -c "! grep -q '10.20.0.5' '$work/relay.log'"
+check "no token in netextd's log" bash -c "! grep -q 'lab-relay-token' '$work/netextd.log'"
+
+# The relay restarts: the flows it carried end, a flow during its absence fails cleanly, the
+# next ones after it is back go through a new connection.
+kill "$RELAY_PID"; wait "$RELAY_PID" 2>/dev/null
+check "while the relay is down, a flow fails cleanly (no page, no hang)" no_office_page intranet.office.test
+start_relay
+check "after the relay is back, flows go through it again" office_page 10
+check "and UDP too" udp_echo echo.office.test
+
+check "netext stop: stopped" netext stop "Office relay"
+check "after the stop: the office is unreachable again" no_office_page intranet.office.test
+check "after the stop: no transparent proxy rules are left" bash -c "! laptop nft list tables 2>/dev/null | grep -q netextd_apps || ! laptop nft list table inet netextd_apps 2>/dev/null | grep -q 'tph4_'"
+e2e_finish "$work/netextd.log" "$work/relay.log"
