@@ -109,17 +109,21 @@ struct RelayShowCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let manager = try await options.withClient { client in try await RelayManager.shared(client: client) }
-            guard manager.configuration.revision > 0 else {
-                throw NetExtError.invalid("no relays are configured for \(options.app); run `netext relay configure` first")
+            let (manager, status) = try await options.withClient { client in
+                let manager = try await RelayManager.shared(client: client)
+                guard manager.configuration.revision > 0 else {
+                    throw NetExtError.invalid("no relays are configured for \(options.app); run `netext relay configure` first")
+                }
+                return (manager, try await manager.connection.statusInfo())
             }
             let settings = manager.relaySettings
             if options.json {
                 let decisions = host.map { RelayHostDecision(host: $0, throughRelays: settings.routesThroughRelays(host: $0)) }
-                try options.printJSON(RelayShowOutput(configuration: manager.configuration, hosts: decisions.isEmpty ? nil : decisions))
+                try options.printJSON(RelayShowOutput(configuration: manager.configuration, status: status, hosts: decisions.isEmpty ? nil : decisions))
                 return
             }
-            print("relays \(manager.localizedDescription) (\(manager.id.uuidString)): \(manager.isEnabled ? "enabled" : "disabled")")
+            print("relays \(manager.localizedDescription) (\(manager.id.uuidString)): \(manager.isEnabled ? "enabled, \(StatusText.name(status.status))" : "disabled")")
+            if let error = status.lastDisconnectError { print("last error:  \(error.message)") }
             RelayText.describe(settings).forEach { print($0) }
             for name in host {
                 print("\(name): \(settings.routesThroughRelays(host: name) ? "through the relays" : "direct")")
@@ -131,6 +135,7 @@ struct RelayShowCommand: AsyncParsableCommand {
 /// What `netext relay show --json` prints.
 struct RelayShowOutput: Encodable {
     var configuration: Configuration
+    var status: StatusInfo
     var hosts: [RelayHostDecision]?
 }
 
@@ -159,8 +164,6 @@ enum RelayText {
         let excluded = settings.excludedDomains + settings.excludedFQDNs
         if !excluded.isEmpty { lines.append("excluded:    " + excluded.joined(separator: ", ")) }
         lines.append("DNS failover: \(settings.allowsDNSFailover ? "to the machine's resolver" : "none (the connection fails)")")
-        // Said plainly until netextd carries flows: see docs/relays.md.
-        lines.append("carried by:  nothing yet: netextd stores relay settings but does not steer connections to relays yet")
         return lines
     }
 }

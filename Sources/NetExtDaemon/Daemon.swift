@@ -98,6 +98,8 @@ public final class Daemon: Sendable {
             store: store, sessions: sessions, observer: NetworkObserver(originalResolverContent: { resolver.originalContent() }, wifi: wifi), logger: logger,
             password: { configuration in try secrets.password(of: configuration) })
         await onDemand.start()
+        // Enabled relays are in force from the start (their provider's manifest is loaded now).
+        await sessions.restoreRelays(try store.allConfigurations())
         // A captive portal opening (found by the monitor, or a helper's login) retries on-demand now.
         await service.captivePortalMonitor.whenOpened { await onDemand.networkOpened(reason: "captive portal opened") }
         await service.hotspotHelpers?.whenLoggedIn { await onDemand.networkOpened(reason: "hotspot helper logged in") }

@@ -19,7 +19,7 @@ check "the package says what it is and what it needs" bash -c "dpkg-deb --field 
 check "dpkg installs it into a throw-away root" bash -c "$(declare -f dpkg_root); root='$root'; dpkg_root -i '$deb' > '$work/install.log' 2>&1"
 check "dpkg knows it as installed" bash -c "dpkg-query --admindir='$root/var/lib/dpkg' -W -f='\${Status}' netext | grep -q 'install ok installed'"
 
-binaries=(usr/bin/netext usr/bin/netext-server usr/bin/netext-urlfilter-db usr/sbin/netextd usr/libexec/netext/netext-tunnel-provider usr/libexec/netext/netext-filter-provider usr/libexec/netext/netext-hotspot-helper usr/libexec/netext/netext-transferd usr/libexec/netext/netext-proxy-provider usr/libexec/netext/netext-dns-proxy-provider)
+binaries=(usr/bin/netext usr/bin/netext-server usr/bin/netext-urlfilter-db usr/sbin/netextd usr/libexec/netext/netext-tunnel-provider usr/libexec/netext/netext-filter-provider usr/libexec/netext/netext-hotspot-helper usr/libexec/netext/netext-transferd usr/libexec/netext/netext-proxy-provider usr/libexec/netext/netext-dns-proxy-provider usr/libexec/netext/netext-relay-provider)
 clean() { env -i PATH=/usr/bin:/bin HOME=/nonexistent "$@"; }
 for binary in "${binaries[@]}"; do
   name="$(basename "$binary")"
@@ -40,6 +40,7 @@ e2e_verify_units "$root/usr/lib/systemd/system" "$work/verify.log" -e "s|/usr/bi
 check "the installed units: eight, and systemd-analyze verify finds nothing to say" bash -c "test \$(ls '$work/units' | wc -l) = 8 && test \"\$(cat '$work/verify.log')\" = 'exit 0'"
 check "sysusers: the netext group and the netext-server user" bash -c "grep -q '^g netext ' '$root/usr/lib/sysusers.d/netext.conf' && grep -q '^u netext-server ' '$root/usr/lib/sysusers.d/netext.conf'"
 check "the reference tunnel provider is registered at its installed path" grep -q '"executable": "/usr/libexec/netext/netext-tunnel-provider"' "$root/etc/netext/providers/com.netext.tunnel.json"
+check "the built-in relay provider is registered as a transparent proxy at its installed path" bash -c "grep -q '\"executable\": \"/usr/libexec/netext/netext-relay-provider\"' '$root/etc/netext/providers/com.netext.relay.json' && grep -q '\"extensionPoint\": \"transparent-proxy\"' '$root/etc/netext/providers/com.netext.relay.json'"
 check "the reference app, transparent and DNS proxies are registered at their installed paths" bash -c "grep -q '\"executable\": \"/usr/libexec/netext/netext-proxy-provider\"' '$root/etc/netext/providers/com.netext.proxy.json' && grep -q '\"extensionPoint\": \"transparent-proxy\"' '$root/etc/netext/providers/com.netext.transparent.json' && grep -q '\"executable\": \"/usr/libexec/netext/netext-dns-proxy-provider\"' '$root/etc/netext/providers/com.netext.dns-proxy.json'"
 
 # The installed netextd, in a namespace of its own, and bash completing configuration names.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end checks of network relays in a namespace lab: netext-server relay at the office's
 # edge (203.0.113.2:8443, TLS from a lab CA, a bearer token, only the office's internal network
-# allowed) and, on the laptop, netextd running the built-in relay provider (netext-relay-provider)
-# as a transparent proxy for the names within office.test. A TCP page and a UDP echo on the
+# allowed) and, on the laptop, relay settings for the names within office.test saved with
+# `netext relay configure --enable`, which netextd puts in force with the built-in relay
+# provider (netext-relay-provider, a transparent proxy). A TCP page and a UDP echo on the
 # office's internal host (10.20.0.5, which the laptop cannot reach) answer through the relay;
 # an excluded name and names outside the domain go direct; the laptop's uplink carries one TLS
 # connection to the relay and nothing for the office's internal host. Then the relay restarts:
@@ -48,6 +49,8 @@ start_relay
 lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null http://100.64.0.80:8080/" 15
 
 e2e_netextd_environment
+# The relay's certificate chains to the lab's CA (a deployment's chains to the system's).
+export NETEXT_RELAY_CA_FILE="$work/relay-ca.crt"
 printf '{"bundleIdentifier": "com.netext.relay", "extensionPoint": "transparent-proxy", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay.json"
 chmod 644 "$NETEXT_PROVIDERS_DIR/relay.json"
 app_cgroups_start_netextd
@@ -59,11 +62,11 @@ two_pages() { office_page && office_page; }
 large_intact() { [ "$(laptop curl -s -m 30 http://files.office.test:8080/large.bin | sha256sum)" = "$(sha256sum < "$work/www/large.bin")" ]; }
 
 check "before: the laptop cannot reach the office's internal host" no_office_page intranet.office.test
-settings='{"relays": [{"http2RelayURL": "https://203.0.113.2:8443", "additionalHTTPHeaderFields": {"Proxy-Authorization": "Bearer lab-relay-token-5c1e"}}], "matchDomains": ["office.test"], "excludedFQDNs": ["login.office.test"]}'
-check "netext create the relay client (a transparent proxy of the built-in relay provider)" netext create --name "Office relay" --provider com.netext.relay \
-  --provider-type transparent-proxy --server 203.0.113.2:8443 --config "relay=$settings" --config "caFile=$work/relay-ca.crt" --enable
+printf 'Proxy-Authorization: Bearer lab-relay-token-5c1e\n' > "$work/relay-headers"
 lab_capture_start CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/uplink.pcap"
-check "netext start: it is connected" bash -c "'$bin/netext' start 'Office relay' | grep -q connected"
+check "netext relay configure --enable: saved and enabled" netext relay configure --relay https://203.0.113.2:8443 --match-domain office.test \
+  --exclude-fqdn login.office.test --header-file "$work/relay-headers" --name "Office relay" --enable
+check "netextd put the relays in force (netext relay show: enabled, connected)" lab_wait "'$bin/netext' relay show | grep -q 'enabled, connected'" 15
 check "the provider took the office's names (netextd logged a host rule)" grep -q 'transparent proxy: its flows go to the provider.*host office.test' "$work/netextd.log"
 check "a page on the office's internal host loads through the relay" office_page
 check "a second and third flow too (over the same relay connection)" two_pages
@@ -90,7 +93,7 @@ start_relay
 check "after the relay is back, flows go through it again" office_page 10
 check "and UDP too" udp_echo echo.office.test
 
-check "netext stop: stopped" netext stop "Office relay"
+check "netext relay disable: the relays are out of force" netext relay disable
 check "after the stop: the office is unreachable again" no_office_page intranet.office.test
 check "after the stop: no transparent proxy rules are left" bash -c "! laptop nft list tables 2>/dev/null | grep -q netextd_apps || ! laptop nft list table inet netextd_apps 2>/dev/null | grep -q 'tph4_'"
 e2e_finish "$work/netextd.log" "$work/relay.log"

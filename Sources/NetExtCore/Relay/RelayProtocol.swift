@@ -23,6 +23,10 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     /// The most relays one configuration chains (each adds a TLS session and a round trip).
     public static let maximumRelays = 4
 
+    /// The built-in provider netextd runs relay configurations with (`netext-relay-provider`,
+    /// a transparent proxy; its manifest ships with NetExt).
+    public static let providerBundleIdentifier = "com.netext.relay"
+
     public init(
         relays: [RelayHop],
         matchDomains: [String] = [],

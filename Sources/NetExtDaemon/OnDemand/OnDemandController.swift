@@ -94,9 +94,9 @@ public actor OnDemandController {
         var watch: [UUID: (configuration: Configuration, rules: [EvaluateConnectionRule])] = [:]
         for configuration in candidates {
             // Packet tunnels and personal VPNs connect on demand (Apple's `NEVPNManager` has the
-            // same rules).
+            // same rules), and so do relays (`NERelayManager.onDemandRules`).
             switch configuration.protocolConfiguration {
-            case .tunnelProvider, .personalVPN, .dnsSettings: break
+            case .tunnelProvider, .personalVPN, .dnsSettings, .relay: break
             default: continue
             }
             let rules = configuration.onDemandRules

@@ -58,7 +58,10 @@ public struct ProviderRegistry: Sendable {
             if let control = settings.filterControlProviderBundleIdentifier { _ = try manifest(for: control, extensionPoint: .filterControl) }
         case .urlFilter(let settings):
             _ = try manifest(for: settings.controlProviderBundleIdentifier, extensionPoint: .urlFilterControl)
-        case .personalVPN, .relay, .dnsSettings:
+        case .relay:
+            // Relays run as a transparent proxy of the built-in relay provider.
+            _ = try manifest(for: RelayProtocol.providerBundleIdentifier, extensionPoint: .transparentProxy)
+        case .personalVPN, .dnsSettings:
             break
         }
     }

@@ -151,6 +151,8 @@ public actor SessionManager {
     /// Starts a configuration's connection and waits until it is connected or has failed
     /// (at most the start deadline). `password` comes from the options or the secret store.
     public func start(_ configuration: Configuration, options: [String: JSONValue], password: String?) async throws(NetExtError) -> StatusInfo {
+        // A relay configuration runs as a transparent proxy of the built-in relay provider.
+        let configuration = Self.runnable(configuration)
         guard configuration.isEnabled else {
             throw .disabled("configuration '\(configuration.localizedDescription)' is not enabled; enable it first (`netext enable`)")
         }
@@ -184,6 +186,7 @@ public actor SessionManager {
     /// Stops a configuration's connection and waits until it is disconnected.
     @discardableResult
     public func stop(_ configuration: Configuration, reason: ProviderStopReason) async -> StatusInfo {
+        let configuration = Self.runnable(configuration)
         if sessions[configuration.id] != nil {
             sessions[configuration.id]?.configuration = configuration
             apply(.stopRequested(reason), to: configuration.id)
@@ -258,8 +261,10 @@ public actor SessionManager {
             bypassResolvers: Self.steersApps(configuration) ? bypassResolvers() : [])
         if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
         if case .dnsSettings = configuration.protocolConfiguration { await dnsSettingsChanged(configuration, removed: removed) }
+        let previous = sessions[configuration.id]?.configuration
+        defer { if case .relay = configuration.protocolConfiguration { Task { await self.relayChanged(configuration, removed: removed, previous: previous) } } }
         guard var session = sessions[configuration.id] else { return }
-        session.configuration = configuration
+        session.configuration = Self.runnable(configuration)
         sessions[configuration.id] = session
         if removed || !configuration.isEnabled, session.machine.status.isActive {
             await stop(configuration, reason: removed ? .configurationRemoved : .configurationDisabled)

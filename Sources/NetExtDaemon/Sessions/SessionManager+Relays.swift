@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+import NetExtCore
+
+/// Relay configurations (`RelayProtocol`, Apple's `NERelayManager`): netextd runs each enabled
+/// one as a transparent proxy of the built-in relay provider (`com.netext.relay`,
+/// `netext-relay-provider`), which asks for the flows of the configuration's names and carries
+/// them through its relays. No app has to start anything: an enabled relay configuration is in
+/// force, unless it has on-demand rules, which then decide (as a VPN's do).
+extension SessionManager {
+    /// What runs a relay configuration: the same configuration (id, owner, name, switches,
+    /// rules) as a transparent proxy of the built-in provider, its settings in the provider's
+    /// configuration under `relay`, and under `caFile` the CAs of `$NETEXT_RELAY_CA_FILE` (a
+    /// lab's) when set. Any other configuration is returned as it is.
+    static func runnable(_ configuration: Configuration, environment: [String: String] = ProcessInfo.processInfo.environment) -> Configuration {
+        guard case .relay(let settings) = configuration.protocolConfiguration else { return configuration }
+        var providerConfiguration: [String: JSONValue] = [:]
+        if let data = try? JSONEncoder().encode(settings), let value = try? JSONDecoder().decode(JSONValue.self, from: data) {
+            providerConfiguration["relay"] = value
+        }
+        if let caFile = environment["NETEXT_RELAY_CA_FILE"], !caFile.isEmpty { providerConfiguration["caFile"] = .string(caFile) }
+        let firstRelay = settings.relays.first?.http2RelayURL.flatMap { try? RelayURL(parsing: $0) }
+        var runnable = configuration
+        runnable.protocolConfiguration = .tunnelProvider(TunnelProviderProtocol(
+            providerBundleIdentifier: RelayProtocol.providerBundleIdentifier, providerType: .transparentProxy,
+            serverAddress: firstRelay.map { "\($0.host):\($0.port)" } ?? "relay", providerConfiguration: providerConfiguration))
+        return runnable
+    }
+
+    /// A relay configuration was saved or removed: an enabled one without on-demand rules is
+    /// started (a disabled or removed one is stopped by ``configurationChanged(_:removed:)``),
+    /// and a running one whose settings changed is started again with them.
+    func relayChanged(_ configuration: Configuration, removed: Bool, previous: Configuration?) async {
+        guard case .relay = configuration.protocolConfiguration, !removed, configuration.isEnabled, !Self.hasOnDemandRules(configuration) else { return }
+        let status = statusInfo(for: configuration).status
+        if status.isActive, let previous, previous.protocolConfiguration == Self.runnable(configuration).protocolConfiguration { return }
+        if status.isActive { await stop(configuration, reason: .configurationDisabled) }
+        do {
+            _ = try await start(configuration, options: [:], password: nil)
+        } catch {
+            logger.error("relays could not be put in force", metadata: ["configuration": "\(LogText.quoted(configuration.localizedDescription))", "error": "\(error.message)"])
+        }
+    }
+
+    /// At start: the enabled relay configurations without on-demand rules are put in force.
+    public func restoreRelays(_ configurations: [Configuration]) async {
+        for configuration in configurations {
+            guard case .relay = configuration.protocolConfiguration else { continue }
+            await relayChanged(configuration, removed: false, previous: nil)
+        }
+    }
+}
