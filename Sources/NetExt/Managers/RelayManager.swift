@@ -6,7 +6,7 @@ import NetExtIPC
 /// names within ``matchDomains`` (all, when it and ``matchFQDNs`` are empty) go through a
 /// chain of MASQUE relays — TCP by CONNECT, UDP by connect-udp, over HTTP/2 with TLS — unless
 /// the name is within ``excludedDomains`` or among ``excludedFQDNs``. No extension is written:
-/// the settings are the whole of it.
+/// netextd puts enabled settings in force with its built-in relay provider.
 ///
 /// ```swift
 /// var manager = try await RelayManager.shared(client: client)
