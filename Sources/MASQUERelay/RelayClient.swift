@@ -49,20 +49,26 @@ public final class RelayClient: Sendable {
         var token: String?
         var additionalHeaders: [(name: String, value: String)]
         var udpPathTemplate: String
+        /// DER SubjectPublicKeyInfos; when given, the relay is accepted by its key alone.
+        var pinnedPublicKeys: [[UInt8]] = []
         var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// Connects to the relay at `host`:`port`, checking its certificate against `trustRoots`
     /// (nil: the system's) for `serverName` (nil: `host`). `token`: a bearer credential;
     /// `additionalHeaders`: fields added to every request (`NERelay.additionalHTTPHeaderFields`);
-    /// `udpPathTemplate`: the relay's connect-udp URI template (RFC 9298 §2).
+    /// `udpPathTemplate`: the relay's connect-udp URI template (RFC 9298 §2). `pinnedPublicKeys`
+    /// (DER SubjectPublicKeyInfos, `NERelay.rawPublicKeys`): when given, the relay is accepted if
+    /// its certificate carries one of these keys, instead of by its chain and name (RFC 7250's
+    /// raw keys are not negotiated by the TLS library here; the key is the relay's identity).
     public static func connect(
         host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
         additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
+        pinnedPublicKeys: [[UInt8]] = [],
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayClient {
         let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
-                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate)
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys)
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)  // IPPROTO_TCP: socketOption would set SOL_SOCKET 1, SO_DEBUG
@@ -86,14 +92,16 @@ public final class RelayClient: Sendable {
     /// an option an `HTTP2StreamChannel` traps on, so TLS cannot sit on the stream itself.
     public func connectThrough(
         toHost host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
-        additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/"
+        additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
+        pinnedPublicKeys: [[UInt8]] = []
     ) async throws -> RelayClient {
         let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
-                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate)
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys)
         guard let port16 = UInt16(exactly: port) else { throw Failure(description: "port \(port) is out of range", status: nil) }
         // The certificate is checked against the name; an address could be checked only
-        // against the connection's peer, which here is the local socket pair.
-        guard IPPrefix.parseAddress(serverName ?? host) == nil else {
+        // against the connection's peer, which here is the local socket pair (a pinned key needs
+        // no name).
+        guard IPPrefix.parseAddress(serverName ?? host) == nil || !pinnedPublicKeys.isEmpty else {
             throw Failure(description: "a relay reached through another needs a name to check its certificate against: give serverName for \(host)", status: nil)
         }
         var pair: [Int32] = [-1, -1]
@@ -136,7 +144,15 @@ public final class RelayClient: Sendable {
                 // certificate's IP addresses.
                 let name = options.serverName ?? options.host
                 let sni = IPPrefix.parseAddress(name) == nil ? name : nil
-                try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: sni))
+                if options.pinnedPublicKeys.isEmpty {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: sni))
+                } else {
+                    let pins = options.pinnedPublicKeys
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: sni) { certificates, promise in
+                        let key = try? certificates.first?.extractPublicKey().toSPKIBytes()
+                        promise.succeed(key.map { pins.contains($0) } == true ? .certificateVerified : .failed)
+                    })
+                }
                 let multiplexer = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                     mode: .client, connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: false), streamConfiguration: RelayHTTP2Settings.stream
                 ) { stream in stream.close() }  // a relay opens no streams toward its clients

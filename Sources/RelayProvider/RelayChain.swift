@@ -1,3 +1,4 @@
+import Foundation
 import MASQUERelay
 import NetExtCore
 import NIOSSL
@@ -24,12 +25,13 @@ actor RelayChain {
                 guard let text = relay.http2RelayURL else { throw NetExtError(.configurationInvalid, "a relay has no HTTP/2 URL") }
                 let url = try RelayURL(parsing: text)
                 let headers = relay.additionalHTTPHeaderFields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+                let pins = relay.rawPublicKeys.compactMap { Data(base64Encoded: $0).map { [UInt8]($0) } }
                 if let previous = built.last {
                     built.append(try await previous.connectThrough(
-                        toHost: url.host, port: url.port, trustRoots: trustRoots, additionalHeaders: headers, udpPathTemplate: url.udpPathTemplate))
+                        toHost: url.host, port: url.port, trustRoots: trustRoots, additionalHeaders: headers, udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: pins))
                 } else {
                     built.append(try await RelayClient.connect(
-                        host: url.host, port: url.port, trustRoots: trustRoots, additionalHeaders: headers, udpPathTemplate: url.udpPathTemplate))
+                        host: url.host, port: url.port, trustRoots: trustRoots, additionalHeaders: headers, udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: pins))
                 }
             }
         } catch {

@@ -157,7 +157,7 @@ public final class RelayProxyProvider: TransparentProxyProvider {
     }
 
     /// The settings under `relay`, checked; what the relay client cannot do yet is refused
-    /// rather than ignored (a pin or an identity left out would weaken what was asked for).
+    /// rather than ignored (an identity left out would weaken what was asked for).
     static func settings(from configuration: [String: JSONValue]) throws(NetExtError) -> RelayProtocol {
         guard let value = configuration["relay"] else {
             throw NetExtError(.configurationInvalid, "providerConfiguration has no 'relay' settings")
@@ -174,9 +174,6 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         let check = Configuration(owner: Owner(uid: 0, appIdentifier: "relay"), localizedDescription: "relay", protocolConfiguration: .relay(settings))
         do { try check.validate() } catch { throw NetExtError(.configurationInvalid, "providerConfiguration 'relay': \(error.message)") }
         for (index, relay) in settings.relays.enumerated() {
-            if !relay.rawPublicKeys.isEmpty {
-                throw NetExtError(.configurationInvalid, "relays[\(index)].rawPublicKeys: pinned keys are not applied by the relay client yet")
-            }
             if relay.identityReference != nil {
                 throw NetExtError(.configurationInvalid, "relays[\(index)].identityReference: client certificates are not presented by the relay client yet")
             }

@@ -133,6 +133,30 @@ struct RelayClientTests {
         }
     }
 
+    @Test("a pinned public key (NERelay.rawPublicKeys) replaces the chain check: the relay's own key is accepted though its CA is not trusted; another key is refused")
+    func pinnedKeys() async throws {
+        try await RelayServerTests.withRelay { relay, echo, certificates in
+            let relayKey = try NIOSSLCertificate.fromPEMFile(certificates.certificateFile)[0].extractPublicKey().toSPKIBytes()
+            let untrusted = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.otherCAFile))
+            let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: untrusted, pinnedPublicKeys: [relayKey])
+            let pair = try Self.connectedPair()
+            defer { close(pair.app) }
+            try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+            _ = send(pair.app, "pinned", 6, 0)
+            #expect(try await Self.receive(pair.app, count: 6) == Array("pinned".utf8))
+            await client.close()
+            var otherKey = relayKey
+            otherKey[otherKey.count - 1] ^= 0xFF
+            do {
+                let refused = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, pinnedPublicKeys: [otherKey])
+                await refused.close()
+                Issue.record("a relay whose key is not pinned was accepted")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.description.contains("the connection to the relay failed"), "\(failure)")
+            }
+        }
+    }
+
     @Test("flows opened one after another over one relay connection: each answered and echoed; the time from asking to the first byte back is printed")
     func manyFlows() async throws {
         try await Self.withClient { client, relay, echo in

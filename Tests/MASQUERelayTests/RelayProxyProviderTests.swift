@@ -129,8 +129,9 @@ struct RelayProxyProviderTests {
         }
         #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example")])])]) == nil)
         #expect(refusal(["relays": .array([])])?.contains("relays must name at least one relay") == true)
-        #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example"), "rawPublicKeys": .array([.string("MAA=")])])])])?
-            .contains("pinned keys are not applied by the relay client yet") == true)
+        #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example"), "identityReference": .string("/etc/netext/relay.pem")])])])?
+            .contains("client certificates are not presented by the relay client yet") == true)
+        #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example"), "rawPublicKeys": .array([.string("MAA=")])])])]) == nil)
         #expect(throws: NetExtError.self) { try RelayProxyProvider.settings(from: [:]) }
     }
 }
