@@ -226,6 +226,15 @@ public final class RelayClient: Sendable {
         }
     }
 
+    /// The relay's refusal in its answer to a request (any status but 2xx, RFC 9113 §8.5, RFC
+    /// 9298 §3.3), said with the status and its Proxy-Status (RFC 9209); nil when it accepted.
+    static func refusal(in headers: HPACKHeaders, of what: String) -> Failure? {
+        let status = headers.first(name: ":status").flatMap { Int($0) }
+        if let status, (200..<300).contains(status) { return nil }
+        let reason = headers.first(name: "proxy-status").map { " (\($0))" } ?? ""
+        return Failure(description: "the relay refused \(what) with \(status.map(String.init) ?? "no status")\(reason)", status: status)
+    }
+
     /// Whether the connection to the relay is still up.
     public var isConnected: Bool { connection.isActive }
 
@@ -274,13 +283,11 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         if !isAnswered {
             guard case .headers(let headers) = frame else { return }
             isAnswered = true
-            let status = headers.headers.first(name: ":status").flatMap { Int($0) }
-            if status == 200 {
-                answered.succeed(())
-            } else {
-                let reason = headers.headers.first(name: "proxy-status").map { " (\($0))" } ?? ""
-                answered.fail(RelayClient.Failure(description: "the relay refused the flow to \(authority) with \(status.map(String.init) ?? "no status")\(reason)", status: status))
+            if let refusal = RelayClient.refusal(in: headers.headers, of: "the flow to \(authority)") {
+                answered.fail(refusal)
                 context.close(promise: nil)
+            } else {
+                answered.succeed(())
             }
             return
         }

@@ -102,13 +102,11 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         if !isAnswered {
             guard case .headers(let headers) = frame else { return }
             isAnswered = true
-            let status = headers.headers.first(name: ":status").flatMap { Int($0) }
-            if let status, (200..<300).contains(status) {
-                answered.succeed(())
-            } else {
-                let reason = headers.headers.first(name: "proxy-status").map { " (\($0))" } ?? ""
-                answered.fail(RelayClient.Failure(description: "the relay refused the UDP flow to \(target) with \(status.map(String.init) ?? "no status")\(reason)", status: status))
+            if let refusal = RelayClient.refusal(in: headers.headers, of: "the UDP flow to \(target)") {
+                answered.fail(refusal)
                 context.close(promise: nil)
+            } else {
+                answered.succeed(())
             }
             return
         }

@@ -115,24 +115,25 @@ public final class RelayProxyProvider: TransparentProxyProvider {
     }
 
     /// Moves datagrams both ways until the flow has been idle for ``udpIdle`` or either end
-    /// has closed.
+    /// has closed (the app's flow, or the relay's stream: within a second).
     static func carryDatagrams(_ flow: AppProxyUDPFlow, through relayed: RelayDatagramFlow) async {
         let endpoint = flow.remoteEndpoint
-        let lastActivity = Mutex(ContinuousClock.now)
+        let state = Mutex((lastActivity: ContinuousClock.now, relayEnded: false))
         let back = Task {
             for await payload in relayed.datagrams {
-                lastActivity.withLock { $0 = .now }
+                state.withLock { $0.lastActivity = .now }
                 do { try flow.writeDatagrams([FlowDatagram(data: Data(payload), endpoint: endpoint)]) } catch { break }
             }
+            state.withLock { $0.relayEnded = true }
         }
-        while !Task.isCancelled {
+        while !state.withLock({ $0.relayEnded }) {
             let datagrams: [FlowDatagram]
-            do { datagrams = try await flow.readDatagrams(timeout: .seconds(5)) } catch { break }
+            do { datagrams = try await flow.readDatagrams(timeout: .seconds(1)) } catch { break }
             if datagrams.isEmpty {
-                if ContinuousClock.now - lastActivity.withLock({ $0 }) > udpIdle { break }
+                if ContinuousClock.now - state.withLock({ $0.lastActivity }) > udpIdle { break }
                 continue
             }
-            lastActivity.withLock { $0 = .now }
+            state.withLock { $0.lastActivity = .now }
             for datagram in datagrams { relayed.send(Array(datagram.data)) }
         }
         relayed.close()

@@ -36,14 +36,22 @@ struct RelayProxyProviderTests {
             matchDomains: ["office.example.test"], excludedFQDNs: ["login.office.example.test"])
     }
 
-    @Test("a TCP flow to a match domain goes through the relay and ends in order (not reset) though handed over set to reset; an excluded FQDN's flow is declined")
-    func tcpFlows() async throws {
+    /// A relay (with echo servers) and the provider started for it, handed flows over `daemon`
+    /// (netextd's end of the flow channel) as netextd hands them over.
+    static func withProvider(_ body: (RelayServer, RelayServerTests.EchoServers, RelayProxyProvider, Int32) async throws -> Void) async throws {
         try await RelayServerTests.withRelay(tokens: ["provider-token"]) { relay, echo, certificates in
             let provider = RelayProxyProvider()
             provider.start(settings: Self.settings(relayPort: relay.port), trustRoots: .certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile)))
             let (daemon, providerEnd) = try SocketPair.makePackets()
             defer { SocketPair.close(daemon) }
             AppProxyFlowServer.start(provider, channel: providerEnd, returnsDeclinedFlows: true)
+            try await body(relay, echo, provider, daemon)
+        }
+    }
+
+    @Test("a TCP flow to a match domain goes through the relay and ends in order (not reset) though handed over set to reset; an excluded FQDN's flow is declined")
+    func tcpFlows() async throws {
+        try await Self.withProvider { relay, echo, provider, daemon in
 
             let pair = try LoopbackSockets.connectedPair(timeoutSeconds: 5)
             defer { close(pair.near) }
@@ -78,12 +86,7 @@ struct RelayProxyProviderTests {
 
     @Test("a UDP flow to a match domain: its first datagram and a later one reach the UDP echo through connect-udp, the answers reach the app")
     func udpFlow() async throws {
-        try await RelayServerTests.withRelay(tokens: ["provider-token"]) { relay, echo, certificates in
-            let provider = RelayProxyProvider()
-            provider.start(settings: Self.settings(relayPort: relay.port), trustRoots: .certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile)))
-            let (daemon, providerEnd) = try SocketPair.makePackets()
-            defer { SocketPair.close(daemon) }
-            AppProxyFlowServer.start(provider, channel: providerEnd, returnsDeclinedFlows: true)
+        try await Self.withProvider { relay, echo, provider, daemon in
             let app = try UDPSocket(bindingTo: SocketAddress("127.0.0.1:0")!)
             let flowSide = try UDPSocket(bindingTo: SocketAddress("127.0.0.1:0")!)
             let appAddress = try #require(app.localAddress), flowAddress = try #require(flowSide.localAddress)
