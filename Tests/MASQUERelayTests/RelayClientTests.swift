@@ -30,6 +30,7 @@ struct RelayClientTests {
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while received.count < count {
                 let got = recv(fd, &buffer, min(buffer.count, count - received.count), 0)
+                if got < 0 && errno == EINTR { continue }  // a signal (another test's child ending), not an end
                 if got <= 0 { break }
                 received += buffer[0..<got]
             }
@@ -43,7 +44,9 @@ struct RelayClientTests {
             var timeout = timeval(tv_sec: 20, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var byte: UInt8 = 0
-            return recv(fd, &byte, 1, 0) == 0
+            var got = recv(fd, &byte, 1, 0)
+            while got < 0 && errno == EINTR { got = recv(fd, &byte, 1, 0) }
+            return got == 0
         }
     }
 

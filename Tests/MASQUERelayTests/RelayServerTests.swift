@@ -37,14 +37,23 @@ struct RelayServerTests {
             let tcp = tcp, udp = udp
             Thread {
                 while true {
+                    // A signal (another test's child ending) interrupts a call; it is no end.
                     let client = accept(tcp, nil, nil)
+                    if client < 0 && errno == EINTR { continue }
                     if client < 0 { return }
                     Thread {
                         var buffer = [UInt8](repeating: 0, count: 65_536)
-                        while true {
+                        reading: while true {
                             let count = recv(client, &buffer, buffer.count, 0)
+                            if count < 0 && errno == EINTR { continue }
                             if count <= 0 { break }
-                            _ = send(client, buffer, count, Int32(MSG_NOSIGNAL))
+                            var sent = 0
+                            while sent < count {
+                                let written = buffer[sent..<count].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                                if written < 0 && errno == EINTR { continue }
+                                if written <= 0 { break reading }
+                                sent += written
+                            }
                         }
                         close(client)
                     }.start()
@@ -56,6 +65,7 @@ struct RelayServerTests {
                     var from = sockaddr_storage()
                     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
                     let count = withUnsafeMutablePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(udp, &buffer, buffer.count, 0, $0, &length) } }
+                    if count < 0 && errno == EINTR { continue }
                     if count < 0 { return }
                     let reply = Array("echo:".utf8) + buffer[0..<count]
                     _ = withUnsafePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(udp, reply, reply.count, 0, $0, length) } }

@@ -17,6 +17,7 @@ struct FlowRelayTests {
             var offset = 0
             while offset < chunk.bytes.count {
                 let written = chunk.bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if written < 0 && errno == EINTR { continue }
                 if written <= 0 { return }
                 offset += written
             }
@@ -32,6 +33,7 @@ struct FlowRelayTests {
         var buffer = [UInt8](repeating: 0, count: readSize)
         while true {
             let count = recv(fd, &buffer, buffer.count, 0)
+            if count < 0 && errno == EINTR { continue }
             if count <= 0 { return received }
             received += buffer[0..<count]
             if pauseMicroseconds > 0 { usleep(pauseMicroseconds) }
