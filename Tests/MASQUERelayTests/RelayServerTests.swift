@@ -5,6 +5,7 @@ import Logging
 import MASQUERelay
 import NetExtCore
 import NetExtTestSupport
+import Synchronization
 import Testing
 
 /// `netext-server relay`'s listener on loopback, driven by a client nobody here wrote: a tiny
@@ -14,12 +15,16 @@ import Testing
 @Suite("MASQUE relay over HTTP/2 (CONNECT, connect-udp)", .serialized)
 struct RelayServerTests {
     /// A TCP echo server on 127.0.0.1 (one thread a connection; it echoes until the client's end,
-    /// then closes) and a UDP echo server; both stop when `stop` is closed.
+    /// then closes) and a UDP echo server; both stop with `stop`. Each listening socket is closed
+    /// by its own thread once it has left its last call: closed under a blocked thread, its number
+    /// could be reused by another test's socket before the thread's next call, which would then
+    /// read and write that socket (it did: "echo:" injected into a flow relay test's stream).
     final class EchoServers: @unchecked Sendable {
         let tcp: Int32
         let udp: Int32
         let tcpPort: UInt16
         let udpPort: UInt16
+        private let stopped = Atomic<Bool>(false)
 
         init() throws {
             func bound(_ type: Int32) throws -> (Int32, UInt16) {
@@ -39,8 +44,16 @@ struct RelayServerTests {
                 while true {
                     // A signal (another test's child ending) interrupts a call; it is no end.
                     let client = accept(tcp, nil, nil)
+                    if self.stopped.load(ordering: .acquiring) {
+                        if client >= 0 { close(client) }
+                        close(tcp)
+                        return
+                    }
                     if client < 0 && errno == EINTR { continue }
-                    if client < 0 { return }
+                    if client < 0 {
+                        close(tcp)
+                        return
+                    }
                     Thread {
                         var buffer = [UInt8](repeating: 0, count: 65_536)
                         reading: while true {
@@ -65,8 +78,13 @@ struct RelayServerTests {
                     var from = sockaddr_storage()
                     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
                     let count = withUnsafeMutablePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(udp, &buffer, buffer.count, 0, $0, &length) } }
-                    if count < 0 && errno == EINTR { continue }
-                    if count < 0 { return }
+                    // Woken by `stop` (its shutdown makes the call return 0): done, and the
+                    // socket closed here, after the last call on it.
+                    if self.stopped.load(ordering: .acquiring) || (count < 0 && errno != EINTR) {
+                        close(udp)
+                        return
+                    }
+                    if count < 0 { continue }
                     let reply = Array("echo:".utf8) + buffer[0..<count]
                     _ = withUnsafePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(udp, reply, reply.count, 0, $0, length) } }
                 }
@@ -74,10 +92,10 @@ struct RelayServerTests {
         }
 
         func stop() {
+            stopped.store(true, ordering: .releasing)
+            // Wakes the threads blocked on the sockets; they close them.
             shutdown(tcp, Int32(SHUT_RDWR))
-            close(tcp)
             shutdown(udp, Int32(SHUT_RDWR))
-            close(udp)
         }
     }
 
