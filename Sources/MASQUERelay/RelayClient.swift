@@ -254,8 +254,7 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     private let authority: String
     private let fields: [(name: String, value: String)]
     private let socketDescriptor: Int32
-    private let answered: EventLoopPromise<Void>
-    private var isAnswered = false
+    private var answer: RelayAnswer
     private var socket: (any Channel)?
     private var waiting: [HTTP2Frame.FramePayload] = []
     private var streamContext: ChannelHandlerContext?
@@ -264,7 +263,7 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         self.authority = authority
         self.fields = fields
         self.socketDescriptor = socketDescriptor
-        self.answered = answered
+        self.answer = RelayAnswer(promise: answered, what: "the flow to \(authority)")
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -280,15 +279,11 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        if !isAnswered {
-            guard case .headers(let headers) = frame else { return }
-            isAnswered = true
-            if let refusal = RelayClient.refusal(in: headers.headers, of: "the flow to \(authority)") {
-                answered.fail(refusal)
-                context.close(promise: nil)
-            } else {
-                answered.succeed(())
-            }
+        switch answer.take(frame) {
+        case .notTaken: break
+        case .taken: return
+        case .refused:
+            context.close(promise: nil)
             return
         }
         guard let socket else { return waiting.append(frame) }
@@ -336,10 +331,7 @@ final class ClientStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if !isAnswered {
-            isAnswered = true
-            answered.fail(RelayClient.Failure(description: "the relay closed the stream for \(authority) before answering", status: nil))
-        }
+        answer.streamEnded()
         socket?.close(promise: nil)
         context.fireChannelInactive()
     }

@@ -79,16 +79,13 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias OutboundOut = HTTP2Frame.FramePayload
 
     private let request: HPACKHeaders
-    private let target: String
-    private let answered: EventLoopPromise<Void>
+    private var answer: RelayAnswer
     private let continuation: AsyncStream<[UInt8]>.Continuation
-    private var isAnswered = false
     private var capsules = CapsuleParser()
 
     init(request: HPACKHeaders, target: String, answered: EventLoopPromise<Void>, continuation: AsyncStream<[UInt8]>.Continuation) {
         self.request = request
-        self.target = target
-        self.answered = answered
+        self.answer = RelayAnswer(promise: answered, what: "the UDP flow to \(target)")
         self.continuation = continuation
     }
 
@@ -99,15 +96,11 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        if !isAnswered {
-            guard case .headers(let headers) = frame else { return }
-            isAnswered = true
-            if let refusal = RelayClient.refusal(in: headers.headers, of: "the UDP flow to \(target)") {
-                answered.fail(refusal)
-                context.close(promise: nil)
-            } else {
-                answered.succeed(())
-            }
+        switch answer.take(frame) {
+        case .notTaken: break
+        case .taken: return
+        case .refused:
+            context.close(promise: nil)
             return
         }
         switch frame {
@@ -133,10 +126,7 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if !isAnswered {
-            isAnswered = true
-            answered.fail(RelayClient.Failure(description: "the relay closed the stream for \(target) before answering", status: nil))
-        }
+        answer.streamEnded()
         continuation.finish()
         context.fireChannelInactive()
     }

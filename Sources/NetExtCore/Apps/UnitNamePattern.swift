@@ -42,7 +42,7 @@ public struct UnitNamePattern: Sendable, Hashable, CheckedString {
         var index = 0
         while index < input.count {
             if input[index] == UInt8(ascii: "\\"), index + 3 < input.count, input[index + 1] == UInt8(ascii: "x"),
-               let high = hexValue(input[index + 2]), let low = hexValue(input[index + 3]) {
+               let high = HexDigit.value(input[index + 2]), let low = HexDigit.value(input[index + 3]) {
                 bytes.append(high << 4 | low)
                 index += 4
             } else {
@@ -53,14 +53,6 @@ public struct UnitNamePattern: Sendable, Hashable, CheckedString {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 
     /// Iterative glob with one backtracking point per `*` (linear in practice, never exponential).
     static func glob(_ pattern: ArraySlice<UInt8>, _ text: ArraySlice<UInt8>) -> Bool {

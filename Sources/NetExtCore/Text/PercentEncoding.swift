@@ -19,7 +19,7 @@ public enum PercentEncoding {
                 index += 1
                 continue
             }
-            guard index + 2 < input.count, let high = hexValue(input[index + 1]), let low = hexValue(input[index + 2]) else {
+            guard index + 2 < input.count, let high = HexDigit.value(input[index + 1]), let low = HexDigit.value(input[index + 2]) else {
                 throw .brokenEscape(offset: index)
             }
             bytes.append(high << 4 | low)
@@ -27,14 +27,5 @@ public enum PercentEncoding {
         }
         guard let decoded = String(validating: bytes, as: UTF8.self) else { throw .notUTF8 }
         return decoded
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
