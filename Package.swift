@@ -249,7 +249,7 @@ let package = Package(
         .target(
             name: "MASQUERelay",
             dependencies: [
-                "HTTPCapsules", "HTTPFetching", "HTTPServing", "NetExtCore",
+                "HTTPCapsules", "HTTPFetching", "HTTPServing", "NetExtCore", "VariableLengthIntegers",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -6,13 +6,15 @@ public final class RelayCounters: Sendable {
     public struct Values: Sendable, Hashable {
         public var tcpStreams = 0
         public var udpStreams = 0
+        /// connect-ip tunnels opened.
+        public var ipStreams = 0
         /// 407: no valid credential.
         public var unauthorized = 0
         /// 403: the target is outside the allowed destinations.
         public var forbidden = 0
         /// 400/405/501 and malformed capsule streams.
         public var malformed = 0
-        /// 502: the target has no address or could not be reached.
+        /// 502: the target has no address or could not be reached; 503: no connect-ip address left.
         public var failed = 0
         public var datagramsToTargets = 0
         /// Datagrams too large for UDP, or for a flow whose socket was gone.

@@ -22,9 +22,10 @@ public final class RelayServer: Sendable {
         self.counters = counters
     }
 
-    /// Listens on `host`:`port`.
+    /// Listens on `host`:`port`. With `ipRouter`, connect-ip is served through it; without, it
+    /// is answered 501.
     public static func start(
-        host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, logger: Logger,
+        host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, ipRouter: ConnectIPRouter? = nil, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayServer {
         let context = try tls.makeContext(applicationProtocols: ["h2"])
@@ -41,7 +42,7 @@ public final class RelayServer: Sendable {
                             return channel.close()
                         }
                         return channel.eventLoop.makeCompletedFuture {
-                            try Self.configureHTTP2(channel, policy: policy, counters: counters, logger: logger)
+                            try Self.configureHTTP2(channel, policy: policy, ipRouter: ipRouter, counters: counters, logger: logger)
                         }
                     })
                 }
@@ -53,12 +54,12 @@ public final class RelayServer: Sendable {
 
     /// 100 concurrent streams a connection (swift-nio-http2's default), the relay's windows
     /// (`RelayHTTP2Settings`) and extended CONNECT.
-    static func configureHTTP2(_ channel: any Channel, policy: RelayPolicy, counters: RelayCounters, logger: Logger) throws {
+    static func configureHTTP2(_ channel: any Channel, policy: RelayPolicy, ipRouter: ConnectIPRouter?, counters: RelayCounters, logger: Logger) throws {
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server, connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: true), streamConfiguration: RelayHTTP2Settings.stream
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(RelayStreamHandler(policy: policy, counters: counters, logger: logger))
+                try stream.pipeline.syncOperations.addHandler(RelayStreamHandler(policy: policy, ipRouter: ipRouter, counters: counters, logger: logger))
             }
         }
     }

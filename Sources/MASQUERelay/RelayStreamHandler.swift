@@ -21,10 +21,13 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         /// Resolving or connecting; DATA that arrives meanwhile waits in `pending`.
         case connecting
         case tunnel(any Channel, isUDP: Bool)
+        /// A connect-ip tunnel: packets through the router.
+        case ipTunnel(ConnectIPStream)
         case closed
     }
 
     private let policy: RelayPolicy
+    private let ipRouter: ConnectIPRouter?
     private let counters: RelayCounters
     private let logger: Logger
     private var state = State.awaitingHead
@@ -35,8 +38,9 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     /// The largest UDP payload (65,535 less the IPv6 and UDP headers' 48 bytes is the IPv6 bound).
     static let maximumUDPPayload = 65_527
 
-    init(policy: RelayPolicy, counters: RelayCounters, logger: Logger) {
+    init(policy: RelayPolicy, ipRouter: ConnectIPRouter?, counters: RelayCounters, logger: Logger) {
         self.policy = policy
+        self.ipRouter = ipRouter
         self.counters = counters
         self.logger = logger
     }
@@ -56,6 +60,7 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelInactive(context: ChannelHandlerContext) {
         if case .tunnel(let target, _) = state { target.close(promise: nil) }
+        if case .ipTunnel(let tunnel) = state { tunnel.close() }
         state = .closed
         context.fireChannelInactive()
     }
@@ -78,13 +83,14 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
             refuse(error.status, error.reason, target: error.detail, context: context)
             return
         }
-        state = .connecting
-        pendingEnd = endStream
         let host: String, port: UInt16
         switch request {
         case .tcp(let name, let number): (host, port) = (name, number)
         case .udp(let target): (host, port) = (target.host, target.port)
+        case .ip(let scope): return openIP(scope, endStream: endStream, context: context)
         }
+        state = .connecting
+        pendingEnd = endStream
         let isUDP: Bool = if case .udp = request { true } else { false }
         let eventLoop = context.eventLoop
         let policy = policy
@@ -152,8 +158,60 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+    /// connect-ip: a lease and the routes, then 200 and the opening capsules at once (nothing to
+    /// connect to: the router is the way out).
+    private func openIP(_ scope: ConnectIPScope, endStream: Bool, context: ChannelHandlerContext) {
+        guard let ipRouter else {
+            counters.count(\.malformed)
+            return refuse(501, "the relay has no connect-ip address pool (netext-server relay --ip-pool)", context: context)
+        }
+        if case .name = scope.target {
+            counters.count(\.malformed)
+            return refuse(501, "the relay does not scope connect-ip by name; ask for an address, a prefix or *", target: scope.description, context: context)
+        }
+        guard let tunnel = ConnectIPStream(router: ipRouter, reach: ConnectIPReach(allowed: policy.allowedTargets, scope: scope), stream: context.channel) else {
+            counters.count(\.failed)
+            return refuse(503, "the relay's connect-ip address pool is exhausted", proxyStatus: "proxy_internal_error", context: context)
+        }
+        guard !tunnel.routes.isEmpty else {
+            tunnel.close()
+            counters.count(\.forbidden)
+            return refuse(403, "the scope holds nothing in the relay's allowed destinations", proxyStatus: "destination_ip_prohibited", target: scope.description, context: context)
+        }
+        state = .ipTunnel(tunnel)
+        counters.count(\.ipStreams)
+        context.write(wrapOutboundOut(.headers(.init(headers: [":status": "200", "capsule-protocol": "?1"]))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(bytes: tunnel.opening()))))), promise: nil)
+        if endStream { endIP(tunnel, context: context) }
+    }
+
+    private func ipBody(_ bytes: ByteBuffer, endStream: Bool, tunnel: ConnectIPStream, context: ChannelHandlerContext) {
+        do {
+            let answer = try tunnel.receive(bytes)
+            if !answer.isEmpty { context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(bytes: answer))))), promise: nil) }
+        } catch {
+            // A malformed capsule stream is aborted (RFC 9297 §3.3).
+            counters.count(\.malformed)
+            logger.info("relay: malformed capsules on a connect-ip stream; stream reset", metadata: ["error": "\(error)"])
+            context.writeAndFlush(wrapOutboundOut(.rstStream(.protocolError)), promise: nil)
+            tunnel.close()
+            state = .closed
+            return
+        }
+        if endStream { endIP(tunnel, context: context) }
+    }
+
+    /// The client ended its side: the tunnel is over, its addresses go back to the pool.
+    private func endIP(_ tunnel: ConnectIPStream, context: ChannelHandlerContext) {
+        tunnel.close()
+        state = .closed
+        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)
+    }
+
     private func body(_ bytes: ByteBuffer, endStream: Bool, context: ChannelHandlerContext) {
         switch state {
+        case .ipTunnel(let tunnel):
+            ipBody(bytes, endStream: endStream, tunnel: tunnel, context: context)
         case .connecting:
             pending.append(bytes)
             pendingEnd = pendingEnd || endStream

@@ -4,11 +4,13 @@ import NIOHPACK
 
 /// What one relay stream asks for, read from its request head: a TCP tunnel (CONNECT with only
 /// `:authority`, RFC 9113 §8.5) or UDP proxying (extended CONNECT, RFC 8441 §4, `:protocol
-/// connect-udp` and the target in `:path`, RFC 9298 §3.4). Anything else is refused with the
-/// status a client can act on.
+/// connect-udp` and the target in `:path`, RFC 9298 §3.4) or IP proxying (`:protocol
+/// connect-ip` and the scope in `:path`, RFC 9484 §4.4 and §4.6). Anything else is refused with the status
+/// a client can act on.
 enum RelayRequest: Equatable {
     case tcp(host: String, port: UInt16)
     case udp(ConnectUDPTarget)
+    case ip(ConnectIPScope)
 
     /// A request the relay answers with `status` and a reason for the log.
     struct Refusal: Error, Equatable {
@@ -37,8 +39,14 @@ enum RelayRequest: Equatable {
             do { self = .udp(try ConnectUDPTarget(path: path)) } catch {
                 throw Refusal(status: 400, reason: "the :path is not a connect-udp target (RFC 9298 §2)", detail: error.description)
             }
+        case "connect-ip":
+            guard headers.first(name: ":scheme") == "https", let path = headers.first(name: ":path") else {
+                throw Refusal(status: 400, reason: "connect-ip needs :scheme https and :path (RFC 9484 §4.4)")
+            }
+            do { self = .ip(try ConnectIPScope(path: path)) } catch {
+                throw Refusal(status: 400, reason: "the :path is not a connect-ip scope (RFC 9484 §3)", detail: error.description)
+            }
         case let other?:
-            // connect-ip (RFC 9484) and any other protocol: not served (yet), said plainly.
             throw Refusal(status: 501, reason: "the relay does not serve :protocol \(other)")
         }
     }

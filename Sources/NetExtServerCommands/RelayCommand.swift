@@ -7,16 +7,20 @@ import Logging
 import MASQUERelay
 import NetExtCore
 
-/// `netext-server relay`: a MASQUE relay over HTTP/2 with TLS — CONNECT for TCP (RFC 9113 §8.5)
-/// and connect-udp with HTTP Datagrams in capsules (RFC 9298, RFC 9297).
+/// `netext-server relay`: a MASQUE relay over HTTP/2 with TLS — CONNECT for TCP (RFC 9113 §8.5),
+/// connect-udp with HTTP Datagrams in capsules (RFC 9298, RFC 9297), and connect-ip (RFC 9484)
+/// through a TUN interface when it has an address pool.
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Relay TCP (CONNECT) and UDP (connect-udp) flows to allowed targets over HTTP/2 with TLS (MASQUE).",
+        abstract: "Relay TCP (CONNECT), UDP (connect-udp) and IP (connect-ip) to allowed targets over HTTP/2 with TLS (MASQUE).",
         discussion: """
             Only targets inside an --allow prefix are reached (none by default: no open proxy); a request for another \
             gets 403, a request without one of the --token-file's bearer tokens 407 (when the file is given). TLS offers \
-            ALPN h2 only. SIGHUP reads the TLS certificate again. Logs say why a request was refused, never its bytes.
+            ALPN h2 only. With --ip-pool, connect-ip tunnels get an address each from the pool and their packets go \
+            through a TUN interface (forwarding on; --masquerade for networks with no route back to the pool), only to \
+            the --allow prefixes and from the address given; without it, connect-ip is answered 501. SIGHUP reads the \
+            TLS certificate again. Logs say why a request was refused, never its bytes.
             """)
 
     @Option(help: "Address and port to listen on, e.g. 0.0.0.0:8443 or [::]:8443.") var listen: String
@@ -24,7 +28,26 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "The certificate's private key (PEM).") var key: String
     @Option(help: "A destination prefix the relay may reach (repeat for more), e.g. 10.20.0.0/16.") var allow: [String] = []
     @Option(help: "A file of bearer tokens, one a line; clients must send one (Proxy-Authorization: Bearer …).") var tokenFile: String?
+    @Option(help: "connect-ip: the prefix clients' addresses come from (one IPv4, one IPv6), e.g. 10.77.0.0/24; the relay takes its first address.")
+    var ipPool: [String] = []
+    @Option(help: "connect-ip: the TUN interface's name (%d: the kernel numbers it).") var ipInterface = "nxrelay%d"
+    @Option(help: "connect-ip: the TUN interface's MTU.") var ipMTU = 1500
+    @Option(help: "connect-ip: masquerade the pools' packets out of this interface (repeat for more).") var masquerade: [String] = []
     @OptionGroup var logging: LoggingOptions
+
+    /// connect-ip's router and TUN interface, when there are pools.
+    static func openIP(
+        pools: [IPPrefix], pattern: String, mtu: Int, masquerade: [String], logger: Logger
+    ) throws -> (router: ConnectIPRouter, interface: RelayIPInterface)? {
+        guard !pools.isEmpty else { return nil }
+        // Checked before the interface exists: a pool too small or two of one family.
+        _ = try ConnectIPRouter(pools: pools) { _ in false }
+        let gateways = pools.map { IPPrefix(address: ConnectIPRouter.gateway(in: $0), length: $0.length) }
+        let interface = try RelayIPInterface(pattern: pattern, gateways: gateways, mtu: mtu, masquerade: masquerade, logger: logger)
+        let router = try ConnectIPRouter(pools: pools) { interface.write($0) }
+        interface.start(router: router, logger: logger)
+        return (router, interface)
+    }
 
     func run() async throws {
         logging.bootstrap()
@@ -41,18 +64,32 @@ struct RelayCommand: AsyncParsableCommand {
             tokens = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
             guard !tokens.isEmpty else { throw ValidationError("--token-file \(tokenFile) holds no token") }
         }
+        var pools: [IPPrefix] = []
+        for text in ipPool {
+            do { pools.append(try IPPrefix(text, allowHostBits: false)) } catch { throw ValidationError("--ip-pool \(text): \(error)") }
+        }
+        guard (1...1500 * 64).contains(ipMTU), ipMTU >= (pools.contains(where: \.isIPv6) ? 1280 : 576) else {
+            throw ValidationError("--ip-mtu \(ipMTU) is out of range (576 or more, 1280 or more with an IPv6 pool)")
+        }
+        guard masquerade.isEmpty || !pools.isEmpty else { throw ValidationError("--masquerade needs --ip-pool (it is for connect-ip's packets)") }
         if prefixes.isEmpty { logger.warning("relay: no --allow prefix; every target will be refused") }
         let tls = try ServerTLS(certificateFile: certificate, keyFile: key)
         let policy = RelayPolicy(allowedTargets: prefixes, bearerTokens: tokens)
         let allowed = prefixes.map(\.description)
+        let ip = try Self.openIP(pools: pools, pattern: ipInterface, mtu: ipMTU, masquerade: masquerade, logger: logger)
+        defer { ip?.interface.stop() }
+        let connectIP = ip.map { "\($0.interface.name), pools \(pools.map(\.description))" } ?? "off"
         try await ProcessLifecycle(logger: logger).run(reload: {
             do {
                 try tls.reload()
                 return .applied("TLS certificate read again")
             } catch { return .refused("\(error)") }
         }) { context in
-            let server = try await RelayServer.start(host: host, port: port, tls: tls, policy: policy, logger: logger)
-            logger.notice("relay listening", metadata: ["listen": "\(host):\(server.port)", "allowed": "\(allowed)"])
+            let server = try await RelayServer.start(host: host, port: port, tls: tls, policy: policy, ipRouter: ip?.router, logger: logger)
+            logger.notice("relay listening", metadata: [
+                "listen": "\(host):\(server.port)", "allowed": "\(allowed)",
+                "connect-ip": "\(connectIP)",
+            ])
             context.ready("relaying on \(host):\(server.port)")
             await context.untilShutdown()
             await server.stop()

@@ -128,13 +128,16 @@ struct RelayServerTests {
 
     /// Runs `body` with a relay (allowing 127.0.0.0/8 unless told otherwise), echo servers and
     /// certificates, all removed afterwards.
-    static func withRelay(allow: [String] = ["127.0.0.0/8"], tokens: [String] = [], _ body: (RelayServer, EchoServers, TestCertificates) async throws -> Void) async throws {
+    static func withRelay(
+        allow: [String] = ["127.0.0.0/8"], tokens: [String] = [], ipRouter: ConnectIPRouter? = nil,
+        _ body: (RelayServer, EchoServers, TestCertificates) async throws -> Void
+    ) async throws {
         try await withCleanup(try await TestCertificates.make(), cleanup: { $0.remove() }) { certificates in
             let echo = try EchoServers()
             defer { echo.stop() }
             let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
             let policy = RelayPolicy(allowedTargets: try allow.map { try IPPrefix($0) }, bearerTokens: tokens)
-            let relay = try await RelayServer.start(host: "127.0.0.1", port: 0, tls: tls, policy: policy, logger: Logger(label: "test.relay"))
+            let relay = try await RelayServer.start(host: "127.0.0.1", port: 0, tls: tls, policy: policy, ipRouter: ipRouter, logger: Logger(label: "test.relay"))
             do {
                 try await body(relay, echo, certificates)
             } catch {
@@ -226,8 +229,8 @@ struct RelayServerTests {
         }
     }
 
-    @Test("connect-ip is not served yet: 501, said plainly")
-    func connectIP() async throws {
+    @Test("without an address pool, connect-ip is answered 501, said plainly")
+    func connectIPWithoutPool() async throws {
         try await Self.withRelay { relay, _, certificates in
             let answer = try await Self.client(["127.0.0.1:\(relay.port)", certificates.caFile, "ip"])
             #expect(answer["status"] == "501", "\(answer)")

@@ -5,17 +5,18 @@ import Testing
 struct IPPacketInfoTests {
     static let ipv4: [UInt8] = [0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 99, 0, 2, 10, 20, 0, 5] + [UInt8](repeating: 0, count: 8)
 
-    @Test("IPv4 and IPv6 headers give length and addresses; padding is ignored")
+    @Test("IPv4 and IPv6 headers give length, addresses and protocol; padding is ignored")
     func parses() throws {
         let v4 = try #require(IPPacketInfo(Self.ipv4 + [0, 0, 0, 0]))
-        #expect(!v4.isIPv6 && v4.length == 28 && v4.source == [10, 99, 0, 2] && v4.destination == [10, 20, 0, 5])
+        #expect(!v4.isIPv6 && v4.length == 28 && v4.source == [10, 99, 0, 2] && v4.destination == [10, 20, 0, 5] && v4.ipProtocol == 17)
         var v6 = [UInt8](repeating: 0, count: 48)
         v6[0] = 0x60
         v6[5] = 8
+        v6[6] = 58
         v6[23] = 2
         v6[39] = 1
         let info = try #require(IPPacketInfo(v6))
-        #expect(info.isIPv6 && info.length == 48 && info.source.last == 2 && info.destination.last == 1)
+        #expect(info.isIPv6 && info.length == 48 && info.source.last == 2 && info.destination.last == 1 && info.ipProtocol == 58)
     }
 
     @Test("truncated or inconsistent headers are refused; random bytes never crash")

@@ -1,4 +1,5 @@
-/// The few fields of an IP packet the tunnel needs: version, length, source and destination.
+/// The few fields of an IP packet the tunnel needs: version, length, source and destination, and
+/// the protocol of what it carries.
 /// Parsing checks only what those reads rely on; anything shorter or inconsistent is refused.
 public struct IPPacketInfo: Sendable, Hashable {
     public var isIPv6: Bool
@@ -7,6 +8,8 @@ public struct IPPacketInfo: Sendable, Hashable {
     /// 4 or 16 bytes.
     public var source: [UInt8]
     public var destination: [UInt8]
+    /// IPv4's Protocol, IPv6's Next Header (an extension header's number when one follows).
+    public var ipProtocol: UInt8
 
     /// Parses the header at the start of `bytes`; nil if it is not a well-formed IPv4/IPv6 header
     /// or claims more bytes than there are.
@@ -21,6 +24,7 @@ public struct IPPacketInfo: Sendable, Hashable {
             length = total
             source = Array(bytes[12..<16])
             destination = Array(bytes[16..<20])
+            ipProtocol = bytes[9]
         case 6:
             guard bytes.count >= 40 else { return nil }
             let total = 40 + (Int(bytes[4]) << 8 | Int(bytes[5]))
@@ -29,6 +33,7 @@ public struct IPPacketInfo: Sendable, Hashable {
             length = total
             source = Array(bytes[8..<24])
             destination = Array(bytes[24..<40])
+            ipProtocol = bytes[6]
         default:
             return nil
         }

@@ -7,8 +7,9 @@ import NetExtLinux
 /// behind it: IP forwarding (`"forward": true`) and, for networks that have no route back to the
 /// client pools, masquerading (`"masquerade": ["eth1"]`: source NAT to the outgoing interface's
 /// address, in an nftables table of the server's own). Everything is put back on stop; a table
-/// left by a crashed server is replaced at start.
-struct ServerForwarding {
+/// left by a crashed server is replaced at start. `netext-server relay` uses it too, for its
+/// connect-ip interface.
+package struct ServerForwarding {
     let interface: String
     let ipv4Pool: IPPrefix?
     let ipv6Pool: IPPrefix?
@@ -18,14 +19,21 @@ struct ServerForwarding {
     private(set) var installedTable = false
 
     /// `inet netext_srv_<TUN interface>`: one table per server instance.
-    var tableName: String { "netext_srv_" + interface.map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined() }
+    package var tableName: String { "netext_srv_" + interface.map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined() }
 
     init(configuration: TunnelServerConfiguration, interface: String) {
+        self.init(
+            interface: interface, ipv4Pool: configuration.ipv4Pool.flatMap { try? IPPrefix($0) }, ipv6Pool: configuration.ipv6Pool.flatMap { try? IPPrefix($0) },
+            forward: configuration.forward ?? false, masquerade: configuration.masquerade ?? [])
+    }
+
+    /// Forwarding for `interface`'s pools (always when `masquerade` names interfaces).
+    package init(interface: String, ipv4Pool: IPPrefix?, ipv6Pool: IPPrefix?, forward: Bool, masquerade: [String]) {
         self.interface = interface
-        ipv4Pool = configuration.ipv4Pool.flatMap { try? IPPrefix($0) }
-        ipv6Pool = configuration.ipv6Pool.flatMap { try? IPPrefix($0) }
-        masquerade = configuration.masquerade ?? []
-        forward = (configuration.forward ?? false) || !masquerade.isEmpty
+        self.ipv4Pool = ipv4Pool
+        self.ipv6Pool = ipv6Pool
+        self.masquerade = masquerade
+        self.forward = forward || !masquerade.isEmpty
     }
 
     /// The nftables ruleset for masquerading (nft -f syntax).
@@ -42,7 +50,7 @@ struct ServerForwarding {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    mutating func apply(logger: Logger) throws(NetExtError) {
+    package mutating func apply(logger: Logger) throws(NetExtError) {
         if forward {
             var keys = ["net.ipv4.ip_forward"]
             if ipv6Pool != nil { keys.append("net.ipv6.conf.all.forwarding") }
@@ -66,7 +74,7 @@ struct ServerForwarding {
         logger.info("forwarding with masquerade", metadata: ["table": "inet \(tableName)", "interfaces": "\(masquerade)"])
     }
 
-    mutating func remove() {
+    package mutating func remove() {
         if installedTable, let nft = CommandRunner.nftPath {
             _ = CommandRunner.run(nft, ["delete", "table", "inet", tableName])
             installedTable = false
