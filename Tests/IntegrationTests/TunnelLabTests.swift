@@ -91,18 +91,19 @@ struct TunnelLabTests {
 
     @Test("network relays: the office's internal page (20 MB intact) and UDP echo through netext-server relay at its edge, carried by the built-in relay provider for office.test; an excluded name and other names direct; one TLS connection on the uplink and nothing for the internal host; a relay restart fails a flow cleanly and the next ones recover")
     func relays() async throws {
-        try await runChecks("scripts/e2e/relay.sh", checks: 21, timeout: 240)
+        try await runChecks("scripts/e2e/relay.sh", checks: 28, timeout: 240)
     }
 
-    @Test("scripts/demo-relay shows the office's page and UDP echo through the relay, a public page direct, one TLS connection on the uplink")
+    @Test("scripts/demo-relay shows the office's page and UDP echo through the relay, a public page direct, one TLS connection on the uplink, and pings through connect-ip")
     func relayDemo() async throws {
         let result = try await run("/bin/bash", [Self.root + "/scripts/demo-relay"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("Office intranet: welcome"), "\(result.stdout)")
         #expect(result.stdout.contains("intranet.office.test: through the relays\nwww.public.test: direct"), "\(result.stdout)")
         #expect(result.stdout.contains("in 1 TCP connection(s); 0 packets for the internal host 10.20.0.5"), "\(result.stdout)")
-        // connect-ip is not built: the relay answers it 501, and the demo says so.
-        #expect(result.stdout.hasSuffix("relay: tcp=ok udp=ok connect-ip=fail tls=yes\n"), "\(result.stdout)")
+        // connect-ip: an address from the pool, the office network advertised, pings answered.
+        #expect(result.stdout.contains("assigned=10.77.0.2/32 request=0\nroutes=10.20.0.0-10.20.0.255/0\nreplies=3\nping=ok"), "\(result.stdout)")
+        #expect(result.stdout.hasSuffix("relay: tcp=ok udp=ok connect-ip=ok tls=yes\n"), "\(result.stdout)")
     }
 
     @Test("scripts/demo-app-proxy shows the bound app through the SOCKS provider and dante, another program direct, and a transparent proxy taking one site")

@@ -7,7 +7,9 @@
 # office's internal host (10.20.0.5, which the laptop cannot reach) answer through the relay;
 # an excluded name and names outside the domain go direct; the laptop's uplink carries one TLS
 # connection to the relay and nothing for the office's internal host. Then the relay restarts:
-# a flow fails cleanly and the next ones recover. Needs root.
+# a flow fails cleanly and the next ones recover. connect-ip (RFC 9484) from the laptop by the
+# python3-h2 client: an address from the relay's pool, the office network advertised, pings to
+# the internal host through the relay's TUN interface, a spoofed packet kept out. Needs root.
 # Usage: NETEXT_BIN_DIR=DIR scripts/e2e/relay.sh   Prints one line per check; exits non-zero on failure.
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh relay
@@ -42,7 +44,7 @@ cp "$work/ca/ca.crt" "$work/relay-ca.crt"; chmod 644 "$work/relay-ca.crt"
 (umask 077; echo "lab-relay-token-5c1e" > "$work/relay-tokens")
 start_relay() {
   lab_spawn "$LAB_OFFICE" "$bin/netext-server" relay --listen 203.0.113.2:8443 --certificate "$work/ca/relay.crt" --key "$work/ca/relay.key" \
-    --allow 10.20.0.0/24 --token-file "$work/relay-tokens" 2>> "$work/relay.log"; RELAY_PID=$!
+    --allow 10.20.0.0/24 --token-file "$work/relay-tokens" --ip-pool 10.77.0.0/24 --ip-interface nxrelay0 2>> "$work/relay.log"; RELAY_PID=$!
   lab_wait "office ss -ltn | grep -q '203.0.113.2:8443'" 15
 }
 start_relay
@@ -85,10 +87,27 @@ check "an excluded name (login.office.test) is not carried: straight on, it cann
 check "the relay's log names no target" bash -c "! grep -q '10.20.0.5' '$work/relay.log'"
 check "no token in netextd's log" bash -c "! grep -q 'lab-relay-token' '$work/netextd.log'"
 
+# connect-ip, by a client nobody here wrote: the relay's TUN interface is captured meanwhile.
+ip_tunnel() { laptop /usr/bin/python3 scripts/lib/masque-client.py 203.0.113.2:8443 "$work/relay-ca.crt" ip "$@" --token lab-relay-token-5c1e; }
+check "connect-ip: the relay's TUN interface holds the pool's first address" bash -c "ip netns exec '$LAB_OFFICE' ip -4 addr show dev nxrelay0 | grep -q 'inet 10.77.0.1/24'"
+lab_capture_start TUN_CAPTURE "$LAB_OFFICE" nxrelay0 "$work/relay-tun.pcap"
+ip_tunnel --ping 10.20.0.5 --count 3 --spoof > "$work/connect-ip.txt" 2>&1
+lab_capture_stop "$TUN_CAPTURE" "$work/relay-tun.pcap"
+check "connect-ip: 200, the pool's first client address, the office network advertised" \
+  bash -c "grep -qx 'status=200' '$work/connect-ip.txt' && grep -qx 'assigned=10.77.0.2/32 request=0' '$work/connect-ip.txt' && grep -qx 'routes=10.20.0.0-10.20.0.255/0' '$work/connect-ip.txt'"
+check "connect-ip: three pings to the office's internal host answered through the tunnel" grep -qx 'ping=ok' "$work/connect-ip.txt"
+tun_requests=$(tcpdump -n -r "$work/relay-tun.pcap" "icmp[icmptype] = icmp-echo and src host 10.77.0.2 and dst host 10.20.0.5" 2>/dev/null | wc -l)
+tun_spoofed=$(tcpdump -n -r "$work/relay-tun.pcap" "host 192.0.2.99" 2>/dev/null | wc -l)
+check "connect-ip: the TUN interface carried the 3 echo requests from the assigned address ($tun_requests)" test "$tun_requests" -eq 3
+check "connect-ip: the spoofed packet never reached it ($tun_spoofed packets from 192.0.2.99)" test "$tun_spoofed" -eq 0
+ip_tunnel 10.30.0.0/24 '*' > "$work/connect-ip-outside.txt" 2>&1
+check "connect-ip: a scope outside the allowed network is refused 403" grep -qx 'status=403' "$work/connect-ip-outside.txt"
+
 # The relay restarts: the flows it carried end, a flow during its absence fails cleanly, the
 # next ones after it is back go through a new connection.
 kill "$RELAY_PID"; wait "$RELAY_PID" 2>/dev/null
 check "while the relay is down, a flow fails cleanly (no page, no hang)" no_office_page intranet.office.test
+check "the stopped relay's TUN interface went with it" bash -c "! ip netns exec '$LAB_OFFICE' ip link show nxrelay0 2>/dev/null"
 start_relay
 check "after the relay is back, flows go through it again" office_page 10
 check "and UDP too" udp_echo echo.office.test
