@@ -16,6 +16,8 @@ public final class ConnectIPRouter: Sendable {
         public var droppedFromClients = 0
         /// Network packets for no leased address, or for a stream that could take no more.
         public var droppedFromNetwork = 0
+
+        public init() {}
     }
 
     /// One stream's addresses; `release` gives them back.
@@ -94,6 +96,9 @@ public final class ConnectIPRouter: Sendable {
     public static func gateway(in pool: IPPrefix) -> [UInt8] { host(1, in: pool) }
 
     public var counters: Counters { counts.withLock { $0 } }
+
+    /// Tunnels holding addresses now.
+    public var activeLeases: Int { state.withLock { Set($0.byAddress.values.map(\.leaseID)).count } }
 
     /// Leases one free address of each pool to a stream; `deliver` then gets every packet from
     /// the network for them (on the network's thread) and says whether it took it. nil when a

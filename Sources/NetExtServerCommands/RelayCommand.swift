@@ -6,6 +6,7 @@ import HTTPServing
 import Logging
 import MASQUERelay
 import NetExtCore
+import ServiceMetrics
 
 /// `netext-server relay`: a MASQUE relay over HTTP/2 with TLS — CONNECT for TCP (RFC 9113 §8.5),
 /// connect-udp with HTTP Datagrams in capsules (RFC 9298, RFC 9297), and connect-ip (RFC 9484)
@@ -33,7 +34,24 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "connect-ip: the TUN interface's name (%d: the kernel numbers it).") var ipInterface = "nxrelay%d"
     @Option(help: "connect-ip: the TUN interface's MTU.") var ipMTU = 1500
     @Option(help: "connect-ip: masquerade the pools' packets out of this interface (repeat for more).") var masquerade: [String] = []
+    @Option(help: "Serve Prometheus metrics (streams by kind, refusals by reason, datagrams, connect-ip packets and drops) at http://HOST:PORT/metrics; loopback addresses only.")
+    var metricsListen: String?
     @OptionGroup var logging: LoggingOptions
+
+    /// One line at the end: what the relay did, in counts (no client, no target).
+    static func logTotals(_ relay: RelayCounters.Values, router: ConnectIPRouter?, logger: Logger) {
+        var metadata: Logger.Metadata = [
+            "tcpStreams": "\(relay.tcpStreams)", "udpStreams": "\(relay.udpStreams)", "ipStreams": "\(relay.ipStreams)",
+            "unauthorized": "\(relay.unauthorized)", "forbidden": "\(relay.forbidden)", "malformed": "\(relay.malformed)", "failed": "\(relay.failed)",
+        ]
+        if let ip = router?.counters {
+            metadata["ipPacketsToNetwork"] = "\(ip.packetsToNetwork)"
+            metadata["ipPacketsFromNetwork"] = "\(ip.packetsFromNetwork)"
+            metadata["ipDroppedFromClients"] = "\(ip.droppedFromClients)"
+            metadata["ipDroppedFromNetwork"] = "\(ip.droppedFromNetwork)"
+        }
+        logger.notice("relay stopped", metadata: metadata)
+    }
 
     /// connect-ip's router and TUN interface, when there are pools.
     static func openIP(
@@ -47,6 +65,12 @@ struct RelayCommand: AsyncParsableCommand {
         let router = try ConnectIPRouter(pools: pools) { interface.write($0) }
         interface.start(router: router, logger: logger)
         return (router, interface)
+    }
+
+    func validate() throws {
+        if let metricsListen {
+            do throws(MetricsListenerError) { _ = try MetricsListener.parse(metricsListen) } catch { throw ValidationError(error.message) }
+        }
     }
 
     func run() async throws {
@@ -78,6 +102,7 @@ struct RelayCommand: AsyncParsableCommand {
         let allowed = prefixes.map(\.description)
         let ip = try Self.openIP(pools: pools, pattern: ipInterface, mtu: ipMTU, masquerade: masquerade, logger: logger)
         defer { ip?.interface.stop() }
+        let metricsListen = self.metricsListen
         let connectIP = ip.map { "\($0.interface.name), pools \(pools.map(\.description))" } ?? "off"
         try await ProcessLifecycle(logger: logger).run(reload: {
             do {
@@ -90,9 +115,19 @@ struct RelayCommand: AsyncParsableCommand {
                 "listen": "\(host):\(server.port)", "allowed": "\(allowed)",
                 "connect-ip": "\(connectIP)",
             ])
+            var metricsListener: MetricsListener?
+            if let metricsListen {
+                let exporter = PrometheusExporter(descriptions: RelayServerMetrics.descriptions)
+                let metrics = RelayServerMetrics(factory: exporter)
+                exporter.addCollector { metrics.collect(server.counters.current, router: ip?.router) }
+                metricsListener = try await MetricsListener.start(try MetricsListener.parse(metricsListen), exporter: exporter, logger: logger)
+                logger.info("metrics endpoint ready", metadata: ["listen": "\(metricsListener?.address.description ?? metricsListen)"])
+            }
             context.ready("relaying on \(host):\(server.port)")
             await context.untilShutdown()
             await server.stop()
+            await metricsListener?.stop()
+            Self.logTotals(server.counters.current, router: ip?.router, logger: logger)
         }
     }
 }

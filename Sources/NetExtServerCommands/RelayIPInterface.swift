@@ -28,6 +28,11 @@ final class RelayIPInterface: Sendable {
         do { tun = try TunDevice.open(pattern: pattern, offload: false) } catch {
             throw NetExtError(.connectionFailed, "cannot create the relay's connect-ip interface: \(error)")
         }
+        // Without an IPv6 pool the interface has no use for IPv6: off, so that the kernel sends no
+        // router solicitations or MLD reports into it (the router would drop them as for nobody).
+        if !gateways.contains(where: \.isIPv6) {
+            try? "1\n".write(toFile: "/proc/sys/net/ipv6/conf/\(tun.name)/disable_ipv6", atomically: false, encoding: .utf8)
+        }
         var commands: [[String]] = gateways.map { gateway in
             gateway.isIPv6
                 ? ["-6", "address", "add", gateway.description, "dev", tun.name, "nodad"]

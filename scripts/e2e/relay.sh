@@ -44,7 +44,8 @@ cp "$work/ca/ca.crt" "$work/relay-ca.crt"; chmod 644 "$work/relay-ca.crt"
 (umask 077; echo "lab-relay-token-5c1e" > "$work/relay-tokens")
 start_relay() {
   lab_spawn "$LAB_OFFICE" "$bin/netext-server" relay --listen 203.0.113.2:8443 --certificate "$work/ca/relay.crt" --key "$work/ca/relay.key" \
-    --allow 10.20.0.0/24 --token-file "$work/relay-tokens" --ip-pool 10.77.0.0/24 --ip-interface nxrelay0 2>> "$work/relay.log"; RELAY_PID=$!
+    --allow 10.20.0.0/24 --token-file "$work/relay-tokens" --ip-pool 10.77.0.0/24 --ip-interface nxrelay0 \
+    --metrics-listen 127.0.0.1:9471 2>> "$work/relay.log"; RELAY_PID=$!
   lab_wait "office ss -ltn | grep -q '203.0.113.2:8443'" 15
 }
 start_relay
@@ -102,11 +103,17 @@ check "connect-ip: the TUN interface carried the 3 echo requests from the assign
 check "connect-ip: the spoofed packet never reached it ($tun_spoofed packets from 192.0.2.99)" test "$tun_spoofed" -eq 0
 ip_tunnel 10.30.0.0/24 '*' > "$work/connect-ip-outside.txt" 2>&1
 check "connect-ip: a scope outside the allowed network is refused 403" grep -qx 'status=403' "$work/connect-ip-outside.txt"
+office curl -s -m 5 http://127.0.0.1:9471/metrics > "$work/relay-metrics.txt"
+check "the relay's metrics: one connect-ip tunnel, its 3 packets out and 3 back, the spoofed one dropped, nothing else from the interface, no tunnel left" \
+  bash -c "grep -qx 'netext_masque_relay_streams_total{kind=\"ip\"} 1' '$work/relay-metrics.txt' && grep -qx 'netext_masque_relay_ip_packets_total{direction=\"to_network\"} 3' '$work/relay-metrics.txt' && grep -qx 'netext_masque_relay_ip_packets_total{direction=\"from_network\"} 3' '$work/relay-metrics.txt' && grep -qx 'netext_masque_relay_ip_dropped_total{side=\"from_clients\"} 1' '$work/relay-metrics.txt' && grep -qx 'netext_masque_relay_ip_dropped_total{side=\"from_network\"} 0' '$work/relay-metrics.txt' && grep -Eqx 'netext_masque_relay_ip_tunnels 0(\\.0)?' '$work/relay-metrics.txt'"
+check "the relay's metrics: flows through it counted (TCP and UDP streams), the refused scope as forbidden" \
+  bash -c "grep -Eq '^netext_masque_relay_streams_total\{kind=\"tcp\"\} [1-9]' '$work/relay-metrics.txt' && grep -Eq '^netext_masque_relay_streams_total\{kind=\"udp\"\} [1-9]' '$work/relay-metrics.txt' && grep -qx 'netext_masque_relay_refused_total{reason=\"forbidden\"} 1' '$work/relay-metrics.txt'"
 
 # The relay restarts: the flows it carried end, a flow during its absence fails cleanly, the
 # next ones after it is back go through a new connection.
 kill "$RELAY_PID"; wait "$RELAY_PID" 2>/dev/null
 check "while the relay is down, a flow fails cleanly (no page, no hang)" no_office_page intranet.office.test
+check "the stopped relay logged its totals" grep -q 'msg="relay stopped".*ipDroppedFromClients=1' "$work/relay.log"
 check "the stopped relay's TUN interface went with it" bash -c "! ip netns exec '$LAB_OFFICE' ip link show nxrelay0 2>/dev/null"
 start_relay
 check "after the relay is back, flows go through it again" office_page 10

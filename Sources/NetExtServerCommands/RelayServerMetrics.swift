@@ -1,0 +1,65 @@
+import CoreMetrics
+import MASQUERelay
+import NetExtCore
+import Synchronization
+
+/// What `netext-server relay --metrics-listen` exports (swift-metrics). The relay and its
+/// connect-ip router keep their own counters; before each scrape ``collect(_:router:)`` moves each
+/// Prometheus counter on by what changed since the last one, so the streams pay nothing for it.
+/// Labels are fixed words (a stream's kind, a refusal's reason, a direction) — never a client,
+/// a target or an address.
+final class RelayServerMetrics: Sendable {
+    static let descriptions: [MetricDescription] = [
+        MetricDescription("netext_masque_relay_streams_total", "Streams the relay answered 200, by kind (tcp, udp, ip)."),
+        MetricDescription("netext_masque_relay_refused_total", "Requests refused, by reason (unauthorized 407, forbidden 403, malformed 400/405/501 and reset capsule streams, failed 502/503)."),
+        MetricDescription("netext_masque_relay_datagrams_total", "connect-udp datagrams, by outcome (to_target, dropped)."),
+        MetricDescription("netext_masque_relay_ip_packets_total", "connect-ip packets carried, by direction (to_network, from_network)."),
+        MetricDescription("netext_masque_relay_ip_dropped_total", "connect-ip packets dropped, by side (from_clients: checks or a refusing interface; from_network: no tunnel for the address or a full stream)."),
+        MetricDescription("netext_masque_relay_ip_tunnels", "connect-ip tunnels holding an address now."),
+    ]
+
+    /// One exported counter: its series, the total it last exported, and where the total is read.
+    private struct Series {
+        let counter: Counter
+        var exported: Int
+        let total: @Sendable (RelayCounters.Values, ConnectIPRouter.Counters) -> Int
+    }
+
+    private let series: Mutex<[Series]>
+    private let tunnels: Gauge
+
+    init(factory: any MetricsFactory) {
+        func counter(_ label: String, _ key: String, _ value: String, _ total: @escaping @Sendable (RelayCounters.Values, ConnectIPRouter.Counters) -> Int) -> Series {
+            Series(counter: Counter(label: label, dimensions: [(key, value)], factory: factory), exported: 0, total: total)
+        }
+        series = Mutex([
+            counter("netext_masque_relay_streams_total", "kind", "tcp") { relay, _ in relay.tcpStreams },
+            counter("netext_masque_relay_streams_total", "kind", "udp") { relay, _ in relay.udpStreams },
+            counter("netext_masque_relay_streams_total", "kind", "ip") { relay, _ in relay.ipStreams },
+            counter("netext_masque_relay_refused_total", "reason", "unauthorized") { relay, _ in relay.unauthorized },
+            counter("netext_masque_relay_refused_total", "reason", "forbidden") { relay, _ in relay.forbidden },
+            counter("netext_masque_relay_refused_total", "reason", "malformed") { relay, _ in relay.malformed },
+            counter("netext_masque_relay_refused_total", "reason", "failed") { relay, _ in relay.failed },
+            counter("netext_masque_relay_datagrams_total", "outcome", "to_target") { relay, _ in relay.datagramsToTargets },
+            counter("netext_masque_relay_datagrams_total", "outcome", "dropped") { relay, _ in relay.datagramsDropped },
+            counter("netext_masque_relay_ip_packets_total", "direction", "to_network") { _, ip in ip.packetsToNetwork },
+            counter("netext_masque_relay_ip_packets_total", "direction", "from_network") { _, ip in ip.packetsFromNetwork },
+            counter("netext_masque_relay_ip_dropped_total", "side", "from_clients") { _, ip in ip.droppedFromClients },
+            counter("netext_masque_relay_ip_dropped_total", "side", "from_network") { _, ip in ip.droppedFromNetwork },
+        ])
+        tunnels = Gauge(label: "netext_masque_relay_ip_tunnels", factory: factory)
+    }
+
+    /// Brings the exported series up to the relay's and router's counters.
+    func collect(_ relay: RelayCounters.Values, router: ConnectIPRouter?) {
+        let ip = router?.counters ?? ConnectIPRouter.Counters()
+        tunnels.record(router?.activeLeases ?? 0)
+        series.withLock { all in
+            for index in all.indices {
+                let total = all[index].total(relay, ip)
+                if total > all[index].exported { all[index].counter.increment(by: Int64(total - all[index].exported)) }
+                all[index].exported = total
+            }
+        }
+    }
+}
