@@ -78,14 +78,7 @@ final class HTTPConnectionLimiter: ChannelInboundHandler, @unchecked Sendable {
         if requestsInProgress == 0 { arm() }
     }
 
-    /// The per-source key of an IP peer; nil for a Unix socket.
-    static func sourceKey(of address: SocketAddress) -> SourceKey? {
-        switch address {
-        case let .v4(peer): withUnsafeBytes(of: peer.address.sin_addr) { SourceKey(address: $0) }
-        case let .v6(peer): withUnsafeBytes(of: peer.address.sin6_addr) { SourceKey(address: $0) }
-        case .unixDomainSocket: nil
-        }
-    }
+    static func sourceKey(of address: SocketAddress) -> SourceKey? { HTTPServerUsage.sourceKey(of: address) }
 }
 
 /// A Hummingbird child channel with an `HTTPConnectionLimiter` put first in every connection's

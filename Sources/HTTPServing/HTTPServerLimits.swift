@@ -1,4 +1,5 @@
 import NetExtCore
+import NIOCore
 import Synchronization
 
 /// What clients may hold of an HTTP role's server (issue 26, item 6): connections, request
@@ -25,22 +26,22 @@ public struct HTTPServerLimits: Sendable {
     public init() {}
 }
 
-/// The counters every connection of one server shares.
-final class HTTPServerUsage: Sendable {
-    let limits: HTTPServerLimits
+/// The counters every connection of one server shares (the MASQUE relay's connections too).
+package final class HTTPServerUsage: Sendable {
+    package let limits: HTTPServerLimits
     private let connections = Atomic(0)
     private let bufferedBytes = Atomic(0)
     /// Open connections by source; a source with none has no entry, so the table never holds
     /// more than `maximumConnections` entries.
     private let bySource = Mutex<[SourceKey: Int]>([:])
 
-    init(limits: HTTPServerLimits) {
+    package init(limits: HTTPServerLimits) {
         self.limits = limits
     }
 
     /// Counts a new connection from `source` (nil: a peer without an IP address); `false` (not
     /// counted) when the server or that source is at its limit.
-    func openConnection(from source: SourceKey?) -> Bool {
+    package func openConnection(from source: SourceKey?) -> Bool {
         let now = connections.wrappingAdd(1, ordering: .relaxed).newValue
         guard now <= limits.maximumConnections else {
             connections.wrappingSubtract(1, ordering: .relaxed)
@@ -58,7 +59,7 @@ final class HTTPServerUsage: Sendable {
     }
 
     /// Uncounts a connection `openConnection(from:)` admitted.
-    func closeConnection(from source: SourceKey?) {
+    package func closeConnection(from source: SourceKey?) {
         connections.wrappingSubtract(1, ordering: .relaxed)
         guard let source else { return }
         bySource.withLock { table in
@@ -81,6 +82,15 @@ final class HTTPServerUsage: Sendable {
         if count > 0 { bufferedBytes.wrappingSubtract(count, ordering: .relaxed) }
     }
 
-    var openConnections: Int { connections.load(ordering: .relaxed) }
+    package var openConnections: Int { connections.load(ordering: .relaxed) }
+
+    /// The per-source key of an IP peer; nil for a Unix socket.
+    package static func sourceKey(of address: SocketAddress) -> SourceKey? {
+        switch address {
+        case let .v4(peer): withUnsafeBytes(of: peer.address.sin_addr) { SourceKey(address: $0) }
+        case let .v6(peer): withUnsafeBytes(of: peer.address.sin6_addr) { SourceKey(address: $0) }
+        case .unixDomainSocket: nil
+        }
+    }
     var buffered: Int { bufferedBytes.load(ordering: .relaxed) }
 }

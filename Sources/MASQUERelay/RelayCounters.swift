@@ -19,6 +19,10 @@ public final class RelayCounters: Sendable {
         public var datagramsToTargets = 0
         /// Datagrams too large for UDP, or for a flow whose socket was gone.
         public var datagramsDropped = 0
+        /// Connections closed at accept: the relay or their source was at its cap (`RelayLimits`).
+        public var connectionsRefused = 0
+        /// Connections closed because their TLS handshake did not finish in time.
+        public var handshakesTimedOut = 0
     }
 
     private let values = Mutex(Values())

@@ -9,10 +9,13 @@ enum RelayHTTP2Settings {
     static let streamWindow = 1 << 20
     static let connectionWindow = 8 << 20
 
-    /// `extendedConnect`: the server's `SETTINGS_ENABLE_CONNECT_PROTOCOL = 1` (RFC 8441 §3).
-    static func connection(extendedConnect: Bool) -> NIOHTTP2Handler.ConnectionConfiguration {
+    /// `extendedConnect`: the server's `SETTINGS_ENABLE_CONNECT_PROTOCOL = 1` (RFC 8441 §3);
+    /// `maximumStreams`: its `SETTINGS_MAX_CONCURRENT_STREAMS` (nil: swift-nio-http2's 100).
+    static func connection(extendedConnect: Bool, maximumStreams: Int? = nil) -> NIOHTTP2Handler.ConnectionConfiguration {
         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-        configuration.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .initialWindowSize, value: streamWindow)]
+        configuration.initialSettings = nioDefaultSettings.filter { maximumStreams == nil || $0.parameter != .maxConcurrentStreams }
+            + [HTTP2Setting(parameter: .initialWindowSize, value: streamWindow)]
+        if let maximumStreams { configuration.initialSettings.append(HTTP2Setting(parameter: .maxConcurrentStreams, value: maximumStreams)) }
         if extendedConnect { configuration.initialSettings.append(HTTP2Setting(parameter: .enableConnectProtocol, value: 1)) }
         configuration.targetWindowSize = connectionWindow
         return configuration

@@ -12,51 +12,65 @@ import NIOTLS
 /// stream. A client that does not negotiate `h2` is closed.
 public final class RelayServer: Sendable {
     private let channel: any Channel
+    private let usage: HTTPServerUsage
     public let counters: RelayCounters
+
+    /// Connections open now.
+    public var openConnections: Int { usage.openConnections }
 
     /// The port it listens on (the one asked, or the one the kernel chose for 0).
     public var port: Int { channel.localAddress?.port ?? 0 }
 
-    private init(channel: any Channel, counters: RelayCounters) {
+    private init(channel: any Channel, usage: HTTPServerUsage, counters: RelayCounters) {
         self.channel = channel
+        self.usage = usage
         self.counters = counters
     }
 
     /// Listens on `host`:`port`. With `ipRouter`, connect-ip is served through it; without, it
     /// is answered 501.
     public static func start(
-        host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, ipRouter: ConnectIPRouter? = nil, logger: Logger,
+        host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, ipRouter: ConnectIPRouter? = nil, limits: RelayLimits = RelayLimits(), logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayServer {
         let context = try tls.makeContext(applicationProtocols: ["h2"])
         let counters = RelayCounters()
+        var serverLimits = HTTPServerLimits()
+        serverLimits.maximumConnections = limits.maximumConnections
+        serverLimits.maximumConnectionsPerSource = limits.maximumConnectionsPerClient
+        let usage = HTTPServerUsage(limits: serverLimits)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.addHandler(RelayConnectionGate(usage: usage, counters: counters, handshakeDeadline: limits.handshakeDeadline))
                     try channel.pipeline.syncOperations.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
                         guard case .negotiated("h2") = result else {
                             logger.debug("relay: a client did not negotiate h2; closed")
                             return channel.close()
                         }
                         return channel.eventLoop.makeCompletedFuture {
-                            try Self.configureHTTP2(channel, policy: policy, ipRouter: ipRouter, counters: counters, logger: logger)
+                            try Self.configureHTTP2(channel, policy: policy, ipRouter: ipRouter, limits: limits, counters: counters, logger: logger)
                         }
                     })
                 }
             }
             .bind(host: host, port: port)
             .get()
-        return RelayServer(channel: channel, counters: counters)
+        return RelayServer(channel: channel, usage: usage, counters: counters)
     }
 
-    /// 100 concurrent streams a connection (swift-nio-http2's default), the relay's windows
-    /// (`RelayHTTP2Settings`) and extended CONNECT.
-    static func configureHTTP2(_ channel: any Channel, policy: RelayPolicy, ipRouter: ConnectIPRouter?, counters: RelayCounters, logger: Logger) throws {
+    /// `limits`' concurrent streams a connection, the relay's windows (`RelayHTTP2Settings`) and
+    /// extended CONNECT.
+    static func configureHTTP2(
+        _ channel: any Channel, policy: RelayPolicy, ipRouter: ConnectIPRouter?, limits: RelayLimits, counters: RelayCounters, logger: Logger
+    ) throws {
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-            mode: .server, connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: true), streamConfiguration: RelayHTTP2Settings.stream
+            mode: .server,
+            connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: true, maximumStreams: limits.maximumStreamsPerConnection),
+            streamConfiguration: RelayHTTP2Settings.stream
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(RelayStreamHandler(policy: policy, ipRouter: ipRouter, counters: counters, logger: logger))

@@ -18,7 +18,8 @@ struct RelayCommand: AsyncParsableCommand {
         discussion: """
             Only targets inside an --allow prefix are reached (none by default: no open proxy); a request for another \
             gets 403, a request without one of the --token-file's bearer tokens 407 (when the file is given). TLS offers \
-            ALPN h2 only. With --ip-pool, connect-ip tunnels get an address each from the pool and their packets go \
+            ALPN h2 only. A client holds at most --max-connections-per-client connections of --max-connections, each with \
+            at most --max-streams-per-connection flows, and has --handshake-timeout seconds to finish TLS. With --ip-pool, connect-ip tunnels get an address each from the pool and their packets go \
             through a TUN interface (forwarding on; --masquerade for networks with no route back to the pool), only to \
             the --allow prefixes and from the address given; without it, connect-ip is answered 501. SIGHUP reads the \
             TLS certificate again. Logs say why a request was refused, never its bytes.
@@ -34,6 +35,12 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "connect-ip: the TUN interface's name (%d: the kernel numbers it).") var ipInterface = "nxrelay%d"
     @Option(help: "connect-ip: the TUN interface's MTU.") var ipMTU = 1500
     @Option(help: "connect-ip: masquerade the pools' packets out of this interface (repeat for more).") var masquerade: [String] = []
+    @Option(help: "Connections open at once; more are closed at accept.") var maxConnections = RelayLimits().maximumConnections
+    @Option(help: "Connections one client (an IPv4 address or an IPv6 /64) may hold at once.")
+    var maxConnectionsPerClient = RelayLimits().maximumConnectionsPerClient
+    @Option(help: "Flows and tunnels one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).")
+    var maxStreamsPerConnection = RelayLimits().maximumStreamsPerConnection
+    @Option(help: "Seconds a connection has from accept to finish its TLS handshake.") var handshakeTimeout = RelayLimits().handshakeDeadline
     @Option(help: "Serve Prometheus metrics (streams by kind, refusals by reason, datagrams, connect-ip packets and drops) at http://HOST:PORT/metrics; loopback addresses only.")
     var metricsListen: String?
     @OptionGroup var logging: LoggingOptions
@@ -43,6 +50,7 @@ struct RelayCommand: AsyncParsableCommand {
         var metadata: Logger.Metadata = [
             "tcpStreams": "\(relay.tcpStreams)", "udpStreams": "\(relay.udpStreams)", "ipStreams": "\(relay.ipStreams)",
             "unauthorized": "\(relay.unauthorized)", "forbidden": "\(relay.forbidden)", "malformed": "\(relay.malformed)", "failed": "\(relay.failed)",
+            "connectionsRefused": "\(relay.connectionsRefused)", "handshakesTimedOut": "\(relay.handshakesTimedOut)",
         ]
         if let ip = router?.counters {
             metadata["ipPacketsToNetwork"] = "\(ip.packetsToNetwork)"
@@ -68,6 +76,10 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
+        guard maxConnections > 0, maxConnectionsPerClient > 0, maxStreamsPerConnection > 0 else {
+            throw ValidationError("--max-connections, --max-connections-per-client and --max-streams-per-connection must be at least 1")
+        }
+        guard handshakeTimeout > 0, handshakeTimeout <= 300 else { throw ValidationError("--handshake-timeout must be more than 0 and at most 300 seconds") }
         if let metricsListen {
             do throws(MetricsListenerError) { _ = try MetricsListener.parse(metricsListen) } catch { throw ValidationError(error.message) }
         }
@@ -103,6 +115,12 @@ struct RelayCommand: AsyncParsableCommand {
         let ip = try Self.openIP(pools: pools, pattern: ipInterface, mtu: ipMTU, masquerade: masquerade, logger: logger)
         defer { ip?.interface.stop() }
         let metricsListen = self.metricsListen
+        var limits = RelayLimits()
+        limits.maximumConnections = maxConnections
+        limits.maximumConnectionsPerClient = maxConnectionsPerClient
+        limits.maximumStreamsPerConnection = maxStreamsPerConnection
+        limits.handshakeDeadline = handshakeTimeout
+        let relayLimits = limits
         let connectIP = ip.map { "\($0.interface.name), pools \(pools.map(\.description))" } ?? "off"
         try await ProcessLifecycle(logger: logger).run(reload: {
             do {
@@ -110,7 +128,7 @@ struct RelayCommand: AsyncParsableCommand {
                 return .applied("TLS certificate read again")
             } catch { return .refused("\(error)") }
         }) { context in
-            let server = try await RelayServer.start(host: host, port: port, tls: tls, policy: policy, ipRouter: ip?.router, logger: logger)
+            let server = try await RelayServer.start(host: host, port: port, tls: tls, policy: policy, ipRouter: ip?.router, limits: relayLimits, logger: logger)
             logger.notice("relay listening", metadata: [
                 "listen": "\(host):\(server.port)", "allowed": "\(allowed)",
                 "connect-ip": "\(connectIP)",
@@ -119,7 +137,7 @@ struct RelayCommand: AsyncParsableCommand {
             if let metricsListen {
                 let exporter = PrometheusExporter(descriptions: RelayServerMetrics.descriptions)
                 let metrics = RelayServerMetrics(factory: exporter)
-                exporter.addCollector { metrics.collect(server.counters.current, router: ip?.router) }
+                exporter.addCollector { metrics.collect(server.counters.current, openConnections: server.openConnections, router: ip?.router) }
                 metricsListener = try await MetricsListener.start(try MetricsListener.parse(metricsListen), exporter: exporter, logger: logger)
                 logger.info("metrics endpoint ready", metadata: ["listen": "\(metricsListener?.address.description ?? metricsListen)"])
             }

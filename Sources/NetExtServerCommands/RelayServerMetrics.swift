@@ -16,6 +16,8 @@ final class RelayServerMetrics: Sendable {
         MetricDescription("netext_masque_relay_ip_packets_total", "connect-ip packets carried, by direction (to_network, from_network)."),
         MetricDescription("netext_masque_relay_ip_dropped_total", "connect-ip packets dropped, by side (from_clients: checks or a refusing interface; from_network: no tunnel for the address or a full stream)."),
         MetricDescription("netext_masque_relay_ip_tunnels", "connect-ip tunnels holding an address now."),
+        MetricDescription("netext_masque_relay_connections", "Client connections open now."),
+        MetricDescription("netext_masque_relay_connections_closed_total", "Connections the relay closed, by reason (over_limit: at accept, the relay or the client at its cap; handshake_timeout)."),
     ]
 
     /// One exported counter: its series, the total it last exported, and where the total is read.
@@ -27,6 +29,7 @@ final class RelayServerMetrics: Sendable {
 
     private let series: Mutex<[Series]>
     private let tunnels: Gauge
+    private let connections: Gauge
 
     init(factory: any MetricsFactory) {
         func counter(_ label: String, _ key: String, _ value: String, _ total: @escaping @Sendable (RelayCounters.Values, ConnectIPRouter.Counters) -> Int) -> Series {
@@ -46,14 +49,18 @@ final class RelayServerMetrics: Sendable {
             counter("netext_masque_relay_ip_packets_total", "direction", "from_network") { _, ip in ip.packetsFromNetwork },
             counter("netext_masque_relay_ip_dropped_total", "side", "from_clients") { _, ip in ip.droppedFromClients },
             counter("netext_masque_relay_ip_dropped_total", "side", "from_network") { _, ip in ip.droppedFromNetwork },
+            counter("netext_masque_relay_connections_closed_total", "reason", "over_limit") { relay, _ in relay.connectionsRefused },
+            counter("netext_masque_relay_connections_closed_total", "reason", "handshake_timeout") { relay, _ in relay.handshakesTimedOut },
         ])
         tunnels = Gauge(label: "netext_masque_relay_ip_tunnels", factory: factory)
+        connections = Gauge(label: "netext_masque_relay_connections", factory: factory)
     }
 
     /// Brings the exported series up to the relay's and router's counters.
-    func collect(_ relay: RelayCounters.Values, router: ConnectIPRouter?) {
+    func collect(_ relay: RelayCounters.Values, openConnections: Int, router: ConnectIPRouter?) {
         let ip = router?.counters ?? ConnectIPRouter.Counters()
         tunnels.record(router?.activeLeases ?? 0)
+        connections.record(openConnections)
         series.withLock { all in
             for index in all.indices {
                 let total = all[index].total(relay, ip)

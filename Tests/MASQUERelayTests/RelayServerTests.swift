@@ -129,7 +129,7 @@ struct RelayServerTests {
     /// Runs `body` with a relay (allowing 127.0.0.0/8 unless told otherwise), echo servers and
     /// certificates, all removed afterwards.
     static func withRelay(
-        allow: [String] = ["127.0.0.0/8"], tokens: [String] = [], ipRouter: ConnectIPRouter? = nil,
+        allow: [String] = ["127.0.0.0/8"], tokens: [String] = [], ipRouter: ConnectIPRouter? = nil, limits: RelayLimits = RelayLimits(),
         _ body: (RelayServer, EchoServers, TestCertificates) async throws -> Void
     ) async throws {
         try await withCleanup(try await TestCertificates.make(), cleanup: { $0.remove() }) { certificates in
@@ -137,7 +137,7 @@ struct RelayServerTests {
             defer { echo.stop() }
             let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
             let policy = RelayPolicy(allowedTargets: try allow.map { try IPPrefix($0) }, bearerTokens: tokens)
-            let relay = try await RelayServer.start(host: "127.0.0.1", port: 0, tls: tls, policy: policy, ipRouter: ipRouter, logger: Logger(label: "test.relay"))
+            let relay = try await RelayServer.start(host: "127.0.0.1", port: 0, tls: tls, policy: policy, ipRouter: ipRouter, limits: limits, logger: Logger(label: "test.relay"))
             do {
                 try await body(relay, echo, certificates)
             } catch {

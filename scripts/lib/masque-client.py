@@ -235,6 +235,7 @@ def main():
     while not settled and time.monotonic() < deadline:
         settled = any(isinstance(event, h2.events.RemoteSettingsChanged) for event in events())
 
+    print("max_streams=%d" % connection.remote_settings.max_concurrent_streams)
     payload = (args.payload * args.repeat).encode()
     headers = [(":method", "CONNECT")]
     if args.mode == "tcp":

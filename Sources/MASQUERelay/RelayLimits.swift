@@ -1,0 +1,16 @@
+/// What one client may hold of the relay: connections (by source: an IPv4 address or an IPv6
+/// /64, as the HTTP roles count them), streams a connection, and time to finish its TLS
+/// handshake. Past a connection cap a new connection is closed as soon as it is accepted; past
+/// the streams cap HTTP/2 refuses the stream (`SETTINGS_MAX_CONCURRENT_STREAMS`, RFC 9113 §5.1.2).
+public struct RelayLimits: Sendable, Hashable {
+    /// Connections open at once.
+    public var maximumConnections = 1024
+    /// Connections one source may hold at once (a NAT's users share one).
+    public var maximumConnectionsPerClient = 32
+    /// Streams (flows, tunnels) one connection may have open at once.
+    public var maximumStreamsPerConnection = 256
+    /// Seconds from accept to a finished TLS handshake; then the connection is closed.
+    public var handshakeDeadline: Double = 10
+
+    public init() {}
+}

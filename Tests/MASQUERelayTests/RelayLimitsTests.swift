@@ -1,0 +1,103 @@
+import Foundation
+import Glibc
+import MASQUERelay
+import NetExtTestSupport
+import Testing
+
+/// The relay's caps on what one client holds (`RelayLimits`), against its listener on loopback:
+/// raw TCP connections that never start TLS hold slots, and the python3-h2 client is the client
+/// that wants one.
+@Suite("MASQUE relay: per-client limits", .serialized)
+struct RelayLimitsTests {
+    /// A TCP connection to 127.0.0.1:`port` that sends nothing.
+    static func idleConnection(to port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: in_port_t(UInt16(port).bigEndian), sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard result == 0 else {
+            close(fd)
+            throw RelayServerTests.EchoFailure(description: "could not connect to the relay (errno \(errno))")
+        }
+        return fd
+    }
+
+    /// Whether the relay closed `fd` within `seconds` (a read returns end of file), off the pool.
+    static func closedByRelay(_ fd: Int32, within seconds: Int) async throws -> Bool {
+        try await offPool {
+            var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var byte: UInt8 = 0
+            let deadline = Date().addingTimeInterval(Double(seconds))
+            while true {
+                let count = recv(fd, &byte, 1, 0)
+                // An end of file, or a reset (a connection closed before anything was read may be).
+                if count == 0 || (count < 0 && errno == ECONNRESET) { return true }
+                if count < 0 && errno == EINTR && Date() < deadline { continue }
+                return false
+            }
+        }
+    }
+
+    @Test("a client at its connection cap: the next connection is closed at accept and counted; once it lets one go, it connects again")
+    func perClientCap() async throws {
+        var limits = RelayLimits()
+        limits.maximumConnectionsPerClient = 2
+        limits.handshakeDeadline = 120  // the idle connections hold their slots for the whole test
+        try await RelayServerTests.withRelay(limits: limits) { relay, echo, certificates in
+            let held = [try Self.idleConnection(to: relay.port), try Self.idleConnection(to: relay.port)]
+            defer { held.forEach { close($0) } }
+            // Accepted connections are set up on the event loops in no fixed order: the two are
+            // counted before the third arrives.
+            for _ in 0..<100 where relay.openConnections < 2 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(relay.openConnections == 2)
+            let third = try Self.idleConnection(to: relay.port)
+            defer { close(third) }
+            #expect(try await Self.closedByRelay(third, within: 5), "the third connection is closed at once")
+            #expect(try await !Self.closedByRelay(held[0], within: 1), "the first two stay open")
+            let refused = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(echo.tcpPort)"])
+            #expect(refused["status"] == nil, "\(refused)")
+            #expect(relay.counters.current.connectionsRefused == 2)
+            close(held[1])
+            // The relay hears the close and counts the slot free.
+            var answer: [String: String] = [:]
+            for _ in 0..<50 where answer["status"] != "200" {
+                answer = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(echo.tcpPort)"])
+                if answer["status"] != "200" { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(answer["status"] == "200" && answer["echoed"] == "yes", "\(answer)")
+            #expect(relay.openConnections == 1, "the held connection; the client's went when it exited")
+        }
+    }
+
+    @Test("a connection that does not finish its TLS handshake in time is closed and counted; a client that does is served")
+    func handshakeDeadline() async throws {
+        var limits = RelayLimits()
+        limits.handshakeDeadline = 0.5
+        try await RelayServerTests.withRelay(limits: limits) { relay, echo, certificates in
+            let silent = try Self.idleConnection(to: relay.port)
+            defer { close(silent) }
+            let started = Date()
+            #expect(try await Self.closedByRelay(silent, within: 5))
+            #expect(Date().timeIntervalSince(started) < 3)
+            #expect(relay.counters.current.handshakesTimedOut == 1)
+            let answer = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(echo.tcpPort)", "--payload", "ping"])
+            #expect(answer["status"] == "200" && answer["echoed"] == "yes", "\(answer)")
+            // Its handshake finished: it was not cut when the deadline passed during its exchange.
+            #expect(relay.counters.current.handshakesTimedOut == 1)
+        }
+    }
+
+    @Test("the streams a connection may hold are the relay's HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS")
+    func streamsCap() async throws {
+        var limits = RelayLimits()
+        limits.maximumStreamsPerConnection = 7
+        try await RelayServerTests.withRelay(limits: limits) { relay, echo, certificates in
+            let answer = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(echo.tcpPort)"])
+            #expect(answer["max_streams"] == "7", "\(answer)")
+        }
+        try await RelayServerTests.withRelay { relay, echo, certificates in
+            let answer = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(echo.tcpPort)"])
+            #expect(answer["max_streams"] == "\(RelayLimits().maximumStreamsPerConnection)", "\(answer)")
+        }
+    }
+}
