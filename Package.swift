@@ -472,8 +472,10 @@ let package = Package(
             dependencies: [
                 "NetExtFilters", "NetExt",
                 "PrivacyServices", "PrivacyPass", "ObliviousHTTP", "HTTPServing", "URLFilter", "NetExtTestSupport", "ServiceMetrics", "NetExtCore",
+                "MASQUERelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
         .testTarget(name: "ObliviousHTTPTests", dependencies: ["ObliviousHTTP", "VariableLengthIntegers", "NetExtTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "HTTPCapsulesTests", dependencies: ["HTTPCapsules", "NetExtCore", "NetExtTestSupport", "VariableLengthIntegers"]),

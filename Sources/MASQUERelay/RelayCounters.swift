@@ -10,6 +10,8 @@ public final class RelayCounters: Sendable {
         public var ipStreams = 0
         /// 407: no valid credential.
         public var unauthorized = 0
+        /// Privacy Pass tokens redeemed (each admits its connection).
+        public var privateTokensRedeemed = 0
         /// 403: the target is outside the allowed destinations.
         public var forbidden = 0
         /// 400/405/501 and malformed capsule streams.

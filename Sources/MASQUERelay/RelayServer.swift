@@ -71,9 +71,10 @@ public final class RelayServer: Sendable {
             mode: .server,
             connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: true, maximumStreams: limits.maximumStreamsPerConnection),
             streamConfiguration: RelayHTTP2Settings.stream
-        ) { stream in
+        ) { [admission = RelayConnectionAdmission()] stream in
             stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(RelayStreamHandler(policy: policy, ipRouter: ipRouter, counters: counters, logger: logger))
+                try stream.pipeline.syncOperations.addHandler(
+                    RelayStreamHandler(policy: policy, admission: admission, ipRouter: ipRouter, counters: counters, logger: logger))
             }
         }
     }

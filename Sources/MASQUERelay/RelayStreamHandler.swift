@@ -27,6 +27,7 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private let policy: RelayPolicy
+    private let admission: RelayConnectionAdmission
     private let ipRouter: ConnectIPRouter?
     private let counters: RelayCounters
     private let logger: Logger
@@ -38,8 +39,9 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     /// The largest UDP payload (65,535 less the IPv6 and UDP headers' 48 bytes is the IPv6 bound).
     static let maximumUDPPayload = 65_527
 
-    init(policy: RelayPolicy, ipRouter: ConnectIPRouter?, counters: RelayCounters, logger: Logger) {
+    init(policy: RelayPolicy, admission: RelayConnectionAdmission, ipRouter: ConnectIPRouter?, counters: RelayCounters, logger: Logger) {
         self.policy = policy
+        self.admission = admission
         self.ipRouter = ipRouter
         self.counters = counters
         self.logger = logger
@@ -72,11 +74,39 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func head(_ headers: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext) {
-        guard policy.admits(authorization: headers.first(name: "proxy-authorization") ?? headers.first(name: "authorization")) else {
+        let credential = headers.first(name: "proxy-authorization") ?? headers.first(name: "authorization")
+        switch RelayAuthorization.decide(credential, policy: policy, admission: admission) {
+        case .admitted:
+            authorized(headers, endStream: endStream, context: context)
+        case .refused(let reason, let challenges):
             counters.count(\.unauthorized)
-            refuse(407, "no valid bearer credential", extra: [("proxy-authenticate", "Bearer")], context: context)
-            return
+            refuse(407, reason, extra: challenges.map { ("proxy-authenticate", $0) }, context: context)
+        case .redeem(let verifier, let credential):
+            // DATA that arrives while the token is redeemed waits in `pending`.
+            state = .connecting
+            pendingEnd = endStream
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            let policy = policy
+            Task {
+                let refusal = await RelayAuthorization.redeem(credential, with: verifier, policy: policy)
+                eventLoop.execute { [self] in
+                    let context = loopBound.value
+                    guard case .connecting = state else { return }  // the stream went meanwhile
+                    if let (status, reason, challenges) = refusal {
+                        counters.count(status == 407 ? \.unauthorized : \.failed)
+                        return refuse(status, reason, extra: challenges.map { ("proxy-authenticate", $0) }, context: context)
+                    }
+                    admission.admitted = true
+                    counters.count(\.privateTokensRedeemed)
+                    authorized(headers, endStream: pendingEnd, context: context)
+                }
+            }
         }
+    }
+
+    /// The request of a stream its credential admitted: read, then connected, opened or refused.
+    private func authorized(_ headers: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext) {
         let request: RelayRequest
         do { request = try RelayRequest(headers) } catch {
             counters.count(\.malformed)
@@ -182,7 +212,14 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         counters.count(\.ipStreams)
         context.write(wrapOutboundOut(.headers(.init(headers: [":status": "200", "capsule-protocol": "?1"]))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer(bytes: tunnel.opening()))))), promise: nil)
-        if endStream { endIP(tunnel, context: context) }
+        // What arrived while a token was redeemed.
+        let waiting = pending
+        pending = []
+        for bytes in waiting {
+            guard case .ipTunnel = state else { return }
+            ipBody(bytes, endStream: false, tunnel: tunnel, context: context)
+        }
+        if endStream, case .ipTunnel = state { endIP(tunnel, context: context) }
     }
 
     private func ipBody(_ bytes: ByteBuffer, endStream: Bool, tunnel: ConnectIPStream, context: ChannelHandlerContext) {

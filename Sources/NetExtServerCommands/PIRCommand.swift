@@ -24,12 +24,7 @@ struct PIRCommand: AsyncParsableCommand {
     @Option(help: "Megabytes (MiB) of evaluation-key material kept at most, whatever --key-capacity says (a key of the URL filter's parameters is about 1.4 MB).") var keyStoreMegabytes = EvaluationKeyStore.defaultByteBudget >> 20
     @Option(help: "Queries one /queries message may hold (1-64). With Privacy Pass each message spends one token, so this is what one token buys.") var maxQueriesPerRequest = PIRRequestHandler.protocolMaximumQueries
     @Option(help: "Queries waiting to run at most; beyond that, requests are answered 503 with Retry-After.") var queueCapacity = 1024
-    @Option(help: "Require Privacy Pass tokens from this issuer (its base URL, e.g. http://10.0.0.2:8081).") var privacyPassIssuer: String?
-    @Option(help: "The issuer name in token challenges (default: the issuer URL's host).") var issuerName: String?
-    @Option(help: "This origin's name in token challenges.") var originName = "pir.netext"
-    @Flag(help: "Accept tokens made for any challenge of the issuer, as Apple's PIR service does (Apple's clients fetch tokens ahead of time with a challenge of their own); by default a token must be for this origin's challenge.") var acceptAnyTokenChallenge = false
-    @Option(help: "SQLite file of redeemed tokens (default: DATABASE/spent-tokens.sqlite).") var spentTokens: String?
-    @Option(help: "Seconds between fetches of the issuer's key directory (failed fetches are retried sooner, backing off from 5 s).") var directoryRefreshSeconds: Double = 300
+    @OptionGroup var privacyPass: PrivacyPassOriginOptions
     @OptionGroup var serving: HTTPServingOptions
     @OptionGroup var upstream: UpstreamTrustOptions
     @OptionGroup var logging: LoggingOptions
@@ -40,9 +35,6 @@ struct PIRCommand: AsyncParsableCommand {
         }
         guard queueCapacity >= maxQueriesPerRequest else {
             throw ValidationError("--queue-capacity (\(queueCapacity)) must hold at least one request of --max-queries-per-request (\(maxQueriesPerRequest))")
-        }
-        guard directoryRefreshSeconds >= 1, directoryRefreshSeconds <= 86_400 else {
-            throw ValidationError("--directory-refresh-seconds must be 1 to 86400, got \(directoryRefreshSeconds)")
         }
         guard keyCapacity >= 1 else { throw ValidationError("--key-capacity must be at least 1, got \(keyCapacity)") }
         guard (1...65_536).contains(keyStoreMegabytes) else { throw ValidationError("--key-store-megabytes must be 1 to 65536, got \(keyStoreMegabytes)") }
@@ -62,19 +54,9 @@ struct PIRCommand: AsyncParsableCommand {
             useCases: useCases, keyCapacity: keyCapacity, keyByteBudget: keyStoreMegabytes << 20, maximumQueriesPerRequest: maxQueriesPerRequest,
             metrics: PIRMetrics(factory: metrics.exporter))
         metrics.exporter.addCollector { handler.sampleMetrics() }
-        var verifier: PrivateTokenVerifier?
         let tls = try HTTPServiceRunner.serverTLS(serving)
-        if let privacyPassIssuer {
-            let trust = try HTTPServiceRunner.upstreamTLS(upstream)
-            guard let base = URL(string: privacyPassIssuer), let host = base.host else { throw ValidationError("--privacy-pass-issuer must be a URL, got \(privacyPassIssuer)") }
-            let directoryURL = URL(string: base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + IssuerDirectory.wellKnownPath)!
-            do throws(PrivacyServiceError) {
-                let store = try SpentTokenStore(path: spentTokens ?? database + "/spent-tokens.sqlite")
-                verifier = PrivateTokenVerifier(issuerName: issuerName ?? host, originName: originName, directoryURL: directoryURL, spent: store, refreshInterval: directoryRefreshSeconds, tls: trust,
-                    acceptsAnyChallenge: acceptAnyTokenChallenge, logger: logger)
-            } catch { throw HTTPServiceRunner.fail("\(error)") }
-            if await verifier?.refreshKeys() != true { logger.warning("the issuer's directory is not reachable yet; requests get 503 until it is") }
-        }
+        let verifier = try await privacyPass.makeVerifier(
+            defaultOriginName: "pir.netext", defaultSpentTokens: database + "/spent-tokens.sqlite", upstream: upstream, logger: logger)
         let server = PIRHTTPServer(handler: handler, logger: logger, authorizer: verifier, workCapacity: queueCapacity, limits: serving.limits, tls: tls, metrics: metrics.server)
         // SIGHUP: reload from disk; keep serving the old databases when the new ones fail to load.
         let databaseRoot = database, threadCount = threads

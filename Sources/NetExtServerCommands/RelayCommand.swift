@@ -17,7 +17,8 @@ struct RelayCommand: AsyncParsableCommand {
         abstract: "Relay TCP (CONNECT), UDP (connect-udp) and IP (connect-ip) to allowed targets over HTTP/2 with TLS (MASQUE).",
         discussion: """
             Only targets inside an --allow prefix are reached (none by default: no open proxy); a request for another \
-            gets 403, a request without one of the --token-file's bearer tokens 407 (when the file is given). TLS offers \
+            gets 403, a request without one of the --token-file's bearer tokens or a Privacy Pass token from \
+            --privacy-pass-issuer 407 (when either is given; a Privacy Pass token admits its whole connection). TLS offers \
             ALPN h2 only. A client holds at most --max-connections-per-client connections of --max-connections, each with \
             at most --max-streams-per-connection flows, and has --handshake-timeout seconds to finish TLS. With --ip-pool, connect-ip tunnels get an address each from the pool and their packets go \
             through a TUN interface (forwarding on; --masquerade for networks with no route back to the pool), only to \
@@ -41,6 +42,8 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "Flows and tunnels one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).")
     var maxStreamsPerConnection = RelayLimits().maximumStreamsPerConnection
     @Option(help: "Seconds a connection has from accept to finish its TLS handshake.") var handshakeTimeout = RelayLimits().handshakeDeadline
+    @OptionGroup var privacyPass: PrivacyPassOriginOptions
+    @OptionGroup var upstream: UpstreamTrustOptions
     @Option(help: "Serve Prometheus metrics (streams by kind, refusals by reason, datagrams, connect-ip packets and drops) at http://HOST:PORT/metrics; loopback addresses only.")
     var metricsListen: String?
     @OptionGroup var logging: LoggingOptions
@@ -49,7 +52,7 @@ struct RelayCommand: AsyncParsableCommand {
     static func logTotals(_ relay: RelayCounters.Values, router: ConnectIPRouter?, logger: Logger) {
         var metadata: Logger.Metadata = [
             "tcpStreams": "\(relay.tcpStreams)", "udpStreams": "\(relay.udpStreams)", "ipStreams": "\(relay.ipStreams)",
-            "unauthorized": "\(relay.unauthorized)", "forbidden": "\(relay.forbidden)", "malformed": "\(relay.malformed)", "failed": "\(relay.failed)",
+            "unauthorized": "\(relay.unauthorized)", "privateTokensRedeemed": "\(relay.privateTokensRedeemed)", "forbidden": "\(relay.forbidden)", "malformed": "\(relay.malformed)", "failed": "\(relay.failed)",
             "connectionsRefused": "\(relay.connectionsRefused)", "handshakesTimedOut": "\(relay.handshakesTimedOut)",
         ]
         if let ip = router?.counters {
@@ -109,8 +112,10 @@ struct RelayCommand: AsyncParsableCommand {
         }
         guard masquerade.isEmpty || !pools.isEmpty else { throw ValidationError("--masquerade needs --ip-pool (it is for connect-ip's packets)") }
         if prefixes.isEmpty { logger.warning("relay: no --allow prefix; every target will be refused") }
+        if tokens.isEmpty && privacyPass.privacyPassIssuer == nil { logger.warning("relay: no --token-file or --privacy-pass-issuer; anyone who reaches it may use it") }
         let tls = try ServerTLS(certificateFile: certificate, keyFile: key)
-        let policy = RelayPolicy(allowedTargets: prefixes, bearerTokens: tokens)
+        let verifier = try await privacyPass.makeVerifier(defaultOriginName: "relay.netext", defaultSpentTokens: nil, upstream: upstream, logger: logger)
+        let policy = RelayPolicy(allowedTargets: prefixes, bearerTokens: tokens, privateTokens: verifier)
         let allowed = prefixes.map(\.description)
         let ip = try Self.openIP(pools: pools, pattern: ipInterface, mtu: ipMTU, masquerade: masquerade, logger: logger)
         defer { ip?.interface.stop() }
@@ -121,6 +126,8 @@ struct RelayCommand: AsyncParsableCommand {
         limits.maximumStreamsPerConnection = maxStreamsPerConnection
         limits.handshakeDeadline = handshakeTimeout
         let relayLimits = limits
+        let asked = [tokens.isEmpty ? nil : "bearer tokens", verifier == nil ? nil : "Privacy Pass"].compactMap { $0 }
+        let credentials = asked.isEmpty ? "none" : asked.joined(separator: ", ")
         let connectIP = ip.map { "\($0.interface.name), pools \(pools.map(\.description))" } ?? "off"
         try await ProcessLifecycle(logger: logger).run(reload: {
             do {
@@ -132,6 +139,7 @@ struct RelayCommand: AsyncParsableCommand {
             logger.notice("relay listening", metadata: [
                 "listen": "\(host):\(server.port)", "allowed": "\(allowed)",
                 "connect-ip": "\(connectIP)",
+                "credentials": "\(credentials)",
             ])
             var metricsListener: MetricsListener?
             if let metricsListen {

@@ -17,6 +17,7 @@ final class RelayServerMetrics: Sendable {
         MetricDescription("netext_masque_relay_ip_dropped_total", "connect-ip packets dropped, by side (from_clients: checks or a refusing interface; from_network: no tunnel for the address or a full stream)."),
         MetricDescription("netext_masque_relay_ip_tunnels", "connect-ip tunnels holding an address now."),
         MetricDescription("netext_masque_relay_connections", "Client connections open now."),
+        MetricDescription("netext_masque_relay_private_tokens_redeemed_total", "Privacy Pass tokens redeemed (each admits one connection)."),
         MetricDescription("netext_masque_relay_connections_closed_total", "Connections the relay closed, by reason (over_limit: at accept, the relay or the client at its cap; handshake_timeout)."),
     ]
 
@@ -49,6 +50,7 @@ final class RelayServerMetrics: Sendable {
             counter("netext_masque_relay_ip_packets_total", "direction", "from_network") { _, ip in ip.packetsFromNetwork },
             counter("netext_masque_relay_ip_dropped_total", "side", "from_clients") { _, ip in ip.droppedFromClients },
             counter("netext_masque_relay_ip_dropped_total", "side", "from_network") { _, ip in ip.droppedFromNetwork },
+            Series(counter: Counter(label: "netext_masque_relay_private_tokens_redeemed_total", factory: factory), exported: 0) { relay, _ in relay.privateTokensRedeemed },
             counter("netext_masque_relay_connections_closed_total", "reason", "over_limit") { relay, _ in relay.connectionsRefused },
             counter("netext_masque_relay_connections_closed_total", "reason", "handshake_timeout") { relay, _ in relay.handshakesTimedOut },
         ])
