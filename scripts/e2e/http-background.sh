@@ -27,7 +27,9 @@ as_user() {
 }
 bg() { local verb="$1"; shift; as_user "$bin/netext" http background "$verb" "$@"; }
 task_opts=(--cacert "$HTTP_LAB_CA" "${HTTP_LAB_RESOLVE[@]}" --max-time 10)
-service_pid() { pgrep -u "$user" -f "$bin/netext-transferd" | head -1; }
+# By name, not by $bin's path: the app starts the service beside its own executable, whose path
+# is the resolved one (.build/debug is a symbolic link).
+service_pid() { pgrep -u "$user" -f '/netext-transferd( |$)' | head -1; }
 partial() { stat -c %s "$state_dir/tasks/1/download" 2>/dev/null || echo 0; }
 url=https://good.lab.test:8443/slow/huge.bin
 
