@@ -6,10 +6,11 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 
-/// `netext-server relay`'s listener: TLS with ALPN `h2` only (the relay speaks HTTP/2; HTTP/3
-/// waits for an installable QUIC package), HTTP/2 with extended CONNECT enabled
-/// (`SETTINGS_ENABLE_CONNECT_PROTOCOL = 1`, RFC 8441 §3), and a `RelayStreamHandler` in each
-/// stream. A client that does not negotiate `h2` is closed.
+/// `netext-server relay`'s listener: TLS with ALPN `h2` then `http/1.1` (HTTP/3 waits for an
+/// installable QUIC package), HTTP/2 with extended CONNECT enabled
+/// (`SETTINGS_ENABLE_CONNECT_PROTOCOL = 1`, RFC 8441 §3) and a `RelayStreamHandler` in each
+/// stream; a client that negotiates `http/1.1` or nothing gets one classic CONNECT tunnel
+/// (`RelayHTTP1ConnectHandler`).
 public final class RelayServer: Sendable {
     private let channel: any Channel
     private let usage: HTTPServerUsage
@@ -33,7 +34,7 @@ public final class RelayServer: Sendable {
         host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, ipRouter: ConnectIPRouter? = nil, limits: RelayLimits = RelayLimits(), logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayServer {
-        let context = try tls.makeContext(applicationProtocols: ["h2"])
+        let context = try tls.makeContext(applicationProtocols: ["h2", "http/1.1"])
         let counters = RelayCounters()
         var serverLimits = HTTPServerLimits()
         serverLimits.maximumConnections = limits.maximumConnections
@@ -47,12 +48,16 @@ public final class RelayServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     try channel.pipeline.syncOperations.addHandler(RelayConnectionGate(usage: usage, counters: counters, handshakeDeadline: limits.handshakeDeadline))
                     try channel.pipeline.syncOperations.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
-                        guard case .negotiated("h2") = result else {
-                            logger.debug("relay: a client did not negotiate h2; closed")
-                            return channel.close()
-                        }
-                        return channel.eventLoop.makeCompletedFuture {
-                            try Self.configureHTTP2(channel, policy: policy, ipRouter: ipRouter, limits: limits, counters: counters, logger: logger)
+                        channel.eventLoop.makeCompletedFuture {
+                            if case .negotiated("h2") = result {
+                                try Self.configureHTTP2(channel, policy: policy, ipRouter: ipRouter, limits: limits, counters: counters, logger: logger)
+                            } else {
+                                // http/1.1, or no ALPN: one classic CONNECT tunnel.
+                                let decoder = RelayHTTP1ConnectHandler.decoder()
+                                try channel.pipeline.syncOperations.addHandler(decoder)
+                                try channel.pipeline.syncOperations.addHandler(RelayHTTP1ConnectHandler(
+                                    policy: policy, counters: counters, logger: logger, headDeadline: limits.handshakeDeadline, decoder: decoder))
+                            }
                         }
                     })
                 }

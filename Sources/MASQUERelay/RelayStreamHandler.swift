@@ -122,28 +122,18 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         state = .connecting
         pendingEnd = endStream
         let isUDP: Bool = if case .udp = request { true } else { false }
-        let eventLoop = context.eventLoop
-        let policy = policy
-        RelayResolver.resolve(host, on: eventLoop).whenComplete { [self] result in
+        RelayTargetLookup.address(of: host, port: port, policy: policy, on: context.eventLoop).whenSuccess { [self] found in
             guard case .connecting = state else { return }
-            let addresses = (try? result.get()) ?? []
-            guard !addresses.isEmpty else {
-                counters.count(\.failed)
-                return refuse(502, "the target has no address", proxyStatus: "dns_error", target: host, context: context)
+            switch found {
+            case .success(let target): open(target, isUDP: isUDP, name: host, port: port, context: context)
+            case .failure(let refusal):
+                counters.count(refusal.counted)
+                refuse(refusal.status, refusal.reason, proxyStatus: refusal.proxyStatus, target: refusal.detail, context: context)
             }
-            guard let address = addresses.first(where: policy.allows) else {
-                counters.count(\.forbidden)
-                return refuse(403, "the target is not in the relay's allowed destinations", proxyStatus: "destination_ip_prohibited", target: host, context: context)
-            }
-            open(address, port: port, isUDP: isUDP, name: host, context: context)
         }
     }
 
-    private func open(_ address: [UInt8], port: UInt16, isUDP: Bool, name: String, context: ChannelHandlerContext) {
-        let target: SocketAddress
-        do { target = try SocketAddress(packedIPAddress: ByteBuffer(bytes: address), port: Int(port)) } catch {
-            return refuse(502, "the target address is not usable", context: context)
-        }
+    private func open(_ target: SocketAddress, isUDP: Bool, name: String, port: UInt16, context: ChannelHandlerContext) {
         let stream = context.channel
         let opened: EventLoopFuture<any Channel>
         if isUDP {
@@ -152,7 +142,7 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
             }
             opened = DatagramBootstrap(group: context.eventLoop)
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(forward) } }
-                .bind(host: address.count == 4 ? "0.0.0.0" : "::", port: 0)
+                .bind(host: target.protocol == .inet ? "0.0.0.0" : "::", port: 0)
                 .flatMap { channel in channel.connect(to: target).map { channel } }
         } else {
             let forward = TargetToStream<ByteBuffer>(stream: stream) { $0 }

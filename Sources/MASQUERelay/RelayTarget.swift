@@ -18,6 +18,10 @@ enum RelayRequest: Equatable {
         var reason: String
         /// What the client asked for, for debug logs only (targets stay out of the others).
         var detail: String?
+        /// RFC 9209's error type for `Proxy-Status`, when one fits.
+        var proxyStatus: String?
+        /// Which counter it goes to.
+        var counted: WritableKeyPath<RelayCounters.Values, Int> = \.malformed
     }
 
     init(_ headers: HPACKHeaders) throws(Refusal) {

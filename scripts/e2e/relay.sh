@@ -101,6 +101,9 @@ tun_requests=$(tcpdump -n -r "$work/relay-tun.pcap" "icmp[icmptype] = icmp-echo 
 tun_spoofed=$(tcpdump -n -r "$work/relay-tun.pcap" "host 192.0.2.99" 2>/dev/null | wc -l)
 check "connect-ip: the TUN interface carried the 3 echo requests from the assigned address ($tun_requests)" test "$tun_requests" -eq 3
 check "connect-ip: the spoofed packet never reached it ($tun_spoofed packets from 192.0.2.99)" test "$tun_spoofed" -eq 0
+printf 'Proxy-Authorization: Bearer lab-relay-token-5c1e\n' > "$work/curl-proxy-headers"
+check "curl (HTTP/1.1 CONNECT over TLS) fetches the office page through the relay" \
+  bash -c "ip netns exec '$LAB_LAPTOP' curl -s -m 8 --proxytunnel --proxy https://203.0.113.2:8443 --proxy-cacert '$work/relay-ca.crt' --proxy-header @'$work/curl-proxy-headers' http://10.20.0.5:8080/ | grep -q 'office intranet page'"
 ip_tunnel 10.30.0.0/24 '*' > "$work/connect-ip-outside.txt" 2>&1
 check "connect-ip: a scope outside the allowed network is refused 403" grep -qx 'status=403' "$work/connect-ip-outside.txt"
 office curl -s -m 5 http://127.0.0.1:9471/metrics > "$work/relay-metrics.txt"
