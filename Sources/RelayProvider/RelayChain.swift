@@ -4,34 +4,36 @@ import NetExtCore
 import NIOSSL
 
 /// The connection to a configuration's relays, made when the first flow needs it and again
-/// when it has gone: the first relay reached directly, each next one through those before it.
+/// when it has gone: the first relay reached by `maker` (HTTP/2 over TLS), each next one through
+/// those before it.
 actor RelayChain {
-    private let relays: [RelayHop]
-    private let trustRoots: NIOSSLTrustRoots?
-    private var clients: [RelayClient] = []
+    private let endpoints: [RelayEndpoint]
+    private let maker: any RelayTransportMaker
+    private var clients: [any RelayTransport] = []
 
-    init(relays: [RelayHop], trustRoots: NIOSSLTrustRoots?) {
-        self.relays = relays
-        self.trustRoots = trustRoots
+    init(relays: [RelayHop], trustRoots: NIOSSLTrustRoots?, maker: any RelayTransportMaker = HTTP2RelayTransportMaker()) throws(NetExtError) {
+        endpoints = try relays.map { relay throws(NetExtError) in
+            guard let text = relay.http2RelayURL else { throw NetExtError(.configurationInvalid, "a relay has no HTTP/2 URL") }
+            let url = try RelayURL(parsing: text)
+            return RelayEndpoint(
+                host: url.host, port: url.port, trustRoots: trustRoots,
+                additionalHeaders: relay.additionalHTTPHeaderFields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
+                udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: relay.rawPublicKeys.compactMap { Data(base64Encoded: $0).map { [UInt8]($0) } })
+        }
+        self.maker = maker
     }
 
-    /// The last relay's client, connecting (or connecting again) first where needed.
-    func client() async throws -> RelayClient {
+    /// The last relay's connection, connecting (or connecting again) first where needed.
+    func client() async throws -> any RelayTransport {
         if let last = clients.last, clients.allSatisfy(\.isConnected) { return last }
         await close()
-        var built: [RelayClient] = []
+        var built: [any RelayTransport] = []
         do {
-            for relay in relays {
-                guard let text = relay.http2RelayURL else { throw NetExtError(.configurationInvalid, "a relay has no HTTP/2 URL") }
-                let url = try RelayURL(parsing: text)
-                let headers = relay.additionalHTTPHeaderFields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-                let pins = relay.rawPublicKeys.compactMap { Data(base64Encoded: $0).map { [UInt8]($0) } }
+            for endpoint in endpoints {
                 if let previous = built.last {
-                    built.append(try await previous.connectThrough(
-                        toHost: url.host, port: url.port, trustRoots: trustRoots, additionalHeaders: headers, udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: pins))
+                    built.append(try await previous.connect(through: endpoint))
                 } else {
-                    built.append(try await RelayClient.connect(
-                        host: url.host, port: url.port, trustRoots: trustRoots, additionalHeaders: headers, udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: pins))
+                    built.append(try await maker.connect(to: endpoint))
                 }
             }
         } catch {

@@ -43,14 +43,16 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         let settings = try Self.settings(from: context.providerConfiguration)
         let roots = try Self.trustRoots(from: context.providerConfiguration)
         try await context.setTransparentProxySettings(Self.networkSettings(for: settings))
-        start(settings: settings, trustRoots: roots)
+        try start(settings: settings, trustRoots: roots)
         let chain = settings.relays.compactMap(\.http2RelayURL).joined(separator: " → ")
         Self.log("carrying the flows of \(Self.describeTaken(settings)) through \(chain)")
     }
 
-    /// Starts with `settings` (``startProxy(options:context:)`` does this after reading them).
-    func start(settings: RelayProtocol, trustRoots: NIOSSLTrustRoots?) {
-        started.withLock { $0 = Started(settings: settings, chain: RelayChain(relays: settings.relays, trustRoots: trustRoots)) }
+    /// Starts with `settings` (``startProxy(options:context:)`` does this after reading them);
+    /// `maker` reaches the first relay (HTTP/2 over TLS unless a test says otherwise).
+    func start(settings: RelayProtocol, trustRoots: NIOSSLTrustRoots?, maker: any RelayTransportMaker = HTTP2RelayTransportMaker()) throws(NetExtError) {
+        let chain = try RelayChain(relays: settings.relays, trustRoots: trustRoots, maker: maker)
+        started.withLock { $0 = Started(settings: settings, chain: chain) }
     }
 
     public func stopProxy(with reason: ProviderStopReason) async {
@@ -72,7 +74,7 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         guard let (socket, ended) = flow.takeSocket() else { return false }
         let destination = flow.remoteEndpoint
         Task { [self] in
-            let client: RelayClient
+            let client: any RelayTransport
             do { client = try await started.chain.client() } catch {
                 // No relay: the app's connection is reset (netextd handed it over set to reset
                 // when closed), not left waiting.
@@ -102,7 +104,7 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         Task { [self] in
             do {
                 let client = try await started.chain.client()
-                let relayed = try await client.openDatagramFlow(toHost: flow.remoteEndpoint.hostname, port: flow.remoteEndpoint.port)
+                let relayed = try await client.openUDP(toHost: flow.remoteEndpoint.hostname, port: flow.remoteEndpoint.port)
                 counts.withLock { $0.udpCarried += 1 }
                 await Self.carryDatagrams(flow, through: relayed)
             } catch {
@@ -116,7 +118,7 @@ public final class RelayProxyProvider: TransparentProxyProvider {
 
     /// Moves datagrams both ways until the flow has been idle for ``udpIdle`` or either end
     /// has closed (the app's flow, or the relay's stream: within a second).
-    static func carryDatagrams(_ flow: AppProxyUDPFlow, through relayed: RelayDatagramFlow) async {
+    static func carryDatagrams(_ flow: AppProxyUDPFlow, through relayed: any RelayDatagramPath) async {
         let endpoint = flow.remoteEndpoint
         let state = Mutex((lastActivity: ContinuousClock.now, relayEnded: false))
         let back = Task {

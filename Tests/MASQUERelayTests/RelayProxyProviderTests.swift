@@ -41,7 +41,7 @@ struct RelayProxyProviderTests {
     static func withProvider(_ body: (RelayServer, RelayServerTests.EchoServers, RelayProxyProvider, Int32) async throws -> Void) async throws {
         try await RelayServerTests.withRelay(tokens: ["provider-token"]) { relay, echo, certificates in
             let provider = RelayProxyProvider()
-            provider.start(settings: Self.settings(relayPort: relay.port), trustRoots: .certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile)))
+            try provider.start(settings: Self.settings(relayPort: relay.port), trustRoots: .certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile)))
             let (daemon, providerEnd) = try SocketPair.makePackets()
             defer { SocketPair.close(daemon) }
             AppProxyFlowServer.start(provider, channel: providerEnd, returnsDeclinedFlows: true)
