@@ -2,8 +2,11 @@ import NIOCore
 
 /// Two channels on one event loop joined byte for byte: what one reads, the other writes. One
 /// handler sits in each channel's pipeline, holding the other; a channel reads only while its
-/// partner can take more (so neither side buffers without bound), and either's end closes both.
-/// For an HTTP/1.1 CONNECT tunnel: the client's connection (after TLS) and the target's.
+/// partner can take more (so neither side buffers without bound). One side's half-close (a
+/// channel that allows remote half-closure) shuts the other's output; a side that ends, or
+/// fails, closes the other — after what was written has gone, and with `beforeOrderlyClose`
+/// first when it ended in order. For an HTTP/1.1 CONNECT tunnel at the relay (the client's TLS
+/// connection and the target's), and for flows carried direct (`DirectRelayTransport`).
 final class RelayGlue: ChannelDuplexHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -12,12 +15,19 @@ final class RelayGlue: ChannelDuplexHandler, @unchecked Sendable {
     private var partner: RelayGlue?
     private var context: ChannelHandlerContext?
     private var readPending = false
+    private var failed = false
+    private var inputClosed = false
+    private var outputClosed = false
+    private let beforeOrderlyClose: (() -> Void)?
 
-    private init() {}
+    private init(beforeOrderlyClose: (() -> Void)?) {
+        self.beforeOrderlyClose = beforeOrderlyClose
+    }
 
-    /// Two handlers, each the other's partner.
-    static func pair() -> (RelayGlue, RelayGlue) {
-        let first = RelayGlue(), second = RelayGlue()
+    /// Two handlers, each the other's partner; `firstBeforeOrderlyClose` runs before the first's
+    /// channel is closed because the second's ended in order.
+    static func pair(firstBeforeOrderlyClose: (() -> Void)? = nil) -> (RelayGlue, RelayGlue) {
+        let first = RelayGlue(beforeOrderlyClose: firstBeforeOrderlyClose), second = RelayGlue(beforeOrderlyClose: nil)
         first.partner = second
         second.partner = first
         return (first, second)
@@ -40,13 +50,22 @@ final class RelayGlue: ChannelDuplexHandler, @unchecked Sendable {
         partner?.flush()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            inputClosed = true
+            partner?.shutdownOutput()
+            if outputClosed { context.close(promise: nil) }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
-        partner?.close()
+        partner?.close(orderly: !failed)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        partner?.close()
+        failed = true
         context.close(promise: nil)
     }
 
@@ -74,11 +93,26 @@ final class RelayGlue: ChannelDuplexHandler, @unchecked Sendable {
         context?.flush()
     }
 
-    private func close() {
-        // What is written goes out before the close.
+    /// The partner's input ended: no more to write here (what is queued goes first).
+    private func shutdownOutput() {
+        guard let context, !outputClosed else { return }
+        outputClosed = true
+        let channel = context.channel
+        let alsoInput = inputClosed
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in
+            if alsoInput { channel.close(promise: nil) } else { channel.close(mode: .output, promise: nil) }
+        }
+    }
+
+    /// The partner's channel went: this one follows, after what was written has gone.
+    private func close(orderly: Bool) {
         guard let context else { return }
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in channel.close(promise: nil) }
+        let before = orderly ? beforeOrderlyClose : nil
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in
+            before?()
+            channel.close(promise: nil)
+        }
     }
 
     private func readIfPending() {

@@ -106,6 +106,8 @@ final class RelayHTTP1ConnectHandler: ChannelInboundHandler, RemovableChannelHan
                 let (clientSide, targetSide) = RelayGlue.pair()
                 ClientBootstrap(group: context.eventLoop)
                     .connectTimeout(.seconds(10))
+                    // Not read before the client's side is glued (a target that speaks first).
+                    .channelOption(ChannelOptions.autoRead, value: false)
                     .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(targetSide) } }
                     .connect(to: target)
                     .whenComplete { [self] result in
@@ -119,6 +121,7 @@ final class RelayHTTP1ConnectHandler: ChannelInboundHandler, RemovableChannelHan
                                 return
                             }
                             tunnel(clientSide, context: context)
+                            _ = targetChannel.setOption(ChannelOptions.autoRead, value: true)
                         }
                     }
             }

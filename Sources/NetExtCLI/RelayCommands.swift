@@ -34,6 +34,8 @@ struct RelayConfigureCommand: AsyncParsableCommand {
     @Option(help: "This exact name goes through the relays (repeatable).") var matchFqdn: [String] = []
     @Option(help: "This exact name never goes through the relays (repeatable).") var excludeFqdn: [String] = []
     @Flag(help: "When the relay's resolver fails, resolve with the machine's resolver (default: the connection fails).") var allowDnsFailover = false
+    @Option(help: "Per-app relays: only this app's connections go through the relays (repeatable; an app identifier, as netext app bind takes). Without it, every program's.")
+    var bindApp: [String] = []
     @Option(help: "The name shown to people.") var name: String?
     @Flag(help: "Enable the relays now.") var enable = false
 
@@ -57,7 +59,9 @@ struct RelayConfigureCommand: AsyncParsableCommand {
     private func makeSettings() throws -> RelayProtocol {
         if let settings {
             let perRelay = !relay.isEmpty || http3 != nil || doh != nil || headerFile != nil || !publicKey.isEmpty || clientIdentity != nil
-            if perRelay { throw UsageError("--settings holds the relays: give it alone, without --relay, --http3, --doh, --header-file, --public-key or --client-identity") }
+            if perRelay || !bindApp.isEmpty {
+                throw UsageError("--settings holds the relays and the apps: give it alone, without --relay, --http3, --doh, --header-file, --public-key, --client-identity or --bind-app")
+            }
             guard let data = FileManager.default.contents(atPath: settings) else { throw UsageError("--settings: cannot read \(settings)") }
             do { return try JSONDecoder().decode(RelayProtocol.self, from: data) } catch {
                 throw NetExtError.invalid("--settings \(settings): \(JSONDecodingText.describe(error, data: data))")
@@ -72,9 +76,10 @@ struct RelayConfigureCommand: AsyncParsableCommand {
             RelayHop(http3RelayURL: http3, http2RelayURL: $0, dnsOverHTTPSURL: doh, additionalHTTPHeaderFields: headers,
                      rawPublicKeys: keys, identityReference: identity)
         }
+        let apps = try bindApp.map { text throws(NetExtError) in try AppRule(matchSigningIdentifier: try AppIdentifier(text)) }
         return RelayProtocol(
             relays: hops, matchDomains: matchDomain, excludedDomains: excludeDomain, matchFQDNs: matchFqdn,
-            excludedFQDNs: excludeFqdn, allowsDNSFailover: allowDnsFailover)
+            excludedFQDNs: excludeFqdn, allowsDNSFailover: allowDnsFailover, appRules: apps)
     }
 }
 
@@ -164,6 +169,7 @@ enum RelayText {
         let excluded = settings.excludedDomains + settings.excludedFQDNs
         if !excluded.isEmpty { lines.append("excluded:    " + excluded.joined(separator: ", ")) }
         lines.append("DNS failover: \(settings.allowsDNSFailover ? "to the machine's resolver" : "none (the connection fails)")")
+        lines.append("apps:        " + (settings.isPerApp ? settings.appRules.map(\.matchSigningIdentifier.description).joined(separator: ", ") + " (per-app relays)" : "every program"))
         return lines
     }
 }

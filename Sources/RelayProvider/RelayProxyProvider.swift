@@ -16,6 +16,11 @@ import Synchronization
 /// one) and, for a lab's private CA,
 /// the file of the CAs the first relay's certificate must chain to under `caFile` (the
 /// system's CAs otherwise). Flows to names the settings exclude are declined and go direct.
+///
+/// Per-app relays (settings with `appRules`) run it as an app proxy of the bound apps
+/// (`com.netext.relay.per-app`): it asks for no network rules, is handed every flow of those
+/// apps, and carries the ones the relays do not take itself, straight to their destinations
+/// (`DirectRelayTransport`), since an app proxy cannot hand a flow back.
 public final class RelayProxyProvider: TransparentProxyProvider {
     /// What happened to the flows so far.
     public struct Counters: Sendable, Hashable {
@@ -23,6 +28,8 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         public var udpCarried = 0
         public var failed = 0
         public var declined = 0
+        /// Per-app relays: a bound app's flows the relays do not take, carried direct.
+        public var direct = 0
     }
 
     struct Started: Sendable {
@@ -42,7 +49,8 @@ public final class RelayProxyProvider: TransparentProxyProvider {
     public func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {
         let settings = try Self.settings(from: context.providerConfiguration)
         let roots = try Self.trustRoots(from: context.providerConfiguration)
-        try await context.setTransparentProxySettings(Self.networkSettings(for: settings))
+        // An app proxy is handed its apps' flows; a transparent proxy asks for its names'.
+        if !settings.isPerApp { try await context.setTransparentProxySettings(Self.networkSettings(for: settings)) }
         try start(settings: settings, trustRoots: roots)
         let chain = settings.relays.compactMap(\.http2RelayURL).joined(separator: " → ")
         Self.log("carrying the flows of \(Self.describeTaken(settings)) through \(chain)")
@@ -62,18 +70,35 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         }
         await chain?.close()
         let counters = self.counters
-        Self.log("stopped (\(reason.rawValue)): \(counters.tcpCarried) TCP and \(counters.udpCarried) UDP flows carried, \(counters.failed) failed, \(counters.declined) declined")
+        Self.log("stopped (\(reason.rawValue)): \(counters.tcpCarried) TCP and \(counters.udpCarried) UDP flows carried, \(counters.direct) direct, \(counters.failed) failed, \(counters.declined) declined")
+    }
+
+    /// Where a flow to `host` goes: through the chain, direct (a per-app relay's bound app's
+    /// flow the relays do not take), or back to netextd (nil: declined).
+    private func route(_ host: String, started: Started) -> (any RelayTransport)?? {
+        if started.settings.routesThroughRelays(host: host) { return .some(nil) }
+        return started.settings.isPerApp ? .some(DirectRelayTransport()) : nil
     }
 
     public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
         guard let started = started.withLock({ $0 }), flow.direction == .outbound,
-              started.settings.routesThroughRelays(host: flow.remoteHostname ?? flow.remoteEndpoint.hostname) else {
+              let route = route(flow.remoteHostname ?? flow.remoteEndpoint.hostname, started: started) else {
             counts.withLock { $0.declined += 1 }
             return false
         }
         guard let (socket, ended) = flow.takeSocket() else { return false }
         let destination = flow.remoteEndpoint
         Task { [self] in
+            if let direct = route {
+                do {
+                    try await direct.carry(socket: socket, toHost: destination.hostname, port: destination.port, ended: ended)
+                    counts.withLock { $0.direct += 1 }
+                } catch {
+                    counts.withLock { $0.failed += 1 }
+                    Self.log("a TCP flow could not be carried direct: \(error)")
+                }
+                return
+            }
             let client: any RelayTransport
             do { client = try await started.chain.client() } catch {
                 // No relay: the app's connection is reset (netextd handed it over set to reset
@@ -97,15 +122,15 @@ public final class RelayProxyProvider: TransparentProxyProvider {
 
     public func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {
         guard let started = started.withLock({ $0 }),
-              started.settings.routesThroughRelays(host: flow.remoteHostname ?? flow.remoteEndpoint.hostname) else {
+              let route = route(flow.remoteHostname ?? flow.remoteEndpoint.hostname, started: started) else {
             counts.withLock { $0.declined += 1 }
             return false
         }
         Task { [self] in
             do {
-                let client = try await started.chain.client()
+                let client = if let direct = route { direct } else { try await started.chain.client() }
                 let relayed = try await client.openUDP(toHost: flow.remoteEndpoint.hostname, port: flow.remoteEndpoint.port)
-                counts.withLock { $0.udpCarried += 1 }
+                counts.withLock { route == nil ? ($0.udpCarried += 1) : ($0.direct += 1) }
                 await Self.carryDatagrams(flow, through: relayed)
             } catch {
                 counts.withLock { $0.failed += 1 }

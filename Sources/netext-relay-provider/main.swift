@@ -1,6 +1,7 @@
-// The built-in relay client: register it with a manifest (extension point transparent-proxy)
-// and netextd runs it, unprivileged, for a transparent-proxy configuration whose provider
-// configuration holds relay settings. See docs/relays.md.
+// The built-in relay client: register it with a manifest (extension point transparent-proxy,
+// and again as com.netext.relay.per-app with extension point app-proxy) and netextd runs it,
+// unprivileged, for relay configurations (a transparent proxy; bound to apps, an app proxy).
+// See docs/relays.md.
 import Foundation
 import NetExt
 import RelayProvider
@@ -12,9 +13,15 @@ ProviderExecutable.answerInformationalArguments(name: "netext-relay-provider", u
     come from the configuration's providerConfiguration: "relay" (RelayProtocol's JSON) and
     optionally "caFile" (the CAs the relay's certificate must chain to). See docs/relays.md.
     """)
-let bundleIdentifier = ProcessInfo.processInfo.environment["NETEXT_PROVIDER_BUNDLE_IDENTIFIER"] ?? "com.netext.relay"
+let bundleIdentifier = ProcessInfo.processInfo.environment["NETEXT_PROVIDER_BUNDLE_IDENTIFIER"] ?? RelayProtocol.providerBundleIdentifier
 do {
-    try await ProviderHost.run(transparentProxy: RelayProxyProvider(), bundleIdentifier: bundleIdentifier)
+    // Registered twice: as a transparent proxy (relays for every program) and as an app proxy
+    // (per-app relays, com.netext.relay.per-app).
+    if bundleIdentifier == RelayProtocol.perAppProviderBundleIdentifier {
+        try await ProviderHost.run(appProxy: RelayProxyProvider(), bundleIdentifier: bundleIdentifier)
+    } else {
+        try await ProviderHost.run(transparentProxy: RelayProxyProvider(), bundleIdentifier: bundleIdentifier)
+    }
 } catch {
     FileHandle.standardError.write(Data("netext-relay-provider: \(error)\n".utf8))
     exit(1)

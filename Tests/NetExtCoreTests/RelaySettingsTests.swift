@@ -16,6 +16,10 @@ struct RelaySettingsTests {
         do { try configuration(settings).validate(); return nil } catch { return error.message }
     }
 
+    static func app(_ identifier: String, domains: [String] = []) -> AppRule {
+        try! AppRule(matchSigningIdentifier: try! AppIdentifier(identifier), matchDomains: domains)
+    }
+
     @Test("a valid chain with headers, a pin, a DoH URL and domains passes")
     func validChain() throws {
         let settings = RelayProtocol(
@@ -50,6 +54,8 @@ struct RelaySettingsTests {
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example", identityReference: "relative.pem")]), "identityReference: 'relative.pem' is not an absolute path"),
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], matchDomains: ["bad domain"]), "matchDomains: 'bad domain' is not a domain name"),
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], excludedFQDNs: ["10.0.0.1"]), "excludedFQDNs: '10.0.0.1' is not a domain name"),
+        (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], appRules: [Self.app("org.example.A"), Self.app("org.example.A")]), "appRules: org.example.A appears more than once"),
+        (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], appRules: [Self.app("org.example.A", domains: ["a.example"])]), "matchDomains (org.example.A) does not apply to relays"),
     ])
     func refusals(settings: RelayProtocol, expected: String) {
         let message = refusal(settings)
@@ -120,7 +126,8 @@ struct RelaySettingsTests {
     func json() throws {
         let settings = RelayProtocol(
             relays: [RelayHop(http2RelayURL: "https://r.example", additionalHTTPHeaderFields: ["A": "b"], rawPublicKeys: [Self.key])],
-            matchDomains: ["m.example"], excludedFQDNs: ["x.m.example"], allowsDNSFailover: true)
+            matchDomains: ["m.example"], excludedFQDNs: ["x.m.example"], allowsDNSFailover: true, appRules: [Self.app("org.example.Browser")])
+        #expect(settings.isPerApp && !RelayProtocol(relays: []).isPerApp)
         let stored = configuration(settings)
         #expect(try JSONDecoder().decode(Configuration.self, from: JSONEncoder().encode(stored)) == stored)
         let minimal = try JSONDecoder().decode(RelayProtocol.self, from: Data(#"{"relays":[{"http2RelayURL":"https://r.example"}]}"#.utf8))

@@ -55,7 +55,8 @@ e2e_netextd_environment
 # The relay's certificate chains to the lab's CA (a deployment's chains to the system's).
 export NETEXT_RELAY_CA_FILE="$work/relay-ca.crt"
 printf '{"bundleIdentifier": "com.netext.relay", "extensionPoint": "transparent-proxy", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay.json"
-chmod 644 "$NETEXT_PROVIDERS_DIR/relay.json"
+printf '{"bundleIdentifier": "com.netext.relay.per-app", "extensionPoint": "app-proxy", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay-per-app.json"
+chmod 644 "$NETEXT_PROVIDERS_DIR/relay.json" "$NETEXT_PROVIDERS_DIR/relay-per-app.json"
 app_cgroups_start_netextd
 
 office_page() { laptop curl -s -m "${1:-8}" http://intranet.office.test:8080/ | grep -q 'office intranet page'; }
@@ -122,7 +123,26 @@ start_relay
 check "after the relay is back, flows go through it again" office_page 10
 check "and UDP too" udp_echo echo.office.test
 
+# Per-app relays: the same settings bound to one app, which netextd runs as an app proxy of the
+# relay provider: that app's office names go through the relay, its other names direct (carried
+# by the provider), and no other program's connection is touched.
+as_browser() { laptop "$bin/netext" run --quiet --app org.example.Browser -- "$@"; }
+per_app_in_force() {
+  lab_wait "'$bin/netext' relay show | grep -q 'enabled, connected'" 15 || return 1
+  "$bin/netext" relay show | grep -q '^apps: *org.example.Browser (per-app relays)'
+}
+browser_office_page() { as_browser curl -s -m 8 http://intranet.office.test:8080/ | grep -q 'office intranet page'; }
+per_app_public() { local tag="p$RANDOM"; [ "$(as_browser curl -s -m 8 -o /dev/null -w '%{http_code}' "http://www.public.test:8080/?$tag")" = 200 ] && grep -F "$tag" "$work/public-web.log" | grep -q '^198.51.100.2 '; }
+check "per-app relays: netext relay configure --bind-app saves them" netext relay configure --relay https://203.0.113.2:8443 --match-domain office.test \
+  --exclude-fqdn login.office.test --header-file "$work/relay-headers" --bind-app org.example.Browser --name "Office relay" --enable
+check "netextd put them in force as an app proxy of the relay provider (enabled, connected; apps: org.example.Browser)" per_app_in_force
+check "the bound app reaches the office page through the relay" lab_wait browser_office_page 15
+check "and its UDP echo (connect-udp)" as_browser python3 scripts/e2e/udp-probe.py echo.office.test 7 "per-app probe" 3
+check "another program cannot reach the office: the relays are the app's alone" no_office_page intranet.office.test
+check "the bound app's connection to a name the relays do not take goes direct (the public server saw the laptop)" per_app_public
 check "netext relay disable: the relays are out of force" netext relay disable
+check "the per-app provider carried that flow itself, direct (its stop line)" \
+  lab_wait "grep -Eq 'stopped \(configurationDisabled\): [0-9]+ TCP and [0-9]+ UDP flows carried, [1-9][0-9]* direct' '$work/netextd.log'" 10
 check "after the stop: the office is unreachable again" no_office_page intranet.office.test
 check "after the stop: no transparent proxy rules are left" bash -c "! laptop nft list tables 2>/dev/null | grep -q netextd_apps || ! laptop nft list table inet netextd_apps 2>/dev/null | grep -q 'tph4_'"
 e2e_finish "$work/netextd.log" "$work/relay.log"

@@ -19,6 +19,11 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     /// Whether names may be resolved by the machine's resolver when the relay's DoH resolver
     /// fails (the profile's `AllowDNSFailover`); off, such a connection fails.
     public var allowsDNSFailover: Bool
+    /// The apps whose connections the relays take (per-app relays); empty: every program's.
+    /// Apple binds managed apps to a relay configuration by MDM (the apps' `RelayUUID`); here the
+    /// apps are named as a per-app VPN's are. A bound app's connections to names the relays do
+    /// not take still go direct.
+    public var appRules: [AppRule]
 
     /// The most relays one configuration chains (each adds a TLS session and a round trip).
     public static let maximumRelays = 4
@@ -26,6 +31,12 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     /// The built-in provider netextd runs relay configurations with (`netext-relay-provider`,
     /// a transparent proxy; its manifest ships with NetExt).
     public static let providerBundleIdentifier = "com.netext.relay"
+    /// The same provider for per-app relays, registered as an app proxy (netextd hands it the
+    /// bound apps' flows; it carries those the relays do not take directly).
+    public static let perAppProviderBundleIdentifier = "com.netext.relay.per-app"
+
+    /// Whether the relays take only some apps' connections.
+    public var isPerApp: Bool { !appRules.isEmpty }
 
     public init(
         relays: [RelayHop],
@@ -33,7 +44,8 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
         excludedDomains: [String] = [],
         matchFQDNs: [String] = [],
         excludedFQDNs: [String] = [],
-        allowsDNSFailover: Bool = false
+        allowsDNSFailover: Bool = false,
+        appRules: [AppRule] = []
     ) {
         self.relays = relays
         self.matchDomains = matchDomains
@@ -41,6 +53,7 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
         self.matchFQDNs = matchFQDNs
         self.excludedFQDNs = excludedFQDNs
         self.allowsDNSFailover = allowsDNSFailover
+        self.appRules = appRules
     }
 
     /// Whether a connection to `host` (a name or an address) goes through the relays.
@@ -57,7 +70,7 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case relays, matchDomains, excludedDomains, matchFQDNs, excludedFQDNs, allowsDNSFailover
+        case relays, matchDomains, excludedDomains, matchFQDNs, excludedFQDNs, allowsDNSFailover, appRules
     }
 
     public init(from decoder: any Decoder) throws {
@@ -68,5 +81,6 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
         matchFQDNs = try container.decodeIfPresent([String].self, forKey: .matchFQDNs) ?? []
         excludedFQDNs = try container.decodeIfPresent([String].self, forKey: .excludedFQDNs) ?? []
         allowsDNSFailover = try container.decodeIfPresent(Bool.self, forKey: .allowsDNSFailover) ?? false
+        appRules = try container.decodeIfPresent([AppRule].self, forKey: .appRules) ?? []
     }
 }

@@ -18,6 +18,16 @@ enum RelayValidation {
                 guard DNSSettingsValidation.isHostName(name) else { throw .invalid("\(field): '\(entry)' is not a domain name") }
             }
         }
+        if settings.appRules.count > TunnelProviderProtocol.maximumAppRules {
+            throw .invalid("appRules: \(settings.appRules.count) rules; at most \(TunnelProviderProtocol.maximumAppRules) are accepted")
+        }
+        var seen = Set<AppIdentifier>()
+        for rule in settings.appRules {
+            if !seen.insert(rule.matchSigningIdentifier).inserted { throw .invalid("appRules: \(rule.matchSigningIdentifier) appears more than once") }
+            if !rule.matchDomains.isEmpty {
+                throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) does not apply to relays; the relay settings' matchDomains choose the names")
+            }
+        }
     }
 
     private static func validate(_ relay: RelayHop, field: String) throws(NetExtError) {

@@ -58,9 +58,14 @@ public struct ProviderRegistry: Sendable {
             if let control = settings.filterControlProviderBundleIdentifier { _ = try manifest(for: control, extensionPoint: .filterControl) }
         case .urlFilter(let settings):
             _ = try manifest(for: settings.controlProviderBundleIdentifier, extensionPoint: .urlFilterControl)
-        case .relay:
-            // Relays run as a transparent proxy of the built-in relay provider.
-            _ = try manifest(for: RelayProtocol.providerBundleIdentifier, extensionPoint: .transparentProxy)
+        case .relay(let settings):
+            // Relays run as a transparent proxy of the built-in relay provider; per-app relays
+            // as an app proxy of it.
+            if settings.isPerApp {
+                _ = try manifest(for: RelayProtocol.perAppProviderBundleIdentifier, extensionPoint: .appProxy)
+            } else {
+                _ = try manifest(for: RelayProtocol.providerBundleIdentifier, extensionPoint: .transparentProxy)
+            }
         case .personalVPN, .dnsSettings:
             break
         }

@@ -5,7 +5,7 @@ import NetExtCore
 /// Relay configurations (`RelayProtocol`, Apple's `NERelayManager`): netextd runs each enabled
 /// one as a transparent proxy of the built-in relay provider (`com.netext.relay`,
 /// `netext-relay-provider`), which asks for the flows of the configuration's names and carries
-/// them through its relays. No app has to start anything: an enabled relay configuration is in
+/// them through its relays — or, bound to apps, as an app proxy of it (`com.netext.relay.per-app`). No app has to start anything: an enabled relay configuration is in
 /// force, unless it has on-demand rules, which then decide (as a VPN's do).
 extension SessionManager {
     /// What runs a relay configuration: the same configuration (id, owner, name, switches,
@@ -21,9 +21,18 @@ extension SessionManager {
         if let caFile = environment["NETEXT_RELAY_CA_FILE"], !caFile.isEmpty { providerConfiguration["caFile"] = .string(caFile) }
         let firstRelay = settings.relays.first?.http2RelayURL.flatMap { try? RelayURL(parsing: $0) }
         var runnable = configuration
-        runnable.protocolConfiguration = .tunnelProvider(TunnelProviderProtocol(
-            providerBundleIdentifier: RelayProtocol.providerBundleIdentifier, providerType: .transparentProxy,
-            serverAddress: firstRelay.map { "\($0.host):\($0.port)" } ?? "relay", providerConfiguration: providerConfiguration))
+        let serverAddress = firstRelay.map { "\($0.host):\($0.port)" } ?? "relay"
+        if settings.isPerApp {
+            // Per-app relays: an app proxy of the bound apps (every flow of theirs goes to the
+            // provider, which carries those the relays do not take directly).
+            runnable.protocolConfiguration = .tunnelProvider(TunnelProviderProtocol(
+                providerBundleIdentifier: RelayProtocol.perAppProviderBundleIdentifier, providerType: .appProxy, serverAddress: serverAddress,
+                providerConfiguration: providerConfiguration, perAppUUID: configuration.id.uuidString, appRules: settings.appRules))
+        } else {
+            runnable.protocolConfiguration = .tunnelProvider(TunnelProviderProtocol(
+                providerBundleIdentifier: RelayProtocol.providerBundleIdentifier, providerType: .transparentProxy,
+                serverAddress: serverAddress, providerConfiguration: providerConfiguration))
+        }
         return runnable
     }
 

@@ -256,8 +256,9 @@ public actor SessionManager {
 
     /// Reacts to a stored change: a configuration disabled or removed while active is stopped.
     public func configurationChanged(_ configuration: Configuration, removed: Bool) async {
+        // A relay configuration is steered as what it runs as (per-app relays: an app proxy).
         await appSteering.update(
-            configuration, removed: removed, testApps: testAppMapping(of: configuration),
+            Self.runnable(configuration), removed: removed, testApps: testAppMapping(of: configuration),
             bypassResolvers: Self.steersApps(configuration) ? bypassResolvers() : [])
         if removed || !configuration.isEnabled { await killSwitch.release(configuration.id) }
         if case .dnsSettings = configuration.protocolConfiguration { await dnsSettingsChanged(configuration, removed: removed) }
@@ -523,7 +524,8 @@ public actor SessionManager {
     /// and the per-app steering of every enabled tunnel with app rules.
     public func restoreGuards(_ configurations: [Configuration]) async {
         let testApps = Dictionary(configurations.map { ($0.id, testAppMapping(of: $0)) }, uniquingKeysWith: { first, _ in first })
-        await appSteering.restore(configurations, testApps: testApps, bypassResolvers: configurations.contains(where: Self.steersApps) ? bypassResolvers() : [])
+        await appSteering.restore(
+            configurations.map { Self.runnable($0) }, testApps: testApps, bypassResolvers: configurations.contains(where: Self.steersApps) ? bypassResolvers() : [])
         var apps: [UUID: FlowSteering.Marking] = [:]
         for configuration in configurations {
             apps[configuration.id] = await appSteering.mark(for: configuration.id)
