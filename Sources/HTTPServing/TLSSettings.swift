@@ -64,11 +64,18 @@ public final class ServerTLS: Sendable {
         current.state.withLock { $0 = (fresh, true) }
     }
 
-    /// A context for a server that speaks only the given protocols in ALPN (the relay: `h2`),
-    /// with the same chain, key and reloads as this one's.
-    public func makeContext(applicationProtocols: [String]) throws -> NIOSSLContext {
+    /// A context for a server that speaks only the given protocols in ALPN (the relay: `h2`,
+    /// `http/1.1`), with the same chain, key and reloads as this one's. With `clientCAs`, every
+    /// client must present a certificate that chains to one of them (mutual TLS; the handshake
+    /// fails without one).
+    public func makeContext(applicationProtocols: [String], clientCAs: [NIOSSLCertificate] = []) throws -> NIOSSLContext {
         var configuration = configuration
         configuration.applicationProtocols = applicationProtocols
+        if !clientCAs.isEmpty {
+            // A client has no name to check; its chain is.
+            configuration.certificateVerification = .noHostnameVerification
+            configuration.trustRoots = .certificates(clientCAs)
+        }
         return try NIOSSLContext(configuration: configuration)
     }
 

@@ -8,8 +8,12 @@ import HTTPServing
 /// can link the flows of one connection but not two connections of one user.
 final class RelayConnectionAdmission: @unchecked Sendable {
     /// Set on the connection's event loop (its streams share it) once a Privacy Pass token was
-    /// redeemed on one of its streams.
-    var admitted = false
+    /// redeemed on one of its streams; from the start when the client's certificate admitted it.
+    var admitted: Bool
+
+    init(admitted: Bool = false) {
+        self.admitted = admitted
+    }
 }
 
 /// What the relay does with a request's credential.

@@ -51,6 +51,8 @@ public final class RelayClient: Sendable {
         var udpPathTemplate: String
         /// DER SubjectPublicKeyInfos; when given, the relay is accepted by its key alone.
         var pinnedPublicKeys: [[UInt8]] = []
+        /// The certificate and key presented to the relay (`NERelay.identityData`).
+        var identity: RelayClientIdentity?
         var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
@@ -61,14 +63,15 @@ public final class RelayClient: Sendable {
     /// (DER SubjectPublicKeyInfos, `NERelay.rawPublicKeys`): when given, the relay is accepted if
     /// its certificate carries one of these keys, instead of by its chain and name (RFC 7250's
     /// raw keys are not negotiated by the TLS library here; the key is the relay's identity).
+    /// `identity`: a client certificate and key presented to the relay (mutual TLS).
     public static func connect(
         host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
         additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
-        pinnedPublicKeys: [[UInt8]] = [],
+        pinnedPublicKeys: [[UInt8]] = [], identity: RelayClientIdentity? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayClient {
         let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
-                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys)
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys, identity: identity)
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)  // IPPROTO_TCP: socketOption would set SOL_SOCKET 1, SO_DEBUG
@@ -93,10 +96,10 @@ public final class RelayClient: Sendable {
     public func connectThrough(
         toHost host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
         additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
-        pinnedPublicKeys: [[UInt8]] = []
+        pinnedPublicKeys: [[UInt8]] = [], identity: RelayClientIdentity? = nil
     ) async throws -> RelayClient {
         let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
-                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys)
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys, identity: identity)
         guard let port16 = UInt16(exactly: port) else { throw Failure(description: "port \(port) is out of range", status: nil) }
         // The certificate is checked against the name; an address could be checked only
         // against the connection's peer, which here is the local socket pair (a pinned key needs
@@ -136,6 +139,10 @@ public final class RelayClient: Sendable {
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["h2"]
         if let trustRoots = options.trustRoots { configuration.trustRoots = trustRoots }
+        if let identity = options.identity {
+            configuration.certificateChain = identity.chain.map { .certificate($0) }
+            configuration.privateKey = .privateKey(identity.key)
+        }
         let context = try NIOSSLContext(configuration: configuration)
         let settingsArrived = channel.eventLoop.makePromise(of: Void.self)
         let multiplexer = try await channel.eventLoop.flatSubmit {

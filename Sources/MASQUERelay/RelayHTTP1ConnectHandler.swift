@@ -22,6 +22,7 @@ final class RelayHTTP1ConnectHandler: ChannelInboundHandler, RemovableChannelHan
     }
 
     private let policy: RelayPolicy
+    private let admission: RelayConnectionAdmission
     private let counters: RelayCounters
     private let logger: Logger
     private let headDeadline: Double
@@ -29,8 +30,12 @@ final class RelayHTTP1ConnectHandler: ChannelInboundHandler, RemovableChannelHan
     private var state = State.awaitingHead
     private var timer: Scheduled<Void>?
 
-    init(policy: RelayPolicy, counters: RelayCounters, logger: Logger, headDeadline: Double, decoder: ByteToMessageHandler<HTTPRequestDecoder>) {
+    init(
+        policy: RelayPolicy, admission: RelayConnectionAdmission, counters: RelayCounters, logger: Logger, headDeadline: Double,
+        decoder: ByteToMessageHandler<HTTPRequestDecoder>
+    ) {
         self.policy = policy
+        self.admission = admission
         self.counters = counters
         self.logger = logger
         self.headDeadline = headDeadline
@@ -64,7 +69,7 @@ final class RelayHTTP1ConnectHandler: ChannelInboundHandler, RemovableChannelHan
             return refuse(405, "the relay answers CONNECT only, not \(head.method.rawValue)", context: context)
         }
         let credential = head.headers["proxy-authorization"].first ?? head.headers["authorization"].first
-        switch RelayAuthorization.decide(credential, policy: policy, admission: RelayConnectionAdmission()) {
+        switch RelayAuthorization.decide(credential, policy: policy, admission: admission) {
         case .admitted:
             connect(head.uri, context: context)
         case .refused(let reason, let challenges):

@@ -29,12 +29,23 @@ public final class RelayServer: Sendable {
     }
 
     /// Listens on `host`:`port`. With `ipRouter`, connect-ip is served through it; without, it
-    /// is answered 501.
+    /// is answered 501. With `clientCAFile` (PEM), every client must present a certificate that
+    /// chains to one of its CAs (mutual TLS), and such a client needs no token.
     public static func start(
-        host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, ipRouter: ConnectIPRouter? = nil, limits: RelayLimits = RelayLimits(), logger: Logger,
+        host: String, port: Int, tls: ServerTLS, policy: RelayPolicy, ipRouter: ConnectIPRouter? = nil, limits: RelayLimits = RelayLimits(),
+        clientCAFile: String? = nil, logger: Logger,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayServer {
-        let context = try tls.makeContext(applicationProtocols: ["h2", "http/1.1"])
+        var clientCAs: [NIOSSLCertificate] = []
+        if let clientCAFile {
+            guard let read = try? NIOSSLCertificate.fromPEMFile(clientCAFile), !read.isEmpty else {
+                throw RelayClient.Failure(description: "the client CA file \(clientCAFile) holds no readable PEM certificate", status: nil)
+            }
+            clientCAs = read
+        }
+        let context = try tls.makeContext(applicationProtocols: ["h2", "http/1.1"], clientCAs: clientCAs)
+        // A client whose certificate chains to the client CAs is admitted by it (no token asked).
+        let certificateAdmits = !clientCAs.isEmpty
         let counters = RelayCounters()
         var serverLimits = HTTPServerLimits()
         serverLimits.maximumConnections = limits.maximumConnections
@@ -50,13 +61,16 @@ public final class RelayServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
                         channel.eventLoop.makeCompletedFuture {
                             if case .negotiated("h2") = result {
-                                try Self.configureHTTP2(channel, policy: policy, ipRouter: ipRouter, limits: limits, counters: counters, logger: logger)
+                                try Self.configureHTTP2(
+                                    channel, policy: policy, admission: RelayConnectionAdmission(admitted: certificateAdmits), ipRouter: ipRouter, limits: limits,
+                                    counters: counters, logger: logger)
                             } else {
                                 // http/1.1, or no ALPN: one classic CONNECT tunnel.
                                 let decoder = RelayHTTP1ConnectHandler.decoder()
                                 try channel.pipeline.syncOperations.addHandler(decoder)
                                 try channel.pipeline.syncOperations.addHandler(RelayHTTP1ConnectHandler(
-                                    policy: policy, counters: counters, logger: logger, headDeadline: limits.handshakeDeadline, decoder: decoder))
+                                    policy: policy, admission: RelayConnectionAdmission(admitted: certificateAdmits), counters: counters, logger: logger,
+                                    headDeadline: limits.handshakeDeadline, decoder: decoder))
                             }
                         }
                     })
@@ -70,13 +84,14 @@ public final class RelayServer: Sendable {
     /// `limits`' concurrent streams a connection, the relay's windows (`RelayHTTP2Settings`) and
     /// extended CONNECT.
     static func configureHTTP2(
-        _ channel: any Channel, policy: RelayPolicy, ipRouter: ConnectIPRouter?, limits: RelayLimits, counters: RelayCounters, logger: Logger
+        _ channel: any Channel, policy: RelayPolicy, admission: RelayConnectionAdmission, ipRouter: ConnectIPRouter?, limits: RelayLimits,
+        counters: RelayCounters, logger: Logger
     ) throws {
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server,
             connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: true, maximumStreams: limits.maximumStreamsPerConnection),
             streamConfiguration: RelayHTTP2Settings.stream
-        ) { [admission = RelayConnectionAdmission()] stream in
+        ) { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(
                     RelayStreamHandler(policy: policy, admission: admission, ipRouter: ipRouter, counters: counters, logger: logger))

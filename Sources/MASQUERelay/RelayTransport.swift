@@ -13,10 +13,13 @@ public struct RelayEndpoint: Sendable {
     public var udpPathTemplate: String
     /// DER SubjectPublicKeyInfos it is accepted by, instead of its chain and name (`NERelay.rawPublicKeys`).
     public var pinnedPublicKeys: [[UInt8]]
+    /// The client certificate presented to it (`NERelay.identityData`).
+    public var identity: RelayClientIdentity?
 
     public init(
         host: String, port: Int, trustRoots: NIOSSLTrustRoots? = nil, additionalHeaders: [(name: String, value: String)] = [],
-        udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/", pinnedPublicKeys: [[UInt8]] = []
+        udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/", pinnedPublicKeys: [[UInt8]] = [],
+        identity: RelayClientIdentity? = nil
     ) {
         self.host = host
         self.port = port
@@ -24,6 +27,7 @@ public struct RelayEndpoint: Sendable {
         self.additionalHeaders = additionalHeaders
         self.udpPathTemplate = udpPathTemplate
         self.pinnedPublicKeys = pinnedPublicKeys
+        self.identity = identity
     }
 }
 
@@ -68,7 +72,7 @@ public struct HTTP2RelayTransportMaker: RelayTransportMaker {
     public func connect(to endpoint: RelayEndpoint) async throws -> any RelayTransport {
         try await RelayClient.connect(
             host: endpoint.host, port: endpoint.port, trustRoots: endpoint.trustRoots, additionalHeaders: endpoint.additionalHeaders,
-            udpPathTemplate: endpoint.udpPathTemplate, pinnedPublicKeys: endpoint.pinnedPublicKeys)
+            udpPathTemplate: endpoint.udpPathTemplate, pinnedPublicKeys: endpoint.pinnedPublicKeys, identity: endpoint.identity)
     }
 }
 
@@ -80,7 +84,7 @@ extension RelayClient: RelayTransport {
     public func connect(through next: RelayEndpoint) async throws -> any RelayTransport {
         try await connectThrough(
             toHost: next.host, port: next.port, trustRoots: next.trustRoots, additionalHeaders: next.additionalHeaders,
-            udpPathTemplate: next.udpPathTemplate, pinnedPublicKeys: next.pinnedPublicKeys)
+            udpPathTemplate: next.udpPathTemplate, pinnedPublicKeys: next.pinnedPublicKeys, identity: next.identity)
     }
 }
 

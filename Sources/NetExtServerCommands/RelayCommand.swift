@@ -42,6 +42,8 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "Flows and tunnels one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).")
     var maxStreamsPerConnection = RelayLimits().maximumStreamsPerConnection
     @Option(help: "Seconds a connection has from accept to finish its TLS handshake.") var handshakeTimeout = RelayLimits().handshakeDeadline
+    @Option(help: "Mutual TLS: clients must present a certificate that chains to a CA of this PEM file (such a client needs no token).")
+    var clientCa: String?
     @OptionGroup var privacyPass: PrivacyPassOriginOptions
     @OptionGroup var upstream: UpstreamTrustOptions
     @Option(help: "Serve Prometheus metrics (streams by kind, refusals by reason, datagrams, connect-ip packets and drops) at http://HOST:PORT/metrics; loopback addresses only.")
@@ -112,7 +114,7 @@ struct RelayCommand: AsyncParsableCommand {
         }
         guard masquerade.isEmpty || !pools.isEmpty else { throw ValidationError("--masquerade needs --ip-pool (it is for connect-ip's packets)") }
         if prefixes.isEmpty { logger.warning("relay: no --allow prefix; every target will be refused") }
-        if tokens.isEmpty && privacyPass.privacyPassIssuer == nil { logger.warning("relay: no --token-file or --privacy-pass-issuer; anyone who reaches it may use it") }
+        if tokens.isEmpty && privacyPass.privacyPassIssuer == nil && clientCa == nil { logger.warning("relay: no credential is asked; anyone who reaches it may use it (give --token-file, --privacy-pass-issuer or --client-ca)") }
         let tls = try ServerTLS(certificateFile: certificate, keyFile: key)
         let verifier = try await privacyPass.makeVerifier(defaultOriginName: "relay.netext", defaultSpentTokens: nil, upstream: upstream, logger: logger)
         let policy = RelayPolicy(allowedTargets: prefixes, bearerTokens: tokens, privateTokens: verifier)
@@ -126,7 +128,8 @@ struct RelayCommand: AsyncParsableCommand {
         limits.maximumStreamsPerConnection = maxStreamsPerConnection
         limits.handshakeDeadline = handshakeTimeout
         let relayLimits = limits
-        let asked = [tokens.isEmpty ? nil : "bearer tokens", verifier == nil ? nil : "Privacy Pass"].compactMap { $0 }
+        let clientCA = clientCa
+        let asked = [clientCa == nil ? nil : "client certificates", tokens.isEmpty ? nil : "bearer tokens", verifier == nil ? nil : "Privacy Pass"].compactMap { $0 }
         let credentials = asked.isEmpty ? "none" : asked.joined(separator: ", ")
         let connectIP = ip.map { "\($0.interface.name), pools \(pools.map(\.description))" } ?? "off"
         try await ProcessLifecycle(logger: logger).run(reload: {
@@ -135,7 +138,7 @@ struct RelayCommand: AsyncParsableCommand {
                 return .applied("TLS certificate read again")
             } catch { return .refused("\(error)") }
         }) { context in
-            let server = try await RelayServer.start(host: host, port: port, tls: tls, policy: policy, ipRouter: ip?.router, limits: relayLimits, logger: logger)
+            let server = try await RelayServer.start(host: host, port: port, tls: tls, policy: policy, ipRouter: ip?.router, limits: relayLimits, clientCAFile: clientCA, logger: logger)
             logger.notice("relay listening", metadata: [
                 "listen": "\(host):\(server.port)", "allowed": "\(allowed)",
                 "connect-ip": "\(connectIP)",

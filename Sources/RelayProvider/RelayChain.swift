@@ -11,14 +11,17 @@ actor RelayChain {
     private let maker: any RelayTransportMaker
     private var clients: [any RelayTransport] = []
 
-    init(relays: [RelayHop], trustRoots: NIOSSLTrustRoots?, maker: any RelayTransportMaker = HTTP2RelayTransportMaker()) throws(NetExtError) {
-        endpoints = try relays.map { relay throws(NetExtError) in
+    init(
+        relays: [RelayHop], trustRoots: NIOSSLTrustRoots?, identities: [Int: RelayClientIdentity] = [:], maker: any RelayTransportMaker = HTTP2RelayTransportMaker()
+    ) throws(NetExtError) {
+        endpoints = try relays.enumerated().map { index, relay throws(NetExtError) in
             guard let text = relay.http2RelayURL else { throw NetExtError(.configurationInvalid, "a relay has no HTTP/2 URL") }
             let url = try RelayURL(parsing: text)
             return RelayEndpoint(
                 host: url.host, port: url.port, trustRoots: trustRoots,
                 additionalHeaders: relay.additionalHTTPHeaderFields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
-                udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: relay.rawPublicKeys.compactMap { Data(base64Encoded: $0).map { [UInt8]($0) } })
+                udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: relay.rawPublicKeys.compactMap { Data(base64Encoded: $0).map { [UInt8]($0) } },
+                identity: identities[index])
         }
         self.maker = maker
     }

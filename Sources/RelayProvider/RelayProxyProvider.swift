@@ -49,17 +49,20 @@ public final class RelayProxyProvider: TransparentProxyProvider {
     public func startProxy(options: [String: JSONValue]?, context: AppProxyContext) async throws {
         let settings = try Self.settings(from: context.providerConfiguration)
         let roots = try Self.trustRoots(from: context.providerConfiguration)
+        let identities = try Self.identities(from: options, settings: settings)
         // An app proxy is handed its apps' flows; a transparent proxy asks for its names'.
         if !settings.isPerApp { try await context.setTransparentProxySettings(Self.networkSettings(for: settings)) }
-        try start(settings: settings, trustRoots: roots)
+        try start(settings: settings, trustRoots: roots, identities: identities)
         let chain = settings.relays.compactMap(\.http2RelayURL).joined(separator: " → ")
         Self.log("carrying the flows of \(Self.describeTaken(settings)) through \(chain)")
     }
 
     /// Starts with `settings` (``startProxy(options:context:)`` does this after reading them);
     /// `maker` reaches the first relay (HTTP/2 over TLS unless a test says otherwise).
-    func start(settings: RelayProtocol, trustRoots: NIOSSLTrustRoots?, maker: any RelayTransportMaker = HTTP2RelayTransportMaker()) throws(NetExtError) {
-        let chain = try RelayChain(relays: settings.relays, trustRoots: trustRoots, maker: maker)
+    func start(
+        settings: RelayProtocol, trustRoots: NIOSSLTrustRoots?, identities: [Int: RelayClientIdentity] = [:], maker: any RelayTransportMaker = HTTP2RelayTransportMaker()
+    ) throws(NetExtError) {
+        let chain = try RelayChain(relays: settings.relays, trustRoots: trustRoots, identities: identities, maker: maker)
         started.withLock { $0 = Started(settings: settings, chain: chain) }
     }
 
@@ -184,8 +187,7 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         domain.hasPrefix(".") ? String(domain.dropFirst()) : domain
     }
 
-    /// The settings under `relay`, checked; what the relay client cannot do yet is refused
-    /// rather than ignored (an identity left out would weaken what was asked for).
+    /// The settings under `relay`, checked.
     static func settings(from configuration: [String: JSONValue]) throws(NetExtError) -> RelayProtocol {
         guard let value = configuration["relay"] else {
             throw NetExtError(.configurationInvalid, "providerConfiguration has no 'relay' settings")
@@ -201,12 +203,29 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         }
         let check = Configuration(owner: Owner(uid: 0, appIdentifier: "relay"), localizedDescription: "relay", protocolConfiguration: .relay(settings))
         do { try check.validate() } catch { throw NetExtError(.configurationInvalid, "providerConfiguration 'relay': \(error.message)") }
-        for (index, relay) in settings.relays.enumerated() {
-            if relay.identityReference != nil {
-                throw NetExtError(.configurationInvalid, "relays[\(index)].identityReference: client certificates are not presented by the relay client yet")
+        return settings
+    }
+
+    /// The key netextd hands the relays' client identities over under, in the start options
+    /// (an object: relay index → the PEM text netextd read from `identityReference`; the
+    /// provider runs as nobody and cannot read a root-owned key file itself). Never stored.
+    public static let identitiesOption = "relayIdentities"
+
+    /// Each relay's identity by index; a relay whose settings name an identity must have one
+    /// here (presented, or the start fails: an identity left out would weaken what was asked for).
+    static func identities(from options: [String: JSONValue]?, settings: RelayProtocol) throws(NetExtError) -> [Int: RelayClientIdentity] {
+        var given: [String: JSONValue] = [:]
+        if case .object(let object)? = options?[identitiesOption] { given = object }
+        var identities: [Int: RelayClientIdentity] = [:]
+        for (index, relay) in settings.relays.enumerated() where relay.identityReference != nil {
+            guard case .string(let pem)? = given[String(index)] else {
+                throw NetExtError(.configurationInvalid, "relays[\(index)].identityReference: netextd handed over no client identity for this relay")
+            }
+            do { identities[index] = try RelayClientIdentity(pem: pem) } catch {
+                throw NetExtError(.configurationInvalid, "relays[\(index)].identityReference: the client identity is not usable: \(error.description)")
             }
         }
-        return settings
+        return identities
     }
 
     static func trustRoots(from configuration: [String: JSONValue]) throws(NetExtError) -> NIOSSLTrustRoots? {

@@ -132,8 +132,8 @@ struct RelayProxyProviderTests {
         }
         #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example")])])]) == nil)
         #expect(refusal(["relays": .array([])])?.contains("relays must name at least one relay") == true)
-        #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example"), "identityReference": .string("/etc/netext/relay.pem")])])])?
-            .contains("client certificates are not presented by the relay client yet") == true)
+        // A relay naming an identity is taken; its identity comes with the start options.
+        #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example"), "identityReference": .string("/etc/netext/relay.pem")])])]) == nil)
         #expect(refusal(["relays": .array([.object(["http2RelayURL": .string("https://r.example"), "rawPublicKeys": .array([.string("MAA=")])])])]) == nil)
         #expect(throws: NetExtError.self) { try RelayProxyProvider.settings(from: [:]) }
     }

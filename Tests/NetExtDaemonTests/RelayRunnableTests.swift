@@ -38,3 +38,37 @@ struct RelayRunnableTests {
         #expect(steered.0 == .proxy && steered.1 == [browser])
     }
 }
+
+/// The client identities netextd reads for the relay provider.
+@Suite("Relay client identities handed over at the start")
+struct RelayStartOptionsTests {
+    @Test("an identity file readable by its owner alone goes into the start options under relayIdentities; one others may read, or a missing one, fails naming it")
+    func identities() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("netext-relay-identity-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/identity.pem"
+        try "-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n".write(toFile: path, atomically: false, encoding: .utf8)
+        chmod(path, 0o600)
+        let settings = RelayProtocol(relays: [RelayHop(http2RelayURL: "https://a.example"), RelayHop(http2RelayURL: "https://b.example", identityReference: path)])
+        let options = try SessionManager.relayStartOptions(settings, options: ["other": .bool(true)])
+        #expect(options["other"] == .bool(true))
+        guard case .object(let identities)? = options["relayIdentities"], case .string(let text)? = identities["1"] else {
+            Issue.record("no identity for relay 1: \(options)")
+            return
+        }
+        #expect(text.hasPrefix("-----BEGIN CERTIFICATE-----") && identities.count == 1)
+        #expect(try SessionManager.relayStartOptions(RelayProtocol(relays: [RelayHop(http2RelayURL: "https://a.example")]), options: [:]).isEmpty)
+
+        chmod(path, 0o644)
+        do {
+            _ = try SessionManager.relayStartOptions(settings, options: [:])
+            Issue.record("a file others may read was accepted")
+        } catch { #expect(error.message.contains("relays[1].identityReference: \(path) may be read by its group or others (mode 644)")) }
+        let missing = RelayProtocol(relays: [RelayHop(http2RelayURL: "https://a.example", identityReference: directory + "/none.pem")])
+        do {
+            _ = try SessionManager.relayStartOptions(missing, options: [:])
+            Issue.record("a missing file was accepted")
+        } catch { #expect(error.message.contains("relays[0].identityReference: cannot read")) }
+    }
+}

@@ -56,6 +56,25 @@ public struct TestCertificates: Sendable {
         guard status == 0 else { throw Failure(description: "openssl could not issue the renewed certificate (exit \(status))") }
     }
 
+    /// A client certificate the test CA signed (extended key usage clientAuth) and its key:
+    /// `clientCertificateFile`, `clientKeyFile`, and both in `clientIdentityFile` (mode 600).
+    public func issueClient() async throws {
+        let status = try await Self.run("""
+            set -e
+            cd '\(directory)'
+            umask 077
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=laptop.test -keyout client.key -out client.csr 2>/dev/null
+            printf 'basicConstraints=CA:FALSE\\nextendedKeyUsage=clientAuth\\n' > client.ext
+            openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext -out client.crt 2>/dev/null
+            cat client.crt client.key > client-identity.pem
+            """)
+        guard status == 0 else { throw Failure(description: "openssl could not issue the client certificate (exit \(status))") }
+    }
+
+    public var clientCertificateFile: String { directory + "/client.crt" }
+    public var clientKeyFile: String { directory + "/client.key" }
+    public var clientIdentityFile: String { directory + "/client-identity.pem" }
+
     public var renewedCertificateFile: String { directory + "/renewed.crt" }
     public var renewedKeyFile: String { directory + "/renewed.key" }
 

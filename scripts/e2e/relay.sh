@@ -140,6 +140,18 @@ check "the bound app reaches the office page through the relay" lab_wait browser
 check "and its UDP echo (connect-udp)" as_browser python3 scripts/e2e/udp-probe.py echo.office.test 7 "per-app probe" 3
 check "another program cannot reach the office: the relays are the app's alone" no_office_page intranet.office.test
 check "the bound app's connection to a name the relays do not take goes direct (the public server saw the laptop)" per_app_public
+# Client certificates: a second relay at the office's edge asks for them (--client-ca) and no
+# token; netextd reads the laptop's identity file (root's, mode 600) and hands it to the provider.
+lab_ca_issue_client "$work/ca" laptop-client
+lab_spawn "$LAB_OFFICE" "$bin/netext-server" relay --listen 203.0.113.2:8444 --certificate "$work/ca/relay.crt" --key "$work/ca/relay.key" \
+  --allow 10.20.0.0/24 --client-ca "$work/ca/ca.crt" 2>> "$work/relay-mtls.log"
+lab_wait "office ss -ltn | grep -q '203.0.113.2:8444'" 15
+check "client certificates: netext relay configure --client-identity (a relay that asks for them)" netext relay configure --relay https://203.0.113.2:8444 \
+  --match-domain office.test --client-identity "$work/ca/laptop-client.pem" --name "Office relay" --enable
+check "the office page through the relay that admitted the laptop by its certificate" lab_wait office_page 15
+check "the identity's key appears in no log (netextd's and the provider's, the relay's)" bash -c "! grep -q 'PRIVATE KEY' '$work/netextd.log' && ! grep -q 'PRIVATE KEY' '$work/relay-mtls.log'"
+check "without the identity the same relay refuses the laptop (TLS handshake)" \
+  bash -c "! ip netns exec '$LAB_LAPTOP' curl -s -m 5 --proxytunnel --proxy https://203.0.113.2:8444 --proxy-cacert '$work/relay-ca.crt' http://10.20.0.5:8080/ > /dev/null"
 check "netext relay disable: the relays are out of force" netext relay disable
 check "the per-app provider carried that flow itself, direct (its stop line)" \
   lab_wait "grep -Eq 'stopped \(configurationDisabled\): [0-9]+ TCP and [0-9]+ UDP flows carried, [1-9][0-9]* direct' '$work/netextd.log'" 10

@@ -5,6 +5,8 @@
 #   lab_ca_make DIR                      → DIR/ca.crt, DIR/ca.key
 #   lab_ca_issue DIR NAME SAN...         → DIR/NAME.crt (leaf then CA), DIR/NAME.key (0600)
 #     SAN: a host name (pir.lab.test) or an IP address (127.0.0.1, ::1)
+#   lab_ca_issue_client DIR NAME          → DIR/NAME.pem: a client certificate (clientAuth) and its
+#                                          key in one file, mode 0600
 
 lab_ca_make() {
   local dir="$1"
@@ -28,4 +30,14 @@ lab_ca_issue() {
     -extfile "$dir/$name.ext" -out "$dir/$name.leaf" 2> "$dir/openssl.err" || { cat "$dir/openssl.err" >&2; return 1; }
   cat "$dir/$name.leaf" "$dir/ca.crt" > "$dir/$name.crt" && rm -f "$dir/$name.leaf" "$dir/$name.csr" "$dir/$name.ext"
   chmod 600 "$dir/$name.key"
+}
+
+lab_ca_issue_client() {
+  local dir="$1" name="$2"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$name" \
+    -keyout "$dir/$name.key" -out "$dir/$name.csr" 2> "$dir/openssl.err" || { cat "$dir/openssl.err" >&2; return 1; }
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' > "$dir/$name.ext"
+  openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 -sha256 \
+    -extfile "$dir/$name.ext" -out "$dir/$name.leaf" 2> "$dir/openssl.err" || { cat "$dir/openssl.err" >&2; return 1; }
+  (umask 077; cat "$dir/$name.leaf" "$dir/$name.key" > "$dir/$name.pem") && rm -f "$dir/$name.leaf" "$dir/$name.csr" "$dir/$name.ext" "$dir/$name.key"
 }

@@ -36,6 +36,29 @@ extension SessionManager {
         return runnable
     }
 
+    /// The start options of a relay configuration: `options` and, under
+    /// `relayIdentities`, each relay's client identity read from its `identityReference` (the
+    /// provider runs as nobody and cannot read a key file only root may). A file that others
+    /// may read, or that cannot be read, fails the start naming it. Never stored or logged.
+    static func relayStartOptions(_ settings: RelayProtocol, options: [String: JSONValue]) throws(NetExtError) -> [String: JSONValue] {
+        var identities: [String: JSONValue] = [:]
+        for (index, relay) in settings.relays.enumerated() {
+            guard let path = relay.identityReference else { continue }
+            var status = stat()
+            guard stat(path, &status) == 0, let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw .invalid("relays[\(index)].identityReference: cannot read \(path)")
+            }
+            guard status.st_mode & 0o077 == 0 else {
+                throw .invalid("relays[\(index)].identityReference: \(path) may be read by its group or others (mode \(String(status.st_mode & 0o777, radix: 8))); it holds a private key: chmod 600")
+            }
+            identities[String(index)] = .string(text)
+        }
+        guard !identities.isEmpty else { return options }
+        var options = options
+        options["relayIdentities"] = .object(identities)
+        return options
+    }
+
     /// A relay configuration was saved or removed: an enabled one without on-demand rules is
     /// started (a disabled or removed one is stopped by ``configurationChanged(_:removed:)``),
     /// and a running one whose settings changed is started again with them.

@@ -151,7 +151,10 @@ public actor SessionManager {
     /// Starts a configuration's connection and waits until it is connected or has failed
     /// (at most the start deadline). `password` comes from the options or the secret store.
     public func start(_ configuration: Configuration, options: [String: JSONValue], password: String?) async throws(NetExtError) -> StatusInfo {
-        // A relay configuration runs as a transparent proxy of the built-in relay provider.
+        // A relay configuration runs as a transparent proxy of the built-in relay provider, its
+        // client identities handed over in the start options.
+        var options = options
+        if case .relay(let settings) = configuration.protocolConfiguration { options = try Self.relayStartOptions(settings, options: options) }
         let configuration = Self.runnable(configuration)
         guard configuration.isEnabled else {
             throw .disabled("configuration '\(configuration.localizedDescription)' is not enabled; enable it first (`netext enable`)")
