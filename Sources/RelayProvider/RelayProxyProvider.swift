@@ -92,18 +92,9 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         guard let (socket, ended) = flow.takeSocket() else { return false }
         let destination = flow.remoteEndpoint
         Task { [self] in
-            if let direct = route {
-                do {
-                    try await direct.carry(socket: socket, toHost: destination.hostname, port: destination.port, ended: ended)
-                    counts.withLock { $0.direct += 1 }
-                } catch {
-                    counts.withLock { $0.failed += 1 }
-                    Self.log("a TCP flow could not be carried direct: \(error)")
-                }
-                return
-            }
+            let via = route == nil ? "the relays" : "direct"
             let client: any RelayTransport
-            do { client = try await started.chain.client() } catch {
+            do { client = if let direct = route { direct } else { try await started.chain.client() } } catch {
                 // No relay: the app's connection is reset (netextd handed it over set to reset
                 // when closed), not left waiting.
                 _ = Glibc.close(socket)
@@ -114,10 +105,10 @@ public final class RelayProxyProvider: TransparentProxyProvider {
             }
             do {
                 try await client.carry(socket: socket, toHost: destination.hostname, port: destination.port, ended: ended)
-                counts.withLock { $0.tcpCarried += 1 }
+                counts.withLock { route == nil ? ($0.tcpCarried += 1) : ($0.direct += 1) }
             } catch {
                 counts.withLock { $0.failed += 1 }
-                Self.log("a TCP flow could not be carried: \(error)")
+                Self.log("a TCP flow could not be carried (\(via)): \(error)")
             }
         }
         return true

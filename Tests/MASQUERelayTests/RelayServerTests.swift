@@ -103,27 +103,9 @@ struct RelayServerTests {
         let description: String
     }
 
-    /// The client's output lines as a dictionary.
+    /// The python3-h2 client's output lines as a dictionary.
     static func client(_ arguments: [String]) async throws -> [String: String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        process.arguments = [root.appendingPathComponent("scripts/lib/masque-client.py").path] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = try await offPool { output.fileHandleForReading.readDataToEndOfFile() }
-        process.waitUntilExit()
-        var fields: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "=") else {
-                fields["output", default: ""] += line + "\n"
-                continue
-            }
-            fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
-        }
-        return fields
+        try await MASQUEClientScript.run(arguments)
     }
 
     /// Runs `body` with a relay (allowing 127.0.0.0/8 unless told otherwise), echo servers and

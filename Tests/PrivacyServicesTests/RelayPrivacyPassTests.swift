@@ -18,19 +18,31 @@ import Testing
 /// CONNECT's answer is looked at).
 @Suite("Privacy Pass at the MASQUE relay", .serialized)
 struct RelayPrivacyPassTests {
-    @Test("407 with a PrivateToken challenge; a token admits its connection (two flows, one token spent); the same token on a new connection is refused")
-    func tokensAdmitConnections() async throws {
+    /// A relay on loopback taking Privacy Pass tokens of a running issuer (for origin
+    /// `relay.test`), and bearer `tokens`; stopped after `body`.
+    static func withTokenRelay(
+        bearerTokens: [String] = [], _ body: (RelayServer, IssuerTests.Issuer, PrivateTokenVerifier, TestCertificates) async throws -> Void
+    ) async throws {
         let issuer = try await IssuerTests.Issuer.start()
         defer { Task { await issuer.stop() } }
         let verifier = try OriginTests.verifier(issuer: issuer, storePath: nil, origin: "relay.test")
         let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
         let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
-        let policy = RelayPolicy(allowedTargets: [try IPPrefix("127.0.0.0/8")], privateTokens: verifier)
+        let policy = RelayPolicy(allowedTargets: [try IPPrefix("127.0.0.0/8")], bearerTokens: bearerTokens, privateTokens: verifier)
         let relay = try await RelayServer.start(host: "127.0.0.1", port: 0, tls: tls, policy: policy, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
-        let target = UInt16(issuer.served.port)
-        do {
+        do { try await body(relay, issuer, verifier, certificates) } catch {
+            await relay.stop()
+            throw error
+        }
+        await relay.stop()
+    }
+
+    @Test("407 with a PrivateToken challenge; a token admits its connection (two flows, one token spent); the same token on a new connection is refused")
+    func tokensAdmitConnections() async throws {
+        try await Self.withTokenRelay { relay, issuer, verifier, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            let target = UInt16(issuer.served.port)
             // No credential: refused, and told which token to bring.
             let bare = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
             await #expect(throws: RelayClient.Failure.self) { try await Self.flow(through: bare, to: target) }
@@ -55,45 +67,21 @@ struct RelayPrivacyPassTests {
             await replayed.close()
             #expect(verifier.outcomes["accepted"] == 1 && verifier.outcomes["spent"] == 1)
             #expect(relay.counters.current.unauthorized == 2)
-        } catch {
-            await relay.stop()
-            throw error
         }
-        await relay.stop()
     }
 
     @Test("the relay's refusal carries the verifier's challenge as Proxy-Authenticate (read by python3-h2, not NetExt's code)")
     func challengeHeader() async throws {
-        let issuer = try await IssuerTests.Issuer.start()
-        defer { Task { await issuer.stop() } }
-        let verifier = try OriginTests.verifier(issuer: issuer, storePath: nil, origin: "relay.test")
-        let certificates = try await TestCertificates.make()
-        defer { certificates.remove() }
-        let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
-        let policy = RelayPolicy(allowedTargets: [try IPPrefix("127.0.0.0/8")], bearerTokens: ["lab-token"], privateTokens: verifier)
-        let relay = try await RelayServer.start(host: "127.0.0.1", port: 0, tls: tls, policy: policy, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        defer { Task { await relay.stop() } }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path + "/scripts/lib/masque-client.py"
-        func client(_ extra: [String]) async throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [script, "127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(issuer.served.port)"] + extra
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let data = try await offPool { output.fileHandleForReading.readDataToEndOfFile() }
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
+        try await Self.withTokenRelay(bearerTokens: ["lab-token"]) { relay, issuer, _, certificates in
+            let arguments = ["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(issuer.served.port)"]
+            let refused = try await MASQUEClientScript.run(arguments)
+            #expect(refused["status"] == "407", "\(refused)")
+            let offered = try PrivateTokenHeader.parseChallenges(try #require(refused["proxy-authenticate"]))
+            #expect(offered.first?.challenge == TokenChallenge(issuerName: "127.0.0.1", originInfo: ["relay.test"]), "\(refused)")
+            // A bearer token still admits a request by itself.
+            let bearer = try await MASQUEClientScript.run(arguments + ["--token", "lab-token"])
+            #expect(bearer["status"] == "200", "\(bearer)")
         }
-        let refused = try await client([])
-        #expect(refused.contains("status=407"), "\(refused)")
-        let line = try #require(refused.split(separator: "\n").first { $0.hasPrefix("proxy-authenticate=") })
-        let offered = try PrivateTokenHeader.parseChallenges(String(line.dropFirst("proxy-authenticate=".count)))
-        #expect(offered.first?.challenge == TokenChallenge(issuerName: "127.0.0.1", originInfo: ["relay.test"]), "\(line)")
-        // A bearer token still admits a request by itself.
-        let bearer = try await client(["--token", "lab-token"])
-        #expect(bearer.contains("status=200"), "\(bearer)")
     }
 
     /// Opens one CONNECT flow through `client` to 127.0.0.1:`port`; throws the relay's refusal.
