@@ -44,8 +44,12 @@ struct RelayLimitsTests {
         limits.maximumConnectionsPerClient = 2
         limits.handshakeDeadline = 120  // the idle connections hold their slots for the whole test
         try await RelayServerTests.withRelay(limits: limits) { relay, echo, certificates in
-            let held = [try Self.idleConnection(to: relay.port), try Self.idleConnection(to: relay.port)]
-            defer { held.forEach { close($0) } }
+            let first = try Self.idleConnection(to: relay.port)
+            defer { close(first) }
+            // Closed once, below (closing a number twice could close another test's descriptor
+            // that took it: a full run's event loop lost its epoll descriptor so).
+            let second = try Self.idleConnection(to: relay.port)
+            let held = [first, second]
             // Accepted connections are set up on the event loops in no fixed order: the two are
             // counted before the third arrives.
             for _ in 0..<100 where relay.openConnections < 2 { try await Task.sleep(for: .milliseconds(20)) }
@@ -57,7 +61,7 @@ struct RelayLimitsTests {
             let refused = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(echo.tcpPort)"])
             #expect(refused["status"] == nil, "\(refused)")
             #expect(relay.counters.current.connectionsRefused == 2)
-            close(held[1])
+            close(second)
             // The relay hears the close and counts the slot free.
             var answer: [String: String] = [:]
             for _ in 0..<50 where answer["status"] != "200" {
