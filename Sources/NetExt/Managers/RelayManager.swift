@@ -69,4 +69,11 @@ public struct RelayManager: ConfigurationManager {
         get { relaySettings.excludedFQDNs }
         set { relaySettings.excludedFQDNs = newValue }
     }
+
+    /// The apps whose connections the relays take (per-app relays); empty: every program's.
+    /// Apple binds managed apps to relays by MDM; here they are named as a per-app VPN's are.
+    public var appRules: [AppRule] {
+        get { relaySettings.appRules }
+        set { relaySettings.appRules = newValue }
+    }
 }
