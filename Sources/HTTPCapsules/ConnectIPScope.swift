@@ -48,8 +48,8 @@ public struct ConnectIPScope: Sendable, Hashable, CustomStringConvertible {
     public var path: String {
         let targetText: String = switch target {
         case .any: "*"
-        case .prefix(let prefix) where prefix.length == prefix.address.count * 8: Self.escaped(prefix.addressText)
-        case .prefix(let prefix): Self.escaped(prefix.description)
+        case .prefix(let prefix) where prefix.length == prefix.address.count * 8: prefix.addressText.templateEscaped()
+        case .prefix(let prefix): prefix.description.templateEscaped()
         case .name(let name): name
         }
         return Self.pathPrefix + targetText + "/" + (ipProtocol.map(String.init) ?? "*") + "/"
@@ -93,18 +93,6 @@ public struct ConnectIPScope: Sendable, Hashable, CustomStringConvertible {
         do { return .name(try ConnectUDPTarget(host: text, port: 1).host) } catch {
             throw .invalidTarget(text, "it is neither *, an IP address or prefix, nor a DNS name")
         }
-    }
-
-    private static func escaped(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case ":": out += "%3A"
-            case "/": out += "%2F"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 }
 

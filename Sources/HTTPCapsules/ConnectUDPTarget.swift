@@ -52,13 +52,13 @@ public struct ConnectUDPTarget: Sendable, Hashable, CustomStringConvertible {
 
     /// The request's `:path` for this target.
     public var path: String {
-        Self.pathPrefix + host.replacingColons() + "/\(port)/"
+        Self.pathPrefix + host.templateEscaped() + "/\(port)/"
     }
 
     /// The `:path` for this target from a relay's own URI template (RFC 9298 §2): its
     /// `{target_host}` and `{target_port}` filled in, an IPv6 address's colons as `%3A`.
     public func path(template: String) -> String {
-        template.replacingOccurrences(of: "{target_host}", with: host.replacingColons())
+        template.replacingOccurrences(of: "{target_host}", with: host.templateEscaped())
             .replacingOccurrences(of: "{target_port}", with: String(port))
     }
 
@@ -108,9 +108,17 @@ public enum ConnectUDPTargetError: Error, Sendable, Hashable, CustomStringConver
 }
 
 extension String {
-    fileprivate func replacingColons() -> String {
+    /// The text as a URI template's simple string expansion needs it here (RFC 6570 §3.2.2):
+    /// an IPv6 address's colons and a prefix's slash percent-encoded, the rest as it is.
+    func templateEscaped() -> String {
         var out = ""
-        for character in self { out += character == ":" ? "%3A" : String(character) }
+        for character in self {
+            switch character {
+            case ":": out += "%3A"
+            case "/": out += "%2F"
+            default: out.append(character)
+            }
+        }
         return out
     }
 }

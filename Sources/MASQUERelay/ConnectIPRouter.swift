@@ -31,7 +31,11 @@ public final class ConnectIPRouter: Sendable {
     public let pools: [IPPrefix]
     private let network: @Sendable (UnsafeRawBufferPointer) -> Bool
     private let state: Mutex<State>
-    private let counts = Mutex(Counters())
+    // Counted per packet on the data path: atomics, not a lock beside the lease table's.
+    private let sentCount = Atomic<Int>(0)
+    private let deliveredCount = Atomic<Int>(0)
+    private let clientDrops = Atomic<Int>(0)
+    private let networkDrops = Atomic<Int>(0)
 
     /// Leases hold at most this many addresses of one pool (a /64 is not walked to its end).
     static let maximumLeasesPerPool = 1 << 16
@@ -95,7 +99,14 @@ public final class ConnectIPRouter: Sendable {
     /// The relay's own address in `pool`: its first host.
     public static func gateway(in pool: IPPrefix) -> [UInt8] { host(1, in: pool) }
 
-    public var counters: Counters { counts.withLock { $0 } }
+    public var counters: Counters {
+        var values = Counters()
+        values.packetsToNetwork = sentCount.load(ordering: .relaxed)
+        values.packetsFromNetwork = deliveredCount.load(ordering: .relaxed)
+        values.droppedFromClients = clientDrops.load(ordering: .relaxed)
+        values.droppedFromNetwork = networkDrops.load(ordering: .relaxed)
+        return values
+    }
 
     /// Tunnels holding addresses now.
     public var activeLeases: Int { state.withLock { Set($0.byAddress.values.map(\.leaseID)).count } }
@@ -147,7 +158,7 @@ public final class ConnectIPRouter: Sendable {
     /// A packet read from the network: to the stream its destination is leased to, else dropped.
     public func fromNetwork(_ packet: UnsafeRawBufferPointer) {
         guard packet.count >= 20, let length = IPPacketInfo.length(of: packet) else {
-            counts.withLock { $0.droppedFromNetwork += 1 }
+            networkDrops.add(1, ordering: .relaxed)
             return
         }
         let (offset, count) = IPPacketInfo.addressLayout(of: packet)
@@ -155,7 +166,7 @@ public final class ConnectIPRouter: Sendable {
             state.withLock { $0.byAddress[key] }
         }
         let delivered = entry?.deliver(UnsafeRawBufferPointer(rebasing: packet[0..<length])) ?? false
-        counts.withLock { delivered ? ($0.packetsFromNetwork += 1) : ($0.droppedFromNetwork += 1) }
+        if delivered { deliveredCount.add(1, ordering: .relaxed) } else { networkDrops.add(1, ordering: .relaxed) }
     }
 
     /// A client's packet: checked against its lease, the relay's allowed destinations and the
@@ -165,14 +176,14 @@ public final class ConnectIPRouter: Sendable {
         _ packet: UnsafeRawBufferPointer, lease: Lease, reach: ConnectIPReach
     ) -> ConnectIPPacketCheck.Drop? {
         if let drop = ConnectIPPacketCheck.verdict(packet, sources: lease.addresses, reach: reach) {
-            counts.withLock { $0.droppedFromClients += 1 }
+            clientDrops.add(1, ordering: .relaxed)
             return drop
         }
         guard network(packet) else {
-            counts.withLock { $0.droppedFromClients += 1 }
+            clientDrops.add(1, ordering: .relaxed)
             return .networkRefused
         }
-        counts.withLock { $0.packetsToNetwork += 1 }
+        sentCount.add(1, ordering: .relaxed)
         return nil
     }
 

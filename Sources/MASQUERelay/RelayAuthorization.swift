@@ -1,5 +1,6 @@
 import HTTPFetching
 import HTTPServing
+import NIOCore
 
 /// Who may open a stream on one relay connection (RFC 9110 §11.7: proxy authentication). A
 /// bearer token (`Proxy-Authorization: Bearer …`) is checked on every request; a Privacy Pass
@@ -39,6 +40,27 @@ enum RelayAuthorization {
     ) async -> (status: Int, reason: String, challenges: [String])? {
         let request = HTTPServerRequest(method: "CONNECT", path: "/", headers: credential.map { [("Authorization", $0)] } ?? [])
         return answer(await verifier.authorize(request), policy: policy)
+    }
+
+    /// Redeems `credential` off the event loop, then, on `eventLoop`, counts the outcome, marks
+    /// `admission` when the token was good, and calls `done` with the refusal to answer (nil:
+    /// admitted). The HTTP/2 streams and the HTTP/1.1 CONNECT handler both go through here.
+    static func redeem(
+        _ credential: String?, with verifier: any HTTPRequestAuthorizer, policy: RelayPolicy, admission: RelayConnectionAdmission, counters: RelayCounters,
+        on eventLoop: any EventLoop, done: @escaping @Sendable ((status: Int, reason: String, challenges: [String])?) -> Void
+    ) {
+        Task {
+            let refusal = await redeem(credential, with: verifier, policy: policy)
+            eventLoop.execute {
+                if let refusal {
+                    counters.count(refusal.status == 407 ? \.unauthorized : \.failed)
+                } else {
+                    admission.admitted = true
+                    counters.count(\.privateTokensRedeemed)
+                }
+                done(refusal)
+            }
+        }
     }
 
     static func answer(_ refusal: HTTPServerResponse?, policy: RelayPolicy) -> (status: Int, reason: String, challenges: [String])? {

@@ -77,21 +77,16 @@ final class RelayHTTP1ConnectHandler: ChannelInboundHandler, RemovableChannelHan
             refuse(407, reason, extra: challenges.map { ("Proxy-Authenticate", $0) }, context: context)
         case .redeem(let verifier, let credential):
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            let eventLoop = context.eventLoop
-            let policy = policy
             let authority = head.uri
-            Task {
-                let refusal = await RelayAuthorization.redeem(credential, with: verifier, policy: policy)
-                eventLoop.execute { [self] in
-                    let context = loopBound.value
-                    guard case .connecting = state else { return }
-                    if let (status, reason, challenges) = refusal {
-                        counters.count(status == 407 ? \.unauthorized : \.failed)
-                        return refuse(status, reason, extra: challenges.map { ("Proxy-Authenticate", $0) }, context: context)
-                    }
-                    counters.count(\.privateTokensRedeemed)
-                    connect(authority, context: context)
+            RelayAuthorization.redeem(
+                credential, with: verifier, policy: policy, admission: admission, counters: counters, on: context.eventLoop
+            ) { [self] refusal in
+                let context = loopBound.value
+                guard case .connecting = state else { return }
+                if let (status, reason, challenges) = refusal {
+                    return refuse(status, reason, extra: challenges.map { ("Proxy-Authenticate", $0) }, context: context)
                 }
+                connect(authority, context: context)
             }
         }
     }

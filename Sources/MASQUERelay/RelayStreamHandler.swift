@@ -86,21 +86,15 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
             state = .connecting
             pendingEnd = endStream
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            let eventLoop = context.eventLoop
-            let policy = policy
-            Task {
-                let refusal = await RelayAuthorization.redeem(credential, with: verifier, policy: policy)
-                eventLoop.execute { [self] in
-                    let context = loopBound.value
-                    guard case .connecting = state else { return }  // the stream went meanwhile
-                    if let (status, reason, challenges) = refusal {
-                        counters.count(status == 407 ? \.unauthorized : \.failed)
-                        return refuse(status, reason, extra: challenges.map { ("proxy-authenticate", $0) }, context: context)
-                    }
-                    admission.admitted = true
-                    counters.count(\.privateTokensRedeemed)
-                    authorized(headers, endStream: pendingEnd, context: context)
+            RelayAuthorization.redeem(
+                credential, with: verifier, policy: policy, admission: admission, counters: counters, on: context.eventLoop
+            ) { [self] refusal in
+                let context = loopBound.value
+                guard case .connecting = state else { return }  // the stream went meanwhile
+                if let (status, reason, challenges) = refusal {
+                    return refuse(status, reason, extra: challenges.map { ("proxy-authenticate", $0) }, context: context)
                 }
+                authorized(headers, endStream: pendingEnd, context: context)
             }
         }
     }

@@ -14,7 +14,7 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh relay
 source scripts/lib/install-packages.sh
-netext_install nftables iptables curl python3 tcpdump openssl >/dev/null || { echo "FAIL packages"; exit 1; }
+netext_install nftables iptables iproute2 curl python3 python3-h2 tcpdump openssl >/dev/null || { echo "FAIL packages"; exit 1; }
 source scripts/lib/lab-ca.sh
 source scripts/lib/app-cgroups.sh
 relay_cleanup() {
