@@ -34,8 +34,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// POST (the message as the body) or GET (`?dns=`).
     private let usesGET: Bool
     private var connection: EventLoopFuture<Connection>?
-    /// The channel of `connection` once it is open.
-    private var openedChannel: (any Channel)?
+    /// `connection` once it is open.
+    private var openedConnection: Connection?
     private var isShutDown = false
     /// Streams open on the connection (at most ``maximumStreams``), and the queries waiting for one.
     private var streamsInUse = 0
@@ -132,22 +132,18 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         }
         // At most `maximumStreams` at once on the connection; the rest wait their turn here (a
         // server sends RST_STREAM to streams past its limits).
-        let answered = NIOLoopBoundBox(false, eventLoop: eventLoop)
-        promise.futureResult.whenComplete { _ in answered.value = true }
-        whenStreamFree { [self] in
-            // It may have timed out while it waited.
-            guard !answered.value else { return streamEnded() }
-            openConnection().whenComplete { result in
-                switch result {
-                case .success(let connection):
-                    connection.exchanges.start(request, answer: promise)
-                case .failure(let error):
-                    promise.fail(error)
-                }
+        if streamsInUse < Self.maximumStreams {
+            streamsInUse += 1
+            dispatch(request, answer: promise, timeout: timeout)
+        } else {
+            let answered = NIOLoopBoundBox(false, eventLoop: eventLoop)
+            promise.futureResult.whenComplete { _ in answered.value = true }
+            waitingForStream.append { [self] in
+                // It may have timed out while it waited.
+                guard !answered.value else { return streamEnded() }
+                dispatch(request, answer: promise, timeout: timeout)
             }
-            promise.futureResult.whenComplete { [self] _ in streamEnded() }
         }
-        promise.futureResult.whenComplete { _ in timeout.cancel() }
         return promise.futureResult.flatMapError { error -> EventLoopFuture<[UInt8]> in
             // A connection the server had closed (idle, GOAWAY, its own limits: unbound closes its
             // HTTP/2 connections every thousand queries or so under load), or a stream it reset,
@@ -156,6 +152,27 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
                 return self.send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: attempt + 1)
             }
             return self.eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    /// Starts `request` on a stream it holds: on the open connection at once (its frames leave
+    /// with the next flush), else once one is open.
+    private func dispatch(_ request: DoHRequest, answer promise: EventLoopPromise<[UInt8]>, timeout: Scheduled<Void>) {
+        promise.futureResult.whenComplete { [self] _ in
+            timeout.cancel()
+            streamEnded()
+        }
+        if let openedConnection, openedConnection.channel.isActive {
+            openedConnection.exchanges.start(request, answer: promise)
+            return
+        }
+        openConnection().whenComplete { result in
+            switch result {
+            case .success(let connection):
+                connection.exchanges.start(request, answer: promise)
+            case .failure(let error):
+                promise.fail(error)
+            }
         }
     }
 
@@ -181,17 +198,17 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// The connection takes no new stream (the server said GOAWAY, RFC 9113 §6.8, or its stream
     /// IDs are spent): the next query opens another while the streams it still serves finish.
     private func retired(_ channel: any Channel) {
-        if openedChannel === channel {
+        if openedConnection?.channel === channel {
             connection = nil
-            openedChannel = nil
+            openedConnection = nil
         }
     }
 
     private func openConnection() -> EventLoopFuture<Connection> {
         // A connection that is closing (the server said GOAWAY or closed it) takes no new stream.
-        if let openedChannel, !openedChannel.isActive {
+        if let openedConnection, !openedConnection.channel.isActive {
             connection = nil
-            self.openedChannel = nil
+            self.openedConnection = nil
         }
         if let connection { return connection }
         let context = self.context
@@ -236,10 +253,10 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         opening.whenComplete { [self] result in
             switch result {
             case .success(let opened):
-                if connection === opening { openedChannel = opened.channel }
+                if connection === opening { openedConnection = opened }
                 opened.channel.closeFuture.whenComplete { [self] _ in
                     if connection === opening { connection = nil }
-                    if openedChannel === opened.channel { openedChannel = nil }
+                    if openedConnection?.channel === opened.channel { openedConnection = nil }
                 }
             case .failure:
                 if connection === opening { connection = nil }

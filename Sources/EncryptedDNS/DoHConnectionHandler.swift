@@ -13,6 +13,7 @@ import NIOHTTP2
 /// - A request that fails or times out before its stream ended is cancelled (RST_STREAM CANCEL,
 ///   §8.7); an answered stream is ended by both sides and left alone (resetting every answered
 ///   stream is what servers take for a rapid-reset attack).
+/// - Requests are written at once and flushed together on the loop's next turn.
 /// - The connection's receive window (§6.9) is given back as answers are read: a WINDOW_UPDATE on
 ///   stream 0 after each read that consumed data. Streams' own windows need none: one answer
 ///   (at most 65,535 bytes) fits the default.
@@ -32,6 +33,8 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     private var consumedBytes = 0
     /// False once the connection takes no new request (GOAWAY, stream IDs spent, closed).
     private var isUsable = true
+    /// A flush is queued on the event loop: requests written until it runs leave together.
+    private var flushPending = false
     /// Told once when the connection stops taking new requests.
     private let retired: () -> Void
 
@@ -62,9 +65,20 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
             buffer.writeBytes(request.body)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
         }
-        context.flush()
+        flushSoon(context)
         // Failed from outside (its deadline): the stream is cancelled if it is still open.
         answer.futureResult.whenFailure { [weak self] _ in self?.cancel(id) }
+    }
+
+    /// Flushes once the event loop has run the tasks queued before: under load many requests
+    /// leave in one TLS record and one system call, not one each.
+    private func flushSoon(_ context: ChannelHandlerContext) {
+        guard !flushPending else { return }
+        flushPending = true
+        context.eventLoop.execute { [self] in
+            flushPending = false
+            self.context?.flush()
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
