@@ -25,6 +25,8 @@ public final class RelayCounters: Sendable {
         public var connectionsRefused = 0
         /// Connections closed because their TLS handshake did not finish in time.
         public var handshakesTimedOut = 0
+        /// HTTP/2 connections closed after `RelayLimits.idleDeadline` without an open stream.
+        public var idleConnectionsClosed = 0
     }
 
     private let values = Mutex(Values())

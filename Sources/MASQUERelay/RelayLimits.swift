@@ -1,6 +1,6 @@
 /// What one client may hold of the relay: connections (by source: an IPv4 address or an IPv6
-/// /64, as the HTTP roles count them), streams a connection, and time to finish its TLS
-/// handshake. Past a connection cap a new connection is closed as soon as it is accepted; past
+/// /64, as the HTTP roles count them), streams a connection, time to finish its TLS
+/// handshake, and time without a stream. Past a connection cap a new connection is closed as soon as it is accepted; past
 /// the streams cap HTTP/2 refuses the stream (`SETTINGS_MAX_CONCURRENT_STREAMS`, RFC 9113 §5.1.2).
 public struct RelayLimits: Sendable, Hashable {
     /// Connections open at once.
@@ -11,6 +11,9 @@ public struct RelayLimits: Sendable, Hashable {
     public var maximumStreamsPerConnection = 256
     /// Seconds from accept to a finished TLS handshake; then the connection is closed.
     public var handshakeDeadline: Double = 10
+    /// Seconds an HTTP/2 connection may stay without an open stream (after its handshake, or
+    /// after its last flow ended); then it is sent GOAWAY and closed.
+    public var idleDeadline: Double = 120
 
     public init() {}
 }

@@ -81,22 +81,25 @@ public final class RelayServer: Sendable {
         return RelayServer(channel: channel, usage: usage, counters: counters)
     }
 
-    /// `limits`' concurrent streams a connection, the relay's windows (`RelayHTTP2Settings`) and
-    /// extended CONNECT.
+    /// `limits`' concurrent streams a connection, the relay's windows (`RelayHTTP2Settings`),
+    /// extended CONNECT, and the close of a connection idle without streams.
     static func configureHTTP2(
         _ channel: any Channel, policy: RelayPolicy, admission: RelayConnectionAdmission, ipRouter: ConnectIPRouter?, limits: RelayLimits,
         counters: RelayCounters, logger: Logger
     ) throws {
+        let idleCloser = RelayIdleConnectionCloser(idleSeconds: limits.idleDeadline, counters: counters)
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server,
             connectionConfiguration: RelayHTTP2Settings.connection(extendedConnect: true, maximumStreams: limits.maximumStreamsPerConnection),
             streamConfiguration: RelayHTTP2Settings.stream
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
+                idleCloser.opened(stream)
                 try stream.pipeline.syncOperations.addHandler(
                     RelayStreamHandler(policy: policy, admission: admission, ipRouter: ipRouter, counters: counters, logger: logger))
             }
         }
+        try channel.pipeline.syncOperations.addHandler(idleCloser)
     }
 
     /// Stops listening (open tunnels close with their connections).

@@ -20,7 +20,8 @@ struct RelayCommand: AsyncParsableCommand {
             gets 403, a request without one of the --token-file's bearer tokens or a Privacy Pass token from \
             --privacy-pass-issuer 407 (when either is given; a Privacy Pass token admits its whole connection). TLS offers \
             ALPN h2 only. A client holds at most --max-connections-per-client connections of --max-connections, each with \
-            at most --max-streams-per-connection flows, and has --handshake-timeout seconds to finish TLS. With --ip-pool, connect-ip tunnels get an address each from the pool and their packets go \
+            at most --max-streams-per-connection flows, has --handshake-timeout seconds to finish TLS, and an HTTP/2 connection \
+            without a flow for --idle-timeout seconds is sent GOAWAY and closed. With --ip-pool, connect-ip tunnels get an address each from the pool and their packets go \
             through a TUN interface (forwarding on; --masquerade for networks with no route back to the pool), only to \
             the --allow prefixes and from the address given; without it, connect-ip is answered 501. SIGHUP reads the \
             TLS certificate again. Logs say why a request was refused, never its bytes.
@@ -42,6 +43,8 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "Flows and tunnels one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).")
     var maxStreamsPerConnection = RelayLimits().maximumStreamsPerConnection
     @Option(help: "Seconds a connection has from accept to finish its TLS handshake.") var handshakeTimeout = RelayLimits().handshakeDeadline
+    @Option(help: "Seconds an HTTP/2 connection may stay without an open flow or tunnel before it is closed.")
+    var idleTimeout = RelayLimits().idleDeadline
     @Option(help: "Mutual TLS: clients must present a certificate that chains to a CA of this PEM file (such a client needs no token).")
     var clientCa: String?
     @OptionGroup var privacyPass: PrivacyPassOriginOptions
@@ -56,6 +59,7 @@ struct RelayCommand: AsyncParsableCommand {
             "tcpStreams": "\(relay.tcpStreams)", "udpStreams": "\(relay.udpStreams)", "ipStreams": "\(relay.ipStreams)",
             "unauthorized": "\(relay.unauthorized)", "privateTokensRedeemed": "\(relay.privateTokensRedeemed)", "forbidden": "\(relay.forbidden)", "malformed": "\(relay.malformed)", "failed": "\(relay.failed)",
             "connectionsRefused": "\(relay.connectionsRefused)", "handshakesTimedOut": "\(relay.handshakesTimedOut)",
+            "idleConnectionsClosed": "\(relay.idleConnectionsClosed)",
         ]
         if let ip = router?.counters {
             metadata["ipPacketsToNetwork"] = "\(ip.packetsToNetwork)"
@@ -85,6 +89,7 @@ struct RelayCommand: AsyncParsableCommand {
             throw ValidationError("--max-connections, --max-connections-per-client and --max-streams-per-connection must be at least 1")
         }
         guard handshakeTimeout > 0, handshakeTimeout <= 300 else { throw ValidationError("--handshake-timeout must be more than 0 and at most 300 seconds") }
+        guard idleTimeout >= 1, idleTimeout <= 86_400 else { throw ValidationError("--idle-timeout must be at least 1 and at most 86400 seconds") }
         if let metricsListen {
             do throws(MetricsListenerError) { _ = try MetricsListener.parse(metricsListen) } catch { throw ValidationError(error.message) }
         }
@@ -127,6 +132,7 @@ struct RelayCommand: AsyncParsableCommand {
         limits.maximumConnectionsPerClient = maxConnectionsPerClient
         limits.maximumStreamsPerConnection = maxStreamsPerConnection
         limits.handshakeDeadline = handshakeTimeout
+        limits.idleDeadline = idleTimeout
         let relayLimits = limits
         let clientCA = clientCa
         let asked = [clientCa == nil ? nil : "client certificates", tokens.isEmpty ? nil : "bearer tokens", verifier == nil ? nil : "Privacy Pass"].compactMap { $0 }

@@ -53,6 +53,7 @@ final class RelayServerMetrics: Sendable {
             Series(counter: Counter(label: "netext_masque_relay_private_tokens_redeemed_total", factory: factory), exported: 0) { relay, _ in relay.privateTokensRedeemed },
             counter("netext_masque_relay_connections_closed_total", "reason", "over_limit") { relay, _ in relay.connectionsRefused },
             counter("netext_masque_relay_connections_closed_total", "reason", "handshake_timeout") { relay, _ in relay.handshakesTimedOut },
+            counter("netext_masque_relay_connections_closed_total", "reason", "idle") { relay, _ in relay.idleConnectionsClosed },
         ])
         tunnels = Gauge(label: "netext_masque_relay_ip_tunnels", factory: factory)
         connections = Gauge(label: "netext_masque_relay_connections", factory: factory)

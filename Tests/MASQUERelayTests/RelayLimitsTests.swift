@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import MASQUERelay
 import NetExtTestSupport
+import NIOSSL
 import Testing
 
 /// The relay's caps on what one client holds (`RelayLimits`), against its listener on loopback:
@@ -103,5 +104,43 @@ struct RelayLimitsTests {
             let answer = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "tcp", "127.0.0.1:\(echo.tcpPort)"])
             #expect(answer["max_streams"] == "\(RelayLimits().maximumStreamsPerConnection)", "\(answer)")
         }
+    }
+
+    @Test("an HTTP/2 connection without a stream for the idle deadline is closed and counted; one holding a quiet flow is kept, and closed once the flow ends")
+    func idleDeadline() async throws {
+        var limits = RelayLimits()
+        limits.idleDeadline = 1
+        try await RelayServerTests.withRelay(tokens: ["client-token"], limits: limits) { relay, echo, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            // No stream ever: closed after the deadline.
+            let idle = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, token: "client-token")
+            #expect(try await Self.disconnects(idle, within: 5))
+            #expect(relay.counters.current.idleConnectionsClosed == 1)
+            // A flow open (and silent) for three deadlines: the connection stays.
+            let busy = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, token: "client-token")
+            let pair = try RelayClientTests.connectedPair()
+            try await busy.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+            try await Task.sleep(for: .seconds(3))
+            #expect(busy.isConnected, "a connection with an open flow is not idle")
+            let message = Array("still here".utf8)
+            _ = send(pair.app, message, message.count, 0)
+            #expect(try await RelayClientTests.receive(pair.app, count: message.count) == message)
+            // The flow ends: the deadline runs again from there.
+            close(pair.app)
+            #expect(try await Self.disconnects(busy, within: 5))
+            #expect(relay.counters.current.idleConnectionsClosed == 2)
+            await busy.close()
+            await idle.close()
+        }
+    }
+
+    /// Whether `client`'s connection closes within `seconds` (polled every 100 ms).
+    static func disconnects(_ client: RelayClient, within seconds: Double) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if !client.isConnected { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return !client.isConnected
     }
 }
