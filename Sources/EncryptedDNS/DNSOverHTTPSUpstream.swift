@@ -23,8 +23,9 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
 
     /// The event loop its connection and futures live on.
     public let eventLoop: any EventLoop
-    private let mark: UInt32?
-    private let address: SocketAddress
+    /// How its connection is reached: TCP to an address, or a connected socket someone else
+    /// carries (a relay's stream).
+    private let reach: Reach
     private let host: String
     /// `host[:port]` as `:authority` carries it.
     let authority: String
@@ -48,6 +49,15 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         var exchanges: DoHConnectionHandler
     }
 
+    /// Gives a connected stream socket whose bytes reach the DoH server (a relay's CONNECT
+    /// stream to its host and port, `NERelay.dnsOverHTTPSURL`); the upstream owns it from then.
+    public typealias ConnectedSocketOpener = @Sendable (_ host: String, _ port: Int) throws -> Int32
+
+    private enum Reach {
+        case address(SocketAddress, mark: UInt32?)
+        case socket(ConnectedSocketOpener, port: Int)
+    }
+
     /// - Parameters:
     ///   - url: the DoH URL (`https://host[:port]/path`, path default `/dns-query`).
     ///   - address: the IP address to reach it at (the configuration's server); the port is the URL's.
@@ -63,14 +73,33 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         authority = parsed.port == 443 ? parsed.host : "\(parsed.host):\(parsed.port)"
         path = parsed.path
         self.eventLoop = eventLoop
-        self.mark = mark
         let text = IPPrefix.format(address)
         serverDescription = "\(url) at \(text)"
         do {
-            self.address = try SocketAddress(ipAddress: text, port: parsed.port)
+            reach = .address(try SocketAddress(ipAddress: text, port: parsed.port), mark: mark)
         } catch {
-            throw .connectFailed(server: serverDescription, reason: "'\(text)' is not an IP address")
+            throw .connectFailed(server: "\(url) at \(text)", reason: "'\(text)' is not an IP address")
         }
+        let tls = try trust.configuration(applicationProtocols: ["h2"])
+        do { context = try NIOSSLContext(configuration: tls) } catch {
+            throw .connectFailed(server: serverDescription, reason: "TLS cannot be set up: \(FailureText.reason(error))")
+        }
+    }
+
+    /// DoH whose connection is a socket `opener` gives for the URL's host and port (a relay's
+    /// stream: the relay, not this machine, looks the name up). TLS and HTTP/2 run inside it
+    /// as over TCP; the server's certificate is checked against the URL's host.
+    public init(url: String, through opener: @escaping ConnectedSocketOpener, description: String, trust: DNSServerTrust = .system, usesGET: Bool = false, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+        self.usesGET = usesGET
+        guard let parsed = DoHURL(url) else {
+            throw .connectFailed(server: url, reason: "'\(url)' is not an https URL with a host name")
+        }
+        host = parsed.host
+        authority = parsed.port == 443 ? parsed.host : "\(parsed.host):\(parsed.port)"
+        path = parsed.path
+        reach = .socket(opener, port: parsed.port)
+        self.eventLoop = eventLoop
+        serverDescription = "\(url) \(description)"
         let tls = try trust.configuration(applicationProtocols: ["h2"])
         do { context = try NIOSSLContext(configuration: tls) } catch {
             throw .connectFailed(server: serverDescription, reason: "TLS cannot be set up: \(FailureText.reason(error))")
@@ -219,8 +248,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         // in the same read, and an HTTP/2 handler added any later would miss it (and answer the
         // server's SETTINGS ACK with GOAWAY PROTOCOL_ERROR).
         let ready = eventLoop.makePromise(of: Connection.self)
-        let opening = UpstreamBootstrap.make(on: eventLoop, mark: mark)
-            .channelInitializer { channel in
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: host))
                     try channel.pipeline.syncOperations.addHandler(ALPNWaiter(ready: ready) { channel in
@@ -233,7 +261,19 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
                     })
                 }
             }
-            .connect(to: address)
+        let connecting: EventLoopFuture<any Channel>
+        switch reach {
+        case .address(let address, let mark):
+            connecting = UpstreamBootstrap.make(on: eventLoop, mark: mark).channelInitializer(initializer).connect(to: address)
+        case .socket(let opener, let port):
+            do {
+                let socket = try opener(host, port)
+                connecting = ClientBootstrap(group: eventLoop).channelInitializer(initializer).withConnectedSocket(socket)
+            } catch {
+                connecting = eventLoop.makeFailedFuture(error)
+            }
+        }
+        let opening = connecting
             .flatMapError { error -> EventLoopFuture<any Channel> in
                 ready.fail(error)
                 return self.eventLoop.makeFailedFuture(error)

@@ -84,13 +84,16 @@ public final class RelayProxyProvider: TransparentProxyProvider {
     }
 
     public func handleNewFlow(_ flow: AppProxyTCPFlow) -> Bool {
+        // netextd's resolver reaching the relays' DoH server: always through the relays, to
+        // the name (the last relay looks it up), whatever the domains say.
+        let resolverHost = Self.resolverFlowHost(flow)
         guard let started = started.withLock({ $0 }), flow.direction == .outbound,
-              let route = route(flow.remoteHostname ?? flow.remoteEndpoint.hostname, started: started) else {
+              let route = resolverHost != nil ? .some(nil) : route(flow.remoteHostname ?? flow.remoteEndpoint.hostname, started: started) else {
             counts.withLock { $0.declined += 1 }
             return false
         }
         guard let (socket, ended) = flow.takeSocket() else { return false }
-        let destination = flow.remoteEndpoint
+        let destination = resolverHost.map { NetworkEndpoint(hostname: $0, port: flow.remoteEndpoint.port) } ?? flow.remoteEndpoint
         Task { [self] in
             let via = route == nil ? "the relays" : "direct"
             let client: any RelayTransport
@@ -112,6 +115,14 @@ public final class RelayProxyProvider: TransparentProxyProvider {
             }
         }
         return true
+    }
+
+    /// The DoH server's name of a flow netextd's resolver opened (``RelayProtocol/resolverFlowSource``,
+    /// no address), nil for every other flow.
+    static func resolverFlowHost(_ flow: AppProxyTCPFlow) -> String? {
+        guard flow.metaData.sourceAppSigningIdentifier == RelayProtocol.resolverFlowSource, flow.remoteEndpoint.hostname == "0.0.0.0",
+              let name = flow.remoteHostname, !name.isEmpty else { return nil }
+        return name
     }
 
     public func handleNewUDPFlow(_ flow: AppProxyUDPFlow, initialRemoteEndpoint: NetworkEndpoint) -> Bool {

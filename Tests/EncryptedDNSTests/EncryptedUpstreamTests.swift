@@ -1,8 +1,10 @@
 import Foundation
+import Glibc
 import NIOCore
 import NIOPosix
 import NetExtCore
 import NetExtTestSupport
+import Synchronization
 import Testing
 @testable import EncryptedDNS
 
@@ -148,6 +150,51 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
             for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
         }
         #expect(try await offPool { try Self.established(port: self.unbound.httpsPort) } == 1, "one HTTP/2 connection")
+    }
+
+    @Test("over HTTPS through a socket another carries (a relay's stream): the opener is asked once for the URL's host and port, answers come as over TCP, and an opener's failure is the query's reason")
+    func httpsThroughOpener() async throws {
+        let asked = Mutex<[String]>([])
+        let port = unbound.httpsPort
+        let upstream = try DNSOverHTTPSUpstream(url: "https://dns.lab.test:\(port)/dns-query", through: { host, port in
+            asked.withLock { $0.append("\(host):\(port)") }
+            return try Self.connectedTCP(port: port)
+        }, description: "through a test socket", trust: trust, eventLoop: loop)
+        defer { upstream.shutdown() }
+        #expect(upstream.serverDescription.hasSuffix("through a test socket"))
+        let answer = try await ask(upstream, "corp.lab.test", id: 0x1234)
+        #expect(answer[0] == 0x12 && answer[1] == 0x34)
+        #expect(Self.firstAddress(answer) == "10.20.0.5")
+        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for index in 0..<16 {
+                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
+            }
+            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
+        }
+        #expect(asked.withLock { $0 } == ["dns.lab.test:\(port)"], "one connection, opened for the URL's host name and port")
+
+        let refused = try DNSOverHTTPSUpstream(url: "https://dns.lab.test/dns-query", through: { _, _ in
+            throw NetExtError(.connectionFailed, "the relays have stopped")
+        }, description: "through nothing", trust: trust, eventLoop: loop)
+        defer { refused.shutdown() }
+        do {
+            _ = try await ask(refused, "corp.lab.test")
+            Issue.record("a query answered without a connection")
+        } catch {
+            #expect("\(error)".contains("the relays have stopped"), "\(error)")
+        }
+    }
+
+    /// A blocking TCP socket connected to 127.0.0.1:`port`.
+    static func connectedTCP(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: in_port_t(UInt16(port).bigEndian), sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard result == 0 else {
+            close(fd)
+            throw NetExtError(.connectionFailed, "could not connect to 127.0.0.1:\(port)")
+        }
+        return fd
     }
 
     @Test("over HTTPS with GET (?dns=, RFC 8484 §4.1): unbound's answer under the client's identifier; 16 queries at once")

@@ -84,6 +84,36 @@ struct RelayProxyProviderTests {
         }
     }
 
+    @Test("netextd's resolver flow (a stream socket pair, no address, the DoH server's name) goes through the relay to that name though no match domain covers it; an app's flow to the same name is declined")
+    func resolverFlow() async throws {
+        try await Self.withProvider { relay, echo, provider, daemon in
+            var fds: [Int32] = [-1, -1]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+            defer { close(fds[0]) }
+            let offer = AppProxyFlowOffer(
+                id: UInt64.max, transport: .tcp, remoteEndpoint: NetworkEndpoint(hostname: "0.0.0.0", port: echo.tcpPort),
+                localEndpoint: NetworkEndpoint(hostname: "0.0.0.0", port: 0), remoteHostname: "localhost", sourceAppIdentifier: RelayProtocol.resolverFlowSource)
+            try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fds[1], over: daemon)
+            SocketPair.close(fds[1])
+            #expect(try await Self.answer(over: daemon) == .init(flowID: UInt64.max, handled: true))
+            let message = Array("a DoH connection through the relay".utf8)
+            _ = send(fds[0], message, message.count, 0)
+            #expect(try await RelayClientTests.receive(fds[0], count: message.count) == message, "carried to the name, which the relay looked up")
+            #expect(relay.counters.current.tcpStreams == 1)
+
+            let app = try LoopbackSockets.connectedPair(timeoutSeconds: 5)
+            defer { close(app.near) }
+            let appOffer = AppProxyFlowOffer(
+                id: 7, transport: .tcp, remoteEndpoint: NetworkEndpoint(hostname: "127.0.0.1", port: echo.tcpPort),
+                localEndpoint: NetworkEndpoint(hostname: "127.0.0.1", port: 40002), remoteHostname: "localhost", sourceAppIdentifier: "org.example.browser")
+            try DescriptorMessages.send(AppProxyFlowCodec.encode(appOffer), descriptor: app.far, over: daemon)
+            SocketPair.close(app.far)
+            #expect(try await Self.answer(over: daemon) == .init(flowID: 7, handled: false))
+            #expect(relay.counters.current.tcpStreams == 1)
+            await provider.stopProxy(with: .userInitiated)
+        }
+    }
+
     @Test("a UDP flow to a match domain: its first datagram and a later one reach the UDP echo through connect-udp, the answers reach the app")
     func udpFlow() async throws {
         try await Self.withProvider { relay, echo, provider, daemon in

@@ -132,6 +132,44 @@ final class DNSSettingsRoutingTests {
         #expect(nameservers == ["10.0.0.53"])
     }
 
+    @Test("a relay's DoH server answers its match domains (after a tunnel's, before the settings'); a relay taking every name keeps them from the settings; taken out, the settings answer again and the stub stops when nothing needs it")
+    func relayResolver() throws {
+        let settingsServer = ScriptedUpstream("settings")
+        let router = router([settingsServer])
+        let relay = ScriptedUpstream("https://doh.office.test/dns-query through the relays")
+        let relayID = UUID(), settings = UUID(), office = UUID()
+        try router.applyRelayResolver(EncryptedDNSServerSet([relay]), matchDomains: ["office.test"], for: relayID)
+        #expect(router.isStubRunning && nameservers == ["127.0.0.1"])
+        var routing = router.stubRouting
+        #expect(routing.route(for: "wiki.office.test").owner == DNSRouter.relayOwner(relayID))
+        #expect(routing.route(for: "www.example.org").owner == nil, "other names: the machine's servers")
+        let answer = try #require(try ask(router, "wiki.office.test", id: 0x7171))
+        #expect(answer[0] == 0x71 && Array(answer.suffix(4)) == [192, 0, 2, 1])
+        #expect(relay.asked.withLock { $0.count } == 1)
+
+        var split = Self.tls
+        split.matchDomains = ["office.test"]
+        try router.applySettings(split, for: settings)
+        try router.apply(DNSSettings(servers: ["10.8.0.1"], matchDomains: ["vpn.office.test"]), for: office, rank: 0)
+        routing = router.stubRouting
+        #expect(routing.route(for: "wiki.office.test").owner == DNSRouter.relayOwner(relayID), "the relay's domain before the settings' on a tie")
+        #expect(routing.route(for: "git.vpn.office.test").owner == office.uuidString, "a tunnel's longer match wins")
+        router.remove(office)
+
+        // Every name: the relay's, though settings for every name come after it.
+        try router.applySettings(Self.tls, for: settings)
+        try router.applyRelayResolver(EncryptedDNSServerSet([relay]), matchDomains: [], for: relayID)
+        #expect(router.stubRouting.defaultOwner == DNSRouter.relayOwner(relayID))
+        try router.applySettings(Self.tls, for: UUID())
+        #expect(router.stubRouting.defaultOwner == DNSRouter.relayOwner(relayID), "new settings do not take the relay's names")
+        router.removeRelayResolver(for: relayID)
+        #expect(router.stubRouting.defaultOwner?.hasPrefix(DNSRouter.settingsOwnerPrefix) == true, "the settings answer every name again")
+        #expect(relay.shutDown.withLock { $0 })
+        try router.applySettings(nil, for: router.settings!.id)
+        #expect(!router.isStubRunning)
+        #expect(nameservers == ["10.0.0.53"])
+    }
+
     @Test("every upstream failing: SERVFAIL, nothing asked in the clear; the failure is counted")
     func failsClosed() throws {
         let dead = [ScriptedUpstream("a", fails: true), ScriptedUpstream("b", fails: true)]

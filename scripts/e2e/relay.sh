@@ -14,8 +14,9 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh relay
 source scripts/lib/install-packages.sh
-netext_install nftables iptables iproute2 curl python3 python3-h2 tcpdump openssl >/dev/null || { echo "FAIL packages"; exit 1; }
+netext_install nftables iptables iproute2 curl python3 python3-h2 tcpdump openssl unbound >/dev/null || { echo "FAIL packages"; exit 1; }
 source scripts/lib/lab-ca.sh
+source scripts/lib/unbound-lab.sh
 source scripts/lib/app-cgroups.sh
 relay_cleanup() {
   app_cgroups_remove
@@ -30,6 +31,11 @@ lab_up || { echo "FAIL lab"; exit 1; }
 lab_in "$LAB_INTERNET" sh -c 'ip addr add 100.64.0.80/32 dev lo && ip addr add 198.51.100.53/32 dev lo'
 mkdir -p "/etc/netns/$LAB_LAPTOP"; echo "nameserver 198.51.100.53" > "/etc/netns/$LAB_LAPTOP/resolv.conf"
 lab_spawn "$LAB_INTERNET" python3 scripts/e2e/dns-responder.py 198.51.100.53 test 10.20.0.5 "$work/dns.log" www.public.test=100.64.0.80
+# The office's DNS-over-HTTPS server (doh.office.test, 10.20.0.53): only the relay can reach it,
+# and it finds the name in the office's hosts file (ip netns exec shows /etc/netns/NAME/hosts as
+# /etc/hosts; written before the relay starts).
+lab_in "$LAB_OFFICE" ip addr add 10.20.0.53/32 dev lo
+mkdir -p "/etc/netns/$LAB_OFFICE"; printf '127.0.0.1 localhost\n10.20.0.53 doh.office.test\n' > "/etc/netns/$LAB_OFFICE/hosts"
 mkdir -p "$work/www"; echo "office intranet page" > "$work/www/index.html"; head -c 20000000 /dev/urandom > "$work/www/large.bin"
 lab_spawn "$LAB_OFFICE" sh -c "exec python3 -m http.server 8080 --bind 10.20.0.5 --directory '$work/www' 2>> '$work/office-web.log'"
 lab_spawn "$LAB_INTERNET" sh -c "exec python3 -m http.server 8080 --bind 100.64.0.80 --directory '$work/www' 2>> '$work/public-web.log'"
@@ -51,7 +57,8 @@ start_relay() {
 start_relay
 lab_wait "ip netns exec $LAB_INTERNET curl -s -o /dev/null http://100.64.0.80:8080/" 15
 
-e2e_netextd_environment
+# netextd may point the laptop's resolver file at its stub (while a relay's DoH server is in force).
+e2e_netextd_environment "/etc/netns/$LAB_LAPTOP/resolv.conf"
 # The relay's certificate chains to the lab's CA (a deployment's chains to the system's).
 export NETEXT_RELAY_CA_FILE="$work/relay-ca.crt"
 printf '{"bundleIdentifier": "com.netext.relay", "extensionPoint": "transparent-proxy", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay.json"
@@ -123,6 +130,27 @@ start_relay
 check "after the relay is back, flows go through it again" office_page 10
 check "and UDP too" udp_echo echo.office.test
 
+# The relays' DNS-over-HTTPS server (NERelay.dnsOverHTTPSURL): unbound in the office answers
+# viadoh.office.test; netextd's resolver reaches it through the relay (a flow to its name), so
+# neither that name nor the server's goes to the laptop's resolver or crosses the uplink.
+lab_ca_issue "$work/ca" dns doh.office.test || { echo "FAIL lab CA (doh)"; exit 1; }
+printf 'local-zone: "office.test." static\nlocal-data: "viadoh.office.test. 60 IN A 10.20.0.5"\n' | unbound_lab_config "$work/office-doh.conf" 10.20.0.53@443
+lab_spawn "$LAB_OFFICE" unbound -d -c "$work/office-doh.conf"
+lab_wait "office ss -ltn | grep -q '10.20.0.53:443'" 15
+check "relays with a DNS-over-HTTPS server: netext relay configure --doh" netext relay configure --relay https://203.0.113.2:8443 \
+  --doh https://doh.office.test/dns-query --match-domain office.test --exclude-fqdn login.office.test --header-file "$work/relay-headers" --name "Office relay" --enable
+check "netextd routed the relays' names to it (logged) and pointed the laptop's resolver at its stub" \
+  lab_wait "grep -q \"relay's names resolved through its DNS-over-HTTPS server\" '$work/netextd.log' && grep -q '^nameserver 127.0.0.153' '/etc/netns/$LAB_LAPTOP/resolv.conf'" 15
+lab_capture_start DOH_CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/uplink-doh.pcap"
+check "a page on a name only the office's DoH server knows loads through the relay" \
+  lab_wait "laptop curl -s -m 8 http://viadoh.office.test:8080/ | grep -q 'office intranet page'" 15
+check "a name outside office.test is still answered by the laptop's resolver" bash -c "ip netns exec '$LAB_LAPTOP' getent hosts www.public.test | grep -q 100.64.0.80 && grep -q '^www.public.test' '$work/dns.log'"
+lab_capture_stop "$DOH_CAPTURE_PID" "$work/uplink-doh.pcap"
+check "the office's DoH server answered viadoh.office.test (its log)" grep -q 'viadoh.office.test' "$work/unbound.log"
+check "the laptop's resolver was never asked for it, nor for the DoH server's name" bash -c "! grep -Eq '^(viadoh|doh)\.office\.test' '$work/dns.log'"
+doh_names=$(tcpdump -n -A -r "$work/uplink-doh.pcap" "port 53" 2>/dev/null | grep -c -E 'viadoh|doh.office' || true)
+check "the uplink capture: no DNS packet names them ($doh_names)" test "$doh_names" -eq 0
+
 # Per-app relays: the same settings bound to one app, which netextd runs as an app proxy of the
 # relay provider: that app's office names go through the relay, its other names direct (carried
 # by the provider), and no other program's connection is touched.
@@ -156,5 +184,6 @@ check "netext relay disable: the relays are out of force" netext relay disable
 check "the per-app provider carried that flow itself, direct (its stop line)" \
   lab_wait "grep -Eq 'stopped \(configurationDisabled\): [0-9]+ TCP and [0-9]+ UDP flows carried, [1-9][0-9]* direct' '$work/netextd.log'" 10
 check "after the stop: the office is unreachable again" no_office_page intranet.office.test
+check "after the stop: the laptop's resolver file is its own again" grep -qx 'nameserver 198.51.100.53' "/etc/netns/$LAB_LAPTOP/resolv.conf"
 check "after the stop: no transparent proxy rules are left" bash -c "! laptop nft list tables 2>/dev/null | grep -q netextd_apps || ! laptop nft list table inet netextd_apps 2>/dev/null | grep -q 'tph4_'"
 e2e_finish "$work/netextd.log" "$work/relay.log"

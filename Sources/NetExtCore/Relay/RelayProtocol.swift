@@ -35,6 +35,16 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     /// bound apps' flows; it carries those the relays do not take directly).
     public static let perAppProviderBundleIdentifier = "com.netext.relay.per-app"
 
+    /// The source netextd gives the flows of its own resolver to a relay's DNS-over-HTTPS server
+    /// (`RelayHop.dnsOverHTTPSURL`): such a flow has no address (its remote address is the
+    /// unspecified one) and goes through the relays to its `remoteHostname`, whatever the
+    /// match and excluded domains say.
+    public static let resolverFlowSource = "com.netext.netextd.relay-dns"
+
+    /// The DNS-over-HTTPS URL names go to while the relays run: the first relay's that has one
+    /// (reached through the whole chain).
+    public var dnsOverHTTPSURL: String? { relays.lazy.compactMap(\.dnsOverHTTPSURL).first }
+
     /// Whether the relays take only some apps' connections.
     public var isPerApp: Bool { !appRules.isEmpty }
 

@@ -46,6 +46,8 @@ final class DNSRouter {
     private var nameObserver: (@Sendable (String) -> Void)?
     /// The system DNS settings in force, and the upstreams made for them.
     private(set) var settings: (id: UUID, dns: DNSSettingsProtocol, upstreams: EncryptedDNSServerSet?)?
+    /// Relay configurations' DNS-over-HTTPS servers in force (``applyRelayResolver(_:matchDomains:for:)``).
+    private(set) var relayResolvers: [UUID: EncryptedDNSServerSet] = [:]
     /// Each server's connections, for settings.
     private let makeUpstreams: @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]]
 
@@ -73,6 +75,9 @@ final class DNSRouter {
     /// The routing owner of a DNS settings configuration's names.
     static func settingsOwner(_ id: UUID) -> String { settingsOwnerPrefix + id.uuidString }
     static let settingsOwnerPrefix = "dns-settings:"
+    /// The routing owner of a relay configuration's names.
+    static func relayOwner(_ id: UUID) -> String { relayOwnerPrefix + id.uuidString }
+    static let relayOwnerPrefix = "relay-dns:"
 
     // MARK: System DNS settings
 
@@ -108,7 +113,8 @@ final class DNSRouter {
             }
             routes[owner] = .init(upstreams: upstreams, cleartextServers: dns.servers, cleartextFallback: fallback)
             if dns.matchDomains.allSatisfy(\.isEmpty) {
-                routing.defaultOwner = owner
+                // A relay that takes every name keeps them (its DoH server is reached through it).
+                if !(routing.defaultOwner?.hasPrefix(Self.relayOwnerPrefix) ?? false) { routing.defaultOwner = owner }
             } else {
                 // Last: a tunnel's match domain wins a tie.
                 routing.entries.append(.init(owner: owner, matchDomains: dns.matchDomains, servers: dns.servers))
@@ -206,6 +212,62 @@ final class DNSRouter {
         }
     }
 
+    // MARK: Relays' DNS-over-HTTPS servers
+
+    /// A relay configuration's DoH server (``RelayProtocol/dnsOverHTTPSURL``, reached through its
+    /// relays) answers the names it takes: those within `matchDomains`, or every name when there
+    /// are none — before the system DNS settings, after a tunnel's match domains. Replaces what
+    /// the configuration had; the stub runs and the resolver file points at it.
+    func applyRelayResolver(_ upstreams: EncryptedDNSServerSet, matchDomains: [String], for id: UUID) throws(NetExtError) {
+        guard let address = stubAddress, let resolver else {
+            upstreams.shutdown()
+            throw NetExtError(.configurationInvalid, "a relay's DNS server needs netextd's DNS stub and resolver file (NETEXT_DNS_STUB, NETEXT_RESOLV_CONF)")
+        }
+        do throws(NetExtError) { try ensureStub(address: address, resolver: resolver) } catch {
+            upstreams.shutdown()
+            throw error
+        }
+        let previous = relayResolvers.updateValue(upstreams, forKey: id)
+        let owner = Self.relayOwner(id)
+        let domains = matchDomains.filter { !$0.isEmpty }
+        stub?.updateSettings { routing, routes in
+            routes[owner] = .init(upstreams: upstreams, cleartextServers: [], cleartextFallback: nil)
+            routing.entries.removeAll { $0.owner == owner }
+            if domains.isEmpty {
+                routing.defaultOwner = owner
+            } else {
+                let settingsStart = routing.entries.firstIndex { $0.owner.hasPrefix(Self.settingsOwnerPrefix) } ?? routing.entries.endIndex
+                routing.entries.insert(.init(owner: owner, matchDomains: domains, servers: []), at: settingsStart)
+            }
+        }
+        previous?.shutdown()
+        if !tunnels.values.contains(where: { $0.changedResolver && !$0.routed }) {
+            try resolver.installStub(nameserver: address.hostText, addingSearchDomains: [], claims: stubClaims)
+        } else {
+            resolver.stubClaimsChanged(stubClaims)
+        }
+        logger.info("DNS: a relay's names resolved through its DNS-over-HTTPS server", metadata: [
+            "configuration": "\(id)", "server": "\(upstreams.upstreams.map(\.serverDescription))", "matchDomains": "\(domains.isEmpty ? ["(every name)"] : domains)",
+        ])
+    }
+
+    /// Takes a relay configuration's DoH server out (its relays stopped).
+    func removeRelayResolver(for id: UUID) {
+        guard let upstreams = relayResolvers.removeValue(forKey: id) else { return }
+        let owner = Self.relayOwner(id)
+        let settingsTakeAll = settings.map { $0.dns.matchDomains.allSatisfy(\.isEmpty) } ?? false
+        let settingsOwner = settings.map { Self.settingsOwner($0.id) }
+        stub?.updateSettings { routing, routes in
+            routes[owner] = nil
+            routing.entries.removeAll { $0.owner == owner }
+            if routing.defaultOwner == owner { routing.defaultOwner = settingsTakeAll ? settingsOwner : nil }
+        }
+        upstreams.shutdown()
+        logger.info("DNS: a relay's DNS-over-HTTPS server taken out", metadata: ["configuration": "\(id)"])
+        resolver?.stubClaimsChanged(stubClaims)
+        stopStubIfUnused()
+    }
+
     // MARK: Match domains
 
     /// Starts the stub if needed, routes the tunnel's match domains to its servers, and points
@@ -256,7 +318,7 @@ final class DNSRouter {
     }
 
     private func stopStubIfUnused() {
-        guard let running = stub, running.currentRouting.entries.isEmpty, nameObserver == nil, settings == nil else { return }
+        guard let running = stub, running.currentRouting.entries.isEmpty, nameObserver == nil, settings == nil, relayResolvers.isEmpty else { return }
         running.stop()
         stub = nil
         resolver?.stubStopped()
@@ -287,7 +349,7 @@ final class DNSRouter {
             }
         }
         guard !others.values.contains(where: \.changedResolver) else { return }
-        if nameObserver != nil || settings != nil, stub != nil, let address = stubAddress {
+        if nameObserver != nil || settings != nil || !relayResolvers.isEmpty, stub != nil, let address = stubAddress {
             try? resolver.installStub(nameserver: address.hostText, addingSearchDomains: [], claims: stubClaims)
         } else {
             resolver.restore()

@@ -68,6 +68,9 @@ final class AppProxyFlowDispatcher: Sendable {
     }
 
     private let unanswered = Mutex<[UInt64: Offered]>([:])
+    /// Flows of netextd's own resolver (``openResolverConnection(toHost:port:)``), numbered
+    /// from the top of the ID space (the accepted flows count up from 1).
+    private let resolverFlows = Mutex<(next: UInt64, open: Set<UInt64>)>((UInt64.max, []))
     /// The flows the provider holds: offered and not declined, or taken and not ended (its
     /// `ended` notices); at most `flowLimit`.
     private let live = Mutex<Set<UInt64>>([])
@@ -400,6 +403,43 @@ final class AppProxyFlowDispatcher: Sendable {
         }
     }
 
+    /// A connection of netextd's own to `host`:`port` handed to the provider as a flow of
+    /// ``RelayProtocol/resolverFlowSource`` (a relay's DNS-over-HTTPS server, reached through the
+    /// relays by name): returns netextd's end of a stream socket pair whose other end the
+    /// provider carries. Throws when the provider cannot be given it.
+    func openResolverConnection(toHost host: String, port: UInt16) throws(NetExtError) -> Int32 {
+        var fds: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw NetExtError(.connectionFailed, "cannot make a socket pair for the relay's DNS server: \(String(cString: strerror(errno)))")
+        }
+        let id = resolverFlows.withLock { flows -> UInt64 in
+            defer { flows.next -= 1 }
+            flows.open.insert(flows.next)
+            return flows.next
+        }
+        guard takeSlot(id) else {
+            _ = resolverFlows.withLock { $0.open.remove(id) }
+            SocketPair.close(fds[0])
+            SocketPair.close(fds[1])
+            throw NetExtError(.connectionFailed, "the relay provider holds its limit of flows")
+        }
+        let offer = AppProxyFlowOffer(
+            id: id, transport: .tcp, remoteEndpoint: NetworkEndpoint(hostname: "0.0.0.0", port: port), localEndpoint: NetworkEndpoint(hostname: "0.0.0.0", port: 0),
+            remoteHostname: host, sourceAppIdentifier: RelayProtocol.resolverFlowSource)
+        do {
+            try DescriptorMessages.send(AppProxyFlowCodec.encode(offer), descriptor: fds[1], over: channel)
+            SocketPair.close(fds[1])
+            counts.withLock { $0.offered += 1 }
+            return fds[0]
+        } catch {
+            _ = resolverFlows.withLock { $0.open.remove(id) }
+            _ = live.withLock { $0.remove(id) }
+            SocketPair.close(fds[0])
+            SocketPair.close(fds[1])
+            throw NetExtError(.connectionFailed, "the relay provider could not be given the DNS server's connection: \(error)")
+        }
+    }
+
     private func readAnswers() {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { buffer.deallocate() }
@@ -427,6 +467,11 @@ final class AppProxyFlowDispatcher: Sendable {
             }
             counts.withLock { answer.handled ? ($0.handled += 1) : ($0.declined += 1) }
             if !answer.handled { _ = live.withLock { $0.remove(answer.flowID) } }
+            if resolverFlows.withLock({ $0.open.remove(answer.flowID) }) != nil {
+                // netextd's own: a declined one is closed (its queries fail), never sent direct.
+                if let returned = received.descriptor { SocketPair.close(returned) }
+                continue
+            }
             let offered = sendsDeclinedFlowsOn ? unanswered.withLock { $0.removeValue(forKey: answer.flowID) } : nil
             guard let returned = received.descriptor else { continue }
             guard !answer.handled, let offered else {

@@ -84,6 +84,7 @@ extension SessionManager {
                 endProxying(id)
                 return
             }
+            startRelayResolver(session.configuration, dispatcher: dispatcher)
             logger.info("transparent proxy: its flows go to the provider", metadata: [
                 "configuration": "\(LogText.quoted(session.configuration.localizedDescription))",
                 "included": "\(settings.includedNetworkRules.map(\.description))", "excluded": "\(settings.excludedNetworkRules.map(\.description))",
@@ -103,9 +104,12 @@ extension SessionManager {
         guard let dispatcher = sessions[id]?.proxy else { return }
         sessions[id]?.proxy = nil
         if let configuration = sessions[id]?.configuration, configuration.isEnabled, Self.failsClosed(configuration) {
+            // A relay's DNS server stays the route for its names: its queries fail (no
+            // provider to carry them) rather than go to the machine's resolver.
             holdClosed(id, dispatcher, name: configuration.localizedDescription, restartOnFlow: failed)
             return
         }
+        dns.removeRelayResolver(for: id)
         let steering = appSteering
         proxyTeardowns[id] = Task {
             await steering.proxyDown(id)
@@ -170,6 +174,7 @@ extension SessionManager {
     func releaseHeldClosed(_ id: UUID) async {
         guard let held = heldClosed.removeValue(forKey: id) else { return }
         onDemandRestarts[id] = nil
+        dns.removeRelayResolver(for: id)
         await appSteering.proxyDown(id)
         await appSteering.transparentDown(id)
         await held.stop()

@@ -1,6 +1,8 @@
+import EncryptedDNS
 import Foundation
 import Logging
 import NetExtCore
+import NIOPosix
 
 /// Relay configurations (`RelayProtocol`, Apple's `NERelayManager`): netextd runs each enabled
 /// one as a transparent proxy of the built-in relay provider (`com.netext.relay`,
@@ -79,6 +81,47 @@ extension SessionManager {
         for configuration in configurations {
             guard case .relay = configuration.protocolConfiguration else { continue }
             await relayChanged(configuration, removed: false, previous: nil)
+        }
+    }
+
+    /// The relay settings a runnable configuration (``runnable(_:environment:)``) carries, nil
+    /// for any other configuration.
+    static func relaySettings(ofRunnable configuration: Configuration) -> RelayProtocol? {
+        guard case .tunnelProvider(let provider) = configuration.protocolConfiguration,
+              provider.providerBundleIdentifier == RelayProtocol.providerBundleIdentifier || provider.providerBundleIdentifier == RelayProtocol.perAppProviderBundleIdentifier,
+              let value = provider.providerConfiguration["relay"], let data = try? JSONEncoder().encode(value) else { return nil }
+        return try? JSONDecoder().decode(RelayProtocol.self, from: data)
+    }
+
+    /// A running relay configuration with a DNS-over-HTTPS URL (``RelayProtocol/dnsOverHTTPSURL``)
+    /// has the names it takes resolved there: netextd's resolver reaches the server through the
+    /// relays (each connection a flow handed to the provider, carried to the server's name; the
+    /// last relay looks it up), so neither the names nor the server's name go to the local
+    /// network's resolver. The server's certificate is checked against the system's CAs, or
+    /// `NETEXT_RELAY_CA_FILE` where set (a lab's). Per-app relays keep the machine's resolver.
+    func startRelayResolver(_ configuration: Configuration, dispatcher: AppProxyFlowDispatcher) {
+        guard let settings = Self.relaySettings(ofRunnable: configuration), !settings.isPerApp, let url = settings.dnsOverHTTPSURL else { return }
+        let environment = ProcessInfo.processInfo.environment
+        let trust = environment["NETEXT_RELAY_CA_FILE"].flatMap { $0.isEmpty ? nil : DNSServerTrust(caFile: $0) } ?? .system
+        let opener: DNSOverHTTPSUpstream.ConnectedSocketOpener = { [weak dispatcher] host, port in
+            guard let dispatcher else { throw NetExtError(.connectionFailed, "the relays have stopped") }
+            return try dispatcher.openResolverConnection(toHost: host, port: UInt16(port))
+        }
+        do {
+            // One connection per core, as for the system DNS settings' servers.
+            let connections = try MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
+                try DNSOverHTTPSUpstream(url: url, through: opener, description: "through the relays", trust: trust, eventLoop: loop) as any EncryptedDNSUpstream
+            }
+            try dns.applyRelayResolver(
+                EncryptedDNSServerSet(servers: [connections]), matchDomains: settings.matchDomains + settings.matchFQDNs, for: configuration.id)
+        } catch let error as NetExtError {
+            logger.error("the relays' DNS server cannot be used; their names are resolved by the machine's resolver", metadata: [
+                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "error": "\(error.message)",
+            ])
+        } catch {
+            logger.error("the relays' DNS server cannot be used; their names are resolved by the machine's resolver", metadata: [
+                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "error": "\(error)",
+            ])
         }
     }
 }
