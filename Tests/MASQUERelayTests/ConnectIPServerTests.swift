@@ -2,6 +2,7 @@ import Foundation
 import HTTPCapsules
 import MASQUERelay
 import NetExtCore
+import NIOSSL
 import Synchronization
 import Testing
 
@@ -50,6 +51,34 @@ struct ConnectIPServerTests {
             #expect(given.count == 3 && given.allSatisfy { $0[12..<16] == [10, 77, 0, 2] }, "only the three pings from the assigned address: \(given.count)")
             #expect(router.counters.droppedFromClients == 1 && router.counters.packetsToNetwork == 3 && router.counters.packetsFromNetwork == 3)
             #expect(relay.counters.current.ipStreams == 1)
+        }
+    }
+
+    @Test("NetExt's own client (RelayClient.openIPTunnel): the assigned address and the advertised routes, three pings answered; an oversized or empty packet is not sent; a refused scope throws the relay's status")
+    func netextClient() async throws {
+        try await Self.withIPRelay { relay, router, network, caFile in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+            let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
+            let tunnel = try await client.openIPTunnel()
+            #expect(tunnel.assignedAddresses.map(\.description) == ["10.77.0.2/32"])
+            #expect(tunnel.routes == [IPAddressRange(version: 4, start: [10, 20, 0, 0], end: [10, 20, 0, 255])])
+            var replies = tunnel.packets.makeAsyncIterator()
+            for sequence in 1...3 {
+                #expect(tunnel.send(ConnectIPPackets.icmp(from: [10, 77, 0, 2], to: [10, 20, 0, 5], sequence: UInt16(sequence))))
+                let reply = try #require(await replies.next())
+                #expect(reply[9] == 1 && reply[20] == 0, "an ICMP echo reply")
+                #expect(Array(reply[12..<16]) == [10, 20, 0, 5] && Array(reply[16..<20]) == [10, 77, 0, 2])
+            }
+            #expect(!tunnel.send([]) && !tunnel.send([UInt8](repeating: 0x45, count: RelayIPTunnel.maximumPacket + 1)))
+            #expect(network.given.withLock { $0.count } == 3 && router.counters.packetsFromNetwork == 3)
+            tunnel.close()
+            do {
+                _ = try await client.openIPTunnel(scope: ConnectIPScope(target: .prefix(try IPPrefix("192.0.2.0/24"))))
+                Issue.record("a scope outside the allowed destinations was opened")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.status == 403, "\(failure)")
+            }
+            await client.close()
         }
     }
 
