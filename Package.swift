@@ -396,7 +396,7 @@ let package = Package(
         // The built-in relay client: a transparent proxy carrying flows through MASQUE relays.
         .target(
             name: "RelayProvider",
-            dependencies: ["MASQUERelay", "NetExt", "NetExtCore", .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            dependencies: ["HTTPCapsules", "MASQUERelay", "NetExt", "NetExtCore", .product(name: "NIOSSL", package: "swift-nio-ssl")],
             swiftSettings: strict),
         .executableTarget(name: "netext-relay-provider", dependencies: ["NetExt", "RelayProvider"]),
         // The reference DNS proxy: every program's DNS answered over its own DoH connection.

@@ -14,7 +14,7 @@
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh relay
 source scripts/lib/install-packages.sh
-netext_install nftables iptables iproute2 curl python3 python3-h2 tcpdump openssl unbound >/dev/null || { echo "FAIL packages"; exit 1; }
+netext_install nftables iptables iproute2 iputils-ping curl python3 python3-h2 tcpdump openssl unbound >/dev/null || { echo "FAIL packages"; exit 1; }
 source scripts/lib/lab-ca.sh
 source scripts/lib/unbound-lab.sh
 source scripts/lib/app-cgroups.sh
@@ -63,7 +63,8 @@ e2e_netextd_environment "/etc/netns/$LAB_LAPTOP/resolv.conf"
 export NETEXT_RELAY_CA_FILE="$work/relay-ca.crt"
 printf '{"bundleIdentifier": "com.netext.relay", "extensionPoint": "transparent-proxy", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay.json"
 printf '{"bundleIdentifier": "com.netext.relay.per-app", "extensionPoint": "app-proxy", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay-per-app.json"
-chmod 644 "$NETEXT_PROVIDERS_DIR/relay.json" "$NETEXT_PROVIDERS_DIR/relay-per-app.json"
+printf '{"bundleIdentifier": "com.netext.relay.ip-tunnel", "extensionPoint": "packet-tunnel", "executable": "%s", "user": "nobody"}\n' "${RELAY_PROVIDER_EXECUTABLE:-$bin/netext-relay-provider}" > "$NETEXT_PROVIDERS_DIR/relay-ip-tunnel.json"
+chmod 644 "$NETEXT_PROVIDERS_DIR/relay.json" "$NETEXT_PROVIDERS_DIR/relay-per-app.json" "$NETEXT_PROVIDERS_DIR/relay-ip-tunnel.json"
 app_cgroups_start_netextd
 
 office_page() { laptop curl -s -m "${1:-8}" http://intranet.office.test:8080/ | grep -q 'office intranet page'; }
@@ -150,6 +151,22 @@ check "the office's DoH server answered viadoh.office.test (its log)" grep -q 'v
 check "the laptop's resolver was never asked for it, nor for the DoH server's name" bash -c "! grep -Eq '^(viadoh|doh)\.office\.test' '$work/dns.log'"
 doh_names=$(tcpdump -n -A -r "$work/uplink-doh.pcap" "port 53" 2>/dev/null | grep -c -E 'viadoh|doh.office' || true)
 check "the uplink capture: no DNS packet names them ($doh_names)" test "$doh_names" -eq 0
+
+# A packet tunnel over the relay's connect-ip (com.netext.relay.ip-tunnel, NetExt's own client):
+# the relays are out of force first, so nothing but the tunnel takes the office's addresses.
+check "netext relay disable (before the IP tunnel)" netext relay disable
+check "a packet tunnel over connect-ip: netext create (the relay as the server; its token as the password, from standard input)" bash -c "
+  echo lab-relay-token-5c1e | '$bin/netext' create --name 'Office IP' --provider com.netext.relay.ip-tunnel --server 203.0.113.2:8443 \
+    --config caFile='$work/relay-ca.crt' --password-stdin --enable > /dev/null"
+check "it connects: the relay assigned it an address" bash -c "'$bin/netext' start 'Office IP' > /dev/null && '$bin/netext' status 'Office IP' | grep -q 'Office IP: connected'"
+check "its interface holds an address of the relay's pool and routes the office's network (advertised)" bash -c "
+  ip netns exec '$LAB_LAPTOP' ip -4 addr show | grep -q 'inet 10.77.0.[0-9]*/32' && ip netns exec '$LAB_LAPTOP' ip -4 route show table all | grep -q '^10.20.0.0/24 dev netext'"
+check "ICMP through it: three pings to the office's internal host answered (what CONNECT and connect-udp cannot carry)" laptop ping -c 3 -W 3 10.20.0.5
+check "TCP through it: the office page by address" bash -c "ip netns exec '$LAB_LAPTOP' curl -s -m 8 http://10.20.0.5:8080/ | grep -q 'office intranet page'"
+check "the provider logged the tunnel's address and routes" lab_wait "grep -q 'IP tunnel up through 203.0.113.2:8443: 10.77.0.[0-9]*/32, routes 10.20.0.0/24' '$work/netextd.log'" 5
+check "netext stop: the tunnel goes, and the office is unreachable again" bash -c "'$bin/netext' stop 'Office IP' > /dev/null && ! ip netns exec '$LAB_LAPTOP' ping -c 1 -W 2 10.20.0.5 > /dev/null"
+check "the provider's stop line counts the packets both ways" lab_wait "grep -Eq 'IP tunnel stopped \\(userInitiated\\): [1-9][0-9]* packets to the relay, [1-9][0-9]* from it' '$work/netextd.log'" 10
+netext remove "Office IP" > /dev/null 2>&1
 
 # Per-app relays: the same settings bound to one app, which netextd runs as an app proxy of the
 # relay provider: that app's office names go through the relay, its other names direct (carried
