@@ -64,32 +64,28 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     ///   - trust: whom the server's certificate must come from.
     ///   - mark: the connection's `SO_MARK` (netextd's resolver mark), nil for none.
     ///   - usesGET: queries as GET requests (`?dns=`, RFC 8484 §4.1) instead of POSTs.
-    public init(url: String, address: [UInt8], trust: DNSServerTrust = .system, mark: UInt32? = nil, usesGET: Bool = false, eventLoop: any EventLoop) throws(EncryptedDNSError) {
-        self.usesGET = usesGET
-        guard let parsed = DoHURL(url) else {
-            throw .connectFailed(server: url, reason: "'\(url)' is not an https URL with a host name")
-        }
-        host = parsed.host
-        authority = parsed.port == 443 ? parsed.host : "\(parsed.host):\(parsed.port)"
-        path = parsed.path
-        self.eventLoop = eventLoop
+    public convenience init(url: String, address: [UInt8], trust: DNSServerTrust = .system, mark: UInt32? = nil, usesGET: Bool = false, eventLoop: any EventLoop) throws(EncryptedDNSError) {
         let text = IPPrefix.format(address)
-        serverDescription = "\(url) at \(text)"
-        do {
-            reach = .address(try SocketAddress(ipAddress: text, port: parsed.port), mark: mark)
-        } catch {
-            throw .connectFailed(server: "\(url) at \(text)", reason: "'\(text)' is not an IP address")
-        }
-        let tls = try trust.configuration(applicationProtocols: ["h2"])
-        do { context = try NIOSSLContext(configuration: tls) } catch {
-            throw .connectFailed(server: serverDescription, reason: "TLS cannot be set up: \(FailureText.reason(error))")
+        try self.init(url: url, trust: trust, usesGET: usesGET, eventLoop: eventLoop) { port throws(EncryptedDNSError) in
+            guard let socketAddress = try? SocketAddress(ipAddress: text, port: port) else {
+                throw .connectFailed(server: "\(url) at \(text)", reason: "'\(text)' is not an IP address")
+            }
+            return (.address(socketAddress, mark: mark), "\(url) at \(text)")
         }
     }
 
     /// DoH whose connection is a socket `opener` gives for the URL's host and port (a relay's
     /// stream: the relay, not this machine, looks the name up). TLS and HTTP/2 run inside it
     /// as over TCP; the server's certificate is checked against the URL's host.
-    public init(url: String, through opener: @escaping ConnectedSocketOpener, description: String, trust: DNSServerTrust = .system, usesGET: Bool = false, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+    public convenience init(url: String, through opener: @escaping ConnectedSocketOpener, description: String, trust: DNSServerTrust = .system, usesGET: Bool = false, eventLoop: any EventLoop) throws(EncryptedDNSError) {
+        try self.init(url: url, trust: trust, usesGET: usesGET, eventLoop: eventLoop) { port in (.socket(opener, port: port), "\(url) \(description)") }
+    }
+
+    /// Reads the URL and sets TLS up; `reach` says, for the URL's port, how the server is
+    /// reached and how it is described.
+    private init(
+        url: String, trust: DNSServerTrust, usesGET: Bool, eventLoop: any EventLoop, reach makeReach: (Int) throws(EncryptedDNSError) -> (Reach, String)
+    ) throws(EncryptedDNSError) {
         self.usesGET = usesGET
         guard let parsed = DoHURL(url) else {
             throw .connectFailed(server: url, reason: "'\(url)' is not an https URL with a host name")
@@ -97,9 +93,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         host = parsed.host
         authority = parsed.port == 443 ? parsed.host : "\(parsed.host):\(parsed.port)"
         path = parsed.path
-        reach = .socket(opener, port: parsed.port)
         self.eventLoop = eventLoop
-        serverDescription = "\(url) \(description)"
+        (reach, serverDescription) = try makeReach(parsed.port)
         let tls = try trust.configuration(applicationProtocols: ["h2"])
         do { context = try NIOSSLContext(configuration: tls) } catch {
             throw .connectFailed(server: serverDescription, reason: "TLS cannot be set up: \(FailureText.reason(error))")

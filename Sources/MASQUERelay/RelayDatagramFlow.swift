@@ -52,7 +52,7 @@ extension RelayClient {
             ":path": target.path(template: udpPathTemplate), "capsule-protocol": "?1",
         ]
         for field in requestFields { headers.add(name: field.name, value: field.value) }
-        let handler = DatagramStreamHandler(request: headers, target: target.description, answered: answered, continuation: continuation)
+        let handler = DatagramStreamHandler(request: headers, what: "the UDP flow to \(target.description)", answered: answered, continuation: continuation)
         let stream: any Channel
         do {
             stream = try await openStream(handler)
@@ -71,9 +71,11 @@ extension RelayClient {
     }
 }
 
-/// A connect-udp stream on the client: sends the request, learns the answer, then reads
-/// DATAGRAM capsules into the flow's stream. Capsules of other types and datagrams of other
-/// contexts are skipped (RFC 9297 §3.2, RFC 9298 §4); a malformed capsule ends the flow.
+/// A datagram stream on the client (connect-udp, and connect-ip's packets): sends the request,
+/// learns the answer, then reads DATAGRAM capsules with context 0 into the flow's stream.
+/// Datagrams of other contexts and capsules of unknown types are skipped (RFC 9297 §3.2, RFC 9298
+/// §4); other known capsules go to `otherCapsules` (connect-ip's, RFC 9484 §4.7). A malformed
+/// capsule ends the stream. `ended` is told once why the stream ended, whichever way.
 final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
@@ -82,11 +84,18 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     private var answer: RelayAnswer
     private let continuation: AsyncStream<[UInt8]>.Continuation
     private var capsules = CapsuleParser()
+    private let otherCapsules: ((Capsule) throws -> Void)?
+    private var ended: ((String) -> Void)?
 
-    init(request: HPACKHeaders, target: String, answered: EventLoopPromise<Void>, continuation: AsyncStream<[UInt8]>.Continuation) {
+    init(
+        request: HPACKHeaders, what: String, answered: EventLoopPromise<Void>, continuation: AsyncStream<[UInt8]>.Continuation,
+        otherCapsules: ((Capsule) throws -> Void)? = nil, ended: ((String) -> Void)? = nil
+    ) {
         self.request = request
-        self.answer = RelayAnswer(promise: answered, what: "the UDP flow to \(target)")
+        self.answer = RelayAnswer(promise: answered, what: what)
         self.continuation = continuation
+        self.otherCapsules = otherCapsules
+        self.ended = ended
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -100,6 +109,7 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         case .notTaken: break
         case .taken: return
         case .refused:
+            end("the relay refused it")
             context.close(promise: nil)
             return
         }
@@ -108,12 +118,16 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
             if case .byteBuffer(let bytes) = data.data { capsules.append(bytes.readableBytesView) }
             do {
                 while let capsule = try capsules.next() {
-                    guard capsule.kind == .datagram else { continue }
+                    guard capsule.kind == .datagram else {
+                        if capsule.kind != nil { try otherCapsules?(capsule) }
+                        continue
+                    }
                     let datagram = try ProxiedDatagram(capsule)
                     guard datagram.contextID == ProxiedDatagram.payloadContext else { continue }
                     continuation.yield(datagram.payload)
                 }
             } catch {
+                end("the relay sent a malformed capsule: \(error)")
                 context.close(promise: nil)
                 return
             }
@@ -127,7 +141,14 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelInactive(context: ChannelHandlerContext) {
         answer.streamEnded()
+        end("the stream ended")
         continuation.finish()
         context.fireChannelInactive()
+    }
+
+    private func end(_ reason: String) {
+        let told = ended
+        ended = nil
+        told?(reason)
     }
 }

@@ -60,30 +60,33 @@ extension RelayClient {
     public func openIPTunnel(scope: ConnectIPScope = ConnectIPScope(), timeout: Duration = .seconds(10)) async throws -> RelayIPTunnel {
         let (packets, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
         let answered = eventLoop.makePromise(of: Void.self)
-        let configured = eventLoop.makePromise(of: IPStreamHandler.Configuration.self)
+        let configuration = IPTunnelConfiguration(promise: eventLoop.makePromise())
         var headers: HPACKHeaders = [
             ":method": "CONNECT", ":protocol": "connect-ip", ":scheme": "https", ":authority": relayAuthority,
             ":path": scope.path, "capsule-protocol": "?1",
         ]
         for field in requestFields { headers.add(name: field.name, value: field.value) }
-        let handler = IPStreamHandler(request: headers, scope: scope.description, answered: answered, configured: configured, continuation: continuation)
+        let handler = DatagramStreamHandler(
+            request: headers, what: "the IP tunnel to \(scope)", answered: answered, continuation: continuation,
+            otherCapsules: { try configuration.read($0) },
+            ended: { configuration.fail("the IP tunnel's stream ended before the relay assigned it an address and routes (\($0))") })
         let stream: any Channel
         do {
             stream = try await openStream(handler)
         } catch {
             answered.fail(error)
-            configured.fail(error)
+            configuration.fail("no stream")
             continuation.finish()
             throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
         }
         let deadline = eventLoop.scheduleTask(in: .milliseconds(Int64(timeout / .milliseconds(1)))) {
-            configured.fail(Failure(description: "the relay assigned the tunnel no address and route within \(timeout)", status: nil))
+            configuration.fail("the relay assigned the tunnel no address and route within \(timeout)")
         }
         do {
             try await answered.futureResult.get()
-            let configuration = try await configured.futureResult.get()
+            let configured = try await configuration.promise.futureResult.get()
             deadline.cancel()
-            return RelayIPTunnel(stream: stream, assignedAddresses: configuration.addresses, routes: configuration.routes, packets: packets)
+            return RelayIPTunnel(stream: stream, assignedAddresses: configured.addresses, routes: configured.routes, packets: packets)
         } catch {
             deadline.cancel()
             stream.close(promise: nil)
@@ -92,94 +95,36 @@ extension RelayClient {
     }
 }
 
-/// A connect-ip stream on the client: sends the request, learns the answer, waits for the
-/// relay's first ADDRESS_ASSIGN and ROUTE_ADVERTISEMENT, then reads DATAGRAM capsules (context
-/// 0) into the tunnel's packets. A malformed capsule aborts the stream (RFC 9484 §4.7); capsules
-/// of unknown types are skipped (RFC 9297 §3.2).
-final class IPStreamHandler: ChannelInboundHandler, @unchecked Sendable {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-
-    struct Configuration: Sendable {
+/// What a connect-ip stream's first ADDRESS_ASSIGN (with an address: an all-zero one refuses a
+/// request, RFC 9484 §4.7.1) and first ROUTE_ADVERTISEMENT say; later ones are read (a malformed
+/// one ends the stream) and not acted on. Used on the stream's event loop.
+final class IPTunnelConfiguration: @unchecked Sendable {
+    struct Configured: Sendable {
         var addresses: [IPPrefix]
         var routes: [IPAddressRange]
     }
 
-    private let request: HPACKHeaders
-    private var answer: RelayAnswer
-    private let configured: EventLoopPromise<Configuration>
-    private let continuation: AsyncStream<[UInt8]>.Continuation
-    private var capsules = CapsuleParser()
+    let promise: EventLoopPromise<Configured>
     private var addresses: [IPPrefix]?
     private var routes: [IPAddressRange]?
 
-    init(request: HPACKHeaders, scope: String, answered: EventLoopPromise<Void>, configured: EventLoopPromise<Configuration>, continuation: AsyncStream<[UInt8]>.Continuation) {
-        self.request = request
-        self.answer = RelayAnswer(promise: answered, what: "the IP tunnel to \(scope)")
-        self.configured = configured
-        self.continuation = continuation
-    }
+    init(promise: EventLoopPromise<Configured>) { self.promise = promise }
 
-    func channelActive(context: ChannelHandlerContext) {
-        context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: request))), promise: nil)
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        switch answer.take(frame) {
-        case .notTaken: break
-        case .taken: return
-        case .refused:
-            configured.fail(RelayClient.Failure(description: "the relay refused the IP tunnel", status: nil))
-            context.close(promise: nil)
-            return
-        }
-        switch frame {
-        case .data(let data):
-            if case .byteBuffer(let bytes) = data.data { capsules.append(bytes.readableBytesView) }
-            do {
-                while let capsule = try capsules.next() {
-                    if capsule.kind == .datagram {
-                        let datagram = try ProxiedDatagram(capsule)
-                        guard datagram.contextID == ProxiedDatagram.payloadContext, !datagram.payload.isEmpty else { continue }
-                        continuation.yield(datagram.payload)
-                    } else if let ipCapsule = try IPProxyingCapsule(capsule) {
-                        configure(with: ipCapsule)
-                    }
-                }
-            } catch {
-                configured.fail(RelayClient.Failure(description: "the relay sent a malformed capsule: \(error)", status: nil))
-                context.close(promise: nil)
-                return
-            }
-            if data.endStream { context.close(promise: nil) }
-        case .rstStream:
-            context.close(promise: nil)
-        default:
-            break
-        }
-    }
-
-    /// The first ADDRESS_ASSIGN (with an address: an all-zero one refuses a request, §4.7.1) and
-    /// the first ROUTE_ADVERTISEMENT configure the tunnel.
-    private func configure(with capsule: IPProxyingCapsule) {
-        switch capsule {
+    func read(_ capsule: Capsule) throws {
+        switch try IPProxyingCapsule(capsule) {
         case .addressAssign(let assigned):
             let usable = assigned.map(\.prefix).filter { !$0.address.allSatisfy { $0 == 0 } }
             if addresses == nil, !usable.isEmpty { addresses = usable }
         case .routeAdvertisement(let ranges):
             if routes == nil { routes = ranges }
-        case .addressRequest:
+        case .addressRequest, nil:
             break  // the client asks; a relay asking is not answered here
         }
-        if let addresses, let routes { configured.succeed(Configuration(addresses: addresses, routes: routes)) }
+        if let addresses, let routes { promise.succeed(Configured(addresses: addresses, routes: routes)) }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        answer.streamEnded()
-        configured.fail(RelayClient.Failure(description: "the IP tunnel's stream ended before the relay assigned it an address and routes", status: nil))
-        continuation.finish()
-        context.fireChannelInactive()
+    /// Fails the wait (nothing once configured: a promise completes once).
+    func fail(_ reason: String) {
+        promise.fail(RelayClient.Failure(description: reason, status: nil))
     }
 }

@@ -43,8 +43,10 @@ struct HotspotHelperDriverTests {
             sent.withLock { $0.filter { $0.helper == helper && $0.kind == kind }.count }
         }
 
-        /// Waits (at most `seconds`) until `condition` holds; whether it did.
-        func wait(seconds: Double = 10, until condition: @Sendable () -> Bool) async -> Bool {
+        /// Waits (at most `seconds`) until `condition` holds; whether it did. Generous: in a full parallel run
+        /// on two cores the task pool has been seen held for ~100 s by other suites, and these
+        /// tests' timers (and this poll) wait with it.
+        func wait(seconds: Double = 150, until condition: @Sendable () -> Bool) async -> Bool {
             let deadline = Date().addingTimeInterval(seconds)
             while !condition() {
                 if Date() > deadline { return false }
