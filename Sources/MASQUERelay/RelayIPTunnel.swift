@@ -37,10 +37,26 @@ public final class RelayIPTunnel: Sendable {
     /// ``maximumPacket``, or once the tunnel has ended.
     @discardableResult
     public func send(_ packet: [UInt8]) -> Bool {
-        guard !packet.isEmpty, packet.count <= Self.maximumPacket, stream.isActive else { return false }
-        let capsule = ProxiedDatagram(payload: packet).capsule.encoded
-        stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(bytes: capsule)))), promise: nil)
-        return true
+        send([packet]) == 1
+    }
+
+    /// Sends packets in order as one write (their capsules in one DATA frame's worth of bytes,
+    /// one hop to the stream's event loop and one flush for all): what a packet tunnel reads
+    /// from its interface in one go. Empty and oversized packets are skipped; returns how many
+    /// were sent (none once the tunnel has ended).
+    @discardableResult
+    public func send(_ packets: [[UInt8]]) -> Int {
+        guard stream.isActive else { return 0 }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(packets.reduce(0) { $0 + $1.count + 8 })
+        var sent = 0
+        for packet in packets where !packet.isEmpty && packet.count <= Self.maximumPacket {
+            ProxiedDatagram.appendCapsule(payload: packet, to: &bytes)
+            sent += 1
+        }
+        guard sent > 0 else { return 0 }
+        stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
+        return sent
     }
 
     /// Whether the stream is still open.

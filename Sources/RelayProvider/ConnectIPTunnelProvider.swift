@@ -68,8 +68,8 @@ public final class ConnectIPTunnelProvider: TunnelProvider {
             // The system's packets into the tunnel.
             while !Task.isCancelled {
                 guard let packets = try? await flow.readPackets(limit: 64) else { break }
-                var sent = 0, dropped = 0
-                for packet in packets { if tunnel.send(packet.data) { sent += 1 } else { dropped += 1 } }
+                let sent = tunnel.send(packets.map(\.data))
+                let dropped = packets.count - sent
                 counts.withLock {
                     $0.toRelay += sent
                     $0.dropped += dropped

@@ -33,6 +33,27 @@ struct CapsuleParserTests {
         #expect(throws: CapsuleError.self) { try ProxiedDatagram(Capsule(type: 0x01, value: [0])) }
     }
 
+    @Test("the packet path's capsules (appendCapsule) are byte for byte the DATAGRAM capsules, for payloads of every length class, and parse back in order")
+    func appendedCapsulesMatch() throws {
+        var appended: [UInt8] = []
+        var expected: [UInt8] = []
+        var payloads: [[UInt8]] = []
+        for length in [0, 1, 62, 63, 64, 1_000, 16_382, 16_383, 16_384, 65_535] {
+            let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ length) }
+            payloads.append(payload)
+            ProxiedDatagram.appendCapsule(payload: payload, to: &appended)
+            expected += ProxiedDatagram(payload: payload).capsule.encoded
+        }
+        #expect(appended == expected)
+        var parser = CapsuleParser()
+        parser.append(appended)
+        for payload in payloads {
+            let capsule = try #require(try parser.next())
+            #expect(try ProxiedDatagram(capsule).payload == payload)
+        }
+        #expect(try parser.next() == nil)
+    }
+
     @Test("capsules split at every byte boundary come out whole and in order", arguments: [UInt64(1), 2, 3, 4, 5])
     func everySplit(seed: UInt64) throws {
         var random = SplitMix64(state: seed &* 0x9E37_79B9_7F4A_7C15)
