@@ -89,21 +89,25 @@ final class ConnectIPStream {
         return ProxiedAddress(requestID: request.requestID, prefix: IPPrefix(address: [UInt8](repeating: 0, count: size), length: size * 8))
     }
 
-    /// Writes a packet from the network to `stream` as a DATAGRAM capsule (context ID 0), when
-    /// the stream's window has room; called on the router's thread.
-    private static func deliverer(to stream: any Channel) -> @Sendable (UnsafeRawBufferPointer) -> Bool {
-        { packet in
-            guard stream.isWritable, stream.isActive else { return false }
+    /// Writes packets from the network to `stream` as DATAGRAM capsules (context ID 0) in one
+    /// write and flush, when the stream's window has room (else none is taken); called on the
+    /// router's thread.
+    private static func deliverer(to stream: any Channel) -> ConnectIPRouter.Deliver {
+        { packets in
+            guard stream.isWritable, stream.isActive else { return 0 }
+            var buffer = stream.allocator.buffer(capacity: packets.reduce(0) { $0 + $1.count + 8 })
             var header: [UInt8] = []
             header.reserveCapacity(10)
-            QUICVarint.append(Capsule.Kind.datagram.rawValue, to: &header)
-            QUICVarint.append(UInt64(packet.count + 1), to: &header)
-            header.append(0)  // context ID 0
-            var buffer = stream.allocator.buffer(capacity: header.count + packet.count)
-            buffer.writeBytes(header)
-            buffer.writeBytes(packet)
+            for packet in packets {
+                header.removeAll(keepingCapacity: true)
+                QUICVarint.append(Capsule.Kind.datagram.rawValue, to: &header)
+                QUICVarint.append(UInt64(packet.count + 1), to: &header)
+                header.append(0)  // context ID 0
+                buffer.writeBytes(header)
+                buffer.writeBytes(packet)
+            }
             stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer))), promise: nil)
-            return true
+            return packets.count
         }
     }
 }

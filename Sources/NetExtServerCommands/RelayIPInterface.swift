@@ -64,12 +64,20 @@ final class RelayIPInterface: Sendable {
         Glibc.write(fd, packet.baseAddress, packet.count) == packet.count
     }
 
-    /// Reads packets on a thread of its own until `stop`, each to `router`.
+    /// Reads packets on a thread of its own until `stop` and hands them to `router` in batches:
+    /// once the interface is readable, everything it holds (up to ``batchSize`` packets, read
+    /// without waiting), so that a stream's packets leave in one write.
     func start(router: ConnectIPRouter, logger: Logger) {
         let fd = fd
+        // Reads return at once when the interface holds nothing more (EAGAIN): the batch ends
+        // there. (Writes into a TUN interface never wait either way.)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         started.store(true, ordering: .releasing)
         Thread { [self] in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+            let slot = 65_536
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: slot * Self.batchSize, alignment: 16)
+            var packets: [UnsafeRawBufferPointer] = []
+            packets.reserveCapacity(Self.batchSize)
             defer {
                 buffer.deallocate()
                 close(fd)
@@ -77,16 +85,27 @@ final class RelayIPInterface: Sendable {
             }
             while running.load(ordering: .acquiring) {
                 guard PacketIO.waitReadable(fd, milliseconds: 250) else { continue }
-                let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-                if count < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    logger.error("relay: reading the connect-ip interface failed", metadata: ["errno": "\(errno)"])
-                    return
+                packets.removeAll(keepingCapacity: true)
+                while packets.count < Self.batchSize {
+                    let start = buffer.baseAddress! + packets.count * slot
+                    let count = Glibc.read(fd, start, slot)
+                    if count > 0 {
+                        packets.append(UnsafeRawBufferPointer(start: start, count: count))
+                        continue
+                    }
+                    if count < 0 && errno != EINTR && errno != EAGAIN {
+                        logger.error("relay: reading the connect-ip interface failed", metadata: ["errno": "\(errno)"])
+                        return
+                    }
+                    break
                 }
-                router.fromNetwork(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                if !packets.isEmpty { router.fromNetwork(packets) }
             }
         }.start()
     }
+
+    /// The most packets handed to the router at once.
+    static let batchSize = 32
 
     /// Stops the reader (which closes the interface) and puts forwarding back.
     func stop() {

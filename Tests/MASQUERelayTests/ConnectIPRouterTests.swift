@@ -19,9 +19,12 @@ struct ConnectIPRouterTests {
 
     final class Inbox: Sendable {
         let packets = Mutex<[[UInt8]]>([])
-        func take(_ packet: UnsafeRawBufferPointer) -> Bool {
-            packets.withLock { $0.append(Array(packet)) }
-            return true
+        /// Deliveries (one per batch handed over), each its packets.
+        let batches = Mutex<[Int]>([])
+        func take(_ batch: [UnsafeRawBufferPointer]) -> Int {
+            packets.withLock { $0 += batch.map { Array($0) } }
+            batches.withLock { $0.append(batch.count) }
+            return batch.count
         }
     }
 
@@ -33,27 +36,27 @@ struct ConnectIPRouterTests {
     func leases() throws {
         let router = try Self.router(["10.77.0.0/24", "fd77::/64"])
         #expect(router.gateways == [try IPPrefix("10.77.0.1/24", allowHostBits: true), try IPPrefix("fd77::1/64", allowHostBits: true)])
-        let first = try #require(router.lease { _ in true })
-        let second = try #require(router.lease { _ in true })
+        let first = try #require(router.lease { $0.count })
+        let second = try #require(router.lease { $0.count })
         #expect(first.addresses.map(\.description) == ["10.77.0.2/32", "fd77::2/128"])
         #expect(second.addresses.map(\.description) == ["10.77.0.3/32", "fd77::3/128"])
         #expect(first.id != second.id)
 
         let small = try Self.router(["192.0.2.0/30"])
-        let only = try #require(small.lease { _ in true })
+        let only = try #require(small.lease { $0.count })
         #expect(only.addresses.map(\.description) == ["192.0.2.2/32"])
-        #expect(small.lease { _ in true } == nil, "192.0.2.3 is the broadcast address: a /30 has room for one client")
+        #expect(small.lease { $0.count } == nil, "192.0.2.3 is the broadcast address: a /30 has room for one client")
         small.release(only)
-        #expect(small.lease { _ in true }?.addresses.map(\.description) == ["192.0.2.2/32"])
+        #expect(small.lease { $0.count }?.addresses.map(\.description) == ["192.0.2.2/32"])
     }
 
     @Test("a full pool of one family fails the lease whole: the other family's address it picked is not kept")
     func exhaustionIsWhole() throws {
         // The IPv6 pool is walked first: the second lease picks fd77::3, then finds no IPv4 address.
         let router = try Self.router(["fd77::/64", "192.0.2.0/30"])
-        let first = try #require(router.lease { _ in true })
+        let first = try #require(router.lease { $0.count })
         #expect(first.addresses.map(\.description) == ["fd77::2/128", "192.0.2.2/32"])
-        #expect(router.lease { _ in true } == nil)
+        #expect(router.lease { $0.count } == nil)
         ConnectIPPackets.udp6(from: try IPPrefix("fd20::5").address, to: try IPPrefix("fd77::3").address).withUnsafeBytes { router.fromNetwork($0) }
         #expect(router.counters.droppedFromNetwork == 1, "nobody holds fd77::3")
     }
@@ -69,7 +72,7 @@ struct ConnectIPRouterTests {
     func packetChecks() throws {
         let network = Network()
         let router = try Self.router(["10.77.0.0/24"], network: network)
-        let lease = try #require(router.lease { _ in true })
+        let lease = try #require(router.lease { $0.count })
         let mine: [UInt8] = [10, 77, 0, 2]
         let reach = ConnectIPReach(allowed: [try IPPrefix("10.20.0.0/24")], scope: ConnectIPScope(ipProtocol: 1))
         func send(_ packet: [UInt8], scope: ConnectIPReach? = nil) -> ConnectIPPacketCheck.Drop? {
@@ -88,8 +91,40 @@ struct ConnectIPRouterTests {
         #expect(router.counters.packetsToNetwork == 1 && router.counters.droppedFromClients == 6)
 
         let refusing = try Self.router(["10.77.0.0/24"], network: Network(accepts: false))
-        let other = try #require(refusing.lease { _ in true })
+        let other = try #require(refusing.lease { $0.count })
         #expect(good.withUnsafeBytes { refusing.toNetwork($0, lease: other, reach: reach) } == .networkRefused)
+    }
+
+    @Test("a batch read from the network: each stream is handed its packets together and in order (one delivery each), the rest dropped and counted")
+    func fromNetworkInBatches() throws {
+        let router = try Self.router(["10.77.0.0/24"])
+        let (a, b) = (Inbox(), Inbox())
+        _ = try #require(router.lease { a.take($0) })
+        _ = try #require(router.lease { b.take($0) })
+        let packets = [
+            ConnectIPPackets.icmp(type: 0, from: [10, 20, 0, 5], to: [10, 77, 0, 2], sequence: 1),
+            ConnectIPPackets.icmp(type: 0, from: [10, 20, 0, 5], to: [10, 77, 0, 3], sequence: 1),
+            ConnectIPPackets.icmp(type: 0, from: [10, 20, 0, 5], to: [10, 77, 0, 9]),
+            ConnectIPPackets.icmp(type: 0, from: [10, 20, 0, 5], to: [10, 77, 0, 2], sequence: 2),
+            [0x45, 1, 2],
+            ConnectIPPackets.icmp(type: 0, from: [10, 20, 0, 5], to: [10, 77, 0, 2], sequence: 3),
+        ]
+        let buffers = packets.map { packet in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: packet.count, alignment: 1)
+            buffer.copyBytes(from: packet)
+            return UnsafeRawBufferPointer(buffer)
+        }
+        defer { buffers.forEach { $0.deallocate() } }
+        router.fromNetwork(buffers)
+        #expect(a.packets.withLock { $0 } == [packets[0], packets[3], packets[5]])
+        #expect(a.batches.withLock { $0 } == [3], "one delivery for the stream's three")
+        #expect(b.packets.withLock { $0 } == [packets[1]] && b.batches.withLock { $0 } == [1])
+        #expect(router.counters.packetsFromNetwork == 4 && router.counters.droppedFromNetwork == 2)
+        // A stream that takes none of a batch (its window full): all of them counted as dropped.
+        let full = try Self.router(["10.77.0.0/24"])
+        _ = try #require(full.lease { _ in 0 })
+        full.fromNetwork([buffers[0], buffers[3]])
+        #expect(full.counters.packetsFromNetwork == 0 && full.counters.droppedFromNetwork == 2)
     }
 
     @Test("a packet from the network goes to the stream whose address it is for, and only there; others are dropped and counted")

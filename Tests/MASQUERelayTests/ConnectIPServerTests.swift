@@ -87,7 +87,7 @@ struct ConnectIPServerTests {
         try await Self.withIPRelay { relay, router, _, caFile in
             let first = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", caFile, "ip"])
             #expect(first["assigned"] == "10.77.0.2/32 request=0", "\(first)")
-            let held = try #require(router.lease { _ in true })
+            let held = try #require(router.lease { $0.count })
             #expect(held.addresses.map(\.description) == ["10.77.0.3/32"])
             let second = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", caFile, "ip"])
             #expect(second["assigned"] == "10.77.0.4/32 request=0", "\(second)")
@@ -126,7 +126,7 @@ struct ConnectIPServerTests {
         let network = EchoingNetwork()
         let router = try ConnectIPRouter(pools: [try IPPrefix("10.77.0.0/30")]) { network.send($0) }
         try await RelayServerTests.withRelay(allow: ["10.20.0.0/24"], ipRouter: router) { relay, _, certificates in
-            let held = try #require(router.lease { _ in true })
+            let held = try #require(router.lease { $0.count })
             let answer = try await RelayServerTests.client(["127.0.0.1:\(relay.port)", certificates.caFile, "ip"])
             #expect(answer["status"] == "503", "\(answer)")
             router.release(held)
