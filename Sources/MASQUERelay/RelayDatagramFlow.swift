@@ -52,9 +52,7 @@ extension RelayClient {
             ":path": target.path(template: udpPathTemplate), "capsule-protocol": "?1",
         ]
         for field in requestFields { headers.add(name: field.name, value: field.value) }
-        let handler = DatagramStreamHandler(
-            request: headers, what: "the UDP flow to \(target.description)", answered: answered,
-            deliver: { for datagram in $0 { continuation.yield(datagram) } }, finish: { continuation.finish() })
+        let handler = DatagramStreamHandler(request: headers, what: "the UDP flow to \(target.description)", answered: answered, continuation: continuation)
         let stream: any Channel
         do {
             stream = try await openStream(handler)
@@ -77,30 +75,25 @@ extension RelayClient {
 /// learns the answer, then reads DATAGRAM capsules with context 0 into the flow's stream.
 /// Datagrams of other contexts and capsules of unknown types are skipped (RFC 9297 §3.2, RFC 9298
 /// §4); other known capsules go to `otherCapsules` (connect-ip's, RFC 9484 §4.7). A malformed
-/// capsule ends the stream. The datagrams of one read are delivered together (`deliver`), and
-/// `finish` is told when the stream has ended; `ended` is told once why, whichever way.
+/// capsule ends the stream. `ended` is told once why the stream ended, whichever way.
 final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
 
     private let request: HPACKHeaders
     private var answer: RelayAnswer
-    private let deliver: ([[UInt8]]) -> Void
-    private let finish: () -> Void
-    /// The datagrams of the read under way.
-    private var received: [[UInt8]] = []
+    private let continuation: AsyncStream<[UInt8]>.Continuation
     private var capsules = CapsuleParser()
     private let otherCapsules: ((Capsule) throws -> Void)?
     private var ended: ((String) -> Void)?
 
     init(
-        request: HPACKHeaders, what: String, answered: EventLoopPromise<Void>, deliver: @escaping ([[UInt8]]) -> Void, finish: @escaping () -> Void,
+        request: HPACKHeaders, what: String, answered: EventLoopPromise<Void>, continuation: AsyncStream<[UInt8]>.Continuation,
         otherCapsules: ((Capsule) throws -> Void)? = nil, ended: ((String) -> Void)? = nil
     ) {
         self.request = request
         self.answer = RelayAnswer(promise: answered, what: what)
-        self.deliver = deliver
-        self.finish = finish
+        self.continuation = continuation
         self.otherCapsules = otherCapsules
         self.ended = ended
     }
@@ -131,7 +124,7 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
                     }
                     let datagram = try ProxiedDatagram(capsule)
                     guard datagram.contextID == ProxiedDatagram.payloadContext else { continue }
-                    received.append(datagram.payload)
+                    continuation.yield(datagram.payload)
                 }
             } catch {
                 end("the relay sent a malformed capsule: \(error)")
@@ -146,24 +139,11 @@ final class DatagramStreamHandler: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
-        handOver()
-        context.fireChannelReadComplete()
-    }
-
     func channelInactive(context: ChannelHandlerContext) {
         answer.streamEnded()
         end("the stream ended")
-        handOver()
-        finish()
+        continuation.finish()
         context.fireChannelInactive()
-    }
-
-    private func handOver() {
-        guard !received.isEmpty else { return }
-        let batch = received
-        received.removeAll(keepingCapacity: true)
-        deliver(batch)
     }
 
     private func end(_ reason: String) {

@@ -18,16 +18,15 @@ public final class RelayIPTunnel: Sendable {
     public let assignedAddresses: [IPPrefix]
     /// The destinations the relay reaches.
     public let routes: [IPAddressRange]
-    /// Packets from the relay, in order, those of one read together (a packet tunnel writes
-    /// them to its interface in one go); finishes when the stream ends.
-    public let packets: AsyncStream<[[UInt8]]>
+    /// Packets from the relay, in order; finishes when the stream ends.
+    public let packets: AsyncStream<[UInt8]>
     private let stream: any Channel
 
     /// The largest packet a capsule carries here (an IPv4 packet's bound; the relay's MTU is
     /// usually far smaller).
     public static let maximumPacket = 65_535
 
-    init(stream: any Channel, assignedAddresses: [IPPrefix], routes: [IPAddressRange], packets: AsyncStream<[[UInt8]]>) {
+    init(stream: any Channel, assignedAddresses: [IPPrefix], routes: [IPAddressRange], packets: AsyncStream<[UInt8]>) {
         self.stream = stream
         self.assignedAddresses = assignedAddresses
         self.routes = routes
@@ -75,7 +74,7 @@ extension RelayClient {
     /// answered 200 and sent the tunnel's addresses and routes; throws with its status when it
     /// refused, or when they do not come within `timeout`.
     public func openIPTunnel(scope: ConnectIPScope = ConnectIPScope(), timeout: Duration = .seconds(10)) async throws -> RelayIPTunnel {
-        let (packets, continuation) = AsyncStream<[[UInt8]]>.makeStream(bufferingPolicy: .bufferingNewest(1_024))
+        let (packets, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
         let answered = eventLoop.makePromise(of: Void.self)
         let configuration = IPTunnelConfiguration(promise: eventLoop.makePromise())
         var headers: HPACKHeaders = [
@@ -84,8 +83,7 @@ extension RelayClient {
         ]
         for field in requestFields { headers.add(name: field.name, value: field.value) }
         let handler = DatagramStreamHandler(
-            request: headers, what: "the IP tunnel to \(scope)", answered: answered,
-            deliver: { continuation.yield($0.filter { !$0.isEmpty }) }, finish: { continuation.finish() },
+            request: headers, what: "the IP tunnel to \(scope)", answered: answered, continuation: continuation,
             otherCapsules: { try configuration.read($0) },
             ended: { configuration.fail("the IP tunnel's stream ended before the relay assigned it an address and routes (\($0))") })
         let stream: any Channel

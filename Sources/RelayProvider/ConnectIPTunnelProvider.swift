@@ -79,9 +79,9 @@ public final class ConnectIPTunnelProvider: TunnelProvider {
         }
         let inbound = Task { [self] in
             // The relay's packets to the system; the stream's end ends the tunnel.
-            for await batch in tunnel.packets {
-                do { try flow.writePackets(batch.map { TunnelPacket(data: $0) }) } catch { break }
-                counts.withLock { $0.fromRelay += batch.count }
+            for await packet in tunnel.packets {
+                do { try flow.writePackets([TunnelPacket(data: packet)]) } catch { break }
+                counts.withLock { $0.fromRelay += 1 }
             }
             guard !Task.isCancelled else { return }
             Self.log("the relay ended the IP tunnel")
