@@ -52,13 +52,13 @@ public struct ProxiedDatagram: Sendable, Hashable {
         return Capsule(.datagram, value: value)
     }
 
-    /// Appends the DATAGRAM capsule of a context-0 datagram carrying `payload` to `bytes`
-    /// (RFC 9297 §3.2 and §3.5: type 0x00, length, context ID 0, payload), without building the
-    /// capsule's value apart: the packet path's form of ``capsule``.
-    public static func appendCapsule(payload: [UInt8], to bytes: inout [UInt8]) {
+    /// Appends what comes before the payload in the DATAGRAM capsule of a context-0 datagram
+    /// whose payload is `payloadLength` bytes (RFC 9297 §3.2 and §3.5: type 0x00, length, context
+    /// ID 0): the packet path writes it and then the payload where it lies, without building the
+    /// capsule's value apart (``capsule`` is the same bytes).
+    public static func appendCapsuleHeader(payloadLength: Int, to bytes: inout [UInt8]) {
         QUICVarint.append(Capsule.Kind.datagram.rawValue, to: &bytes)
-        QUICVarint.append(UInt64(QUICVarint.encodedLength(payloadContext) + payload.count), to: &bytes)
+        QUICVarint.append(UInt64(QUICVarint.encodedLength(payloadContext) + payloadLength), to: &bytes)
         QUICVarint.append(payloadContext, to: &bytes)
-        bytes += payload
     }
 }

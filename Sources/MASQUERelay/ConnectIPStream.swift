@@ -100,9 +100,7 @@ final class ConnectIPStream {
             header.reserveCapacity(10)
             for packet in packets {
                 header.removeAll(keepingCapacity: true)
-                QUICVarint.append(Capsule.Kind.datagram.rawValue, to: &header)
-                QUICVarint.append(UInt64(packet.count + 1), to: &header)
-                header.append(0)  // context ID 0
+                ProxiedDatagram.appendCapsuleHeader(payloadLength: packet.count, to: &header)
                 buffer.writeBytes(header)
                 buffer.writeBytes(packet)
             }

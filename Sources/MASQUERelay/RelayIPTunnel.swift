@@ -47,15 +47,19 @@ public final class RelayIPTunnel: Sendable {
     @discardableResult
     public func send(_ packets: [[UInt8]]) -> Int {
         guard stream.isActive else { return 0 }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(packets.reduce(0) { $0 + $1.count + 8 })
+        var buffer = stream.allocator.buffer(capacity: packets.reduce(0) { $0 + $1.count + 8 })
+        var header: [UInt8] = []
+        header.reserveCapacity(10)
         var sent = 0
         for packet in packets where !packet.isEmpty && packet.count <= Self.maximumPacket {
-            ProxiedDatagram.appendCapsule(payload: packet, to: &bytes)
+            header.removeAll(keepingCapacity: true)
+            ProxiedDatagram.appendCapsuleHeader(payloadLength: packet.count, to: &header)
+            buffer.writeBytes(header)
+            buffer.writeBytes(packet)
             sent += 1
         }
         guard sent > 0 else { return 0 }
-        stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
+        stream.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(buffer))), promise: nil)
         return sent
     }
 

@@ -62,6 +62,17 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         try await upstream.exchange(TestQueries.query(name, id: id), timeoutMilliseconds: 3000).get()
     }
 
+    /// Asks `host0.lab.test`… `host(count-1).lab.test` at once and expects each its own address
+    /// (unbound answers hostN with 10.1.0.N).
+    func expectConcurrentAnswers(_ upstream: any EncryptedDNSUpstream, count: Int) async throws {
+        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for index in 0..<count {
+                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
+            }
+            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
+        }
+    }
+
     @Test("over TLS: unbound's answer, under the client's identifier")
     func tlsAnswers() async throws {
         let upstream = try tls()
@@ -76,12 +87,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
     func tlsPipelines() async throws {
         let upstream = try tls()
         defer { upstream.shutdown() }
-        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
-            for index in 0..<64 {
-                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
-            }
-            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
-        }
+        try await expectConcurrentAnswers(upstream, count: 64)
         let connections = try await offPool { try Self.established(port: self.unbound.tlsPort) }
         #expect(connections == 1, "one TLS connection carried the 64 queries")
     }
@@ -143,12 +149,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         let answer = try await ask(upstream, "corp.lab.test", id: 0xabcd)
         #expect(answer[0] == 0xab && answer[1] == 0xcd)
         #expect(Self.firstAddress(answer) == "10.20.0.5")
-        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
-            for index in 0..<32 {
-                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
-            }
-            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
-        }
+        try await expectConcurrentAnswers(upstream, count: 32)
         #expect(try await offPool { try Self.established(port: self.unbound.httpsPort) } == 1, "one HTTP/2 connection")
     }
 
@@ -165,12 +166,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         let answer = try await ask(upstream, "corp.lab.test", id: 0x1234)
         #expect(answer[0] == 0x12 && answer[1] == 0x34)
         #expect(Self.firstAddress(answer) == "10.20.0.5")
-        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
-            for index in 0..<16 {
-                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
-            }
-            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
-        }
+        try await expectConcurrentAnswers(upstream, count: 16)
         #expect(asked.withLock { $0 } == ["dns.lab.test:\(port)"], "one connection, opened for the URL's host name and port")
 
         let refused = try DNSOverHTTPSUpstream(url: "https://dns.lab.test/dns-query", through: { _, _ in
@@ -204,12 +200,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         let answer = try await ask(upstream, "corp.lab.test", id: 0x1234)
         #expect(answer[0] == 0x12 && answer[1] == 0x34)
         #expect(Self.firstAddress(answer) == "10.20.0.5")
-        try await withThrowingTaskGroup(of: (Int, String?).self) { group in
-            for index in 0..<16 {
-                group.addTask { (index, Self.firstAddress(try await self.ask(upstream, "host\(index).lab.test", id: UInt16(index)))) }
-            }
-            for try await (index, address) in group { #expect(address == "10.1.0.\(index)") }
-        }
+        try await expectConcurrentAnswers(upstream, count: 16)
     }
 
     @Test("the GET form is RFC 8484 §4.1.1's example: base64url without padding in the dns variable")
