@@ -20,8 +20,9 @@ int netext_pipe_cloexec(int fds[2]);
 
 /// Starts a system tool (`ip`, `nft`) in a process group of its own with `stdin_fd` as its
 /// standard input and `output_fd` as both standard output and standard error; every other
-/// descriptor is closed and the signal mask cleared. Returns the pid, or -errno when the
-/// fork or the exec failed.
+/// descriptor is closed, the signal mask cleared and every signal's disposition the default.
+/// Spawned with posix_spawn (no copy of the caller's page tables). Returns the pid, or -errno
+/// when the spawn or the exec failed.
 pid_t netext_spawn_piped(const char *path, char *const argv[], char *const envp[], int stdin_fd, int output_fd);
 
 /// Opens /dev/net/tun and attaches a TUN interface (IFF_TUN | IFF_NO_PI). `name` (at least 16
