@@ -108,11 +108,20 @@ public final class Daemon: Sendable {
             await helpers.follow(service.captivePortalMonitor.detections)
         }
         await service.captivePortalMonitor.start()
+        // Joins and leaves of Wi-Fi networks, as the Wi-Fi service signals them: on-demand's
+        // SSID rules are evaluated at once, and the helpers are handed each joined network.
+        let wifiAssociations = WiFiAssociationMonitor(wifi: wifi, logger: logger)
+        let associationChanges = await wifiAssociations.subscribe()
+        Task {
+            for await change in associationChanges { await onDemand.evaluate(reason: "Wi-Fi: \(change)") }
+        }
+        if let helpers = service.hotspotHelpers { await helpers.followAssociations(await wifiAssociations.subscribe()) }
+        await wifiAssociations.start()
         await sessions.appSteering.setAppFlowHandler { id in Task { await onDemand.appFlowSeen(id) } }
 
         return RunningDaemon(
             settings: settings, logger: logger, registry: registry, onDemand: onDemand, captivePortalMonitor: service.captivePortalMonitor,
-            hotspotHelpers: service.hotspotHelpers,
+            hotspotHelpers: service.hotspotHelpers, wifiAssociations: wifiAssociations,
             sessions: sessions, filters: filters, urlFilters: urlFilters,
             server: server, configurationCount: configurationCount, providerCount: providers.providers.count)
     }

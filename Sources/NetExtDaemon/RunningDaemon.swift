@@ -9,6 +9,7 @@ public struct RunningDaemon: Sendable {
     let onDemand: OnDemandController
     let captivePortalMonitor: CaptivePortalMonitor
     let hotspotHelpers: HotspotHelperService?
+    let wifiAssociations: WiFiAssociationMonitor
     let sessions: SessionManager
     let filters: FilterController
     let urlFilters: URLFilterController
@@ -38,6 +39,7 @@ public struct RunningDaemon: Sendable {
         Daemon.exitIfShutdownHangs(after: Daemon.shutdownDeadline, logger: logger)
         await onDemand.stop()
         await hotspotHelpers?.stop()
+        await wifiAssociations.stop()
         await captivePortalMonitor.stop()
         await sessions.stopAll()
         await filters.stopAll()

@@ -272,4 +272,24 @@ kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
 check "netextd stopping: the helper logs off at the portal" lab_wait "grep -q 'POST /logout from 198.51.100.2' <(tail -n 5 '$work/portal.log')" 5
 check "netextd logged the helper's states" grep -q 'hotspot helper.*state=maintaining' "$work/netextd.log"
 
+# 10. Every network eth0 joins is handed to the helpers, captive or not, the moment the Wi-Fi
+# service signals the join (NetworkManager's device StateChanged, heard on a D-Bus connection of
+# netextd's own): netextd starts again on the café's network, then eth0 moves to the office's.
+log_from=$(( $(wc -l < "$work/netextd.log") + 1 ))
+new_log() { tail -n "+$log_from" "$work/netextd.log"; }
+e2e_start_netextd
+check "netextd hears the Wi-Fi service's association signals" lab_wait "new_log | grep -q \"hearing the Wi-Fi service's association signals\"" 15
+check "… the café's network, joined before netextd started, is read at its start" lab_wait "new_log | grep -q 'Wi-Fi network joined.*by=start.*interface=eth0.*ssid=\"Café Libre\"'" 15
+check "… and its helper maintains it again" lab_wait "status_says 'helper session: maintaining on eth0, chosen helper org.netext.hotspot.form'" 20
+logoffs_before=$(grep -c 'POST /logout from 198.51.100.2' "$work/portal.log")
+check "eth0 moves to \"Office Wi-Fi\" (netext hotspot configure, WPA2)" bash -c "printf 'office passphrase\n' | '$bin/netext' hotspot configure 'Office Wi-Fi' --passphrase-stdin | grep -q 'configured with NetworkManager'"
+check "netextd hears the move by the service's signal (its own poll is 10 s away): the café's network left, the office's joined" \
+  lab_wait "new_log | grep -q 'Wi-Fi network left.*by=signal.*ssid=\"Café Libre\"' && new_log | grep -q 'Wi-Fi network joined.*by=signal.*ssid=\"Office Wi-Fi\"'" 3
+check "the café's helper logs off at the portal as its network is left" lab_wait "[ \$(grep -c 'POST /logout from 198.51.100.2' '$work/portal.log') -gt $logoffs_before ]" 5
+check "the office's network, which is not captive, is handed to the helpers too: unclaimed by the café's helper" \
+  lab_wait "new_log | grep -q 'hotspot helper.*ssid=\"Office Wi-Fi\".*state=unclaimed'" 5
+check "… and netext hotspot status says so" lab_wait "status_says 'helper session: unclaimed on eth0'" 5
+check "the office's passphrase is in no log" bash -c "! grep -rq 'office passphrase' '$work'/*.log"
+kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
+
 e2e_finish "$work/netextd.log" "$work/dnsmasq.log" "$work/portal.log"

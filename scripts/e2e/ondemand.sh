@@ -96,6 +96,8 @@ check "netext hotspot list shows what the Wi-Fi service sees" bash -c "'$bin/net
 check "netext hotspot configure joins the office Wi-Fi (passphrase from stdin)" bash -c "echo 'office passphrase' | '$bin/netext' hotspot configure 'Office Wi-Fi' --passphrase-stdin | grep -q 'configured with NetworkManager'"
 check "on the trusted SSID rule 1 disconnects" becomes disconnected
 check "netextd logged the SSID it matched" grep -q 'network.ssid="Office Wi-Fi"' "$work/netextd.log"
+check "netextd heard the join by the Wi-Fi service's signal (NetworkManager's device StateChanged), not by a poll" \
+  grep -q 'Wi-Fi network joined.*by=signal.*interface=eth0.*ssid="Office Wi-Fi"' "$work/netextd.log"
 check "the configuration is listed as NetExt's" bash -c "'$bin/netext' hotspot configured | grep -qx 'Office Wi-Fi'"
 check "joining the café's open network" bash -c "'$bin/netext' hotspot configure 'Café Libre' --join-once > /dev/null"
 check "another SSID: rule 2 connects again" becomes connected

@@ -22,9 +22,30 @@ public protocol WiFiNetworkService: Sendable {
     /// The names of the configurations made through NetExt and still in their lifetime at `now`;
     /// expired ones are removed.
     func configuredNames(now: Double) throws(HotspotConfigurationError) -> [String]
+    /// Starts telling `changed` (on a thread of the service's) each time one of its interfaces
+    /// may have joined, left or moved to another network, as the service signals it; returns
+    /// nil when the service signals nothing
+    /// (callers then read `joinedNetwork(interface:)` every so often). A wake-up, not a report:
+    /// callers read the joined networks again and see what changed. The watch ends with
+    /// `WiFiAssociationWatch.stop()`, or by itself when the service goes away.
+    func watchAssociations(_ changed: @escaping @Sendable () -> Void) throws(HotspotConfigurationError) -> (any WiFiAssociationWatch)?
+}
+
+/// A watch `WiFiNetworkService.watchAssociations(_:)` started.
+public protocol WiFiAssociationWatch: Sendable {
+    /// Whether it still hears the service (false once stopped, or once the service went away:
+    /// start another).
+    var isWatching: Bool { get }
+    /// Ends the watch: `changed` is not called after this returns.
+    func stop()
 }
 
 extension WiFiNetworkService {
+    /// A service that signals nothing.
+    public func watchAssociations(_ changed: @escaping @Sendable () -> Void) throws(HotspotConfigurationError) -> (any WiFiAssociationWatch)? {
+        nil
+    }
+
     /// Where `configuration`'s network is in range (nil: nowhere), and whether it is joined there
     /// already; refuses a join-once configuration whose network is not in range.
     public func joinTarget(for configuration: HotspotConfiguration) throws(HotspotConfigurationError) -> (network: WiFiScanResult?, alreadyJoined: Bool) {

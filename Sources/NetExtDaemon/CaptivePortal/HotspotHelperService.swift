@@ -11,8 +11,9 @@ import NetExtLinux
 /// user is granted a portal login on that interface while it holds the network (authenticating,
 /// presenting UI, maintaining: Apple's helpers' command connections pass likewise) — and
 /// maintains the session; when the default route moves to another interface the chosen
-/// helper logs off. An unclaimed or failed network is offered again at the monitor's next check
-/// while it is still captive.
+/// helper logs off. Every Wi-Fi network the default route's interface joins is handed to them
+/// too, captive or not, and leaving it logs the chosen helper off. An unclaimed or failed
+/// network is offered again at the monitor's next check while it is still captive.
 actor HotspotHelperService {
     /// A helper: its manifest and the process that runs it.
     private struct Helper {
@@ -43,6 +44,8 @@ actor HotspotHelperService {
     private var loggedIn: (@Sendable () async -> Void)?
     /// Reads the monitor's detections.
     private var following: Task<Void, Never>?
+    /// Reads the Wi-Fi association monitor's changes.
+    private var followingAssociations: Task<Void, Never>?
     /// The Wi-Fi service: the SSID of a network handed over, and scan lists for `filterScanList`.
     private let wifi: MachineWiFiService?
     /// `filterScanList` commands awaiting their answer, by command ID (a range of their own,
@@ -115,6 +118,8 @@ actor HotspotHelperService {
     func stop() async {
         following?.cancel()
         following = nil
+        followingAssociations?.cancel()
+        followingAssociations = nil
         if interface != nil { await driver?.left() }
         await driver?.stop()
         driver = nil
@@ -127,6 +132,50 @@ actor HotspotHelperService {
     /// Sets what is told when the chosen helper has logged in (the session moved to maintaining).
     func whenLoggedIn(_ body: @escaping @Sendable () async -> Void) {
         loggedIn = body
+    }
+
+    /// Hands each of `changes` (the Wi-Fi association monitor's) to ``associationChanged(_:)``,
+    /// once every helper is ready or `readyWithin` has passed.
+    func followAssociations(_ changes: AsyncStream<WiFiAssociationChange>, readyWithin: Duration = .seconds(10)) {
+        followingAssociations?.cancel()
+        followingAssociations = Task { [weak self] in
+            await self?.waitForHelpers(within: readyWithin)
+            for await change in changes {
+                guard let self else { return }
+                await self.associationChanged(change)
+            }
+        }
+    }
+
+    /// A Wi-Fi interface joined or left a network. Every network the default route's interface
+    /// joins is handed to the helpers to evaluate, captive or not (as Apple's helpers are asked
+    /// about each network the device joins); leaving it makes the chosen helper log off. A
+    /// network joined on another interface is not handed over: netextd runs one helper session,
+    /// for the network the captive portal monitor checks.
+    func associationChanged(_ change: WiFiAssociationChange) async {
+        guard let driver else { return }
+        switch change {
+        case .left(let left, _):
+            guard left == interface else { return }
+            await driver.left()
+            interface = nil
+        case .joined(let joined):
+            guard await BlockingWork.run({ NetworkInterfaces.defaultRouteInterface() }) == joined.interface else {
+                logger.info("Wi-Fi network joined off the default route: not handed to the hotspot helpers", metadata: [
+                    "interface": "\(joined.interface)", "ssid": "\(joined.ssid)",
+                ])
+                return
+            }
+            if let interface {
+                // The portal monitor may have handed this very network over already.
+                if interface == joined.interface, await driver.network?.ssid == joined.ssid { return }
+                await driver.left()
+            }
+            interface = joined.interface
+            var network = HotspotNetwork(joined)
+            network.didJustJoin = true
+            await driver.joined(network)
+        }
     }
 
     /// What the captive portal monitor found on the default route's interface.

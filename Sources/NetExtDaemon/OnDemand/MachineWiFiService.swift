@@ -5,8 +5,8 @@ import Synchronization
 
 /// netextd's link to the machine's Wi-Fi service (found at first use; looked for again at most
 /// every 30 s while none answers): the network an interface has joined, for on-demand's
-/// `SSIDMatch` and the network handed to hotspot helpers, and the scan list, for
-/// `netext hotspot list`. Calls block (D-Bus): callers make them off the task pool.
+/// `SSIDMatch` and the network handed to hotspot helpers, the scan list, for
+/// `netext hotspot list`, and the association signals `WiFiAssociationMonitor` hears. Calls block (D-Bus): callers make them off the task pool.
 public final class MachineWiFiService: Sendable {
     private let find: @Sendable () throws(HotspotConfigurationError) -> any WiFiNetworkService
     private let state = Mutex<State>(State())
@@ -44,6 +44,26 @@ public final class MachineWiFiService: Sendable {
         try withService { (service: any WiFiNetworkService) throws(HotspotConfigurationError) -> (service: String, networks: [WiFiScanResult], joined: [WiFiScanResult]) in
             let scan = try service.scanAndJoined(interface: interface)
             return (service.name, scan.networks, scan.joined)
+        }
+    }
+
+    /// Every Wi-Fi interface's joined network now (those with none absent); throws why no
+    /// service answers.
+    public func associations() throws(HotspotConfigurationError) -> [String: WiFiScanResult] {
+        try withService { (service: any WiFiNetworkService) throws(HotspotConfigurationError) -> [String: WiFiScanResult] in
+            var joined: [String: WiFiScanResult] = [:]
+            for interface in try service.wifiInterfaces() {
+                if let network = try service.joinedNetwork(interface: interface) { joined[interface] = network }
+            }
+            return joined
+        }
+    }
+
+    /// Starts hearing the service's association signals (`WiFiNetworkService.watchAssociations`);
+    /// nil when it signals nothing; throws why no service answers or the watch cannot start.
+    public func watchAssociations(_ changed: @escaping @Sendable () -> Void) throws(HotspotConfigurationError) -> (any WiFiAssociationWatch)? {
+        try withService { (service: any WiFiNetworkService) throws(HotspotConfigurationError) -> (any WiFiAssociationWatch)? in
+            try service.watchAssociations(changed)
         }
     }
 

@@ -15,7 +15,8 @@ public final class SimulatedWiFiService: WiFiNetworkService {
         var inRange: [WiFiScanResult] = []
         var joined: [String: String] = [:]
         var configurations: [(configuration: HotspotConfiguration, expires: Double?)] = []
-        var observers: [@Sendable (String) -> Void] = []
+        var observers: [UInt64: @Sendable (String) -> Void] = [:]
+        var nextObserver: UInt64 = 0
     }
 
     /// A service managing `interfaces` (one `wlan0` by default), nothing in range.
@@ -25,7 +26,48 @@ public final class SimulatedWiFiService: WiFiNetworkService {
 
     /// Calls `observer` with the interface after each join or leave (what a real service signals).
     public func observe(_ observer: @escaping @Sendable (String) -> Void) {
-        state.withLock { $0.observers.append(observer) }
+        _ = addObserver(observer)
+    }
+
+    /// Signals each join and leave, as NetworkManager's device state changes do.
+    public func watchAssociations(_ changed: @escaping @Sendable () -> Void) throws(HotspotConfigurationError) -> (any WiFiAssociationWatch)? {
+        let watch = Watch(service: self)
+        watch.id = addObserver { _ in if watch.isWatching { changed() } }
+        return watch
+    }
+
+    /// How many observers and association watches are registered (a stopped watch is not).
+    public var associationWatches: Int { state.withLock { $0.observers.count } }
+
+    private func addObserver(_ observer: @escaping @Sendable (String) -> Void) -> UInt64 {
+        state.withLock { state in
+            state.nextObserver += 1
+            state.observers[state.nextObserver] = observer
+            return state.nextObserver
+        }
+    }
+
+    fileprivate func removeObserver(_ id: UInt64) {
+        _ = state.withLock { $0.observers.removeValue(forKey: id) }
+    }
+
+    /// A watch of the simulated service: an observer until stopped.
+    final class Watch: WiFiAssociationWatch, Sendable {
+        private let service: SimulatedWiFiService
+        private let lock = Mutex<(id: UInt64?, watching: Bool)>((nil, true))
+        init(service: SimulatedWiFiService) { self.service = service }
+        var id: UInt64? {
+            get { lock.withLock { $0.id } }
+            set { lock.withLock { $0.id = newValue } }
+        }
+        var isWatching: Bool { lock.withLock { $0.watching } }
+        func stop() {
+            let id: UInt64? = lock.withLock { state in
+                state.watching = false
+                return state.id
+            }
+            if let id { service.removeObserver(id) }
+        }
     }
 
     /// Puts a network in range (replacing one with the same BSSID).
@@ -119,6 +161,6 @@ public final class SimulatedWiFiService: WiFiNetworkService {
     }
 
     private func notify(_ interface: String) {
-        for observer in state.withLock({ $0.observers }) { observer(interface) }
+        for observer in state.withLock({ $0.observers.sorted { $0.key < $1.key }.map(\.value) }) { observer(interface) }
     }
 }
