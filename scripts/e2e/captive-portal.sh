@@ -19,7 +19,10 @@ session_seconds=6
 table="${LAB_PREFIX}_portal"
 internet() { ip netns exec "$LAB_INTERNET" "$@"; }
 lab_up || { echo "FAIL lab"; exit 1; }
-lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" portal 198.51.100.1 || { echo "FAIL lab CA"; exit 1; }
+lab_ca_make "$work/ca" && lab_ca_issue "$work/ca" portal 198.51.100.1 portal.lab.test || { echo "FAIL lab CA"; exit 1; }
+# The laptop's resolver is the hotspot's router (198.51.100.1; it answers only while dnsmasq
+# serves DNS there): no lookup in the laptop leaves the lab (lab_down removes the file).
+mkdir -p "/etc/netns/$LAB_LAPTOP" && printf 'nameserver 198.51.100.1\n' > "/etc/netns/$LAB_LAPTOP/resolv.conf"
 
 # The office: "the internet", with the connectivity check's real answer ("hello from …").
 lab_ca_issue "$work/ca" web 203.0.113.2
@@ -36,12 +39,15 @@ NFT
 lab_spawn "$LAB_INTERNET" python3 scripts/e2e/captive-portal-server.py 198.51.100.1 "$work/ca/portal.crt" "$work/ca/portal.key" "$table" lab-password "$session_seconds" "$work/portal.log"
 lab_wait "grep -q 'portal ready' '$work/portal.log'" 10 || { echo "FAIL portal server"; cat "$work/portal.log"; exit 1; }
 
-# dnsmasq for the hotspot's DHCP: option 114 names the captive portal API ($1), or none.
+# dnsmasq for the hotspot's DHCP: option 114 names the captive portal API ($1), or none. With
+# "dns" as $2 it also serves DNS on 198.51.100.1 — portal.lab.test and check.lab.test, nothing
+# else, queries logged — and so names itself in option 6.
 start_dnsmasq() {
   [ -n "${DNSMASQ_PID:-}" ] && { kill "$DNSMASQ_PID" 2>/dev/null; wait "$DNSMASQ_PID" 2>/dev/null; }
-  local option=()
+  local option=() dns=(--port=0)
   [ -n "$1" ] && option=("--dhcp-option=114,$1")
-  ip netns exec "$LAB_INTERNET" dnsmasq --conf-file=/dev/null --keep-in-foreground --port=0 --interface=eth0 --bind-interfaces --user=nobody \
+  [ "${2:-}" = dns ] && dns=(--port=53 --no-resolv --no-hosts --log-queries --address=/portal.lab.test/198.51.100.1 --address=/check.lab.test/203.0.113.2)
+  ip netns exec "$LAB_INTERNET" dnsmasq --conf-file=/dev/null --keep-in-foreground "${dns[@]}" --interface=eth0 --bind-interfaces --user=nobody \
     --dhcp-range=198.51.100.100,198.51.100.200,1h "${option[@]}" --log-dhcp --log-facility=- \
     --pid-file="$work/dnsmasq.pid" --dhcp-leasefile="$work/dnsmasq.leases" >> "$work/dnsmasq.log" 2>&1 &
   DNSMASQ_PID=$!; LAB_PIDS+=($DNSMASQ_PID)
@@ -168,6 +174,16 @@ check "detection works through the kill switch: captive (DHCP and the marked che
 check "… the check redirected to the portal" has "redirected to https://198.51.100.1:8443/login"
 check "… and the RFC 8908 API is asked through it too (its connection bound to eth0 and marked): captive" has "captive portal API: captive=yes"
 grep -F "captive portal API:" <<< "$out" | sed 's/^/  /'
+# Names through the kill switch: the hotspot's DHCP names its DNS server (option 6: dnsmasq on
+# 198.51.100.1) and announces the API by name; the check is by name too.
+start_dnsmasq "https://portal.lab.test:8443/capport" dns
+check "the laptop's own lookup of the portal's name is held by the kill switch" bash -c "! ip netns exec '$LAB_LAPTOP' timeout 4 getent hosts portal.lab.test"
+detect --interface eth0 --probe-url http://check.lab.test/check --probe-response "hello from"
+check "… yet detection looks names up with the network's DNS server (out of eth0, marked): the API by name says captive" has "captive portal API: captive=yes user-portal-url=https://198.51.100.1:8443/login"
+check "… and the check by name is redirected to the portal" has "connectivity check http://check.lab.test/check: 302, redirected to https://198.51.100.1:8443/login"
+check "dnsmasq answered the laptop's queries for both names, from eth0's address" \
+  bash -c "grep -q 'query\[A\] portal.lab.test from 198.51.100.2' '$work/dnsmasq.log' && grep -q 'query\[A\] check.lab.test from 198.51.100.2' '$work/dnsmasq.log'"
+start_dnsmasq "https://198.51.100.1:8443/capport"
 out="$("$bin/netext" hotspot allow-login --user www-data --interface eth0 --seconds 120 2>&1)"; echo "  $out"
 check "allow-login lets www-data reach eth0 for 120 s" has "www-data (uid 33) may reach eth0 directly for 120 s"
 check "the guard has the login's rule" bash -c "ip netns exec '$LAB_LAPTOP' nft list table inet netextd_guard | grep -q 'meta skuid 33 oifname \"eth0\" accept'"

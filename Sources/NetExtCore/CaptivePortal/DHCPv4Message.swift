@@ -26,6 +26,17 @@ public struct DHCPv4Message: Sendable, Hashable {
         self.options = options
     }
 
+    /// The network's DNS servers (option 6, RFC 2132 §3.8: one or more IPv4 addresses), dotted,
+    /// in the server's order of preference; none when the option is absent. A length that is no
+    /// multiple of 4 is refused.
+    public func domainNameServers() throws(CaptivePortalError) -> [String] {
+        guard let value = options[6] else { return [] }
+        guard !value.isEmpty, value.count % 4 == 0 else {
+            throw CaptivePortalError("the DHCP message's option 6 (DNS servers) is \(value.count) bytes, not a multiple of 4 (RFC 2132 §3.8)")
+        }
+        return stride(from: 0, to: value.count, by: 4).map { value[$0..<($0 + 4)].map(String.init).joined(separator: ".") }
+    }
+
     /// The message type (option 53), if present and known.
     public var messageType: MessageType? { options[53].flatMap { $0.count == 1 ? MessageType(rawValue: $0[0]) : nil } }
 

@@ -15,8 +15,9 @@ struct CaptivePortalDetector: Sendable {
     let standardProbe: ConnectivityProbe?
     let caFile: String?
 
-    /// The DHCP options asked for: subnet mask, router, captive portal.
-    static let requestedOptions: [UInt8] = [1, 3, CaptivePortalAnnouncement.dhcpv4Option]
+    /// The DHCP options asked for: subnet mask, router, DNS servers (for the names detection
+    /// connects to: `NetworkNameResolver`), captive portal.
+    static let requestedOptions: [UInt8] = [1, 3, 6, CaptivePortalAnnouncement.dhcpv4Option]
 
     /// `guardInForce`: a kill switch holds traffic. The DHCP exchange passes it (the guard lets
     /// DHCP through), and so do the API's request and the check: their sockets are bound to the
@@ -24,11 +25,15 @@ struct CaptivePortalDetector: Sendable {
     func detect(interface: String, probe requested: ConnectivityProbe?, guardInForce: Bool = false) async -> CaptivePortalDetection {
         var announcement: CaptivePortalAnnouncement?
         var announcementProblem: String?
+        // The network's DNS servers, from the same DHCP answer: the API's and the check's names
+        // are looked up with them, out of this interface (none: the system's resolver).
+        var nameServers: [String] = []
         if let identity = InterfaceIdentity.of(interface) {
             let outcome = await BlockingWork.run { Result { () throws(SystemError) in try DHCPInformExchange.run(interface: interface, identity: identity, requesting: Self.requestedOptions, attempts: 2) } }
             switch outcome {
             case .success(let exchange):
                 if let reply = exchange.reply {
+                    nameServers = (try? reply.domainNameServers()) ?? []
                     do throws(CaptivePortalError) {
                         announcement = try CaptivePortalAnnouncement.from(reply)
                         if announcement == nil { announcementProblem = "the DHCP server's answer carries no option 114 (captive portal)" }
@@ -67,16 +72,26 @@ struct CaptivePortalDetector: Sendable {
             }
         }
 
+        let resolver = nameServers.isEmpty ? nil : NetworkNameResolver(servers: nameServers, interface: interface)
         var api: CaptivePortalAPIStatus?
         var apiProblem: String?
         if case .api(let url)? = announcement {
-            do throws(CaptivePortalError) { api = try await fetchAPI(url, interface: interface) } catch { apiProblem = error.description }
+            do throws(CaptivePortalError) { api = try await fetchAPI(url, interface: interface, resolver: resolver) } catch { apiProblem = error.description }
         }
 
         var probeResult: CaptivePortalDetection.ProbeResult?
         var probeProblem: String?
         if let probe = requested ?? standardProbe {
-            let fetched = await BlockingWork.run { Result { () throws(SystemError) in try HTTPConnectivityCheck.fetch(probe.url, interface: interface, mark: TrafficGuard.detectionMark) } }
+            let fetched = await BlockingWork.run { () -> Result<[UInt8], CaptivePortalError> in
+                let address: String?
+                switch Self.lookUp(probe.url.host, with: resolver) {
+                case .success(let found): address = found
+                case .failure(let error): return .failure(error)
+                }
+                return Result { () throws(SystemError) in
+                    try HTTPConnectivityCheck.fetch(probe.url, address: address, interface: interface, mark: TrafficGuard.detectionMark)
+                }.mapError { CaptivePortalError("\($0)") }
+            }
             switch fetched {
             case .success(let bytes):
                 do throws(CaptivePortalError) {
@@ -138,7 +153,14 @@ struct CaptivePortalDetector: Sendable {
     /// GET the API with `Accept: application/captive+json` (RFC 8908 §5) on a connection out of
     /// `interface` carrying the detection mark (so it passes a kill switch, and never leaves by a
     /// tunnel); a 200 with that media type is parsed, anything else is a problem named.
-    private func fetchAPI(_ url: URL, interface: String) async throws(CaptivePortalError) -> CaptivePortalAPIStatus {
+    /// Where to connect for `host`: nil (the system's resolver looks it up) without a resolver
+    /// or host, else the address the network's DNS gives.
+    static func lookUp(_ host: String?, with resolver: NetworkNameResolver?) -> Result<String?, CaptivePortalError> {
+        guard let resolver, let host else { return .success(nil) }
+        return resolver.address(of: host).map { Optional($0) }
+    }
+
+    private func fetchAPI(_ url: URL, interface: String, resolver: NetworkNameResolver?) async throws(CaptivePortalError) -> CaptivePortalAPIStatus {
         let tls: ClientTLS?
         if let caFile {
             do { tls = try ClientTLS(caFile: caFile) } catch { throw CaptivePortalError("the captive portal CA file: \(error)") }
@@ -147,10 +169,15 @@ struct CaptivePortalDetector: Sendable {
         }
         guard let host = url.host else { throw CaptivePortalError("the captive portal API's URL \(url.absoluteString) names no host") }
         let port = UInt16(url.port ?? 443)
-        let connected = await BlockingWork.run {
-            Result { () throws(SystemError) in
-                try InterfaceSocket.connectTCP(host: host, port: port, interface: interface, mark: TrafficGuard.detectionMark, timeoutMilliseconds: 5000)
+        let connected = await BlockingWork.run { () -> Result<Int32, CaptivePortalError> in
+            let address: String?
+            switch Self.lookUp(host, with: resolver) {
+            case .success(let found): address = found
+            case .failure(let error): return .failure(error)
             }
+            return Result { () throws(SystemError) in
+                try InterfaceSocket.connectTCP(host: host, address: address, port: port, interface: interface, mark: TrafficGuard.detectionMark, timeoutMilliseconds: 5000)
+            }.mapError { CaptivePortalError("\($0)") }
         }
         let descriptor: Int32
         switch connected {

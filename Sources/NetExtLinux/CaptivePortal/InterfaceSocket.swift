@@ -29,17 +29,21 @@ public enum InterfaceSocket {
         guard sent == bytes.count else { throw SystemError("sendto", errno: errno, subject: what) }
     }
 
-    /// A TCP connection to `host` (a name is looked up with the system's resolver) and `port`,
-    /// out of `interface` when one is named (`SO_BINDTODEVICE`) and with `mark` (`SO_MARK`, by
-    /// which a traffic guard lets it pass; without `CAP_NET_ADMIN` none is set). Connecting,
-    /// and each send and receive on the blocking socket, waits at most `timeoutMilliseconds`.
-    /// The caller owns (and closes) the descriptor.
-    public static func connectTCP(host: String, port: UInt16, interface: String?, mark: UInt32?, timeoutMilliseconds: Int) throws(SystemError) -> Int32 {
+    /// A TCP connection to `host` and `port` — to `address` (a numeric address) when one is
+    /// given, else `host` looked up with the system's resolver —, out of `interface` when one is
+    /// named (`SO_BINDTODEVICE`) and with `mark` (`SO_MARK`, by which a traffic guard lets it
+    /// pass; without `CAP_NET_ADMIN` none is set). Connecting, and each send and receive on the
+    /// blocking socket, waits at most `timeoutMilliseconds`. The caller owns (and closes) the
+    /// descriptor.
+    public static func connectTCP(
+        host: String, address: String? = nil, port: UInt16, interface: String?, mark: UInt32?, timeoutMilliseconds: Int
+    ) throws(SystemError) -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        if address != nil { hints.ai_flags = AI_NUMERICHOST }
         var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &result) == 0, let first = result else {
-            throw SystemError("getaddrinfo", errno: ENOENT, subject: host)
+        guard getaddrinfo(address ?? host, String(port), &hints, &result) == 0, let first = result else {
+            throw SystemError("getaddrinfo", errno: ENOENT, subject: address ?? host)
         }
         defer { freeaddrinfo(first) }
         let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -57,6 +61,47 @@ public enum InterfaceSocket {
         } catch {
             close(fd)
             throw error
+        }
+    }
+
+    /// Sends `datagram` to `server` (a numeric IPv4 address) at `port` from a UDP socket bound to
+    /// `interface` and carrying `mark`, and returns the first datagram that comes back from that
+    /// address and port (the socket is connected: the kernel passes over others) within
+    /// `timeoutMilliseconds`; nil when none came.
+    public static func exchangeDatagram(
+        _ datagram: [UInt8], server: String, port: UInt16, interface: String?, mark: UInt32?, timeoutMilliseconds: Int
+    ) throws(SystemError) -> [UInt8]? {
+        var destination = sockaddr_in()
+        destination.sin_family = sa_family_t(AF_INET)
+        destination.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, server, &destination.sin_addr) == 1 else {
+            throw SystemError("inet_pton", errno: EINVAL, subject: "\(server) is not an IPv4 address")
+        }
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: server) }
+        defer { close(fd) }
+        if let interface { try bind(fd, to: interface) }
+        if let mark { _ = setSocketMark(fd, mark) }
+        let connected = withUnsafePointer(to: &destination) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw SystemError("connect", errno: errno, subject: "\(server):\(port)") }
+        let sent = datagram.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == datagram.count else { throw SystemError("send", errno: errno, subject: "\(server):\(port)") }
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        let deadline = Double(time.tv_sec) * 1000 + Double(time.tv_nsec) / 1e6 + Double(timeoutMilliseconds)
+        var buffer = [UInt8](repeating: 0, count: 65_535)
+        while true {
+            clock_gettime(CLOCK_MONOTONIC, &time)
+            let remaining = deadline - (Double(time.tv_sec) * 1000 + Double(time.tv_nsec) / 1e6)
+            guard remaining > 0 else { return nil }
+            guard PacketIO.waitReadable(fd, milliseconds: Int32(min(remaining + 1, 60_000))) else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count >= 0 { return Array(buffer[..<count]) }
+            // An ICMP error (ECONNREFUSED: nothing listens there) ends the wait; a signal does not.
+            if errno == EINTR || errno == EAGAIN { continue }
+            throw SystemError("recv", errno: errno, subject: "\(server):\(port)")
         }
     }
 }
