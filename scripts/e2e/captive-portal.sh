@@ -251,6 +251,14 @@ cat > "$NETEXT_PROVIDERS_DIR/hotspot.json" <<JSON
                "--password-file", "$work/portal-password", "--ca-file", "$work/ca-public.crt", "--interface", "eth0", "--ssid", "Café Libre"],
  "user": "www-data"}
 JSON
+# A second helper claims the café's network with low confidence (as daemon, its own password file): it loses.
+(umask 077; printf 'lab-password\n' > "$work/portal-password-low"); chown daemon "$work/portal-password-low"
+cat > "$NETEXT_PROVIDERS_DIR/hotspot-low.json" <<JSON
+{"bundleIdentifier": "org.netext.hotspot.low", "extensionPoint": "hotspot-helper", "executable": "$bin/netext-hotspot-helper",
+ "arguments": ["--login-url", "https://198.51.100.1:8443/login", "--user", "guest", "--password-file", "$work/portal-password-low",
+               "--ca-file", "$work/ca-public.crt", "--interface", "eth0", "--ssid", "Café Libre", "--confidence", "low"],
+ "user": "daemon"}
+JSON
 netext enable Guarded > /dev/null
 kill -TERM "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
 logins_before=$(grep -c 'POST /login from 198.51.100.2: accepted' "$work/portal.log")
@@ -261,6 +269,7 @@ check "a Wi-Fi service for the lab (python3-dbusmock's NetworkManager)" wifi_moc
 check "eth0 joins \"Café Libre\" (netext hotspot configure: an open network)" bash -c "'$bin/netext' hotspot configure 'Café Libre' | grep -q 'configured with NetworkManager'"
 e2e_start_netextd
 check "the helper runs as www-data and is ready" lab_wait "status_says 'helper: org.netext.hotspot.form (user www-data) ready'" 15
+check "… and the low-confidence one as daemon" lab_wait "status_says 'helper: org.netext.hotspot.low (user daemon) ready'" 15
 check "netextd hands the captive network to it; it logs in through the kill switch and maintains" \
   lab_wait "status_says 'helper session: maintaining on eth0, chosen helper org.netext.hotspot.form'" 20
 check "the portal accepted the helper's form from the laptop" lab_wait "[ \$(grep -c 'POST /login from 198.51.100.2: accepted' '$work/portal.log') -gt $logins_before ]" 5
@@ -268,6 +277,10 @@ check "while it holds the network the guard lets www-data (uid 33) out on eth0" 
 check "… and root's programs are still blocked" bash -c "! ip netns exec '$LAB_LAPTOP' curl -s -m 2 -o /dev/null --cacert '$work/ca-public.crt' https://198.51.100.1:8443/login"
 check "netextd sees the network open" lab_wait "status_says 'verdict: open'" 15
 check "the helper was handed the joined Wi-Fi network by its SSID" grep -q 'hotspot helper.*ssid="Café Libre".*state=maintaining' "$work/netextd.log"
+check "both helpers claimed it, high and low; the high one was chosen" bash -c "
+  grep -q 'hotspot helper claims the network.*confidence=high.*helper=org.netext.hotspot.form.*ssid=\"Café Libre\"' '$work/netextd.log' &&
+  grep -q 'hotspot helper claims the network.*confidence=low.*helper=org.netext.hotspot.low.*ssid=\"Café Libre\"' '$work/netextd.log' &&
+  '$bin/netext' hotspot status | grep -q 'chosen helper org.netext.hotspot.form'"
 list="$("$bin/netext" hotspot list 2>&1)"
 check "netext hotspot list: the helper claims the café's network (filterScanList), not the office's" bash -c "
   grep -q '^Café Libre .*eth0 .*joined .*org.netext.hotspot.form (high)' <<< \"\$1\" && grep -q '^Office Wi-Fi .*eth0 .*- *- *\$' <<< \"\$1\"" _ "$list"

@@ -274,6 +274,12 @@ actor HotspotHelperService {
             if pending.helper == helper { resolveScan(response.commandID, with: response) }
             return
         }
+        if let network = response.network {
+            // An evaluation's answer: which helpers claimed the network, and how surely.
+            logger.info("hotspot helper claims the network", metadata: [
+                "helper": "\(helper)", "confidence": "\(network.confidence)", "interface": "\(network.interface)", "ssid": "\(network.ssid)",
+            ])
+        }
         await driver?.answered(response, from: helper)
     }
 
