@@ -134,7 +134,7 @@ struct HotspotListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list", abstract: "The Wi-Fi networks in range, strongest first, which is joined, and the hotspot helper claiming each.",
         discussion: """
-            netextd asks the Wi-Fi service (NetworkManager or wpa_supplicant, over D-Bus) for its scan list and each running hotspot helper \
+            netextd asks the Wi-Fi service (NetworkManager, wpa_supplicant or iwd, over D-Bus) for its scan list and each running hotspot helper \
             to claim networks from it (filterScanList); the HELPER column shows the most confident claim. Without \
             netextd the list comes from the Wi-Fi service directly, without claims. Exits 5 when no Wi-Fi service answers.
             """)
@@ -146,7 +146,7 @@ struct HotspotListCommand: AsyncParsableCommand {
             let report: HotspotListReport
             do {
                 report = try await options.withClient { client in try await client.call(GetHotspotList(interface: interface)) }
-            } catch let error as NetExtError where error.code == .daemonUnavailable {
+            } catch where Self.isDaemonUnavailable(error) {
                 report = try await Self.direct(interface: interface)
                 if !options.json { StandardStreams.error(Data("netext: netextd is not running; no hotspot helper was asked\n".utf8)) }
             }
@@ -164,6 +164,11 @@ struct HotspotListCommand: AsyncParsableCommand {
             print(TextTable.render(header: ["SSID", "BSSID", "SIGNAL", "SECURE", "INTERFACE", "JOINED", "HELPER"], rows: rows))
             if !report.helpersSilent.isEmpty { print("no answer from: \(report.helpersSilent.joined(separator: ", "))") }
         }
+    }
+
+    /// Whether `error` says netextd cannot be reached (connecting wraps it in a `CommandFailure`).
+    static func isDaemonUnavailable(_ error: any Error) -> Bool {
+        (error as? CommandFailure)?.error.code == .daemonUnavailable || (error as? NetExtError)?.code == .daemonUnavailable
     }
 
     /// The scan list straight from the Wi-Fi service, unclaimed.

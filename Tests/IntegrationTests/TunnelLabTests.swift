@@ -65,6 +65,11 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/wifi-wpa-supplicant.sh", checks: 14, timeout: 120)
     }
 
+    @Test("hotspot configurations where iwd is the Wi-Fi service (its D-Bus API played by a stand-in on a private bus; iwd needs nl80211): the scan list, iwd's network files named and marked as iwd.network(5) says and root-only, the join they allow, a file NetExt did not write left alone, removal, WEP refused")
+    func wifiThroughIWD() async throws {
+        try await runChecks("scripts/e2e/wifi-iwd.sh", checks: 9, timeout: 120)
+    }
+
     @Test("the hotspot demo: the portal found, the helper's login past the kill switch, the VPN up, nothing leaked on the laptop's link")
     func hotspotDemo() async throws {
         let result = try await run("/bin/bash", [repositoryRoot + "/scripts/demo-hotspot"], environment: ["NETEXT_BIN_DIR": binaryDirectory], timeout: 240)

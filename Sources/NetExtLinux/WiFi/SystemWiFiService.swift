@@ -2,8 +2,8 @@ import Foundation
 import NetExtCore
 
 /// Finds the Wi-Fi service this machine runs, at run time, on the D-Bus system bus
-/// (`DBUS_SYSTEM_BUS_ADDRESS`, else the well-known socket): NetworkManager first, else
-/// wpa_supplicant. iwd is not spoken yet: found alone it is named in the error.
+/// (`DBUS_SYSTEM_BUS_ADDRESS`, else the well-known socket): NetworkManager first, then
+/// wpa_supplicant, then iwd.
 public enum SystemWiFiService {
     /// The machine's Wi-Fi service; throws saying what was looked for and not found.
     public static func find(timeoutSeconds: Double = 5) throws(HotspotConfigurationError) -> any WiFiNetworkService {
@@ -19,9 +19,10 @@ public enum SystemWiFiService {
         if (try? bus.nameHasOwner(WPASupplicantWiFiService.service)) == true {
             return try WPASupplicantWiFiService(bus: bus)
         }
-        let iwd = (try? bus.nameHasOwner("net.connman.iwd")) == true
+        if (try? bus.nameHasOwner(IWDWiFiService.service)) == true {
+            return try IWDWiFiService(bus: bus)
+        }
         bus.close()
-        if !iwd { throw .systemConfiguration("No Wi-Fi service runs on the D-Bus system bus: neither NetworkManager nor wpa_supplicant is running.") }
-        throw .systemConfiguration("Neither NetworkManager nor wpa_supplicant is running; iwd runs, which NetExt does not speak yet.")
+        throw .systemConfiguration("No Wi-Fi service runs on the D-Bus system bus: neither NetworkManager, wpa_supplicant nor iwd is running.")
     }
 }

@@ -21,6 +21,12 @@ enum WiFiAssociationSignals {
             + "arg0='\(WPASupplicantWiFiService.interfaceInterface)'"
     ]
 
+    /// iwd (its station-api.txt): a station's `State`, `ConnectedNetwork` or `ConnectedAccessPoint` changing.
+    static let iwdRules = [
+        "type='signal',sender='\(IWDWiFiService.service)',interface='\(propertiesInterface)',member='PropertiesChanged',"
+            + "arg0='\(IWDWiFiService.stationInterface)'"
+    ]
+
     /// Whether `signal` can mean an association changed: every `StateChanged`, and a
     /// `PropertiesChanged` naming one of `properties` (a scan's `LastScan` or `BSSs` does not).
     static func matters(_ signal: DBusMessage, properties: Set<String>) -> Bool {
