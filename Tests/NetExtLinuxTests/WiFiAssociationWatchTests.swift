@@ -39,6 +39,43 @@ struct WiFiAssociationWatchTests {
         var watchingBeforeStop = false
     }
 
+    /// Runs one watch through a join, something that is no association (`noise`), a leave, its
+    /// stop, and a join after it, and says what it heard.
+    static func observe(
+        _ wifi: any WiFiNetworkService, join: () throws -> Void, noise: () throws -> Void, leave: () throws -> Void, rejoin: () throws -> Void
+    ) throws -> Heard {
+        var heard = Heard()
+        let tally = Tally()
+        guard let watch = try wifi.watchAssociations({ tally.add() }) else { return heard }
+        defer { watch.stop() }
+        // The watch's own AddMatch calls are answered before it returns: nothing is missed.
+        try join()
+        heard.joinSeconds = tally.waitFor(moreThan: 0, seconds: 5)
+        usleep(300_000)
+        var before = tally.value
+        try noise()
+        heard.noiseWokeIt = tally.waitFor(moreThan: before, seconds: 0.7) != nil
+        before = tally.value
+        try leave()
+        heard.leaveSeconds = tally.waitFor(moreThan: before, seconds: 5)
+        heard.watchingBeforeStop = watch.isWatching
+        watch.stop()
+        heard.watchingAfterStop = watch.isWatching
+        before = tally.value
+        try rejoin()
+        heard.wokenAfterStop = tally.waitFor(moreThan: before, seconds: 0.7) != nil
+        return heard
+    }
+
+    /// What every backend's watch must have heard, `noise` naming what should have woken nothing.
+    static func expectHeardJustTheAssociations(_ heard: Heard, noise: String) {
+        #expect(heard.joinSeconds.map { $0 < 5 } == true, "the join was not heard")
+        #expect(!heard.noiseWokeIt, "\(noise) woke the watch")
+        #expect(heard.leaveSeconds.map { $0 < 5 } == true, "the leave was not heard")
+        #expect(heard.watchingBeforeStop && !heard.watchingAfterStop)
+        #expect(!heard.wokenAfterStop, "a stopped watch still called")
+    }
+
     @Test("NetworkManager: a join and a leave wake the watch at once (the device's StateChanged); a new access point does not; nothing after stop")
     func networkManager() async throws {
         let heard = try await offPool { () throws -> Heard in
@@ -46,36 +83,20 @@ struct WiFiAssociationWatchTests {
             let tests = NetworkManagerWiFiServiceTests()
             try tests.withMockNetworkManager { connection, device in
                 let wifi = try tests.service(connection)
-                let tally = Tally()
-                guard let watch = try wifi.watchAssociations({ tally.add() }) else { return }
-                defer { watch.stop() }
-                // The watch's own AddMatch calls are answered before it returns: nothing is missed.
-                try wifi.apply(HotspotConfiguration(ssid: "Office", passphrase: "correct horse battery", isWEP: false), now: 1_000)
-                heard.joinSeconds = tally.waitFor(moreThan: 0, seconds: 5)
-                usleep(300_000)
-                var before = tally.value
-                _ = try tests.mock(connection, "AddAccessPoint", [
-                    .string(device), .string("lobby"), .string("Lobby"), .string("aa:bb:cc:00:00:03"), .uint32(2), .uint32(2412),
-                    .uint32(54_000), .byte(60), .uint32(0),
-                ])
-                heard.noiseWokeIt = tally.waitFor(moreThan: before, seconds: 0.7) != nil
-                before = tally.value
-                _ = try tests.mock(connection, "SetDeviceDisconnected", [.string(device)])
-                heard.leaveSeconds = tally.waitFor(moreThan: before, seconds: 5)
-                heard.watchingBeforeStop = watch.isWatching
-                watch.stop()
-                heard.watchingAfterStop = watch.isWatching
-                before = tally.value
-                try wifi.apply(HotspotConfiguration(ssid: "Café Libre"), now: 1_000)
-                heard.wokenAfterStop = tally.waitFor(moreThan: before, seconds: 0.7) != nil
+                heard = try Self.observe(
+                    wifi, join: { try wifi.apply(HotspotConfiguration(ssid: "Office", passphrase: "correct horse battery", isWEP: false), now: 1_000) },
+                    noise: {
+                        _ = try tests.mock(connection, "AddAccessPoint", [
+                            .string(device), .string("lobby"), .string("Lobby"), .string("aa:bb:cc:00:00:03"), .uint32(2), .uint32(2412),
+                            .uint32(54_000), .byte(60), .uint32(0),
+                        ])
+                    },
+                    leave: { _ = try tests.mock(connection, "SetDeviceDisconnected", [.string(device)]) },
+                    rejoin: { try wifi.apply(HotspotConfiguration(ssid: "Café Libre"), now: 1_000) })
             }
             return heard
         }
-        #expect(heard.joinSeconds.map { $0 < 5 } == true, "the join was not heard")
-        #expect(!heard.noiseWokeIt, "an access point added to the scan list woke the watch")
-        #expect(heard.leaveSeconds.map { $0 < 5 } == true, "the leave was not heard")
-        #expect(heard.watchingBeforeStop && !heard.watchingAfterStop)
-        #expect(!heard.wokenAfterStop, "a stopped watch still called")
+        Self.expectHeardJustTheAssociations(heard, noise: "an access point added to the scan list")
     }
 
     @Test("wpa_supplicant: a join and a leave wake the watch at once (the interface's State and CurrentBSS); a new BSS does not; nothing after stop")
@@ -85,35 +106,22 @@ struct WiFiAssociationWatchTests {
             let tests = WPASupplicantWiFiServiceTests()
             try tests.withMockSupplicant { connection, interface in
                 let wifi = try WPASupplicantWiFiService(bus: connection)
-                let tally = Tally()
-                guard let watch = try wifi.watchAssociations({ tally.add() }) else { return }
-                defer { watch.stop() }
-                try wifi.apply(HotspotConfiguration(ssid: "Office", passphrase: "correct horse battery", isWEP: false), now: 1_000)
-                heard.joinSeconds = tally.waitFor(moreThan: 0, seconds: 5)
-                usleep(300_000)
-                var before = tally.value
-                _ = try tests.mock(connection, "AddBSS", [
-                    .objectPath(interface), .string("Lobby"), .string("aa:bb:cc:00:00:03"), .int16(-60), .uint16(2412), .string("open"),
-                ])
-                heard.noiseWokeIt = tally.waitFor(moreThan: before, seconds: 0.7) != nil
-                before = tally.value
-                _ = try connection.call(.methodCall(
-                    destination: WPASupplicantWiFiService.service, path: interface, interface: WPASupplicantWiFiService.interfaceInterface, member: "Disconnect"))
-                heard.leaveSeconds = tally.waitFor(moreThan: before, seconds: 5)
-                heard.watchingBeforeStop = watch.isWatching
-                watch.stop()
-                heard.watchingAfterStop = watch.isWatching
-                before = tally.value
-                try wifi.apply(HotspotConfiguration(ssid: "Café Libre"), now: 1_000)
-                heard.wokenAfterStop = tally.waitFor(moreThan: before, seconds: 0.7) != nil
+                heard = try Self.observe(
+                    wifi, join: { try wifi.apply(HotspotConfiguration(ssid: "Office", passphrase: "correct horse battery", isWEP: false), now: 1_000) },
+                    noise: {
+                        _ = try tests.mock(connection, "AddBSS", [
+                            .objectPath(interface), .string("Lobby"), .string("aa:bb:cc:00:00:03"), .int16(-60), .uint16(2412), .string("open"),
+                        ])
+                    },
+                    leave: {
+                        _ = try connection.call(.methodCall(
+                            destination: WPASupplicantWiFiService.service, path: interface, interface: WPASupplicantWiFiService.interfaceInterface, member: "Disconnect"))
+                    },
+                    rejoin: { try wifi.apply(HotspotConfiguration(ssid: "Café Libre"), now: 1_000) })
             }
             return heard
         }
-        #expect(heard.joinSeconds.map { $0 < 5 } == true, "the join was not heard")
-        #expect(!heard.noiseWokeIt, "a BSS added to the scan list woke the watch")
-        #expect(heard.leaveSeconds.map { $0 < 5 } == true, "the leave was not heard")
-        #expect(heard.watchingBeforeStop && !heard.watchingAfterStop)
-        #expect(!heard.wokenAfterStop, "a stopped watch still called")
+        Self.expectHeardJustTheAssociations(heard, noise: "a BSS added to the scan list")
     }
 
     @Test("a watch whose bus goes away says so (isWatching false), so that the caller starts another")

@@ -95,11 +95,19 @@ actor HotspotHelperService {
     /// count as gone for the first network; the detections wait meanwhile).
     func follow(_ detections: AsyncStream<CaptivePortalDetection>, readyWithin: Duration = .seconds(10)) {
         following?.cancel()
-        following = Task { [weak self] in
+        following = handing(detections, readyWithin: readyWithin) { service, detection in await service.observed(detection) }
+    }
+
+    /// A task that waits for the helpers (at most `readyWithin`), then hands each of `stream`'s
+    /// elements to `handle`, in order, while this service lives.
+    private func handing<Element: Sendable>(
+        _ stream: AsyncStream<Element>, readyWithin: Duration, _ handle: @escaping @Sendable (HotspotHelperService, Element) async -> Void
+    ) -> Task<Void, Never> {
+        Task { [weak self] in
             await self?.waitForHelpers(within: readyWithin)
-            for await detection in detections {
+            for await element in stream {
                 guard let self else { return }
-                await self.observed(detection)
+                await handle(self, element)
             }
         }
     }
@@ -138,13 +146,7 @@ actor HotspotHelperService {
     /// once every helper is ready or `readyWithin` has passed.
     func followAssociations(_ changes: AsyncStream<WiFiAssociationChange>, readyWithin: Duration = .seconds(10)) {
         followingAssociations?.cancel()
-        followingAssociations = Task { [weak self] in
-            await self?.waitForHelpers(within: readyWithin)
-            for await change in changes {
-                guard let self else { return }
-                await self.associationChanged(change)
-            }
-        }
+        followingAssociations = handing(changes, readyWithin: readyWithin) { service, change in await service.associationChanged(change) }
     }
 
     /// A Wi-Fi interface joined or left a network. Every network the default route's interface
