@@ -20,7 +20,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
 
     init() async throws {
         certificates = try await TestCertificates.make()
-        do { unbound = try UnboundServer(certificates: certificates) } catch {
+        do { unbound = try await UnboundServer.start(certificates: certificates) } catch {
             certificates.remove()
             throw error
         }
@@ -97,7 +97,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         // A server of its own that closes idle connections after 1.5 s: long enough for a
         // handshake and an answer on a loaded machine (a connection unbound closes before it
         // answers is a different case, retried once), short enough to wait for.
-        let closing = try UnboundServer(certificates: certificates, idleMilliseconds: 1500)
+        let closing = try await UnboundServer.start(certificates: certificates, idleMilliseconds: 1500)
         defer { closing.stop() }
         let upstream = try tls(port: closing.tlsPort)
         defer { upstream.shutdown() }

@@ -27,7 +27,7 @@ final class ObliviousDoHUpstreamTests: @unchecked Sendable {
 
     init() async throws {
         certificates = try await TestCertificates.make()
-        do { unbound = try UnboundServer(certificates: certificates) } catch {
+        do { unbound = try await UnboundServer.start(certificates: certificates) } catch {
             certificates.remove()
             throw error
         }

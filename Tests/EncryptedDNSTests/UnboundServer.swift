@@ -25,6 +25,12 @@ final class UnboundServer: @unchecked Sendable {
 
     /// Starts it (idle TCP connections closed after `idleMilliseconds`) and waits until both
     /// ports listen (at most 10 s).
+    /// Starts unbound off the task pool: its start is waited for with `usleep` polling (up to
+    /// 10 s), which on one of the pool's two threads would hold every other test's servers.
+    static func start(certificates: TestCertificates, idleMilliseconds: Int = 30_000) async throws -> UnboundServer {
+        try await offPool { try UnboundServer(certificates: certificates, idleMilliseconds: idleMilliseconds) }
+    }
+
     init(certificates: TestCertificates, idleMilliseconds: Int = 30_000) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/unbound") else {
             throw Missing(description: "unbound is not installed (scripts/lib/install-packages.sh installs it)")

@@ -20,7 +20,9 @@ public actor OnDemandController {
     private var connecting: Set<UUID> = []
     private var lastDecision: [UUID: String] = [:]
     private var evaluating = false
-    private var evaluateAgain = false
+    /// Why the rules are to be evaluated again once the evaluation under way ends (the latest
+    /// request's reason: the one the new round answers).
+    private var evaluateAgain: String?
     private var running = true
     /// Configurations whose matching rule is EvaluateConnection: their connection rules.
     private var watchedNames: [UUID: (configuration: Configuration, rules: [EvaluateConnectionRule])] = [:]
@@ -62,15 +64,17 @@ public actor OnDemandController {
     /// Evaluates every on-demand configuration now (coalescing overlapping requests).
     public func evaluate(reason: String) async {
         guard !evaluating else {
-            evaluateAgain = true
+            evaluateAgain = reason
             return
         }
         evaluating = true
         defer { evaluating = false }
-        repeat {
-            evaluateAgain = false
-            await evaluateOnce(reason: reason)
-        } while evaluateAgain
+        var next: String? = reason
+        while let current = next {
+            evaluateAgain = nil
+            await evaluateOnce(reason: current)
+            next = evaluateAgain
+        }
     }
 
     /// The network began to let traffic through (a captive portal's login, by a hotspot helper
