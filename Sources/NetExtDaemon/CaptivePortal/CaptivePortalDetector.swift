@@ -82,15 +82,10 @@ struct CaptivePortalDetector: Sendable {
         var probeResult: CaptivePortalDetection.ProbeResult?
         var probeProblem: String?
         if let probe = requested ?? standardProbe {
-            let fetched = await BlockingWork.run { () -> Result<[UInt8], CaptivePortalError> in
-                let address: String?
-                switch Self.lookUp(probe.url.host, with: resolver) {
-                case .success(let found): address = found
-                case .failure(let error): return .failure(error)
-                }
-                return Result { () throws(SystemError) in
+            let fetched = await BlockingWork.run {
+                Self.resolving(probe.url.host, with: resolver) { (address) throws(SystemError) in
                     try HTTPConnectivityCheck.fetch(probe.url, address: address, interface: interface, mark: TrafficGuard.detectionMark)
-                }.mapError { CaptivePortalError("\($0)") }
+                }
             }
             switch fetched {
             case .success(let bytes):
@@ -150,16 +145,25 @@ struct CaptivePortalDetector: Sendable {
         }
     }
 
+    /// Runs `connect` with the address to connect to for `host` — nil (the system's resolver
+    /// looks it up) without a resolver or host, else the address the network's DNS gives —; a
+    /// failed lookup or connection is the result's failure. Blocks: off the task pool.
+    static func resolving<Value>(
+        _ host: String?, with resolver: NetworkNameResolver?, _ connect: (String?) throws(SystemError) -> Value
+    ) -> Result<Value, CaptivePortalError> {
+        var address: String?
+        if let resolver, let host {
+            switch resolver.address(of: host) {
+            case .success(let found): address = found
+            case .failure(let error): return .failure(error)
+            }
+        }
+        do throws(SystemError) { return .success(try connect(address)) } catch { return .failure(CaptivePortalError("\(error)")) }
+    }
+
     /// GET the API with `Accept: application/captive+json` (RFC 8908 §5) on a connection out of
     /// `interface` carrying the detection mark (so it passes a kill switch, and never leaves by a
     /// tunnel); a 200 with that media type is parsed, anything else is a problem named.
-    /// Where to connect for `host`: nil (the system's resolver looks it up) without a resolver
-    /// or host, else the address the network's DNS gives.
-    static func lookUp(_ host: String?, with resolver: NetworkNameResolver?) -> Result<String?, CaptivePortalError> {
-        guard let resolver, let host else { return .success(nil) }
-        return resolver.address(of: host).map { Optional($0) }
-    }
-
     private func fetchAPI(_ url: URL, interface: String, resolver: NetworkNameResolver?) async throws(CaptivePortalError) -> CaptivePortalAPIStatus {
         let tls: ClientTLS?
         if let caFile {
@@ -169,15 +173,10 @@ struct CaptivePortalDetector: Sendable {
         }
         guard let host = url.host else { throw CaptivePortalError("the captive portal API's URL \(url.absoluteString) names no host") }
         let port = UInt16(url.port ?? 443)
-        let connected = await BlockingWork.run { () -> Result<Int32, CaptivePortalError> in
-            let address: String?
-            switch Self.lookUp(host, with: resolver) {
-            case .success(let found): address = found
-            case .failure(let error): return .failure(error)
-            }
-            return Result { () throws(SystemError) in
+        let connected = await BlockingWork.run {
+            Self.resolving(host, with: resolver) { (address) throws(SystemError) in
                 try InterfaceSocket.connectTCP(host: host, address: address, port: port, interface: interface, mark: TrafficGuard.detectionMark, timeoutMilliseconds: 5000)
-            }.mapError { CaptivePortalError("\($0)") }
+            }
         }
         let descriptor: Int32
         switch connected {
