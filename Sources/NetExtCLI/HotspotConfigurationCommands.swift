@@ -28,6 +28,10 @@ struct HotspotConfigureCommand: AsyncParsableCommand {
     @Option(help: "Enterprise: a name the RADIUS server's certificate must carry (repeatable).") var trustedServer: [String] = []
     @Option(help: "Enterprise, TTLS: the inner authentication: pap, chap, mschap, mschapv2 (default), eap.") var ttlsInner = "mschapv2"
     @Option(help: "Hotspot 2.0: the operator's domain name (with --eap).") var hs20Domain: String?
+    @Option(help: "Hotspot 2.0: an NAI realm of the operator (repeatable; default: the domain).") var naiRealm: [String] = []
+    @Option(help: "Hotspot 2.0: a roaming consortium OI, 6 or 10 hex digits (repeatable).") var roamingConsortium: [String] = []
+    @Option(help: "Hotspot 2.0: a mobile network code, MCC then MNC (repeatable).") var mccMnc: [String] = []
+    @Flag(help: "Hotspot 2.0: join the operator's own hotspots only, not its roaming partners'.") var noRoaming = false
     @Flag(help: "The argument is an SSID prefix: join any network whose SSID starts with it.") var ssidPrefix = false
     @Flag(help: "Join this time only; keep nothing.") var joinOnce = false
     @Option(help: "Keep the configuration this many days (1–3650).") var lifetimeDays: Int?
@@ -52,9 +56,14 @@ struct HotspotConfigureCommand: AsyncParsableCommand {
     func makeConfiguration() throws -> HotspotConfiguration {
         if let hs20Domain {
             guard ssid == nil else { throw UsageError("--hs20-domain configures by operator domain: leave the SSID out") }
-            return HotspotConfiguration(hs20Settings: HotspotHS20Settings(domainName: hs20Domain), eapSettings: try eapSettings() ?? {
+            let settings = HotspotHS20Settings(
+                domainName: hs20Domain, roamingEnabled: !noRoaming, roamingConsortiumOIs: roamingConsortium, naiRealmNames: naiRealm, mccAndMNCs: mccMnc)
+            return HotspotConfiguration(hs20Settings: settings, eapSettings: try eapSettings() ?? {
                 throw UsageError("--hs20-domain needs --eap")
             }())
+        }
+        if !naiRealm.isEmpty || !roamingConsortium.isEmpty || !mccMnc.isEmpty || noRoaming {
+            throw UsageError("--nai-realm, --roaming-consortium, --mcc-mnc and --no-roaming go with --hs20-domain")
         }
         guard let ssid else { throw UsageError("name the network's SSID") }
         if passphraseStdin, eap != nil { throw UsageError("--passphrase-stdin and --eap do not go together") }

@@ -60,9 +60,9 @@ struct TunnelLabTests {
         try await runChecks("scripts/e2e/captive-portal.sh", checks: 101, timeout: 300)
     }
 
-    @Test("hotspot configurations through Debian's wpa_supplicant (its D-Bus API on a private bus, a veth named wlan0 with its wired driver): NetExt's blocks written to its file marked as NetExt's and enabled, WPA3 with protected management frames, enterprise, replacement, removal, a block NetExt did not write left alone")
+    @Test("hotspot configurations through Debian's wpa_supplicant (its D-Bus API on a private bus, a veth named wlan0 with its wired driver): NetExt's blocks written to its file marked as NetExt's and enabled, WPA3 with protected management frames, enterprise, replacement, removal, a block NetExt did not write left alone; a Hotspot 2.0 credential through its control interface, Passpoint selection on, replaced, removed, another's credential left alone, MCC/MNC refused")
     func wifiThroughWPASupplicant() async throws {
-        try await runChecks("scripts/e2e/wifi-wpa-supplicant.sh", checks: 14, timeout: 120)
+        try await runChecks("scripts/e2e/wifi-wpa-supplicant.sh", checks: 24, timeout: 120)
     }
 
     @Test("hotspot configurations where iwd is the Wi-Fi service (its D-Bus API played by a stand-in on a private bus; iwd needs nl80211): the scan list, iwd's network files named and marked as iwd.network(5) says and root-only, the join they allow, a file NetExt did not write left alone, removal, WEP refused")

@@ -148,11 +148,11 @@ struct WPASupplicantWiFiServiceTests {
         }
     }
 
-    @Test("what wpa_supplicant cannot do is refused with why: SSID prefixes, Hotspot 2.0")
+    @Test("what a network block cannot say is refused with why: SSID prefixes; Hotspot 2.0 (a credential: WPASupplicantCredentialTests)")
     func refusals() throws {
         #expect { try WPASupplicantNetworkOptions.options(for: HotspotConfiguration(ssidPrefix: "Lab-"), now: 0) } throws: { "\($0)".contains("SSID prefix") }
         let passpoint = HotspotConfiguration(hs20Settings: HotspotHS20Settings(domainName: "operator.example"), eapSettings: HotspotEAPSettings(supportedEAPTypes: [.ttls], username: "ada", password: "secret"))
-        #expect { try WPASupplicantNetworkOptions.options(for: passpoint, now: 0) } throws: { "\($0)".contains("Hotspot 2.0") }
+        #expect { try WPASupplicantNetworkOptions.options(for: passpoint, now: 0) } throws: { "\($0)".contains("Hotspot 2.0 configuration is a wpa_supplicant credential") }
     }
 
     @Test("the mark: read back quoted or bare; other id_str values, odd hex and missing fields are not NetExt's")

@@ -10,7 +10,22 @@
 # Makes SIGINT, SIGTERM, SIGHUP and SIGPIPE (output piped into `head`) run the EXIT trap too, so the lab is removed when the script is killed.
 lab_trap_signals() { trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; trap 'exit 141' PIPE; }
 
-LAB_PREFIX="${LAB_PREFIX:-nx$(printf '%04x' $((RANDOM % 65536)))}"
+# The prefix is claimed with an atomic mkdir under /run/netext-labs, so two labs run at once never
+# share namespaces (a second `ip netns add` of a name fails, and lab_down would remove the other
+# lab's): six random hex digits, drawn again while taken. LAB_PREFIX from the caller is claimed too.
+lab_claim_prefix() {
+  local claims=/run/netext-labs candidate
+  [ -d /run ] && [ -w /run ] || claims=/tmp/netext-labs
+  mkdir -p "$claims" 2> /dev/null
+  for _ in 1 2 3 4 5 6 7 8; do
+    candidate="${LAB_PREFIX:-nx$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')}"
+    if mkdir "$claims/$candidate" 2> /dev/null; then LAB_PREFIX="$candidate"; LAB_PREFIX_CLAIM="$claims/$candidate"; return 0; fi
+    [ -n "${LAB_PREFIX:-}" ] && { echo "lab: the prefix $LAB_PREFIX is in use by another lab ($claims/$LAB_PREFIX)" >&2; return 1; }
+  done
+  echo "lab: no free lab prefix after 8 draws" >&2; return 1
+}
+LAB_PREFIX_CLAIM=""
+lab_claim_prefix || exit 1
 LAB_LAPTOP="$LAB_PREFIX-laptop"
 LAB_INTERNET="$LAB_PREFIX-internet"
 LAB_OFFICE="$LAB_PREFIX-office"
@@ -123,4 +138,6 @@ lab_down() {
     ip netns del "$ns" 2>/dev/null
   done
   rm -rf "/etc/netns/$LAB_LAPTOP" "/etc/netns/$LAB_LAPTOP2" "/etc/netns/$LAB_INTERNET" "/etc/netns/$LAB_OFFICE" "/etc/netns/$LAB_LAN"
+  [ -n "$LAB_PREFIX_CLAIM" ] && rmdir "$LAB_PREFIX_CLAIM" 2> /dev/null
+  return 0
 }

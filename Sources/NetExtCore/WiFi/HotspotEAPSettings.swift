@@ -70,7 +70,8 @@ public struct HotspotHS20Settings: Sendable, Hashable, Codable {
         self.mccAndMNCs = mccAndMNCs
     }
 
-    /// Refuses an empty or malformed domain name and consortium OIs that are not 3 or 5 bytes of hex.
+    /// Refuses an empty or malformed domain name, consortium OIs that are not 3 or 5 bytes of hex,
+    /// MCC/MNC codes that are not 5 or 6 digits and realms with spaces or control characters.
     public func validate() throws(HotspotConfigurationError) {
         let labels = domainName.split(separator: ".", omittingEmptySubsequences: false)
         guard !domainName.isEmpty, domainName.utf8.count <= 253,
@@ -78,6 +79,13 @@ public struct HotspotHS20Settings: Sendable, Hashable, Codable {
         else { throw .invalidHS20DomainName("The Hotspot 2.0 domain name \"\(domainName)\" is not a domain name.") }
         for oi in roamingConsortiumOIs where !([6, 10].contains(oi.count) && oi.allSatisfy(\.isHexDigit)) {
             throw .invalidHS20Settings("The roaming consortium OI \"\(oi)\" is not 3 or 5 bytes of hex.")
+        }
+        // An MCC is 3 digits and an MNC 2 or 3 (ITU-T E.212).
+        for code in mccAndMNCs where !([5, 6].contains(code.count) && code.allSatisfy(\.isASCII) && code.allSatisfy(\.isNumber)) {
+            throw .invalidHS20Settings("The MCC and MNC \"\(code)\" is not 5 or 6 digits (a 3-digit MCC, then a 2- or 3-digit MNC).")
+        }
+        for realm in naiRealmNames where realm.isEmpty || realm.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
+            throw .invalidHS20Settings("The NAI realm \"\(realm)\" is empty or holds spaces or control characters.")
         }
     }
 }

@@ -8,7 +8,7 @@ public enum WPASupplicantNetworkOptions {
     static let markPrefix = "netext:"
 
     /// The options for `configuration`. Throws for what wpa_supplicant's network blocks cannot
-    /// say (SSID prefixes; Hotspot 2.0, which takes `cred` blocks, not networks).
+    /// say (SSID prefixes; Hotspot 2.0 is a `cred` block: ``WPASupplicantCredential``).
     public static func options(for configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) -> DBusValue {
         if configuration.ssidPrefix != nil {
             throw .systemConfiguration("wpa_supplicant cannot join networks by SSID prefix; name the SSID.")
@@ -39,7 +39,8 @@ public enum WPASupplicantNetworkOptions {
             options.append(("key_mgmt", .string("WPA-EAP")))
             options += eapOptions(eap)
         case .hotspot20:
-            throw .systemConfiguration("wpa_supplicant takes Hotspot 2.0 (Passpoint) as credentials, which NetExt does not write; configure the SSID as an enterprise network.")
+            // A credential, not a network block: WPASupplicantCredential.
+            throw .invalid("A Hotspot 2.0 configuration is a wpa_supplicant credential, not a network block.")
         }
         return .properties(options)
     }
@@ -61,7 +62,12 @@ public enum WPASupplicantNetworkOptions {
     /// NetExt's mark in a network's `Properties` (values in wpa_supplicant's configuration form,
     /// strings quoted): the configuration's name and expiry; nil for a network NetExt did not add.
     public static func mark(in properties: [String: DBusValue]) -> (name: String, expires: Double?)? {
-        guard var text = properties["id_str"]?.stringValue else { return nil }
+        properties["id_str"]?.stringValue.flatMap(mark(inText:))
+    }
+
+    /// NetExt's mark in a field's text (quoted or not); nil for text NetExt did not write.
+    static func mark(inText value: String) -> (name: String, expires: Double?)? {
+        var text = value
         if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") { text = String(text.dropFirst().dropLast()) }
         guard text.hasPrefix(markPrefix) else { return nil }
         let fields = text.dropFirst(markPrefix.count).split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)

@@ -6,7 +6,8 @@ import NetExtCore
 /// state is `completed`; configurations are network blocks NetExt marks as its own
 /// (`WPASupplicantNetworkOptions`), added (enabled) to every interface, and written to wpa_supplicant's
 /// configuration file (`SaveConfig`) unless joined once — which needs `update_config=1` there;
-/// without it they last until wpa_supplicant restarts.
+/// without it they last until wpa_supplicant restarts. Hotspot 2.0 configurations are
+/// credentials, kept through its control interface (`WPASupplicantWiFiService+Credentials`).
 public final class WPASupplicantWiFiService: WiFiNetworkService {
     public let name = "wpa_supplicant"
     let bus: DBusConnection
@@ -71,6 +72,7 @@ public final class WPASupplicantWiFiService: WiFiNetworkService {
 
     public func apply(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) {
         try configuration.validate()
+        if case .hotspot20 = configuration.security { return try applyCredential(configuration, now: now) }
         let options = try WPASupplicantNetworkOptions.options(for: configuration, now: now)
         let (target, alreadyJoined) = try joinTarget(for: configuration)
         // wpa_supplicant cannot change a network block in one step: the old one goes, a new one comes.
@@ -100,14 +102,15 @@ public final class WPASupplicantWiFiService: WiFiNetworkService {
 
     public func removeConfiguration(named name: String) throws(HotspotConfigurationError) {
         let own = try ownNetworks(now: nil).filter { $0.name == name }
-        guard !own.isEmpty else { return }
         try guarded { () throws(DBusError) in for network in own { try remove(network) } }
-        try save()
+        let hadCredentials = try removeCredentials(named: name)
+        if !own.isEmpty || hadCredentials { try save() }
     }
 
     public func configuredNames(now: Double) throws(HotspotConfigurationError) -> [String] {
         var names: [String] = []
         for network in try ownNetworks(now: now) where !names.contains(network.name) { names.append(network.name) }
+        for credential in try ownCredentials(now: now) where !names.contains(credential.name) { names.append(credential.name) }
         return names
     }
 
@@ -152,7 +155,7 @@ public final class WPASupplicantWiFiService: WiFiNetworkService {
 
     /// Writes the networks to wpa_supplicant's file on each interface; one that refuses (no
     /// `update_config=1`) keeps them until it restarts, which is said.
-    private func save() throws(HotspotConfigurationError) {
+    func save() throws(HotspotConfigurationError) {
         for each in try interfaces() {
             do {
                 _ = try bus.call(.methodCall(destination: Self.service, path: each.path, interface: Self.interfaceInterface, member: "SaveConfig"))
