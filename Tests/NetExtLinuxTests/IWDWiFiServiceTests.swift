@@ -129,6 +129,64 @@ struct IWDWiFiServiceTests {
         }
     }
 
+    @Test("Hotspot 2.0: a file of the hotspot directory (made if missing, with the restart said), listed, replaced, expired, removed; another's file left alone; what iwd cannot match refused")
+    func hotspotFiles() throws {
+        try withMockIWD { connection, _, state in
+            let wifi = try IWDWiFiService(bus: connection, stateDirectory: state)
+            let eap = HotspotEAPSettings(supportedEAPTypes: [.ttls], username: "ada", password: "s3cret", ttlsInnerAuthenticationType: .pap, trustedServerNames: ["radius.operator.example"])
+            var passpoint = HotspotConfiguration(
+                hs20Settings: HotspotHS20Settings(domainName: "operator.example", roamingConsortiumOIs: ["001BC50460"]), eapSettings: eap)
+            passpoint.lifeTimeInDays = 1
+            #expect(performing: { try wifi.apply(passpoint, now: 1_000) }, throws: { "\($0)".contains("restart iwd") })
+            let path = state + "/hotspot/operator.example.conf"
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == """
+                [Hotspot]
+                Name=operator.example
+                NAIRealmNames=operator.example
+                RoamingConsortium=001bc50460
+
+                [Settings]
+                AutoConnect=true
+
+                [Security]
+                EAP-Method=TTLS
+                EAP-Identity=ada
+                EAP-TTLS-Phase2-Method=Tunneled-PAP
+                EAP-TTLS-Phase2-Identity=ada
+                EAP-TTLS-Phase2-Password=s3cret
+                EAP-TTLS-ServerDomainMask=radius.operator.example
+
+                [NetExt]
+                NameHex=6f70657261746f722e6578616d706c65
+                Expires=87400
+
+                """)
+            #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600)
+            #expect(try wifi.configuredNames(now: 1_000) == ["operator.example"])
+            // Again, with two realms: the directory is there now, so no restart is asked for.
+            passpoint.security = .hotspot20(HotspotHS20Settings(domainName: "operator.example", naiRealmNames: ["a.operator.example", "b.operator.example"]), eap)
+            try wifi.apply(passpoint, now: 1_000)
+            #expect(try String(contentsOfFile: path, encoding: .utf8).contains("NAIRealmNames=a.operator.example,b.operator.example\n"))
+            #expect(try files(state + "/hotspot") == ["operator.example.conf"])
+            try "[Hotspot]\nName=other\nNAIRealmNames=other.example\n".write(toFile: state + "/hotspot/other.example.conf", atomically: true, encoding: .utf8)
+            let foreign = HotspotConfiguration(hs20Settings: HotspotHS20Settings(domainName: "other.example", naiRealmNames: ["other.example"]), eapSettings: eap)
+            #expect(performing: { try wifi.apply(foreign, now: 1_000) }, throws: { "\($0)".contains("NetExt did not write") })
+            #expect(try wifi.configuredNames(now: 1_000 + 86_400).isEmpty, "the day is up: removed")
+            #expect(try files(state + "/hotspot") == ["other.example.conf"], "only NetExt's own file went")
+            let refusals: [(HotspotHS20Settings, String)] = [
+                (HotspotHS20Settings(domainName: "op.example", roamingEnabled: false), "cannot forbid roaming"),
+                (HotspotHS20Settings(domainName: "op.example", naiRealmNames: ["op.example"], mccAndMNCs: ["310410"]), "MCC/MNC"),
+                (HotspotHS20Settings(domainName: "op.example", roamingConsortiumOIs: ["001BC50460", "5A03BA"]), "one roaming consortium OI"),
+                (HotspotHS20Settings(domainName: "op.example", naiRealmNames: ["a,b"]), "comma"),
+            ]
+            for (settings, reason) in refusals {
+                #expect(performing: { try wifi.apply(HotspotConfiguration(hs20Settings: settings, eapSettings: eap), now: 1_000) }, throws: { "\($0)".contains(reason) })
+            }
+            try wifi.removeConfiguration(named: "other.example")
+            #expect(try files(state + "/hotspot") == ["other.example.conf"])
+        }
+    }
+
     @Test("files NetExt did not write are never listed or removed; an expired lifetime removes NetExt's; removal by name")
     func ownFilesOnly() throws {
         try withMockIWD { connection, _, state in

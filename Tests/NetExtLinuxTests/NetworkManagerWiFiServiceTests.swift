@@ -115,7 +115,8 @@ struct NetworkManagerWiFiServiceTests {
                 try wifi.apply(once, now: 0)
             }
             let eap = HotspotEAPSettings(supportedEAPTypes: [.peap], username: "ana", password: "pw")
-            #expect(throws: HotspotConfigurationError.self) { try wifi.apply(HotspotConfiguration(hs20Settings: .init(domainName: "op.example"), eapSettings: eap), now: 0) }
+            #expect(performing: { try wifi.apply(HotspotConfiguration(hs20Settings: .init(domainName: "op.example", naiRealmNames: ["op.example"]), eapSettings: eap), now: 0) },
+                    throws: { "\($0)".contains("NetworkManager has no Hotspot 2.0 (Passpoint) settings") })
             #expect(throws: HotspotConfigurationError.self) { try wifi.apply(HotspotConfiguration(ssidPrefix: "Caf"), now: 0) }
             #expect(throws: HotspotConfigurationError.invalidWPAPassphrase("A WPA passphrase is 8 to 63 printable ASCII characters or 64 hex digits, not 5 characters.")) {
                 try wifi.apply(HotspotConfiguration(ssid: "Office", passphrase: "short", isWEP: false), now: 0)
@@ -144,7 +145,7 @@ struct NetworkManagerWiFiServiceTests {
             #expect(dot1x?["domain-match"]?.stringValue == "radius.corp.test")
             #expect(dot1x?["phase2-auth"]?.stringValue == "mschapv2")
             do {
-                try wifi.apply(HotspotConfiguration(hs20Settings: .init(domainName: "op.example"), eapSettings: eap), now: 0)
+                try wifi.apply(HotspotConfiguration(hs20Settings: .init(domainName: "op.example", naiRealmNames: ["op.example"]), eapSettings: eap), now: 0)
                 Issue.record("NetworkManager took a Hotspot 2.0 configuration")
             } catch {
                 #expect(!"\(error)".contains("s3cret"), "the password is not in \(error)")

@@ -155,6 +155,18 @@ struct WPASupplicantWiFiServiceTests {
         #expect { try WPASupplicantNetworkOptions.options(for: passpoint, now: 0) } throws: { "\($0)".contains("Hotspot 2.0 configuration is a wpa_supplicant credential") }
     }
 
+    @Test("Hotspot 2.0 without a control interface (CtrlInterface empty) is refused saying how to get one; nothing is added, and listing still works")
+    func passpointNeedsControlInterface() throws {
+        try withMockSupplicant { connection, interface in
+            let wifi = try WPASupplicantWiFiService(bus: connection)
+            let passpoint = HotspotConfiguration(
+                hs20Settings: HotspotHS20Settings(domainName: "operator.example", naiRealmNames: ["operator.example"]), eapSettings: HotspotEAPSettings(supportedEAPTypes: [.ttls], username: "ada", password: "secret"))
+            #expect(performing: { try wifi.apply(passpoint, now: 0) }, throws: { "\($0)".contains("without a control interface (ctrl_interface)") })
+            #expect(try calls(connection, interface).filter { ["AddNetwork", "SaveConfig"].contains($0) }.isEmpty)
+            #expect(try wifi.configuredNames(now: 0).isEmpty)
+        }
+    }
+
     @Test("the mark: read back quoted or bare; other id_str values, odd hex and missing fields are not NetExt's")
     func marks() {
         #expect(WPASupplicantNetworkOptions.mark(in: ["id_str": .string("\"netext:172800:4f6666696365\"")])! == ("Office", 172_800))

@@ -85,11 +85,13 @@ struct HotspotConfigurationManagerTests {
         (HotspotConfiguration(hs20Settings: .init(domainName: "bad..domain"), eapSettings: .init(supportedEAPTypes: [.ttls], username: "a", password: "b")),
          "The Hotspot 2.0 domain name \"bad..domain\" is not a domain name."),
         (HotspotConfiguration(hs20Settings: .init(domainName: "op.example", mccAndMNCs: ["3104"]), eapSettings: .init(supportedEAPTypes: [.ttls], username: "a", password: "b")),
-         "The MCC and MNC \"3104\" is not 5 or 6 digits (a 3-digit MCC, then a 2- or 3-digit MNC)."),
+         "The MCC and MNC \"3104\" is not six digits (a 3-digit MCC, then the MNC)."),
         (HotspotConfiguration(hs20Settings: .init(domainName: "op.example", mccAndMNCs: ["31041x"]), eapSettings: .init(supportedEAPTypes: [.ttls], username: "a", password: "b")),
-         "The MCC and MNC \"31041x\" is not 5 or 6 digits (a 3-digit MCC, then a 2- or 3-digit MNC)."),
+         "The MCC and MNC \"31041x\" is not six digits (a 3-digit MCC, then the MNC)."),
         (HotspotConfiguration(hs20Settings: .init(domainName: "op.example", naiRealmNames: ["op example"]), eapSettings: .init(supportedEAPTypes: [.ttls], username: "a", password: "b")),
          "The NAI realm \"op example\" is empty or holds spaces or control characters."),
+        (HotspotConfiguration(hs20Settings: .init(domainName: "op.example"), eapSettings: .init(supportedEAPTypes: [.ttls], username: "a", password: "b")),
+         "A Hotspot 2.0 configuration with roaming enabled names roaming consortium OIs or NAI realms; it names neither."),
     ])
     func invalid(configuration: HotspotConfiguration, message: String) async throws {
         let wifi = SimulatedWiFiService()
@@ -102,12 +104,13 @@ struct HotspotConfigurationManagerTests {
         #expect(wifi.configurations.isEmpty)
     }
 
-    @Test("a 64-hex-digit PSK and a 10-hex-digit WEP key are keys, not passphrases, and pass; Hotspot 2.0 OIs, a realm and 5- or 6-digit MCC/MNC codes pass")
+    @Test("a 64-hex-digit PSK and a 10-hex-digit WEP key are keys, not passphrases, and pass; Hotspot 2.0 OIs, a realm and six-digit MCC/MNC codes pass; no roaming needs neither OIs nor realms")
     func hexKeys() throws {
         try HotspotConfiguration(ssid: "Office", passphrase: String(repeating: "ab", count: 32), isWEP: false).validate()
         try HotspotConfiguration(ssid: "Office", passphrase: "0123456789", isWEP: true).validate()
-        let hs20 = HotspotHS20Settings(domainName: "op.example", roamingConsortiumOIs: ["001BC50460", "5a03ba"], naiRealmNames: ["wlan.op.example"], mccAndMNCs: ["31041", "310410"])
+        let hs20 = HotspotHS20Settings(domainName: "op.example", roamingConsortiumOIs: ["001BC50460", "5a03ba"], naiRealmNames: ["wlan.op.example"], mccAndMNCs: ["310410", "234015"])
         try HotspotConfiguration(hs20Settings: hs20, eapSettings: .init(supportedEAPTypes: [.ttls], username: "a", password: "b")).validate()
+        try HotspotConfiguration(hs20Settings: HotspotHS20Settings(domainName: "op.example", roamingEnabled: false), eapSettings: .init(supportedEAPTypes: [.ttls], username: "a", password: "b")).validate()
         #expect(throws: HotspotConfigurationError.self) {
             try HotspotConfiguration(ssid: "Office", passphrase: String(repeating: "zz", count: 32), isWEP: false).validate()
         }

@@ -56,6 +56,8 @@ def AddInterface(self, ifname):
         "Ifname": dbus.String(ifname), "State": dbus.String("disconnected"),
         "BSSs": dbus.Array([], signature="o"), "Networks": dbus.Array([], signature="o"),
         "CurrentBSS": dbus.ObjectPath("/"), "CurrentNetwork": dbus.ObjectPath("/"),
+        # No control interface: wpa_supplicant reports ctrl_interface unset as "".
+        "CtrlInterface": dbus.String(""),
     }, [
         ("AddNetwork", "a{sv}", "o", _add_network),
         ("RemoveNetwork", "o", "", _remove_network),

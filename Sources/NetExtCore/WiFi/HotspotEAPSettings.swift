@@ -71,7 +71,8 @@ public struct HotspotHS20Settings: Sendable, Hashable, Codable {
     }
 
     /// Refuses an empty or malformed domain name, consortium OIs that are not 3 or 5 bytes of hex,
-    /// MCC/MNC codes that are not 5 or 6 digits and realms with spaces or control characters.
+    /// MCC/MNC codes that are not six digits, realms with spaces or control characters, and (as
+    /// Apple does) roaming enabled with neither consortium OIs nor realms.
     public func validate() throws(HotspotConfigurationError) {
         let labels = domainName.split(separator: ".", omittingEmptySubsequences: false)
         guard !domainName.isEmpty, domainName.utf8.count <= 253,
@@ -80,12 +81,16 @@ public struct HotspotHS20Settings: Sendable, Hashable, Codable {
         for oi in roamingConsortiumOIs where !([6, 10].contains(oi.count) && oi.allSatisfy(\.isHexDigit)) {
             throw .invalidHS20Settings("The roaming consortium OI \"\(oi)\" is not 3 or 5 bytes of hex.")
         }
-        // An MCC is 3 digits and an MNC 2 or 3 (ITU-T E.212).
-        for code in mccAndMNCs where !([5, 6].contains(code.count) && code.allSatisfy(\.isASCII) && code.allSatisfy(\.isNumber)) {
-            throw .invalidHS20Settings("The MCC and MNC \"\(code)\" is not 5 or 6 digits (a 3-digit MCC, then a 2- or 3-digit MNC).")
+        // Apple's rule: each MCC/MNC string is exactly six digits (a 3-digit MCC, then the MNC).
+        for code in mccAndMNCs where !(code.utf8.count == 6 && code.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })) {
+            throw .invalidHS20Settings("The MCC and MNC \"\(code)\" is not six digits (a 3-digit MCC, then the MNC).")
         }
         for realm in naiRealmNames where realm.isEmpty || realm.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
             throw .invalidHS20Settings("The NAI realm \"\(realm)\" is empty or holds spaces or control characters.")
+        }
+        // Apple refuses a roaming configuration that names no way to recognise its partners.
+        if isRoamingEnabled, roamingConsortiumOIs.isEmpty, naiRealmNames.isEmpty {
+            throw .invalidHS20Settings("A Hotspot 2.0 configuration with roaming enabled names roaming consortium OIs or NAI realms; it names neither.")
         }
     }
 }

@@ -13,7 +13,7 @@ public enum IWDNetworkFile {
     static let extensions = ["open", "psk", "8021x"]
 
     /// The file's name and content for `configuration`; throws for what iwd cannot take (WEP,
-    /// SSID prefixes, Hotspot 2.0 credentials, EAP-TLS or FAST) saying so.
+    /// SSID prefixes, EAP-TLS or FAST) saying so. Hotspot 2.0 is ``hotspotFile(for:now:)``.
     public static func file(for configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) -> (name: String, content: String) {
         if configuration.ssidPrefix != nil { throw .systemConfiguration("iwd cannot join networks by SSID prefix; name the SSID.") }
         var settings: [(String, String)] = [("AutoConnect", "true")]
@@ -33,7 +33,7 @@ public enum IWDNetworkFile {
             ending = "8021x"
             security += try eapSettings(eap)
         case .hotspot20:
-            throw .systemConfiguration("iwd takes Hotspot 2.0 (Passpoint) as files of its hotspot directory, which NetExt does not write; configure the SSID as an enterprise network.")
+            throw .invalid("A Hotspot 2.0 configuration is a file of iwd's hotspot directory (IWDNetworkFile.hotspotFile), not a network file.")
         }
         var mark = [("NameHex", WPASupplicantNetworkOptions.hex(Array(configuration.name.utf8)))]
         if let days = configuration.lifeTimeInDays { mark.append(("Expires", String(Int(now) + days * 86_400))) }
@@ -41,6 +41,39 @@ public enum IWDNetworkFile {
         if !security.isEmpty { content += "\n" + group("Security", security) }
         content += "\n" + group(markGroup, mark)
         return (fileName(ssid: configuration.ssid, ending: ending), content)
+    }
+
+    /// A Hotspot 2.0 (Passpoint) configuration as a file of iwd's `hotspot` directory, which iwd
+    /// reads as 802.1X known networks matched by the hotspot's ANQP answers (iwd's
+    /// src/hotspot.c): a `[Hotspot]` group with `Name` (required; the domain), `NAIRealmNames`
+    /// (comma-separated; the domain when none is named) and `RoamingConsortium` (one OI, 3 or 5
+    /// bytes as hex), the EAP settings of an 802.1X file, and NetExt's mark. The name is the
+    /// domain with `.conf`. iwd matches no home domain, PLMN (MCC/MNC) or roaming switch, and one
+    /// OI only: those are refused, saying so.
+    public static func hotspotFile(for configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) -> (name: String, content: String) {
+        guard case .hotspot20(let hs20, let eap) = configuration.security else {
+            throw .invalid("Only a Hotspot 2.0 configuration becomes a file of iwd's hotspot directory.")
+        }
+        guard hs20.isRoamingEnabled else {
+            throw .systemConfiguration("iwd's hotspot files cannot forbid roaming partners; configure the Hotspot 2.0 network with roaming enabled.")
+        }
+        guard hs20.mccAndMNCs.isEmpty else {
+            throw .systemConfiguration("iwd's hotspot files match no MCC/MNC (SIM credentials); leave mccAndMNCs out.")
+        }
+        guard hs20.roamingConsortiumOIs.count <= 1 else {
+            throw .systemConfiguration("An iwd hotspot file holds one roaming consortium OI, not \(hs20.roamingConsortiumOIs.count); name one.")
+        }
+        let realms = hs20.naiRealmNames.isEmpty ? [hs20.domainName] : hs20.naiRealmNames
+        if let realm = realms.first(where: { $0.contains(",") }) {
+            throw .invalidHS20Settings("The NAI realm \"\(realm)\" holds a comma, which separates iwd's realm list.")
+        }
+        var hotspot = [("Name", hs20.domainName), ("NAIRealmNames", realms.joined(separator: ","))]
+        if let oi = hs20.roamingConsortiumOIs.first { hotspot.append(("RoamingConsortium", oi.lowercased())) }
+        var mark = [("NameHex", WPASupplicantNetworkOptions.hex(Array(configuration.name.utf8)))]
+        if let days = configuration.lifeTimeInDays { mark.append(("Expires", String(Int(now) + days * 86_400))) }
+        let content = group("Hotspot", hotspot) + "\n" + group("Settings", [("AutoConnect", "true")]) + "\n"
+            + group("Security", try eapSettings(eap)) + "\n" + group(markGroup, mark)
+        return (hs20.domainName + ".conf", content)
     }
 
     /// PEAP or TTLS with a username and password (the first of the configuration's methods iwd

@@ -93,13 +93,14 @@ public final class IWDWiFiService: WiFiNetworkService {
         if configuration.joinOnce {
             throw .systemConfiguration("iwd keeps every network it is given (its files are its only way to take a passphrase): joinOnce is not available with iwd.")
         }
+        if case .hotspot20 = configuration.security { return try applyHotspot(configuration, now: now) }
         let file = try IWDNetworkFile.file(for: configuration, now: now)
         let (target, alreadyJoined) = try joinTarget(for: configuration)
         // Another ending for the same SSID (another security) would be a second network: replaced.
         for own in try ownFiles(now: nil) where own.name == configuration.name || IWDNetworkFile.ssid(ofFileName: own.file) == configuration.ssid {
-            try removeFile(own.file)
+            try removeFile(own)
         }
-        try write(file.content, to: file.name)
+        try write(file.content, to: file.name, in: stateDirectory)
         guard let target else { return }  // kept: iwd joins it when it appears
         if alreadyJoined { throw .alreadyAssociated("\(target.interface) has already joined \"\(configuration.ssid)\"; the configuration is kept.") }
         let all = try objects()
@@ -115,8 +116,36 @@ public final class IWDWiFiService: WiFiNetworkService {
         }
     }
 
+    /// A Hotspot 2.0 configuration: a file of the `hotspot` directory (``IWDNetworkFile/hotspotFile(for:now:)``).
+    /// iwd joins a matching hotspot by itself; there is no network to `Connect` before its ANQP
+    /// answers match. iwd reads that directory only if it was there when iwd started: where
+    /// NetExt has to make it, the file is written and the error says iwd must be restarted.
+    func applyHotspot(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) {
+        let file = try IWDNetworkFile.hotspotFile(for: configuration, now: now)
+        let directory = hotspotDirectory
+        var made = false
+        if access(directory, F_OK) != 0 {
+            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+                throw .systemConfiguration("iwd's hotspot directory \(directory) cannot be made: \(String(cString: strerror(errno)))")
+            }
+            made = true
+        }
+        let own = try ownFiles(now: nil)
+        if access(directory + "/" + file.name, F_OK) == 0, !own.contains(where: { $0.directory == directory && $0.file == file.name }) {
+            throw .systemConfiguration("iwd's hotspot directory holds \(file.name), which NetExt did not write; it is left as it is.")
+        }
+        for each in own where each.name == configuration.name { try removeFile(each) }
+        try write(file.content, to: file.name, in: directory)
+        if made {
+            throw .systemConfiguration("\(directory)/\(file.name) is written, but iwd reads its hotspot directory only when it starts, and it had none: restart iwd to use it.")
+        }
+    }
+
+    /// iwd's directory of Hotspot 2.0 files (`STATE_DIRECTORY/hotspot`).
+    var hotspotDirectory: String { stateDirectory + "/hotspot" }
+
     public func removeConfiguration(named name: String) throws(HotspotConfigurationError) {
-        for own in try ownFiles(now: nil) where own.name == name { try removeFile(own.file) }
+        for own in try ownFiles(now: nil) where own.name == name { try removeFile(own) }
     }
 
     public func configuredNames(now: Double) throws(HotspotConfigurationError) -> [String] {
@@ -134,11 +163,13 @@ public final class IWDWiFiService: WiFiNetworkService {
     // MARK: The state directory
 
     struct OwnFile {
+        var directory: String
         var file: String
         var name: String
     }
 
-    /// NetExt's files in the state directory; with `now`, the expired ones are removed and left out.
+    /// NetExt's files in the state directory and its `hotspot` directory; with `now`, the expired
+    /// ones are removed and left out.
     func ownFiles(now: Double?) throws(HotspotConfigurationError) -> [OwnFile] {
         let entries: [String]
         do {
@@ -146,25 +177,30 @@ public final class IWDWiFiService: WiFiNetworkService {
         } catch {
             throw .systemConfiguration("iwd's state directory \(stateDirectory) cannot be read: \(error.localizedDescription)")
         }
+        // The hotspot directory may not be there: iwd does not make it.
+        let hotspotEntries = (try? FileManager.default.contentsOfDirectory(atPath: hotspotDirectory)) ?? []
+        let candidates = entries.sorted().filter { IWDNetworkFile.ssid(ofFileName: $0) != nil }.map { (stateDirectory, $0) }
+            + hotspotEntries.sorted().filter { $0.hasSuffix(".conf") }.map { (hotspotDirectory, $0) }
         var own: [OwnFile] = []
-        for entry in entries.sorted() where IWDNetworkFile.ssid(ofFileName: entry) != nil {
-            guard let data = FileManager.default.contents(atPath: stateDirectory + "/" + entry),
+        for (directory, entry) in candidates {
+            guard let data = FileManager.default.contents(atPath: directory + "/" + entry),
                 let mark = IWDNetworkFile.mark(in: String(decoding: data, as: UTF8.self))
             else { continue }
+            let file = OwnFile(directory: directory, file: entry, name: mark.name)
             if let now, let expires = mark.expires, expires <= now {
-                try removeFile(entry)
+                try removeFile(file)
                 continue
             }
-            own.append(OwnFile(file: entry, name: mark.name))
+            own.append(file)
         }
         return own
     }
 
     /// Writes `content` as `name` whole or not at all (a temporary file iwd does not read, then a
     /// rename), readable by root only: it holds the passphrase.
-    func write(_ content: String, to name: String) throws(HotspotConfigurationError) {
-        let temporary = stateDirectory + "/.netext-" + UUID().uuidString
-        let final = stateDirectory + "/" + name
+    func write(_ content: String, to name: String, in directory: String) throws(HotspotConfigurationError) {
+        let temporary = directory + "/.netext-" + UUID().uuidString
+        let final = directory + "/" + name
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
@@ -181,9 +217,9 @@ public final class IWDWiFiService: WiFiNetworkService {
         }
     }
 
-    func removeFile(_ name: String) throws(HotspotConfigurationError) {
-        guard unlink(stateDirectory + "/" + name) == 0 || errno == ENOENT else {
-            throw .systemConfiguration("iwd's network file \(stateDirectory)/\(name) cannot be removed: \(String(cString: strerror(errno)))")
+    func removeFile(_ own: OwnFile) throws(HotspotConfigurationError) {
+        guard unlink(own.directory + "/" + own.file) == 0 || errno == ENOENT else {
+            throw .systemConfiguration("iwd's network file \(own.directory)/\(own.file) cannot be removed: \(String(cString: strerror(errno)))")
         }
     }
 

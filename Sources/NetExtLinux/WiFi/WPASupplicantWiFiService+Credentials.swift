@@ -92,8 +92,15 @@ extension WPASupplicantWiFiService {
     /// The control interface of `each`; nil (or, when `required`, a refusal saying why) when
     /// wpa_supplicant runs it without one.
     func control(for each: Interface, required: Bool) throws(HotspotConfigurationError) -> WPASupplicantControl? {
-        let value = try guarded { () throws(DBusError) -> String in
-            try bus.property("CtrlInterface", of: Self.interfaceInterface, at: each.path, on: Self.service).stringValue ?? ""
+        // A wpa_supplicant without the property (older than 2.10's API) has no control
+        // interface NetExt could find either.
+        let value: String
+        do throws(DBusError) {
+            value = try bus.property("CtrlInterface", of: Self.interfaceInterface, at: each.path, on: Self.service).stringValue ?? ""
+        } catch .remote {
+            value = ""
+        } catch {
+            throw Self.failure(error)
         }
         guard let directory = WPASupplicantControl.directory(fromCtrlInterface: value) else {
             guard required else { return nil }
