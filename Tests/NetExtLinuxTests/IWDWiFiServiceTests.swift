@@ -118,7 +118,7 @@ struct IWDWiFiServiceTests {
                     + "EAP-PEAP-ServerDomainMask=radius.office.test;radius2.office.test\n"))
             let refusals: [(HotspotConfiguration, String)] = [
                 (HotspotConfiguration(ssid: "Old", passphrase: "abcde", isWEP: true), "does not join WEP"),
-                (HotspotConfiguration(ssidPrefix: "Cafe"), "SSID prefix"),
+                (HotspotConfiguration(ssidPrefix: "Cafe"), "No network whose SSID starts with \"Cafe\""),
                 ({ var once = HotspotConfiguration(ssid: "Café Libre"); once.joinOnce = true; return once }(), "joinOnce is not available with iwd"),
                 ({ var fast = eap; fast.supportedEAPTypes = [.fast]; return HotspotConfiguration(ssid: "FAST", eapSettings: fast) }(), "PEAP or TTLS"),
             ]
@@ -184,6 +184,20 @@ struct IWDWiFiServiceTests {
             }
             try wifi.removeConfiguration(named: "other.example")
             #expect(try files(state + "/hotspot") == ["other.example.conf"])
+        }
+    }
+
+    @Test("an SSID prefix: the file of the network in range that starts with it, marked with the prefix's name, joined; removed by that name")
+    func ssidPrefix() throws {
+        try withMockIWD { connection, _, state in
+            let wifi = try IWDWiFiService(bus: connection, stateDirectory: state)
+            try wifi.apply(HotspotConfiguration(ssidPrefix: "Caf"), now: 0)
+            #expect(try files(state) == ["=436166c3a9204c69627265.open"])
+            #expect(try String(contentsOfFile: state + "/=436166c3a9204c69627265.open", encoding: .utf8).contains("[NetExt]\nNameHex=4361662a\n"))
+            #expect(try wifi.joinedNetwork(interface: "wlan6")?.ssid == "Café Libre")
+            #expect(try wifi.configuredNames(now: 0) == ["Caf*"])
+            try wifi.removeConfiguration(named: "Caf*")
+            #expect(try files(state).isEmpty)
         }
     }
 

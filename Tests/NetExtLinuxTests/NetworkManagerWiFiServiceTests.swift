@@ -88,6 +88,21 @@ struct NetworkManagerWiFiServiceTests {
         }
     }
 
+    @Test("an SSID prefix joins the strongest network in range whose SSID starts with it (by bytes), kept and removed by the prefix's name")
+    func ssidPrefix() throws {
+        try withMockNetworkManager { connection, _ in
+            let wifi = try service(connection)
+            // "Cafe" is not the start of "Café Libre" in bytes.
+            #expect(performing: { try wifi.apply(HotspotConfiguration(ssidPrefix: "Cafe"), now: 0) }, throws: { "\($0)".contains("No network whose SSID starts") })
+            try wifi.apply(HotspotConfiguration(ssidPrefix: "Caf"), now: 0)
+            #expect(try wifi.joinedNetwork(interface: "wlan7")?.ssid == "Café Libre")
+            #expect(try wifi.configuredNames(now: 0) == ["Caf*"])
+            #expect(try ownSettings(connection).first.flatMap(NetworkManagerSettings.ssid(in:)) == "Café Libre")
+            try wifi.removeConfiguration(named: "Caf*")
+            #expect(try ownSettings(connection).isEmpty)
+        }
+    }
+
     @Test("connections NetExt did not make are never listed or removed; an expired lifetime removes NetExt's")
     func ownConnectionsOnly() throws {
         try withMockNetworkManager { connection, device in
@@ -105,7 +120,7 @@ struct NetworkManagerWiFiServiceTests {
         }
     }
 
-    @Test("what NetworkManager cannot do is refused with why: join once out of range, Hotspot 2.0, SSID prefixes")
+    @Test("what NetworkManager cannot do is refused with why: join once out of range, Hotspot 2.0, an SSID prefix nothing in range starts with")
     func refusals() throws {
         try withMockNetworkManager { connection, _ in
             let wifi = try service(connection)
@@ -117,7 +132,8 @@ struct NetworkManagerWiFiServiceTests {
             let eap = HotspotEAPSettings(supportedEAPTypes: [.peap], username: "ana", password: "pw")
             #expect(performing: { try wifi.apply(HotspotConfiguration(hs20Settings: .init(domainName: "op.example", naiRealmNames: ["op.example"]), eapSettings: eap), now: 0) },
                     throws: { "\($0)".contains("NetworkManager has no Hotspot 2.0 (Passpoint) settings") })
-            #expect(throws: HotspotConfigurationError.self) { try wifi.apply(HotspotConfiguration(ssidPrefix: "Caf"), now: 0) }
+            #expect(performing: { try wifi.apply(HotspotConfiguration(ssidPrefix: "Nowhere"), now: 0) },
+                    throws: { "\($0)".contains("No network whose SSID starts with \"Nowhere\" is in range") })
             #expect(throws: HotspotConfigurationError.invalidWPAPassphrase("A WPA passphrase is 8 to 63 printable ASCII characters or 64 hex digits, not 5 characters.")) {
                 try wifi.apply(HotspotConfiguration(ssid: "Office", passphrase: "short", isWEP: false), now: 0)
             }

@@ -155,6 +155,19 @@ struct WPASupplicantWiFiServiceTests {
         #expect { try WPASupplicantNetworkOptions.options(for: passpoint, now: 0) } throws: { "\($0)".contains("Hotspot 2.0 configuration is a wpa_supplicant credential") }
     }
 
+    @Test("an SSID prefix: a block for the network in range that starts with it, marked with the prefix's name, selected and joined")
+    func ssidPrefix() throws {
+        try withMockSupplicant { connection, interface in
+            let wifi = try WPASupplicantWiFiService(bus: connection)
+            try wifi.apply(HotspotConfiguration(ssidPrefix: "Off", security: .personal(passphrase: "correct horse battery", wpa3Only: false)), now: 0)
+            #expect(try wifi.joinedNetwork(interface: "wlan5")?.ssid == "Office")
+            let network = try networks(connection, interface).first
+            #expect(network?["ssid"] == "\"Office\"")
+            #expect(network?["id_str"] == "\"netext::4f66662a\"", "marked with the prefix's name, Off*")
+            #expect(try wifi.configuredNames(now: 0) == ["Off*"])
+        }
+    }
+
     @Test("Hotspot 2.0 without a control interface (CtrlInterface empty) is refused saying how to get one; nothing is added, and listing still works")
     func passpointNeedsControlInterface() throws {
         try withMockSupplicant { connection, interface in

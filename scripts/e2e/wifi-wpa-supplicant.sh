@@ -76,5 +76,5 @@ check "configuring the domain again replaces its credential (one in the file, th
 check "wpa_supplicant's own list holds bob's credential and NetExt's" bash -c "[ \$(ip netns exec '$LAB_LAPTOP' wpa_cli -p '$work/ctrl' -i wlan0 list_creds | tail -n +2 | wc -l) -eq 2 ]"
 check "netext hotspot remove operator.lab.test: its credential is gone, bob's is left" bash -c "'$bin/netext' hotspot remove operator.lab.test > /dev/null && ! grep -q '$operator_mark' '$work/wpa.conf' && grep -q 'username=\"bob\"' '$work/wpa.conf'"
 check "MCC/MNC (SIM credentials) refused, saying why, nothing added" bash -c "out=\$(echo pw | '$bin/netext' hotspot configure --hs20-domain cell.lab.test --nai-realm cell.lab.test --eap ttls --username ada --password-stdin --mcc-mnc 310410 2>&1); [ \$? = 5 ] && grep -q 'MCC/MNC only for SIM credentials' <<< \"\$out\" && ! grep -q 'provisioning_sp=\"netext:' '$work/wpa.conf'"
-check "an SSID prefix is refused, saying why" bash -c "'$bin/netext' hotspot configure Lab- --ssid-prefix 2>&1 | grep -q 'wpa_supplicant cannot join networks by SSID prefix'"
+check "an SSID prefix with no network in range that starts with it is refused, saying why" bash -c "'$bin/netext' hotspot configure Lab- --ssid-prefix 2>&1 | grep -q 'No network whose SSID starts with \"Lab-\" is in range'"
 e2e_finish

@@ -11,7 +11,8 @@ public struct HotspotConfiguration: Sendable, Hashable, Codable {
         case hotspot20(HotspotHS20Settings, HotspotEAPSettings)
     }
 
-    /// The network's name; empty for a Hotspot 2.0 configuration (the operator's domain names it).
+    /// The network's name; empty for a Hotspot 2.0 configuration (the operator's domain names it),
+    /// and for a prefix configuration until a service resolves it to a network in range.
     public var ssid: String
     /// Joins any network whose SSID starts with this (Apple's `init(ssidPrefix:)`), when not nil.
     public var ssidPrefix: String?
@@ -54,6 +55,19 @@ public struct HotspotConfiguration: Sendable, Hashable, Codable {
         self.security = security
     }
 
+    /// Whether a network named `ssid` is this configuration's: its SSID, or for a prefix
+    /// configuration any SSID whose bytes start with the prefix's.
+    public func matches(ssid candidate: String) -> Bool {
+        if let ssidPrefix { return Array(candidate.utf8).starts(with: Array(ssidPrefix.utf8)) }
+        return !ssid.isEmpty && ssid == candidate
+    }
+
+    /// The strongest network of `scanList` this configuration matches (a scan list comes
+    /// strongest first; ties keep its order).
+    public func ssidMatching(_ scanList: [WiFiScanResult]) -> WiFiScanResult? {
+        scanList.filter { matches(ssid: $0.ssid) }.max { $0.signalStrength < $1.signalStrength }
+    }
+
     /// The name the configuration is known by: its SSID, prefix (with `*`) or Hotspot 2.0 domain.
     public var name: String {
         if let ssidPrefix { return ssidPrefix + "*" }
@@ -68,6 +82,12 @@ public struct HotspotConfiguration: Sendable, Hashable, Codable {
         if let ssidPrefix {
             guard (1...32).contains(ssidPrefix.utf8.count) else {
                 throw .invalidSSIDPrefix("The SSID prefix \"\(ssidPrefix)\" must be 1 to 32 bytes, not \(ssidPrefix.utf8.count).")
+            }
+            // Resolved to a network in range (WiFiNetworkService.resolvingSSIDPrefix): that SSID.
+            if !ssid.isEmpty {
+                guard ssid.utf8.count <= 32, matches(ssid: ssid) else {
+                    throw .invalidSSID("The SSID \"\(ssid)\" does not start with the prefix \"\(ssidPrefix)\" or is longer than 32 bytes.")
+                }
             }
         } else if case .hotspot20 = security {
             guard ssid.isEmpty else { throw .invalid("A Hotspot 2.0 configuration names no SSID (the operator's domain chooses networks).") }

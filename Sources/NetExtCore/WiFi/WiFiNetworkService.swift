@@ -57,6 +57,24 @@ extension WiFiNetworkService {
         return (target, try joinedNetwork(interface: target.interface)?.ssid == configuration.ssid)
     }
 
+    /// For a service that cannot join by SSID prefix (NetworkManager, wpa_supplicant and iwd all
+    /// match whole SSIDs): a prefix configuration becomes one for the strongest network in range
+    /// whose SSID starts with the prefix (``HotspotConfiguration/ssidMatching(_:)``), its SSID set
+    /// and its prefix kept, so it is still known by its name (`Café*`). Any other configuration
+    /// comes back as it is. Throws when no such network is in range: the prefix is matched among
+    /// the networks seen when it is applied, not kept for networks that appear later.
+    public func resolvingSSIDPrefix(_ configuration: HotspotConfiguration) throws(HotspotConfigurationError) -> HotspotConfiguration {
+        guard configuration.ssidPrefix != nil, configuration.ssid.isEmpty else { return configuration }
+        try configuration.validate()
+        guard let match = configuration.ssidMatching(try scanList(interface: nil)) else {
+            throw .systemConfiguration(
+                "No network whose SSID starts with \"\(configuration.ssidPrefix ?? "")\" is in range; \(name) matches SSIDs whole, so NetExt joins by prefix among the networks in range when the configuration is applied.")
+        }
+        var resolved = configuration
+        resolved.ssid = match.ssid
+        return resolved
+    }
+
     /// What `interface` (nil: every Wi-Fi interface) sees, and the networks joined now there.
     public func scanAndJoined(interface: String?) throws(HotspotConfigurationError) -> (networks: [WiFiScanResult], joined: [WiFiScanResult]) {
         let networks = try scanList(interface: interface)

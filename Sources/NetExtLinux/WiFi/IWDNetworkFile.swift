@@ -15,7 +15,9 @@ public enum IWDNetworkFile {
     /// The file's name and content for `configuration`; throws for what iwd cannot take (WEP,
     /// SSID prefixes, EAP-TLS or FAST) saying so. Hotspot 2.0 is ``hotspotFile(for:now:)``.
     public static func file(for configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) -> (name: String, content: String) {
-        if configuration.ssidPrefix != nil { throw .systemConfiguration("iwd cannot join networks by SSID prefix; name the SSID.") }
+        if configuration.ssidPrefix != nil, configuration.ssid.isEmpty {
+            throw .systemConfiguration("iwd cannot join networks by SSID prefix; resolve the prefix to a network in range first (WiFiNetworkService.resolvingSSIDPrefix).")
+        }
         var settings: [(String, String)] = [("AutoConnect", "true")]
         if configuration.hidden { settings.append(("Hidden", "true")) }
         var security: [(String, String)] = []

@@ -89,6 +89,7 @@ public final class IWDWiFiService: WiFiNetworkService {
     }
 
     public func apply(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) {
+        let configuration = try resolvingSSIDPrefix(configuration)
         try configuration.validate()
         if configuration.joinOnce {
             throw .systemConfiguration("iwd keeps every network it is given (its files are its only way to take a passphrase): joinOnce is not available with iwd.")

@@ -11,8 +11,8 @@ public enum NetworkManagerSettings {
     /// The settings for `configuration`; `uuid` names the connection. Throws for what
     /// NetworkManager has no settings for (SSID prefixes, Hotspot 2.0).
     public static func settings(for configuration: HotspotConfiguration, uuid: String, now: Double) throws(HotspotConfigurationError) -> DBusValue {
-        if configuration.ssidPrefix != nil {
-            throw .systemConfiguration("NetworkManager cannot join networks by SSID prefix; name the SSID.")
+        if configuration.ssidPrefix != nil, configuration.ssid.isEmpty {
+            throw .systemConfiguration("NetworkManager cannot join networks by SSID prefix; resolve the prefix to a network in range first (WiFiNetworkService.resolvingSSIDPrefix).")
         }
         var userData: [(String, String)] = [(configurationKey, configuration.name)]
         if let days = configuration.lifeTimeInDays { userData.append((expiresKey, String(Int(now) + days * 86_400))) }

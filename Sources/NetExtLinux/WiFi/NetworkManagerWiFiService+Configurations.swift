@@ -2,6 +2,7 @@ import NetExtCore
 
 extension NetworkManagerWiFiService {
     public func apply(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) {
+        let configuration = try resolvingSSIDPrefix(configuration)
         try configuration.validate()
         let existing = try ownConnections(now: now).first { $0.name == configuration.name }
         let settings = try NetworkManagerSettings.settings(for: configuration, uuid: existing?.uuid ?? uuid, now: now)

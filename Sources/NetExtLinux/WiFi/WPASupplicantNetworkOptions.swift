@@ -10,8 +10,8 @@ public enum WPASupplicantNetworkOptions {
     /// The options for `configuration`. Throws for what wpa_supplicant's network blocks cannot
     /// say (SSID prefixes; Hotspot 2.0 is a `cred` block: ``WPASupplicantCredential``).
     public static func options(for configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) -> DBusValue {
-        if configuration.ssidPrefix != nil {
-            throw .systemConfiguration("wpa_supplicant cannot join networks by SSID prefix; name the SSID.")
+        if configuration.ssidPrefix != nil, configuration.ssid.isEmpty {
+            throw .systemConfiguration("wpa_supplicant cannot join networks by SSID prefix; resolve the prefix to a network in range first (WiFiNetworkService.resolvingSSIDPrefix).")
         }
         let expires = configuration.lifeTimeInDays.map { String(Int(now) + $0 * 86_400) } ?? ""
         // Byte arrays go in as hex (any SSID bytes); strings are quoted by wpa_supplicant, so

@@ -71,6 +71,7 @@ public final class WPASupplicantWiFiService: WiFiNetworkService {
     }
 
     public func apply(_ configuration: HotspotConfiguration, now: Double) throws(HotspotConfigurationError) {
+        let configuration = try resolvingSSIDPrefix(configuration)
         try configuration.validate()
         if case .hotspot20 = configuration.security { return try applyCredential(configuration, now: now) }
         let options = try WPASupplicantNetworkOptions.options(for: configuration, now: now)

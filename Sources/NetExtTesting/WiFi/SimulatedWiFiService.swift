@@ -156,8 +156,7 @@ public final class SimulatedWiFiService: WiFiNetworkService {
     public var configurations: [HotspotConfiguration] { state.withLock { $0.configurations.map(\.configuration) } }
 
     static func matches(_ configuration: HotspotConfiguration, _ ssid: String) -> Bool {
-        if let prefix = configuration.ssidPrefix { return ssid.hasPrefix(prefix) }
-        return !configuration.ssid.isEmpty && configuration.ssid == ssid
+        configuration.matches(ssid: ssid)
     }
 
     private func notify(_ interface: String) {
