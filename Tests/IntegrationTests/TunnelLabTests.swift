@@ -57,7 +57,7 @@ struct TunnelLabTests {
 
     @Test("captive portal detection against dnsmasq (DHCP option 114 by DHCPINFORM), the RFC 8908 API over TLS and a connectivity check on the interface: captive, logged in, expired; no portal, a malformed announcement, no DHCP server; bad requests refused; with a kill switch on, one user logs in past it and the VPN connects; netextd watching by itself; a hotspot helper logging in, maintaining and logging off by itself")
     func captivePortal() async throws {
-        try await runChecks("scripts/e2e/captive-portal.sh", checks: 101, timeout: 300)
+        try await runChecks("scripts/e2e/captive-portal.sh", checks: 105, timeout: 300)
     }
 
     @Test("hotspot configurations through Debian's wpa_supplicant (its D-Bus API on a private bus, a veth named wlan0 with its wired driver): NetExt's blocks written to its file marked as NetExt's and enabled, WPA3 with protected management frames, enterprise, replacement, removal, a block NetExt did not write left alone; a Hotspot 2.0 credential through its control interface, Passpoint selection on, replaced, removed, another's credential left alone, MCC/MNC refused")

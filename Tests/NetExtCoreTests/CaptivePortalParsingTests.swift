@@ -337,6 +337,56 @@ struct CaptivePortalParsingTests {
         #expect(try CaptivePortalAnnouncement.from(DHCPv6Message.parse([7, 0, 0, 1, 0, 103, 0, UInt8(unrestricted.count)] + unrestricted)) == .unrestricted)
     }
 
+    @Test("DHCPv6 option 23 (RFC 3646 §3): 16-byte servers in order, as text; none without it; a length not a multiple of 16 refused")
+    func dhcpv6DNSServers() throws {
+        let one: [UInt8] = [0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        let two: [UInt8] = [0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [2]
+        let reply: [UInt8] = [7, 0, 0, 9, 0, 23, 0, 32] + one + two
+        #expect(try DHCPv6Message.parse(reply).dnsServers() == ["2001:db8:1::1", "fe80::2"])
+        #expect(try DHCPv6Message.parse([7, 0, 0, 9]).dnsServers().isEmpty)
+        #expect(throws: CaptivePortalError.self) { try DHCPv6Message.parse([7, 0, 0, 9, 0, 23, 0, 15] + one.dropLast()).dnsServers() }
+        let request = DHCPv6Message.informationRequest(transactionID: 1, hardwareAddress: [], requesting: [103, 23])
+        #expect(Array(request[4..<12]) == [0, 6, 0, 4, 0, 103, 0, 23], "the option request asks for both")
+    }
+
+    /// A Router Advertisement (RFC 4861 §4.2: 16 bytes) followed by `options`.
+    static func advertisement(_ options: [UInt8]) -> [UInt8] {
+        [134, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] + options
+    }
+
+    /// An RDNSS option (RFC 8106 §5.1) with `lifetime` and `servers`.
+    static func rdnss(lifetime: UInt32, _ servers: [[UInt8]]) -> [UInt8] {
+        [25, UInt8(1 + 2 * servers.count), 0, 0, UInt8(lifetime >> 24), UInt8(lifetime >> 16 & 0xff), UInt8(lifetime >> 8 & 0xff), UInt8(lifetime & 0xff)]
+            + servers.flatMap { $0 }
+    }
+
+    @Test("RA option 25, RDNSS (RFC 8106 §5.1): servers in order, across options; lifetime 0 left out; other options passed over; bad lengths refused naming the offset; 5,000 mutated advertisements never trap")
+    func routerAdvertisementDNSServers() throws {
+        let one: [UInt8] = [0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        let two: [UInt8] = [0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [1]
+        let portal = Array("https://portal.lab.test/capport".utf8)
+        let option37 = [37, UInt8((2 + portal.count + 7) / 8)] + portal + [UInt8](repeating: 0, count: (2 + portal.count + 7) / 8 * 8 - 2 - portal.count)
+        let message = Self.advertisement(option37 + Self.rdnss(lifetime: 1800, [one, two]) + Self.rdnss(lifetime: 0, [one]) + Self.rdnss(lifetime: 60, [two]))
+        #expect(try RouterDiscovery.recursiveDNSServers(in: message) == ["2001:db8:1::1", "fe80::1", "fe80::1"])
+        #expect(try CaptivePortalAnnouncement.fromRouterAdvertisement(message) == .api(URL(string: "https://portal.lab.test/capport")!))
+        #expect(try RouterDiscovery.recursiveDNSServers(in: Self.advertisement(option37)).isEmpty)
+        // Length 2 (no room for an address) and 4 (half an address) are refused.
+        for units: UInt8 in [2, 4] {
+            var bad = Self.rdnss(lifetime: 60, [one, two])
+            bad[1] = units
+            let bytes = Self.advertisement(bad + [UInt8](repeating: 0, count: 48))
+            #expect(performing: { try RouterDiscovery.recursiveDNSServers(in: bytes) }, throws: { "\($0)".contains("RDNSS option at offset 16 has length \(units)") })
+        }
+        #expect(performing: { try RouterDiscovery.recursiveDNSServers(in: Self.advertisement([25, 3, 0, 0])) }, throws: { "\($0)".contains("offset 16 runs past the end") })
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            var bytes = message
+            for _ in 0..<Int.random(in: 1...4, using: &generator) { bytes[Int.random(in: 16..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
+            if Bool.random(using: &generator) { bytes = Array(bytes.prefix(Int.random(in: 16...bytes.count, using: &generator))) }
+            if let servers = try? RouterDiscovery.recursiveDNSServers(in: bytes) { #expect(servers.count <= 8) }
+        }
+    }
+
     @Test("any bytes are read as a DHCPv6 message or refused, never trapped on (fuzz, 5,000 inputs)")
     func dhcpv6Fuzz() {
         var generator = SystemRandomNumberGenerator()

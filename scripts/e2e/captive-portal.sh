@@ -130,6 +130,18 @@ check "DHCPv4 silent, DHCPv6 answers: its option 103 names the API" has "announc
 check "…which says captive" has "captive portal API: captive=yes"
 check "dnsmasq saw the laptop's Information-Request" grep -q "DHCPINFORMATION-REQUEST(eth0)" "$work/dnsmasq6.log"
 kill "$DNSMASQ_PID"; wait "$DNSMASQ_PID" 2>/dev/null; DNSMASQ_PID=""
+# The same IPv6 network naming the API by name: its DNS server comes in the same Reply (option
+# 23, RFC 3646), and detection asks it over IPv6 out of eth0.
+ip netns exec "$LAB_INTERNET" dnsmasq --conf-file=/dev/null --keep-in-foreground --port=53 --no-resolv --no-hosts --log-queries --interface=eth0 --bind-interfaces --user=nobody \
+  --address=/portal.lab.test/198.51.100.1 --dhcp-range=2001:db8:1::100,2001:db8:1::200,64,1h --dhcp-option=option6:dns-server,[2001:db8:1::1] \
+  --dhcp-option=option6:103,https://portal.lab.test:8443/capport --log-dhcp --log-facility=- \
+  --pid-file="$work/dnsmasq6.pid" --dhcp-leasefile="$work/dnsmasq6.leases" > "$work/dnsmasq6-dns.log" 2>&1 &
+DNSMASQ_PID=$!; LAB_PIDS+=($DNSMASQ_PID)
+lab_wait "grep -q 'DHCPv6, IP range' '$work/dnsmasq6-dns.log'" 5
+detect --interface eth0
+check "DHCPv6's option 103 names the API by name, and its option 23 the DNS server that knows it: captive" bash -c "grep -qF 'announcement (DHCPv6 option 103): captive portal API at https://portal.lab.test:8443/capport' <<< '$out' && grep -qF 'captive portal API: captive=yes' <<< '$out'"
+check "…the name asked of 2001:db8:1::1 over IPv6, from the laptop's eth0 address" grep -q "query\[A\] portal.lab.test from 2001:db8:1::2" "$work/dnsmasq6-dns.log"
+kill "$DNSMASQ_PID"; wait "$DNSMASQ_PID" 2>/dev/null; DNSMASQ_PID=""
 # Neither DHCP says anything; a router's advertisement does (RFC 8910 §2.3, option 37). A forged
 # advertisement with hop limit 64 (so not from this link, RFC 4861 §6.1.2) comes first each time.
 ip netns exec "$LAB_INTERNET" python3 -u scripts/e2e/ra-responder.py eth0 https://198.51.100.1:8443/capport --forged https://198.51.100.66/forged --seconds 60 > "$work/ra.log" 2>&1 &
@@ -140,6 +152,20 @@ check "DHCPv4 and DHCPv6 silent, a Router Advertisement's option 37 names the AP
 check "…the forged one (hop limit 64) was not taken, and the API says captive" bash -c "! grep -q forged <<< '$out' && grep -qF 'captive portal API: captive=yes' <<< '$out'"
 check "the router saw the laptop's Router Solicitation from its link-local address" grep -q "Router Solicitation from fe80::" "$work/ra.log"
 kill "$RA_PID"; wait "$RA_PID" 2>/dev/null
+# The router names the API by name and a DNS server in an RDNSS option (RFC 8106 §5.1); only
+# DNS runs on it (no DHCP at all).
+ip netns exec "$LAB_INTERNET" dnsmasq --conf-file=/dev/null --keep-in-foreground --port=53 --no-resolv --no-hosts --log-queries --interface=eth0 --bind-interfaces --user=nobody \
+  --address=/portal.lab.test/198.51.100.1 --log-facility=- --pid-file="$work/dnsmasq-ra.pid" > "$work/dnsmasq-ra.log" 2>&1 &
+DNSMASQ_PID=$!; LAB_PIDS+=($DNSMASQ_PID)
+lab_wait "grep -q 'started, version' '$work/dnsmasq-ra.log'" 5
+ip netns exec "$LAB_INTERNET" python3 -u scripts/e2e/ra-responder.py eth0 https://portal.lab.test:8443/capport --rdnss 2001:db8:1::1 --seconds 60 > "$work/ra-rdnss.log" 2>&1 &
+RA_PID=$!; LAB_PIDS+=($RA_PID)
+lab_wait "grep -q 'answering Router Solicitations' '$work/ra-rdnss.log'" 5
+detect --interface eth0
+check "a Router Advertisement names the API by name and its RDNSS option the DNS server: captive" bash -c "grep -qF 'announcement (Router Advertisement option 37): captive portal API at https://portal.lab.test:8443/capport' <<< '$out' && grep -qF 'captive portal API: captive=yes' <<< '$out'"
+check "…the name asked of the RDNSS server over IPv6" grep -q "query\[A\] portal.lab.test from 2001:db8:1::2" "$work/dnsmasq-ra.log"
+kill "$RA_PID"; wait "$RA_PID" 2>/dev/null
+kill "$DNSMASQ_PID"; wait "$DNSMASQ_PID" 2>/dev/null; DNSMASQ_PID=""
 
 # 6. Bad requests.
 detect --interface 'eth0/../x'

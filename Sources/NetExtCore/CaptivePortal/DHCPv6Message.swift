@@ -14,11 +14,23 @@ public struct DHCPv6Message: Sendable, Hashable {
     public static let optionRequestOption: UInt16 = 6
     public static let elapsedTimeOption: UInt16 = 8
     public static let captivePortalOption: UInt16 = 103
+    /// RFC 3646 §3 (DNS Recursive Name Server).
+    public static let dnsServersOption: UInt16 = 23
 
     public var type: UInt8
     public var transactionID: UInt32
     /// Each option's value by code (the first of a code that appears twice).
     public var options: [UInt16: [UInt8]]
+
+    /// The DNS servers of option 23 (RFC 3646 §3: 16-byte addresses, in preference order) as
+    /// text; empty without the option. A length that is not a multiple of 16 is refused.
+    public func dnsServers() throws(CaptivePortalError) -> [String] {
+        guard let value = options[Self.dnsServersOption] else { return [] }
+        guard !value.isEmpty, value.count % 16 == 0 else {
+            throw CaptivePortalError("the DHCPv6 option 23 (DNS servers) is \(value.count) bytes, not a multiple of 16 (RFC 3646 §3)")
+        }
+        return stride(from: 0, to: value.count, by: 16).map { IPPrefix.format(Array(value[$0..<($0 + 16)])) }
+    }
 
     /// An Information-Request asking for `requesting` (option codes), with the client's DUID-LL
     /// (§11.4: type 3, hardware type 1, the interface's Ethernet address) when it has one, and an

@@ -25,10 +25,12 @@ struct CaptivePortalDetector: Sendable {
     func detect(interface: String, probe requested: ConnectivityProbe?, guardInForce: Bool = false) async -> CaptivePortalDetection {
         var announcement: CaptivePortalAnnouncement?
         var announcementProblem: String?
-        // The network's DNS servers, from the same DHCP answer: the API's and the check's names
-        // are looked up with them, out of this interface (none: the system's resolver).
+        // The network's DNS servers, from the same DHCP answer (or DHCPv6's, or the routers'): the
+        // API's and the check's names are looked up with them, out of this interface (none: the
+        // system's resolver).
         var nameServers: [String] = []
-        if let identity = InterfaceIdentity.of(interface) {
+        let identity = InterfaceIdentity.of(interface)
+        if let identity {
             let outcome = await BlockingWork.run { Result { () throws(SystemError) in try DHCPInformExchange.run(interface: interface, identity: identity, requesting: Self.requestedOptions, attempts: 2) } }
             switch outcome {
             case .success(let exchange):
@@ -57,8 +59,12 @@ struct CaptivePortalDetector: Sendable {
             let hardware = InterfaceIdentity.hardwareAddress(of: interface)
             async let overDHCPv6 = announcementOverDHCPv6(interface, hardware: hardware)
             async let fromRouters = announcementFromRouters(interface, hardware: hardware)
-            let (dhcpv6, dhcpv6Problem) = await overDHCPv6
-            let (advertised, routersProblem) = await fromRouters
+            let (dhcpv6, dhcpv6Problem, dhcpv6Servers) = await overDHCPv6
+            let (advertised, routersProblem, advertisedServers) = await fromRouters
+            // DNS servers from DHCPv4 came first; else DHCPv6's option 23, then the routers' RDNSS.
+            if nameServers.isEmpty {
+                for server in dhcpv6Servers + advertisedServers where !nameServers.contains(server) { nameServers.append(server) }
+            }
             if let dhcpv6 {
                 announcement = dhcpv6
                 announcementSource = "DHCPv6 option 103"
@@ -72,7 +78,7 @@ struct CaptivePortalDetector: Sendable {
             }
         }
 
-        let resolver = nameServers.isEmpty ? nil : NetworkNameResolver(servers: nameServers, interface: interface)
+        let resolver = nameServers.isEmpty ? nil : NetworkNameResolver(servers: nameServers, interface: interface, preferIPv6: identity == nil)
         var api: CaptivePortalAPIStatus?
         var apiProblem: String?
         if case .api(let url)? = announcement {
@@ -105,43 +111,48 @@ struct CaptivePortalDetector: Sendable {
     }
 
     /// An Information-Request on the interface (its `hardware` address in the DUID) asking for
-    /// option 103: the announcement, or why there is none.
-    private func announcementOverDHCPv6(_ interface: String, hardware: [UInt8]) async -> (CaptivePortalAnnouncement?, String?) {
+    /// options 103 and 23: the announcement, or why there is none, and the DNS servers it names.
+    private func announcementOverDHCPv6(_ interface: String, hardware: [UInt8]) async -> (CaptivePortalAnnouncement?, String?, [String]) {
         let outcome = await BlockingWork.run {
             Result { () throws(SystemError) in
-                try DHCPv6InformationExchange.run(interface: interface, hardwareAddress: hardware, requesting: [DHCPv6Message.captivePortalOption], attempts: 2, waitMilliseconds: 500)
+                try DHCPv6InformationExchange.run(
+                    interface: interface, hardwareAddress: hardware, requesting: [DHCPv6Message.captivePortalOption, DHCPv6Message.dnsServersOption],
+                    attempts: 2, waitMilliseconds: 500)
             }
         }
         switch outcome {
         case .success(let exchange):
             guard let reply = exchange.reply else {
                 return (nil, "no DHCPv6 server answered an Information-Request on \(interface) within 1.5 s"
-                    + (exchange.lastProblem.map { " (\(exchange.ignored) other datagrams; the last malformed: \($0))" } ?? ""))
+                    + (exchange.lastProblem.map { " (\(exchange.ignored) other datagrams; the last malformed: \($0))" } ?? ""), [])
             }
+            let servers = (try? reply.dnsServers()) ?? []
             do throws(CaptivePortalError) {
-                guard let found = try CaptivePortalAnnouncement.from(reply) else { return (nil, "the DHCPv6 server's Reply carries no option 103 (captive portal)") }
-                return (found, nil)
+                guard let found = try CaptivePortalAnnouncement.from(reply) else { return (nil, "the DHCPv6 server's Reply carries no option 103 (captive portal)", servers) }
+                return (found, nil, servers)
             } catch {
-                return (nil, error.description)
+                return (nil, error.description, servers)
             }
         case .failure(let error):
-            return (nil, "cannot ask a DHCPv6 server: \(error)")
+            return (nil, "cannot ask a DHCPv6 server: \(error)", [])
         }
     }
 
     /// A Router Solicitation on the interface: the announcement of the first Router
-    /// Advertisement carrying option 37, or why there is none.
-    private func announcementFromRouters(_ interface: String, hardware: [UInt8]) async -> (CaptivePortalAnnouncement?, String?) {
+    /// Advertisement carrying option 37, or why there is none, and the DNS servers the
+    /// advertisements name (RDNSS).
+    private func announcementFromRouters(_ interface: String, hardware: [UInt8]) async -> (CaptivePortalAnnouncement?, String?, [String]) {
         let outcome = await BlockingWork.run {
             Result { () throws(SystemError) in try RouterSolicitationExchange.run(interface: interface, hardwareAddress: hardware, attempts: 2, waitMilliseconds: 500) }
         }
         switch outcome {
-        case .success(let exchange):
-            if let found = exchange.reply { return (found, nil) }
+        case .success(let answer):
+            let exchange = answer.outcome
+            if let found = exchange.reply { return (found, nil, answer.dnsServers) }
             return (nil, "no Router Advertisement on \(interface) carried option 37 within 1.5 s"
-                + (exchange.ignored > 0 ? " (\(exchange.ignored) other advertisements" + (exchange.lastProblem.map { "; the last refused: \($0)" } ?? "") + ")" : ""))
+                + (exchange.ignored > 0 ? " (\(exchange.ignored) other advertisements" + (exchange.lastProblem.map { "; the last refused: \($0)" } ?? "") + ")" : ""), answer.dnsServers)
         case .failure(let error):
-            return (nil, "cannot solicit the routers: \(error)")
+            return (nil, "cannot solicit the routers: \(error)", [])
         }
     }
 

@@ -20,7 +20,14 @@ public enum RouterSolicitationExchange {
     /// `ICMP6_FILTER` (netinet/icmp6.h), which Glibc's module does not carry.
     static let icmp6Filter: Int32 = 1
 
-    public static func run(interface: String, hardwareAddress: [UInt8], attempts: Int = 2, waitMilliseconds: Int = 700) throws(SystemError) -> Outcome {
+    /// What the solicitation brought: the first announcement (the outcome's reply) and the DNS
+    /// servers every advertisement read before it named (RDNSS, RFC 8106 §5.1), in order, once each.
+    public struct Answer: Sendable {
+        public var outcome: Outcome
+        public var dnsServers: [String]
+    }
+
+    public static func run(interface: String, hardwareAddress: [UInt8], attempts: Int = 2, waitMilliseconds: Int = 700) throws(SystemError) -> Answer {
         try oneAtATime.withLock { _ throws(SystemError) in
             try exchange(interface: interface, hardwareAddress: hardwareAddress, attempts: attempts, waitMilliseconds: waitMilliseconds)
         }
@@ -40,7 +47,7 @@ public enum RouterSolicitationExchange {
         }
     }
 
-    private static func exchange(interface: String, hardwareAddress: [UInt8], attempts: Int, waitMilliseconds: Int) throws(SystemError) -> Outcome {
+    private static func exchange(interface: String, hardwareAddress: [UInt8], attempts: Int, waitMilliseconds: Int) throws(SystemError) -> Answer {
         let index = if_nametoindex(interface)
         guard index != 0 else { throw SystemError("if_nametoindex", errno: errno, subject: interface) }
         let fd = socket(AF_INET6, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), Int32(IPPROTO_ICMPV6))
@@ -52,14 +59,18 @@ public enum RouterSolicitationExchange {
         setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, &hops, socklen_t(MemoryLayout<Int32>.size))
 
         let solicitation = RouterDiscovery.solicitation(hardwareAddress: hardwareAddress)
+        var servers: [String] = []
         // Each advertisement read: refused (RFC 4861 §6.1.2), without option 37 (nil), or its announcement.
         let read = try DatagramExchange.run(fd, attempts: attempts, waitMilliseconds: waitMilliseconds, send: { () throws(SystemError) in
             try InterfaceSocket.send(fd, solicitation, toGroup: allRouters, port: 0, interfaceIndex: index, what: "Router Solicitation on \(interface)")
         }, parse: { datagram throws(CaptivePortalError) -> CaptivePortalAnnouncement? in
             let address = datagram.ipv6Source?.address ?? []
             if let problem = RouterDiscovery.advertisementProblem(datagram.bytes, source: address, hopLimit: datagram.hopLimit) { throw CaptivePortalError(problem) }
+            // Only from an advertisement that passed those checks (a forged one names no servers);
+            // a malformed RDNSS option costs its servers, not the advertisement's announcement.
+            for server in (try? RouterDiscovery.recursiveDNSServers(in: datagram.bytes)) ?? [] where !servers.contains(server) { servers.append(server) }
             return try CaptivePortalAnnouncement.fromRouterAdvertisement(datagram.bytes)
         }) { announcement in announcement != nil }
-        return Outcome(reply: read.reply ?? nil, ignored: read.ignored, lastProblem: read.lastProblem)
+        return Answer(outcome: Outcome(reply: read.reply ?? nil, ignored: read.ignored, lastProblem: read.lastProblem), dnsServers: servers)
     }
 }
