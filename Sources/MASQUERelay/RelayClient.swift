@@ -29,6 +29,8 @@ public final class RelayClient: Sendable {
     let requestFields: [(name: String, value: String)]
     /// The relay's connect-udp URI template's path (RFC 9298 §2).
     let udpPathTemplate: String
+    /// One request at a time presents a Privacy Pass token in `requestFields`, until admitted.
+    let admission: RelayAdmissionGate
 
     private init(connection: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, options: Options) {
         self.connection = connection
@@ -38,6 +40,7 @@ public final class RelayClient: Sendable {
         fields += options.additionalHeaders.map { ($0.name.lowercased(), $0.value) }
         self.requestFields = fields
         self.udpPathTemplate = options.udpPathTemplate
+        self.admission = RelayAdmissionGate(fields: fields)
     }
 
     /// How to reach and speak to one relay.
@@ -201,18 +204,35 @@ public final class RelayClient: Sendable {
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let eventLoop = connection.eventLoop
         let answered = eventLoop.makePromise(of: Void.self)
-        let handler = ClientStreamHandler(authority: authority, fields: requestFields, socketDescriptor: socket, answered: answered)
+        let turn: RelayAdmissionGate.Turn
+        do {
+            turn = try await admission.begin()
+        } catch {
+            answered.fail(error)
+            _ = Glibc.close(socket)
+            ended?()
+            throw error
+        }
+        let handler = ClientStreamHandler(
+            authority: authority, fields: RelayAdmissionGate.fields(requestFields, for: turn), socketDescriptor: socket, answered: answered)
         let stream: any Channel
         do {
             stream = try await openStream(handler)
         } catch {
             answered.fail(error)
+            admission.settle(turn, with: .failure(error))
             _ = Glibc.close(socket)
             ended?()
             throw RelayClient.Failure(description: "could not open a stream to the relay: \(error)", status: nil)
         }
         do {
-            try await answered.futureResult.get()
+            do {
+                try await answered.futureResult.get()
+                admission.settle(turn, with: .success(()))
+            } catch {
+                admission.settle(turn, with: .failure(error))
+                throw error
+            }
             // The app's socket as a channel on the stream's event loop, glued to it both ways.
             let app = try await ClientBootstrap(group: eventLoop)
                 .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)

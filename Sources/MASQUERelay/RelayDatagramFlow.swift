@@ -51,19 +51,30 @@ extension RelayClient {
             ":method": "CONNECT", ":protocol": "connect-udp", ":scheme": "https", ":authority": relayAuthority,
             ":path": target.path(template: udpPathTemplate), "capsule-protocol": "?1",
         ]
-        for field in requestFields { headers.add(name: field.name, value: field.value) }
+        let turn: RelayAdmissionGate.Turn
+        do {
+            turn = try await admission.begin()
+        } catch {
+            answered.fail(error)
+            continuation.finish()
+            throw error
+        }
+        for field in RelayAdmissionGate.fields(requestFields, for: turn) { headers.add(name: field.name, value: field.value) }
         let handler = DatagramStreamHandler(request: headers, what: "the UDP flow to \(target.description)", answered: answered, continuation: continuation)
         let stream: any Channel
         do {
             stream = try await openStream(handler)
         } catch {
             answered.fail(error)
+            admission.settle(turn, with: .failure(error))
             continuation.finish()
             throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
         }
         do {
             try await answered.futureResult.get()
+            admission.settle(turn, with: .success(()))
         } catch {
+            admission.settle(turn, with: .failure(error))
             stream.close(promise: nil)
             throw error
         }

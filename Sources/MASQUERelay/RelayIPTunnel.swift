@@ -85,7 +85,16 @@ extension RelayClient {
             ":method": "CONNECT", ":protocol": "connect-ip", ":scheme": "https", ":authority": relayAuthority,
             ":path": scope.path, "capsule-protocol": "?1",
         ]
-        for field in requestFields { headers.add(name: field.name, value: field.value) }
+        let turn: RelayAdmissionGate.Turn
+        do {
+            turn = try await admission.begin()
+        } catch {
+            answered.fail(error)
+            configuration.fail("refused")
+            continuation.finish()
+            throw error
+        }
+        for field in RelayAdmissionGate.fields(requestFields, for: turn) { headers.add(name: field.name, value: field.value) }
         let handler = DatagramStreamHandler(
             request: headers, what: "the IP tunnel to \(scope)", answered: answered, continuation: continuation,
             otherCapsules: { try configuration.read($0) },
@@ -95,6 +104,7 @@ extension RelayClient {
             stream = try await openStream(handler)
         } catch {
             answered.fail(error)
+            admission.settle(turn, with: .failure(error))
             configuration.fail("no stream")
             continuation.finish()
             throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
@@ -103,7 +113,13 @@ extension RelayClient {
             configuration.fail("the relay assigned the tunnel no address and route within \(timeout)")
         }
         do {
-            try await answered.futureResult.get()
+            do {
+                try await answered.futureResult.get()
+                admission.settle(turn, with: .success(()))
+            } catch {
+                admission.settle(turn, with: .failure(error))
+                throw error
+            }
             let configured = try await configuration.promise.futureResult.get()
             deadline.cancel()
             return RelayIPTunnel(stream: stream, assignedAddresses: configured.addresses, routes: configured.routes, packets: packets)

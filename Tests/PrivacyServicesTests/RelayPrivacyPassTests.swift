@@ -55,7 +55,7 @@ struct RelayPrivacyPassTests {
             let header = [(name: "Proxy-Authorization", value: PrivateTokenHeader.authorization(token))]
             let admitted = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, additionalHeaders: header)
             // The first flow redeems the token; the second rides on the admitted connection
-            // (it carries the same, now spent, token: the relay does not look at it again).
+            // without it (RelayAdmissionGate: a token goes on one request until admitted).
             try await Self.flow(through: admitted, to: target)
             try await Self.flow(through: admitted, to: target)
             await admitted.close()
@@ -67,6 +67,32 @@ struct RelayPrivacyPassTests {
             await replayed.close()
             #expect(verifier.outcomes["accepted"] == 1 && verifier.outcomes["spent"] == 1)
             #expect(relay.counters.current.unauthorized == 2)
+        }
+    }
+
+    @Test("flows opened at once on a new connection: the first alone presents the token, the others wait for its answer, then ride on the admitted connection (one token spent, none refused)")
+    func concurrentFlowsSpendOneToken() async throws {
+        try await Self.withTokenRelay { relay, issuer, verifier, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            let target = UInt16(issuer.served.port)
+            // A request without a token first: the relay's verifier fetches the issuer's keys.
+            let bare = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
+            await #expect(throws: RelayClient.Failure.self) { try await Self.flow(through: bare, to: target) }
+            await bare.close()
+            let key = try #require(verifier.keys.first)
+            let challenge = TokenChallenge(issuerName: "127.0.0.1", originInfo: ["relay.test"])
+            let token = try await issuer.client(store: try PrivateTokenStore(path: nil), batch: 1).token(for: challenge, tokenKeyDER: key)
+            let header = [(name: "Proxy-Authorization", value: PrivateTokenHeader.authorization(token))]
+            let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, additionalHeaders: header)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 { group.addTask { try await Self.flow(through: client, to: target) } }
+                try await group.waitForAll()
+            }
+            await client.close()
+            #expect(relay.counters.current.privateTokensRedeemed == 1)
+            #expect(relay.counters.current.unauthorized == 1, "the bare request only")
+            #expect(relay.counters.current.tcpStreams == 4)
+            #expect(verifier.outcomes["accepted"] == 1 && verifier.outcomes["spent"] == nil)
         }
     }
 
