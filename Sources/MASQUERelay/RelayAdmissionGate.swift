@@ -1,3 +1,4 @@
+import NIOCore
 import Synchronization
 
 /// Keeps a relay connection's Privacy Pass token to one use. The relay redeems a `PrivateToken`
@@ -107,6 +108,20 @@ final class RelayAdmissionGate: Sendable {
             case .refused(let error): continuation.resume(throwing: error)
             case .open, .pending: continuation.resume(returning: .presenting)
             }
+        }
+    }
+}
+
+extension RelayAdmissionGate {
+    /// Waits for a request's answer and settles the gate with it (a no-op unless `turn`
+    /// presented the token); the answer's failure is thrown on.
+    func awaitAnswer(_ answered: EventLoopPromise<Void>, turn: Turn) async throws {
+        do {
+            try await answered.futureResult.get()
+            settle(turn, with: .success(()))
+        } catch {
+            settle(turn, with: .failure(error))
+            throw error
         }
     }
 }

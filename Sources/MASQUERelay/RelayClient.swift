@@ -226,13 +226,7 @@ public final class RelayClient: Sendable {
             throw RelayClient.Failure(description: "could not open a stream to the relay: \(error)", status: nil)
         }
         do {
-            do {
-                try await answered.futureResult.get()
-                admission.settle(turn, with: .success(()))
-            } catch {
-                admission.settle(turn, with: .failure(error))
-                throw error
-            }
+            try await admission.awaitAnswer(answered, turn: turn)
             // The app's socket as a channel on the stream's event loop, glued to it both ways.
             let app = try await ClientBootstrap(group: eventLoop)
                 .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)

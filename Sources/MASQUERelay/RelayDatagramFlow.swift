@@ -71,10 +71,8 @@ extension RelayClient {
             throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
         }
         do {
-            try await answered.futureResult.get()
-            admission.settle(turn, with: .success(()))
+            try await admission.awaitAnswer(answered, turn: turn)
         } catch {
-            admission.settle(turn, with: .failure(error))
             stream.close(promise: nil)
             throw error
         }

@@ -113,13 +113,7 @@ extension RelayClient {
             configuration.fail("the relay assigned the tunnel no address and route within \(timeout)")
         }
         do {
-            do {
-                try await answered.futureResult.get()
-                admission.settle(turn, with: .success(()))
-            } catch {
-                admission.settle(turn, with: .failure(error))
-                throw error
-            }
+            try await admission.awaitAnswer(answered, turn: turn)
             let configured = try await configuration.promise.futureResult.get()
             deadline.cancel()
             return RelayIPTunnel(stream: stream, assignedAddresses: configured.addresses, routes: configured.routes, packets: packets)

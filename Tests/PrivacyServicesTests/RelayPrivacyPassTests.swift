@@ -43,16 +43,7 @@ struct RelayPrivacyPassTests {
         try await Self.withTokenRelay { relay, issuer, verifier, certificates in
             let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
             let target = UInt16(issuer.served.port)
-            // No credential: refused, and told which token to bring.
-            let bare = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
-            await #expect(throws: RelayClient.Failure.self) { try await Self.flow(through: bare, to: target) }
-            await bare.close()
-            #expect(relay.counters.current.unauthorized == 1)
-            let key = try #require(verifier.keys.first)
-            let challenge = TokenChallenge(issuerName: "127.0.0.1", originInfo: ["relay.test"])
-
-            let token = try await issuer.client(store: try PrivateTokenStore(path: nil), batch: 1).token(for: challenge, tokenKeyDER: key)
-            let header = [(name: "Proxy-Authorization", value: PrivateTokenHeader.authorization(token))]
+            let header = try await Self.tokenHeader(relay: relay, issuer: issuer, verifier: verifier, roots: roots)
             let admitted = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, additionalHeaders: header)
             // The first flow redeems the token; the second rides on the admitted connection
             // without it (RelayAdmissionGate: a token goes on one request until admitted).
@@ -75,14 +66,7 @@ struct RelayPrivacyPassTests {
         try await Self.withTokenRelay { relay, issuer, verifier, certificates in
             let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
             let target = UInt16(issuer.served.port)
-            // A request without a token first: the relay's verifier fetches the issuer's keys.
-            let bare = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
-            await #expect(throws: RelayClient.Failure.self) { try await Self.flow(through: bare, to: target) }
-            await bare.close()
-            let key = try #require(verifier.keys.first)
-            let challenge = TokenChallenge(issuerName: "127.0.0.1", originInfo: ["relay.test"])
-            let token = try await issuer.client(store: try PrivateTokenStore(path: nil), batch: 1).token(for: challenge, tokenKeyDER: key)
-            let header = [(name: "Proxy-Authorization", value: PrivateTokenHeader.authorization(token))]
+            let header = try await Self.tokenHeader(relay: relay, issuer: issuer, verifier: verifier, roots: roots)
             let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, additionalHeaders: header)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<4 { group.addTask { try await Self.flow(through: client, to: target) } }
@@ -108,6 +92,22 @@ struct RelayPrivacyPassTests {
             let bearer = try await MASQUEClientScript.run(arguments + ["--token", "lab-token"])
             #expect(bearer["status"] == "200", "\(bearer)")
         }
+    }
+
+    /// A request without a credential first — refused (407), and the relay's verifier fetches the
+    /// issuer's keys —, then a token for the relay's challenge from the issuer, as the header
+    /// that presents it.
+    static func tokenHeader(
+        relay: RelayServer, issuer: IssuerTests.Issuer, verifier: PrivateTokenVerifier, roots: NIOSSLTrustRoots
+    ) async throws -> [(name: String, value: String)] {
+        let bare = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots)
+        await #expect(throws: RelayClient.Failure.self) { try await Self.flow(through: bare, to: UInt16(issuer.served.port)) }
+        await bare.close()
+        #expect(relay.counters.current.unauthorized == 1)
+        let key = try #require(verifier.keys.first)
+        let challenge = TokenChallenge(issuerName: "127.0.0.1", originInfo: ["relay.test"])
+        let token = try await issuer.client(store: try PrivateTokenStore(path: nil), batch: 1).token(for: challenge, tokenKeyDER: key)
+        return [(name: "Proxy-Authorization", value: PrivateTokenHeader.authorization(token))]
     }
 
     /// Opens one CONNECT flow through `client` to 127.0.0.1:`port`; throws the relay's refusal.

@@ -56,12 +56,7 @@ public enum IWDNetworkFile {
         guard case .hotspot20(let hs20, let eap) = configuration.security else {
             throw .invalid("Only a Hotspot 2.0 configuration becomes a file of iwd's hotspot directory.")
         }
-        guard hs20.isRoamingEnabled else {
-            throw .systemConfiguration("iwd's hotspot files cannot forbid roaming partners; configure the Hotspot 2.0 network with roaming enabled.")
-        }
-        guard hs20.mccAndMNCs.isEmpty else {
-            throw .systemConfiguration("iwd's hotspot files match no MCC/MNC (SIM credentials); leave mccAndMNCs out.")
-        }
+        try hs20.refuseRoamingSwitchAndPLMNs(holder: "iwd's hotspot files")
         guard hs20.roamingConsortiumOIs.count <= 1 else {
             throw .systemConfiguration("An iwd hotspot file holds one roaming consortium OI, not \(hs20.roamingConsortiumOIs.count); name one.")
         }

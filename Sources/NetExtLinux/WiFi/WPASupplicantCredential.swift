@@ -21,12 +21,7 @@ public enum WPASupplicantCredential {
         guard case .hotspot20(let hs20, let eap) = configuration.security else {
             throw .invalid("Only a Hotspot 2.0 configuration becomes a wpa_supplicant credential.")
         }
-        guard hs20.isRoamingEnabled else {
-            throw .systemConfiguration("wpa_supplicant's credentials cannot forbid roaming partners; configure the Hotspot 2.0 network with roaming enabled.")
-        }
-        guard hs20.mccAndMNCs.isEmpty else {
-            throw .systemConfiguration("wpa_supplicant matches MCC/MNC only for SIM credentials, which NetExt does not configure; leave mccAndMNCs out.")
-        }
+        try hs20.refuseRoamingSwitchAndPLMNs(holder: "wpa_supplicant's credentials")
         guard hs20.naiRealmNames.count <= 1 else {
             throw .systemConfiguration("A wpa_supplicant credential holds one NAI realm, not \(hs20.naiRealmNames.count); name one.")
         }
@@ -80,5 +75,18 @@ public enum WPASupplicantCredential {
     /// the configuration's name and expiry; nil for a value NetExt did not write.
     public static func mark(inProvisioningSP value: String) -> (name: String, expires: Double?)? {
         WPASupplicantNetworkOptions.mark(inText: value)
+    }
+}
+
+extension HotspotHS20Settings {
+    /// What neither wpa_supplicant's credentials nor iwd's hotspot files can say — roaming turned
+    /// off, MCC/MNC codes (PLMNs: SIM credentials) — refused, naming `holder`.
+    func refuseRoamingSwitchAndPLMNs(holder: String) throws(HotspotConfigurationError) {
+        guard isRoamingEnabled else {
+            throw .systemConfiguration("\(holder) cannot forbid roaming partners; configure the Hotspot 2.0 network with roaming enabled.")
+        }
+        guard mccAndMNCs.isEmpty else {
+            throw .systemConfiguration("\(holder) match no MCC/MNC (that takes SIM credentials, which NetExt does not configure); leave mccAndMNCs out.")
+        }
     }
 }
