@@ -485,6 +485,8 @@ let package = Package(
             dependencies: [
                 "MASQUERelay", "RelayProvider", "NetExt", "NetExtIPC", "NetExtLinux", "HTTPServing", "NetExtCore", "NetExtTestSupport",
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]),
         .testTarget(name: "PrivateInformationRetrievalTests", dependencies: ["PrivateInformationRetrieval", "HomomorphicEncryption"]),
         .testTarget(name: "NetExtLinuxTests", dependencies: ["NetExtLinux", "NetExtCore", "NetExtTestSupport"]),

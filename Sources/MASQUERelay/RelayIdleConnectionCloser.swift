@@ -4,23 +4,32 @@ import NIOHTTP2
 /// At the end of an HTTP/2 relay connection's pipeline: closes the connection once it has had no
 /// open stream (no flow, no tunnel) for `idleSeconds`, so a client that connects, finishes TLS
 /// and then opens nothing — or whose flows have all ended — does not hold a connection slot
-/// forever. The connection says GOAWAY first (RFC 9113 §6.8, NO_ERROR: nothing was refused),
-/// so a client knows to open a new one for its next flow. A connection with a quiet tunnel is
-/// not idle: only the number of open streams counts, told by the stream initializer (each
-/// stream channel's opening and close; swift-nio-http2's inline multiplexer passes no stream
-/// events down the connection's pipeline).
+/// forever. A connection with a quiet tunnel is not idle: only the number of open streams
+/// counts, told by the stream initializer (each stream channel's opening and close;
+/// swift-nio-http2's inline multiplexer passes no stream events down the connection's pipeline).
+///
+/// The close is graceful, as RFC 9113 §6.8 describes: GOAWAY with the largest stream identifier
+/// and NO_ERROR first — the client opens nothing more here and takes a new connection for its
+/// next flow —, then `graceSeconds` for a stream the client opened before the GOAWAY reached it
+/// (its HEADERS crossed the GOAWAY on the wire: it is served, not cut), and the connection closes
+/// once no stream is open.
 final class RelayIdleConnectionCloser: ChannelInboundHandler, @unchecked Sendable {
     // @unchecked: touched on its channel's event loop only.
     typealias InboundIn = NIOAny
 
     private let idleSeconds: Double
+    private let graceSeconds: Double
     private let counters: RelayCounters
     private var openStreams = 0
     private var timer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// The GOAWAY was sent; the connection closes when the grace is over and no stream is open.
+    private var draining = false
+    private var graceOver = false
 
-    init(idleSeconds: Double, counters: RelayCounters) {
+    init(idleSeconds: Double, graceSeconds: Double = 1, counters: RelayCounters) {
         self.idleSeconds = idleSeconds
+        self.graceSeconds = graceSeconds
         self.counters = counters
     }
 
@@ -44,11 +53,18 @@ final class RelayIdleConnectionCloser: ChannelInboundHandler, @unchecked Sendabl
     /// connection's event loop (a stream channel's is its parent's).
     func opened(_ stream: any Channel) {
         openStreams += 1
-        timer?.cancel()
-        timer = nil
+        if !draining {
+            timer?.cancel()
+            timer = nil
+        }
         stream.closeFuture.whenComplete { [self] _ in
             openStreams -= 1
-            if openStreams == 0, let context { arm(context) }
+            guard openStreams == 0, let context else { return }
+            if draining {
+                if graceOver { context.channel.close(promise: nil) }
+            } else {
+                arm(context)
+            }
         }
     }
 
@@ -61,12 +77,17 @@ final class RelayIdleConnectionCloser: ChannelInboundHandler, @unchecked Sendabl
     private func arm(_ context: ChannelHandlerContext) {
         timer?.cancel()
         let channel = context.channel
-        let counters = counters
         let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
         timer = context.eventLoop.scheduleTask(in: .milliseconds(Int64(idleSeconds * 1000))) { [weak self] in
-            guard let self, self.openStreams == 0 else { return }
-            counters.count(\.idleConnectionsClosed)
-            channel.writeAndFlush(goAway).whenComplete { _ in channel.close(promise: nil) }
+            guard let self, self.openStreams == 0, !self.draining else { return }
+            self.counters.count(\.idleConnectionsClosed)
+            self.draining = true
+            channel.writeAndFlush(goAway, promise: nil)
+            self.timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(self.graceSeconds * 1000))) { [weak self] in
+                guard let self else { return }
+                self.graceOver = true
+                if self.openStreams == 0 { channel.close(promise: nil) }
+            }
         }
     }
 }
