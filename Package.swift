@@ -311,6 +311,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                // PKCS#12 identities from profiles (ProfileIdentityPEM).
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict),
         // Shipped fakes for testing providers and netextd's logic without root: the in-memory

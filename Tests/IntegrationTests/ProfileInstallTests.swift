@@ -104,4 +104,46 @@ struct ProfileInstallTests {
         let other = try await daemon.cli(["profile", "install", "--app", "com.example.other", fixturesDirectory + "/profiles/personal-vpn.mobileconfig"])
         #expect(other.status == 0, "\(other)")
     }
+
+    @Test("a profile's PKCS#12 identity becomes a PEM file of netextd's secret store (mode 600) that the DNS settings and the relay name; a wrong password is refused and nothing kept; removal takes the files")
+    func identities() async throws {
+        let daemon = try DaemonHarness()
+        defer { daemon.tearDown() }
+        try await daemon.start()
+        let secretsDirectory = daemon.stateDirectory + "/secrets"
+        // A wrong password first: refused, naming the payload, nothing stored.
+        let good = try String(contentsOfFile: fixturesDirectory + "/profiles/identities.mobileconfig", encoding: .utf8)
+        let wrong = daemon.stateDirectory + "/wrong-password.mobileconfig"
+        try good.replacingOccurrences(of: "<string>lab-p12</string>", with: "<string>not-it</string>").write(toFile: wrong, atomically: true, encoding: .utf8)
+        let refused = try await daemon.cli(["profile", "install", wrong])
+        #expect(refused.status != 0 && refused.stderr.contains("is not a PKCS#12 file NetExt can open with its Password"), "\(refused)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: secretsDirectory)) ?? []).isEmpty, "nothing kept")
+
+        let installed = try await daemon.cli(["profile", "install", fixturesDirectory + "/profiles/identities.mobileconfig"])
+        #expect(installed.status == 0, "\(installed)")
+        #expect(installed.stdout.contains("skipped com.example.identities.unused (com.apple.security.pkcs12)"), "\(installed)")
+        let json = try await daemon.cli(["list", "--json"])
+        let items = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+        let configurations = items.compactMap { $0["configuration"] as? [String: Any] }
+        func settings(_ name: String) -> [String: Any]? {
+            (configurations.first { $0["localizedDescription"] as? String == name }?["protocolConfiguration"] as? [String: Any])?["settings"] as? [String: Any]
+        }
+        let dnsIdentity = try #require(settings("Lab DoT")?["identityReference"] as? String, "\(json.stdout)")
+        let relayIdentity = try #require((settings("Lab relay")?["relays"] as? [[String: Any]])?.first?["identityReference"] as? String, "\(json.stdout)")
+        let certificate = try String(contentsOfFile: fixturesDirectory + "/profiles/identities-laptop.crt", encoding: .utf8)
+        for path in [dnsIdentity, relayIdentity] {
+            #expect(path.hasPrefix(secretsDirectory + "/secret-"), "\(path)")
+            let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(path): \(String(mode ?? 0, radix: 8))")
+            let pem = try String(contentsOfFile: path, encoding: .utf8)
+            // The certificate as OpenSSL wrote it, then the key in its EC form (RFC 7468 §13).
+            #expect(pem.hasPrefix(certificate) && pem.contains("-----BEGIN EC PRIVATE KEY-----"), "\(pem.prefix(80))")
+        }
+        #expect(dnsIdentity != relayIdentity, "one file for each configuration")
+        #expect(!daemon.log().contains("lab-p12"), "the payload's password is not logged")
+
+        let removed = try await daemon.cli(["profile", "remove", "com.example.identities"])
+        #expect(removed.status == 0, "\(removed)")
+        #expect(!FileManager.default.fileExists(atPath: dnsIdentity) && !FileManager.default.fileExists(atPath: relayIdentity), "the identities went with their configurations")
+    }
 }

@@ -168,12 +168,31 @@ struct RelaySettingsTests {
             """.utf8)
     }
 
+    @Test("PKCS#12 payloads named by PayloadCertificateUUID (any case) become identities of the relay and DNS settings payloads; one nobody names is skipped, saying why")
+    func identities() throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/profiles/identities.mobileconfig")
+        let data = try Data(contentsOf: fixture)
+        let profile = try ProfileParser.parse(data, owner: owner)
+        let dns = try #require(profile.configurations.first { $0.payloadType == ProfileParser.dnsSettingsPayloadType })
+        let relay = try #require(profile.configurations.first { $0.payloadType == ProfileParser.relayPayloadType })
+        #expect(dns.identities.map(\.target) == [.dnsSettings])
+        #expect(relay.identities.map(\.target) == [.relay(index: 0)])
+        #expect(dns.identities.first?.password == "lab-p12")
+        #expect(dns.identities.first?.pkcs12 == relay.identities.first?.pkcs12 && (dns.identities.first?.pkcs12.count ?? 0) > 500)
+        guard case .dnsSettings(let settings) = dns.configuration.protocolConfiguration else { Issue.record("not DNS settings"); return }
+        #expect(settings.identityReference == nil, "netextd sets it when it installs the identity")
+        #expect(profile.skippedPayloads.map(\.payloadIdentifier) == ["com.example.identities.unused"])
+        #expect(profile.skippedPayloads.first?.reason.contains("no relay or DNS settings payload names this certificate payload") == true)
+    }
+
     @Test("bad relay payloads are refused naming the payload and key", arguments: [
         ("", "key 'Relays': is required"),
         ("<key>Relays</key><string>x</string>", "key 'Relays': expected an array, found string"),
         ("<key>Relays</key><array><dict><key>HTTP2RelayURL</key><integer>1</integer></dict></array>", "key 'Relays[0].HTTP2RelayURL': expected a string"),
         ("<key>Relays</key><array><dict><key>HTTP2RelayURL</key><string>https://r.example</string><key>PayloadCertificateUUID</key><string>A</string></dict></array>",
-         "key 'Relays[0].PayloadCertificateUUID': identity certificate payloads are not installed"),
+         "key 'Relays[0].PayloadCertificateUUID': 'A' names no com.apple.security.pkcs12 payload in this profile"),
+        ("<key>Relays</key><array><dict><key>HTTP2RelayURL</key><string>https://r.example</string><key>IdentityReference</key><string>/x.pem</string><key>PayloadCertificateUUID</key><string>A</string></dict></array>",
+         "'A' names no com.apple.security.pkcs12 payload"),
         ("<key>Relays</key><array><dict><key>HTTP2RelayURL</key><string>https://r.example</string><key>RawPublicKeys</key><array><string>k</string></array></dict></array>",
          "key 'Relays[0].RawPublicKeys[0]': expected data, found string"),
         ("<key>Relays</key><array><dict><key>HTTP2RelayURL</key><string>https://r.example</string><key>AdditionalHTTPHeaderFields</key><dict><key>A</key><integer>1</integer></dict></dict></array>",

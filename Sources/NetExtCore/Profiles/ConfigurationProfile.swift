@@ -31,6 +31,38 @@ public struct ProfileConfiguration: Sendable, Hashable {
     public var password: String?
     /// The IKEv2 shared secret (`SharedSecret`), if the payload carried one.
     public var sharedSecret: String?
+    /// Client identities from the profile's certificate payloads that this configuration names
+    /// (`PayloadCertificateUUID`); netextd installs each and sets its `identityReference`.
+    public var identities: [ProfileIdentity] = []
+}
+
+/// A client identity a profile carries for one of its configurations: a
+/// `com.apple.security.pkcs12` payload (its `PayloadContent`, a PKCS#12 file, and its `Password`)
+/// that a relay or DNS settings payload names by `PayloadCertificateUUID`. netextd turns it into
+/// a PEM file of its own (certificate chain and key, mode 600) that the configuration's
+/// `identityReference` then names, as Apple's configurations hold a keychain reference.
+public struct ProfileIdentity: Sendable, Hashable {
+    /// What in the configuration the identity is for.
+    public enum Target: Sendable, Hashable {
+        /// The relay at this index of a relay configuration's `relays`.
+        case relay(index: Int)
+        /// A DNS settings configuration's DoT or DoH client certificate.
+        case dnsSettings
+    }
+
+    public var target: Target
+    /// The PKCS#12 file's bytes.
+    public var pkcs12: Data
+    public var password: String?
+    /// The certificate payload's `PayloadUUID`, for messages.
+    public var payloadUUID: String
+
+    public init(target: Target, pkcs12: Data, password: String?, payloadUUID: String) {
+        self.target = target
+        self.pkcs12 = pkcs12
+        self.password = password
+        self.payloadUUID = payloadUUID
+    }
 }
 
 /// A payload the profile carried that NetExt does not install.

@@ -6,10 +6,15 @@ import Foundation
 /// (HTTPS) and `SupplementalMatchDomains`; NetExt adds `DNSProtocol` `ObliviousHTTPS` (RFC 9230)
 /// with `ServerURL` (the target), `ProxyURL` and optionally `ObliviousDoHConfigs` (data);
 /// `ProhibitDisablement` blocks other DNS;
-/// `OnDemandRules` decide on which networks the settings are in force.
+/// `OnDemandRules` decide on which networks the settings are in force. `DNSSettings`'
+/// `PayloadCertificateUUID` names the profile's PKCS#12 payload with the client identity for a
+/// DoT or DoH server that asks for one (installed by netextd).
 enum DNSSettingsPayloadParser {
-    static func parse(_ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String) throws(NetExtError) -> ProfileConfiguration {
+    static func parse(
+        _ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String, certificates: inout ProfileParser.CertificatePayloads
+    ) throws(NetExtError) -> ProfileConfiguration {
         guard let dns = try payload.dictionaryValue("DNSSettings") else { throw payload.fail("DNSSettings", "is required") }
+        let identity = try certificates.identity(named: dns, for: .dnsSettings)
         var id = UUID()
         if let text = try payload.string("PayloadUUID") {
             guard let uuid = UUID(uuidString: text) else { throw payload.fail("PayloadUUID", "'\(text)' is not a UUID") }
@@ -23,6 +28,9 @@ enum DNSSettingsPayloadParser {
         case let other: throw dns.fail("DNSProtocol", "'\(other)' is not HTTPS, TLS or ObliviousHTTPS")
         }
         let oblivious = transport == .oblivious
+        if identity != nil, transport == .oblivious {
+            throw dns.fail("PayloadCertificateUUID", "a client identity is for DNS over TLS or HTTPS; these settings are Oblivious DoH")
+        }
         let settings = DNSSettingsProtocol(
             transport: transport, servers: try dns.stringArray("ServerAddresses") ?? [],
             serverName: transport == .overTLS ? try dns.string("ServerName") : nil,
@@ -42,6 +50,7 @@ enum DNSSettingsPayloadParser {
             throw NetExtError.invalid("\(dns.context): \(error.message)")
         }
         return ProfileConfiguration(
-            payloadIdentifier: payloadIdentifier, payloadType: ProfileParser.dnsSettingsPayloadType, configuration: configuration, password: nil, sharedSecret: nil)
+            payloadIdentifier: payloadIdentifier, payloadType: ProfileParser.dnsSettingsPayloadType, configuration: configuration, password: nil, sharedSecret: nil,
+            identities: identity.map { [$0] } ?? [])
     }
 }

@@ -6,7 +6,8 @@ import Foundation
 /// filter payloads (`com.apple.webcontent-filter` with `FilterURLs`) and DNS settings payloads
 /// (`com.apple.dnsSettings.managed`), DNS proxy payloads (`com.apple.dnsProxy.managed`) and
 /// relay payloads (`com.apple.relay.managed`) into
-/// configurations. Key names follow Apple's "VPN" payload reference.
+/// configurations, with the PKCS#12 identities (`com.apple.security.pkcs12`) the relay and DNS
+/// settings payloads name by `PayloadCertificateUUID`. Key names follow Apple's payload references.
 public enum ProfileParser {
     public static let vpnPayloadType = "com.apple.vpn.managed"
     public static let appLayerVPNPayloadType = "com.apple.vpn.managed.applayer"
@@ -15,6 +16,26 @@ public enum ProfileParser {
     public static let dnsSettingsPayloadType = "com.apple.dnsSettings.managed"
     public static let dnsProxyPayloadType = "com.apple.dnsProxy.managed"
     public static let relayPayloadType = "com.apple.relay.managed"
+    /// A certificate payload with a PKCS#12 identity (Apple's "Certificates" payloads).
+    public static let pkcs12PayloadType = "com.apple.security.pkcs12"
+
+    /// The profile's PKCS#12 payloads by `PayloadUUID` (upper-cased), for the payloads that name
+    /// one by `PayloadCertificateUUID`.
+    struct CertificatePayloads {
+        var byUUID: [String: (pkcs12: Data, password: String?)] = [:]
+        private(set) var named: Set<String> = []
+
+        /// The identity `reader`'s `PayloadCertificateUUID` names, for `target`; nil without
+        /// the key; refused, naming the key, when it names no certificate payload of the profile.
+        mutating func identity(named reader: PlistReader, for target: ProfileIdentity.Target) throws(NetExtError) -> ProfileIdentity? {
+            guard let uuid = try reader.string("PayloadCertificateUUID") else { return nil }
+            guard let found = byUUID[uuid.uppercased()] else {
+                throw reader.fail("PayloadCertificateUUID", "'\(uuid)' names no \(ProfileParser.pkcs12PayloadType) payload in this profile")
+            }
+            named.insert(uuid.uppercased())
+            return ProfileIdentity(target: target, pkcs12: found.pkcs12, password: found.password, payloadUUID: uuid)
+        }
+    }
 
     /// Parses a profile. `owner` becomes the owner of every configuration it yields.
     /// Errors name the payload and key at fault.
@@ -44,6 +65,15 @@ public enum ProfileParser {
         var configurations: [ProfileConfiguration] = []
         var skipped: [SkippedPayload] = []
         var mappings: [(AppMappingPayloadParser.Mapping, String)] = []
+        // Certificate payloads first: a payload may name one that comes after it.
+        var certificates = CertificatePayloads()
+        for (index, payload) in payloads.enumerated() where try payload.string("PayloadType") == pkcs12PayloadType {
+            let reader = PlistReader(payload.dictionary, context: "payload '\(try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)")' (\(pkcs12PayloadType))")
+            let uuid = try reader.requiredString("PayloadUUID")
+            guard let content = try reader.data("PayloadContent"), !content.isEmpty else { throw reader.fail("PayloadContent", "is required: the PKCS#12 file's bytes") }
+            guard certificates.byUUID[uuid.uppercased()] == nil else { throw reader.fail("PayloadUUID", "'\(uuid)' is another certificate payload's too") }
+            certificates.byUUID[uuid.uppercased()] = (content, try reader.string("Password"))
+        }
         for (index, payload) in payloads.enumerated() {
             let payloadType = try payload.requiredString("PayloadType")
             let payloadIdentifier = try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)"
@@ -60,7 +90,7 @@ public enum ProfileParser {
                 if parsed.configuration.localizedDescription.isEmpty { parsed.configuration.localizedDescription = displayName }
                 configurations.append(parsed)
             case dnsSettingsPayloadType:
-                var parsed = try DNSSettingsPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName)
+                var parsed = try DNSSettingsPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName, certificates: &certificates)
                 parsed.configuration.profileIdentifier = identifier
                 configurations.append(parsed)
             case dnsProxyPayloadType:
@@ -68,17 +98,25 @@ public enum ProfileParser {
                 parsed.configuration.profileIdentifier = identifier
                 configurations.append(parsed)
             case relayPayloadType:
-                var parsed = try RelayPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName)
+                var parsed = try RelayPayloadParser.parse(reader, payloadIdentifier: payloadIdentifier, owner: owner, defaultName: displayName, certificates: &certificates)
                 parsed.configuration.profileIdentifier = identifier
                 configurations.append(parsed)
             case appMappingPayloadType:
                 mappings += try AppMappingPayloadParser.parse(reader).map { ($0, reader.context) }
+            case pkcs12PayloadType:
+                break  // read above; an identity no payload names is reported after the loop
             case contentFilterPayloadType:
                 skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier,
                                               reason: "only URL filter payloads (FilterURLs true) are installed from profiles so far"))
             default:
                 skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier, reason: "payload type not supported by NetExt"))
             }
+        }
+        for (index, payload) in payloads.enumerated() where try payload.string("PayloadType") == pkcs12PayloadType {
+            guard let uuid = try payload.string("PayloadUUID"), !certificates.named.contains(uuid.uppercased()) else { continue }
+            skipped.append(SkippedPayload(
+                payloadType: pkcs12PayloadType, payloadIdentifier: try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)",
+                reason: "no relay or DNS settings payload names this certificate payload (PayloadCertificateUUID); NetExt installs identities only for them"))
         }
         // App mappings last: the per-app VPNs they name may come after them in the profile.
         for (mapping, context) in mappings {

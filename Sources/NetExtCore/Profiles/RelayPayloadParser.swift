@@ -4,11 +4,13 @@ import Foundation
 /// Apple's Relay payload reference: `Relays` (required; each with `HTTP2RelayURL`,
 /// `HTTP3RelayURL`, `AdditionalHTTPHeaderFields`, `RawPublicKeys` as data), `MatchDomains`,
 /// `ExcludedDomains`, `MatchFQDNs`, `ExcludedFQDNs`, `AllowDNSFailover` and `OnDemandRules`.
-/// NetExt adds a relay's `DNSOverHTTPSURL` and `IdentityReference` (a PEM file's path); a
-/// relay's `PayloadCertificateUUID` is refused, naming the key, as long as NetExt installs no
-/// identity payloads.
+/// A relay's `PayloadCertificateUUID` names the profile's PKCS#12 payload with its client
+/// identity (installed by netextd); NetExt adds a relay's `DNSOverHTTPSURL` and
+/// `IdentityReference` (a PEM file's path), which does not go with `PayloadCertificateUUID`.
 enum RelayPayloadParser {
-    static func parse(_ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String) throws(NetExtError) -> ProfileConfiguration {
+    static func parse(
+        _ payload: PlistReader, payloadIdentifier: String, owner: Owner, defaultName: String, certificates: inout ProfileParser.CertificatePayloads
+    ) throws(NetExtError) -> ProfileConfiguration {
         guard let relayReaders = try payload.dictionaryArray("Relays") else { throw payload.fail("Relays", "is required") }
         var id = UUID()
         if let text = try payload.string("PayloadUUID") {
@@ -16,9 +18,11 @@ enum RelayPayloadParser {
             id = uuid
         }
         var relays: [RelayHop] = []
-        for relay in relayReaders {
-            if relay.has("PayloadCertificateUUID") {
-                throw relay.fail("PayloadCertificateUUID", "identity certificate payloads are not installed by NetExt yet; give IdentityReference, the path of a PEM file with the certificate and key")
+        var identities: [ProfileIdentity] = []
+        for (index, relay) in relayReaders.enumerated() {
+            if let identity = try certificates.identity(named: relay, for: .relay(index: index)) {
+                if relay.has("IdentityReference") { throw relay.fail("IdentityReference", "goes with no PayloadCertificateUUID: name the identity one way") }
+                identities.append(identity)
             }
             var headers: [String: String] = [:]
             if let fields = try relay.dictionaryValue("AdditionalHTTPHeaderFields") {
@@ -57,6 +61,7 @@ enum RelayPayloadParser {
             throw NetExtError.invalid("\(payload.context): \(error.message)")
         }
         return ProfileConfiguration(
-            payloadIdentifier: payloadIdentifier, payloadType: ProfileParser.relayPayloadType, configuration: configuration, password: nil, sharedSecret: nil)
+            payloadIdentifier: payloadIdentifier, payloadType: ProfileParser.relayPayloadType, configuration: configuration, password: nil, sharedSecret: nil,
+            identities: identities)
     }
 }

@@ -86,6 +86,26 @@ extension ControlService {
         return nil
     }
 
+    /// Each of a profile's client identities as a PEM file in the secret store (mode 600), named
+    /// by the configuration's `identityReference` (the relay's, or the DNS settings').
+    func installIdentities(_ identities: [ProfileIdentity], into configuration: inout Configuration, stored: inout [String]) throws {
+        for identity in identities {
+            let reference = try secrets.store(try ProfileIdentityPEM.pem(of: identity))
+            stored.append(reference)
+            let path = secrets.directory + "/" + reference
+            switch (identity.target, configuration.protocolConfiguration) {
+            case (.relay(let index), .relay(var settings)) where settings.relays.indices.contains(index):
+                settings.relays[index].identityReference = path
+                configuration.protocolConfiguration = .relay(settings)
+            case (.dnsSettings, .dnsSettings(var settings)):
+                settings.identityReference = path
+                configuration.protocolConfiguration = .dnsSettings(settings)
+            default:
+                throw NetExtError.invalid("the certificate payload \(identity.payloadUUID) is named by a payload that takes no identity")
+            }
+        }
+    }
+
     /// Parses and installs a profile; its secrets go to the secret store first.
     func installProfile(_ data: Data, identity: ClientIdentity) async throws -> ProfileSummary {
         let profile = try ProfileParser.parse(data, owner: identity.owner)
@@ -108,6 +128,7 @@ extension ControlService {
                 default:
                     break
                 }
+                try installIdentities(item.identities, into: &configuration, stored: &stored)
                 configurations.append(configuration)
             }
         } catch {

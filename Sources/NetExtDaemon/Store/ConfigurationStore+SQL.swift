@@ -98,7 +98,20 @@ extension Configuration {
         case .tunnelProvider(let settings): [settings.passwordReference].compactMap { $0 }
         case .personalVPN(let settings): [settings.passwordReference, settings.sharedSecretReference].compactMap { $0 }
         case .urlFilter(let settings): [settings.pirAuthenticationTokenReference].compactMap { $0 }
-        case .contentFilter, .relay, .dnsSettings: []
+        // An identity installed from a profile is a file of the secret store (ProfileIdentityPEM).
+        case .relay(let settings): settings.relays.compactMap { $0.identityReference.flatMap(Self.secretReference(inPath:)) }
+        case .dnsSettings(let settings): [settings.identityReference.flatMap(Self.secretReference(inPath:))].compactMap { $0 }
+        case .contentFilter: []
         }
+    }
+
+    /// The secret reference an identity path names when it is a file of the secret store
+    /// (`…/secret-<uuid>`, as netextd installs profiles' identities); nil for a path of the
+    /// user's own, which is never deleted (deleting a reference touches only the store's directory).
+    static func secretReference(inPath path: String) -> String? {
+        let name = path.split(separator: "/").last.map(String.init) ?? ""
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-")
+        guard name.hasPrefix("secret-"), name.count > 7, name.allSatisfy(allowed.contains) else { return nil }
+        return name
     }
 }

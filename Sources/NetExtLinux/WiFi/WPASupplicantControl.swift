@@ -1,3 +1,4 @@
+import CNetExtLinux
 import NetExtCore
 #if canImport(Glibc)
 import Glibc
