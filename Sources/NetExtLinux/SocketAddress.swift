@@ -44,12 +44,14 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { isIPv6 ? "[\(hostText)]:\(port)" : "\(hostText):\(port)" }
 
-    /// Calls `body` with this address as a `sockaddr`.
-    func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    /// Calls `body` with this address as a `sockaddr`; `scopeID` is an IPv6 address's interface
+    /// index (RFC 4007 §6: a link-local address is ambiguous without one).
+    func withSockaddr<T>(scopeID: UInt32 = 0, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
         if isIPv6 {
             var storage = sockaddr_in6()
             storage.sin6_family = sa_family_t(AF_INET6)
             storage.sin6_port = port.bigEndian
+            storage.sin6_scope_id = scopeID
             withUnsafeMutableBytes(of: &storage.sin6_addr) { $0.copyBytes(from: address) }
             return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
         }

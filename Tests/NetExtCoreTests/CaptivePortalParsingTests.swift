@@ -374,7 +374,8 @@ struct CaptivePortalParsingTests {
         for units: UInt8 in [2, 4] {
             var bad = Self.rdnss(lifetime: 60, [one, two])
             bad[1] = units
-            let bytes = Self.advertisement(bad + [UInt8](repeating: 0, count: 48))
+            // The option as long as it says, so that no other option follows it.
+            let bytes = Self.advertisement(Array(bad.prefix(Int(units) * 8)))
             #expect(performing: { try RouterDiscovery.recursiveDNSServers(in: bytes) }, throws: { "\($0)".contains("RDNSS option at offset 16 has length \(units)") })
         }
         #expect(performing: { try RouterDiscovery.recursiveDNSServers(in: Self.advertisement([25, 3, 0, 0])) }, throws: { "\($0)".contains("offset 16 runs past the end") })

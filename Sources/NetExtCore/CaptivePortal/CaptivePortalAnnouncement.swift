@@ -44,25 +44,9 @@ public enum CaptivePortalAnnouncement: Sendable, Hashable, Codable, CustomString
     /// offset 16, lengths in units of 8 bytes), or nil when it has none. The option's URI is padded
     /// with NULs to its length (RFC 8910 §2.3); the padding is dropped.
     public static func fromRouterAdvertisement(_ message: [UInt8]) throws(CaptivePortalError) -> CaptivePortalAnnouncement? {
-        guard message.count >= 16, message[0] == 134 else {
-            throw CaptivePortalError("not a Router Advertisement: \(message.count) bytes, type \(message.first.map(String.init) ?? "none") (RFC 4861 §4.2)")
-        }
-        var offset = 16
-        while offset < message.count {
-            guard offset + 2 <= message.count else { throw CaptivePortalError("the Router Advertisement's option at offset \(offset) is cut short") }
-            let type = message[offset]
-            let length = Int(message[offset + 1]) * 8
-            guard length > 0 else { throw CaptivePortalError("the Router Advertisement's option \(type) at offset \(offset) has length 0 (RFC 4861 §4.6)") }
-            guard offset + length <= message.count else {
-                throw CaptivePortalError("the Router Advertisement's option \(type) at offset \(offset) runs past the end (\(length) bytes)")
-            }
-            if type == routerAdvertisementOption {
-                var uri = message[(offset + 2)..<(offset + length)]
-                while uri.last == 0 { uri.removeLast() }
-                return try parse(uri: uri, source: "Router Advertisement option 37 (captive portal)")
-            }
-            offset += length
-        }
-        return nil
+        guard let option = try RouterDiscovery.advertisementOptions(message).first(where: { $0.type == routerAdvertisementOption }) else { return nil }
+        var uri = option.bytes.dropFirst(2)
+        while uri.last == 0 { uri.removeLast() }
+        return try parse(uri: uri, source: "Router Advertisement option 37 (captive portal)")
     }
 }

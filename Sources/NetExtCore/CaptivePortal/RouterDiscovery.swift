@@ -32,37 +32,49 @@ public enum RouterDiscovery {
     /// The Recursive DNS Server option's type in Router Advertisements (RFC 8106 §5.1).
     public static let recursiveDNSServerOption: UInt8 = 25
 
+    /// The options of an ICMPv6 Router Advertisement (type 134, RFC 4861 §4.2: options from
+    /// offset 16, each a type, a length in units of 8 bytes and its value), in order, each with
+    /// its offset and its bytes (type and length included). A message that is no advertisement,
+    /// an option cut short, of length 0 (RFC 4861 §4.6) or running past the end is refused,
+    /// naming the offset.
+    public static func advertisementOptions(_ message: [UInt8]) throws(CaptivePortalError) -> [(type: UInt8, offset: Int, bytes: ArraySlice<UInt8>)] {
+        guard message.count >= 16, message[0] == advertisementType else {
+            throw CaptivePortalError("not a Router Advertisement: \(message.count) bytes, type \(message.first.map(String.init) ?? "none") (RFC 4861 §4.2)")
+        }
+        var options: [(type: UInt8, offset: Int, bytes: ArraySlice<UInt8>)] = []
+        var offset = 16
+        while offset < message.count {
+            guard offset + 2 <= message.count else { throw CaptivePortalError("the Router Advertisement's option at offset \(offset) is cut short") }
+            let type = message[offset]
+            let length = Int(message[offset + 1]) * 8
+            guard length > 0 else { throw CaptivePortalError("the Router Advertisement's option \(type) at offset \(offset) has length 0 (RFC 4861 §4.6)") }
+            guard offset + length <= message.count else {
+                throw CaptivePortalError("the Router Advertisement's option \(type) at offset \(offset) runs past the end (\(length) bytes)")
+            }
+            options.append((type, offset, message[offset..<(offset + length)]))
+            offset += length
+        }
+        return options
+    }
+
     /// The DNS servers a Router Advertisement names in its RDNSS options (RFC 8106 §5.1: type 25,
     /// a length of 3, 5, 7… units of 8 bytes, 2 reserved bytes, a 4-byte lifetime in seconds, then
     /// 16-byte addresses), as text, in the advertisement's order. An option with lifetime 0 says
     /// its servers must no longer be used (§5.1): left out. A malformed option list is refused,
     /// naming the offset; the advertisement's own checks are `advertisementProblem`'s.
     public static func recursiveDNSServers(in message: [UInt8]) throws(CaptivePortalError) -> [String] {
-        guard message.count >= 16, message[0] == advertisementType else {
-            throw CaptivePortalError("not a Router Advertisement: \(message.count) bytes (RFC 4861 §4.2)")
-        }
         var servers: [String] = []
-        var offset = 16
-        while offset < message.count {
-            guard offset + 2 <= message.count else { throw CaptivePortalError("the Router Advertisement's option at offset \(offset) is cut short") }
-            let type = message[offset]
-            let units = Int(message[offset + 1])
-            guard units > 0 else { throw CaptivePortalError("the Router Advertisement's option \(type) at offset \(offset) has length 0 (RFC 4861 §4.6)") }
-            guard offset + units * 8 <= message.count else {
-                throw CaptivePortalError("the Router Advertisement's option \(type) at offset \(offset) runs past the end (\(units * 8) bytes)")
+        for option in try advertisementOptions(message) where option.type == recursiveDNSServerOption {
+            let units = option.bytes.count / 8
+            guard units >= 3, units % 2 == 1 else {
+                throw CaptivePortalError("the Router Advertisement's RDNSS option at offset \(option.offset) has length \(units); 3, 5, 7… (RFC 8106 §5.1)")
             }
-            if type == recursiveDNSServerOption {
-                guard units >= 3, units % 2 == 1 else {
-                    throw CaptivePortalError("the Router Advertisement's RDNSS option at offset \(offset) has length \(units); 3, 5, 7… (RFC 8106 §5.1)")
-                }
-                let lifetime = message[(offset + 4)..<(offset + 8)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-                if lifetime > 0 {
-                    for start in stride(from: offset + 8, to: offset + units * 8, by: 16) {
-                        servers.append(IPPrefix.format(Array(message[start..<(start + 16)])))
-                    }
-                }
+            let start = option.bytes.startIndex
+            let lifetime = option.bytes[(start + 4)..<(start + 8)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            guard lifetime > 0 else { continue }
+            for address in stride(from: start + 8, to: option.bytes.endIndex, by: 16) {
+                servers.append(IPPrefix.format(Array(option.bytes[address..<(address + 16)])))
             }
-            offset += units * 8
         }
         return servers
     }

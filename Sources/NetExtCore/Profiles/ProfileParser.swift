@@ -22,8 +22,11 @@ public enum ProfileParser {
     /// The profile's PKCS#12 payloads by `PayloadUUID` (upper-cased), for the payloads that name
     /// one by `PayloadCertificateUUID`.
     struct CertificatePayloads {
-        var byUUID: [String: (pkcs12: Data, password: String?)] = [:]
+        var byUUID: [String: (pkcs12: Data, password: String?, payloadIdentifier: String)] = [:]
         private(set) var named: Set<String> = []
+
+        /// The certificate payloads no payload named, by identifier, in the profile's order.
+        var unnamed: [String] { byUUID.filter { !named.contains($0.key) }.map(\.value.payloadIdentifier).sorted() }
 
         /// The identity `reader`'s `PayloadCertificateUUID` names, for `target`; nil without
         /// the key; refused, naming the key, when it names no certificate payload of the profile.
@@ -68,11 +71,12 @@ public enum ProfileParser {
         // Certificate payloads first: a payload may name one that comes after it.
         var certificates = CertificatePayloads()
         for (index, payload) in payloads.enumerated() where try payload.string("PayloadType") == pkcs12PayloadType {
-            let reader = PlistReader(payload.dictionary, context: "payload '\(try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)")' (\(pkcs12PayloadType))")
+            let payloadIdentifier = try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)"
+            let reader = PlistReader(payload.dictionary, context: "payload '\(payloadIdentifier)' (\(pkcs12PayloadType))")
             let uuid = try reader.requiredString("PayloadUUID")
             guard let content = try reader.data("PayloadContent"), !content.isEmpty else { throw reader.fail("PayloadContent", "is required: the PKCS#12 file's bytes") }
             guard certificates.byUUID[uuid.uppercased()] == nil else { throw reader.fail("PayloadUUID", "'\(uuid)' is another certificate payload's too") }
-            certificates.byUUID[uuid.uppercased()] = (content, try reader.string("Password"))
+            certificates.byUUID[uuid.uppercased()] = (content, try reader.string("Password"), payloadIdentifier)
         }
         for (index, payload) in payloads.enumerated() {
             let payloadType = try payload.requiredString("PayloadType")
@@ -112,10 +116,9 @@ public enum ProfileParser {
                 skipped.append(SkippedPayload(payloadType: payloadType, payloadIdentifier: payloadIdentifier, reason: "payload type not supported by NetExt"))
             }
         }
-        for (index, payload) in payloads.enumerated() where try payload.string("PayloadType") == pkcs12PayloadType {
-            guard let uuid = try payload.string("PayloadUUID"), !certificates.named.contains(uuid.uppercased()) else { continue }
+        for unnamed in certificates.unnamed {
             skipped.append(SkippedPayload(
-                payloadType: pkcs12PayloadType, payloadIdentifier: try payload.string("PayloadIdentifier") ?? "\(identifier).payload\(index)",
+                payloadType: pkcs12PayloadType, payloadIdentifier: unnamed,
                 reason: "no relay or DNS settings payload names this certificate payload (PayloadCertificateUUID); NetExt installs identities only for them"))
         }
         // App mappings last: the per-app VPNs they name may come after them in the profile.

@@ -72,34 +72,19 @@ public enum InterfaceSocket {
     public static func exchangeDatagram(
         _ datagram: [UInt8], server: String, port: UInt16, interface: String?, mark: UInt32?, timeoutMilliseconds: Int
     ) throws(SystemError) -> [UInt8]? {
-        var destination = sockaddr_storage()
-        let length: socklen_t
-        var v4 = sockaddr_in()
-        var v6 = sockaddr_in6()
-        if inet_pton(AF_INET, server, &v4.sin_addr) == 1 {
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = port.bigEndian
-            withUnsafeMutableBytes(of: &destination) { target in withUnsafeBytes(of: v4) { target.copyBytes(from: $0) } }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        } else if inet_pton(AF_INET6, server, &v6.sin6_addr) == 1 {
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = port.bigEndian
-            // A link-local server (fe80::/10, as a router's RDNSS may name) is on this interface.
-            let bytes = withUnsafeBytes(of: v6.sin6_addr) { Array($0) }
-            if bytes[0] == 0xfe, bytes[1] & 0xc0 == 0x80, let interface { v6.sin6_scope_id = if_nametoindex(interface) }
-            withUnsafeMutableBytes(of: &destination) { target in withUnsafeBytes(of: v6) { target.copyBytes(from: $0) } }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
+        guard let bytes = IPPrefix.parseAddress(server) else {
             throw SystemError("inet_pton", errno: EINVAL, subject: "\(server) is not an IPv4 or IPv6 address")
         }
-        let fd = socket(Int32(destination.ss_family), Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let destination = SocketAddress(address: bytes, port: port)
+        // A link-local server (fe80::/10, as a router's RDNSS may name) is on this interface.
+        let linkLocal = bytes.count == 16 && bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80
+        let scope = linkLocal ? interface.map { if_nametoindex($0) } ?? 0 : 0
+        let fd = socket(destination.isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket", errno: errno, subject: server) }
         defer { close(fd) }
         if let interface { try bind(fd, to: interface) }
         if let mark { _ = setSocketMark(fd, mark) }
-        let connected = withUnsafePointer(to: &destination) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
-        }
+        let connected = destination.withSockaddr(scopeID: scope) { connect(fd, $0, $1) }
         guard connected == 0 else { throw SystemError("connect", errno: errno, subject: "\(server):\(port)") }
         let sent = datagram.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent == datagram.count else { throw SystemError("send", errno: errno, subject: "\(server):\(port)") }
