@@ -249,7 +249,7 @@ let package = Package(
         .target(
             name: "MASQUERelay",
             dependencies: [
-                "HTTPCapsules", "HTTPFetching", "HTTPServing", "NetExtCore", "VariableLengthIntegers",
+                "HTTPCapsules", "HTTPFetching", "HTTPServing", "NetExtCore", "PrivacyPass", "VariableLengthIntegers",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -304,7 +304,7 @@ let package = Package(
         .target(
             name: "NetExtDaemon",
             dependencies: [
-                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI", "EncryptedDNS", "HTTPFetching",
+                "NetExtCore", "NetExtIPC", "NetExtLinux", "NetExtTransport", "URLFilter", "PrivacyPass", "BloomFilter", "QUICInitial", "FlowInspection", "IKEv2VICI", "EncryptedDNS", "HTTPFetching",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -398,7 +398,7 @@ let package = Package(
         // The built-in relay client: a transparent proxy carrying flows through MASQUE relays.
         .target(
             name: "RelayProvider",
-            dependencies: ["HTTPCapsules", "MASQUERelay", "NetExt", "NetExtCore", .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            dependencies: ["HTTPCapsules", "HTTPFetching", "MASQUERelay", "NetExt", "NetExtCore", .product(name: "NIOSSL", package: "swift-nio-ssl")],
             swiftSettings: strict),
         .executableTarget(name: "netext-relay-provider", dependencies: ["NetExt", "RelayProvider"]),
         // The reference DNS proxy: every program's DNS answered over its own DoH connection.

@@ -31,9 +31,9 @@ final class RelayAdmissionGate: Sendable {
     private let state = Mutex(State.open)
 
     /// `fields`: every request's header fields; the gate is needed when one is a
-    /// `PrivateToken` credential.
-    init(fields: [(name: String, value: String)]) {
-        isNeeded = fields.contains(where: Self.isSingleUseCredential)
+    /// `PrivateToken` credential, or when tokens come from a source (`fetchesTokens`).
+    init(fields: [(name: String, value: String)], fetchesTokens: Bool = false) {
+        isNeeded = fetchesTokens || fields.contains(where: Self.isSingleUseCredential)
     }
 
     /// Whether `field` is a Privacy Pass credential (`Proxy-Authorization` or `Authorization`
@@ -108,20 +108,6 @@ final class RelayAdmissionGate: Sendable {
             case .refused(let error): continuation.resume(throwing: error)
             case .open, .pending: continuation.resume(returning: .presenting)
             }
-        }
-    }
-}
-
-extension RelayAdmissionGate {
-    /// Waits for a request's answer and settles the gate with it (a no-op unless `turn`
-    /// presented the token); the answer's failure is thrown on.
-    func awaitAnswer(_ answered: EventLoopPromise<Void>, turn: Turn) async throws {
-        do {
-            try await answered.futureResult.get()
-            settle(turn, with: .success(()))
-        } catch {
-            settle(turn, with: .failure(error))
-            throw error
         }
     }
 }

@@ -19,6 +19,14 @@ public final class RelayClient: Sendable {
         public let description: String
         /// The relay's status, when it answered.
         public let status: Int?
+        /// The relay's `Proxy-Authenticate` field values, when it asked for a credential (407).
+        public let challenges: [String]
+
+        public init(description: String, status: Int?, challenges: [String] = []) {
+            self.description = description
+            self.status = status
+            self.challenges = challenges
+        }
     }
 
     private let connection: any Channel
@@ -29,8 +37,10 @@ public final class RelayClient: Sendable {
     let requestFields: [(name: String, value: String)]
     /// The relay's connect-udp URI template's path (RFC 9298 §2).
     let udpPathTemplate: String
-    /// One request at a time presents a Privacy Pass token in `requestFields`, until admitted.
+    /// One request at a time presents a Privacy Pass token, until admitted.
     let admission: RelayAdmissionGate
+    /// Where fresh tokens come from when the relay asks for one (nil: only `requestFields`).
+    let tokens: (any RelayTokenSource)?
 
     private init(connection: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, options: Options) {
         self.connection = connection
@@ -40,7 +50,8 @@ public final class RelayClient: Sendable {
         fields += options.additionalHeaders.map { ($0.name.lowercased(), $0.value) }
         self.requestFields = fields
         self.udpPathTemplate = options.udpPathTemplate
-        self.admission = RelayAdmissionGate(fields: fields)
+        self.tokens = options.tokens
+        self.admission = RelayAdmissionGate(fields: fields, fetchesTokens: options.tokens != nil)
     }
 
     /// How to reach and speak to one relay.
@@ -56,6 +67,8 @@ public final class RelayClient: Sendable {
         var pinnedPublicKeys: [[UInt8]] = []
         /// The certificate and key presented to the relay (`NERelay.identityData`).
         var identity: RelayClientIdentity?
+        /// Fresh Privacy Pass tokens when the relay asks (``RelayTokenSource``).
+        var tokens: (any RelayTokenSource)?
         var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
@@ -70,11 +83,12 @@ public final class RelayClient: Sendable {
     public static func connect(
         host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
         additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
-        pinnedPublicKeys: [[UInt8]] = [], identity: RelayClientIdentity? = nil,
+        pinnedPublicKeys: [[UInt8]] = [], identity: RelayClientIdentity? = nil, tokens: (any RelayTokenSource)? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RelayClient {
         let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
-                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys, identity: identity)
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys, identity: identity,
+                              tokens: tokens)
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)  // IPPROTO_TCP: socketOption would set SOL_SOCKET 1, SO_DEBUG
@@ -99,10 +113,11 @@ public final class RelayClient: Sendable {
     public func connectThrough(
         toHost host: String, port: Int, serverName: String? = nil, trustRoots: NIOSSLTrustRoots? = nil, token: String? = nil,
         additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
-        pinnedPublicKeys: [[UInt8]] = [], identity: RelayClientIdentity? = nil
+        pinnedPublicKeys: [[UInt8]] = [], identity: RelayClientIdentity? = nil, tokens: (any RelayTokenSource)? = nil
     ) async throws -> RelayClient {
         let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
-                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys, identity: identity)
+                              additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys, identity: identity,
+                              tokens: tokens)
         guard let port16 = UInt16(exactly: port) else { throw Failure(description: "port \(port) is out of range", status: nil) }
         // The certificate is checked against the name; an address could be checked only
         // against the connection's peer, which here is the local socket pair (a pinned key needs
@@ -203,30 +218,30 @@ public final class RelayClient: Sendable {
     public func carry(socket: Int32, toHost host: String, port: UInt16, ended: (@Sendable () -> Void)? = nil) async throws {
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let eventLoop = connection.eventLoop
-        let answered = eventLoop.makePromise(of: Void.self)
-        let turn: RelayAdmissionGate.Turn
+        let (stream, handler): (any Channel, ClientStreamHandler)
         do {
-            turn = try await admission.begin()
+            // The socket is adopted only once the relay accepted, so a refused request can be
+            // sent again (with a token) for the same socket.
+            (stream, handler) = try await admitting { fields in
+                let answered = eventLoop.makePromise(of: Void.self)
+                let handler = ClientStreamHandler(authority: authority, fields: fields, socketDescriptor: socket, answered: answered)
+                let stream: any Channel
+                do { stream = try await self.openStream(handler) } catch {
+                    answered.fail(error)
+                    throw RelayClient.Failure(description: "could not open a stream to the relay: \(error)", status: nil)
+                }
+                do { try await answered.futureResult.get() } catch {
+                    stream.close(promise: nil)
+                    throw error
+                }
+                return (stream, handler)
+            }
         } catch {
-            answered.fail(error)
             _ = Glibc.close(socket)
             ended?()
             throw error
         }
-        let handler = ClientStreamHandler(
-            authority: authority, fields: RelayAdmissionGate.fields(requestFields, for: turn), socketDescriptor: socket, answered: answered)
-        let stream: any Channel
         do {
-            stream = try await openStream(handler)
-        } catch {
-            answered.fail(error)
-            admission.settle(turn, with: .failure(error))
-            _ = Glibc.close(socket)
-            ended?()
-            throw RelayClient.Failure(description: "could not open a stream to the relay: \(error)", status: nil)
-        }
-        do {
-            try await admission.awaitAnswer(answered, turn: turn)
             // The app's socket as a channel on the stream's event loop, glued to it both ways.
             let app = try await ClientBootstrap(group: eventLoop)
                 .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
@@ -253,7 +268,9 @@ public final class RelayClient: Sendable {
         let status = headers.first(name: ":status").flatMap { Int($0) }
         if let status, (200..<300).contains(status) { return nil }
         let reason = headers.first(name: "proxy-status").map { " (\($0))" } ?? ""
-        return Failure(description: "the relay refused \(what) with \(status.map(String.init) ?? "no status")\(reason)", status: status)
+        return Failure(
+            description: "the relay refused \(what) with \(status.map(String.init) ?? "no status")\(reason)", status: status,
+            challenges: status == 407 ? headers["proxy-authenticate"] : [])
     }
 
     /// Whether the connection to the relay is still up.

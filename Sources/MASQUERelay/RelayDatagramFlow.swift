@@ -45,38 +45,30 @@ extension RelayClient {
         do { target = try ConnectUDPTarget(host: host, port: port) } catch {
             throw Failure(description: "\(host):\(port) is not a UDP target: \(error)", status: nil)
         }
-        let (datagrams, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
-        let answered = eventLoop.makePromise(of: Void.self)
-        var headers: HPACKHeaders = [
+        let request: HPACKHeaders = [
             ":method": "CONNECT", ":protocol": "connect-udp", ":scheme": "https", ":authority": relayAuthority,
             ":path": target.path(template: udpPathTemplate), "capsule-protocol": "?1",
         ]
-        let turn: RelayAdmissionGate.Turn
-        do {
-            turn = try await admission.begin()
-        } catch {
-            answered.fail(error)
-            continuation.finish()
-            throw error
+        let eventLoop = eventLoop
+        return try await admitting { fields in
+            let (datagrams, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
+            let answered = eventLoop.makePromise(of: Void.self)
+            var headers = request
+            for field in fields { headers.add(name: field.name, value: field.value) }
+            let handler = DatagramStreamHandler(request: headers, what: "the UDP flow to \(target.description)", answered: answered, continuation: continuation)
+            let stream: any Channel
+            do { stream = try await self.openStream(handler) } catch {
+                answered.fail(error)
+                continuation.finish()
+                throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
+            }
+            do { try await answered.futureResult.get() } catch {
+                stream.close(promise: nil)
+                continuation.finish()
+                throw error
+            }
+            return RelayDatagramFlow(stream: stream, datagrams: datagrams)
         }
-        for field in RelayAdmissionGate.fields(requestFields, for: turn) { headers.add(name: field.name, value: field.value) }
-        let handler = DatagramStreamHandler(request: headers, what: "the UDP flow to \(target.description)", answered: answered, continuation: continuation)
-        let stream: any Channel
-        do {
-            stream = try await openStream(handler)
-        } catch {
-            answered.fail(error)
-            admission.settle(turn, with: .failure(error))
-            continuation.finish()
-            throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
-        }
-        do {
-            try await admission.awaitAnswer(answered, turn: turn)
-        } catch {
-            stream.close(promise: nil)
-            throw error
-        }
-        return RelayDatagramFlow(stream: stream, datagrams: datagrams)
     }
 }
 

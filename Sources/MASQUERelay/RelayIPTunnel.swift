@@ -78,42 +78,39 @@ extension RelayClient {
     /// answered 200 and sent the tunnel's addresses and routes; throws with its status when it
     /// refused, or when they do not come within `timeout`.
     public func openIPTunnel(scope: ConnectIPScope = ConnectIPScope(), timeout: Duration = .seconds(10)) async throws -> RelayIPTunnel {
-        let (packets, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
-        let answered = eventLoop.makePromise(of: Void.self)
-        let configuration = IPTunnelConfiguration(promise: eventLoop.makePromise())
-        var headers: HPACKHeaders = [
+        let request: HPACKHeaders = [
             ":method": "CONNECT", ":protocol": "connect-ip", ":scheme": "https", ":authority": relayAuthority,
             ":path": scope.path, "capsule-protocol": "?1",
         ]
-        let turn: RelayAdmissionGate.Turn
-        do {
-            turn = try await admission.begin()
-        } catch {
-            answered.fail(error)
-            configuration.fail("refused")
-            continuation.finish()
-            throw error
+        let eventLoop = eventLoop
+        let (stream, configuration, packets, deadline) = try await admitting { fields in
+            let (packets, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
+            let answered = eventLoop.makePromise(of: Void.self)
+            let configuration = IPTunnelConfiguration(promise: eventLoop.makePromise())
+            var headers = request
+            for field in fields { headers.add(name: field.name, value: field.value) }
+            let handler = DatagramStreamHandler(
+                request: headers, what: "the IP tunnel to \(scope)", answered: answered, continuation: continuation,
+                otherCapsules: { try configuration.read($0) },
+                ended: { configuration.fail("the IP tunnel's stream ended before the relay assigned it an address and routes (\($0))") })
+            let stream: any Channel
+            do { stream = try await self.openStream(handler) } catch {
+                answered.fail(error)
+                configuration.fail("no stream")
+                continuation.finish()
+                throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
+            }
+            let deadline = eventLoop.scheduleTask(in: .milliseconds(Int64(timeout / .milliseconds(1)))) {
+                configuration.fail("the relay assigned the tunnel no address and route within \(timeout)")
+            }
+            do { try await answered.futureResult.get() } catch {
+                deadline.cancel()
+                stream.close(promise: nil)
+                throw error
+            }
+            return (stream, configuration, packets, deadline)
         }
-        for field in RelayAdmissionGate.fields(requestFields, for: turn) { headers.add(name: field.name, value: field.value) }
-        let handler = DatagramStreamHandler(
-            request: headers, what: "the IP tunnel to \(scope)", answered: answered, continuation: continuation,
-            otherCapsules: { try configuration.read($0) },
-            ended: { configuration.fail("the IP tunnel's stream ended before the relay assigned it an address and routes (\($0))") })
-        let stream: any Channel
         do {
-            stream = try await openStream(handler)
-        } catch {
-            answered.fail(error)
-            admission.settle(turn, with: .failure(error))
-            configuration.fail("no stream")
-            continuation.finish()
-            throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
-        }
-        let deadline = eventLoop.scheduleTask(in: .milliseconds(Int64(timeout / .milliseconds(1)))) {
-            configuration.fail("the relay assigned the tunnel no address and route within \(timeout)")
-        }
-        do {
-            try await admission.awaitAnswer(answered, turn: turn)
             let configured = try await configuration.promise.futureResult.get()
             deadline.cancel()
             return RelayIPTunnel(stream: stream, assignedAddresses: configured.addresses, routes: configured.routes, packets: packets)

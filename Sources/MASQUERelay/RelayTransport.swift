@@ -15,12 +15,15 @@ public struct RelayEndpoint: Sendable {
     public var pinnedPublicKeys: [[UInt8]]
     /// The client certificate presented to it (`NERelay.identityData`).
     public var identity: RelayClientIdentity?
+    /// Where fresh Privacy Pass tokens come from when it asks for one (nil: none are fetched).
+    public var tokens: (any RelayTokenSource)?
 
     public init(
         host: String, port: Int, trustRoots: NIOSSLTrustRoots? = nil, additionalHeaders: [(name: String, value: String)] = [],
         udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/", pinnedPublicKeys: [[UInt8]] = [],
-        identity: RelayClientIdentity? = nil
+        identity: RelayClientIdentity? = nil, tokens: (any RelayTokenSource)? = nil
     ) {
+        self.tokens = tokens
         self.host = host
         self.port = port
         self.trustRoots = trustRoots
@@ -72,7 +75,8 @@ public struct HTTP2RelayTransportMaker: RelayTransportMaker {
     public func connect(to endpoint: RelayEndpoint) async throws -> any RelayTransport {
         try await RelayClient.connect(
             host: endpoint.host, port: endpoint.port, trustRoots: endpoint.trustRoots, additionalHeaders: endpoint.additionalHeaders,
-            udpPathTemplate: endpoint.udpPathTemplate, pinnedPublicKeys: endpoint.pinnedPublicKeys, identity: endpoint.identity)
+            udpPathTemplate: endpoint.udpPathTemplate, pinnedPublicKeys: endpoint.pinnedPublicKeys, identity: endpoint.identity,
+            tokens: endpoint.tokens)
     }
 }
 
@@ -84,7 +88,7 @@ extension RelayClient: RelayTransport {
     public func connect(through next: RelayEndpoint) async throws -> any RelayTransport {
         try await connectThrough(
             toHost: next.host, port: next.port, trustRoots: next.trustRoots, additionalHeaders: next.additionalHeaders,
-            udpPathTemplate: next.udpPathTemplate, pinnedPublicKeys: next.pinnedPublicKeys, identity: next.identity)
+            udpPathTemplate: next.udpPathTemplate, pinnedPublicKeys: next.pinnedPublicKeys, identity: next.identity, tokens: next.tokens)
     }
 }
 

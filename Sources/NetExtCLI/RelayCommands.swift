@@ -28,6 +28,8 @@ struct RelayConfigureCommand: AsyncParsableCommand {
     @Option(help: "A file of header fields added to every CONNECT request, one 'Name: value' a line (values stay off the command line).") var headerFile: String?
     @Option(help: "A PEM public key (openssl pkey -pubout) the relay's certificate must carry (repeatable): a pin instead of the CA check.") var publicKey: [String] = []
     @Option(help: "A PEM file with the client certificate, its chain and key, mode 600, presented to the relays; netextd reads it.") var clientIdentity: String?
+    @Option(help: "A Privacy Pass issuer (https://HOST[:PORT]) whose tokens answer the relays' PrivateToken challenges: one fresh token a connection.") var privacyPassIssuer: String?
+    @Flag(help: "Read the issuer's credential (its Bearer token) from standard input, one line; it goes to netextd's secret store, never onto a command line.") var privacyPassTokenStdin = false
     @Option(help: "A JSON file holding the whole relay settings (instead of the options above).") var settings: String?
     @Option(help: "Names within this domain go through the relays (repeatable).") var matchDomain: [String] = []
     @Option(help: "Names within this domain never go through the relays (repeatable).") var excludeDomain: [String] = []
@@ -41,13 +43,20 @@ struct RelayConfigureCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let settings = try makeSettings()
+            var settings = try makeSettings()
+            if let privacyPassIssuer { settings.privacyPassIssuerURL = privacyPassIssuer }
+            if privacyPassTokenStdin, settings.privacyPassIssuerURL == nil { throw UsageError("--privacy-pass-token-stdin goes with --privacy-pass-issuer URL") }
+            let credential = privacyPassTokenStdin ? try StandardInput.readSecretLine(option: "--privacy-pass-token-stdin", what: "credential") : nil
             try await options.withClient { client in
                 var manager = try await RelayManager.shared(client: client)
+                // A credential stored before stays (netextd keeps it when none is given).
+                if settings.privacyPassIssuerURL != nil, credential == nil, manager.relaySettings.privacyPassTokenReference == nil {
+                    throw UsageError("--privacy-pass-token-stdin is required with an issuer: its credential is read from standard input, never from the command line")
+                }
                 manager.relaySettings = settings
                 if let name { manager.localizedDescription = name }
                 if enable { manager.isEnabled = true }
-                try await manager.saveToPreferences()
+                try await manager.saveToPreferences(password: credential)
                 if options.json { try options.printJSON(manager.configuration) } else {
                     let chain = settings.relays.compactMap(\.http2RelayURL).joined(separator: " → ")
                     print("configured relays \(manager.localizedDescription) (\(manager.id.uuidString)): \(chain)\(manager.isEnabled ? ", enabled" : "")")
@@ -163,6 +172,9 @@ enum RelayText {
             }
             if !relay.rawPublicKeys.isEmpty { lines.append("  pinned keys: \(relay.rawPublicKeys.count)") }
             if let identity = relay.identityReference { lines.append("  identity:   \(identity)") }
+        }
+        if let issuer = settings.privacyPassIssuerURL {
+            lines.append("tokens:      Privacy Pass from \(issuer)\(settings.privacyPassTokenReference == nil ? " (no credential stored)" : " (credential stored)")")
         }
         let matching = settings.matchDomains + settings.matchFQDNs
         lines.append("takes:       " + (matching.isEmpty ? "every connection" : matching.joined(separator: ", ")))

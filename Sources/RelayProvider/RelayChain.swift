@@ -5,14 +5,16 @@ import NIOSSL
 
 /// The connection to a configuration's relays, made when the first flow needs it and again
 /// when it has gone: the first relay reached by `maker` (HTTP/2 over TLS), each next one through
-/// those before it.
+/// those before it. Each relay that asks for a Privacy Pass token is given a fresh one from
+/// `tokens` on each new connection.
 actor RelayChain {
     private let endpoints: [RelayEndpoint]
     private let maker: any RelayTransportMaker
     private var clients: [any RelayTransport] = []
 
     init(
-        relays: [RelayHop], trustRoots: NIOSSLTrustRoots?, identities: [Int: RelayClientIdentity] = [:], maker: any RelayTransportMaker = HTTP2RelayTransportMaker()
+        relays: [RelayHop], trustRoots: NIOSSLTrustRoots?, identities: [Int: RelayClientIdentity] = [:], tokens: (any RelayTokenSource)? = nil,
+        maker: any RelayTransportMaker = HTTP2RelayTransportMaker()
     ) throws(NetExtError) {
         endpoints = try relays.enumerated().map { index, relay throws(NetExtError) in
             guard let text = relay.http2RelayURL else { throw NetExtError(.configurationInvalid, "a relay has no HTTP/2 URL") }
@@ -21,7 +23,7 @@ actor RelayChain {
                 host: url.host, port: url.port, trustRoots: trustRoots,
                 additionalHeaders: relay.additionalHTTPHeaderFields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
                 udpPathTemplate: url.udpPathTemplate, pinnedPublicKeys: relay.rawPublicKeys.compactMap { Data(base64Encoded: $0).map { [UInt8]($0) } },
-                identity: identities[index])
+                identity: identities[index], tokens: tokens)
         }
         self.maker = maker
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HTTPFetching
 import MASQUERelay
 import NetExt
 import NetExtCore
@@ -50,19 +51,21 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         let settings = try Self.settings(from: context.providerConfiguration)
         let roots = try Self.trustRoots(from: context.providerConfiguration)
         let identities = try Self.identities(from: options, settings: settings)
+        let tokens = try Self.tokenSource(from: options, settings: settings, configuration: context.providerConfiguration)
         // An app proxy is handed its apps' flows; a transparent proxy asks for its names'.
         if !settings.isPerApp { try await context.setTransparentProxySettings(Self.networkSettings(for: settings)) }
-        try start(settings: settings, trustRoots: roots, identities: identities)
+        try start(settings: settings, trustRoots: roots, identities: identities, tokens: tokens)
         let chain = settings.relays.compactMap(\.http2RelayURL).joined(separator: " → ")
-        Self.log("carrying the flows of \(Self.describeTaken(settings)) through \(chain)")
+        Self.log("carrying the flows of \(Self.describeTaken(settings)) through \(chain)\(tokens == nil ? "" : ", Privacy Pass tokens from \(settings.privacyPassIssuerURL ?? "")")")
     }
 
     /// Starts with `settings` (``startProxy(options:context:)`` does this after reading them);
     /// `maker` reaches the first relay (HTTP/2 over TLS unless a test says otherwise).
     func start(
-        settings: RelayProtocol, trustRoots: NIOSSLTrustRoots?, identities: [Int: RelayClientIdentity] = [:], maker: any RelayTransportMaker = HTTP2RelayTransportMaker()
+        settings: RelayProtocol, trustRoots: NIOSSLTrustRoots?, identities: [Int: RelayClientIdentity] = [:], tokens: (any RelayTokenSource)? = nil,
+        maker: any RelayTransportMaker = HTTP2RelayTransportMaker()
     ) throws(NetExtError) {
-        let chain = try RelayChain(relays: settings.relays, trustRoots: trustRoots, identities: identities, maker: maker)
+        let chain = try RelayChain(relays: settings.relays, trustRoots: trustRoots, identities: identities, tokens: tokens, maker: maker)
         started.withLock { $0 = Started(settings: settings, chain: chain) }
     }
 
@@ -228,6 +231,30 @@ public final class RelayProxyProvider: TransparentProxyProvider {
             }
         }
         return identities
+    }
+
+    /// The key netextd hands the Privacy Pass issuer's credential over under, in the start
+    /// options (read from the secret store; the provider cannot read it).
+    public static let privacyPassTokenOption = "relayPrivacyPassToken"
+
+    /// Fresh Privacy Pass tokens from the settings' issuer (``RelayProtocol/privacyPassIssuerURL``)
+    /// for every relay of the chain that asks for them; nil without an issuer. The issuer's
+    /// certificate chains to the lab's `caFile` when one is given, else to the system's CAs.
+    static func tokenSource(
+        from options: [String: JSONValue]?, settings: RelayProtocol, configuration: [String: JSONValue]
+    ) throws(NetExtError) -> (any RelayTokenSource)? {
+        guard let text = settings.privacyPassIssuerURL else { return nil }
+        guard let url = URL(string: text) else { throw NetExtError(.configurationInvalid, "privacyPassIssuerURL: '\(text)' is not a URL") }
+        guard case .string(let credential)? = options?[privacyPassTokenOption], !credential.isEmpty else {
+            throw NetExtError(.configurationInvalid, "privacyPassIssuerURL: netextd handed over no credential for the issuer")
+        }
+        var tls: ClientTLS?
+        if case .string(let file)? = configuration["caFile"] {
+            do throws(TLSSetupError) { tls = try ClientTLS(caFile: file) } catch {
+                throw NetExtError(.configurationInvalid, "providerConfiguration 'caFile': \(error.description)")
+            }
+        }
+        return PrivacyPassRelayTokens(issuerURL: url, credential: credential, tls: tls)
     }
 
     static func trustRoots(from configuration: [String: JSONValue]) throws(NetExtError) -> NIOSSLTrustRoots? {

@@ -73,6 +73,29 @@ struct RelayConfigurationTests {
         let disabled = try await daemon.cli(["relay", "disable"])
         #expect(disabled.status == 0 && disabled.stdout.contains("relays Lab relay disabled"), "\(disabled)")
 
+        // A Privacy Pass issuer: its credential read from standard input into the secret store,
+        // never shown; without it on standard input the command refuses.
+        let issuerArguments = ["relay", "configure", "--relay", "https://relay.example.test:8443", "--privacy-pass-issuer", "https://issuer.example.test"]
+        let noCredential = try await daemon.cli(issuerArguments)
+        #expect(noCredential.status != 0 && noCredential.stderr.contains("--privacy-pass-token-stdin is required with an issuer"), "\(noCredential)")
+        let badIssuer = try await daemon.cli(["relay", "configure", "--relay", "https://relay.example.test:8443", "--privacy-pass-issuer", "http://issuer.example.test",
+                                              "--privacy-pass-token-stdin"], stdin: "issuer-secret-5b2c\n")
+        #expect(badIssuer.status != 0 && badIssuer.stderr.contains("privacyPassIssuerURL: 'http://issuer.example.test' must be https"), "\(badIssuer)")
+        let withIssuer = try await daemon.cli(issuerArguments + ["--privacy-pass-token-stdin"], stdin: "issuer-secret-5b2c\n")
+        #expect(withIssuer.status == 0, "\(withIssuer)")
+        let issuerShown = try await daemon.cli(["relay", "show"])
+        #expect(issuerShown.stdout.contains("tokens:      Privacy Pass from https://issuer.example.test (credential stored)"), "\(issuerShown)")
+        let issuerJSON = try await daemon.cli(["relay", "show", "--json"])
+        #expect(issuerJSON.stdout.contains("privacyPassTokenReference"), "\(issuerJSON)")
+        // Saved again without a credential, the stored one stays.
+        let resaved = try await daemon.cli(issuerArguments + ["--match-domain", "office.example.test"])
+        #expect(resaved.status == 0, "\(resaved)")
+        let stillStored = try await daemon.cli(["relay", "show"])
+        #expect(stillStored.stdout.contains("(credential stored)") && stillStored.stdout.contains("takes:       office.example.test"), "\(stillStored)")
+        for output in [withIssuer.stdout, issuerShown.stdout, issuerJSON.stdout, resaved.stdout, daemon.log()] {
+            #expect(!output.contains("issuer-secret-5b2c"), "the issuer's credential was printed or logged")
+        }
+
         // The profile's chain of two arrives whole, enabled; without the built-in provider it
         // cannot be put in force, and netextd says why.
         let installed = try await daemon.cli(["profile", "install", fixturesDirectory + "/profiles/relay.mobileconfig"])

@@ -30,8 +30,12 @@ struct RelaySettingsTests {
                          identityReference: "/etc/netext/relay-client.pem"),
             ],
             matchDomains: ["office.example.com", ".corp.example"], excludedDomains: ["public.office.example.com"],
-            matchFQDNs: ["git.example.org"], excludedFQDNs: ["login.office.example.com"])
+            matchFQDNs: ["git.example.org"], excludedFQDNs: ["login.office.example.com"], privacyPassIssuerURL: "https://issuer.example.net")
         try configuration(settings).validate()
+        // Plain http for an issuer on loopback (development), an address as the host.
+        for issuer in ["http://127.0.0.1:8444", "https://10.0.0.7:8444/", "http://localhost:9000"] {
+            try configuration(RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], privacyPassIssuerURL: issuer)).validate()
+        }
     }
 
     @Test("each kind of bad setting is refused, naming the field", arguments: [
@@ -53,6 +57,10 @@ struct RelaySettingsTests {
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example", rawPublicKeys: ["bm90IGRlcg=="])]), "relays[0].rawPublicKeys[0]: not the base64 of a DER"),
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example", identityReference: "relative.pem")]), "identityReference: 'relative.pem' is not an absolute path"),
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], matchDomains: ["bad domain"]), "matchDomains: 'bad domain' is not a domain name"),
+        (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], privacyPassIssuerURL: "http://issuer.example"), "privacyPassIssuerURL: 'http://issuer.example' must be https"),
+        (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], privacyPassIssuerURL: "https://issuer.example/issue"), "privacyPassIssuerURL: 'https://issuer.example/issue' has a path"),
+        (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], privacyPassIssuerURL: "https://u:p@issuer.example"), "privacyPassIssuerURL: 'https://u:p@issuer.example' is not an https URL of the issuer's origin"),
+        (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], privacyPassIssuerURL: "issuer.example"), "is not an https URL of the issuer's origin"),
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], excludedFQDNs: ["10.0.0.1"]), "excludedFQDNs: '10.0.0.1' is not a domain name"),
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], appRules: [Self.app("org.example.A"), Self.app("org.example.A")]), "appRules: org.example.A appears more than once"),
         (RelayProtocol(relays: [RelayHop(http2RelayURL: "https://r.example")], appRules: [Self.app("org.example.A", domains: ["a.example"])]), "matchDomains (org.example.A) does not apply to relays"),
@@ -126,7 +134,8 @@ struct RelaySettingsTests {
     func json() throws {
         let settings = RelayProtocol(
             relays: [RelayHop(http2RelayURL: "https://r.example", additionalHTTPHeaderFields: ["A": "b"], rawPublicKeys: [Self.key])],
-            matchDomains: ["m.example"], excludedFQDNs: ["x.m.example"], allowsDNSFailover: true, appRules: [Self.app("org.example.Browser")])
+            matchDomains: ["m.example"], excludedFQDNs: ["x.m.example"], allowsDNSFailover: true, appRules: [Self.app("org.example.Browser")],
+            privacyPassIssuerURL: "https://issuer.example", privacyPassTokenReference: "secret-1")
         #expect(settings.isPerApp && !RelayProtocol(relays: []).isPerApp)
         let stored = configuration(settings)
         #expect(try JSONDecoder().decode(Configuration.self, from: JSONEncoder().encode(stored)) == stored)

@@ -71,4 +71,20 @@ struct RelayStartOptionsTests {
             Issue.record("a missing file was accepted")
         } catch { #expect(error.message.contains("relays[0].identityReference: cannot read")) }
     }
+
+    @Test("a Privacy Pass issuer's credential comes from the secret store into the start options under relayPrivacyPassToken; an issuer without one fails the start saying how to give it")
+    func privacyPassCredential() throws {
+        var settings = RelayProtocol(relays: [RelayHop(http2RelayURL: "https://a.example")], privacyPassIssuerURL: "https://issuer.example")
+        settings.privacyPassTokenReference = "secret-1"
+        let lookup: (String) throws(NetExtError) -> String? = { $0 == "secret-1" ? "issuer-credential" : nil }
+        let options = try SessionManager.relayStartOptions(settings, options: [:], secret: lookup)
+        #expect(options["relayPrivacyPassToken"] == .string("issuer-credential"))
+        settings.privacyPassTokenReference = "secret-gone"
+        do {
+            _ = try SessionManager.relayStartOptions(settings, options: [:], secret: lookup)
+            Issue.record("an issuer without a credential was accepted")
+        } catch { #expect(error.message.contains("the relays' Privacy Pass issuer has no credential; give one with `netext relay configure")) }
+        // Without an issuer nothing is looked up.
+        #expect(try SessionManager.relayStartOptions(RelayProtocol(relays: [RelayHop(http2RelayURL: "https://a.example")]), options: [:], secret: lookup).isEmpty)
+    }
 }

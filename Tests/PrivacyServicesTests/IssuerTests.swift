@@ -205,9 +205,13 @@ struct IssuerTests {
         defer { Task { await issuer.stop() } }
         let client = issuer.client(store: try PrivateTokenStore(path: nil))
         let rogue = try IssuerKey.generate()
-        await #expect(throws: URLFilterError.self) { _ = try await client.token(for: issuer.challenge, tokenKeyDER: rogue.publicKeyDER) }
+        await #expect(throws: PrivacyPassClient.Failure.protocolMismatch("the origin's token key is not one the issuer publishes; refusing to use it")) {
+            _ = try await client.token(for: issuer.challenge, tokenKeyDER: rogue.publicKeyDER)
+        }
         let otherIssuer = TokenChallenge(issuerName: "issuer.elsewhere", originInfo: ["pir.test"])
-        await #expect(throws: URLFilterError.self) { _ = try await client.token(for: otherIssuer, tokenKeyDER: issuer.ring.keys[0].key.publicKeyDER) }
+        await #expect(throws: PrivacyPassClient.Failure.protocolMismatch("the challenge names issuer 'issuer.elsewhere', not the configured '127.0.0.1'")) {
+            _ = try await client.token(for: otherIssuer, tokenKeyDER: issuer.ring.keys[0].key.publicKeyDER)
+        }
     }
 
     @Test func keyRingRotatesWithOverlapAndDeletesRetiredKeys() throws {

@@ -94,6 +94,75 @@ struct RelayPrivacyPassTests {
         }
     }
 
+    @Test("tokens fetched from the issuer when the relay asks (PrivacyPassRelayTokens): the first request answered 407 is sent again with a fresh token; each new connection presents one from its first request; flows at once spend one")
+    func tokensFetchedWhenTheRelayAsks() async throws {
+        try await Self.withTokenRelay { relay, issuer, verifier, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            let target = UInt16(issuer.served.port)
+            let tokens = PrivacyPassRelayTokens(issuerURL: issuer.served.url(""), credential: IssuerTests.credential, batchSize: 3, timeout: testClientTimeout)
+            let first = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, tokens: tokens)
+            try await Self.flow(through: first, to: target)
+            try await Self.flow(through: first, to: target)
+            await first.close()
+            #expect(relay.counters.current.unauthorized == 1, "only the first request, before the challenge was known")
+            #expect(relay.counters.current.privateTokensRedeemed == 1)
+            #expect(await tokens.fetchedTokens == 3, "one batch")
+
+            // Later connections: a token from the first request, no 407; four flows at once on
+            // one connection still spend one token.
+            for round in 0..<3 {
+                let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, tokens: tokens)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<4 { group.addTask { try await Self.flow(through: client, to: target) } }
+                    try await group.waitForAll()
+                }
+                await client.close()
+                #expect(relay.counters.current.privateTokensRedeemed == 2 + round)
+            }
+            #expect(relay.counters.current.unauthorized == 1)
+            #expect(relay.counters.current.tcpStreams == 14)
+            #expect(await tokens.fetchedTokens == 6, "a second batch once the first three were spent")
+            #expect(verifier.outcomes["accepted"] == 4 && verifier.outcomes["spent"] == nil, "\(verifier.outcomes)")
+        }
+    }
+
+    @Test("no token to be had: an issuer refusing the credential fails the flow saying so (and the next one tries again); a challenge of another issuer is not answered (the 407 stands)")
+    func tokensThatCannotBeHad() async throws {
+        try await Self.withTokenRelay { relay, issuer, _, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            let target = UInt16(issuer.served.port)
+            let refusing = PrivacyPassRelayTokens(issuerURL: issuer.served.url(""), credential: "credential-wrong-wrong-wrong", timeout: testClientTimeout)
+            let client = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, tokens: refusing)
+            for _ in 0..<2 {
+                do {
+                    try await Self.flow(through: client, to: target)
+                    Issue.record("a flow was carried without a token")
+                } catch let failure as RelayClient.Failure {
+                    #expect(failure.status == nil && failure.description.contains("asks for a Privacy Pass token and none could be had"), "\(failure)")
+                    #expect(failure.description.contains("401"), "the issuer's refusal is said: \(failure)")
+                }
+            }
+            await client.close()
+            // The second flow knew the challenge, asked the issuer again and failed before
+            // troubling the relay.
+            #expect(relay.counters.current.unauthorized == 1)
+            #expect(await refusing.fetchedTokens == 0)
+
+            // The relay's challenge names issuer 127.0.0.1; a source for "localhost" does not answer it.
+            let elsewhere = PrivacyPassRelayTokens(
+                issuerURL: URL(string: "http://localhost:\(issuer.served.port)")!, credential: IssuerTests.credential, timeout: testClientTimeout)
+            let other = try await RelayClient.connect(host: "127.0.0.1", port: relay.port, trustRoots: roots, tokens: elsewhere)
+            do {
+                try await Self.flow(through: other, to: target)
+                Issue.record("a flow was carried without a token")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.status == 407 && failure.challenges.contains { $0.hasPrefix("PrivateToken ") }, "\(failure)")
+            }
+            await other.close()
+            #expect(await elsewhere.fetchedTokens == 0)
+        }
+    }
+
     /// A request without a credential first — refused (407), and the relay's verifier fetches the
     /// issuer's keys —, then a token for the relay's challenge from the issuer, as the header
     /// that presents it.

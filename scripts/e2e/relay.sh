@@ -197,6 +197,39 @@ check "the office page through the relay that admitted the laptop by its certifi
 check "the identity's key appears in no log (netextd's and the provider's, the relay's)" bash -c "! grep -q 'PRIVATE KEY' '$work/netextd.log' && ! grep -q 'PRIVATE KEY' '$work/relay-mtls.log'"
 check "without the identity the same relay refuses the laptop (TLS handshake)" \
   bash -c "! ip netns exec '$LAB_LAPTOP' curl -s -m 5 --proxytunnel --proxy https://203.0.113.2:8444 --proxy-cacert '$work/relay-ca.crt' http://10.20.0.5:8080/ > /dev/null"
+# Privacy Pass: a third relay takes tokens of NetExt's issuer (both at the office's edge, TLS
+# from the lab CA) instead of a bearer token; the laptop's relay client fetches them from the
+# issuer with its credential (netextd's secret store → the provider), one fresh token a
+# connection, so the relay cannot link the laptop's connections.
+(umask 077; echo "lab-issuer-credential-8d21" > "$work/issuer-credentials")
+lab_spawn "$LAB_OFFICE" "$bin/netext-server" issuer --listen 203.0.113.2:8446 --keys "$work/issuer-keys" --credentials "$work/issuer-credentials" \
+  --tls-certificate "$work/ca/relay.crt" --tls-key "$work/ca/relay.key" 2>> "$work/issuer.log"
+lab_wait "grep -q 'serving' '$work/issuer.log'" 20
+start_pp_relay() {
+  lab_spawn "$LAB_OFFICE" "$bin/netext-server" relay --listen 203.0.113.2:8445 --certificate "$work/ca/relay.crt" --key "$work/ca/relay.key" \
+    --allow 10.20.0.0/24 --privacy-pass-issuer https://203.0.113.2:8446 --upstream-ca "$work/ca/ca.crt" --spent-tokens "$work/relay-spent.sqlite" \
+    --metrics-listen 127.0.0.1:9472 2>> "$work/relay-pp.log"; PP_RELAY_PID=$!
+  lab_wait "office ss -ltn | grep -q '203.0.113.2:8445'" 15
+}
+start_pp_relay
+pp_metric() { office curl -s -m 5 http://127.0.0.1:9472/metrics | grep -E "^netext_masque_relay_$1 " | awk '{print int($2)}'; }
+pp_counts() { [ "$(pp_metric private_tokens_redeemed_total)" = "$1" ] && [ "$(pp_metric 'refused_total\{reason="unauthorized"\}')" = "$2" ]; }
+pp_configure() {
+  echo lab-issuer-credential-8d21 | netext relay configure --relay https://203.0.113.2:8445 --match-domain office.test \
+    --privacy-pass-issuer https://203.0.113.2:8446 --privacy-pass-token-stdin --name 'Office relay' --enable > /dev/null
+}
+pp_pages() { lab_wait office_page 15 && two_pages; }
+pp_reconnect() {
+  kill "$PP_RELAY_PID" && wait "$PP_RELAY_PID" 2>/dev/null; start_pp_relay && lab_wait office_page 15
+}
+check "Privacy Pass: netext relay configure --privacy-pass-issuer (the issuer's credential from standard input)" pp_configure
+check "netext relay show names the issuer, not the credential" bash -c "'$bin/netext' relay show | tee '$work/privacy-pass-show.txt' | grep -q 'tokens:      Privacy Pass from https://203.0.113.2:8446 (credential stored)'"
+check "the office page through the relay that takes Privacy Pass tokens, then two more flows" pp_pages
+check "the relay redeemed one token for that connection, after one 407 that taught the client its challenge (metrics)" pp_counts 1 1
+check "the relay restarts: the provider's new connection carries the office page again" pp_reconnect
+check "the restarted relay (its counts anew) redeemed a fresh token from that connection's first request, with no 407 (metrics)" pp_counts 1 0
+check "the issuer's credential is in no log (netextd's and the provider's, the relay's, the issuer's)" bash -c "
+  ! grep -q 'lab-issuer-credential' '$work/netextd.log' '$work/relay-pp.log' '$work/issuer.log'"
 check "netext relay disable: the relays are out of force" netext relay disable
 check "the per-app provider carried that flow itself, direct (its stop line)" \
   lab_wait "grep -Eq 'stopped \(configurationDisabled\): [0-9]+ TCP and [0-9]+ UDP flows carried, [1-9][0-9]* direct' '$work/netextd.log'" 10

@@ -76,4 +76,14 @@ public struct RelayManager: ConfigurationManager {
         get { relaySettings.appRules }
         set { relaySettings.appRules = newValue }
     }
+
+    /// The Privacy Pass issuer (`https://HOST[:PORT]`) whose tokens answer the relays' `PrivateToken`
+    /// challenges (RFC 9577): a NetExt addition, since Apple's relay settings name none. Its
+    /// credential is a secret: give it to ``saveToPreferences(password:sharedSecret:allowsDuplicateName:)``
+    /// as `password`, and netextd keeps it in its secret store (a save without one keeps the
+    /// stored credential).
+    public var privacyPassIssuerURL: String? {
+        get { relaySettings.privacyPassIssuerURL }
+        set { relaySettings.privacyPassIssuerURL = newValue }
+    }
 }

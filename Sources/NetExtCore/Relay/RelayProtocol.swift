@@ -24,6 +24,16 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     /// apps are named as a per-app VPN's are. A bound app's connections to names the relays do
     /// not take still go direct.
     public var appRules: [AppRule]
+    /// The Privacy Pass issuer (RFC 9578) that gives tokens for relays asking for them (407 with
+    /// a `PrivateToken` challenge naming this issuer's host, RFC 9577 §2.1): its origin,
+    /// `https://HOST[:PORT]`. A NetExt addition: Apple's relay settings name no issuer (its own
+    /// relays' tokens come from Apple's accounts). Each connection to a relay spends one fresh
+    /// token, so the relay cannot link two connections of one user.
+    public var privacyPassIssuerURL: String?
+    /// The secret store's reference for the credential the issuer takes
+    /// (`Authorization: Bearer`); netextd sets it from the saving request's secret and hands the
+    /// value to the provider when it starts, never in the configuration.
+    public var privacyPassTokenReference: String?
 
     /// The most relays one configuration chains (each adds a TLS session and a round trip).
     public static let maximumRelays = 4
@@ -55,8 +65,12 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
         matchFQDNs: [String] = [],
         excludedFQDNs: [String] = [],
         allowsDNSFailover: Bool = false,
-        appRules: [AppRule] = []
+        appRules: [AppRule] = [],
+        privacyPassIssuerURL: String? = nil,
+        privacyPassTokenReference: String? = nil
     ) {
+        self.privacyPassIssuerURL = privacyPassIssuerURL
+        self.privacyPassTokenReference = privacyPassTokenReference
         self.relays = relays
         self.matchDomains = matchDomains
         self.excludedDomains = excludedDomains
@@ -81,6 +95,7 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case relays, matchDomains, excludedDomains, matchFQDNs, excludedFQDNs, allowsDNSFailover, appRules
+        case privacyPassIssuerURL, privacyPassTokenReference
     }
 
     public init(from decoder: any Decoder) throws {
@@ -92,5 +107,7 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
         excludedFQDNs = try container.decodeIfPresent([String].self, forKey: .excludedFQDNs) ?? []
         allowsDNSFailover = try container.decodeIfPresent(Bool.self, forKey: .allowsDNSFailover) ?? false
         appRules = try container.decodeIfPresent([AppRule].self, forKey: .appRules) ?? []
+        privacyPassIssuerURL = try container.decodeIfPresent(String.self, forKey: .privacyPassIssuerURL)
+        privacyPassTokenReference = try container.decodeIfPresent(String.self, forKey: .privacyPassTokenReference)
     }
 }

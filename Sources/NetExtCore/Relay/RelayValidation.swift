@@ -18,6 +18,7 @@ enum RelayValidation {
                 guard DNSSettingsValidation.isHostName(name) else { throw .invalid("\(field): '\(entry)' is not a domain name") }
             }
         }
+        if let issuer = settings.privacyPassIssuerURL { try checkIssuerURL(issuer) }
         if settings.appRules.count > TunnelProviderProtocol.maximumAppRules {
             throw .invalid("appRules: \(settings.appRules.count) rules; at most \(TunnelProviderProtocol.maximumAppRules) are accepted")
         }
@@ -27,6 +28,24 @@ enum RelayValidation {
             if !rule.matchDomains.isEmpty {
                 throw .invalid("appRules: matchDomains (\(rule.matchSigningIdentifier)) does not apply to relays; the relay settings' matchDomains choose the names")
             }
+        }
+    }
+
+    /// An issuer's origin: https (plain http only on loopback, for development), a host, no
+    /// path, query or credentials — the issuer's directory is at its well-known path (RFC 9578 §4)
+    /// and challenges name its host.
+    static func checkIssuerURL(_ text: String) throws(NetExtError) {
+        let field = "privacyPassIssuerURL"
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
+              url.user == nil, url.password == nil, url.query == nil, url.fragment == nil else {
+            throw .invalid("\(field): '\(text)' is not an https URL of the issuer's origin (https://HOST[:PORT])")
+        }
+        guard url.path.isEmpty || url.path == "/" else {
+            throw .invalid("\(field): '\(text)' has a path; give the issuer's origin only (its directory is at /.well-known/private-token-issuer-directory)")
+        }
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            throw .invalid("\(field): '\(text)' must be https (plain http is taken only on loopback)")
         }
     }
 

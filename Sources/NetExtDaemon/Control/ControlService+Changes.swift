@@ -58,7 +58,13 @@ extension ControlService {
             if case .urlFilter(let stored)? = existing?.protocolConfiguration { current = stored.pirAuthenticationTokenReference }
             settings.pirAuthenticationTokenReference = try storeSecret(request.password, replacing: current)
             configuration.protocolConfiguration = .urlFilter(settings)
-        case .contentFilter, .relay, .dnsSettings:
+        case .relay(var settings):
+            // The Privacy Pass issuer's credential (`netext relay configure --privacy-pass-token-stdin`).
+            var current: String?
+            if case .relay(let stored)? = existing?.protocolConfiguration { current = stored.privacyPassTokenReference }
+            settings.privacyPassTokenReference = try storeSecret(request.password, replacing: current)
+            configuration.protocolConfiguration = .relay(settings)
+        case .contentFilter, .dnsSettings:
             break
         }
         let outcome: ConfigurationStore.SaveOutcome

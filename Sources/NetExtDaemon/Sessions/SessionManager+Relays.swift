@@ -41,8 +41,19 @@ extension SessionManager {
     /// The start options of a relay configuration: `options` and, under
     /// `relayIdentities`, each relay's client identity read from its `identityReference` (the
     /// provider runs as nobody and cannot read a key file only root may). A file that others
-    /// may read, or that cannot be read, fails the start naming it. Never stored or logged.
-    static func relayStartOptions(_ settings: RelayProtocol, options: [String: JSONValue]) throws(NetExtError) -> [String: JSONValue] {
+    /// may read, or that cannot be read, fails the start naming it; and under
+    /// `relayPrivacyPassToken` the Privacy Pass issuer's credential from the secret store
+    /// (`secret`: the store's lookup). Never stored or logged.
+    static func relayStartOptions(
+        _ settings: RelayProtocol, options: [String: JSONValue], secret: ((String) throws(NetExtError) -> String?)? = nil
+    ) throws(NetExtError) -> [String: JSONValue] {
+        var options = options
+        if settings.privacyPassIssuerURL != nil {
+            guard let reference = settings.privacyPassTokenReference, let token = try secret?(reference), !token.isEmpty else {
+                throw .invalid("the relays' Privacy Pass issuer has no credential; give one with `netext relay configure --privacy-pass-issuer URL --privacy-pass-token-stdin`")
+            }
+            options["relayPrivacyPassToken"] = .string(token)
+        }
         var identities: [String: JSONValue] = [:]
         for (index, relay) in settings.relays.enumerated() {
             guard let path = relay.identityReference else { continue }
@@ -56,7 +67,6 @@ extension SessionManager {
             identities[String(index)] = .string(text)
         }
         guard !identities.isEmpty else { return options }
-        var options = options
         options["relayIdentities"] = .object(identities)
         return options
     }

@@ -154,7 +154,7 @@ public actor SessionManager {
         // A relay configuration runs as a transparent proxy of the built-in relay provider, its
         // client identities handed over in the start options.
         var options = options
-        if case .relay(let settings) = configuration.protocolConfiguration { options = try Self.relayStartOptions(settings, options: options) }
+        if case .relay(let settings) = configuration.protocolConfiguration { options = try Self.relayStartOptions(settings, options: options, secret: secretLookup) }
         let configuration = Self.runnable(configuration)
         guard configuration.isEnabled else {
             throw .disabled("configuration '\(configuration.localizedDescription)' is not enabled; enable it first (`netext enable`)")

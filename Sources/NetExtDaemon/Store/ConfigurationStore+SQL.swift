@@ -99,7 +99,8 @@ extension Configuration {
         case .personalVPN(let settings): [settings.passwordReference, settings.sharedSecretReference].compactMap { $0 }
         case .urlFilter(let settings): [settings.pirAuthenticationTokenReference].compactMap { $0 }
         // An identity installed from a profile is a file of the secret store (ProfileIdentityPEM).
-        case .relay(let settings): settings.relays.compactMap { $0.identityReference.flatMap(Self.secretReference(inPath:)) }
+        case .relay(let settings):
+            settings.relays.compactMap { $0.identityReference.flatMap(Self.secretReference(inPath:)) } + [settings.privacyPassTokenReference].compactMap { $0 }
         case .dnsSettings(let settings): [settings.identityReference.flatMap(Self.secretReference(inPath:))].compactMap { $0 }
         case .contentFilter: []
         }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NetExtCore
 import NetExtIPC
+import PrivacyPass
 import URLFilter
 
 extension URLFilterController {

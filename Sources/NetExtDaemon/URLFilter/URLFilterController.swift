@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NetExtCore
 import NetExtIPC
+import PrivacyPass
 import URLFilter
 
 /// Runs the URL filter while a URL filter configuration is enabled (the one enabled last):

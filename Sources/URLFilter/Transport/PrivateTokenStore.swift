@@ -8,7 +8,7 @@ import NetExtLinux
 /// fetched ahead of time survive a restart. Each change rewrites the file atomically; a token
 /// handed out is removed from the file before it is used, so no token is ever spent twice.
 /// File format: "NXTOKEN1", then per token a 2-byte big-endian length and the token (RFC 9577 §2.2).
-public final class PrivateTokenStore: Sendable {
+public final class PrivateTokenStore: PrivateTokenCache {
     static let magic = Array("NXTOKEN1".utf8)
     public let path: String?
     private let tokens: Mutex<[PrivateToken]>
@@ -43,7 +43,7 @@ public final class PrivateTokenStore: Sendable {
     }
 
     /// Removes and returns a token for this challenge and key (persisted before returning).
-    public func take(challengeDigest: [UInt8], keyID: [UInt8]) throws(URLFilterError) -> PrivateToken? {
+    public func take(challengeDigest: [UInt8], keyID: [UInt8]) throws(PrivacyPassClient.Failure) -> PrivateToken? {
         let (token, snapshot) = tokens.withLock { tokens -> (PrivateToken?, [PrivateToken]) in
             guard let index = tokens.firstIndex(where: { $0.challengeDigest == challengeDigest && $0.tokenKeyID == keyID }) else { return (nil, tokens) }
             return (tokens.remove(at: index), tokens)
@@ -53,7 +53,7 @@ public final class PrivateTokenStore: Sendable {
     }
 
     /// Adds tokens; tokens for keys not in `keepKeyIDs` (retired by the issuer) are dropped.
-    public func add(_ new: [PrivateToken], keepKeyIDs: Set<[UInt8]>? = nil) throws(URLFilterError) {
+    public func add(_ new: [PrivateToken], keepKeyIDs: Set<[UInt8]>? = nil) throws(PrivacyPassClient.Failure) {
         let snapshot = tokens.withLock { tokens -> [PrivateToken] in
             tokens += new
             if let keepKeyIDs { tokens.removeAll { !keepKeyIDs.contains($0.tokenKeyID) } }
@@ -62,13 +62,13 @@ public final class PrivateTokenStore: Sendable {
         try persist(snapshot)
     }
 
-    private func persist(_ snapshot: [PrivateToken]) throws(URLFilterError) {
+    private func persist(_ snapshot: [PrivateToken]) throws(PrivacyPassClient.Failure) {
         guard let path else { return }
         var bytes = Self.magic
         for token in snapshot {
             let encoded = token.encoded()
             bytes += [UInt8(encoded.count >> 8), UInt8(encoded.count & 0xFF)] + encoded
         }
-        do throws(AtomicFile.Failure) { try AtomicFile.write(bytes, to: path, mode: 0o600) } catch { throw .io(path: path, reason: error.reason) }
+        do throws(AtomicFile.Failure) { try AtomicFile.write(bytes, to: path, mode: 0o600) } catch { throw .cache("\(path): \(error.reason)") }
     }
 }

@@ -23,7 +23,7 @@ public final class TokenAuthenticatingTransport: ServiceTransport {
         let origin = "\(request.url.host ?? ""):\(request.url.port ?? 0)"
         var attempt = request
         if let known = challenges.withLock({ $0[origin] }) {
-            attempt.headers.append(("Authorization", PrivateTokenHeader.authorization(try await tokens.token(for: known.challenge, tokenKeyDER: known.key))))
+            attempt.headers.append(("Authorization", PrivateTokenHeader.authorization(try await token(for: known.challenge, key: known.key))))
         }
         let first = try await inner.send(attempt)
         guard first.status == 401 else { return first }
@@ -38,11 +38,15 @@ public final class TokenAuthenticatingTransport: ServiceTransport {
         } else {
             // Refused without a challenge. A token of our own making was already refused: stop.
             if let known = challenges.withLock({ $0[origin] }), known.challenge.originInfo.isEmpty { return first }
-            chosen = try await tokens.ownChallenge()
+            do throws(PrivacyPassClient.Failure) { chosen = try await tokens.ownChallenge() } catch { throw URLFilterError(error) }
         }
         challenges.withLock { $0[origin] = (chosen.challenge, chosen.tokenKeyDER) }
         var retry = request
-        retry.headers.append(("Authorization", PrivateTokenHeader.authorization(try await tokens.token(for: chosen.challenge, tokenKeyDER: chosen.tokenKeyDER))))
+        retry.headers.append(("Authorization", PrivateTokenHeader.authorization(try await token(for: chosen.challenge, key: chosen.tokenKeyDER))))
         return try await inner.send(retry)
+    }
+
+    private func token(for challenge: TokenChallenge, key: [UInt8]) async throws(URLFilterError) -> PrivateToken {
+        do throws(PrivacyPassClient.Failure) { return try await tokens.token(for: challenge, tokenKeyDER: key) } catch { throw URLFilterError(error) }
     }
 }

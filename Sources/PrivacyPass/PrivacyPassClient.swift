@@ -1,9 +1,9 @@
 import Foundation
-import PrivacyPass
 
 /// Fetches Privacy Pass tokens (RFC 9578 type 0x0002) from the issuer in batches, through any
-/// transport (the URL filter uses the Oblivious HTTP one), presenting the long-term credential
-/// as `Authorization: Bearer …`; keeps the unused ones in a `PrivateTokenStore`. Before using an
+/// transport (the URL filter uses an Oblivious HTTP one, the relay client a direct HTTPS one),
+/// presenting the long-term credential as `Authorization: Bearer …`; keeps the unused ones in a
+/// ``PrivateTokenCache`` (a file for the URL filter, memory for the relay provider). Before using an
 /// origin's token key it checks that the issuer publishes it, so an origin cannot single a
 /// client out with a key of its own (RFC 9576 §6.2 key consistency).
 ///
@@ -11,18 +11,39 @@ import PrivacyPass
 /// one and refuses more with 413) is noticed on the first refusal; from then on a batch is that
 /// many single requests sent at once.
 public actor PrivacyPassClient {
-    public let issuerURL: URL
+    /// Why no token could be had; each case a sentence for people.
+    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The issuer answered with this status.
+        case server(status: Int, message: String)
+        /// The issuer could not be reached.
+        case transport(String)
+        /// The issuer's answer, or the origin's challenge, is not what Privacy Pass allows.
+        case protocolMismatch(String)
+        /// The token cache could not be read or written.
+        case cache(String)
+
+        public var description: String {
+            switch self {
+            case let .server(status, message): "server answered \(status): \(message)"
+            case let .transport(reason): "cannot reach the issuer: \(reason)"
+            case let .protocolMismatch(reason): "unexpected answer: \(reason)"
+            case let .cache(reason): "the token cache failed: \(reason)"
+            }
+        }
+    }
+
+    public nonisolated let issuerURL: URL
     public let batchSize: Int
     let credential: String
-    let transport: any ServiceTransport
-    public let store: PrivateTokenStore
+    let transport: any PrivacyPassIssuerTransport
+    public let store: any PrivateTokenCache
     var directory: (value: IssuerDirectory, fetched: Date)?
     /// Tokens obtained from the issuer so far (for status and tests).
     public private(set) var fetchedTokens = 0
     /// Whether the issuer has shown it takes one token request per POST.
     public private(set) var issuerTakesOneRequestPerPost = false
 
-    public init(issuerURL: URL, credential: String, transport: any ServiceTransport, store: PrivateTokenStore, batchSize: Int = 16) {
+    public init(issuerURL: URL, credential: String, transport: any PrivacyPassIssuerTransport, store: any PrivateTokenCache, batchSize: Int = 16) {
         self.issuerURL = issuerURL
         self.credential = credential
         self.transport = transport
@@ -31,10 +52,10 @@ public actor PrivacyPassClient {
     }
 
     /// The issuer's directory, cached for five minutes.
-    public func issuerDirectory(refresh: Bool = false) async throws(URLFilterError) -> IssuerDirectory {
+    public func issuerDirectory(refresh: Bool = false) async throws(Failure) -> IssuerDirectory {
         if !refresh, let directory, Date().timeIntervalSince(directory.fetched) < 300 { return directory.value }
         let url = issuerURL.appendingPathComponent(String(IssuerDirectory.wellKnownPath.dropFirst()))
-        let answer = try await transport.send(ServiceRequest(method: "GET", url: url, headers: [("Accept", IssuerDirectory.mediaType)]))
+        let answer = try await transport.exchange(method: "GET", url: url, headers: [("Accept", IssuerDirectory.mediaType)], body: [])
         guard answer.status == 200 else { throw .server(status: answer.status, message: "issuer directory: \(answer.message)") }
         do throws(PrivacyPassError) {
             let value = try IssuerDirectory(decoding: answer.body)
@@ -47,7 +68,7 @@ public actor PrivacyPassClient {
     /// `WWW-Authenticate`; its clients fetch tokens ahead of time): a challenge of the client's
     /// own making — token type 2, the configured issuer's name, no redemption context, no origin
     /// (RFC 9577 §2.1) — with the newest token key in service that the issuer publishes.
-    public func ownChallenge() async throws(URLFilterError) -> (challenge: TokenChallenge, tokenKeyDER: [UInt8]) {
+    public func ownChallenge() async throws(Failure) -> (challenge: TokenChallenge, tokenKeyDER: [UInt8]) {
         let directory = try await issuerDirectory()
         guard let key = directory.currentKey(now: UInt64(Date().timeIntervalSince1970)) else {
             throw .protocolMismatch("the issuer's directory lists no token key in service")
@@ -56,7 +77,7 @@ public actor PrivacyPassClient {
     }
 
     /// A token for this challenge, from the store or from a new batch.
-    public func token(for challenge: TokenChallenge, tokenKeyDER: [UInt8]) async throws(URLFilterError) -> PrivateToken {
+    public func token(for challenge: TokenChallenge, tokenKeyDER: [UInt8]) async throws(Failure) -> PrivateToken {
         guard challenge.issuerName.lowercased() == issuerURL.host?.lowercased() else {
             throw .protocolMismatch("the challenge names issuer '\(challenge.issuerName)', not the configured '\(issuerURL.host ?? "")'")
         }
@@ -75,22 +96,22 @@ public actor PrivacyPassClient {
 
     /// `count` tokens: one round trip, or (for an issuer that takes one request per POST)
     /// `count` single round trips at once.
-    func issue(count: Int, challenge: TokenChallenge, tokenKeyDER: [UInt8], directory: IssuerDirectory) async throws(URLFilterError) -> [PrivateToken] {
+    func issue(count: Int, challenge: TokenChallenge, tokenKeyDER: [UInt8], directory: IssuerDirectory) async throws(Failure) -> [PrivateToken] {
         if !issuerTakesOneRequestPerPost {
             do { return try await post(count: count, challenge: challenge, tokenKeyDER: tokenKeyDER, directory: directory) } catch {
                 guard count > 1, case .server(413, _) = error else { throw error }
                 issuerTakesOneRequestPerPost = true
             }
         }
-        let results = await withTaskGroup(of: Result<[PrivateToken], URLFilterError>.self) { group in
+        let results = await withTaskGroup(of: Result<[PrivateToken], Failure>.self) { group in
             for _ in 0..<count {
                 group.addTask {
-                    do throws(URLFilterError) { return .success(try await self.post(count: 1, challenge: challenge, tokenKeyDER: tokenKeyDER, directory: directory)) } catch {
+                    do throws(Failure) { return .success(try await self.post(count: 1, challenge: challenge, tokenKeyDER: tokenKeyDER, directory: directory)) } catch {
                         return .failure(error)
                     }
                 }
             }
-            var results: [Result<[PrivateToken], URLFilterError>] = []
+            var results: [Result<[PrivateToken], Failure>] = []
             for await result in group { results.append(result) }
             return results
         }
@@ -103,7 +124,7 @@ public actor PrivacyPassClient {
     }
 
     /// One issuance round trip for `count` tokens.
-    func post(count: Int, challenge: TokenChallenge, tokenKeyDER: [UInt8], directory: IssuerDirectory) async throws(URLFilterError) -> [PrivateToken] {
+    func post(count: Int, challenge: TokenChallenge, tokenKeyDER: [UInt8], directory: IssuerDirectory) async throws(Failure) -> [PrivateToken] {
         var body: [UInt8] = []
         var pending: [BlindRSAIssuance.PendingToken] = []
         for _ in 0..<count {
@@ -116,9 +137,9 @@ public actor PrivacyPassClient {
         guard let url = URL(string: directory.issuerRequestURI, relativeTo: issuerURL)?.absoluteURL else {
             throw .protocolMismatch("issuer-request-uri '\(directory.issuerRequestURI)' is not a URL")
         }
-        let answer = try await transport.send(ServiceRequest(
+        let answer = try await transport.exchange(
             method: "POST", url: url,
-            headers: [("Content-Type", "application/private-token-request"), ("Authorization", "Bearer \(credential)")], body: body))
+            headers: [("Content-Type", "application/private-token-request"), ("Authorization", "Bearer \(credential)")], body: body)
         guard answer.status == 200 else { throw .server(status: answer.status, message: "issuer: \(answer.message)") }
         guard answer.body.count == count * PrivateToken.authenticatorLength else {
             throw .protocolMismatch("issuer answered \(answer.body.count) bytes for \(count) token requests")
