@@ -1,3 +1,4 @@
+import HTTPFetching
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -114,7 +115,7 @@ final class RelayHTTP1ConnectHandler: ChannelInboundHandler, RemovableChannelHan
                         switch result {
                         case .failure(let error):
                             counters.count(\.failed)
-                            refuse(502, "could not reach the target: \(error)", proxyStatus: "connection_refused", target: "\(host):\(port)", context: context)
+                            refuse(502, "could not reach the target: \(ConnectFailureText.reason(error))", proxyStatus: "connection_refused", target: "\(host):\(port)", context: context)
                         case .success(let targetChannel):
                             guard case .connecting = state, context.channel.isActive else {
                                 targetChannel.close(promise: nil)

@@ -1,4 +1,5 @@
 import HTTPCapsules
+import HTTPFetching
 import Logging
 import NetExtCore
 import NIOCore
@@ -150,7 +151,7 @@ final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendable {
             switch result {
             case .failure(let error):
                 counters.count(\.failed)
-                refuse(502, "could not reach the target: \(error)", proxyStatus: "connection_refused", target: "\(name):\(port)", context: context)
+                refuse(502, "could not reach the target: \(ConnectFailureText.reason(error))", proxyStatus: "connection_refused", target: "\(name):\(port)", context: context)
             case .success(let channel):
                 guard case .connecting = state else {
                     channel.close(promise: nil)

@@ -15,9 +15,11 @@ import Synchronization
 /// Registered as `com.netext.relay.ip-tunnel` (extension point packet-tunnel, the relay
 /// provider's executable). The configuration: `serverAddress` is the relay (`HOST[:PORT]`,
 /// port 443 by default, or its `https://` URL), the password (`--password-stdin`) its bearer token, if it asks for
-/// one; `providerConfiguration` may hold `caFile` (the CAs the relay's certificate must chain
-/// to; the system's otherwise) and `scope` (what the tunnel asks to reach: `*`, an address or a
-/// prefix; `*` by default).
+/// one; `providerConfiguration` may hold `caFile` (the CAs the relay's and the issuer's
+/// certificates must chain to; the system's otherwise), `scope` (what the tunnel asks to reach:
+/// `*`, an address or a prefix; `*` by default) and `privacyPassIssuer` (`https://HOST[:PORT]`:
+/// the relay takes Privacy Pass tokens, fetched from this issuer when it asks, and the password
+/// is then the issuer's credential, not a bearer token for the relay).
 public final class ConnectIPTunnelProvider: TunnelProvider {
     private struct Running {
         var client: RelayClient
@@ -40,9 +42,11 @@ public final class ConnectIPTunnelProvider: TunnelProvider {
         let relay = try RelayURL(parsing: address.contains("://") ? address : "https://" + address)
         let roots = try RelayProxyProvider.trustRoots(from: context.providerConfiguration)
         let scope = try Self.scope(from: context.providerConfiguration)
+        let tokens = try Self.tokenSource(from: context.providerConfiguration, password: context.password)
         let client: RelayClient
         do {
-            client = try await RelayClient.connect(host: relay.host, port: relay.port, trustRoots: roots, token: context.password)
+            client = try await RelayClient.connect(
+                host: relay.host, port: relay.port, trustRoots: roots, token: tokens == nil ? context.password : nil, tokens: tokens)
         } catch {
             throw NetExtError(.connectionFailed, "cannot reach the relay \(relay.host):\(relay.port): \(error)")
         }
@@ -119,6 +123,21 @@ public final class ConnectIPTunnelProvider: TunnelProvider {
     }
 
     /// `providerConfiguration.scope`: `*` (default), an address or a prefix.
+    /// Privacy Pass tokens from `privacyPassIssuer` of the provider configuration, the password
+    /// the issuer's credential; nil without that key.
+    static func tokenSource(from configuration: [String: JSONValue], password: String?) throws(NetExtError) -> (any RelayTokenSource)? {
+        guard let value = configuration["privacyPassIssuer"] else { return nil }
+        guard case .string(let text) = value else { throw NetExtError(.configurationInvalid, "providerConfiguration 'privacyPassIssuer' must be a URL string") }
+        do { try RelayProtocol.checkIssuerURL(text, field: "providerConfiguration 'privacyPassIssuer'") } catch {
+            throw NetExtError(.configurationInvalid, error.message)
+        }
+        guard let password, !password.isEmpty else {
+            throw NetExtError(.configurationInvalid, "providerConfiguration 'privacyPassIssuer' is set, so the password must be the issuer's credential; none was given (--password-stdin)")
+        }
+        return try RelayProxyProvider.tokenSource(
+            from: [RelayProxyProvider.privacyPassTokenOption: .string(password)], settings: RelayProtocol(relays: [], privacyPassIssuerURL: text), configuration: configuration)
+    }
+
     static func scope(from configuration: [String: JSONValue]) throws(NetExtError) -> ConnectIPScope {
         guard case .string(let text)? = configuration["scope"], text != "*" else { return ConnectIPScope() }
         do { return ConnectIPScope(target: .prefix(try IPPrefix(text, allowHostBits: false))) } catch {

@@ -40,4 +40,23 @@ struct ConnectIPTunnelProviderTests {
             #expect(error.message.contains("providerConfiguration 'scope'"), "\(error.message)")
         }
     }
+
+    @Test("privacyPassIssuer: tokens from that issuer, the password its credential; a bad URL or no password refused naming the key")
+    func privacyPassIssuer() throws {
+        #expect(try ConnectIPTunnelProvider.tokenSource(from: [:], password: "bearer") == nil)
+        #expect(try ConnectIPTunnelProvider.tokenSource(from: ["privacyPassIssuer": .string("https://issuer.example:8446")], password: "credential") != nil)
+        let refused: [([String: JSONValue], String?, String)] = [
+            (["privacyPassIssuer": .string("http://issuer.example")], "credential", "providerConfiguration 'privacyPassIssuer': 'http://issuer.example' must be https"),
+            (["privacyPassIssuer": .bool(true)], "credential", "providerConfiguration 'privacyPassIssuer' must be a URL string"),
+            (["privacyPassIssuer": .string("https://issuer.example")], nil, "the password must be the issuer's credential; none was given"),
+        ]
+        for (configuration, password, message) in refused {
+            do {
+                _ = try ConnectIPTunnelProvider.tokenSource(from: configuration, password: password)
+                Issue.record("\(configuration) was accepted")
+            } catch {
+                #expect(error.message.contains(message), "\(error.message)")
+            }
+        }
+    }
 }

@@ -208,7 +208,7 @@ lab_wait "grep -q 'serving' '$work/issuer.log'" 20
 start_pp_relay() {
   lab_spawn "$LAB_OFFICE" "$bin/netext-server" relay --listen 203.0.113.2:8445 --certificate "$work/ca/relay.crt" --key "$work/ca/relay.key" \
     --allow 10.20.0.0/24 --privacy-pass-issuer https://203.0.113.2:8446 --upstream-ca "$work/ca/ca.crt" --spent-tokens "$work/relay-spent.sqlite" \
-    --metrics-listen 127.0.0.1:9472 2>> "$work/relay-pp.log"; PP_RELAY_PID=$!
+    --ip-pool 10.78.0.0/24 --ip-interface nxrelay1 --metrics-listen 127.0.0.1:9472 2>> "$work/relay-pp.log"; PP_RELAY_PID=$!
   lab_wait "office ss -ltn | grep -q '203.0.113.2:8445'" 15
 }
 start_pp_relay
@@ -231,6 +231,16 @@ check "the restarted relay (its counts anew) redeemed a fresh token from that co
 check "the issuer's credential is in no log (netextd's and the provider's, the relay's, the issuer's)" bash -c "
   ! grep -q 'lab-issuer-credential' '$work/netextd.log' '$work/relay-pp.log' '$work/issuer.log'"
 check "netext relay disable: the relays are out of force" netext relay disable
+# connect-ip with Privacy Pass: NetExt's packet tunnel to the same relay, the issuer's credential
+# as its password (a provider of its own: one 407 teaches it the challenge, then a token).
+pp_ip_tunnel() {
+  echo lab-issuer-credential-8d21 | netext create --name 'Office IP PP' --provider com.netext.relay.ip-tunnel --server 203.0.113.2:8445 \
+    --config caFile="$work/relay-ca.crt" --config privacyPassIssuer=https://203.0.113.2:8446 --password-stdin --enable > /dev/null &&
+    netext start 'Office IP PP' > /dev/null && netext status 'Office IP PP' | grep -q 'Office IP PP: connected' && laptop ping -c 2 -W 3 10.20.0.5 > /dev/null
+}
+check "connect-ip with Privacy Pass: a packet tunnel to the token-taking relay pings the office's internal host" pp_ip_tunnel
+check "its connection spent one more token after one 407 (metrics since the relay's restart: two redeemed, one 407)" pp_counts 2 1
+netext stop 'Office IP PP' > /dev/null 2>&1; netext remove 'Office IP PP' > /dev/null 2>&1
 check "the per-app provider carried that flow itself, direct (its stop line)" \
   lab_wait "grep -Eq 'stopped \(configurationDisabled\): [0-9]+ TCP and [0-9]+ UDP flows carried, [1-9][0-9]* direct' '$work/netextd.log'" 10
 check "after the stop: the office is unreachable again" no_office_page intranet.office.test

@@ -35,6 +35,12 @@ public struct RelayProtocol: Sendable, Hashable, Codable {
     /// value to the provider when it starts, never in the configuration.
     public var privacyPassTokenReference: String?
 
+    /// Checks a Privacy Pass issuer's URL as ``privacyPassIssuerURL`` must be (https, the
+    /// issuer's origin), naming `field` in the refusal.
+    public static func checkIssuerURL(_ text: String, field: String) throws(NetExtError) {
+        try RelayValidation.checkIssuerURL(text, field: field)
+    }
+
     /// The most relays one configuration chains (each adds a TLS session and a round trip).
     public static let maximumRelays = 4
 

@@ -34,8 +34,7 @@ enum RelayValidation {
     /// An issuer's origin: https (plain http only on loopback, for development), a host, no
     /// path, query or credentials — the issuer's directory is at its well-known path (RFC 9578 §4)
     /// and challenges name its host.
-    static func checkIssuerURL(_ text: String) throws(NetExtError) {
-        let field = "privacyPassIssuerURL"
+    static func checkIssuerURL(_ text: String, field: String = "privacyPassIssuerURL") throws(NetExtError) {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
               url.user == nil, url.password == nil, url.query == nil, url.fragment == nil else {
             throw .invalid("\(field): '\(text)' is not an https URL of the issuer's origin (https://HOST[:PORT])")
