@@ -3,7 +3,11 @@
 // On 127.0.0.1 only: an echo target and a sink target of its own, a RelayClient to the relay.
 //   - new flows over the established relay connection, one after another: the time from asking
 //     for the flow to the first byte echoed back (p50/p90/p99, microseconds; target < 1 ms);
-//   - one bulk TCP flow of MEGABYTES to the sink, through the relay and directly (Gbit/s).
+//   - one bulk TCP flow of MEGABYTES to the sink, through the relay and directly (Gbit/s);
+//   - with PP_RELAY_PORT ISSUER_URL ISSUER_CREDENTIAL_FILE (a second relay taking Privacy Pass
+//     tokens of that issuer): new relay connections each carrying one flow, to the first byte
+//     back, through the bearer relay and through the token relay (a fresh token each, fetched in
+//     batches of 8 when the cache is empty); the very first (a 407, then the first batch) apart.
 import Foundation
 import Glibc
 import MASQUERelay
@@ -45,9 +49,9 @@ func dial(_ port: UInt16) -> Int32 {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 6, let relayPort = Int(arguments[1]), let flows = Int(arguments[4]), let megabytes = Int(arguments[5]),
+guard arguments.count == 6 || arguments.count == 9, let relayPort = Int(arguments[1]), let flows = Int(arguments[4]), let megabytes = Int(arguments[5]),
       (1...100_000).contains(flows), (1...10_000).contains(megabytes) else {
-    fail("usage: netext-bench-relay RELAY_PORT CA_FILE TOKEN FLOWS(1-100000) MEGABYTES(1-10000)")
+    fail("usage: netext-bench-relay RELAY_PORT CA_FILE TOKEN FLOWS(1-100000) MEGABYTES(1-10000) [PP_RELAY_PORT ISSUER_URL ISSUER_CREDENTIAL_FILE]")
 }
 
 // The targets: an echo, and a sink that counts what it read and says so when the sender ends.
@@ -148,3 +152,41 @@ guard received == bytes else { fail("the sink got \(received) of \(bytes) bytes 
 let directGbps = Double(bytes) * 8 / directSeconds / 1e9, relayGbps = Double(bytes) * 8 / relaySeconds / 1e9
 print(String(format: "direct_tcp_gbps=%.3f relay_tcp_gbps=%.3f relay_percent_of_direct=%.1f megabytes=%d", directGbps, relayGbps, 100 * relayGbps / directGbps, megabytes))
 await client.close()
+
+// New relay connections, one flow each: the bearer relay against the token relay.
+if arguments.count == 9 {
+    guard let tokenRelayPort = Int(arguments[6]), let issuerURL = URL(string: arguments[7]),
+          let credential = (try? String(contentsOfFile: arguments[8], encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) else {
+        fail("PP_RELAY_PORT ISSUER_URL ISSUER_CREDENTIAL_FILE: not a port, a URL and a readable file")
+    }
+    let tokens = PrivacyPassRelayTokens(issuerURL: issuerURL, credential: credential)
+    func newConnection(port: Int, tokens: PrivacyPassRelayTokens?, token: String?) async -> Duration {
+        let pair = appAndFlow()
+        defer { close(pair.app) }
+        let started = ContinuousClock.now
+        let connection: RelayClient
+        do { connection = try await RelayClient.connect(host: "127.0.0.1", port: port, trustRoots: roots, token: token, tokens: tokens) } catch {
+            fail("cannot reach the relay on port \(port): \(error)")
+        }
+        do { try await connection.carry(socket: pair.flow, toHost: "127.0.0.1", port: echoPort) } catch { fail("a flow failed: \(error)") }
+        var byte: UInt8 = 7
+        _ = send(pair.app, &byte, 1, 0)
+        guard recv(pair.app, &byte, 1, 0) == 1 else { fail("a flow's echo did not come back") }
+        let elapsed = ContinuousClock.now - started
+        await connection.close()
+        return elapsed
+    }
+    let first = await newConnection(port: tokenRelayPort, tokens: tokens, token: nil)
+    let connections = min(flows, 400)
+    var bearer: [Duration] = [], privacyPass: [Duration] = []
+    for _ in 0..<connections {
+        bearer.append(await newConnection(port: relayPort, tokens: nil, token: arguments[3]))
+        privacyPass.append(await newConnection(port: tokenRelayPort, tokens: tokens, token: nil))
+    }
+    func percentiles(_ values: [Duration]) -> String {
+        let sorted = values.sorted()
+        return "p50=\(microseconds(sorted[sorted.count / 2])) p90=\(microseconds(sorted[sorted.count * 9 / 10])) p99=\(microseconds(sorted[min(sorted.count - 1, sorted.count * 99 / 100)]))"
+    }
+    let fetched = await tokens.fetchedTokens
+    print("relay_new_connection_first_byte_us bearer \(percentiles(bearer)) privacy_pass \(percentiles(privacyPass)) first_privacy_pass=\(microseconds(first)) connections=\(connections) tokens_fetched=\(fetched)")
+}
