@@ -10,7 +10,8 @@ import Synchronization
 /// relay cannot single a client out with a key of its own, RFC 9576 §6.2), and the challenge is
 /// remembered per relay, so each later connection presents a fresh token from its first
 /// request. Challenges of other issuers or token types are not answered. Unused tokens are kept
-/// in memory (``InMemoryTokenCache``).
+/// in memory (``InMemoryTokenCache``); when a quarter of a batch is left, the next one is fetched
+/// in the background, so a new connection seldom waits for the issuer.
 public final class PrivacyPassRelayTokens: RelayTokenSource {
     let client: PrivacyPassClient
     private let known = Mutex([String: (challenge: TokenChallenge, key: [UInt8])]())
@@ -23,7 +24,7 @@ public final class PrivacyPassRelayTokens: RelayTokenSource {
     public init(issuerURL: URL, credential: String, tls: ClientTLS? = nil, batchSize: Int = 8, timeout: Double = 15) {
         client = PrivacyPassClient(
             issuerURL: issuerURL, credential: credential, transport: DirectIssuerTransport(upstream: HTTPUpstream(timeout: timeout, tls: tls)),
-            store: InMemoryTokenCache(), batchSize: batchSize)
+            store: InMemoryTokenCache(), batchSize: batchSize, refillThreshold: max(1, batchSize / 4))
     }
 
     /// Tokens obtained from the issuer so far.

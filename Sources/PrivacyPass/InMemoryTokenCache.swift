@@ -10,6 +10,10 @@ public final class InMemoryTokenCache: PrivateTokenCache {
     /// How many tokens are held.
     public var count: Int { tokens.withLock { $0.count } }
 
+    public func count(challengeDigest: [UInt8], keyID: [UInt8]) -> Int {
+        tokens.withLock { $0.filter { $0.challengeDigest == challengeDigest && $0.tokenKeyID == keyID }.count }
+    }
+
     public func take(challengeDigest: [UInt8], keyID: [UInt8]) throws(PrivacyPassClient.Failure) -> PrivateToken? {
         tokens.withLock { tokens in
             guard let index = tokens.firstIndex(where: { $0.challengeDigest == challengeDigest && $0.tokenKeyID == keyID }) else { return nil }

@@ -40,10 +40,19 @@ public actor PrivacyPassClient {
     var directory: (value: IssuerDirectory, fetched: Date)?
     /// Tokens obtained from the issuer so far (for status and tests).
     public private(set) var fetchedTokens = 0
+    /// When fewer tokens than this are left for a challenge after one is taken, the next batch
+    /// is fetched in the background, so the next caller need not wait for the issuer (0: only
+    /// when none is left, the caller waiting).
+    public let refillThreshold: Int
+    /// Background batches in flight, by challenge digest and key id.
+    private var refills: [[UInt8]: Task<Void, Never>] = [:]
     /// Whether the issuer has shown it takes one token request per POST.
     public private(set) var issuerTakesOneRequestPerPost = false
 
-    public init(issuerURL: URL, credential: String, transport: any PrivacyPassIssuerTransport, store: any PrivateTokenCache, batchSize: Int = 16) {
+    public init(
+        issuerURL: URL, credential: String, transport: any PrivacyPassIssuerTransport, store: any PrivateTokenCache, batchSize: Int = 16, refillThreshold: Int = 0
+    ) {
+        self.refillThreshold = max(0, min(refillThreshold, batchSize))
         self.issuerURL = issuerURL
         self.credential = credential
         self.transport = transport
@@ -82,7 +91,30 @@ public actor PrivacyPassClient {
             throw .protocolMismatch("the challenge names issuer '\(challenge.issuerName)', not the configured '\(issuerURL.host ?? "")'")
         }
         let keyID = PrivateToken.keyID(publicKeyDER: tokenKeyDER)
-        if let stored = try store.take(challengeDigest: challenge.digest, keyID: keyID) { return stored }
+        let refill = challenge.digest + keyID
+        if store.count(challengeDigest: challenge.digest, keyID: keyID) == 0, let inFlight = refills[refill] { await inFlight.value }
+        if let stored = try store.take(challengeDigest: challenge.digest, keyID: keyID) {
+            if refillThreshold > 0, refills[refill] == nil, store.count(challengeDigest: challenge.digest, keyID: keyID) < refillThreshold {
+                refills[refill] = Task {
+                    // A failure here is said by the caller that finds no token left.
+                    if let batch = try? await self.fetchBatch(for: challenge, tokenKeyDER: tokenKeyDER) {
+                        try? self.store.add(batch.tokens, keepKeyIDs: batch.keep)
+                    }
+                    self.refillEnded(refill)
+                }
+            }
+            return stored
+        }
+        let batch = try await fetchBatch(for: challenge, tokenKeyDER: tokenKeyDER)
+        try store.add(Array(batch.tokens.dropFirst()), keepKeyIDs: batch.keep)
+        return batch.tokens[0]
+    }
+
+    private func refillEnded(_ key: [UInt8]) { refills[key] = nil }
+
+    /// A batch (never empty) for this challenge after checking the key against the issuer's
+    /// directory, and the ids of the keys the issuer still publishes.
+    private func fetchBatch(for challenge: TokenChallenge, tokenKeyDER: [UInt8]) async throws(Failure) -> (tokens: [PrivateToken], keep: Set<[UInt8]>) {
         var published = try await issuerDirectory()
         if !published.tokenKeys.contains(where: { $0.publicKeyDER == tokenKeyDER }) { published = try await issuerDirectory(refresh: true) }
         guard published.tokenKeys.contains(where: { $0.publicKeyDER == tokenKeyDER }) else {
@@ -90,8 +122,7 @@ public actor PrivacyPassClient {
         }
         let fresh = try await issue(count: batchSize, challenge: challenge, tokenKeyDER: tokenKeyDER, directory: published)
         let keep = Set(published.tokenKeys.compactMap(\.publicKeyDER).map { PrivateToken.keyID(publicKeyDER: $0) })
-        try store.add(Array(fresh.dropFirst()), keepKeyIDs: keep)
-        return fresh[0]
+        return (fresh, keep)
     }
 
     /// `count` tokens: one round trip, or (for an issuer that takes one request per POST)

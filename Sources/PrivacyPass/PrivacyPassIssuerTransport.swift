@@ -32,4 +32,6 @@ public protocol PrivateTokenCache: Sendable {
     func take(challengeDigest: [UInt8], keyID: [UInt8]) throws(PrivacyPassClient.Failure) -> PrivateToken?
     /// Adds tokens; those of keys not in `keepKeyIDs` (retired by the issuer) are dropped.
     func add(_ tokens: [PrivateToken], keepKeyIDs: Set<[UInt8]>?) throws(PrivacyPassClient.Failure)
+    /// How many tokens are held for this challenge (its digest) and key (its id).
+    func count(challengeDigest: [UInt8], keyID: [UInt8]) -> Int
 }

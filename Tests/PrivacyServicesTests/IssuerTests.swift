@@ -200,6 +200,31 @@ struct IssuerTests {
         #expect(!window.containsAny(d([[3], [4]]), now: 16))
     }
 
+    @Test("with a refill threshold, the next batch is fetched in the background once fewer tokens are left, and the caller after it finds them waiting")
+    func backgroundRefill() async throws {
+        let issuer = try await Issuer.start()
+        defer { Task { await issuer.stop() } }
+        let cache = InMemoryTokenCache()
+        let client = PrivacyPassClient(
+            issuerURL: issuer.served.url(""), credential: IssuerTests.credential, transport: IssuerServiceTransport(inner: DirectTransport(timeout: testClientTimeout)),
+            store: cache, batchSize: 4, refillThreshold: 2)
+        let key = issuer.ring.keys[0].key.publicKeyDER
+        var nonces = Set<[UInt8]>()
+        for _ in 0..<2 { nonces.insert(try await client.token(for: issuer.challenge, tokenKeyDER: key).nonce) }
+        #expect(await client.fetchedTokens == 4 && cache.count == 2, "no refill while two are left")
+        nonces.insert(try await client.token(for: issuer.challenge, tokenKeyDER: key).nonce)
+        // One left: a batch is on its way without anyone waiting for it.
+        var refilled = false
+        for _ in 0..<200 where !refilled {
+            refilled = await client.fetchedTokens == 8
+            if !refilled { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        let fetched = await client.fetchedTokens
+        #expect(refilled && cache.count == 5, "fetched \(fetched), held \(cache.count)")
+        for _ in 0..<5 { nonces.insert(try await client.token(for: issuer.challenge, tokenKeyDER: key).nonce) }
+        #expect(nonces.count == 8, "every token handed out once")
+    }
+
     @Test func clientRefusesAKeyTheIssuerDoesNotPublish() async throws {
         let issuer = try await Issuer.start()
         defer { Task { await issuer.stop() } }
