@@ -1,3 +1,5 @@
+import NIOCore
+
 extension RelayClient {
     /// Sends one request under the connection's admission (``RelayAdmissionGate``): `attempt`
     /// opens its stream with the fields given and returns once the relay accepted, throwing its
@@ -29,6 +31,22 @@ extension RelayClient {
             admission.settle(turn, with: .failure(error))
             throw error
         }
+    }
+
+    /// Opens a stream with `handler` and waits for the relay's answer to its request
+    /// (`answered`, settled by the handler's ``RelayAnswer``); a refused stream is closed. Every
+    /// `attempt` of ``admitting(_:)`` goes through here.
+    func openAnswered(_ handler: some ChannelHandler & Sendable, answered: EventLoopPromise<Void>) async throws -> any Channel {
+        let stream: any Channel
+        do { stream = try await openStream(handler) } catch {
+            answered.fail(error)
+            throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
+        }
+        do { try await answered.futureResult.get() } catch {
+            stream.close(promise: nil)
+            throw error
+        }
+        return stream
     }
 
     /// A credential from the token source; its failure said as one of the relay client's

@@ -225,16 +225,7 @@ public final class RelayClient: Sendable {
             (stream, handler) = try await admitting { fields in
                 let answered = eventLoop.makePromise(of: Void.self)
                 let handler = ClientStreamHandler(authority: authority, fields: fields, socketDescriptor: socket, answered: answered)
-                let stream: any Channel
-                do { stream = try await self.openStream(handler) } catch {
-                    answered.fail(error)
-                    throw RelayClient.Failure(description: "could not open a stream to the relay: \(error)", status: nil)
-                }
-                do { try await answered.futureResult.get() } catch {
-                    stream.close(promise: nil)
-                    throw error
-                }
-                return (stream, handler)
+                return (try await self.openAnswered(handler, answered: answered), handler)
             }
         } catch {
             _ = Glibc.close(socket)

@@ -56,18 +56,10 @@ extension RelayClient {
             var headers = request
             for field in fields { headers.add(name: field.name, value: field.value) }
             let handler = DatagramStreamHandler(request: headers, what: "the UDP flow to \(target.description)", answered: answered, continuation: continuation)
-            let stream: any Channel
-            do { stream = try await self.openStream(handler) } catch {
-                answered.fail(error)
-                continuation.finish()
-                throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
-            }
-            do { try await answered.futureResult.get() } catch {
-                stream.close(promise: nil)
+            do { return RelayDatagramFlow(stream: try await self.openAnswered(handler, answered: answered), datagrams: datagrams) } catch {
                 continuation.finish()
                 throw error
             }
-            return RelayDatagramFlow(stream: stream, datagrams: datagrams)
         }
     }
 }

@@ -93,22 +93,16 @@ extension RelayClient {
                 request: headers, what: "the IP tunnel to \(scope)", answered: answered, continuation: continuation,
                 otherCapsules: { try configuration.read($0) },
                 ended: { configuration.fail("the IP tunnel's stream ended before the relay assigned it an address and routes (\($0))") })
-            let stream: any Channel
-            do { stream = try await self.openStream(handler) } catch {
-                answered.fail(error)
-                configuration.fail("no stream")
-                continuation.finish()
-                throw Failure(description: "could not open a stream to the relay: \(error)", status: nil)
-            }
+            // The deadline covers the answer and the tunnel's addresses and routes.
             let deadline = eventLoop.scheduleTask(in: .milliseconds(Int64(timeout / .milliseconds(1)))) {
                 configuration.fail("the relay assigned the tunnel no address and route within \(timeout)")
             }
-            do { try await answered.futureResult.get() } catch {
+            do { return (try await self.openAnswered(handler, answered: answered), configuration, packets, deadline) } catch {
                 deadline.cancel()
-                stream.close(promise: nil)
+                configuration.fail("refused")
+                continuation.finish()
                 throw error
             }
-            return (stream, configuration, packets, deadline)
         }
         do {
             let configured = try await configuration.promise.futureResult.get()

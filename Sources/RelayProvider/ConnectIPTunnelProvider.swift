@@ -122,7 +122,6 @@ public final class ConnectIPTunnelProvider: TunnelProvider {
         return try? encoder.encode(object)
     }
 
-    /// `providerConfiguration.scope`: `*` (default), an address or a prefix.
     /// Privacy Pass tokens from `privacyPassIssuer` of the provider configuration, the password
     /// the issuer's credential; nil without that key.
     static func tokenSource(from configuration: [String: JSONValue], password: String?) throws(NetExtError) -> (any RelayTokenSource)? {
@@ -134,10 +133,10 @@ public final class ConnectIPTunnelProvider: TunnelProvider {
         guard let password, !password.isEmpty else {
             throw NetExtError(.configurationInvalid, "providerConfiguration 'privacyPassIssuer' is set, so the password must be the issuer's credential; none was given (--password-stdin)")
         }
-        return try RelayProxyProvider.tokenSource(
-            from: [RelayProxyProvider.privacyPassTokenOption: .string(password)], settings: RelayProtocol(relays: [], privacyPassIssuerURL: text), configuration: configuration)
+        return try RelayProxyProvider.tokenSource(issuerURL: text, credential: password, configuration: configuration)
     }
 
+    /// `providerConfiguration.scope`: `*` (default), an address or a prefix.
     static func scope(from configuration: [String: JSONValue]) throws(NetExtError) -> ConnectIPScope {
         guard case .string(let text)? = configuration["scope"], text != "*" else { return ConnectIPScope() }
         do { return ConnectIPScope(target: .prefix(try IPPrefix(text, allowHostBits: false))) } catch {

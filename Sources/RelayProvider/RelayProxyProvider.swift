@@ -244,10 +244,16 @@ public final class RelayProxyProvider: TransparentProxyProvider {
         from options: [String: JSONValue]?, settings: RelayProtocol, configuration: [String: JSONValue]
     ) throws(NetExtError) -> (any RelayTokenSource)? {
         guard let text = settings.privacyPassIssuerURL else { return nil }
-        guard let url = URL(string: text) else { throw NetExtError(.configurationInvalid, "privacyPassIssuerURL: '\(text)' is not a URL") }
         guard case .string(let credential)? = options?[privacyPassTokenOption], !credential.isEmpty else {
             throw NetExtError(.configurationInvalid, "privacyPassIssuerURL: netextd handed over no credential for the issuer")
         }
+        return try tokenSource(issuerURL: text, credential: credential, configuration: configuration)
+    }
+
+    /// Tokens from the issuer at `text` (checked by the caller) with `credential`, its
+    /// certificate checked against the provider configuration's `caFile` when there is one.
+    static func tokenSource(issuerURL text: String, credential: String, configuration: [String: JSONValue]) throws(NetExtError) -> PrivacyPassRelayTokens {
+        guard let url = URL(string: text) else { throw NetExtError(.configurationInvalid, "privacyPassIssuerURL: '\(text)' is not a URL") }
         var tls: ClientTLS?
         if case .string(let file)? = configuration["caFile"] {
             do throws(TLSSetupError) { tls = try ClientTLS(caFile: file) } catch {
