@@ -145,6 +145,24 @@ struct FlowSteeringTests {
         #expect(dnsRules.contains("socket cgroupv2 level 2 @apps_82 meta l4proto { tcp, udp } th dport 53 fib daddr type != local counter meta mark set"))
         #expect(!dnsRules.contains("dport != 53"))
         #expect(dnsRules.contains("meta l4proto udp meta nfproto ipv4 counter tproxy ip to 127.0.0.1:40003 accept"))
+        // Per-app relays' resolver: the apps' DNS (TCP and UDP to port 53) goes to it by cgroup,
+        // and its answers are copied to the names' log group like any from port 53.
+        var resolved = member
+        resolved.proxyResolver = .init(port: 40053, hasIPv6: true)
+        let resolverRules = FlowSteering(members: [resolved]).ruleset.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(resolverRules.contains("type nat hook output priority -100; policy accept;"))
+        #expect(resolverRules.contains("socket cgroupv2 level 2 @apps_82 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.1:40053"))
+        #expect(resolverRules.contains("socket cgroupv2 level 2 @apps_82 meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to [::1]:40053"))
+        #expect(resolverRules.contains("ip saddr 127.0.0.1 udp sport 40053 log group 7099 snaplen 1500"))
+        #expect(resolverRules.contains("ip6 saddr ::1 udp sport 40053 log group 7099 snaplen 1500"))
+        // The route chain still leaves DNS unmarked (the nat rule takes it before any listener).
+        #expect(resolverRules.contains { $0.hasPrefix("socket cgroupv2 level 2 @apps_82 meta l4proto { tcp, udp } th dport != 53") })
+        resolved.proxyResolver = .init(port: 40053, hasIPv6: false)
+        let ipv4Only = FlowSteering(members: [resolved]).ruleset
+        #expect(ipv4Only.contains("dnat ip to 127.0.0.1:40053") && !ipv4Only.contains("dnat ip6") && !ipv4Only.contains("ip6 saddr ::1 udp sport"))
+        // The provider not running: nothing is redirected (the apps' DNS goes as sent).
+        resolved.proxyPorts = nil
+        #expect(!FlowSteering(members: [resolved]).ruleset.contains("dnat"))
         // Without an IPv6 listener an IPv6 flow is refused at once rather than left to time out.
         member.proxyPorts = .init(tcp4: 40001, tcp6: nil)
         #expect(FlowSteering(members: [member]).ruleset.contains("meta nfproto ipv6 counter reject with tcp reset"))

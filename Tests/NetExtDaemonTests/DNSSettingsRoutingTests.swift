@@ -170,6 +170,55 @@ final class DNSSettingsRoutingTests {
         #expect(nameservers == ["10.0.0.53"])
     }
 
+    /// Asks a resolver on 127.0.0.1:`port` over UDP; nil when it does not answer within 3 s.
+    func ask(port: UInt16, _ name: String, id: UInt16) throws -> [UInt8]? {
+        let socket = try UDPSocket(bindingTo: SocketAddress(address: [127, 0, 0, 1], port: 0))
+        defer { socket.close() }
+        var query: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xff), 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+        for label in name.split(separator: ".") { query += [UInt8(label.utf8.count)] + Array(label.utf8) }
+        query += [0, 0, 1, 0, 1]
+        try query.withUnsafeBytes { try socket.send($0, to: SocketAddress(address: [127, 0, 0, 1], port: port)) }
+        socket.setReceiveTimeout(milliseconds: 3000)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        guard let received = try buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else { return nil }
+        return Array(buffer[..<received.count])
+    }
+
+    @Test("per-app relays' resolver: a port of its own; the relays' names over their DoH server, excluded ones and the rest to the machine's resolver as it changes; the machine's file untouched; stopped with the relays")
+    func appRelayResolver() throws {
+        let router = router([ScriptedUpstream("settings")])
+        let relay = ScriptedUpstream("https://doh.office.test/dns-query through the relays")
+        let id = UUID()
+        let address = try router.openAppRelayResolver(
+            EncryptedDNSServerSet([relay]), matchDomains: ["office.test"], excludedDomains: ["login.office.test"], for: id)
+        #expect(address.port != 0)
+        #expect(!router.isStubRunning && nameservers == ["10.0.0.53"], "the machine's resolver is left as it is")
+        let answer = try #require(try ask(port: address.port, "wiki.office.test", id: 0x6262))
+        #expect(answer[0] == 0x62 && answer[1] == 0x62 && Array(answer.suffix(4)) == [192, 0, 2, 1])
+        #expect(relay.asked.withLock { $0.count } == 1)
+        var routing = try #require(router.appRelayResolvers[id]).routing
+        #expect(routing.route(for: "wiki.office.test").owner == DNSRouter.relayOwner(id))
+        #expect(routing.route(for: "sso.login.office.test").servers == ["10.0.0.53"], "an excluded name within a match domain goes to the machine's server")
+        #expect(routing.route(for: "www.example.org").servers == ["10.0.0.53"] && routing.route(for: "www.example.org").owner == nil)
+
+        // The machine's resolver becomes netextd's stub (system DNS settings): the other names follow it.
+        let settings = UUID()
+        try router.applySettings(Self.tls, for: settings)
+        routing = try #require(router.appRelayResolvers[id]).routing
+        #expect(routing.defaultServers == ["127.0.0.1"] && routing.route(for: "login.office.test").servers == ["127.0.0.1"])
+        try router.applySettings(nil, for: settings)
+        #expect(try #require(router.appRelayResolvers[id]).routing.defaultServers == ["10.0.0.53"])
+
+        // Without match domains every name but the excluded goes over the relays' server.
+        let all = AppRelayResolver.routing(owner: "r", matchDomains: [], excludedDomains: ["login.office.test"], machineServers: ["10.0.0.53"])
+        #expect(all.route(for: "www.example.org").owner == "r" && all.route(for: "login.office.test").owner == AppRelayResolver.excludedOwner)
+
+        router.removeRelayResolver(for: id)
+        #expect(router.appRelayResolvers[id] == nil && relay.shutDown.withLock { $0 })
+        #expect(((try? ask(port: address.port, "wiki.office.test", id: 0x6363)) ?? nil) == nil, "the port is closed")
+        #expect(nameservers == ["10.0.0.53"])
+    }
+
     @Test("every upstream failing: SERVFAIL, nothing asked in the clear; the failure is counted")
     func failsClosed() throws {
         let dead = [ScriptedUpstream("a", fails: true), ScriptedUpstream("b", fails: true)]

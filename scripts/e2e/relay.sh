@@ -135,7 +135,7 @@ check "and UDP too" udp_echo echo.office.test
 # viadoh.office.test; netextd's resolver reaches it through the relay (a flow to its name), so
 # neither that name nor the server's goes to the laptop's resolver or crosses the uplink.
 lab_ca_issue "$work/ca" dns doh.office.test || { echo "FAIL lab CA (doh)"; exit 1; }
-printf 'local-zone: "office.test." static\nlocal-data: "viadoh.office.test. 60 IN A 10.20.0.5"\n' | unbound_lab_config "$work/office-doh.conf" 10.20.0.53@443
+printf 'local-zone: "office.test." static\nlocal-data: "viadoh.office.test. 60 IN A 10.20.0.5"\nlocal-data: "appdoh.office.test. 60 IN A 10.20.0.5"\n' | unbound_lab_config "$work/office-doh.conf" 10.20.0.53@443
 lab_spawn "$LAB_OFFICE" unbound -d -c "$work/office-doh.conf"
 lab_wait "office ss -ltn | grep -q '10.20.0.53:443'" 15
 check "relays with a DNS-over-HTTPS server: netext relay configure --doh" netext relay configure --relay https://203.0.113.2:8443 \
@@ -185,6 +185,26 @@ check "the bound app reaches the office page through the relay" lab_wait browser
 check "and its UDP echo (connect-udp)" as_browser python3 scripts/e2e/udp-probe.py echo.office.test 7 "per-app probe" 3
 check "another program cannot reach the office: the relays are the app's alone" no_office_page intranet.office.test
 check "the bound app's connection to a name the relays do not take goes direct (the public server saw the laptop)" per_app_public
+# Per-app relays with the DNS-over-HTTPS server: netextd sends the bound app's DNS queries to a
+# resolver of its own, which asks the office's server through the relay for office.test names
+# (and the laptop's resolver for the rest); the resolver file and other programs are untouched.
+check "per-app relays with a DNS-over-HTTPS server: netext relay configure --doh --bind-app" netext relay configure --relay https://203.0.113.2:8443 \
+  --doh https://doh.office.test/dns-query --match-domain office.test --exclude-fqdn login.office.test --header-file "$work/relay-headers" \
+  --bind-app org.example.Browser --name "Office relay" --enable
+check "netextd started the apps' resolver (logged); the laptop's resolver file is its own" \
+  lab_wait "grep -q \"per-app relays' apps resolve through the relays' DNS-over-HTTPS server\" '$work/netextd.log' && per_app_in_force && grep -qx 'nameserver 198.51.100.53' '/etc/netns/$LAB_LAPTOP/resolv.conf'" 15
+lab_capture_start APPDOH_CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/uplink-appdoh.pcap"
+check "the bound app loads a page on a name only the office's DoH server knows, through the relay" \
+  lab_wait "as_browser curl -s -m 8 http://appdoh.office.test:8080/ | grep -q 'office intranet page'" 15
+check "the bound app's name outside office.test is answered by the laptop's resolver" \
+  bash -c "ip netns exec '$LAB_LAPTOP' '$bin/netext' run --quiet --app org.example.Browser -- getent hosts other.public.test | grep -q 10.20.0.5 && grep -q '^other.public.test' '$work/dns.log'"
+lab_capture_stop "$APPDOH_CAPTURE_PID" "$work/uplink-appdoh.pcap"
+check "the office's DoH server answered appdoh.office.test (its log)" grep -q 'appdoh.office.test' "$work/unbound.log"
+check "the laptop's resolver was never asked for it" bash -c "! grep -q '^appdoh\.office\.test' '$work/dns.log'"
+appdoh_names=$(tcpdump -n -A -r "$work/uplink-appdoh.pcap" "port 53" 2>/dev/null | grep -c -E 'appdoh|doh.office' || true)
+check "the uplink capture: no DNS packet names it or the DoH server ($appdoh_names)" test "$appdoh_names" -eq 0
+check "another program's query for the same name goes to the laptop's resolver as before" \
+  bash -c "ip netns exec '$LAB_LAPTOP' getent hosts appdoh.office.test | grep -q 10.20.0.5 && grep -q '^appdoh.office.test' '$work/dns.log'"
 # Client certificates: a second relay at the office's edge asks for them (--client-ca) and no
 # token; netextd reads the laptop's identity file (root's, mode 600) and hands it to the provider.
 lab_ca_issue_client "$work/ca" laptop-client

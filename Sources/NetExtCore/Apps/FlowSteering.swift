@@ -91,6 +91,17 @@ public struct FlowSteering: Sendable, Hashable {
         }
     }
 
+    /// A resolver of netextd's on loopback for some apps' DNS: `port` on 127.0.0.1, and the same
+    /// port on ::1 when `hasIPv6`.
+    public struct LoopbackResolver: Sendable, Hashable {
+        public var port: UInt16
+        public var hasIPv6: Bool
+        public init(port: UInt16, hasIPv6: Bool) {
+            self.port = port
+            self.hasIPv6 = hasIPv6
+        }
+    }
+
     /// One cgroup of an app, as a path relative to the cgroup v2 root (`netext-apps/org.example.App`,
     /// `user.slice/…/app-flatpak-org.example.App-12.scope`).
     public struct AppCgroup: Sendable, Hashable, Comparable {
@@ -176,12 +187,17 @@ public struct FlowSteering: Sendable, Hashable {
         /// Proxy mode for a DNS proxy bound to the apps: only their DNS (TCP and UDP to port 53
         /// of other machines) goes to the proxy; the rest of their flows go their way.
         public var takesOnlyDNS = false
+        /// Proxy mode, while the provider runs: the resolver the apps' DNS queries (TCP and UDP
+        /// to port 53) are sent to instead of where they were sent — per-app relays' resolver,
+        /// which asks the relays' DNS-over-HTTPS server through them. nil: left as sent.
+        public var proxyResolver: LoopbackResolver?
 
         public init(
             configuration: UUID, mode: Mode, mark: UInt32, interface: String, cgroups: [AppCgroup] = [], dnsServers: [String] = [],
             tunnelAddresses: [IPPrefix] = [], onDemandLogGroup: UInt16? = nil, domainLimited: [DomainLimitedApps] = [], socketMarked: Set<String> = [],
-            isOnDemand: Bool = false, proxyPorts: ProxyPorts? = nil, takesOnlyDNS: Bool = false
+            isOnDemand: Bool = false, proxyPorts: ProxyPorts? = nil, takesOnlyDNS: Bool = false, proxyResolver: LoopbackResolver? = nil
         ) {
+            self.proxyResolver = proxyResolver
             self.takesOnlyDNS = takesOnlyDNS
             self.proxyPorts = proxyPorts
             self.isOnDemand = isOnDemand
@@ -198,6 +214,9 @@ public struct FlowSteering: Sendable, Hashable {
         }
 
         var setName: String { "apps_" + String(mark >> 16, radix: 16) }
+
+        /// The resolver the apps' DNS goes to now: a proxy's, while its provider runs.
+        var activeProxyResolver: LoopbackResolver? { isProxying && !takesOnlyDNS ? proxyResolver : nil }
 
         /// The cgroups whose packets the route chain marks (no eBPF mark on their sockets).
         var tableMarked: [AppCgroup] { cgroups.filter { !socketMarked.contains($0.path) } }
@@ -277,6 +296,18 @@ public struct FlowSteering: Sendable, Hashable {
         return lines + ["  }"]
     }
 
+    /// The nat rules sending the DNS queries (TCP and UDP to port 53) of the sockets of the
+    /// cgroups in `set` to `resolver` on loopback; a query over IPv6 is left as sent where the
+    /// resolver has no IPv6 address.
+    private static func dnsRedirect(set: String, depths: [Int], to resolver: LoopbackResolver) -> [String] {
+        depths.flatMap { depth -> [String] in
+            let match = "socket cgroupv2 level \(depth) @\(set)"
+            var rules = ["    \(match) meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.1:\(resolver.port)"]
+            if resolver.hasIPv6 { rules.append("    \(match) meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to [::1]:\(resolver.port)") }
+            return rules
+        }
+    }
+
     /// The depths `cgroups` sit at (one `socket cgroupv2 level` rule each).
     private static func depths(_ cgroups: [AppCgroup]) -> [Int] {
         Set(cgroups.filter { isWritable(path: $0.path) }.map(\.depth)).sorted()
@@ -349,6 +380,11 @@ public struct FlowSteering: Sendable, Hashable {
             // The names behind the addresses: every DNS answer that arrives is copied to netextd.
             lines += ["  chain proxydns {", "    type filter hook input priority -10; policy accept;"]
             lines.append("    udp sport 53 log group \(Self.proxyDNSLogGroup) snaplen 1500")
+            // And the answers of a proxy's own resolver (from its loopback port to the app).
+            for resolver in proxying.compactMap(\.activeProxyResolver) {
+                lines.append("    ip saddr 127.0.0.1 udp sport \(resolver.port) log group \(Self.proxyDNSLogGroup) snaplen 1500")
+                if resolver.hasIPv6 { lines.append("    ip6 saddr ::1 udp sport \(resolver.port) log group \(Self.proxyDNSLogGroup) snaplen 1500") }
+            }
             lines.append("  }")
         }
         let waiting = ordered.filter { $0.onDemandLogGroup != nil && $0.interface.isEmpty }
@@ -362,22 +398,21 @@ public struct FlowSteering: Sendable, Hashable {
             }
             lines.append("  }")
         }
-        let redirects = ordered.filter { !$0.dnsServers.isEmpty || $0.domainLimited.contains { $0.resolverPort != nil } }
+        let redirects = ordered.filter { !$0.dnsServers.isEmpty || $0.domainLimited.contains { $0.resolverPort != nil } || $0.activeProxyResolver != nil }
         if !redirects.isEmpty {
             lines += ["  chain dns {", "    type nat hook output priority -100; policy accept;"]
             for member in redirects {
+                // A proxy's apps' queries go to its resolver, matched by cgroup (the route chain
+                // leaves DNS unmarked).
+                if let resolver = member.activeProxyResolver {
+                    lines += Self.dnsRedirect(set: member.setName, depths: Self.depths(member.tableMarked), to: resolver)
+                }
                 // A domain-limited app's queries go to netextd's resolver for its rule (its own
                 // packets are never marked toward a resolver it was not answered for).
                 for apps in member.domainLimited {
                     guard let port = apps.resolverPort else { continue }
-                    let set = member.domainSetNames(apps).cgroups
-                    for depth in Self.depths(apps.cgroups) {
-                        let match = "socket cgroupv2 level \(depth) @\(set)"
-                        lines.append("    \(match) meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 127.0.0.1:\(port)")
-                        if apps.resolverHasIPv6 {
-                            lines.append("    \(match) meta nfproto ipv6 meta l4proto { tcp, udp } th dport 53 dnat ip6 to [::1]:\(port)")
-                        }
-                    }
+                    lines += Self.dnsRedirect(
+                        set: member.domainSetNames(apps).cgroups, depths: Self.depths(apps.cgroups), to: LoopbackResolver(port: port, hasIPv6: apps.resolverHasIPv6))
                 }
                 guard !member.dnsServers.isEmpty else { continue }
                 let marked = Self.markMatch(member.mark)

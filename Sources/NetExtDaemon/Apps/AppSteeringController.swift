@@ -86,6 +86,8 @@ actor AppSteeringController {
         }
         /// An app proxy's listeners while its provider runs.
         var proxyPorts: FlowSteering.ProxyPorts?
+        /// Where the app proxy's apps' DNS goes while its provider runs (per-app relays' resolver).
+        var proxyResolver: FlowSteering.LoopbackResolver?
         /// Per-app on demand: the apps' first flow starts the tunnel.
         var onDemand: Bool { mode == .include && configuration.isOnDemandEnabled }
     }
@@ -236,13 +238,16 @@ actor AppSteeringController {
     }
 
     /// The app proxy's provider runs and its listeners wait on `ports`: the apps' TCP and UDP
-    /// flows go there from now on.
+    /// flows go there from now on, and their DNS queries to `resolver` when there is one.
     /// `appsChanged` is told the cgroups of its apps now and whenever they change.
-    func proxyUp(_ id: UUID, ports: FlowSteering.ProxyPorts, appsChanged: @escaping @Sendable ([ProxiedCgroup]) -> Void) async throws(NetExtError) {
+    func proxyUp(
+        _ id: UUID, ports: FlowSteering.ProxyPorts, resolver: FlowSteering.LoopbackResolver? = nil, appsChanged: @escaping @Sendable ([ProxiedCgroup]) -> Void
+    ) async throws(NetExtError) {
         guard var entry = entries[id], entry.mode == .proxy else {
             throw NetExtError(.configurationInvalid, "this app proxy has no apps to proxy (bind apps with `netext app bind`)")
         }
         entry.proxyPorts = ports
+        entry.proxyResolver = resolver
         entries[id] = entry
         proxyObservers[id] = appsChanged
         await applyWanted()
@@ -253,6 +258,7 @@ actor AppSteeringController {
         proxyObservers[id] = nil
         guard entries[id]?.proxyPorts != nil else { return }
         entries[id]?.proxyPorts = nil
+        entries[id]?.proxyResolver = nil
         await applyWanted()
     }
 
@@ -466,7 +472,8 @@ actor AppSteeringController {
                     cgroups: cgroups.filter { apps.contains($0.app) }, dnsServers: entry.dnsServers, tunnelAddresses: entry.tunnelAddresses,
                     onDemandLogGroup: triggers[entry.configuration.id]?.group, domainLimited: limited,
                     socketMarked: Set(socketMarks.filter { $0.value == entry.mark }.keys), isOnDemand: entry.onDemand,
-                    proxyPorts: entry.proxyPorts, takesOnlyDNS: entry.configuration.tunnelProviderSettings?.providerType == .dnsProxy)
+                    proxyPorts: entry.proxyPorts, takesOnlyDNS: entry.configuration.tunnelProviderSettings?.providerType == .dnsProxy,
+                    proxyResolver: entry.proxyResolver)
             },
             transparentProxies: transparent.values.map { proxy in
                 var proxy = proxy

@@ -40,14 +40,16 @@ final class DNSRouter {
     /// The resolver file, or systemd-resolved's per-link DNS ("the file" below means either).
     let resolver: (any MachineResolver)?
     let stubAddress: SocketAddress?
-    private let logger: Logger
+    let logger: Logger
     private(set) var tunnels: [UUID: TunnelDNS] = [:]
-    private var stub: DNSStub?
+    private(set) var stub: DNSStub?
     private var nameObserver: (@Sendable (String) -> Void)?
     /// The system DNS settings in force, and the upstreams made for them.
     private(set) var settings: (id: UUID, dns: DNSSettingsProtocol, upstreams: EncryptedDNSServerSet?)?
     /// Relay configurations' DNS-over-HTTPS servers in force (``applyRelayResolver(_:matchDomains:for:)``).
     private(set) var relayResolvers: [UUID: EncryptedDNSServerSet] = [:]
+    /// Per-app relays' resolvers, by configuration (``openAppRelayResolver(_:matchDomains:excludedDomains:for:)``).
+    var appRelayResolvers: [UUID: AppRelayResolver] = [:]
     /// Each server's connections, for settings.
     private let makeUpstreams: @Sendable (DNSSettingsProtocol) throws(NetExtError) -> [[any EncryptedDNSUpstream]]
 
@@ -83,6 +85,7 @@ final class DNSRouter {
 
     /// Puts a DNS settings configuration in force (nil: takes it out), replacing the one in force.
     func applySettings(_ dns: DNSSettingsProtocol?, for id: UUID) throws(NetExtError) {
+        defer { appRelayMachineServersChanged() }
         guard let dns else {
             if settings?.id == id { removeSettings() }
             return
@@ -157,6 +160,7 @@ final class DNSRouter {
     /// take the whole file only if no other tunnel has changed it (the personal VPN's servers
     /// assigned by its IKEv2 server). Settings without servers undo what the tunnel had.
     func apply(_ dns: DNSSettings?, for id: UUID, rank: Int, interface: String? = nil, yieldToOthers: Bool = false) throws(NetExtError) {
+        defer { appRelayMachineServersChanged() }
         let previous = tunnels[id]
         var entry = TunnelDNS(rank: rank, interface: interface)
         if previous?.routed == true { unroute(id) }
@@ -186,6 +190,7 @@ final class DNSRouter {
 
     /// Undoes what a tunnel's DNS settings changed (the tunnel is gone).
     func remove(_ id: UUID) {
+        defer { appRelayMachineServersChanged() }
         guard let previous = tunnels.removeValue(forKey: id) else { return }
         if previous.routed { unroute(id) }
         if previous.changedResolver { release(besides: id) }
@@ -195,6 +200,7 @@ final class DNSRouter {
     /// points at it even without a tunnel) and reports every name programs resolve, before the
     /// query is routed. nil stops watching.
     func watchResolvedNames(_ observer: (@Sendable (String) -> Void)?) {
+        defer { appRelayMachineServersChanged() }
         nameObserver = observer
         guard let observer, let address = stubAddress, let resolver else {
             stub?.observeQueries(nil)
@@ -219,6 +225,7 @@ final class DNSRouter {
     /// are none — before the system DNS settings, after a tunnel's match domains. Replaces what
     /// the configuration had; the stub runs and the resolver file points at it.
     func applyRelayResolver(_ upstreams: EncryptedDNSServerSet, matchDomains: [String], for id: UUID) throws(NetExtError) {
+        defer { appRelayMachineServersChanged() }
         guard let address = stubAddress, let resolver else {
             upstreams.shutdown()
             throw NetExtError(.configurationInvalid, "a relay's DNS server needs netextd's DNS stub and resolver file (NETEXT_DNS_STUB, NETEXT_RESOLV_CONF)")
@@ -253,6 +260,8 @@ final class DNSRouter {
 
     /// Takes a relay configuration's DoH server out (its relays stopped).
     func removeRelayResolver(for id: UUID) {
+        defer { appRelayMachineServersChanged() }
+        closeAppRelayResolver(for: id)
         guard let upstreams = relayResolvers.removeValue(forKey: id) else { return }
         let owner = Self.relayOwner(id)
         let settingsTakeAll = settings.map { $0.dns.matchDomains.allSatisfy(\.isEmpty) } ?? false

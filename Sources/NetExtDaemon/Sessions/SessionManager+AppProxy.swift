@@ -26,7 +26,9 @@ extension SessionManager {
                 try await appSteering.transparentUp(
                     id, ports: dispatcher.ports, settings: TransparentProxyNetworkSettings.dnsProxy, exemptUIDs: [UserDatabase.user(named: provider.manifest.user)?.uid ?? 0])
             } else {
-                try await appSteering.proxyUp(id, ports: dispatcher.ports) { apps in dispatcher.setApps(apps) }
+                // Per-app relays' apps resolve through the relays' DoH server.
+                let resolver = startAppRelayResolver(session.configuration, dispatcher: dispatcher)
+                try await appSteering.proxyUp(id, ports: dispatcher.ports, resolver: resolver) { apps in dispatcher.setApps(apps) }
             }
         } catch {
             endProxying(id)

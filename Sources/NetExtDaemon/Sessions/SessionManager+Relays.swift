@@ -108,9 +108,41 @@ extension SessionManager {
     /// relays (each connection a flow handed to the provider, carried to the server's name; the
     /// last relay looks it up), so neither the names nor the server's name go to the local
     /// network's resolver. The server's certificate is checked against the system's CAs, or
-    /// `NETEXT_RELAY_CA_FILE` where set (a lab's). Per-app relays keep the machine's resolver.
+    /// `NETEXT_RELAY_CA_FILE` where set (a lab's). Per-app relays have a resolver of their own
+    /// (``startAppRelayResolver(_:dispatcher:)``).
     func startRelayResolver(_ configuration: Configuration, dispatcher: AppProxyFlowDispatcher) {
         guard let settings = Self.relaySettings(ofRunnable: configuration), !settings.isPerApp, let url = settings.dnsOverHTTPSURL else { return }
+        do throws(NetExtError) {
+            try dns.applyRelayResolver(
+                try Self.relayDoHServers(url, dispatcher: dispatcher), matchDomains: settings.matchDomains + settings.matchFQDNs, for: configuration.id)
+        } catch {
+            logger.error("the relays' DNS server cannot be used; their names are resolved by the machine's resolver", metadata: [
+                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "error": "\(error.message)",
+            ])
+        }
+    }
+
+    /// Per-app relays with a DNS-over-HTTPS URL: a resolver of netextd's on loopback, to which
+    /// the steering sends the bound apps' DNS queries, asks the relays' server through them for
+    /// the names the relays take (and the machine's resolver for the rest). nil: the
+    /// configuration has none, or it could not start (logged; the apps' queries go as sent).
+    func startAppRelayResolver(_ configuration: Configuration, dispatcher: AppProxyFlowDispatcher) -> FlowSteering.LoopbackResolver? {
+        guard let settings = Self.relaySettings(ofRunnable: configuration), settings.isPerApp, let url = settings.dnsOverHTTPSURL else { return nil }
+        do throws(NetExtError) {
+            return try dns.openAppRelayResolver(
+                try Self.relayDoHServers(url, dispatcher: dispatcher), matchDomains: settings.matchDomains + settings.matchFQDNs,
+                excludedDomains: settings.excludedDomains + settings.excludedFQDNs, for: configuration.id)
+        } catch {
+            logger.error("the relays' DNS server cannot be used; the bound apps' names are resolved by the machine's resolver", metadata: [
+                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "error": "\(error.message)",
+            ])
+            return nil
+        }
+    }
+
+    /// The relays' DoH server at `url` reached through `dispatcher`'s provider: one connection
+    /// per core, as for the system DNS settings' servers.
+    private static func relayDoHServers(_ url: String, dispatcher: AppProxyFlowDispatcher) throws(NetExtError) -> EncryptedDNSServerSet {
         let environment = ProcessInfo.processInfo.environment
         let trust = environment["NETEXT_RELAY_CA_FILE"].flatMap { $0.isEmpty ? nil : DNSServerTrust(caFile: $0) } ?? .system
         let opener: DNSOverHTTPSUpstream.ConnectedSocketOpener = { [weak dispatcher] host, port in
@@ -118,20 +150,14 @@ extension SessionManager {
             return try dispatcher.openResolverConnection(toHost: host, port: UInt16(port))
         }
         do {
-            // One connection per core, as for the system DNS settings' servers.
             let connections = try MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
                 try DNSOverHTTPSUpstream(url: url, through: opener, description: "through the relays", trust: trust, eventLoop: loop) as any EncryptedDNSUpstream
             }
-            try dns.applyRelayResolver(
-                EncryptedDNSServerSet(servers: [connections]), matchDomains: settings.matchDomains + settings.matchFQDNs, for: configuration.id)
+            return EncryptedDNSServerSet(servers: [connections])
         } catch let error as NetExtError {
-            logger.error("the relays' DNS server cannot be used; their names are resolved by the machine's resolver", metadata: [
-                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "error": "\(error.message)",
-            ])
+            throw error
         } catch {
-            logger.error("the relays' DNS server cannot be used; their names are resolved by the machine's resolver", metadata: [
-                "configuration": "\(LogText.quoted(configuration.localizedDescription))", "error": "\(error)",
-            ])
+            throw NetExtError(.configurationInvalid, "the relays' DNS server \(url): \(error)")
         }
     }
 }
