@@ -69,6 +69,10 @@ public final class RelayClient: Sendable {
         var identity: RelayClientIdentity?
         /// Fresh Privacy Pass tokens when the relay asks (``RelayTokenSource``).
         var tokens: (any RelayTokenSource)?
+        /// The relay is reached through another relay (a socket pair, not its address): a name
+        /// that is an address is checked against the certificate's IP addresses here, after
+        /// the handshake, since the TLS library checks an address against the peer's.
+        var throughRelay = false
         var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
@@ -115,16 +119,11 @@ public final class RelayClient: Sendable {
         additionalHeaders: [(name: String, value: String)] = [], udpPathTemplate: String = ConnectUDPTarget.pathPrefix + "{target_host}/{target_port}/",
         pinnedPublicKeys: [[UInt8]] = [], identity: RelayClientIdentity? = nil, tokens: (any RelayTokenSource)? = nil
     ) async throws -> RelayClient {
-        let options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
+        var options = Options(host: host, port: port, serverName: serverName, trustRoots: trustRoots, token: token,
                               additionalHeaders: additionalHeaders, udpPathTemplate: udpPathTemplate, pinnedPublicKeys: pinnedPublicKeys, identity: identity,
                               tokens: tokens)
+        options.throughRelay = true
         guard let port16 = UInt16(exactly: port) else { throw Failure(description: "port \(port) is out of range", status: nil) }
-        // The certificate is checked against the name; an address could be checked only
-        // against the connection's peer, which here is the local socket pair (a pinned key needs
-        // no name).
-        guard IPPrefix.parseAddress(serverName ?? host) == nil || !pinnedPublicKeys.isEmpty else {
-            throw Failure(description: "a relay reached through another needs a name to check its certificate against: give serverName for \(host)", status: nil)
-        }
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw Failure(description: "could not make a socket pair for the chained relay (errno \(errno))", status: nil)
@@ -154,6 +153,10 @@ public final class RelayClient: Sendable {
     /// stream of the relay before in a chain.
     private static func establish(on channel: any Channel, options: Options) async throws -> RelayClient {
         var configuration = TLSConfiguration.makeClientConfiguration()
+        // An address reached through a relay: the chain is checked by the TLS library, the
+        // address against the certificate below (its peer is a local socket pair).
+        let checkedAddress = options.throughRelay && options.pinnedPublicKeys.isEmpty ? IPPrefix.parseAddress(options.serverName ?? options.host) : nil
+        if checkedAddress != nil { configuration.certificateVerification = .noHostnameVerification }
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["h2"]
         if let trustRoots = options.trustRoots { configuration.trustRoots = trustRoots }
@@ -192,6 +195,18 @@ public final class RelayClient: Sendable {
         }
         defer { timeout.cancel() }
         try await settingsArrived.futureResult.get()
+        if let address = checkedAddress {
+            // Before any request (and its credential) is sent.
+            let covered = try await channel.eventLoop.flatSubmit {
+                channel.pipeline.handler(type: NIOSSLClientHandler.self).map { handler in
+                    handler.peerCertificate.map { RelayCertificateAddress.covers($0, address: address) } ?? false
+                }
+            }.get()
+            guard covered else {
+                channel.close(promise: nil)
+                throw Failure(description: "the relay's certificate is not for \(IPPrefix.format(address)) (none of its IP addresses is)", status: nil)
+            }
+        }
         return RelayClient(connection: channel, multiplexer: multiplexer, options: options)
     }
 

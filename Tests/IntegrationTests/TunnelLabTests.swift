@@ -96,7 +96,7 @@ struct TunnelLabTests {
 
     @Test("network relays: the office's internal page (20 MB intact) and UDP echo through netext-server relay at its edge, carried by the built-in relay provider for office.test; an excluded name and other names direct; one TLS connection on the uplink and nothing for the internal host; a relay restart fails a flow cleanly and the next ones recover")
     func relays() async throws {
-        try await runChecks("scripts/e2e/relay.sh", checks: 77, timeout: 420)
+        try await runChecks("scripts/e2e/relay.sh", checks: 83, timeout: 420)
     }
 
     @Test("scripts/demo-relay shows the office's page and UDP echo through the relay, a public page direct, one TLS connection on the uplink, and pings through connect-ip")

@@ -107,7 +107,6 @@ struct RelayClientUDPAndChainTests {
             do {
                 let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
                 let first = try await RelayClient.connect(host: "127.0.0.1", port: outer.port, trustRoots: roots, token: "outer-token")
-                await #expect(throws: RelayClient.Failure.self) { _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: roots) }
                 let second = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, serverName: "localhost", trustRoots: roots)
                 let pair = try RelayClientTests.connectedPair()
                 defer { close(pair.app) }
@@ -123,6 +122,44 @@ struct RelayClientUDPAndChainTests {
                 #expect(outer.counters.current.tcpStreams == 1, "the outer relay carries one stream: the inner relay's connection")
                 #expect(outer.counters.current.udpStreams == 0)
                 #expect(inner.counters.current.tcpStreams == 1 && inner.counters.current.udpStreams == 1)
+                await second.close()
+                await first.close()
+            } catch {
+                await outer.stop()
+                throw error
+            }
+            await outer.stop()
+        }
+    }
+
+    @Test("a relay reached through another by address: the certificate's IP addresses are checked (its peer is a socket pair); one the certificate lacks is refused before any request")
+    func chainedByAddress() async throws {
+        try await RelayServerTests.withRelay(tokens: ["inner-token"]) { inner, echo, certificates in
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            let outer = try await RelayServer.start(
+                host: "127.0.0.1", port: 0, tls: tls, policy: RelayPolicy(allowedTargets: [try IPPrefix("127.0.0.1/32")], bearerTokens: ["outer-token"]),
+                logger: Logger(label: "test.relay.outer"))
+            do {
+                let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+                let first = try await RelayClient.connect(host: "127.0.0.1", port: outer.port, trustRoots: roots, token: "outer-token")
+                do {
+                    _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, serverName: "192.0.2.7", trustRoots: roots, token: "inner-token")
+                    Issue.record("a certificate without 192.0.2.7 was accepted for it")
+                } catch let failure as RelayClient.Failure {
+                    #expect(failure.description.contains("192.0.2.7"), "\(failure)")
+                }
+                #expect(inner.counters.current.tcpStreams == 0 && inner.counters.current.unauthorized == 0, "no request reached the relay")
+                // Untrusted roots still fail the chain check, address or not.
+                let strangers = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.otherCAFile))
+                await #expect(throws: (any Error).self) { _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: strangers, token: "inner-token") }
+                let second = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: roots, token: "inner-token")
+                let pair = try RelayClientTests.connectedPair()
+                defer { close(pair.app) }
+                try await second.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+                let message = Array("by address through two".utf8)
+                _ = send(pair.app, message, message.count, 0)
+                #expect(try await RelayClientTests.receive(pair.app, count: message.count) == message)
+                #expect(inner.counters.current.tcpStreams == 1)
                 await second.close()
                 await first.close()
             } catch {

@@ -131,6 +131,31 @@ start_relay
 check "after the relay is back, flows go through it again" office_page 10
 check "and UDP too" udp_echo echo.office.test
 
+# Chained relays: a second relay on the internet (100.64.0.90:8443, the same lab CA and token,
+# only the office relay allowed as its target) is the first of the chain; the office's relay is
+# reached through it with a nested CONNECT, and the flows go inside that one stream.
+lab_in "$LAB_INTERNET" ip addr add 100.64.0.90/32 dev lo
+lab_ca_issue "$work/ca" entry 100.64.0.90 || { echo "FAIL lab CA (entry relay)"; exit 1; }
+lab_spawn "$LAB_INTERNET" "$bin/netext-server" relay --listen 100.64.0.90:8443 --certificate "$work/ca/entry.crt" --key "$work/ca/entry.key" \
+  --allow 203.0.113.2/32 --token-file "$work/relay-tokens" --metrics-listen 127.0.0.1:9473 2>> "$work/relay-entry.log"
+lab_wait "ip netns exec '$LAB_INTERNET' ss -ltn | grep -q '100.64.0.90:8443'" 15
+check "chained relays: netext relay configure with two --relay (the entry relay on the internet, then the office's)" \
+  netext relay configure --relay https://100.64.0.90:8443 --relay https://203.0.113.2:8443 --match-domain office.test \
+  --exclude-fqdn login.office.test --header-file "$work/relay-headers" --name "Office relay" --enable
+lab_wait "'$bin/netext' relay show | grep -q 'enabled, connected'" 15
+lab_capture_start CHAIN_CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/uplink-chain.pcap"
+check "the office page through the chain" lab_wait office_page 15
+check "and the UDP echo (connect-udp inside the nested CONNECT)" udp_echo echo.office.test
+lab_capture_stop "$CHAIN_CAPTURE_PID" "$work/uplink-chain.pcap"
+chain_office=$(tcpdump -n -r "$work/uplink-chain.pcap" "host 203.0.113.2 or host 10.20.0.5" 2>/dev/null | wc -l)
+chain_syns=$(tcpdump -n -r "$work/uplink-chain.pcap" "host 100.64.0.90 and tcp dst port 8443 and tcp[tcpflags] & tcp-syn != 0" 2>/dev/null | wc -l)
+check "the uplink capture: one TLS connection to the entry relay, nothing to the office's relay or host ($chain_syns SYN, $chain_office other)" \
+  test "$chain_syns" -eq 1 -a "$chain_office" -eq 0
+ip netns exec "$LAB_INTERNET" curl -s -m 5 http://127.0.0.1:9473/metrics > "$work/relay-entry-metrics.txt"
+check "the entry relay carried one CONNECT stream (to the office's relay) and no UDP of its own (its metrics)" \
+  bash -c "grep -qx 'netext_masque_relay_streams_total{kind=\"tcp\"} 1' '$work/relay-entry-metrics.txt' && ! grep -Eq '^netext_masque_relay_streams_total\{kind=\"udp\"\} [1-9]' '$work/relay-entry-metrics.txt'"
+check "the entry relay's log names neither the office's host nor a token" bash -c "! grep -Eq '10.20.0.5|lab-relay-token' '$work/relay-entry.log'"
+
 # The relays' DNS-over-HTTPS server (NERelay.dnsOverHTTPSURL): unbound in the office answers
 # viadoh.office.test; netextd's resolver reaches it through the relay (a flow to its name), so
 # neither that name nor the server's goes to the laptop's resolver or crosses the uplink.
