@@ -95,78 +95,76 @@ struct RelayClientUDPAndChainTests {
         }
     }
 
-    @Test("chained relays: TCP and UDP flows through a second relay reached through the first; the first sees one CONNECT to the second, the second the flows")
-    func chained() async throws {
-        try await RelayServerTests.withRelay { inner, echo, certificates in
+    /// Runs `body` with an inner relay (taking `innerTokens`), echo servers, and an outer relay
+    /// in front of it that may reach only 127.0.0.1 (token `outer-token`) with a client already
+    /// connected to it; all stopped afterwards.
+    static func withChain(
+        innerTokens: [String] = [],
+        _ body: (_ inner: RelayServer, _ outer: RelayServer, _ first: RelayClient, _ echo: RelayServerTests.EchoServers, _ certificates: TestCertificates) async throws -> Void
+    ) async throws {
+        try await RelayServerTests.withRelay(tokens: innerTokens) { inner, echo, certificates in
             let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
             // The outer relay may reach only the inner relay, not the echo servers' ports directly
             // (both are on 127.0.0.1: the allow-list is by address, so the check is the counters).
             let outer = try await RelayServer.start(
                 host: "127.0.0.1", port: 0, tls: tls, policy: RelayPolicy(allowedTargets: [try IPPrefix("127.0.0.1/32")], bearerTokens: ["outer-token"]),
                 logger: Logger(label: "test.relay.outer"))
-            do {
+            try await withCleanup(outer, cleanup: { await $0.stop() }) { outer in
                 let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
                 let first = try await RelayClient.connect(host: "127.0.0.1", port: outer.port, trustRoots: roots, token: "outer-token")
-                let second = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, serverName: "localhost", trustRoots: roots)
-                let pair = try RelayClientTests.connectedPair()
-                defer { close(pair.app) }
-                try await second.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
-                let message = Array("through two relays".utf8)
-                _ = send(pair.app, message, message.count, 0)
-                #expect(try await RelayClientTests.receive(pair.app, count: message.count) == message)
-                let flow = try await second.openDatagramFlow(toHost: "127.0.0.1", port: echo.udpPort)
-                let collector = Collector(flow)
-                flow.send(Array("udp through two".utf8))
-                #expect(await collector.wait(for: 1) == [Self.echoed("udp through two")])
-                flow.close()
-                #expect(outer.counters.current.tcpStreams == 1, "the outer relay carries one stream: the inner relay's connection")
-                #expect(outer.counters.current.udpStreams == 0)
-                #expect(inner.counters.current.tcpStreams == 1 && inner.counters.current.udpStreams == 1)
-                await second.close()
-                await first.close()
-            } catch {
-                await outer.stop()
-                throw error
+                try await withCleanup(first, cleanup: { await $0.close() }) { first in
+                    try await body(inner, outer, first, echo, certificates)
+                }
             }
-            await outer.stop()
+        }
+    }
+
+    /// Sends `text` through `client` to the TCP echo server and expects it back.
+    static func echoesTCP(_ client: RelayClient, _ echo: RelayServerTests.EchoServers, _ text: String) async throws {
+        let pair = try RelayClientTests.connectedPair()
+        defer { close(pair.app) }
+        try await client.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
+        let message = Array(text.utf8)
+        _ = send(pair.app, message, message.count, 0)
+        #expect(try await RelayClientTests.receive(pair.app, count: message.count) == message)
+    }
+
+    @Test("chained relays: TCP and UDP flows through a second relay reached through the first; the first sees one CONNECT to the second, the second the flows")
+    func chained() async throws {
+        try await Self.withChain { inner, outer, first, echo, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
+            let second = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, serverName: "localhost", trustRoots: roots)
+            try await Self.echoesTCP(second, echo, "through two relays")
+            let flow = try await second.openDatagramFlow(toHost: "127.0.0.1", port: echo.udpPort)
+            let collector = Collector(flow)
+            flow.send(Array("udp through two".utf8))
+            #expect(await collector.wait(for: 1) == [Self.echoed("udp through two")])
+            flow.close()
+            #expect(outer.counters.current.tcpStreams == 1, "the outer relay carries one stream: the inner relay's connection")
+            #expect(outer.counters.current.udpStreams == 0)
+            #expect(inner.counters.current.tcpStreams == 1 && inner.counters.current.udpStreams == 1)
+            await second.close()
         }
     }
 
     @Test("a relay reached through another by address: the certificate's IP addresses are checked (its peer is a socket pair); one the certificate lacks is refused before any request")
     func chainedByAddress() async throws {
-        try await RelayServerTests.withRelay(tokens: ["inner-token"]) { inner, echo, certificates in
-            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
-            let outer = try await RelayServer.start(
-                host: "127.0.0.1", port: 0, tls: tls, policy: RelayPolicy(allowedTargets: [try IPPrefix("127.0.0.1/32")], bearerTokens: ["outer-token"]),
-                logger: Logger(label: "test.relay.outer"))
+        try await Self.withChain(innerTokens: ["inner-token"]) { inner, _, first, echo, certificates in
+            let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
             do {
-                let roots = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.caFile))
-                let first = try await RelayClient.connect(host: "127.0.0.1", port: outer.port, trustRoots: roots, token: "outer-token")
-                do {
-                    _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, serverName: "192.0.2.7", trustRoots: roots, token: "inner-token")
-                    Issue.record("a certificate without 192.0.2.7 was accepted for it")
-                } catch let failure as RelayClient.Failure {
-                    #expect(failure.description.contains("192.0.2.7"), "\(failure)")
-                }
-                #expect(inner.counters.current.tcpStreams == 0 && inner.counters.current.unauthorized == 0, "no request reached the relay")
-                // Untrusted roots still fail the chain check, address or not.
-                let strangers = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.otherCAFile))
-                await #expect(throws: (any Error).self) { _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: strangers, token: "inner-token") }
-                let second = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: roots, token: "inner-token")
-                let pair = try RelayClientTests.connectedPair()
-                defer { close(pair.app) }
-                try await second.carry(socket: pair.flow, toHost: "127.0.0.1", port: echo.tcpPort)
-                let message = Array("by address through two".utf8)
-                _ = send(pair.app, message, message.count, 0)
-                #expect(try await RelayClientTests.receive(pair.app, count: message.count) == message)
-                #expect(inner.counters.current.tcpStreams == 1)
-                await second.close()
-                await first.close()
-            } catch {
-                await outer.stop()
-                throw error
+                _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, serverName: "192.0.2.7", trustRoots: roots, token: "inner-token")
+                Issue.record("a certificate without 192.0.2.7 was accepted for it")
+            } catch let failure as RelayClient.Failure {
+                #expect(failure.description.contains("192.0.2.7"), "\(failure)")
             }
-            await outer.stop()
+            #expect(inner.counters.current.tcpStreams == 0 && inner.counters.current.unauthorized == 0, "no request reached the relay")
+            // Untrusted roots still fail the chain check, address or not.
+            let strangers = NIOSSLTrustRoots.certificates(try NIOSSLCertificate.fromPEMFile(certificates.otherCAFile))
+            await #expect(throws: (any Error).self) { _ = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: strangers, token: "inner-token") }
+            let second = try await first.connectThrough(toHost: "127.0.0.1", port: inner.port, trustRoots: roots, token: "inner-token")
+            try await Self.echoesTCP(second, echo, "by address through two")
+            #expect(inner.counters.current.tcpStreams == 1)
+            await second.close()
         }
     }
 
