@@ -143,6 +143,7 @@ check "chained relays: netext relay configure with two --relay (the entry relay 
   netext relay configure --relay https://100.64.0.90:8443 --relay https://203.0.113.2:8443 --match-domain office.test \
   --exclude-fqdn login.office.test --header-file "$work/relay-headers" --name "Office relay" --enable
 lab_wait "'$bin/netext' relay show | grep -q 'enabled, connected'" 15
+"$bin/netext" relay show > "$work/chain-show.txt" 2>&1
 lab_capture_start CHAIN_CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/uplink-chain.pcap"
 check "the office page through the chain" lab_wait office_page 15
 check "and the UDP echo (connect-udp inside the nested CONNECT)" udp_echo echo.office.test
@@ -218,6 +219,7 @@ check "per-app relays with a DNS-over-HTTPS server: netext relay configure --doh
   --bind-app org.example.Browser --name "Office relay" --enable
 check "netextd started the apps' resolver (logged); the laptop's resolver file is its own" \
   lab_wait "grep -q \"per-app relays' apps resolve through the relays' DNS-over-HTTPS server\" '$work/netextd.log' && per_app_in_force && grep -qx 'nameserver 198.51.100.53' '/etc/netns/$LAB_LAPTOP/resolv.conf'" 15
+"$bin/netext" relay show > "$work/per-app-doh-show.txt" 2>&1
 lab_capture_start APPDOH_CAPTURE_PID "$LAB_LAPTOP" eth0 "$work/uplink-appdoh.pcap"
 check "the bound app loads a page on a name only the office's DoH server knows, through the relay" \
   lab_wait "as_browser curl -s -m 8 http://appdoh.office.test:8080/ | grep -q 'office intranet page'" 15
