@@ -108,6 +108,11 @@ final class HTTP2StreamExchange: ChannelInboundHandler, RemovableChannelHandler 
         (path, query) = HTTPExchange.split(fields.first(name: ":path") ?? "/")
         endpoint = exchange.endpointLabel(path)
         headers = fields.compactMap { field in field.name.hasPrefix(":") ? nil : (name: field.name, value: field.value) }
+        // The authority as a handler of HTTP/1.1 sees it: a Host field made from `:authority`
+        // when the request carries none (RFC 9113 §8.3.1).
+        if let authority = fields.first(name: ":authority"), !headers.contains(where: { $0.name.equalsIgnoringASCIICase("host") }) {
+            headers.insert((name: "host", value: authority), at: 0)
+        }
         let contentType = fields.first(name: "content-type")
         if let (early, _) = exchange.answerOnHead(method: method, path: path, contentType: contentType, headers: headers) {
             phase = .answering

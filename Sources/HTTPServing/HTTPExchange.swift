@@ -23,7 +23,12 @@ struct HTTPExchange: Sendable {
         let keepAlive = request.headers[.connection]?.lowercased() != "close"
         let answer = Answer(method: method, started: started, endpoint: endpointLabel(path), exchange: self)
 
-        let headers = request.headers.map { (name: $0.name.rawName, value: $0.value) }
+        var headers = request.headers.map { (name: $0.name.rawName, value: $0.value) }
+        // HTTP types keep an HTTP/1.1 request's Host as the head's authority, not a field: put
+        // back, so handlers find it where an HTTP/2 request's `:authority` is put too.
+        if let authority = request.head.authority, !headers.contains(where: { $0.name.equalsIgnoringASCIICase("host") }) {
+            headers.insert((name: "host", value: authority), at: 0)
+        }
         if let (early, builtIn) = answerOnHead(method: method, path: path, contentType: request.headers[.contentType], headers: headers) {
             // A built-in endpoint's (the empty rest of the request is not needed) or a refusal.
             return try await answer.write(early, close: builtIn ? !keepAlive : true, to: writer, channel: channel)

@@ -7,7 +7,9 @@ public struct HTTPServerRequest: Sendable {
     public var path: String
     /// What followed `?`, if anything.
     public var query: String?
-    /// Header fields in arrival order; names as sent.
+    /// Header fields in arrival order; names as sent. An HTTP/2 request's `:authority` is here
+    /// as `host` when it carried no Host field (RFC 9113 §8.3.1), so handlers read the authority
+    /// the same way for both versions; the other pseudo-header fields are not.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
     /// The HTTP major version it came in: 1 (HTTP/1.x) or 2 (a stream of an HTTP/2 connection).

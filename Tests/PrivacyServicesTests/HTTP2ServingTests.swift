@@ -15,6 +15,7 @@ struct HTTP2ServingTests {
         func endpointLabel(path: String) -> String { path == "/missing" ? "missing" : "echo" }
         func respond(to request: HTTPServerRequest) async -> HTTPServerResponse {
             if request.path == "/missing" { return .text(404, "no such path") }
+            if request.path == "/host" { return .text(200, request.headerValues("host").joined(separator: ",")) }
             return HTTPServerResponse(status: 200, contentType: "application/octet-stream", body: request.body.reversed())
         }
     }
@@ -61,6 +62,20 @@ struct HTTP2ServingTests {
 
                 let echoed = try await Self.curl(["--http2", "--cacert", certificates.caFile, "--data-binary", "netext", served.base + "/echo"])
                 #expect(echoed == ["txeten"])
+            }
+        }
+    }
+
+    @Test("the authority reaches handlers as Host over both versions: HTTP/2's :authority becomes the Host field")
+    func authorityAsHost() async throws {
+        try await TLSServingTests.withCertificates { certificates in
+            let tls = try ServerTLS(certificateFile: certificates.certificateFile, keyFile: certificates.keyFile)
+            try await Served.start(EchoTarget(), tls: tls).use { served in
+                let authority = String(served.base.dropFirst("https://".count))
+                let overHTTP2 = try await Self.curl(["--http2", "--cacert", certificates.caFile, served.base + "/host"])
+                let overHTTP1 = try await Self.curl(["--http1.1", "--cacert", certificates.caFile, served.base + "/host"])
+                #expect(overHTTP2 == [authority])
+                #expect(overHTTP1 == [authority])
             }
         }
     }
