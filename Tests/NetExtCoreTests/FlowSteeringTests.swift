@@ -486,7 +486,7 @@ struct FlowSteeringTests {
         var apps = FlowSteering.DomainLimitedApps(
             index: 0, cgroups: [mail],
             destinations: [.init(address: [10, 20, 0, 5], secondsLeft: 300), .init(address: [0xfd, 0x20] + [UInt8](repeating: 0, count: 13) + [5], secondsLeft: 60)],
-            resolverPort: 40123, resolverHasIPv6: true)
+            resolver: .init(port: 40123, hasIPv6: true))
         var member = FlowSteering.Member(
             configuration: UUID(), mode: .include, mark: FlowSteering.mark(slot: 0), interface: "netext0", cgroups: [full],
             dnsServers: ["10.20.0.53"], tunnelAddresses: [try IPPrefix("10.99.0.2/32")], domainLimited: [apps])
@@ -503,7 +503,7 @@ struct FlowSteeringTests {
         // The full app's DNS still goes to the tunnel's resolver, after the domain-limited rules.
         #expect(ruleset.contains("meta mark & 0x00ff0000 == 0x00800000 meta nfproto ipv4 meta l4proto { tcp, udp } th dport 53 dnat ip to 10.20.0.53"))
         // Disconnected: no resolver, no redirect; nothing learned: empty sets, rules kept.
-        apps.resolverPort = nil
+        apps.resolver = nil
         apps.destinations = []
         member.domainLimited = [apps]
         member.dnsServers = []

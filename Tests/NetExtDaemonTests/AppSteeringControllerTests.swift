@@ -198,7 +198,7 @@ struct AppSteeringControllerTests {
             host: cgroups, launchRoot: "netext-apps-test", network: worker, logger: .init(label: "test"),
             openResolver: { request, answer throws(NetExtError) in
                 opened.withLock { $0.append((request, answer)) }
-                return .init(port: 40_000, hasIPv6: false) { stopped.withLock { $0 += 1 } }
+                return .init(address: .init(port: 40_000, hasIPv6: false)) { stopped.withLock { $0 += 1 } }
             })
         var office = try Self.tunnel("Office", perApp: true, apps: ["org.example.Office"])
         guard case .tunnelProvider(var settings) = office.protocolConfiguration else { return }
@@ -218,7 +218,7 @@ struct AppSteeringControllerTests {
         await worker.drain()
         let request = try #require(opened.withLock { $0.first?.request })
         #expect(request == .init(domains: ["corp.example"], tunnelServers: ["10.20.0.53"], otherServers: ["198.51.100.53"], mark: FlowSteering.mark(slot: 0)))
-        #expect(applier.currentSteering?.members.first?.domainLimited.first?.resolverPort == 40_000)
+        #expect(applier.currentSteering?.members.first?.domainLimited.first?.resolver?.port == 40_000)
 
         // The resolver's thread calls back and returns only once the address is in the table.
         let answer = try #require(opened.withLock { $0.first?.answer })
@@ -241,7 +241,7 @@ struct AppSteeringControllerTests {
         await worker.drain()
         #expect(stopped.withLock { $0 } == 1)
         member = try #require(applier.currentSteering?.members.first)
-        #expect(member.domainLimited.first?.resolverPort == nil)
+        #expect(member.domainLimited.first?.resolver == nil)
         #expect(member.domainLimited.first?.destinations.map(\.address) == [[10, 20, 0, 5]], "learned addresses outlive a reconnection")
         await steering.shutdown()
     }

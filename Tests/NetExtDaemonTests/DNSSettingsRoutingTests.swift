@@ -67,12 +67,18 @@ final class DNSSettingsRoutingTests {
     /// Asks the stub over UDP; nil when it does not answer within 3 s.
     func ask(_ router: DNSRouter, _ name: String, id: UInt16 = 0x5151) throws -> [UInt8]? {
         guard let stub = router.stubListeningAddress else { return nil }
+        return try ask(at: stub, name, id: id)
+    }
+
+    /// Asks the resolver at `address` for `name`'s A record over UDP; nil when it does not
+    /// answer within 3 s.
+    func ask(at address: NetExtLinux.SocketAddress, _ name: String, id: UInt16) throws -> [UInt8]? {
         let socket = try UDPSocket(bindingTo: SocketAddress(address: [127, 0, 0, 1], port: 0))
         defer { socket.close() }
         var query: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xff), 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]
         for label in name.split(separator: ".") { query += [UInt8(label.utf8.count)] + Array(label.utf8) }
         query += [0, 0, 1, 0, 1]
-        try query.withUnsafeBytes { try socket.send($0, to: stub) }
+        try query.withUnsafeBytes { try socket.send($0, to: address) }
         socket.setReceiveTimeout(milliseconds: 3000)
         var buffer = [UInt8](repeating: 0, count: 4096)
         guard let received = try buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else { return nil }
@@ -170,20 +176,6 @@ final class DNSSettingsRoutingTests {
         #expect(nameservers == ["10.0.0.53"])
     }
 
-    /// Asks a resolver on 127.0.0.1:`port` over UDP; nil when it does not answer within 3 s.
-    func ask(port: UInt16, _ name: String, id: UInt16) throws -> [UInt8]? {
-        let socket = try UDPSocket(bindingTo: SocketAddress(address: [127, 0, 0, 1], port: 0))
-        defer { socket.close() }
-        var query: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xff), 1, 0, 0, 1, 0, 0, 0, 0, 0, 0]
-        for label in name.split(separator: ".") { query += [UInt8(label.utf8.count)] + Array(label.utf8) }
-        query += [0, 0, 1, 0, 1]
-        try query.withUnsafeBytes { try socket.send($0, to: SocketAddress(address: [127, 0, 0, 1], port: port)) }
-        socket.setReceiveTimeout(milliseconds: 3000)
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        guard let received = try buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else { return nil }
-        return Array(buffer[..<received.count])
-    }
-
     @Test("per-app relays' resolver: a port of its own; the relays' names over their DoH server, excluded ones and the rest to the machine's resolver as it changes; the machine's file untouched; stopped with the relays")
     func appRelayResolver() throws {
         let router = router([ScriptedUpstream("settings")])
@@ -193,7 +185,7 @@ final class DNSSettingsRoutingTests {
             EncryptedDNSServerSet([relay]), matchDomains: ["office.test"], excludedDomains: ["login.office.test"], for: id)
         #expect(address.port != 0)
         #expect(!router.isStubRunning && nameservers == ["10.0.0.53"], "the machine's resolver is left as it is")
-        let answer = try #require(try ask(port: address.port, "wiki.office.test", id: 0x6262))
+        let answer = try #require(try ask(at: NetExtLinux.SocketAddress(address: [127, 0, 0, 1], port: address.port), "wiki.office.test", id: 0x6262))
         #expect(answer[0] == 0x62 && answer[1] == 0x62 && Array(answer.suffix(4)) == [192, 0, 2, 1])
         #expect(relay.asked.withLock { $0.count } == 1)
         var routing = try #require(router.appRelayResolvers[id]).routing
@@ -215,7 +207,7 @@ final class DNSSettingsRoutingTests {
 
         router.removeRelayResolver(for: id)
         #expect(router.appRelayResolvers[id] == nil && relay.shutDown.withLock { $0 })
-        #expect(((try? ask(port: address.port, "wiki.office.test", id: 0x6363)) ?? nil) == nil, "the port is closed")
+        #expect(((try? ask(at: NetExtLinux.SocketAddress(address: [127, 0, 0, 1], port: address.port), "wiki.office.test", id: 0x6363)) ?? nil) == nil, "the port is closed")
         #expect(nameservers == ["10.0.0.53"])
     }
 

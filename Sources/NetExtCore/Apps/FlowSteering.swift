@@ -130,17 +130,15 @@ public struct FlowSteering: Sendable, Hashable {
         public var cgroups: [AppCgroup]
         /// The addresses answered for the rule's domains, with their time left.
         public var destinations: [LearnedDestinations.Destination]
-        /// The port of netextd's resolver for these apps on 127.0.0.1 (and on ::1 when
-        /// `resolverHasIPv6`); nil: their queries are left as sent (the tunnel is not connected).
-        public var resolverPort: UInt16?
-        public var resolverHasIPv6: Bool
+        /// netextd's resolver for these apps on loopback; nil: their queries are left as sent
+        /// (the tunnel is not connected).
+        public var resolver: LoopbackResolver?
 
-        public init(index: Int, cgroups: [AppCgroup] = [], destinations: [LearnedDestinations.Destination] = [], resolverPort: UInt16? = nil, resolverHasIPv6: Bool = false) {
+        public init(index: Int, cgroups: [AppCgroup] = [], destinations: [LearnedDestinations.Destination] = [], resolver: LoopbackResolver? = nil) {
             self.index = index
             self.cgroups = cgroups
             self.destinations = destinations
-            self.resolverPort = resolverPort
-            self.resolverHasIPv6 = resolverHasIPv6
+            self.resolver = resolver
         }
     }
 
@@ -398,7 +396,7 @@ public struct FlowSteering: Sendable, Hashable {
             }
             lines.append("  }")
         }
-        let redirects = ordered.filter { !$0.dnsServers.isEmpty || $0.domainLimited.contains { $0.resolverPort != nil } || $0.activeProxyResolver != nil }
+        let redirects = ordered.filter { !$0.dnsServers.isEmpty || $0.domainLimited.contains { $0.resolver != nil } || $0.activeProxyResolver != nil }
         if !redirects.isEmpty {
             lines += ["  chain dns {", "    type nat hook output priority -100; policy accept;"]
             for member in redirects {
@@ -410,9 +408,8 @@ public struct FlowSteering: Sendable, Hashable {
                 // A domain-limited app's queries go to netextd's resolver for its rule (its own
                 // packets are never marked toward a resolver it was not answered for).
                 for apps in member.domainLimited {
-                    guard let port = apps.resolverPort else { continue }
-                    lines += Self.dnsRedirect(
-                        set: member.domainSetNames(apps).cgroups, depths: Self.depths(apps.cgroups), to: LoopbackResolver(port: port, hasIPv6: apps.resolverHasIPv6))
+                    guard let resolver = apps.resolver else { continue }
+                    lines += Self.dnsRedirect(set: member.domainSetNames(apps).cgroups, depths: Self.depths(apps.cgroups), to: resolver)
                 }
                 guard !member.dnsServers.isEmpty else { continue }
                 let marked = Self.markMatch(member.mark)

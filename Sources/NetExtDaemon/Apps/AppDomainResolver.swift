@@ -9,10 +9,7 @@ import NetExtLinux
 enum AppDomainResolver {
     static func opener(logger: Logger) -> AppSteeringController.DomainResolverOpener {
         { request, onAnswer throws(NetExtError) in
-            let ipv4 = try DNSStub(address: SocketAddress(address: [127, 0, 0, 1], port: 0), tunnelMark: request.mark, logger: logger)
-            let loopback6 = [UInt8](repeating: 0, count: 15) + [1]
-            let ipv6 = try? DNSStub(address: SocketAddress(address: loopback6, port: ipv4.address.port), tunnelMark: request.mark, logger: logger)
-            let stubs = [ipv4] + (ipv6.map { [$0] } ?? [])
+            let (stubs, address) = try DNSStub.onLoopback(tunnelMark: request.mark, logger: logger)
             for stub in stubs {
                 stub.update { routing in
                     routing = DNSRouting(entries: [.init(owner: "app-rule", matchDomains: request.domains, servers: request.tunnelServers)], defaultServers: request.otherServers)
@@ -20,7 +17,7 @@ enum AppDomainResolver {
                 stub.observeAnswers(onAnswer)
                 stub.start()
             }
-            return AppSteeringController.DomainResolver(port: ipv4.address.port, hasIPv6: ipv6 != nil) {
+            return AppSteeringController.DomainResolver(address: address) {
                 for stub in stubs { stub.stop() }
             }
         }

@@ -42,9 +42,8 @@ actor AppSteeringController {
 
     /// A running resolver for one domain-limited rule's apps.
     struct DomainResolver: Sendable {
-        /// Its port on 127.0.0.1 (and on ::1 when `hasIPv6`).
-        var port: UInt16
-        var hasIPv6: Bool
+        /// Where it listens.
+        var address: FlowSteering.LoopbackResolver
         var stop: @Sendable () -> Void
     }
 
@@ -465,7 +464,7 @@ actor AppSteeringController {
                     FlowSteering.DomainLimitedApps(
                         index: index, cgroups: cgroups.filter { $0.app == rule.matchSigningIdentifier },
                         destinations: entry.learned[index]?.alive(now: now) ?? [],
-                        resolverPort: entry.resolvers[index]?.port, resolverHasIPv6: entry.resolvers[index]?.hasIPv6 ?? false)
+                        resolver: entry.resolvers[index]?.address)
                 }
                 return FlowSteering.Member(
                     configuration: entry.configuration.id, mode: entry.mode, mark: entry.mark, interface: entry.interface,

@@ -26,11 +26,7 @@ final class AppRelayResolver {
     init(
         upstreams: EncryptedDNSServerSet, owner: String, matchDomains: [String], excludedDomains: [String], machineServers: [String], logger: Logger
     ) throws(NetExtError) {
-        let ipv4 = try DNSStub(address: SocketAddress(address: [127, 0, 0, 1], port: 0), logger: logger)
-        let loopback6 = [UInt8](repeating: 0, count: 15) + [1]
-        let ipv6 = try? DNSStub(address: SocketAddress(address: loopback6, port: ipv4.address.port), logger: logger)
-        stubs = [ipv4] + (ipv6.map { [$0] } ?? [])
-        address = FlowSteering.LoopbackResolver(port: ipv4.address.port, hasIPv6: ipv6 != nil)
+        (stubs, address) = try DNSStub.onLoopback(logger: logger)
         self.upstreams = upstreams
         self.owner = owner
         self.matchDomains = matchDomains.filter { !$0.isEmpty }

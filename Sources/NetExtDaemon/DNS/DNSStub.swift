@@ -155,6 +155,15 @@ public final class DNSStub: Sendable {
         throw NetExtError(.connectionFailed, "cannot start the DNS stub on \(address): \(lastError)")
     }
 
+    /// Stubs for some apps' queries (the steering sends them there): one on a free port of
+    /// 127.0.0.1, and one on the same port of ::1 when it is free too. Not started.
+    static func onLoopback(tunnelMark: UInt32? = nil, logger: Logger) throws(NetExtError) -> (stubs: [DNSStub], address: FlowSteering.LoopbackResolver) {
+        let ipv4 = try DNSStub(address: SocketAddress(address: [127, 0, 0, 1], port: 0), tunnelMark: tunnelMark, logger: logger)
+        let loopback6 = [UInt8](repeating: 0, count: 15) + [1]
+        let ipv6 = try? DNSStub(address: SocketAddress(address: loopback6, port: ipv4.address.port), tunnelMark: tunnelMark, logger: logger)
+        return ([ipv4] + (ipv6.map { [$0] } ?? []), FlowSteering.LoopbackResolver(port: ipv4.address.port, hasIPv6: ipv6 != nil))
+    }
+
     /// How many kernel-picked UDP ports are tried for one whose TCP twin is free too.
     static let portPicks = 16
 
