@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A D-Bus bus of a test's own: Debian's `dbus-daemon` on a socket in a fresh directory, and
 /// optionally python3-dbusmock serving one of its templates (NetworkManager) on it. Nothing
@@ -48,13 +49,33 @@ public final class PrivateDBus: @unchecked Sendable {
         daemon.arguments = ["--config-file=\(configPath.path)", "--nofork", "--nopidfile", "--nosyslog"]
         daemon.standardOutput = FileHandle.nullDevice
         try daemon.run()
+        // The socket file appears at bind(), a moment before the daemon listens on it (a client
+        // in between is refused): ready once a connection is accepted.
         let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: socket) {
+        while !Self.accepts(socket) {
             guard Date() < deadline, daemon.isRunning else {
                 stop()
-                throw Unavailable(description: "dbus-daemon did not open \(socket) within 10 s")
+                throw Unavailable(description: "dbus-daemon did not listen on \(socket) within 10 s")
             }
             usleep(20_000)
+        }
+    }
+
+    /// Whether a stream connection to the Unix socket at `path` is accepted now.
+    private static func accepts(_ path: String) -> Bool {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
         }
     }
 
