@@ -40,7 +40,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     private var isShutDown = false
     /// Streams open on the connection (at most ``maximumStreams``), and the queries waiting for one.
     private var streamsInUse = 0
-    private var waitingForStream = CircularBuffer<() -> Void>()
+    private var waitingForStream = CircularBuffer<PendingRequest>()
     /// RFC 9113 §6.5.2 recommends a server allow at least 100 concurrent streams.
     static let maximumStreams = 100
 
@@ -102,7 +102,18 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     }
 
     public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds) }
+        let promise = eventLoop.makePromise(of: [UInt8].self)
+        exchange(query, timeoutMilliseconds: timeoutMilliseconds) { promise.completeWith($0.mapError { $0 as any Error }) }
+        return promise.futureResult
+    }
+
+    /// ``exchange(_:timeoutMilliseconds:)`` without a future: `completion` is called once, on
+    /// the event loop. On the loop already (a query read there), the request starts at once.
+    public func exchange(_ query: [UInt8], timeoutMilliseconds: Int, completion: @escaping @Sendable (Result<[UInt8], EncryptedDNSError>) -> Void) {
+        guard eventLoop.inEventLoop else {
+            return eventLoop.execute { self.start(query, timeoutMilliseconds: timeoutMilliseconds, completion: completion) }
+        }
+        start(query, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
     }
 
     public func shutdown() {
@@ -115,14 +126,21 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
 
     // MARK: On the event loop
 
-    private func start(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
+    private func start(_ query: [UInt8], timeoutMilliseconds: Int, completion: @escaping (Result<[UInt8], EncryptedDNSError>) -> Void) {
         let prepared: DoHWireQuery
-        do { prepared = try DoHWireQuery(query) } catch { return eventLoop.makeFailedFuture(error) }
+        do { prepared = try DoHWireQuery(query) } catch { return completion(.failure(error)) }
         let server = serverDescription
         let request = usesGET
             ? DoHRequest(method: "GET", authority: authority, path: Self.getPath(path, prepared.wire), body: [], mediaType: DoHRequest.dnsMessage, server: server)
             : DoHRequest(method: "POST", authority: authority, path: path, body: prepared.wire, mediaType: DoHRequest.dnsMessage, server: server)
-        return send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1).flatMapThrowing { try prepared.answer($0, server: server) }
+        send(PendingRequest(request, timeoutMilliseconds: timeoutMilliseconds) { result in
+            switch result {
+            case .success(let body):
+                do throws(EncryptedDNSError) { completion(.success(try prepared.answer(body, server: server))) } catch { completion(.failure(error)) }
+            case .failure(let error):
+                completion(.failure(error))
+            }
+        })
     }
 
     /// The GET form of a query (RFC 8484 §4.1, §6): `path?dns=` and the message in base64url
@@ -144,69 +162,113 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// authority, the body (if any) of `mediaType`, whose answer must be of that type too.
     func send(method: String, path: String, body: [UInt8], mediaType: String, timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
         let request = DoHRequest(method: method, authority: authority, path: path, body: body, mediaType: mediaType, server: serverDescription)
-        return eventLoop.flatSubmit { self.send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: 1) }
+        let promise = eventLoop.makePromise(of: [UInt8].self)
+        let pending = PendingRequest(request, timeoutMilliseconds: timeoutMilliseconds) { promise.completeWith($0.mapError { $0 as any Error }) }
+        eventLoop.execute { self.send(pending) }
+        return promise.futureResult
     }
 
-    private func send(onLoop request: DoHRequest, timeoutMilliseconds: Int, attempt: Int) -> EventLoopFuture<[UInt8]> {
-        guard !isShutDown else { return eventLoop.makeFailedFuture(EncryptedDNSError.connectionClosed(server: serverDescription)) }
-        let promise = eventLoop.makePromise(of: [UInt8].self)
-        let server = serverDescription
-        let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(timeoutMilliseconds))) {
-            promise.fail(EncryptedDNSError.timedOut(server: server, milliseconds: timeoutMilliseconds))
+    /// One request from its start to its answer, across its attempts (on the event loop only):
+    /// its completion is called once — with the answer, the last attempt's failure, or the
+    /// deadline's — and a stream it holds when the deadline comes is cancelled.
+    private final class PendingRequest: @unchecked Sendable {
+        // @unchecked: touched only on the upstream's event loop.
+        let request: DoHRequest
+        let timeoutMilliseconds: Int
+        private var completion: ((Result<[UInt8], EncryptedDNSError>) -> Void)?
+        var deadline: Scheduled<Void>?
+        /// Whether it holds one of the connection's stream slots (from its dispatch until its
+        /// stream ends or it is given up).
+        var holdsSlot = false
+        /// The stream it is on now, if any.
+        var stream: (exchanges: DoHConnectionHandler, id: HTTP2StreamID)?
+        var attempt = 1
+        var isDone: Bool { completion == nil }
+
+        init(_ request: DoHRequest, timeoutMilliseconds: Int, completion: @escaping (Result<[UInt8], EncryptedDNSError>) -> Void) {
+            self.request = request
+            self.timeoutMilliseconds = timeoutMilliseconds
+            self.completion = completion
         }
-        // At most `maximumStreams` at once on the connection; the rest wait their turn here (a
-        // server sends RST_STREAM to streams past its limits).
+
+        func complete(_ result: Result<[UInt8], EncryptedDNSError>) {
+            guard let completion else { return }
+            self.completion = nil
+            deadline?.cancel()
+            deadline = nil
+            completion(result)
+        }
+    }
+
+    /// Starts an attempt of `pending` once a stream is free: at most `maximumStreams` at once on
+    /// the connection; the rest wait their turn here (a server sends RST_STREAM to streams past
+    /// its limits).
+    private func send(_ pending: PendingRequest) {
+        guard !isShutDown else { return pending.complete(.failure(.connectionClosed(server: serverDescription))) }
+        if pending.deadline == nil {
+            let server = serverDescription
+            pending.deadline = eventLoop.scheduleTask(in: .milliseconds(Int64(pending.timeoutMilliseconds))) { [self] in
+                if let (exchanges, id) = pending.stream { exchanges.cancel(id) }
+                release(pending)
+                pending.complete(.failure(.timedOut(server: server, milliseconds: pending.timeoutMilliseconds)))
+            }
+        }
         if streamsInUse < Self.maximumStreams {
             streamsInUse += 1
-            dispatch(request, answer: promise, timeout: timeout)
+            dispatch(pending)
         } else {
-            let answered = NIOLoopBoundBox(false, eventLoop: eventLoop)
-            promise.futureResult.whenComplete { _ in answered.value = true }
-            waitingForStream.append { [self] in
-                // It may have timed out while it waited.
-                guard !answered.value else { return streamEnded() }
-                dispatch(request, answer: promise, timeout: timeout)
-            }
-        }
-        return promise.futureResult.flatMapError { error -> EventLoopFuture<[UInt8]> in
-            // A connection the server had closed (idle, GOAWAY, its own limits: unbound closes its
-            // HTTP/2 connections every thousand queries or so under load), or a stream it reset,
-            // is tried again, twice at most.
-            if attempt < 3, let failure = error as? EncryptedDNSError, failure.isWorthRetrying {
-                return self.send(onLoop: request, timeoutMilliseconds: timeoutMilliseconds, attempt: attempt + 1)
-            }
-            return self.eventLoop.makeFailedFuture(error)
+            waitingForStream.append(pending)
         }
     }
 
-    /// Starts `request` on a stream it holds: on the open connection at once (its frames leave
-    /// with the next flush), else once one is open.
-    private func dispatch(_ request: DoHRequest, answer promise: EventLoopPromise<[UInt8]>, timeout: Scheduled<Void>) {
-        promise.futureResult.whenComplete { [self] _ in
-            timeout.cancel()
-            streamEnded()
-        }
+    /// Starts `pending` on the stream slot it holds: on the open connection at once (its frames
+    /// leave with the next flush), else once one is open. The slot is given back when its stream
+    /// ends, or at once if it is no longer wanted.
+    private func dispatch(_ pending: PendingRequest) {
+        pending.holdsSlot = true
+        guard !pending.isDone else { return release(pending) }
         if let openedConnection, openedConnection.channel.isActive {
-            openedConnection.exchanges.start(request, answer: promise)
-            return
+            return begin(pending, on: openedConnection.exchanges)
         }
-        openConnection().whenComplete { result in
+        openConnection().whenComplete { [self] result in
             switch result {
             case .success(let connection):
-                connection.exchanges.start(request, answer: promise)
+                guard !pending.isDone else { return release(pending) }
+                begin(pending, on: connection.exchanges)
             case .failure(let error):
-                promise.fail(error)
+                release(pending)
+                retryOrComplete(pending, .failure((error as? EncryptedDNSError) ?? .connectFailed(server: serverDescription, reason: FailureText.reason(error))))
             }
         }
     }
 
-    private func whenStreamFree(_ open: @escaping () -> Void) {
-        if streamsInUse < Self.maximumStreams {
-            streamsInUse += 1
-            open()
-        } else {
-            waitingForStream.append(open)
+    /// Puts `pending` on a stream of `exchanges`; its end (or a refusal, told at once) gives the
+    /// slot back and sends it again or completes it.
+    private func begin(_ pending: PendingRequest, on exchanges: DoHConnectionHandler) {
+        let id = exchanges.start(pending.request) { [self] result in
+            release(pending)
+            retryOrComplete(pending, result)
         }
+        if let id { pending.stream = (exchanges, id) }
+    }
+
+    /// Gives back the stream slot `pending` holds, if it holds one.
+    private func release(_ pending: PendingRequest) {
+        guard pending.holdsSlot else { return }
+        pending.holdsSlot = false
+        pending.stream = nil
+        streamEnded()
+    }
+
+    /// A connection the server had closed (idle, GOAWAY, its own limits: unbound closes its
+    /// HTTP/2 connections every thousand queries or so under load), or a stream it reset, is
+    /// tried again, twice at most.
+    private func retryOrComplete(_ pending: PendingRequest, _ result: Result<[UInt8], EncryptedDNSError>) {
+        if case .failure(let failure) = result, pending.attempt < 3, failure.isWorthRetrying, !pending.isDone {
+            pending.attempt += 1
+            return send(pending)
+        }
+        pending.complete(result)
     }
 
     private func streamEnded() {
@@ -215,7 +277,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         } else {
             // Opened on the next turn of the loop, not from inside the ending stream's read.
             let next = waitingForStream.removeFirst()
-            eventLoop.execute(next)
+            eventLoop.execute { self.dispatch(next) }
         }
     }
 

@@ -59,7 +59,8 @@ public final class DNSOverTLSUpstream: EncryptedDNSUpstream, @unchecked Sendable
     }
 
     public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds) }
+        // On the loop already (a query read there): started at once, not a turn later.
+        eventLoop.inEventLoop ? start(query, timeoutMilliseconds: timeoutMilliseconds) : eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds) }
     }
 
     public func shutdown() {

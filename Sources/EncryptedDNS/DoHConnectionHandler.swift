@@ -22,9 +22,12 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
+    /// Gets a request's body, or the reason it has none; called once.
+    typealias Completion = (Result<[UInt8], EncryptedDNSError>) -> Void
+
     private struct Exchange {
         var response: DoHResponse
-        let answer: EventLoopPromise<[UInt8]>
+        let completion: Completion
     }
 
     private var exchanges: [HTTP2StreamID: Exchange] = [:]
@@ -48,16 +51,19 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
         failAll { .connectionClosed(server: $0.request.server) }
     }
 
-    /// Sends `request` on a new stream; `answer` completes with its body or the reason.
-    func start(_ request: DoHRequest, answer: EventLoopPromise<[UInt8]>) {
+    /// Sends `request` on a new stream, whose ID it returns (for ``cancel(_:)``); `completion`
+    /// gets its body or the reason, unless it is cancelled first. nil: the connection takes no
+    /// request (`completion` has been told).
+    @discardableResult
+    func start(_ request: DoHRequest, completion: @escaping Completion) -> HTTP2StreamID? {
         guard let context, isUsable else {
-            answer.fail(EncryptedDNSError.connectionClosed(server: request.server))
-            return
+            completion(.failure(.connectionClosed(server: request.server)))
+            return nil
         }
         let id = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
         if nextStreamID > Int32.max - 2 { retire() }
-        exchanges[id] = Exchange(response: DoHResponse(request: request), answer: answer)
+        exchanges[id] = Exchange(response: DoHResponse(request: request), completion: completion)
         let headers = HTTP2Frame.FramePayload.Headers(headers: request.headers, endStream: request.body.isEmpty)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(headers))), promise: nil)
         if !request.body.isEmpty {
@@ -66,8 +72,7 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
         }
         flushSoon(context)
-        // Failed from outside (its deadline): the stream is cancelled if it is still open.
-        answer.futureResult.whenFailure { [weak self] _ in self?.cancel(id) }
+        return id
     }
 
     /// Flushes once the event loop has run the tasks queued before: under load many requests
@@ -146,11 +151,12 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     private func finish(_ id: HTTP2StreamID, _ outcome: Result<[UInt8], EncryptedDNSError>, reset: Bool) {
         guard let exchange = exchanges.removeValue(forKey: id) else { return }
         if case .failure = outcome, reset { sendReset(id) }
-        exchange.answer.completeWith(outcome.mapError { $0 as any Error })
+        exchange.completion(outcome)
     }
 
-    /// An exchange failed from outside (its deadline): its stream is cancelled if still open.
-    private func cancel(_ id: HTTP2StreamID) {
+    /// An exchange given up from outside (its deadline): its stream is cancelled if still open,
+    /// and its completion is not called.
+    func cancel(_ id: HTTP2StreamID) {
         guard exchanges.removeValue(forKey: id) != nil else { return }
         sendReset(id)
     }
@@ -162,7 +168,7 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     private func failAll(_ reason: (DoHResponse) -> EncryptedDNSError) {
         let all = exchanges
         exchanges = [:]
-        for exchange in all.values { exchange.answer.fail(reason(exchange.response)) }
+        for exchange in all.values { exchange.completion(.failure(reason(exchange.response))) }
     }
 
     private func retire() {

@@ -20,6 +20,8 @@ public final class EncryptedDNSServerSet: Sendable {
     /// How long a failed server waits behind the others.
     public static let penaltySeconds: Double = 30
     private let failedAt: Mutex<[Double?]>
+    /// How many servers `failedAt` holds a time for: while none, an answer takes no lock.
+    private let failedCount = Atomic<Int>(0)
     private let now: @Sendable () -> Double
     /// Every server at once, the first answer taken.
     public let isParallel: Bool
@@ -97,21 +99,58 @@ public final class EncryptedDNSServerSet: Sendable {
     }
 
     private func ask(_ remaining: ArraySlice<Int>, _ query: [UInt8], timeoutMilliseconds: Int, errors: [EncryptedDNSError]) -> EventLoopFuture<[UInt8]> {
+        let promise = upstreams[remaining.first!].eventLoop.makePromise(of: [UInt8].self)
+        ask(remaining, query, timeoutMilliseconds: timeoutMilliseconds, errors: errors) { promise.completeWith($0.mapError { $0 as any Error }) }
+        return promise.futureResult
+    }
+
+    /// ``exchange(_:timeoutMilliseconds:)`` with a callback (no future a query): `completion` is
+    /// called once, on the event loop of the connection that answered or failed last.
+    public func exchange(_ query: [UInt8], timeoutMilliseconds: Int, completion: @escaping @Sendable (Result<[UInt8], Failures>) -> Void) {
+        guard isParallel, upstreams.count > 1 else {
+            // One server (the usual case): no order to work out.
+            return ask(upstreams.count == 1 ? [0][...] : order()[...], query, timeoutMilliseconds: timeoutMilliseconds, errors: [], completion: completion)
+        }
+        askAll(query, timeoutMilliseconds: timeoutMilliseconds).whenComplete { result in
+            completion(result.mapError { ($0 as? Failures) ?? Failures(errors: [.connectFailed(server: "?", reason: "\($0)")]) })
+        }
+    }
+
+    private func ask(
+        _ remaining: ArraySlice<Int>, _ query: [UInt8], timeoutMilliseconds: Int, errors: [EncryptedDNSError],
+        completion: @escaping @Sendable (Result<[UInt8], Failures>) -> Void
+    ) {
         let index = remaining.first!
         let lanes = connections[index]
-        let connection = lanes.count == 1 ? lanes[0] : lanes[(turn.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max) % lanes.count]
-        return connection.exchange(query, timeoutMilliseconds: timeoutMilliseconds).map { answer in
-            self.failedAt.withLock { $0[index] = nil }
-            return answer
-        }.flatMapError { error in
-            let failure = (error as? EncryptedDNSError) ?? .connectFailed(server: self.upstreams[index].serverDescription, reason: "\(error)")
-            let loop = self.upstreams[index].eventLoop
-            if case .malformedQuery = failure { return loop.makeFailedFuture(Failures(errors: [failure])) }
-            self.failedAt.withLock { $0[index] = self.now() }
-            let next = remaining.dropFirst()
-            guard !next.isEmpty else { return loop.makeFailedFuture(Failures(errors: errors + [failure])) }
-            return self.ask(next, query, timeoutMilliseconds: timeoutMilliseconds, errors: errors + [failure])
+        let connection = lanes.count == 1 ? lanes[0] : lane(of: lanes)
+        connection.exchange(query, timeoutMilliseconds: timeoutMilliseconds) { [self] result in
+            switch result {
+            case .success(let answer):
+                if failedCount.load(ordering: .relaxed) > 0 { markFailed(index, at: nil) }
+                completion(.success(answer))
+            case .failure(let failure):
+                if case .malformedQuery = failure { return completion(.failure(Failures(errors: [failure]))) }
+                markFailed(index, at: now())
+                let next = remaining.dropFirst()
+                guard !next.isEmpty else { return completion(.failure(Failures(errors: errors + [failure]))) }
+                ask(next, query, timeoutMilliseconds: timeoutMilliseconds, errors: errors + [failure], completion: completion)
+            }
         }
+    }
+
+    /// Records that server `index` failed at `time` (nil: it answered).
+    private func markFailed(_ index: Int, at time: Double?) {
+        failedAt.withLock { failedAt in
+            if (failedAt[index] == nil) != (time == nil) { failedCount.wrappingAdd(time == nil ? -1 : 1, ordering: .relaxed) }
+            failedAt[index] = time
+        }
+    }
+
+    /// The connection on the calling thread's event loop (a query read there stays on its
+    /// thread), else the next in turn.
+    private func lane(of lanes: [any EncryptedDNSUpstream]) -> any EncryptedDNSUpstream {
+        for lane in lanes where lane.eventLoop.inEventLoop { return lane }
+        return lanes[(turn.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max) % lanes.count]
     }
 
     /// Each server's reason, in the order they were asked.

@@ -8,6 +8,9 @@ public protocol EncryptedDNSUpstream: AnyObject, Sendable {
     /// Sends `query` (a whole DNS message) and completes with the answer under the query's own
     /// identifier, checked to be the response to its question; fails with ``EncryptedDNSError``.
     func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]>
+    /// The same with a callback instead of a future (fewer allocations a query): `completion`
+    /// is called once, on ``eventLoop``.
+    func exchange(_ query: [UInt8], timeoutMilliseconds: Int, completion: @escaping @Sendable (Result<[UInt8], EncryptedDNSError>) -> Void)
     /// Closes the connection; queries waiting fail.
     func shutdown()
     /// The event loop its futures complete on.
@@ -15,6 +18,14 @@ public protocol EncryptedDNSUpstream: AnyObject, Sendable {
 }
 
 extension EncryptedDNSUpstream {
+    /// The callback form on the future's result.
+    public func exchange(_ query: [UInt8], timeoutMilliseconds: Int, completion: @escaping @Sendable (Result<[UInt8], EncryptedDNSError>) -> Void) {
+        let server = serverDescription
+        exchange(query, timeoutMilliseconds: timeoutMilliseconds).whenComplete { result in
+            completion(result.mapError { ($0 as? EncryptedDNSError) ?? .connectFailed(server: server, reason: FailureText.reason($0)) })
+        }
+    }
+
     /// ``exchange(_:timeoutMilliseconds:)``, waited for on the calling thread (never an event loop's).
     public func resolve(_ query: [UInt8], timeoutMilliseconds: Int) throws(EncryptedDNSError) -> [UInt8] {
         do {

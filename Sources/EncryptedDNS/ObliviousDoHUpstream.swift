@@ -50,7 +50,8 @@ public final class ObliviousDoHUpstream: EncryptedDNSUpstream, @unchecked Sendab
     }
 
     public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds, refetched: false) }
+        // On the loop already (a query read there): started at once, not a turn later.
+        eventLoop.inEventLoop ? start(query, timeoutMilliseconds: timeoutMilliseconds, refetched: false) : eventLoop.flatSubmit { self.start(query, timeoutMilliseconds: timeoutMilliseconds, refetched: false) }
     }
 
     public func shutdown() { proxy.shutdown() }

@@ -142,6 +142,37 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         #expect(Date().timeIntervalSince(started) < 3)
     }
 
+    @Test("over HTTPS: a server that accepts but never answers — 150 queries, more than a connection's 100 streams, each times out once within its deadline, through the callback form too; then a live server's answer on the same upstream kind")
+    func httpsTimesOut() async throws {
+        let silent = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        defer { silent.close(promise: nil) }
+        let upstream = try https(port: silent.localAddress?.port)
+        defer { upstream.shutdown() }
+        let started = Date()
+        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<150 {
+                group.addTask {
+                    let result: Result<[UInt8], EncryptedDNSError> = await withCheckedContinuation { continuation in
+                        upstream.exchange(TestQueries.query("host\(index).lab.test"), timeoutMilliseconds: 500) { continuation.resume(returning: $0) }
+                    }
+                    switch result {
+                    case .failure(.timedOut): return "timedOut"
+                    case .failure(let error): return "\(error)"
+                    case .success: return "answered"
+                    }
+                }
+            }
+            var all: [String] = []
+            for try await outcome in group { all.append(outcome) }
+            return all
+        }
+        #expect(outcomes == Array(repeating: "timedOut", count: 150), "each exactly once, as a timeout")
+        #expect(Date().timeIntervalSince(started) < 3)
+        let live = try https()
+        defer { live.shutdown() }
+        #expect(Self.firstAddress(try await ask(live, "corp.lab.test")) == "10.20.0.5")
+    }
+
     @Test("over HTTPS (HTTP/2): unbound's answer under the client's identifier; 32 queries at once")
     func httpsAnswers() async throws {
         let upstream = try https()

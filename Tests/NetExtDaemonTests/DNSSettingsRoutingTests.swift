@@ -260,4 +260,51 @@ final class DNSSettingsRoutingTests {
         #expect(router.settings?.id == second)
         #expect(nameservers == ["127.0.0.1"])
     }
+
+    @Test("a burst from many clients at once: every query answered once, under its own identifier (replies sent many per system call); stopped, the port is free again")
+    func burstFromManyClients() throws {
+        let upstream = ScriptedUpstream("encrypted")
+        let router = router([upstream])
+        let id = UUID()
+        try router.applySettings(Self.tls, for: id)
+        let stub = try #require(router.stubListeningAddress)
+        // 32 clients (32 source ports), each
+        // sending 8 queries before reading any answer: new names first, then the same (cached).
+        let clients = try (0..<32).map { _ in try UDPSocket(bindingTo: SocketAddress(address: [127, 0, 0, 1], port: 0)) }
+        defer { clients.forEach { $0.close() } }
+        for round in 0..<2 {
+            for (index, client) in clients.enumerated() {
+                for query in 0..<8 {
+                    let message = DNSStubTests.query("n\(index)-\(query).burst.test", id: UInt16(index << 8 | query))
+                    try message.withUnsafeBytes { try client.send($0, to: stub) }
+                }
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            for (index, client) in clients.enumerated() {
+                client.setReceiveTimeout(milliseconds: 3000)
+                var ids = Set<UInt16>()
+                for _ in 0..<8 {
+                    let received = try #require(try buffer.withUnsafeMutableBytes { try client.receive(into: $0) }, "round \(round): client \(index) is missing answers")
+                    #expect(received.from == stub, "answered from the stub's address")
+                    #expect(Array(buffer[(received.count - 4)..<received.count]) == [192, 0, 2, 1])
+                    ids.insert(UInt16(buffer[0]) << 8 | UInt16(buffer[1]))
+                }
+                #expect(ids == Set((0..<8).map { UInt16(index << 8 | $0) }), "round \(round): client \(index)'s identifiers")
+            }
+        }
+        #expect(upstream.asked.withLock { $0.count } == 256, "the second round came from the cache")
+        #expect(router.stubCounters.cacheHits == 256)
+        try router.applySettings(nil, for: id)
+        // Its channels close on their loops: the port is free within a moment.
+        var free = false
+        for _ in 0..<50 where !free {
+            if let probe = try? UDPSocket(bindingTo: stub) {
+                probe.close()
+                free = true
+            } else {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+        #expect(free, "every socket of the stopped stub is closed")
+    }
 }

@@ -60,6 +60,8 @@ public final class DNSStub: Sendable {
     public static let upstreamTimeoutMilliseconds = 1500
 
     private let socket: UDPSocket
+    /// Replies sent from the encrypted servers' event loops, many per system call.
+    private let loopReplies: DNSLoopReplies
     private let tcpListener: TCPSocket
     /// The routing, and the system DNS settings' routes by the owner their `DNSRouting` entries
     /// carry: one lock, taken once a query.
@@ -81,6 +83,9 @@ public final class DNSStub: Sendable {
     private let waitingOnServers = Atomic<Int>(0)
     /// Threads receiving UDP queries: one a core, at most four.
     static let receivingThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
+    /// Datagrams a receiving thread takes per system call (`recvmmsg`); their cached answers
+    /// leave together too (`sendmmsg`).
+    static let datagramsPerRead = 16
     /// At most this many UDP queries wait for the encrypted servers; more are dropped and counted.
     public static let maximumWaitingOnServers = 4096
     private let lastServerWarning = Mutex(0.0)
@@ -119,6 +124,7 @@ public final class DNSStub: Sendable {
         self.logger = logger
         self.tunnelMark = tunnelMark
         (socket, tcpListener, self.address) = try Self.bindBoth(address)
+        loopReplies = DNSLoopReplies(socket: socket)
         if let device {
             do throws(SystemError) {
                 try InterfaceSocket.bind(socket.fd, to: device)
@@ -276,38 +282,54 @@ public final class DNSStub: Sendable {
         return admitted
     }
 
+    /// A receiving thread: queries taken many per system call, their cached answers sent
+    /// together once the batch is handled.
     private func serve() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        let receiver = DatagramReceiver(socket: socket, capacity: Self.datagramsPerRead)
+        let replies = DNSReplyBatch(socket: socket)
         while !socket.isClosed {
-            guard let received = try? buffer.withUnsafeMutableBytes({ try socket.receive(into: $0) }) else {
+            let filled: Int
+            do {
+                guard let count = try receiver.receive() else { return }
+                filled = count
+            } catch {
                 if socket.isClosed { return }
                 continue
             }
-            let message = Array(buffer[..<received.count])
-            let client = received.from
-            let query: DNSQuery
-            do { query = try DNSQuery(parsing: message) } catch {
-                counters.add(.malformed)
-                logger.debug("malformed DNS query dropped", metadata: ["error": "\(error)"])
-                continue
+            receiver.forEachDatagram(in: filled) { index, datagram in
+                guard let client = receiver.source(index) else { return }
+                received(Array(datagram), from: client, replies: replies)
             }
-            if observer.withLock({ $0 }) == nil, answerBySettingsWithoutWaiting(query, message: message, client: client) { continue }
-            guard admit() else { continue }
-            queue.async {
-                defer { self.inFlight.withLock { $0 -= 1 } }
-                let reply = self.answer(query, message: message, overUDP: true) { servers, mark in self.forward(message, id: query.id, to: servers, mark: mark) }
-                try? reply.withUnsafeBytes { try self.socket.send($0, to: client) }
-            }
+            replies.flush()
+        }
+    }
+
+    /// One UDP query: answered from the cache into `replies`, sent to the settings' encrypted
+    /// servers without a thread, or forwarded on a thread of its own.
+    private func received(_ message: [UInt8], from client: SocketAddress, replies: DNSReplyBatch) {
+        let query: DNSQuery
+        do { query = try DNSQuery(parsing: message) } catch {
+            counters.add(.malformed)
+            logger.debug("malformed DNS query dropped", metadata: ["error": "\(error)"])
+            return
+        }
+        if observer.withLock({ $0 }) == nil, answerBySettingsWithoutWaiting(query, message: message, client: client, replies: replies) { return }
+        guard admit() else { return }
+        queue.async {
+            defer { self.inFlight.withLock { $0 -= 1 } }
+            let reply = self.answer(query, message: message, overUDP: true) { servers, mark in self.forward(message, id: query.id, to: servers, mark: mark) }
+            self.reply(reply, to: client)
         }
     }
 
     // MARK: The settings' names over UDP, without a thread each
 
     /// Answers a UDP query for a name of the system DNS settings' encrypted servers on the
-    /// receiving thread: from the cache at once, else when a server answers (the reply is sent
-    /// from the connection's event loop), so thousands of queries can wait on one connection
-    /// without a thread each. Returns false for every other query (the blocking path takes it).
-    private func answerBySettingsWithoutWaiting(_ query: DNSQuery, message: [UInt8], client: SocketAddress) -> Bool {
+    /// receiving thread: from the cache at once (into `replies`), else when a server answers (the
+    /// reply is sent from the connection's event loop, with the others of that turn), so thousands
+    /// of queries can wait on one connection without a thread each. Returns false for every other
+    /// query (the blocking path takes it).
+    private func answerBySettingsWithoutWaiting(_ query: DNSQuery, message: [UInt8], client: SocketAddress, replies: DNSReplyBatch) -> Bool {
         guard let settings = routes.withLock({ $0.lookUp(query.name).1 }), let upstreams = settings.upstreams else { return false }
         let now = Date().timeIntervalSince1970
         // A client that sent no additional record sent no OPT record (most stub resolvers).
@@ -315,7 +337,7 @@ public final class DNSStub: Sendable {
         if let kept = settings.cache.withLock({ $0.answer(to: message, parsed: query, now: now, withoutOPT: !clientSentAdditional) }) {
             counters.add(.forwardedBySettings)
             counters.add(.cacheHits)
-            reply(kept.count <= 512 && !clientSentAdditional ? kept : DNSMessageEditing.fitted(kept, forQuery: message, overUDP: true), to: client)
+            replies.add(kept.count <= 512 && !clientSentAdditional ? kept : DNSMessageEditing.fitted(kept, forQuery: message, overUDP: true), to: client)
             return true
         }
         counters.add(.forwardedBySettings)
@@ -324,18 +346,18 @@ public final class DNSStub: Sendable {
             counters.add(.busy)
             return true
         }
-        upstreams.exchange(message, timeoutMilliseconds: Self.upstreamTimeoutMilliseconds).whenComplete { result in
+        upstreams.exchange(message, timeoutMilliseconds: Self.upstreamTimeoutMilliseconds) { result in
             defer { self.waitingOnServers.wrappingSubtract(1, ordering: .relaxed) }
             switch result {
             case .success(let answer):
                 settings.cache.withLock { $0.store(answer, for: message, now: now) }
-                self.reply(DNSMessageEditing.fitted(answer, forQuery: message, overUDP: true), to: client)
+                self.loopReplies.send(DNSMessageEditing.fitted(answer, forQuery: message, overUDP: true), to: client)
             case .failure(let error):
                 self.counters.add(.encryptedFailures)
                 self.warnNoServerAnswered(error)
                 guard let fallback = settings.cleartextFallback, !fallback.isEmpty else {
                     self.counters.add(.unanswered)
-                    self.reply(query.serverFailure(for: message), to: client)
+                    self.loopReplies.send(query.serverFailure(for: message), to: client)
                     return
                 }
                 self.counters.add(.cleartextFallbacks)
