@@ -54,7 +54,6 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     /// Sends `request` on a new stream, whose ID it returns (for ``cancel(_:)``); `completion`
     /// gets its body or the reason, unless it is cancelled first. nil: the connection takes no
     /// request (`completion` has been told).
-    @discardableResult
     func start(_ request: DoHRequest, completion: @escaping Completion) -> HTTP2StreamID? {
         guard let context, isUsable else {
             completion(.failure(.connectionClosed(server: request.server)))

@@ -43,6 +43,8 @@ public final class EncryptedDNSServerSet: Sendable {
     /// The order servers are asked in now: those without a recent failure first, each group in
     /// the configuration's order.
     public func order() -> [Int] {
+        // No server failed lately (the usual case): the configuration's order, without the lock.
+        guard failedCount.load(ordering: .relaxed) > 0 else { return Array(upstreams.indices) }
         let time = now()
         let failures = failedAt.withLock { $0 }
         let recent = { (index: Int) -> Bool in failures[index].map { time - $0 < Self.penaltySeconds } ?? false }
@@ -53,38 +55,37 @@ public final class EncryptedDNSServerSet: Sendable {
     /// The answer of the first server that gives one, or every server's reason
     /// (``Failures``): servers are asked one after another, in ``order()``.
     public func exchange(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
-        guard isParallel, upstreams.count > 1 else { return ask(order()[...], query, timeoutMilliseconds: timeoutMilliseconds, errors: []) }
-        return askAll(query, timeoutMilliseconds: timeoutMilliseconds)
+        let promise = upstreams[0].eventLoop.makePromise(of: [UInt8].self)
+        exchange(query, timeoutMilliseconds: timeoutMilliseconds) { promise.completeWith($0.mapError { $0 as any Error }) }
+        return promise.futureResult
     }
 
     /// Parallel mode: every server asked at once; the first answer completes the query, and
     /// only when all have failed does it fail, with each server's reason in ``order()``.
-    private func askAll(_ query: [UInt8], timeoutMilliseconds: Int) -> EventLoopFuture<[UInt8]> {
+    private func askAll(_ query: [UInt8], timeoutMilliseconds: Int, completion: @escaping @Sendable (Result<[UInt8], Failures>) -> Void) {
         let indices = order()
-        let promise = upstreams[indices[0]].eventLoop.makePromise(of: [UInt8].self)
         let outcome = Mutex<(done: Bool, errors: [Int: EncryptedDNSError])>((false, [:]))
         for index in indices {
-            ask([index][...], query, timeoutMilliseconds: timeoutMilliseconds, errors: []).whenComplete { result in
+            ask([index][...], query, timeoutMilliseconds: timeoutMilliseconds, errors: []) { result in
                 switch result {
                 case .success(let answer):
                     let first = outcome.withLock { state -> Bool in
                         defer { state.done = true }
                         return !state.done
                     }
-                    if first { promise.succeed(answer) }
-                case .failure(let error):
-                    let failure = (error as? Failures)?.errors.first ?? .connectFailed(server: self.upstreams[index].serverDescription, reason: "\(error)")
+                    if first { completion(.success(answer)) }
+                case .failure(let failures):
+                    let failure = failures.errors.first ?? .connectFailed(server: self.upstreams[index].serverDescription, reason: "\(failures)")
                     let all = outcome.withLock { state -> [EncryptedDNSError]? in
                         state.errors[index] = failure
                         guard !state.done, state.errors.count == indices.count else { return nil }
                         state.done = true
                         return indices.compactMap { state.errors[$0] }
                     }
-                    if let all { promise.fail(Failures(errors: all)) }
+                    if let all { completion(.failure(Failures(errors: all))) }
                 }
             }
         }
-        return promise.futureResult
     }
 
     /// ``exchange(_:timeoutMilliseconds:)`` waited for on the calling thread (never an event loop's).
@@ -98,22 +99,13 @@ public final class EncryptedDNSServerSet: Sendable {
         }
     }
 
-    private func ask(_ remaining: ArraySlice<Int>, _ query: [UInt8], timeoutMilliseconds: Int, errors: [EncryptedDNSError]) -> EventLoopFuture<[UInt8]> {
-        let promise = upstreams[remaining.first!].eventLoop.makePromise(of: [UInt8].self)
-        ask(remaining, query, timeoutMilliseconds: timeoutMilliseconds, errors: errors) { promise.completeWith($0.mapError { $0 as any Error }) }
-        return promise.futureResult
-    }
-
     /// ``exchange(_:timeoutMilliseconds:)`` with a callback (no future a query): `completion` is
     /// called once, on the event loop of the connection that answered or failed last.
     public func exchange(_ query: [UInt8], timeoutMilliseconds: Int, completion: @escaping @Sendable (Result<[UInt8], Failures>) -> Void) {
         guard isParallel, upstreams.count > 1 else {
-            // One server (the usual case): no order to work out.
-            return ask(upstreams.count == 1 ? [0][...] : order()[...], query, timeoutMilliseconds: timeoutMilliseconds, errors: [], completion: completion)
+            return ask(order()[...], query, timeoutMilliseconds: timeoutMilliseconds, errors: [], completion: completion)
         }
-        askAll(query, timeoutMilliseconds: timeoutMilliseconds).whenComplete { result in
-            completion(result.mapError { ($0 as? Failures) ?? Failures(errors: [.connectFailed(server: "?", reason: "\($0)")]) })
-        }
+        askAll(query, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
     }
 
     private func ask(
@@ -121,9 +113,7 @@ public final class EncryptedDNSServerSet: Sendable {
         completion: @escaping @Sendable (Result<[UInt8], Failures>) -> Void
     ) {
         let index = remaining.first!
-        let lanes = connections[index]
-        let connection = lanes.count == 1 ? lanes[0] : lane(of: lanes)
-        connection.exchange(query, timeoutMilliseconds: timeoutMilliseconds) { [self] result in
+        lane(of: connections[index]).exchange(query, timeoutMilliseconds: timeoutMilliseconds) { [self] result in
             switch result {
             case .success(let answer):
                 if failedCount.load(ordering: .relaxed) > 0 { markFailed(index, at: nil) }
@@ -149,6 +139,7 @@ public final class EncryptedDNSServerSet: Sendable {
     /// The connection on the calling thread's event loop (a query read there stays on its
     /// thread), else the next in turn.
     private func lane(of lanes: [any EncryptedDNSUpstream]) -> any EncryptedDNSUpstream {
+        guard lanes.count > 1 else { return lanes[0] }
         for lane in lanes where lane.eventLoop.inEventLoop { return lane }
         return lanes[(turn.wrappingAdd(1, ordering: .relaxed).oldValue & Int.max) % lanes.count]
     }

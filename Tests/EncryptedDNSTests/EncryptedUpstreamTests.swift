@@ -128,9 +128,14 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         }
     }
 
+    /// A TCP listener on loopback that accepts connections and never says a word.
+    func silentServer() async throws -> any Channel {
+        try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+    }
+
     @Test("over TLS: a server that accepts but never answers times out within the deadline")
     func tlsTimesOut() async throws {
-        let silent = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        let silent = try await silentServer()
         defer { silent.close(promise: nil) }
         let upstream = try tls(port: silent.localAddress?.port)
         defer { upstream.shutdown() }
@@ -144,7 +149,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
 
     @Test("over HTTPS: a server that accepts but never answers — 150 queries, more than a connection's 100 streams, each times out once within its deadline, through the callback form too; then a live server's answer on the same upstream kind")
     func httpsTimesOut() async throws {
-        let silent = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        let silent = try await silentServer()
         defer { silent.close(promise: nil) }
         let upstream = try https(port: silent.localAddress?.port)
         defer { upstream.shutdown() }
@@ -246,7 +251,7 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
 
     @Test("parallel: a server that never answers costs nothing — the live one's answer comes at once, where in order the query waits out the silent one's deadline; all failing gives every reason")
     func serverSetParallel() async throws {
-        let silent = try await ServerBootstrap(group: loop).bind(host: "127.0.0.1", port: 0).get()
+        let silent = try await silentServer()
         defer { silent.close(promise: nil) }
         let query = TestQueries.query("www.lab.test")
         let parallel = EncryptedDNSServerSet([try tls(port: silent.localAddress?.port), try tls()], parallel: true)
