@@ -60,7 +60,8 @@ public final class Daemon: Sendable {
             logger.notice("per-app routing is unavailable", metadata: ["reason": "\(error.message)"])
         }
         let sessions = SessionManager(
-            registry: registry, hub: hub, logger: logger, resolver: resolver, resolvedLinkName: throughResolved ? "netext-dns" : nil, dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline,
+            registry: registry, hub: hub, logger: logger, resolver: resolver, resolvedLinkName: throughResolved ? "netext-dns" : nil,
+            resolvedHoldFile: settings.stateDirectory + "/resolved-default-routes.json", dnsStubAddress: stubAddress, startDeadline: settings.providerStartDeadline,
             ikev2Directory: settings.stateDirectory + "/ikev2", secretLookup: { (reference) throws(NetExtError) in try secrets.secret(for: reference) },
             appCgroups: appCgroups, appCgroupProblem: appCgroupProblem, appLaunchRoot: settings.appCgroupRoot,
             proxyFlowLimit: settings.proxyFlowLimit)

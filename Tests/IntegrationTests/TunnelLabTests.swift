@@ -37,7 +37,7 @@ struct TunnelLabTests {
 
     @Test("under systemd-resolved (its D-Bus API mocked by python3-dbusmock, which refuses unknown and loopback links): the resolver file untouched, the stub on a link of its own given to resolved with the match domains as routing domains (or ~. and the default route), a query sent as resolved sends it answered over TLS through the DNS guard, the link reverted and gone on disable and with a killed netextd")
     func encryptedDNSUnderResolved() async throws {
-        try await runChecks("scripts/e2e/dns-resolved.sh", checks: 26, timeout: 180)
+        try await runChecks("scripts/e2e/dns-resolved.sh", checks: 37, timeout: 180)
     }
 
     @Test("Oblivious DoH (RFC 9230) through NetExt's proxy and target to unbound: names resolve with only HTTPS to the proxy on the uplink, no name in the proxy's log or on the wire, the target and unbound never seeing the laptop; a key change followed through a 401; a pinned foreign key failing closed; unknown targets refused by the proxy")

@@ -90,4 +90,28 @@ struct ResolvedRegistrationTests {
         #expect(machine.recorded == [.install(servers: ["10.7.0.1", "10.7.0.2"], interface: "netext2")])
         #expect(!router.isStubRunning, "a tunnel's whole DNS needs no stub")
     }
+
+    @Test("the links whose default route was taken: read from /sys/class/net without loopback, kept whole through a rename, the file removed when none is held, nothing read from a file that is not one")
+    func defaultRouteHold() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("netext-hold-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for (name, index) in [("lo", "1\n"), ("eth0", "2\n"), ("wlan0", "7\n"), ("broken", "x\n")] {
+            try FileManager.default.createDirectory(atPath: "\(root)/net/\(name)", withIntermediateDirectories: true)
+            try index.write(toFile: "\(root)/net/\(name)/ifindex", atomically: true, encoding: .utf8)
+        }
+        let links = DefaultRouteHold.Link.current(in: root + "/net")
+        #expect(links == [.init(index: 2, name: "eth0"), .init(index: 7, name: "wlan0")])
+
+        let file = root + "/hold.json"
+        DefaultRouteHold(links: links).write(to: file)
+        #expect(DefaultRouteHold(contentsOf: file) == DefaultRouteHold(links: links))
+        #expect(!FileManager.default.fileExists(atPath: file + ".new"), "the temporary file is renamed over the kept one")
+        DefaultRouteHold(links: [links[1]]).write(to: file)
+        #expect(DefaultRouteHold(contentsOf: file)?.links == [links[1]])
+        DefaultRouteHold().write(to: file)
+        #expect(!FileManager.default.fileExists(atPath: file), "nothing held: no file")
+        #expect(DefaultRouteHold(contentsOf: file) == nil)
+        try "{\"links\": [{\"index\": \"two\"}]}".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(DefaultRouteHold(contentsOf: file) == nil)
+    }
 }

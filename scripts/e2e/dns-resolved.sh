@@ -6,7 +6,10 @@
 # file alone, puts its DNS stub on a link of its own (netext-dns) and gives resolved that link's
 # DNS: the match domains as routing domains, `~.` and the default route for settings without
 # them; a query sent the way resolved sends a link's queries (bound to the link) is answered over
-# TLS by unbound; the DNS guard lets it through; disabling reverts the link and removes it.
+# TLS by unbound; the DNS guard lets it through; while the stub takes every name the other links'
+# DNS default route is taken (a link the mock refuses as networkd-managed keeps it, and status
+# says so) and given back on disable, and by the next start after a kill -9; disabling reverts
+# the link and removes it.
 # Needs root. Usage: NETEXT_BIN_DIR=DIR scripts/e2e/dns-resolved.sh   Prints one line per check.
 cd "$(dirname "$0")/../.."
 source scripts/lib/e2e.sh dnsres
@@ -26,7 +29,9 @@ export NETEXT_DNS_CA_FILE="$work/ca/ca.crt"
 
 # The private bus standing in for the system bus, and resolved's mock on it.
 private_bus_up "$LAB_LAPTOP" "$work/bus" || { echo "FAIL the private bus did not start"; exit 1; }
-lab_spawn "$LAB_LAPTOP" env DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" /usr/bin/python3 -m dbusmock --template scripts/lib/resolved_mock.py
+# Two more links on the laptop: one the mock refuses as systemd-networkd's ("LinkBusy").
+ip -n "$LAB_LAPTOP" link add resbusy0 type veth peer name resbusy1
+lab_spawn "$LAB_LAPTOP" env DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" /usr/bin/python3 -m dbusmock --template scripts/lib/resolved_mock.py -p '{"managed": ["resbusy0"]}'
 private_bus_wait_for org.freedesktop.resolve1 || { echo "FAIL the resolved mock did not take its name"; exit 1; }
 
 cp "$resolv" "$work/resolv.before"
@@ -34,7 +39,10 @@ export NETEXT_DNS_BACKEND=auto
 e2e_start_netextd
 
 calls() { ip netns exec "$LAB_LAPTOP" /usr/bin/python3 scripts/lib/resolved-calls.py "$@"; }
-link_index() { ip netns exec "$LAB_LAPTOP" cat /sys/class/net/netext-dns/ifindex; }
+link_index() { ip netns exec "$LAB_LAPTOP" cat /sys/class/net/"${1:-netext-dns}"/ifindex; }
+uplink=eth0  # the lab names the laptop's uplink so
+uplink_index=$(link_index "$uplink"); busy_index=$(link_index resbusy0); other_index=$(link_index resbusy1)
+hold_file="$NETEXT_STATE_DIR/resolved-default-routes.json"
 # Asks the stub for $1's A record the way resolved asks a link's server: from a socket bound to
 # the link (SO_BINDTODEVICE, as resolved's IP_UNICAST_IF/SO_BINDTOIFINDEX); prints the address.
 ask_like_resolved() {
@@ -93,14 +101,31 @@ check "the DNS guard is installed (other programs' DNS refused)" ip netns exec "
 answer=$(ask_like_resolved www.lab.test)
 check "the DNS guard lets resolved's query to the stub through: www.lab.test is $answer" test "$answer" = 198.51.100.80
 check "the resolver file is still untouched" cmp -s "$resolv" "$work/resolv.before"
+check "the uplink's DNS default route was taken (SetLinkDefaultRoute $uplink_index false: resolved asks only netext-dns)" has_call "[\"SetLinkDefaultRoute\", $uplink_index, false]"
+check "…and resbusy1's" has_call "[\"SetLinkDefaultRoute\", $other_index, false]"
+check "…and kept in netextd's state directory for a crash" grep -q "\"$uplink\"" "$hold_file"
+status_text=$("$bin/netext" dns status)
+echo "$status_text" | grep "reach netextd" | sed 's/^/  /'
+check "netext dns status names the links taken from, and resbusy0, which resolved refused (networkd's), as keeping theirs" bash -c "grep -q 'the DNS default route taken from [^;]*$uplink' <<< \"\$1\" && grep -q 'the DNS default route taken from [^;]*resbusy1' <<< \"\$1\" && grep -q '; resbusy0 kept it (resolved refused' <<< \"\$1\"" _ "$status_text"
 
 calls --reset
 check "netext dns disable" netext dns disable
 check "resolved was told to forget the link (RevertLink $index)" has_call "[\"RevertLink\", $index]"
+check "the uplink's default route was given back (SetLinkDefaultRoute $uplink_index true)" has_call "[\"SetLinkDefaultRoute\", $uplink_index, true]"
+check "…and resbusy1's, and the kept list removed" bash -c "calls() { ip netns exec $LAB_LAPTOP /usr/bin/python3 scripts/lib/resolved-calls.py; }; calls | grep -qxF '[\"SetLinkDefaultRoute\", $other_index, true]' && test ! -e '$hold_file'"
 check "the stub's link is gone" bash -c "! ip netns exec $LAB_LAPTOP ip link show netext-dns 2>/dev/null"
 check "the resolver file is still untouched" cmp -s "$resolv" "$work/resolv.before"
-check "settings again: the stub's link is back" bash -c "netext() { '$bin/netext' \"\$@\"; }; netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --match-domain corp.lab.test --enable > /dev/null && ip netns exec $LAB_LAPTOP ip link show netext-dns > /dev/null"
+calls --reset
+check "settings again, every name: the stub's link is back" bash -c "netext() { '$bin/netext' \"\$@\"; }; netext dns configure --tls --server 198.51.100.53 --server-name dns.lab.test --enable > /dev/null && ip netns exec $LAB_LAPTOP ip link show netext-dns > /dev/null"
+check "…and the uplink's default route taken again" has_call "[\"SetLinkDefaultRoute\", $uplink_index, false]"
 kill -9 "$NETEXTD_PID"; wait "$NETEXTD_PID" 2> /dev/null
 check "netextd killed: its link went with it (a TUN device it held), nothing left for resolved" bash -c "! ip netns exec $LAB_LAPTOP ip link show netext-dns 2>/dev/null"
+check "…while the links it took the default route from are still listed in its state directory" grep -q "\"$uplink\"" "$hold_file"
+calls --reset
+e2e_start_netextd
+check "netextd started again gives the uplink its default route back first (SetLinkDefaultRoute $uplink_index true)" has_call "[\"SetLinkDefaultRoute\", $uplink_index, true]"
+check "…then takes it again for the settings it restores (every name)" bash -c "calls() { ip netns exec $LAB_LAPTOP /usr/bin/python3 scripts/lib/resolved-calls.py; }; for i in \$(seq 50); do calls | grep -xF -e '[\"SetLinkDefaultRoute\", $uplink_index, true]' -e '[\"SetLinkDefaultRoute\", $uplink_index, false]' | tr '\n' ' ' | grep -qF 'true] [\"SetLinkDefaultRoute\", $uplink_index, false]' && exit 0; sleep 0.1; done; exit 1"
+calls --reset
+check "netext dns disable: the uplink's default route given back" bash -c "'$bin/netext' dns disable > /dev/null && calls() { ip netns exec $LAB_LAPTOP /usr/bin/python3 scripts/lib/resolved-calls.py; }; for i in \$(seq 50); do calls | grep -qxF '[\"SetLinkDefaultRoute\", $uplink_index, true]' && exit 0; sleep 0.1; done; exit 1"
 check "netextd's log has no error" bash -c "! grep -i 'level=error\|error:' '$work/netextd.log'"
 e2e_finish "$work/netextd.log"

@@ -17,16 +17,22 @@ import Synchronization
 /// - A tunnel whose servers take every name has them set on the tunnel's own link, with `~.`
 ///   and the default route (what NetworkManager and resolvconf do for a VPN).
 ///
-/// resolved sends names no routing domain matches to every default-route link at once: with
-/// `~.` on a NetExt link, the uplink's servers are asked too unless its DefaultRoute is off (or
-/// the DNS guard refuses other programs' DNS). Longer routing domains (match domains) go to
-/// the NetExt link alone.
+/// resolved sends names no routing domain matches to every default-route link at once, so
+/// while a NetExt link takes every name (`~.`) the others' DefaultRoute is turned off
+/// (`SetLinkDefaultRoute`, what NetworkManager does for a VPN whose DNS has priority) and turned
+/// on again when none does; the links taken from are kept in `holdFile`, so a netextd that
+/// crashed gives them back at its next start (`restore`). A link resolved will not change (one
+/// systemd-networkd manages: "LinkBusy") keeps its default route, and `summary` says so: its
+/// servers are asked too, unless the DNS guard refuses other programs' DNS. Longer routing
+/// domains (match domains) go to the NetExt link alone.
 final class ResolvedRegistration: MachineResolver {
     /// The stub's link.
     let linkName: String
     /// resolved's own list of the machine's servers (systemd-resolved(8): "/run/systemd/resolve/resolv.conf").
     let uplinkFile: String
     private let connect: @Sendable () throws(DBusError) -> DBusConnection
+    /// Where the links whose default route netextd took are kept (nil: nowhere).
+    let holdFile: String?
     private let state = Mutex(State())
 
     private struct State {
@@ -39,6 +45,12 @@ final class ResolvedRegistration: MachineResolver {
         var tunnelLink: Int32?
         /// The stub's nameserver and search domains while names go to it.
         var stub: (nameserver: String, searchDomains: [String])?
+        /// The other links whose default route was taken, and those resolved kept it on.
+        var taken = DefaultRouteHold()
+        var refused: [String] = []
+
+        /// Whether a NetExt link takes every name (the stub's, or a tunnel's).
+        var holdsEveryName: Bool { tunnelLink != nil || stubRegistration?.defaultRoute == true }
     }
 
     /// What one link is given.
@@ -64,10 +76,11 @@ final class ResolvedRegistration: MachineResolver {
         }
     }
 
-    init(linkName: String = "netext-dns", uplinkFile: String = "/run/systemd/resolve/resolv.conf",
+    init(linkName: String = "netext-dns", uplinkFile: String = "/run/systemd/resolve/resolv.conf", holdFile: String? = nil,
          connect: @escaping @Sendable () throws(DBusError) -> DBusConnection = { () throws(DBusError) in try DBusConnection.system() }) {
         self.linkName = linkName
         self.uplinkFile = uplinkFile
+        self.holdFile = holdFile
         self.connect = connect
     }
 
@@ -80,7 +93,13 @@ final class ResolvedRegistration: MachineResolver {
 
     // MARK: MachineResolver
 
-    var summary: String { "systemd-resolved, link \(linkName) (D-Bus)" }
+    var summary: String {
+        let (taken, refused) = state.withLock { ($0.taken.links.map(\.name), $0.refused) }
+        var text = "systemd-resolved, link \(linkName) (D-Bus)"
+        if !taken.isEmpty { text += "; the DNS default route taken from \(taken.joined(separator: ", "))" }
+        if !refused.isEmpty { text += "; \(refused.joined(separator: ", ")) kept it (resolved refused the change: their servers are asked too, unless other DNS is prohibited)" }
+        return text
+    }
     /// The stub answers only what arrives for its link: this machine's queries, never another
     /// machine's sent to the link's address.
     var stubDevice: String? { linkName }
@@ -99,6 +118,7 @@ final class ResolvedRegistration: MachineResolver {
             state.tunnelLink = index
             let domains = [ResolvedManager.Domain(".", routingOnly: true)] + dns.searchDomains.map { ResolvedManager.Domain($0, routingOnly: false) }
             try register(Registration(servers: dns.servers, domains: domains, defaultRoute: true), link: index, &state)
+            followEveryName(&state)
         }
     }
 
@@ -113,6 +133,7 @@ final class ResolvedRegistration: MachineResolver {
         try state.withLock { (state: inout State) throws(NetExtError) in
             guard let link = state.stubLink else { throw NetExtError(.connectionFailed, "the DNS stub's link \(linkName) does not exist") }
             state.stub = (nameserver, searchDomains)
+            defer { followEveryName(&state) }
             try register(Registration(stub: nameserver, claims: claims, searchDomains: searchDomains), link: link, &state)
         }
     }
@@ -126,6 +147,7 @@ final class ResolvedRegistration: MachineResolver {
                 // The previous registration stays with resolved; the next change tries again.
                 state.stubRegistration = nil
             }
+            followEveryName(&state)
         }
     }
 
@@ -138,15 +160,19 @@ final class ResolvedRegistration: MachineResolver {
             state.stubLink = nil
             close(state.stubLinkDescriptor)
             state.stubLinkDescriptor = -1
+            followEveryName(&state)
         }
     }
 
     /// Takes back what a tunnel link was given; the stub's link keeps its registration while the
     /// stub runs (its claims follow the stub's routing), and goes with the stub.
+    /// Also gives back the default routes a crashed netextd took (kept in `holdFile`).
     func restore() {
         state.withLock { state in
             if let tunnel = state.tunnelLink { revert(tunnel, &state) }
             state.tunnelLink = nil
+            if state.taken.links.isEmpty, let holdFile, let kept = DefaultRouteHold(contentsOf: holdFile) { state.taken = kept }
+            followEveryName(&state)
         }
     }
 
@@ -172,6 +198,57 @@ final class ResolvedRegistration: MachineResolver {
             state.bus = nil
             throw NetExtError(.connectionFailed, "systemd-resolved refused link \(link)'s DNS: \(error.description)")
         }
+    }
+
+    /// While a NetExt link takes every name, the other links' default route is taken (each
+    /// link once: one that appears later is taken at the next change); when none does, it is
+    /// given back to the links that still exist under the same name.
+    private func followEveryName(_ state: inout State) {
+        if state.holdsEveryName {
+            takeDefaultRoutes(&state)
+        } else if !state.taken.links.isEmpty || !state.refused.isEmpty {
+            giveBackDefaultRoutes(&state)
+        }
+    }
+
+    private func takeDefaultRoutes(_ state: inout State) {
+        let ours = Set([state.stubLink, state.tunnelLink].compactMap { $0 })
+        for link in DefaultRouteHold.Link.current() where !ours.contains(link.index) && !state.taken.links.contains(link) && !state.refused.contains(link.name) {
+            do throws(DBusError) {
+                let manager = ResolvedManager(bus: try bus(&state))
+                guard try manager.isDefaultRoute(link: link.index) else { continue }
+                // Kept before it is taken: a crash in between gives back a route that was on.
+                state.taken.links.append(link)
+                state.taken.write(to: holdFile)
+                do throws(DBusError) { try manager.setDefaultRoute(false, link: link.index) } catch {
+                    state.taken.links.removeAll { $0 == link }
+                    state.taken.write(to: holdFile)
+                    throw error
+                }
+            } catch {
+                switch error {
+                case .remote(let name, _) where name.hasSuffix(".NoSuchLink"): break  // not one of resolved's links
+                case .remote: state.refused.append(link.name)  // "LinkBusy" (networkd's), or not allowed
+                default: state.bus = nil
+                }
+            }
+        }
+    }
+
+    private func giveBackDefaultRoutes(_ state: inout State) {
+        let present = Set(DefaultRouteHold.Link.current())
+        var left: [DefaultRouteHold.Link] = []
+        for link in state.taken.links where present.contains(link) {
+            do throws(DBusError) { try ResolvedManager(bus: try bus(&state)).setDefaultRoute(true, link: link.index) } catch {
+                if case .remote = error { continue }  // resolved forgot the link: nothing to give back
+                state.bus = nil
+                left.append(link)
+            }
+        }
+        // What could not be told (no bus) is tried again at the next change or start.
+        state.taken.links = left
+        state.taken.write(to: holdFile)
+        state.refused = []
     }
 
     private func revert(_ link: Int32, _ state: inout State) {

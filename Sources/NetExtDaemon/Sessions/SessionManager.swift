@@ -105,7 +105,7 @@ public actor SessionManager {
     public init(
         registry: ProviderRegistry, hub: NotificationHub, logger: Logger,
         applier: any NetworkApplier = IPCommandApplier(), resolver: ResolverConfiguration? = nil, resolvedLinkName: String? = nil,
-        dnsStubAddress: SocketAddress? = nil,
+        resolvedHoldFile: String? = nil, dnsStubAddress: SocketAddress? = nil,
         startDeadline: Duration = .seconds(30), stopDeadline: Duration = .seconds(5),
         ikev2Directory: String? = nil, secretLookup: (@Sendable (String) throws(NetExtError) -> String?)? = nil,
         launcher: any ProviderLauncher = ProcessProviderLauncher(),
@@ -117,7 +117,7 @@ public actor SessionManager {
         self.ikev2Directory = ikev2Directory
         self.secretLookup = secretLookup
         // Where systemd-resolved runs, it owns the file: the machine's DNS goes through its links.
-        let machineResolver: (any MachineResolver)? = resolvedLinkName.map { ResolvedRegistration(linkName: $0) } ?? resolver
+        let machineResolver: (any MachineResolver)? = resolvedLinkName.map { ResolvedRegistration(linkName: $0, holdFile: resolvedHoldFile) } ?? resolver
         dns = DNSRouter(resolver: machineResolver, stubAddress: dnsStubAddress, logger: logger)
         self.registry = registry
         self.hub = hub

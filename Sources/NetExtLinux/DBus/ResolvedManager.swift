@@ -11,6 +11,8 @@ public struct ResolvedManager: Sendable {
     public static let busName = "org.freedesktop.resolve1"
     static let path = "/org/freedesktop/resolve1"
     static let interface = "org.freedesktop.resolve1.Manager"
+    /// The interface of the object resolved keeps for each link (`GetLink`).
+    static let linkInterface = "org.freedesktop.resolve1.Link"
 
     /// One of a link's domains: `routingOnly` ones (`~corp.example`; `~.` is the root) only
     /// route names to the link's servers; the others are search domains too.
@@ -59,6 +61,18 @@ public struct ResolvedManager: Sendable {
     /// "yes", "no", …; an empty string means the global setting).
     public func setMode(_ member: String, _ mode: String, link: Int32) throws(DBusError) {
         try call(member, [.int32(link), .string(mode)])
+    }
+
+    /// Whether resolved sends the link names no routing domain matches: the `DefaultRoute`
+    /// property of the link's object (`GetLink` finds it).
+    public func isDefaultRoute(link: Int32) throws(DBusError) -> Bool {
+        let body = try bus.call(.methodCall(destination: Self.busName, path: Self.path, interface: Self.interface, member: "GetLink", body: [.int32(link)]))
+        guard body.count == 1, case .objectPath(let object) = body[0] else {
+            throw .unexpectedReply(member: "GetLink", expected: "o", found: body.map(\.type.signature).joined())
+        }
+        let value = try bus.property("DefaultRoute", of: Self.linkInterface, at: object, on: Self.busName)
+        guard let isDefault = value.boolValue else { throw .unexpectedReply(member: "Get DefaultRoute", expected: "b", found: value.type.signature) }
+        return isDefault
     }
 
     /// Forgets everything given to the link (`RevertLink`).
