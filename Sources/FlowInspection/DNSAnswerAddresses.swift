@@ -27,7 +27,7 @@ public struct DNSAnswerAddresses: Sendable, Hashable {
         name = try DNSQuery.readName(message, at: &offset)
         offset += 4
         for _ in 1..<questions {
-            _ = try DNSQuery.readName(message, at: &offset)
+            _ = try DNSQuery.skipName(message, at: &offset)
             offset += 4
         }
         guard offset <= message.count else { throw .malformed(offset: message.count, "the question section runs past the end") }

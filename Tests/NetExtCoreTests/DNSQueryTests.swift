@@ -69,6 +69,85 @@ struct DNSQueryTests {
         }
     }
 
+    /// The name reader written the plain way (labels collected, then joined): the oracle for
+    /// the one-allocation reader and the skipper, on the same checks and errors.
+    static func referenceName(_ message: [UInt8], at offset: inout Int) throws(DNSParseError) -> String {
+        var labels: [String] = []
+        var position = offset, jumped = false, jumps = 0, length = 0
+        while true {
+            guard position < message.count else { throw .malformed(offset: position, "the name runs past the end") }
+            let byte = message[position]
+            switch byte & 0xc0 {
+            case 0x00:
+                if byte == 0 {
+                    if !jumped { offset = position + 1 }
+                    return labels.joined(separator: ".")
+                }
+                let end = position + 1 + Int(byte)
+                guard end <= message.count else { throw .malformed(offset: position, "a label runs past the end") }
+                length += Int(byte) + 1
+                guard length <= 255 else { throw .malformed(offset: position, "the name is longer than 255 bytes") }
+                let lowered = message[(position + 1)..<end].map { (0x41...0x5a).contains($0) ? $0 + 0x20 : $0 }
+                labels.append(String(decoding: lowered, as: UTF8.self))
+                position = end
+            case 0xc0:
+                guard position + 1 < message.count else { throw .malformed(offset: position, "a compression pointer is cut off") }
+                jumps += 1
+                guard jumps <= 16 else { throw .malformed(offset: position, "too many compression pointers (a loop?)") }
+                let target = Int(byte & 0x3f) << 8 | Int(message[position + 1])
+                guard target < position else { throw .malformed(offset: position, "a compression pointer points forward") }
+                if !jumped { offset = position + 2 }
+                jumped = true
+                position = target
+            default:
+                throw .malformed(offset: position, "label type \(byte >> 6) is not defined")
+            }
+        }
+    }
+
+    @Test("names read and skipped as the plain reader does: the same text (ASCII lowercased), end offset and error, over random names with labels, pointers and stray bytes")
+    func nameReaderMatchesReference() {
+        var random = SplitMix64(state: 11)
+        var agreed = 0, refused = 0
+        for _ in 0..<30_000 {
+            // Mostly well-formed pieces (labels of mixed case, pointers backwards, the root), some noise.
+            var message = (0..<Int.random(in: 0..<6, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            for _ in 0..<Int.random(in: 0..<12, using: &random) {
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<6:
+                    let count = Int.random(in: 0..<(Int.random(in: 0..<8, using: &random) == 0 ? 64 : 12), using: &random)
+                    message.append(UInt8(count))
+                    message += (0..<count).map { _ in [UInt8(ascii: "A"), UInt8(ascii: "z"), UInt8(ascii: "-"), UInt8(ascii: "Q"), 0xc3, 0xa9, 0xff][Int.random(in: 0..<7, using: &random)] }
+                case 6, 7:
+                    let target = message.isEmpty ? 0 : Int.random(in: 0..<message.count + 2, using: &random)
+                    message += [0xc0 | UInt8(target >> 8 & 0x3f), UInt8(target & 0xff)]
+                case 8: message.append(0)
+                default: message.append(UInt8.random(in: 0...255, using: &random))
+                }
+            }
+            message.append(0)
+            for start in 0..<min(message.count, 8) {
+                var expectedEnd = start, readEnd = start, skipEnd = start
+                let expected = Result { () throws(DNSParseError) in try Self.referenceName(message, at: &expectedEnd) }
+                let read = Result { () throws(DNSParseError) in try DNSQuery.readName(message, at: &readEnd) }
+                let skipped = Result { () throws(DNSParseError) in try DNSQuery.skipName(message, at: &skipEnd) }
+                switch (expected, read, skipped) {
+                case (.success(let name), .success(let text), .success(let length)):
+                    #expect(text == name, "name at \(start) of \(message)")
+                    #expect(readEnd == expectedEnd && skipEnd == expectedEnd)
+                    #expect(length == name.utf8.count || name.contains("\u{FFFD}"), "text length at \(start) of \(message)")
+                    agreed += 1
+                case (.failure(let error), .failure(let readError), .failure(let skipError)):
+                    #expect(readError == error && skipError == error)
+                    refused += 1
+                default:
+                    Issue.record("the readers disagree at \(start) of \(message): \(expected) \(read) \(skipped)")
+                }
+            }
+        }
+        #expect(agreed > 10_000 && refused > 10_000, "both outcomes exercised: \(agreed) read, \(refused) refused")
+    }
+
     @Test("SERVFAIL keeps the identifier and question")
     func serverFailure() throws {
         let message = query("x.office.test", id: 0x4242)

@@ -57,7 +57,7 @@ public struct DNSAddressQuery: Sendable, Hashable {
         let answers = Int(answer[6]) << 8 | Int(answer[7])
         var offset = 12
         for _ in 0..<questions {
-            _ = try DNSQuery.readName(answer, at: &offset)
+            _ = try DNSQuery.skipName(answer, at: &offset)
             offset += 4
         }
         guard offset <= answer.count else { throw .malformed(offset: answer.count, "the question section runs past the end") }

@@ -112,12 +112,17 @@ public struct DNSAnswerCache: Sendable {
 
     /// Keeps `answer` (the response to `query`, already checked against it) if it may be kept.
     public mutating func store(_ answer: [UInt8], for query: [UInt8], now: Double) {
-        guard let key = Self.key(of: query), let lifetime = Self.lifetime(of: answer), lifetime.seconds > 0 else { return }
-        if entries[key] == nil {
-            if entries.count >= capacity { evict(now: now) }
-            order.append(key)
-        }
-        entries[key] = Entry(answer: answer, storedAt: now, expiresAt: now + Double(lifetime.seconds), ttlOffsets: lifetime.ttlOffsets, opt: lifetime.opt)
+        guard let key = Self.key(of: query) else { return }
+        store(answer, key: key, now: now)
+    }
+
+    /// Keeps `answer` under `key` (its query's, ``Key/init(_:)``) if it may be kept.
+    public mutating func store(_ answer: [UInt8], key: Key, now: Double) {
+        guard let lifetime = Self.lifetime(of: answer), lifetime.seconds > 0 else { return }
+        let entry = Entry(answer: answer, storedAt: now, expiresAt: now + Double(lifetime.seconds), ttlOffsets: lifetime.ttlOffsets, opt: lifetime.opt)
+        guard entries.updateValue(entry, forKey: key) == nil else { return }
+        order.append(key)
+        if entries.count > capacity { evict(now: now) }
         compactOrder()
     }
 
@@ -138,7 +143,7 @@ public struct DNSAnswerCache: Sendable {
         var offset = 12
         do {
             for _ in 0..<count(4) {
-                _ = try DNSQuery.readName(answer, at: &offset)
+                _ = try DNSQuery.skipName(answer, at: &offset)
                 offset += 4
             }
             var smallest = maximumTTL
@@ -147,7 +152,7 @@ public struct DNSAnswerCache: Sendable {
             var opt: Range<Int>?
             for index in 0..<(answers + authorities + additionals) {
                 let recordStart = offset
-                _ = try DNSQuery.readName(answer, at: &offset)
+                _ = try DNSQuery.skipName(answer, at: &offset)
                 guard offset + 10 <= answer.count else { return nil }
                 let type = UInt16(answer[offset]) << 8 | UInt16(answer[offset + 1])
                 let ttl = UInt32(answer[offset + 4]) << 24 | UInt32(answer[offset + 5]) << 16 | UInt32(answer[offset + 6]) << 8 | UInt32(answer[offset + 7])
@@ -190,10 +195,17 @@ public struct DNSAnswerCache: Sendable {
         }
     }
 
-    /// Drops keys no longer kept from the front of the order once it has grown to twice the entries.
+    /// Drops the keys already evicted from the front of the order (a move, no look-ups), and
+    /// the keys of answers gone otherwise (expired when asked for) once they are as many as
+    /// the answers kept.
     private mutating func compactOrder() {
-        guard order.count - orderStart > 2 * max(entries.count, 64) || orderStart > 4096 else { return }
-        order = order[orderStart...].filter { entries[$0] != nil }
+        if orderStart > 4096 {
+            order.removeFirst(orderStart)
+            orderStart = 0
+        }
+        guard order.count - orderStart > 2 * max(entries.count, 64) else { return }
+        var seen = Set<Key>(minimumCapacity: entries.count)
+        order = order[orderStart...].filter { entries[$0] != nil && seen.insert($0).inserted }
         orderStart = 0
     }
 }

@@ -165,13 +165,13 @@ struct DNSSectionLayout {
         additionalCount = count(at: 10)
         var offset = 12
         for _ in 0..<questions {
-            _ = try DNSQuery.readName(message, at: &offset)
+            _ = try DNSQuery.skipName(message, at: &offset)
             guard offset + 4 <= message.count else { throw .malformed(offset: offset, "a question's type and class are missing") }
             offset += 4
         }
         for index in 0..<(records + additionalCount) {
             let nameStart = offset
-            _ = try DNSQuery.readName(message, at: &offset)
+            _ = try DNSQuery.skipName(message, at: &offset)
             guard offset + 10 <= message.count else { throw .malformed(offset: offset, "a record's fixed fields are cut off") }
             let type = UInt16(message[offset]) << 8 | UInt16(message[offset + 1])
             let length = Int(message[offset + 8]) << 8 | Int(message[offset + 9])

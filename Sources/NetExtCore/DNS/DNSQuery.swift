@@ -28,13 +28,48 @@ public struct DNSQuery: Sendable, Hashable {
         questionEnd = offset + 4
     }
 
-    /// Reads a possibly compressed name starting at `offset`, moving `offset` past it.
+    /// Reads a possibly compressed name starting at `offset`, moving `offset` past it: its
+    /// labels joined by dots, ASCII letters lowercased (RFC 4343 §3: DNS compares names without
+    /// ASCII case, and only ASCII), other bytes as UTF-8 (invalid sequences replaced). One pass
+    /// checks the name (``skipName(_:at:)``), a second writes it into a string made at its
+    /// length, so a name costs one allocation at most (none up to 15 bytes).
     package static func readName(_ message: [UInt8], at offset: inout Int) throws(DNSParseError) -> String {
-        var labels: [String] = []
+        var position = offset
+        let length = try skipName(message, at: &offset)
+        guard length > 0 else { return "" }
+        return String(unsafeUninitializedCapacity: length) { text in
+            var written = 0
+            while true {
+                let byte = message[position]
+                if byte & 0xc0 == 0xc0 {
+                    position = Int(byte & 0x3f) << 8 | Int(message[position + 1])
+                    continue
+                }
+                if byte == 0 { return written }
+                if written > 0 {
+                    text[written] = 0x2e
+                    written += 1
+                }
+                for index in (position + 1)...(position + Int(byte)) {
+                    let character = message[index]
+                    text[written] = character &- 0x41 < 26 ? character | 0x20 : character
+                    written += 1
+                }
+                position += 1 + Int(byte)
+            }
+        }
+    }
+
+    /// Checks the possibly compressed name starting at `offset` (RFC 1035 §4.1.4: labels of at
+    /// most 63 bytes, at most 255 bytes in all, pointers only backwards and at most 16 of them)
+    /// and moves `offset` past it, without making its text; returns the text's length (labels
+    /// and the dots between them).
+    package static func skipName(_ message: [UInt8], at offset: inout Int) throws(DNSParseError) -> Int {
         var position = offset
         var jumped = false
         var jumps = 0
         var length = 0
+        var labels = 0
         while true {
             guard position < message.count else { throw .malformed(offset: position, "the name runs past the end") }
             let byte = message[position]
@@ -42,13 +77,13 @@ public struct DNSQuery: Sendable, Hashable {
             case 0x00:
                 if byte == 0 {
                     if !jumped { offset = position + 1 }
-                    return labels.joined(separator: ".")
+                    return labels == 0 ? 0 : length - 1
                 }
                 let end = position + 1 + Int(byte)
                 guard end <= message.count else { throw .malformed(offset: position, "a label runs past the end") }
                 length += Int(byte) + 1
+                labels += 1
                 guard length <= 255 else { throw .malformed(offset: position, "the name is longer than 255 bytes") }
-                labels.append(String(decoding: message[(position + 1)..<end], as: UTF8.self).lowercased())
                 position = end
             case 0xc0:
                 guard position + 1 < message.count else { throw .malformed(offset: position, "a compression pointer is cut off") }

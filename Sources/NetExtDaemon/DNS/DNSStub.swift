@@ -45,7 +45,7 @@ public final class DNSStub: Sendable {
         public let cleartextServers: [String]
         public let cleartextFallback: [String]?
         /// The answers kept for these settings' names (new settings, new cache).
-        let cache = Mutex(DNSAnswerCache())
+        let cache = ShardedAnswerCache()
 
         public init(upstreams: EncryptedDNSServerSet?, cleartextServers: [String], cleartextFallback: [String]?) {
             self.upstreams = upstreams
@@ -197,7 +197,7 @@ public final class DNSStub: Sendable {
         let (route, settingsRoute) = routes.withLock { $0.lookUp(query.name) }
         if let settings = settingsRoute {
             counters.add(.forwardedBySettings)
-            guard let reply = answerBySettings(message, settings: settings, overUDP: overUDP, forward: forward) else {
+            guard let reply = answerBySettings(message, query: query, settings: settings, overUDP: overUDP, forward: forward) else {
                 counters.add(.unanswered)
                 return query.serverFailure(for: message)
             }
@@ -214,24 +214,24 @@ public final class DNSStub: Sendable {
     }
 
     private func answerBySettings(
-        _ message: [UInt8], settings: SettingsRoute, overUDP: Bool, forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
+        _ message: [UInt8], query: DNSQuery, settings: SettingsRoute, overUDP: Bool, forward: (_ servers: [String], _ mark: UInt32?) -> [UInt8]?
     ) -> [UInt8]? {
         let now = Date().timeIntervalSince1970
-        if let kept = settings.cache.withLock({ $0.answer(to: message, now: now) }) {
+        if let kept = settings.cache.answer(to: message, parsed: query, now: now) {
             counters.add(.cacheHits)
             return DNSMessageEditing.fitted(kept, forQuery: message, overUDP: overUDP)
         }
         guard let upstreams = settings.upstreams else {
             guard let answer = forward(settings.cleartextServers, nil) else { return nil }
             if DNSMessageEditing.mismatch(of: answer, to: message) == nil {
-                settings.cache.withLock { $0.store(answer, for: message, now: now) }
+                settings.cache.store(answer, for: query, now: now)
             }
             return answer
         }
         let failures: EncryptedDNSServerSet.Failures
         switch upstreams.resolve(message, timeoutMilliseconds: Self.upstreamTimeoutMilliseconds) {
         case .success(let answer):
-            settings.cache.withLock { $0.store(answer, for: message, now: now) }
+            settings.cache.store(answer, for: query, now: now)
             return DNSMessageEditing.fitted(answer, forQuery: message, overUDP: overUDP)
         case .failure(let errors): failures = errors
         }
@@ -334,7 +334,7 @@ public final class DNSStub: Sendable {
         let now = Date().timeIntervalSince1970
         // A client that sent no additional record sent no OPT record (most stub resolvers).
         let clientSentAdditional = message[10] != 0 || message[11] != 0
-        if let kept = settings.cache.withLock({ $0.answer(to: message, parsed: query, now: now, withoutOPT: !clientSentAdditional) }) {
+        if let kept = settings.cache.answer(to: message, parsed: query, now: now, withoutOPT: !clientSentAdditional) {
             counters.add(.forwardedBySettings)
             counters.add(.cacheHits)
             replies.add(kept.count <= 512 && !clientSentAdditional ? kept : DNSMessageEditing.fitted(kept, forQuery: message, overUDP: true), to: client)
@@ -350,7 +350,7 @@ public final class DNSStub: Sendable {
             defer { self.waitingOnServers.wrappingSubtract(1, ordering: .relaxed) }
             switch result {
             case .success(let answer):
-                settings.cache.withLock { $0.store(answer, for: message, now: now) }
+                settings.cache.store(answer, for: query, now: now)
                 self.loopReplies.send(DNSMessageEditing.fitted(answer, forQuery: message, overUDP: true), to: client)
             case .failure(let error):
                 self.counters.add(.encryptedFailures)
