@@ -41,6 +41,10 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// Streams open on the connection (at most ``maximumStreams``), and the queries waiting for one.
     private var streamsInUse = 0
     private var waitingForStream = CircularBuffer<PendingRequest>()
+    /// The requests not yet done, by deadline (``PendingDeadlines``), and the one timer armed
+    /// for the first of them: a timer per query cost a heap insertion and a cancellation each.
+    private var deadlines = PendingDeadlines<PendingRequest>()
+    private var deadlineTimer: Scheduled<Void>?
     /// RFC 9113 §6.5.2 recommends a server allow at least 100 concurrent streams.
     static let maximumStreams = 100
 
@@ -176,7 +180,8 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         let request: DoHRequest
         let timeoutMilliseconds: Int
         private var completion: ((Result<[UInt8], EncryptedDNSError>) -> Void)?
-        var deadline: Scheduled<Void>?
+        /// When it fails as timed out (set at its first attempt).
+        var deadline: NIODeadline?
         /// Whether it holds one of the connection's stream slots (from its dispatch until its
         /// stream ends or it is given up).
         var holdsSlot = false
@@ -194,8 +199,6 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         func complete(_ result: Result<[UInt8], EncryptedDNSError>) {
             guard let completion else { return }
             self.completion = nil
-            deadline?.cancel()
-            deadline = nil
             completion(result)
         }
     }
@@ -206,12 +209,11 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     private func send(_ pending: PendingRequest) {
         guard !isShutDown else { return pending.complete(.failure(.connectionClosed(server: serverDescription))) }
         if pending.deadline == nil {
-            let server = serverDescription
-            pending.deadline = eventLoop.scheduleTask(in: .milliseconds(Int64(pending.timeoutMilliseconds))) { [self] in
-                if let (exchanges, id) = pending.stream { exchanges.cancel(id) }
-                release(pending)
-                pending.complete(.failure(.timedOut(server: server, milliseconds: pending.timeoutMilliseconds)))
-            }
+            let deadline = NIODeadline.now() + .milliseconds(Int64(pending.timeoutMilliseconds))
+            pending.deadline = deadline
+            _ = deadlines.first(where: \.isDone)  // drops the answered ones at the front
+            deadlines.add(pending, at: deadline)
+            if deadlineTimer == nil { armDeadlineTimer() }
         }
         if streamsInUse < Self.maximumStreams {
             streamsInUse += 1
@@ -219,6 +221,23 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
         } else {
             waitingForStream.append(pending)
         }
+    }
+
+    /// Arms the timer for the first deadline of a request not yet done, if there is one.
+    private func armDeadlineTimer() {
+        guard let first = deadlines.first(where: { $0.isDone }) else { return }
+        deadlineTimer = eventLoop.scheduleTask(deadline: first) { [self] in
+            deadlineTimer = nil
+            for pending in deadlines.removeDue(before: .now(), where: { $0.isDone }) { expire(pending) }
+            armDeadlineTimer()
+        }
+    }
+
+    /// A request whose deadline came: its stream (if any) is cancelled and it fails as timed out.
+    private func expire(_ pending: PendingRequest) {
+        if let (exchanges, id) = pending.stream { exchanges.cancel(id) }
+        release(pending)
+        pending.complete(.failure(.timedOut(server: serverDescription, milliseconds: pending.timeoutMilliseconds)))
     }
 
     /// Starts `pending` on the stream slot it holds: on the open connection at once (its frames

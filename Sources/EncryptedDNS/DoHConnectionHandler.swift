@@ -25,9 +25,16 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
     /// Gets a request's body, or the reason it has none; called once.
     typealias Completion = (Result<[UInt8], EncryptedDNSError>) -> Void
 
-    private struct Exchange {
+    /// A class: its answer is read frame by frame in place, not copied out of the table and
+    /// back for each frame.
+    private final class Exchange {
         var response: DoHResponse
         let completion: Completion
+
+        init(response: DoHResponse, completion: @escaping Completion) {
+            self.response = response
+            self.completion = completion
+        }
     }
 
     private var exchanges: [HTTP2StreamID: Exchange] = [:]
@@ -96,7 +103,7 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
             }
             return
         }
-        guard var exchange = exchanges[frame.streamID] else { return }  // a cancelled stream's late frames
+        guard let exchange = exchanges[frame.streamID] else { return }  // a cancelled stream's late frames
         let outcome: Result<[UInt8], EncryptedDNSError>?
         var ended = false
         switch frame.payload {
@@ -114,10 +121,7 @@ final class DoHConnectionHandler: ChannelDuplexHandler {
         default:
             outcome = nil
         }
-        guard let outcome else {
-            exchanges[frame.streamID] = exchange
-            return
-        }
+        guard let outcome else { return }
         finish(frame.streamID, outcome, reset: !ended)
     }
 
