@@ -44,7 +44,7 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
     /// The requests not yet done, by deadline (``PendingDeadlines``), and the one timer armed
     /// for the first of them: a timer per query cost a heap insertion and a cancellation each.
     private var deadlines = PendingDeadlines<PendingRequest>()
-    private var deadlineTimer: Scheduled<Void>?
+    private var deadlineTimer: (timer: Scheduled<Void>, at: NIODeadline)?
     /// RFC 9113 §6.5.2 recommends a server allow at least 100 concurrent streams.
     static let maximumStreams = 100
 
@@ -213,7 +213,15 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
             pending.deadline = deadline
             _ = deadlines.first(where: \.isDone)  // drops the answered ones at the front
             deadlines.add(pending, at: deadline)
-            if deadlineTimer == nil { armDeadlineTimer() }
+            // A shorter timeout than the others' (another kind of request) moves the timer up.
+            if let armed = deadlineTimer {
+                if deadline < armed.at {
+                    armed.timer.cancel()
+                    armDeadlineTimer()
+                }
+            } else {
+                armDeadlineTimer()
+            }
         }
         if streamsInUse < Self.maximumStreams {
             streamsInUse += 1
@@ -225,12 +233,15 @@ public final class DNSOverHTTPSUpstream: EncryptedDNSUpstream, @unchecked Sendab
 
     /// Arms the timer for the first deadline of a request not yet done, if there is one.
     private func armDeadlineTimer() {
-        guard let first = deadlines.first(where: { $0.isDone }) else { return }
-        deadlineTimer = eventLoop.scheduleTask(deadline: first) { [self] in
+        guard let first = deadlines.first(where: { $0.isDone }) else {
             deadlineTimer = nil
+            return
+        }
+        let timer = eventLoop.scheduleTask(deadline: first) { [self] in
             for pending in deadlines.removeDue(before: .now(), where: { $0.isDone }) { expire(pending) }
             armDeadlineTimer()
         }
+        deadlineTimer = (timer, first)
     }
 
     /// A request whose deadline came: its stream (if any) is cancelled and it fails as timed out.

@@ -178,6 +178,28 @@ final class EncryptedUpstreamTests: @unchecked Sendable {
         #expect(Self.firstAddress(try await ask(live, "corp.lab.test")) == "10.20.0.5")
     }
 
+    @Test("over HTTPS: a query with a shorter timeout than one asked before it times out at its own deadline, and the first at its own")
+    func httpsShorterTimeoutFirst() async throws {
+        let silent = try await silentServer()
+        defer { silent.close(promise: nil) }
+        let upstream = try https(port: silent.localAddress?.port)
+        defer { upstream.shutdown() }
+        let started = Date()
+        let ask: @Sendable (String, Int) async -> (Bool, Double) = { name, milliseconds in
+            let result: Result<[UInt8], EncryptedDNSError> = await withCheckedContinuation { continuation in
+                upstream.exchange(TestQueries.query(name), timeoutMilliseconds: milliseconds) { continuation.resume(returning: $0) }
+            }
+            if case .failure(.timedOut) = result { return (true, Date().timeIntervalSince(started)) }
+            return (false, Date().timeIntervalSince(started))
+        }
+        async let long = ask("long.lab.test", 2500)
+        try await Task.sleep(for: .milliseconds(50))
+        let short = await ask("short.lab.test", 300)
+        let first = await long
+        #expect(short.0 && short.1 < 1.5, "the short one timed out at its own deadline: \(short)")
+        #expect(first.0 && first.1 >= 2.4 && first.1 < 4.5, "the long one at its own: \(first)")
+    }
+
     @Test("over HTTPS (HTTP/2): unbound's answer under the client's identifier; 32 queries at once")
     func httpsAnswers() async throws {
         let upstream = try https()
