@@ -229,7 +229,10 @@ final class ResolvedRegistration: MachineResolver {
                 switch error {
                 case .remote(let name, _) where name.hasSuffix(".NoSuchLink"): break  // not one of resolved's links
                 case .remote: state.refused.append(link.name)  // "LinkBusy" (networkd's), or not allowed
-                default: state.bus = nil
+                default:
+                    // No bus: the next change tries again (not one connection attempt a link).
+                    state.bus = nil
+                    return
                 }
             }
         }
@@ -238,11 +241,12 @@ final class ResolvedRegistration: MachineResolver {
     private func giveBackDefaultRoutes(_ state: inout State) {
         let present = Set(DefaultRouteHold.Link.current())
         var left: [DefaultRouteHold.Link] = []
-        for link in state.taken.links where present.contains(link) {
+        for (position, link) in state.taken.links.enumerated() where present.contains(link) {
             do throws(DBusError) { try ResolvedManager(bus: try bus(&state)).setDefaultRoute(true, link: link.index) } catch {
                 if case .remote = error { continue }  // resolved forgot the link: nothing to give back
                 state.bus = nil
-                left.append(link)
+                left = Array(state.taken.links[position...])
+                break
             }
         }
         // What could not be told (no bus) is tried again at the next change or start.
