@@ -65,7 +65,7 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
     public func readData(maximumLength: Int = 65_536) async throws(NetExtError) -> Data {
         let fd = fileDescriptor, endpoint = remoteEndpoint
         let result: Result<Data, NetExtError> = await withCheckedContinuation { continuation in
-            FlowIO.queue.async {
+            FlowIO.run {
                 var buffer = Data(count: maximumLength)
                 let count = buffer.withUnsafeMutableBytes { StreamIO.receive(fd, into: $0) }
                 switch count {
@@ -84,7 +84,7 @@ public final class AppProxyTCPFlow: AppProxyFlow, @unchecked Sendable {
     public func write(_ data: Data) async throws(NetExtError) {
         let fd = fileDescriptor, endpoint = remoteEndpoint
         let result: Result<Void, NetExtError> = await withCheckedContinuation { continuation in
-            FlowIO.queue.async {
+            FlowIO.run {
                 let sent = data.withUnsafeBytes { StreamIO.sendAll(fd, $0) }
                 continuation.resume(returning: sent.mapError { NetExtError(.connectionFailed, "writing the flow to \(endpoint): \($0)") })
             }

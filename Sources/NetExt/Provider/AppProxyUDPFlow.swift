@@ -41,7 +41,7 @@ public final class AppProxyUDPFlow: AppProxyFlow, @unchecked Sendable {
         let fd = fileDescriptor, endpoint = remoteEndpoint
         let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let result: Result<[FlowDatagram], NetExtError> = await withCheckedContinuation { continuation in
-            FlowIO.queue.async {
+            FlowIO.run {
                 guard DescriptorWait.readable([fd], milliseconds: milliseconds)[0] else {
                     continuation.resume(returning: .success([]))
                     return
