@@ -19,6 +19,10 @@ struct Options: Sendable {
     var rounds = 15
     var http1 = false
     var onLoop = false
+    /// `--only-on-loop`: the on-loop session alone (to profile it).
+    var onlyOnLoop = false
+    /// `--sequential-only`: the sequential loads alone (to profile them).
+    var sequentialOnly = false
 
     init(_ arguments: [String]) {
         var index = 0
@@ -36,6 +40,8 @@ struct Options: Sendable {
             case "--rounds": rounds = Int(value()) ?? 0
             case "--http1": http1 = true
             case "--on-loop": onLoop = true
+            case "--only-on-loop": onLoop = true; onlyOnLoop = true
+            case "--sequential-only": sequentialOnly = true
             default: fail("unknown argument \(arguments[index])")
             }
             index += 1
@@ -114,6 +120,10 @@ func measure(_ client: any Client, _ options: Options) async throws -> (Double, 
         let started = clock.now
         for _ in 0..<options.requests { _ = try await client.load(options.small) }
         sequential.append(Double(options.requests) / seconds(clock.now - started))
+        if options.sequentialOnly {
+            try await client.close()
+            continue
+        }
 
         let burst = clock.now
         try await withThrowingTaskGroup(of: Int.self) { group in
@@ -127,19 +137,22 @@ func measure(_ client: any Client, _ options: Options) async throws -> (Double, 
         throughput.append(Double(bytes) / 1e6 / seconds(clock.now - download))
         try await client.close()
     }
+    if options.sequentialOnly { return (median(sequential), 0, 0) }
     return (median(sequential), median(concurrent), median(throughput))
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
-let netext = try NetExtClient(caFile: options.caFile, http1: options.http1)
-let ahc = try AHCClient(caFile: options.caFile, http1: options.http1)
-// A warm-up round each, then alternate so that neither has the machine's better moments.
-_ = try await measure(netext, Options(["--cacert", options.caFile, "--small", options.small, "--large", options.large, "--rounds", "1"] + (options.http1 ? ["--http1"] : [])))
-_ = try await measure(ahc, Options(["--cacert", options.caFile, "--small", options.small, "--large", options.large, "--rounds", "1"] + (options.http1 ? ["--http1"] : [])))
-let n = try await measure(netext, options)
-let a = try await measure(ahc, options)
-print(String(format: "netexthttp sequential_rps=%.0f concurrent_rps=%.0f throughput_mbps=%.1f", n.0, n.1, n.2))
-print(String(format: "asynchttpclient sequential_rps=%.0f concurrent_rps=%.0f throughput_mbps=%.1f", a.0, a.1, a.2))
+if !options.onlyOnLoop {
+    let netext = try NetExtClient(caFile: options.caFile, http1: options.http1)
+    let ahc = try AHCClient(caFile: options.caFile, http1: options.http1)
+    // A warm-up round each, then alternate so that neither has the machine's better moments.
+    _ = try await measure(netext, Options(["--cacert", options.caFile, "--small", options.small, "--large", options.large, "--rounds", "1"] + (options.http1 ? ["--http1"] : [])))
+    _ = try await measure(ahc, Options(["--cacert", options.caFile, "--small", options.small, "--large", options.large, "--rounds", "1"] + (options.http1 ? ["--http1"] : [])))
+    let n = try await measure(netext, options)
+    let a = try await measure(ahc, options)
+    print(String(format: "netexthttp sequential_rps=%.0f concurrent_rps=%.0f throughput_mbps=%.1f", n.0, n.1, n.2))
+    print(String(format: "asynchttpclient sequential_rps=%.0f concurrent_rps=%.0f throughput_mbps=%.1f", a.0, a.1, a.2))
+}
 if options.onLoop {
     // The same session on one event loop, the measuring task preferring that loop's executor.
     let loop = MultiThreadedEventLoopGroup.singleton.next()

@@ -70,6 +70,7 @@ extension ATSPolicy {
     /// The entry named exactly `name`, else the longest parent domain whose entry includes
     /// subdomains.
     static func mostSpecific<Entry>(_ entries: [String: Entry], for name: String, includesSubdomains: KeyPath<Entry, Bool>) -> (String, Entry)? {
+        guard !entries.isEmpty else { return nil }
         if let exact = entries[name] { return (name, exact) }
         var labels = name.split(separator: ".", omittingEmptySubsequences: false)
         while labels.count > 1 {

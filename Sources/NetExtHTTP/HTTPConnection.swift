@@ -157,11 +157,15 @@ final class HTTPConnection: @unchecked Sendable {
             var connection = NIOHTTP2Handler.ConnectionConfiguration()
             // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the server
             // opens anyway is closed. The server may send 8 MiB ahead on each stream and 16 MiB
-            // on the connection (WINDOW_UPDATE, RFC 9113 §6.9), not 64 KiB.
-            connection.initialSettings = nioDefaultSettings + [HTTP2Setting(parameter: .enablePush, value: 0)]
+            // on the connection (WINDOW_UPDATE, RFC 9113 §6.9), not 64 KiB. Each stream starts
+            // with its 8 MiB (SETTINGS_INITIAL_WINDOW_SIZE): from the default 64 KiB it would
+            // take a WINDOW_UPDATE of its own after its first DATA, one more write per load.
+            connection.initialSettings = nioDefaultSettings + [
+                HTTP2Setting(parameter: .enablePush, value: 0), HTTP2Setting(parameter: .initialWindowSize, value: Self.streamWindow),
+            ]
             connection.targetWindowSize = 16 << 20
             var stream = NIOHTTP2Handler.StreamConfiguration()
-            stream.targetWindowSize = 8 << 20
+            stream.targetWindowSize = Self.streamWindow
             let multiplexer = try operations.configureHTTP2Pipeline(mode: .client, connectionConfiguration: connection, streamConfiguration: stream) { stream in
                 stream.close()
             }
@@ -179,8 +183,9 @@ final class HTTPConnection: @unchecked Sendable {
         let eventLoop = channel.eventLoop
         let promise = eventLoop.makePromise(of: RawResponse.self)
         let seconds = Double(timeout.nanoseconds) / 1e9
-        // One hop onto the event loop for the timer and the request together.
-        eventLoop.execute { [mode, channel] in
+        // One hop onto the event loop for the timer and the request together (none for a
+        // caller already on it: a task on the session's ``EventLoopTaskExecutor``).
+        let start: @Sendable () -> Void = { [mode, channel] in
             // `timeoutIntervalForRequest` is how long the load may go without a byte of its
             // answer (Foundation's meaning), not how long the whole answer may take.
             let activity = AnswerActivity()
@@ -206,17 +211,30 @@ final class HTTPConnection: @unchecked Sendable {
                     case .success(let streamChannel):
                         collector.send(request, limit: limit, sink: sink, activity: activity, promise: promise)
                         // A stream given up on is reset (RST_STREAM CANCEL), freeing it at the server.
-                        promise.futureResult.whenComplete { _ in streamChannel.close(promise: nil) }
+                        // A whole answer has closed the stream by the next turn of the loop (both
+                        // ends sent END_STREAM, RFC 9113 §5.1), and a closed stream is not reset:
+                        // closing its channel at once, while the frame that ended it was still being
+                        // delivered, sent an RST_STREAM on a closed stream after every load.
+                        promise.futureResult.whenComplete { result in
+                            switch result {
+                            case .success: eventLoop.execute { streamChannel.close(promise: nil) }
+                            case .failure: streamChannel.close(promise: nil)
+                            }
+                        }
                     case .failure:
                         promise.fail(ConnectionClosedBeforeAnswer(url: request.url))
                     }
                 }
             }
         }
+        if eventLoop.inEventLoop { start() } else { eventLoop.execute(start) }
         return promise.futureResult
     }
 
     func close() { channel.close(promise: nil) }
+
+    /// How far ahead of the body read a server may send on each HTTP/2 stream.
+    static let streamWindow = 8 << 20
 
     static func name(_ version: TLSVersion) -> String {
         switch version {

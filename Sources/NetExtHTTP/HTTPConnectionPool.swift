@@ -35,7 +35,7 @@ actor HTTPConnectionPool {
     private var contexts: [ATSRequirements: NIOSSLContext] = [:]
     /// HTTP/1.1 connections open, leased or being opened, per key; and the loads waiting for one.
     private var http1Count: [Key: Int] = [:]
-    private var waiting: [Key: [CheckedContinuation<Void, Never>]] = [:]
+    private var waiting: [Key: CircularBuffer<CheckedContinuation<Void, Never>>] = [:]
     private let maximumConnectionsPerHost: Int
     /// Connections opened since the pool was made (the multiplexing figure counts them).
     private(set) var connectionsOpened = 0
@@ -105,8 +105,8 @@ actor HTTPConnectionPool {
 
     /// An idle HTTP/1.1 connection that is still open; closed ones found on the way are counted out.
     private func takeIdle(_ key: Key) -> HTTPConnection? {
-        while var list = idle[key], let connection = list.popLast() {
-            idle[key] = list
+        // Taken out in place: a copy of the list would be copied again by the pop.
+        while let connection = idle[key]?.popLast() {
             if connection.isUsable { return connection }
             http1Ended(key)
         }
@@ -120,9 +120,10 @@ actor HTTPConnectionPool {
     }
 
     private func wakeOne(_ key: Key) {
-        guard var list = waiting[key], !list.isEmpty else { return }
-        let next = list.removeFirst()
-        waiting[key] = list.isEmpty ? nil : list
+        // In place, first come first served: taking the list out of the dictionary and putting
+        // it back copied all of it per wake (quadratic in the loads waiting).
+        guard let next = waiting[key]?.popFirst() else { return }
+        if waiting[key]?.isEmpty == true { waiting[key] = nil }
         next.resume()
     }
 

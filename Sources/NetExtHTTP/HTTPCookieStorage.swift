@@ -46,11 +46,12 @@ public final class HTTPCookieStorage: Sendable {
 
     /// The cookies a request to `url` carries, most specific path first (§5.4 step 2).
     public func cookies(for url: URL) -> [HTTPCookie] {
-        guard let host = url.host?.lowercased() else { return [] }
+        let jar = (try? all()) ?? []
+        guard !jar.isEmpty, let host = url.host?.lowercased() else { return [] }
         let secure = url.scheme?.lowercased() == "https"
         let path = url.path.isEmpty ? "/" : url.path
         let now = Date()
-        return ((try? all()) ?? [])
+        return jar
             .filter { !$0.isExpired(at: now) && $0.matches(host: Self.bare(host), path: path, secureChannel: secure) }
             .sorted { $0.path.count != $1.path.count ? $0.path.count > $1.path.count : $0.created < $1.created }
     }

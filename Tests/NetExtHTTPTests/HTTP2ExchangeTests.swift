@@ -1,0 +1,226 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NetExtHTTP
+import Testing
+
+/// An HTTP/2 server over TLS (ALPN h2) on loopback that answers frame by frame and keeps what the
+/// client sent: every frame's type per stream as it came off the wire (read below the server's
+/// HTTP/2 handler, which passes on neither window updates nor resets of closed streams).
+final class LoopbackHTTP2Server: Sendable {
+    /// What came from clients, in order: (stream, frame kind) — "headers", "data", "rst:CODE",
+    /// "window", "settings", "ping", "goaway", "other".
+    let received = NIOLockedValueBox<[(stream: Int, kind: String)]>([])
+    /// Request bodies by stream.
+    let bodies = NIOLockedValueBox<[Int: Data]>([:])
+    let connections = NIOLockedValueBox(0)
+    let channel: any Channel
+    var port: Int { channel.localAddress!.port! }
+    /// The body `/large` answers with.
+    static let largeBody = Data((0..<(20 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 12)) })
+
+    init(context: NIOSSLContext) async throws {
+        let box = Box()
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    box.server?.connections.withLockedValue { $0 += 1 }
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.addHandler(FrameRecorder(box: box))
+                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
+                    try channel.pipeline.syncOperations.addHandler(Responder(box: box))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        box.server = self
+    }
+
+    func close() async throws { try await channel.close() }
+
+    /// The kinds of frames a stream carried from the client.
+    func kinds(of stream: Int) -> [String] { received.withLockedValue { $0.filter { $0.stream == stream }.map(\.kind) } }
+    var resets: [(stream: Int, kind: String)] { received.withLockedValue { $0.filter { $0.kind.hasPrefix("rst") } } }
+
+    private final class Box: @unchecked Sendable { weak var server: LoopbackHTTP2Server? }
+
+    /// Reads the client's frame headers (RFC 9113 §4.1) out of the decrypted bytes, after the
+    /// 24-byte connection preface (§3.4), and passes the bytes on unchanged.
+    private final class FrameRecorder: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias InboundOut = ByteBuffer
+        let box: Box
+        private var pending = ByteBuffer()
+        private var prefaceLeft = 24
+        init(box: Box) { self.box = box }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var bytes = unwrapInboundIn(data)
+            pending.writeBuffer(&bytes)
+            let skipped = min(prefaceLeft, pending.readableBytes)
+            pending.moveReaderIndex(forwardBy: skipped)
+            prefaceLeft -= skipped
+            while prefaceLeft == 0, pending.readableBytes >= 9,
+                let header = pending.getBytes(at: pending.readerIndex, length: 9) {
+                let length = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
+                guard pending.readableBytes >= 9 + length else { break }
+                let stream = Int(header[5] & 0x7f) << 24 | Int(header[6]) << 16 | Int(header[7]) << 8 | Int(header[8])
+                let kind: String
+                switch header[3] {
+                case 0: kind = "data"
+                case 1: kind = "headers"
+                case 3: kind = "rst:\(pending.getInteger(at: pending.readerIndex + 9, as: UInt32.self) ?? 0)"
+                case 4: kind = "settings"
+                case 6: kind = "ping"
+                case 7: kind = "goaway"
+                case 8: kind = "window"
+                default: kind = "other"
+                }
+                box.server?.received.withLockedValue { $0.append((stream, kind)) }
+                pending.moveReaderIndex(forwardBy: 9 + length)
+            }
+            pending.discardReadBytes()
+            context.fireChannelRead(data)
+        }
+    }
+
+    private final class Responder: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTP2Frame
+        typealias OutboundOut = HTTP2Frame
+        let box: Box
+        private var paths: [HTTP2StreamID: String] = [:]
+        init(box: Box) { self.box = box }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let frame = unwrapInboundIn(data)
+            let stream = Int(Int32(frame.streamID))
+            var ended = false
+            switch frame.payload {
+            case .headers(let headers):
+                paths[frame.streamID] = headers.headers.first(name: ":path") ?? "/"
+                ended = headers.endStream
+            case .data(let payload):
+                if case .byteBuffer(let buffer) = payload.data, buffer.readableBytes > 0 {
+                    box.server?.bodies.withLockedValue { $0[stream, default: Data()].append(contentsOf: buffer.readableBytesView) }
+                    // Without a multiplexer nothing opens the windows again but this handler.
+                    let taken = buffer.readableBytes
+                    if !payload.endStream {
+                        context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .windowUpdate(windowSizeIncrement: taken))), promise: nil)
+                    }
+                    context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: taken))), promise: nil)
+                }
+                ended = payload.endStream
+            default: break
+            }
+            guard ended, let path = paths[frame.streamID] else { return }
+            answer(path, stream: frame.streamID, context: context)
+        }
+
+        private func answer(_ path: String, stream: HTTP2StreamID, context: ChannelHandlerContext) {
+            let body: ByteBuffer
+            switch path {
+            case "/never": return
+            case "/large": body = ByteBuffer(bytes: LoopbackHTTP2Server.largeBody)
+            case "/echo":
+                let sent = box.server?.bodies.withLockedValue { $0[Int(Int32(stream))] } ?? Data()
+                body = ByteBuffer(bytes: sent)
+            default: body = ByteBuffer(string: "h2 answer for \(path)")
+            }
+            let head = HPACKHeaders([(":status", "200"), ("content-length", "\(body.readableBytes)")])
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: head)))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
+        }
+    }
+}
+
+@Suite("HTTP/2 exchanges")
+struct HTTP2ExchangeTests {
+    func session(_ certificates: TestCertificates, timeout: TimeInterval = 20) throws -> NetExtHTTP.URLSession {
+        var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
+        configuration.trust = try HTTPTrust.pemFile(certificates.caFile)
+        configuration.timeoutIntervalForRequest = timeout
+        return NetExtHTTP.URLSession(configuration: configuration)
+    }
+
+    func serverContext(_ certificates: TestCertificates) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificates.directory.appendingPathComponent("leaf.pem").path).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: certificates.directory.appendingPathComponent("leaf.key").path, format: .pem)))
+        configuration.applicationProtocols = ["h2"]
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    @Test("loads one after another and at once share one connection; a stream both ends closed is never reset (RFC 9113 §5.1)")
+    func sequentialAndConcurrent() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
+        let session = try session(certificates)
+        for index in 0..<20 {
+            let (data, response) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/one/\(index)")!)
+            #expect(response.statusCode == 200 && String(decoding: data, as: UTF8.self) == "h2 answer for /one/\(index)")
+            #expect(response.metrics.networkProtocolName == "h2")
+        }
+        let answers = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/many/\(index)")!)
+                    return String(decoding: data, as: UTF8.self) == "h2 answer for /many/\(index)"
+                }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(answers.count == 50 && answers.allSatisfy { $0 })
+        #expect(await session.connectionsOpened == 1 && server.connections.withLockedValue { $0 } == 1)
+        // Let any late frame arrive before looking.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(server.resets.isEmpty, "resets: \(server.resets)")
+        #expect(server.received.withLockedValue { $0.filter { $0.kind == "headers" }.count } == 70)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("a 20 MiB answer arrives whole, the client opening the windows as it reads; an upload's body arrives intact")
+    func flowControlAndUpload() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
+        let session = try session(certificates)
+        let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/large")!)
+        #expect(data.count == LoopbackHTTP2Server.largeBody.count && data == LoopbackHTTP2Server.largeBody)
+        // 20 MiB is more than a stream's 8 MiB and the connection's 16 MiB: both were opened again.
+        #expect(server.kinds(of: 1).contains("window"), "\(server.kinds(of: 1))")
+        #expect(server.kinds(of: 0).contains("window"))
+
+        var request = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/echo")!)
+        request.httpMethod = "POST"
+        let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let (echoed, response) = try await session.upload(for: request, from: body)
+        #expect(response.statusCode == 200 && echoed == body)
+        #expect(server.kinds(of: 3).first == "headers" && server.kinds(of: 3).filter { $0 == "data" }.count >= 2)
+        #expect(server.resets.isEmpty, "resets: \(server.resets)")
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("an answer that never comes times out and its stream is reset with CANCEL; the connection carries the next load")
+    func timeoutResets() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
+        let session = try session(certificates, timeout: 0.3)
+        await #expect(throws: HTTPLoadError.self) { _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/never")!) }
+        let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/after")!)
+        #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /after")
+        try await Task.sleep(for: .milliseconds(100))
+        // RST_STREAM CANCEL is error code 0x8 (RFC 9113 §7).
+        #expect(server.resets.map(\.stream) == [1] && server.resets.first?.kind == "rst:8", "\(server.resets)")
+        #expect(await session.connectionsOpened == 1)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+}
