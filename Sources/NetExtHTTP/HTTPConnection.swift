@@ -32,7 +32,7 @@ final class HTTPConnection: @unchecked Sendable {
     // @unchecked: `mode` and `facts` are set before the connection is handed out and never after.
     enum Mode {
         case http1(ResponseCollector)
-        case http2(NIOHTTP2Handler.StreamMultiplexer)
+        case http2(HTTP2Exchanges)
     }
 
     let channel: any Channel
@@ -40,7 +40,10 @@ final class HTTPConnection: @unchecked Sendable {
     let facts: ConnectionFacts
 
     var isHTTP2: Bool { if case .http2 = mode { true } else { false } }
-    var isUsable: Bool { channel.isActive }
+    var isUsable: Bool {
+        if case .http2(let exchanges) = mode, !exchanges.acceptsStreams.load(ordering: .relaxed) { return false }
+        return channel.isActive
+    }
 
     private init(channel: any Channel, mode: Mode, facts: ConnectionFacts) {
         self.channel = channel
@@ -155,21 +158,19 @@ final class HTTPConnection: @unchecked Sendable {
             certificate: certificateFacts, certificateDER: der)
         if protocolName == "h2" {
             var connection = NIOHTTP2Handler.ConnectionConfiguration()
-            // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0); any stream the server
-            // opens anyway is closed. The server may send 8 MiB ahead on each stream and 16 MiB
+            // No server push (RFC 9113 §6.5.2, SETTINGS_ENABLE_PUSH 0; a PUSH_PROMISE anyway is
+            // a connection error, §8.4). The server may send 8 MiB ahead on each stream and 16 MiB
             // on the connection (WINDOW_UPDATE, RFC 9113 §6.9), not 64 KiB. Each stream starts
             // with its 8 MiB (SETTINGS_INITIAL_WINDOW_SIZE): from the default 64 KiB it would
             // take a WINDOW_UPDATE of its own after its first DATA, one more write per load.
             connection.initialSettings = nioDefaultSettings + [
                 HTTP2Setting(parameter: .enablePush, value: 0), HTTP2Setting(parameter: .initialWindowSize, value: Self.streamWindow),
             ]
-            connection.targetWindowSize = 16 << 20
-            var stream = NIOHTTP2Handler.StreamConfiguration()
-            stream.targetWindowSize = Self.streamWindow
-            let multiplexer = try operations.configureHTTP2Pipeline(mode: .client, connectionConfiguration: connection, streamConfiguration: stream) { stream in
-                stream.close()
-            }
-            return HTTPConnection(channel: channel, mode: .http2(multiplexer), facts: facts)
+            // Frames straight to the exchanges, no stream channels: HTTP2Exchanges opens the windows.
+            try operations.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connection))
+            let exchanges = HTTP2Exchanges(streamWindow: Self.streamWindow)
+            try operations.addHandler(exchanges)
+            return HTTPConnection(channel: channel, mode: .http2(exchanges), facts: facts)
         }
         let collector = ResponseCollector()
         try operations.addHTTPClientHandlers(leftOverBytesStrategy: .forwardBytes)
@@ -197,34 +198,8 @@ final class HTTPConnection: @unchecked Sendable {
                 collector.send(request, limit: limit, sink: sink, activity: activity, promise: promise)
                 // A failed exchange (timed out mid-answer) leaves the connection unusable.
                 promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
-            case .http2(let multiplexer):
-                let collector = ResponseCollector()
-                let stream = eventLoop.makePromise(of: (any Channel).self)
-                multiplexer.createStreamChannel(promise: stream) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
-                        try channel.pipeline.syncOperations.addHandler(collector)
-                    }
-                }
-                stream.futureResult.whenComplete { result in
-                    switch result {
-                    case .success(let streamChannel):
-                        collector.send(request, limit: limit, sink: sink, activity: activity, promise: promise)
-                        // A stream given up on is reset (RST_STREAM CANCEL), freeing it at the server.
-                        // A whole answer has closed the stream by the next turn of the loop (both
-                        // ends sent END_STREAM, RFC 9113 §5.1), and a closed stream is not reset:
-                        // closing its channel at once, while the frame that ended it was still being
-                        // delivered, sent an RST_STREAM on a closed stream after every load.
-                        promise.futureResult.whenComplete { result in
-                            switch result {
-                            case .success: eventLoop.execute { streamChannel.close(promise: nil) }
-                            case .failure: streamChannel.close(promise: nil)
-                            }
-                        }
-                    case .failure:
-                        promise.fail(ConnectionClosedBeforeAnswer(url: request.url))
-                    }
-                }
+            case .http2(let exchanges):
+                exchanges.send(request, limit: limit, sink: sink, activity: activity, promise: promise)
             }
         }
         if eventLoop.inEventLoop { start() } else { eventLoop.execute(start) }

@@ -32,7 +32,7 @@ public enum HTTPLoadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tlsFailed(let host, let reason): "TLS with \(host) failed: \(reason)."
         case .timedOut(let url, let seconds): "\(url) did not answer within \(Self.seconds(seconds))."
         case .tooManyRedirects(let url, let limit): "\(url) redirected more than \(limit) times."
-        case .badServerResponse(let url, let reason): "\(url) answered with something that is not HTTP: \(reason)."
+        case .badServerResponse(let url, let reason): "\(url) gave no usable answer: \(reason)."
         case .responseTooLarge(let url, let limit): "\(url) answered with more than \(limit) bytes, the session's limit."
         case .deniedByURLFilter(let url, let reason): "\(url) was not loaded: \(reason)."
         case .interrupted(let reason, let resume): "The download of \(resume.url.absoluteString) stopped after \(resume.bytesReceived) bytes (\(reason)); it can be resumed."

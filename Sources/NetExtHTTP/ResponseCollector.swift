@@ -50,29 +50,17 @@ struct RawResponse: Sendable {
     var body: ByteBuffer
 }
 
-/// Sends one request at a time on its channel (an HTTP/1.1 connection, or one HTTP/2 stream)
-/// and gathers the answer: interim 1xx heads skipped, the body held up to a limit.
+/// Sends one request at a time on an HTTP/1.1 connection and gathers the answer
+/// (``AnswerAssembly``: interim 1xx heads skipped, the body held up to a limit).
 final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
     // @unchecked: every member is touched only on the channel's event loop.
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
 
-    private struct Pending {
-        var promise: EventLoopPromise<RawResponse>
-        var url: String
-        var limit: Int
-        var head: HTTPResponseHead?
-        var body: ByteBuffer
-        var sink: BodySink?
-        var activity: AnswerActivity?
-        /// The body goes to `sink` (a 2xx answer with a sink).
-        var streaming = false
-    }
-
     private var context: ChannelHandlerContext?
-    private var pending: Pending?
+    private var pending: AnswerAssembly?
     /// The exchange in progress (a body file's sender checks it is still the one).
-    fileprivate var pendingFuture: EventLoopFuture<RawResponse>? { pending?.promise.futureResult }
+    private var pendingFuture: EventLoopFuture<RawResponse>? { pending?.promise.futureResult }
     /// Bytes of the answer seen so far (a connection that failed after some cannot be retried).
     private(set) var sawAnswerBytes = false
 
@@ -90,7 +78,7 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
             return
         }
         sawAnswerBytes = false
-        pending = Pending(promise: promise, url: request.url, limit: limit, body: context.channel.allocator.buffer(capacity: 0), sink: sink, activity: activity)
+        pending = AnswerAssembly(promise: promise, url: request.url, limit: limit, sink: sink, activity: activity)
         context.write(wrapOutboundOut(.head(request.head)), promise: nil)
         if var body = request.body {
             if let progress = request.uploadProgress {
@@ -116,87 +104,42 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler, @
     /// before (page-cache reads on the event loop, as downloads write), then the end. A file
     /// that ends early or cannot be read fails the exchange naming the offset.
     private func sendFile(_ file: PreparedRequest.BodyFile, context: ChannelHandlerContext, progress: (@Sendable (Int64, Int64) -> Void)?) {
-        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            fail(HTTPLoadError.invalidConfiguration("cannot open the upload's file \(file.path): \(String(cString: strerror(errno)))"))
-            context.close(promise: nil)
-            return
-        }
-        FileBodySender(file: file, descriptor: descriptor, collector: self, context: context, progress: progress).send(from: 0)
+        let exchange = pendingFuture
+        FileBodySender.open(
+            file, allocator: context.channel.allocator, progress: progress,
+            isCurrent: { [weak self] in context.channel.isActive && self?.isPending(exchange) == true },
+            write: { [self] chunk in context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(chunk)))) },
+            end: { [self] in context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil) },
+            fail: { [weak self] error in self?.failBody(error, context: context) })
     }
 
     /// Whether `future` is still the exchange in progress (a body file's sender stops otherwise).
-    fileprivate func isPending(_ future: EventLoopFuture<RawResponse>?) -> Bool {
+    private func isPending(_ future: EventLoopFuture<RawResponse>?) -> Bool {
         guard let pending, let future else { return false }
         return pending.promise.futureResult === future
     }
 
-    fileprivate func failBody(_ error: any Error, context: ChannelHandlerContext) {
+    private func failBody(_ error: any Error, context: ChannelHandlerContext) {
         fail(error)
         context.close(promise: nil)
     }
 
-    fileprivate func bodyPart(_ buffer: ByteBuffer) -> NIOAny { wrapOutboundOut(.body(.byteBuffer(buffer))) }
-    fileprivate var bodyEnd: NIOAny { wrapOutboundOut(.end(nil)) }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard pending != nil else { return }
         sawAnswerBytes = true
-        pending!.activity?.lastRead = .now()
+        let failure: (any Error)?
         switch unwrapInboundIn(data) {
-        case .head(let head):
-            // 1xx answers (100 Continue, 103 Early Hints) come before the real one (RFC 9110 §15.2).
-            if head.status.code / 100 == 1 && head.status != .switchingProtocols { return }
-            pending?.head = head
-            let length = head.headers.first(name: "content-length").flatMap(Int64.init)
-            if let sink = pending!.sink, head.status.code / 100 == 2 {
-                pending!.streaming = true
-                if head.status == .ok && sink.received > 0 {
-                    do { try sink.restart() } catch {
-                        fail(error)
-                        context.close(promise: nil)
-                        return
-                    }
-                    sink.received = 0
-                }
-                sink.expected = length.map { sink.received + $0 }
-                // A whole answer (200) names its own validator; a 206 goes on under the old one.
-                if head.status == .ok { sink.validator = nil }
-                sink.validator = sink.validator ?? head.headers.first(name: "etag") ?? head.headers.first(name: "last-modified")
-                sink.onHead?()
-                return
-            }
-            // The body's room made once when its length is known (up to the limit).
-            if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > 0, length <= pending!.limit {
-                pending!.body.reserveCapacity(Int(length))
-            }
-        case .body(var part):
-            if pending!.streaming, let sink = pending!.sink {
-                do { try sink.write(part) } catch {
-                    fail(error)
-                    context.close(promise: nil)
-                    return
-                }
-                sink.received += Int64(part.readableBytes)
-                sink.progress?(sink.received, sink.expected)
-                return
-            }
-            // Appended in place: a copy of `pending` would share the body's storage and copy it
-            // on every append.
-            guard pending!.body.readableBytes + part.readableBytes <= pending!.limit else {
-                fail(HTTPLoadError.responseTooLarge(url: pending!.url, limit: pending!.limit))
-                context.close(promise: nil)
-                return
-            }
-            pending!.body.writeBuffer(&part)
+        case .head(let head): failure = pending!.received(head)
+        case .body(var part): failure = pending!.received(&part)
         case .end:
             let current = pending!
             pending = nil
-            guard let head = current.head else {
-                current.promise.fail(HTTPLoadError.badServerResponse(url: current.url, reason: "the answer ended before its head"))
-                return
-            }
-            current.promise.succeed(RawResponse(head: head, body: current.body))
+            current.finish()
+            return
+        }
+        if let failure {
+            fail(failure)
+            context.close(promise: nil)
         }
     }
 
@@ -234,50 +177,73 @@ struct ConnectionClosedBeforeAnswer: Error {
 }
 
 /// Sends a body file in 64 KiB pieces on the exchange's event loop, each read once the channel
-/// has taken the one before; stops when the exchange ends.
-private final class FileBodySender: @unchecked Sendable {
+/// has taken the one before; stops when the exchange ends. Over HTTP/1.1 each piece is a body
+/// part, over HTTP/2 a DATA frame.
+final class FileBodySender: @unchecked Sendable {
     // @unchecked: used only on the exchange's event loop.
     private let file: PreparedRequest.BodyFile
     private let descriptor: Int32
-    private let collector: ResponseCollector
-    private let context: ChannelHandlerContext
+    private let allocator: ByteBufferAllocator
     private let progress: (@Sendable (Int64, Int64) -> Void)?
-    private let exchange: EventLoopFuture<RawResponse>?
+    /// Whether the exchange is still in progress on an open channel.
+    private let isCurrent: () -> Bool
+    private let write: (ByteBuffer) -> EventLoopFuture<Void>
+    private let end: () -> Void
+    private let fail: (any Error) -> Void
 
-    init(file: PreparedRequest.BodyFile, descriptor: Int32, collector: ResponseCollector, context: ChannelHandlerContext, progress: (@Sendable (Int64, Int64) -> Void)?) {
+    init(
+        file: PreparedRequest.BodyFile, descriptor: Int32, allocator: ByteBufferAllocator, progress: (@Sendable (Int64, Int64) -> Void)?,
+        isCurrent: @escaping () -> Bool, write: @escaping (ByteBuffer) -> EventLoopFuture<Void>, end: @escaping () -> Void,
+        fail: @escaping (any Error) -> Void
+    ) {
         self.file = file
         self.descriptor = descriptor
-        self.collector = collector
-        self.context = context
+        self.allocator = allocator
         self.progress = progress
-        exchange = collector.pendingFuture
+        self.isCurrent = isCurrent
+        self.write = write
+        self.end = end
+        self.fail = fail
+    }
+
+    /// Opens `file` and sends it; a file that cannot be opened fails the exchange through `fail`.
+    static func open(
+        _ file: PreparedRequest.BodyFile, allocator: ByteBufferAllocator, progress: (@Sendable (Int64, Int64) -> Void)?,
+        isCurrent: @escaping () -> Bool, write: @escaping (ByteBuffer) -> EventLoopFuture<Void>, end: @escaping () -> Void,
+        fail: @escaping (any Error) -> Void
+    ) {
+        let descriptor = Glibc.open(file.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            fail(HTTPLoadError.invalidConfiguration("cannot open the upload's file \(file.path): \(String(cString: strerror(errno)))"))
+            return
+        }
+        FileBodySender(file: file, descriptor: descriptor, allocator: allocator, progress: progress, isCurrent: isCurrent, write: write, end: end, fail: fail)
+            .send(from: 0)
     }
 
     func send(from offset: Int64) {
         // The exchange may have ended (a timeout, an early answer, a closed connection).
-        guard context.channel.isActive, collector.isPending(exchange) else {
+        guard isCurrent() else {
             close(descriptor)
             return
         }
         guard offset < file.length else {
             close(descriptor)
-            context.writeAndFlush(collector.bodyEnd, promise: nil)
+            end()
             return
         }
         let want = Int(min(64 << 10, file.length - offset))
-        var chunk = context.channel.allocator.buffer(capacity: want)
+        var chunk = allocator.buffer(capacity: want)
         let got = chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { buffer in
             max(0, pread(descriptor, buffer.baseAddress, want, off_t(offset)))
         }
         guard got > 0 else {
             close(descriptor)
-            collector.failBody(
-                HTTPLoadError.invalidConfiguration("the upload's file \(file.path) could not be read at byte \(offset) of \(file.length) (it shrank, or \(String(cString: strerror(errno))))"),
-                context: context)
+            fail(HTTPLoadError.invalidConfiguration("the upload's file \(file.path) could not be read at byte \(offset) of \(file.length) (it shrank, or \(String(cString: strerror(errno))))"))
             return
         }
         let sent = offset + Int64(got)
-        context.writeAndFlush(collector.bodyPart(chunk)).whenComplete { result in
+        write(chunk).whenComplete { result in
             guard case .success = result else {
                 close(self.descriptor)
                 return

@@ -20,8 +20,18 @@ final class LoopbackHTTP2Server: Sendable {
     let connections = NIOLockedValueBox(0)
     let channel: any Channel
     var port: Int { channel.localAddress!.port! }
-    /// The body `/large` answers with.
-    static let largeBody = Data((0..<(20 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 12)) })
+    /// The body `/large` answers with: 320 blocks of 64 KiB, each numbered in its first bytes (made
+    /// with copies, not byte by byte: a debug build would hold the event loop for seconds).
+    static let largeBody: Data = {
+        let block = Data((0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 9)) })
+        var body = Data(capacity: 320 * block.count)
+        for index in 0..<320 {
+            var numbered = block
+            withUnsafeBytes(of: UInt32(index).bigEndian) { numbered.replaceSubrange(0..<4, with: $0) }
+            body.append(numbered)
+        }
+        return body
+    }()
 
     init(context: NIOSSLContext) async throws {
         let box = Box()
@@ -124,6 +134,15 @@ final class LoopbackHTTP2Server: Sendable {
             let body: ByteBuffer
             switch path {
             case "/never": return
+            case "/reset":
+                // RST_STREAM INTERNAL_ERROR (0x2) before any answer.
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.internalError))), promise: nil)
+                return
+            case "/goaway" where Int32(stream) > 1:
+                // The connection goes away with this stream not taken (RFC 9113 §6.8).
+                let last = HTTP2StreamID(Int32(stream) - 2)
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))), promise: nil)
+                return
             case "/large": body = ByteBuffer(bytes: LoopbackHTTP2Server.largeBody)
             case "/echo":
                 let sent = box.server?.bodies.withLockedValue { $0[Int(Int32(stream))] } ?? Data()
@@ -139,10 +158,9 @@ final class LoopbackHTTP2Server: Sendable {
 
 @Suite("HTTP/2 exchanges")
 struct HTTP2ExchangeTests {
-    func session(_ certificates: TestCertificates, timeout: TimeInterval = 20) throws -> NetExtHTTP.URLSession {
+    func session(_ certificates: TestCertificates) throws -> NetExtHTTP.URLSession {
         var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
         configuration.trust = try HTTPTrust.pemFile(certificates.caFile)
-        configuration.timeoutIntervalForRequest = timeout
         return NetExtHTTP.URLSession(configuration: configuration)
     }
 
@@ -190,8 +208,9 @@ struct HTTP2ExchangeTests {
         defer { certificates.remove() }
         let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
         let session = try session(certificates)
+        let expected = LoopbackHTTP2Server.largeBody  // made here, not on the server's event loop
         let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/large")!)
-        #expect(data.count == LoopbackHTTP2Server.largeBody.count && data == LoopbackHTTP2Server.largeBody)
+        #expect(data.count == expected.count && data == expected)
         // 20 MiB is more than a stream's 8 MiB and the connection's 16 MiB: both were opened again.
         #expect(server.kinds(of: 1).contains("window"), "\(server.kinds(of: 1))")
         #expect(server.kinds(of: 0).contains("window"))
@@ -212,14 +231,41 @@ struct HTTP2ExchangeTests {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
         let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
-        let session = try session(certificates, timeout: 0.3)
-        await #expect(throws: HTTPLoadError.self) { _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/never")!) }
+        let session = try session(certificates)
+        var never = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/never")!)
+        never.timeoutInterval = 0.3
+        await #expect(throws: HTTPLoadError.timedOut(url: never.url.absoluteString, seconds: 0.3)) { _ = try await session.data(for: never) }
         let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/after")!)
         #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /after")
         try await Task.sleep(for: .milliseconds(100))
         // RST_STREAM CANCEL is error code 0x8 (RFC 9113 §7).
         #expect(server.resets.map(\.stream) == [1] && server.resets.first?.kind == "rst:8", "\(server.resets)")
         #expect(await session.connectionsOpened == 1)
+        await session.invalidateAndCancel()
+        try await server.close()
+    }
+
+    @Test("a stream the server resets fails naming the reset; a GOAWAY that leaves a load untaken sends it again on a new connection")
+    func resetsAndGoAway() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
+        let session = try session(certificates)
+        do {
+            _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/reset")!)
+            Issue.record("a reset stream loaded")
+        } catch {
+            #expect("\(error)".contains("reset its HTTP/2 stream") && "\(error)".contains("INTERNAL_ERROR"), "\(error)")
+        }
+        // The connection lives on after one stream's reset.
+        let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/fine")!)
+        #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /fine")
+        #expect(await session.connectionsOpened == 1)
+        // Stream 5 is refused by a GOAWAY naming stream 3 as the last taken: tried once more, on stream 1
+        // of a second connection, which answers it.
+        let (again, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/goaway")!)
+        #expect(String(decoding: again, as: UTF8.self) == "h2 answer for /goaway")
+        #expect(await session.connectionsOpened == 2 && server.connections.withLockedValue { $0 } == 2)
         await session.invalidateAndCancel()
         try await server.close()
     }
