@@ -103,6 +103,7 @@ final class LoopbackHTTP2Server: Sendable {
         typealias OutboundOut = HTTP2Frame
         let box: Box
         private var paths: [HTTP2StreamID: String] = [:]
+        private var refused = false
         init(box: Box) { self.box = box }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -137,6 +138,11 @@ final class LoopbackHTTP2Server: Sendable {
             case "/reset":
                 // RST_STREAM INTERNAL_ERROR (0x2) before any answer.
                 context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.internalError))), promise: nil)
+                return
+            case "/refuse-once" where !refused:
+                // REFUSED_STREAM (0x7): not processed, so the client may send it again (§8.7).
+                refused = true
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.refusedStream))), promise: nil)
                 return
             case "/goaway" where Int32(stream) > 1:
                 // The connection goes away with this stream not taken (RFC 9113 §6.8).
@@ -245,7 +251,7 @@ struct HTTP2ExchangeTests {
         try await server.close()
     }
 
-    @Test("a stream the server resets fails naming the reset; a GOAWAY that leaves a load untaken sends it again on a new connection")
+    @Test("a stream the server resets fails naming the reset; a refused stream is sent again; a GOAWAY that leaves a load untaken sends it again on a new connection")
     func resetsAndGoAway() async throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
@@ -261,7 +267,11 @@ struct HTTP2ExchangeTests {
         let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/fine")!)
         #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /fine")
         #expect(await session.connectionsOpened == 1)
-        // Stream 5 is refused by a GOAWAY naming stream 3 as the last taken: tried once more, on stream 1
+        // REFUSED_STREAM: sent again, on the same connection (streams 5, then 7).
+        let (refusedOnce, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/refuse-once")!)
+        #expect(String(decoding: refusedOnce, as: UTF8.self) == "h2 answer for /refuse-once")
+        #expect(await session.connectionsOpened == 1 && server.resets.isEmpty)
+        // Stream 9 is refused by a GOAWAY naming stream 7 as the last taken: tried once more, on stream 1
         // of a second connection, which answers it.
         let (again, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/goaway")!)
         #expect(String(decoding: again, as: UTF8.self) == "h2 answer for /goaway")

@@ -1,3 +1,4 @@
+import BloomFilter
 import NetExtCore
 import Synchronization
 
@@ -31,8 +32,6 @@ final class ShardedAnswerCache: Sendable {
     }
 
     private func shard(of name: String) -> Shard {
-        var hash: UInt32 = 2_166_136_261
-        for byte in name.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        return shards[Int(hash % UInt32(Self.shardCount))]
+        shards[Int(FNV1a.hash32(name) % UInt32(Self.shardCount))]
     }
 }
