@@ -12,7 +12,9 @@ struct HTTPOrigin: Hashable, Sendable, CustomStringConvertible {
     var port: Int
 
     var description: String { "\(isSecure ? "https" : "http")://\(hostForURL):\(port)" }
-    var hostForURL: String { host.contains(":") ? "[\(host)]" : host }
+    /// An IPv6 literal in brackets (a byte search: Foundation's `contains` of a string is a
+    /// locale-aware search, measurable per load).
+    var hostForURL: String { host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host }
     /// The Host header / :authority (the port left out when it is the scheme's default).
     var authority: String { port == (isSecure ? 443 : 80) ? hostForURL : "\(hostForURL):\(port)" }
 }
