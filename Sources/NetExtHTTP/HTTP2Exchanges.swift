@@ -35,6 +35,8 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
     private var exchanges: [HTTP2StreamID: Exchange] = [:]
     private var nextStreamID = HTTP2StreamID(1)
     private var connectionUnacknowledged = 0
+    /// The last error the pipeline reported, named when the connection then closes.
+    private var lastError: (any Error)?
     /// False once the server has sent GOAWAY or the stream IDs are used up: the pool opens
     /// another connection for later loads. Read from any thread.
     let acceptsStreams = Atomic<Bool>(true)
@@ -77,7 +79,8 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
             let failure: any Error = channel.isActive
                 ? HTTPLoadError.badServerResponse(url: request.url, reason: "its HTTP/2 stream could not be opened (\(error))")
                 : ConnectionClosedBeforeAnswer(url: request.url)
-            fail(streamID, with: failure)
+            // Never opened, so nothing to reset (an RST_STREAM on an idle stream is an error).
+            exchanges.removeValue(forKey: streamID)?.assembly.promise.fail(failure)
         }
         context.write(wrapOutboundOut(headers), promise: opened)
         if var body = request.body {
@@ -168,6 +171,13 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
                 }
             }
             openConnectionWindow(after: length, context: context)
+        case .rstStream(let code):
+            guard let exchange = exchanges.removeValue(forKey: frame.streamID) else { return }
+            let failure: any Error = code == .refusedStream && !exchange.assembly.hasHead
+                // Not processed at all (§8.7): safe to send again.
+                ? ConnectionClosedBeforeAnswer(url: exchange.assembly.url)
+                : HTTPLoadError.badServerResponse(url: exchange.assembly.url, reason: "the server reset its HTTP/2 stream with \(Self.name(code))")
+            exchange.assembly.promise.fail(failure)
         case .goAway(let lastStreamID, _, _):
             // Streams above the last one the server took were never processed (§6.8): they may be
             // tried again on another connection.
@@ -182,29 +192,22 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // A stream closed before its answer ended: reset by the server, or closed by the
-        // connection's state machine after an error on it (it sent RST_STREAM itself).
+        // A stream closed before its answer ended and without the server's reset (handled as a
+        // frame): NIOHTTP2Handler reset it after a frame that broke the protocol on it (a body
+        // longer than its content-length, a malformed field), or closed it with the connection.
         if let closed = event as? StreamClosedEvent, let exchange = exchanges.removeValue(forKey: closed.streamID) {
-            let failure: any Error
-            switch closed.reason {
-            case .refusedStream? where !exchange.assembly.hasHead:
-                // Not processed at all (§8.7): safe to try again.
-                failure = ConnectionClosedBeforeAnswer(url: exchange.assembly.url)
-            case let reason?:
-                failure = HTTPLoadError.badServerResponse(url: exchange.assembly.url, reason: "the server reset its HTTP/2 stream with \(Self.name(reason))")
-            case nil:
-                failure = HTTPLoadError.badServerResponse(url: exchange.assembly.url, reason: "its HTTP/2 stream closed before the answer ended")
-            }
-            exchange.assembly.promise.fail(failure)
+            let reason = closed.reason.map { "its HTTP/2 stream was reset with \(Self.name($0)) (the server's frames broke the protocol on it)" }
+            exchange.assembly.promise.fail(HTTPLoadError.badServerResponse(url: exchange.assembly.url, reason: reason ?? "its HTTP/2 stream closed before the answer ended"))
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         acceptsStreams.store(false, ordering: .relaxed)
+        let cause = lastError.map { " (\($0))" } ?? ""
         failAll { exchange -> any Error in
             exchange.assembly.hasHead
-                ? HTTPLoadError.badServerResponse(url: exchange.assembly.url, reason: "the connection closed in the middle of the answer")
+                ? HTTPLoadError.badServerResponse(url: exchange.assembly.url, reason: "the connection closed in the middle of the answer\(cause)")
                 : ConnectionClosedBeforeAnswer(url: exchange.assembly.url)
         }
         context.fireChannelInactive()
@@ -216,10 +219,11 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
             fail(streamError.streamID, with: HTTPLoadError.badServerResponse(url: exchanges[streamError.streamID]?.assembly.url ?? "", reason: "\(streamError.baseError)"))
             return
         }
-        // Anything else ends the connection (a connection error has sent GOAWAY already).
-        acceptsStreams.store(false, ordering: .relaxed)
-        failAll { HTTPLoadError.badServerResponse(url: $0.assembly.url, reason: "the HTTP/2 connection failed (\(error))") }
-        context.close(promise: nil)
+        // Anything else: an error on one stream (NIOHTTP2Handler has reset it, and its stream
+        // closed event fails its load), or one of the connection, which NIOHTTP2Handler or TLS
+        // ends with the connection (its loads fail as it goes inactive, naming this error).
+        lastError = error
+        context.fireErrorCaught(error)
     }
 
     // MARK: Exchanges ending

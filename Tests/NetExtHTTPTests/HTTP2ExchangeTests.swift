@@ -42,7 +42,8 @@ final class LoopbackHTTP2Server: Sendable {
                     box.server?.connections.withLockedValue { $0 += 1 }
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     try channel.pipeline.syncOperations.addHandler(FrameRecorder(box: box))
-                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
+                    // Its own content-length checks off, so that /badlength can send a wrong one.
+                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, contentLengthValidation: .disabled))
                     try channel.pipeline.syncOperations.addHandler(Responder(box: box))
                 }
             }
@@ -138,6 +139,12 @@ final class LoopbackHTTP2Server: Sendable {
             case "/reset":
                 // RST_STREAM INTERNAL_ERROR (0x2) before any answer.
                 context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .rstStream(.internalError))), promise: nil)
+                return
+            case "/badlength":
+                // A body longer than its content-length: a stream error for the client (RFC 9113 §8.1.1).
+                let head = HPACKHeaders([(":status", "200"), ("content-length", "3")])
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: head)))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream, payload: .data(.init(data: .byteBuffer(ByteBuffer(string: "too long")), endStream: true)))), promise: nil)
                 return
             case "/refuse-once" where !refused:
                 // REFUSED_STREAM (0x7): not processed, so the client may send it again (§8.7).
@@ -251,7 +258,7 @@ struct HTTP2ExchangeTests {
         try await server.close()
     }
 
-    @Test("a stream the server resets fails naming the reset; a refused stream is sent again; a GOAWAY that leaves a load untaken sends it again on a new connection")
+    @Test("a stream the server resets fails naming the reset, one that breaks the protocol is reset alone; a refused stream is sent again; a GOAWAY that leaves a load untaken sends it again on a new connection")
     func resetsAndGoAway() async throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
@@ -263,15 +270,24 @@ struct HTTP2ExchangeTests {
         } catch {
             #expect("\(error)".contains("reset its HTTP/2 stream") && "\(error)".contains("INTERNAL_ERROR"), "\(error)")
         }
-        // The connection lives on after one stream's reset.
+        // A body longer than its content-length fails its load alone: the client resets the
+        // stream with PROTOCOL_ERROR (0x1) and the connection lives on.
+        do {
+            _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/badlength")!)
+            Issue.record("a body longer than its content-length loaded")
+        } catch {
+            #expect("\(error)".contains("PROTOCOL_ERROR"), "\(error)")
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(server.resets.map(\.kind) == ["rst:1"] && server.resets.first?.stream == 3, "\(server.resets)")
         let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/fine")!)
         #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /fine")
         #expect(await session.connectionsOpened == 1)
-        // REFUSED_STREAM: sent again, on the same connection (streams 5, then 7).
+        // REFUSED_STREAM: sent again, on the same connection (streams 7, then 9).
         let (refusedOnce, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/refuse-once")!)
         #expect(String(decoding: refusedOnce, as: UTF8.self) == "h2 answer for /refuse-once")
-        #expect(await session.connectionsOpened == 1 && server.resets.isEmpty)
-        // Stream 9 is refused by a GOAWAY naming stream 7 as the last taken: tried once more, on stream 1
+        #expect(await session.connectionsOpened == 1 && server.resets.count == 1)
+        // Stream 11 is refused by a GOAWAY naming stream 9 as the last taken: tried once more, on stream 1
         // of a second connection, which answers it.
         let (again, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/goaway")!)
         #expect(String(decoding: again, as: UTF8.self) == "h2 answer for /goaway")
