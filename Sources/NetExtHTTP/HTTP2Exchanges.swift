@@ -10,7 +10,7 @@ import Synchronization
 /// a table entry, not a child channel with its pipeline and an HTTP/1 translation both ways.
 ///
 /// Flow control (RFC 9113 §6.9) is this handler's: every stream starts with the window the
-/// connection's settings announce (``HTTPConnection/streamWindow``), the connection's is raised to
+/// connection's settings announce (``streamWindow``), the connection's is raised to
 /// ``connectionWindow`` at once, and each is opened again (WINDOW_UPDATE) once half of it has been
 /// read. Answers are taken as they come (held or written to a sink), so reading is consuming.
 final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
@@ -20,8 +20,9 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
 
     /// How far ahead of the bodies read the server may send on the connection as a whole.
     static let connectionWindow = 16 << 20
-    /// The window every stream starts with (RFC 9113 §6.9.2: SETTINGS_INITIAL_WINDOW_SIZE).
-    private let streamWindow: Int
+    /// How far ahead of its body read the server may send on each stream: the window every
+    /// stream starts with, announced as SETTINGS_INITIAL_WINDOW_SIZE (RFC 9113 §6.9.2).
+    static let streamWindow = 8 << 20
 
     private struct Exchange {
         var assembly: AnswerAssembly
@@ -40,10 +41,6 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
     /// False once the server has sent GOAWAY or the stream IDs are used up: the pool opens
     /// another connection for later loads. Read from any thread.
     let acceptsStreams = Atomic<Bool>(true)
-
-    init(streamWindow: Int) {
-        self.streamWindow = streamWindow
-    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -119,22 +116,19 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// A request's head as HTTP/2 fields (RFC 9113 §8.3.1): the pseudo-header fields first, then
-    /// the others in lower case, less the connection-specific ones §8.2.2 forbids.
+    /// the others as NIOHPACK normalises them (lower case, without the connection-specific fields
+    /// §8.2.2 forbids), less those the Connection field names, Host (sent as `:authority`) and any
+    /// TE but "trailers".
     static func requestHeaders(_ head: HTTPRequestHead) -> HPACKHeaders {
-        var fields = HPACKHeaders()
-        fields.reserveCapacity(head.headers.count + 4)
-        fields.add(name: ":method", value: head.method.rawValue)
-        fields.add(name: ":scheme", value: "https")
-        fields.add(name: ":authority", value: head.headers.first(name: "host") ?? "")
-        fields.add(name: ":path", value: head.uri)
-        for (name, value) in head.headers {
-            let lowered = name.lowercased()
-            switch lowered {
-            case "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": continue
-            case "te" where value.lowercased() != "trailers": continue
-            default: fields.add(name: lowered, value: value)
-            }
-        }
+        var regular = HPACKHeaders(httpHeaders: head.headers, normalizeHTTPHeaders: true)
+        // NIOHPACK matches the names Connection lists by case; HTTP field names have none.
+        for nominated in head.headers[canonicalForm: "connection"] { regular.remove(name: nominated.lowercased()) }
+        regular.remove(name: "host")
+        if let te = regular.first(name: "te"), te.lowercased() != "trailers" { regular.remove(name: "te") }
+        var fields = HPACKHeaders([
+            (":method", head.method.rawValue), (":scheme", "https"), (":authority", head.headers.first(name: "host") ?? ""), (":path", head.uri),
+        ])
+        fields.add(contentsOf: regular)
         return fields
     }
 
@@ -270,11 +264,10 @@ final class HTTP2Exchanges: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func openStreamWindow(_ streamID: HTTP2StreamID, after length: Int, context: ChannelHandlerContext) {
-        guard exchanges[streamID] != nil else { return }
-        exchanges[streamID]!.unacknowledged += length
-        guard exchanges[streamID]!.unacknowledged >= streamWindow / 2 else { return }
-        let increment = exchanges[streamID]!.unacknowledged
-        exchanges[streamID]!.unacknowledged = 0
+        guard let read = exchanges[streamID].map({ $0.unacknowledged + length }) else { return }
+        let increment = read >= Self.streamWindow / 2 ? read : 0
+        exchanges[streamID]!.unacknowledged = read - increment
+        guard increment > 0 else { return }
         context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
     }
 

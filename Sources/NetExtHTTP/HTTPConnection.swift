@@ -166,11 +166,11 @@ final class HTTPConnection: @unchecked Sendable {
             // with its 8 MiB (SETTINGS_INITIAL_WINDOW_SIZE): from the default 64 KiB it would
             // take a WINDOW_UPDATE of its own after its first DATA, one more write per load.
             connection.initialSettings = nioDefaultSettings + [
-                HTTP2Setting(parameter: .enablePush, value: 0), HTTP2Setting(parameter: .initialWindowSize, value: Self.streamWindow),
+                HTTP2Setting(parameter: .enablePush, value: 0), HTTP2Setting(parameter: .initialWindowSize, value: HTTP2Exchanges.streamWindow),
             ]
             // Frames straight to the exchanges, no stream channels: HTTP2Exchanges opens the windows.
             try operations.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connection))
-            let exchanges = HTTP2Exchanges(streamWindow: Self.streamWindow)
+            let exchanges = HTTP2Exchanges()
             try operations.addHandler(exchanges)
             return HTTPConnection(channel: channel, mode: .http2(exchanges), facts: facts)
         }
@@ -209,9 +209,6 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     func close() { channel.close(promise: nil) }
-
-    /// How far ahead of the body read a server may send on each HTTP/2 stream.
-    static let streamWindow = 8 << 20
 
     static func name(_ version: TLSVersion) -> String {
         switch version {

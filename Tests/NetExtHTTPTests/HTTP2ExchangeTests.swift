@@ -2,10 +2,11 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
+import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import NetExtHTTP
+@testable import NetExtHTTP
 import Testing
 
 /// An HTTP/2 server over TLS (ALPN h2) on loopback that answers frame by frame and keeps what the
@@ -171,128 +172,131 @@ final class LoopbackHTTP2Server: Sendable {
 
 @Suite("HTTP/2 exchanges")
 struct HTTP2ExchangeTests {
-    func session(_ certificates: TestCertificates) throws -> NetExtHTTP.URLSession {
+    /// Runs `body` with a server and a session that trusts its CA, both closed (and the
+    /// certificates removed) afterwards, also when `body` fails.
+    func withServer(_ body: (LoopbackHTTP2Server, NetExtHTTP.URLSession) async throws -> Void) async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try await LoopbackHTTP2Server(context: try certificates.serverContext(applicationProtocols: ["h2"]))
         var configuration = NetExtHTTP.URLSessionConfiguration.ephemeral
         configuration.trust = try HTTPTrust.pemFile(certificates.caFile)
-        return NetExtHTTP.URLSession(configuration: configuration)
-    }
-
-    func serverContext(_ certificates: TestCertificates) throws -> NIOSSLContext {
-        var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificates.directory.appendingPathComponent("leaf.pem").path).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: certificates.directory.appendingPathComponent("leaf.key").path, format: .pem)))
-        configuration.applicationProtocols = ["h2"]
-        return try NIOSSLContext(configuration: configuration)
+        let session = NetExtHTTP.URLSession(configuration: configuration)
+        do { try await body(server, session) } catch {
+            await session.invalidateAndCancel()
+            try? await server.close()
+            throw error
+        }
+        await session.invalidateAndCancel()
+        try await server.close()
     }
 
     @Test("loads one after another and at once share one connection; a stream both ends closed is never reset (RFC 9113 §5.1)")
     func sequentialAndConcurrent() async throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
-        let session = try session(certificates)
-        for index in 0..<20 {
-            let (data, response) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/one/\(index)")!)
-            #expect(response.statusCode == 200 && String(decoding: data, as: UTF8.self) == "h2 answer for /one/\(index)")
-            #expect(response.metrics.networkProtocolName == "h2")
-        }
-        let answers = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for index in 0..<50 {
-                group.addTask {
-                    let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/many/\(index)")!)
-                    return String(decoding: data, as: UTF8.self) == "h2 answer for /many/\(index)"
-                }
+        try await withServer { server, session in
+            for index in 0..<20 {
+                let (data, response) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/one/\(index)")!)
+                #expect(response.statusCode == 200 && String(decoding: data, as: UTF8.self) == "h2 answer for /one/\(index)")
+                #expect(response.metrics.networkProtocolName == "h2")
             }
-            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            let answers = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/many/\(index)")!)
+                        return String(decoding: data, as: UTF8.self) == "h2 answer for /many/\(index)"
+                    }
+                }
+                return try await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(answers.count == 50 && answers.allSatisfy { $0 })
+            #expect(await session.connectionsOpened == 1 && server.connections.withLockedValue { $0 } == 1)
+            // Let any late frame arrive before looking.
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(server.resets.isEmpty, "resets: \(server.resets)")
+            #expect(server.received.withLockedValue { $0.filter { $0.kind == "headers" }.count } == 70)
         }
-        #expect(answers.count == 50 && answers.allSatisfy { $0 })
-        #expect(await session.connectionsOpened == 1 && server.connections.withLockedValue { $0 } == 1)
-        // Let any late frame arrive before looking.
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(server.resets.isEmpty, "resets: \(server.resets)")
-        #expect(server.received.withLockedValue { $0.filter { $0.kind == "headers" }.count } == 70)
-        await session.invalidateAndCancel()
-        try await server.close()
     }
 
     @Test("a 20 MiB answer arrives whole, the client opening the windows as it reads; an upload's body arrives intact")
     func flowControlAndUpload() async throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
-        let session = try session(certificates)
-        let expected = LoopbackHTTP2Server.largeBody  // made here, not on the server's event loop
-        let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/large")!)
-        #expect(data.count == expected.count && data == expected)
-        // 20 MiB is more than a stream's 8 MiB and the connection's 16 MiB: both were opened again.
-        #expect(server.kinds(of: 1).contains("window"), "\(server.kinds(of: 1))")
-        #expect(server.kinds(of: 0).contains("window"))
+        try await withServer { server, session in
+            let expected = LoopbackHTTP2Server.largeBody  // made here, not on the server's event loop
+            let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/large")!)
+            #expect(data.count == expected.count && data == expected)
+            // 20 MiB is more than a stream's 8 MiB and the connection's 16 MiB: both were opened again.
+            #expect(server.kinds(of: 1).contains("window"), "\(server.kinds(of: 1))")
+            #expect(server.kinds(of: 0).contains("window"))
 
-        var request = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/echo")!)
-        request.httpMethod = "POST"
-        let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
-        let (echoed, response) = try await session.upload(for: request, from: body)
-        #expect(response.statusCode == 200 && echoed == body)
-        #expect(server.kinds(of: 3).first == "headers" && server.kinds(of: 3).filter { $0 == "data" }.count >= 2)
-        #expect(server.resets.isEmpty, "resets: \(server.resets)")
-        await session.invalidateAndCancel()
-        try await server.close()
+            var request = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/echo")!)
+            request.httpMethod = "POST"
+            let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            let (echoed, response) = try await session.upload(for: request, from: body)
+            #expect(response.statusCode == 200 && echoed == body)
+            #expect(server.kinds(of: 3).first == "headers" && server.kinds(of: 3).filter { $0 == "data" }.count >= 2)
+            #expect(server.resets.isEmpty, "resets: \(server.resets)")
+        }
     }
 
     @Test("an answer that never comes times out and its stream is reset with CANCEL; the connection carries the next load")
     func timeoutResets() async throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
-        let session = try session(certificates)
-        var never = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/never")!)
-        never.timeoutInterval = 0.3
-        await #expect(throws: HTTPLoadError.timedOut(url: never.url.absoluteString, seconds: 0.3)) { _ = try await session.data(for: never) }
-        let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/after")!)
-        #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /after")
-        try await Task.sleep(for: .milliseconds(100))
-        // RST_STREAM CANCEL is error code 0x8 (RFC 9113 §7).
-        #expect(server.resets.map(\.stream) == [1] && server.resets.first?.kind == "rst:8", "\(server.resets)")
-        #expect(await session.connectionsOpened == 1)
-        await session.invalidateAndCancel()
-        try await server.close()
+        try await withServer { server, session in
+            var never = URLRequest(url: URL(string: "https://127.0.0.1:\(server.port)/never")!)
+            never.timeoutInterval = 0.3
+            await #expect(throws: HTTPLoadError.timedOut(url: never.url.absoluteString, seconds: 0.3)) { _ = try await session.data(for: never) }
+            let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/after")!)
+            #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /after")
+            try await Task.sleep(for: .milliseconds(100))
+            // RST_STREAM CANCEL is error code 0x8 (RFC 9113 §7).
+            #expect(server.resets.map(\.stream) == [1] && server.resets.first?.kind == "rst:8", "\(server.resets)")
+            #expect(await session.connectionsOpened == 1)
+        }
     }
 
     @Test("a stream the server resets fails naming the reset, one that breaks the protocol is reset alone; a refused stream is sent again; a GOAWAY that leaves a load untaken sends it again on a new connection")
     func resetsAndGoAway() async throws {
-        let certificates = try TestCertificates()
-        defer { certificates.remove() }
-        let server = try await LoopbackHTTP2Server(context: try serverContext(certificates))
-        let session = try session(certificates)
-        do {
-            _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/reset")!)
-            Issue.record("a reset stream loaded")
-        } catch {
-            #expect("\(error)".contains("reset its HTTP/2 stream") && "\(error)".contains("INTERNAL_ERROR"), "\(error)")
+        try await withServer { server, session in
+            do {
+                _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/reset")!)
+                Issue.record("a reset stream loaded")
+            } catch {
+                #expect("\(error)".contains("reset its HTTP/2 stream") && "\(error)".contains("INTERNAL_ERROR"), "\(error)")
+            }
+            // A body longer than its content-length fails its load alone: the client resets the
+            // stream with PROTOCOL_ERROR (0x1) and the connection lives on.
+            do {
+                _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/badlength")!)
+                Issue.record("a body longer than its content-length loaded")
+            } catch {
+                #expect("\(error)".contains("PROTOCOL_ERROR"), "\(error)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(server.resets.map(\.kind) == ["rst:1"] && server.resets.first?.stream == 3, "\(server.resets)")
+            let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/fine")!)
+            #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /fine")
+            #expect(await session.connectionsOpened == 1)
+            // REFUSED_STREAM: sent again, on the same connection (streams 7, then 9).
+            let (refusedOnce, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/refuse-once")!)
+            #expect(String(decoding: refusedOnce, as: UTF8.self) == "h2 answer for /refuse-once")
+            #expect(await session.connectionsOpened == 1 && server.resets.count == 1)
+            // Stream 11 is refused by a GOAWAY naming stream 9 as the last taken: tried once more, on stream 1
+            // of a second connection, which answers it.
+            let (again, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/goaway")!)
+            #expect(String(decoding: again, as: UTF8.self) == "h2 answer for /goaway")
+            #expect(await session.connectionsOpened == 2 && server.connections.withLockedValue { $0 } == 2)
         }
-        // A body longer than its content-length fails its load alone: the client resets the
-        // stream with PROTOCOL_ERROR (0x1) and the connection lives on.
-        do {
-            _ = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/badlength")!)
-            Issue.record("a body longer than its content-length loaded")
-        } catch {
-            #expect("\(error)".contains("PROTOCOL_ERROR"), "\(error)")
-        }
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(server.resets.map(\.kind) == ["rst:1"] && server.resets.first?.stream == 3, "\(server.resets)")
-        let (data, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/fine")!)
-        #expect(String(decoding: data, as: UTF8.self) == "h2 answer for /fine")
-        #expect(await session.connectionsOpened == 1)
-        // REFUSED_STREAM: sent again, on the same connection (streams 7, then 9).
-        let (refusedOnce, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/refuse-once")!)
-        #expect(String(decoding: refusedOnce, as: UTF8.self) == "h2 answer for /refuse-once")
-        #expect(await session.connectionsOpened == 1 && server.resets.count == 1)
-        // Stream 11 is refused by a GOAWAY naming stream 9 as the last taken: tried once more, on stream 1
-        // of a second connection, which answers it.
-        let (again, _) = try await session.data(from: URL(string: "https://127.0.0.1:\(server.port)/goaway")!)
-        #expect(String(decoding: again, as: UTF8.self) == "h2 answer for /goaway")
-        #expect(await session.connectionsOpened == 2 && server.connections.withLockedValue { $0 } == 2)
-        await session.invalidateAndCancel()
-        try await server.close()
+    }
+
+    @Test("a request head as HTTP/2 fields: pseudo-header fields first, names in lower case, no connection-specific fields (RFC 9113 §8.2.2, §8.3.1)")
+    func requestFields() {
+        var headers = HTTPHeaders([
+            ("Host", "example.test:8443"), ("Accept", "*/*"), ("Connection", "keep-alive, X-Hop"), ("X-Hop", "1"),
+            ("Keep-Alive", "timeout=5"), ("TE", "gzip"), ("X-Custom", "Value"),
+        ])
+        var fields = HTTP2Exchanges.requestHeaders(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/a?b=c", headers: headers))
+        #expect(fields.map(\.name) == [":method", ":scheme", ":authority", ":path", "accept", "x-custom"])
+        #expect(fields.first(name: ":authority") == "example.test:8443" && fields.first(name: ":path") == "/a?b=c")
+        #expect(fields.first(name: "x-custom") == "Value")
+        headers.replaceOrAdd(name: "TE", value: "trailers")
+        fields = HTTP2Exchanges.requestHeaders(HTTPRequestHead(version: .http1_1, method: .POST, uri: "/", headers: headers))
+        #expect(fields.first(name: ":method") == "POST" && fields.first(name: "te") == "trailers")
     }
 }

@@ -75,10 +75,12 @@ struct TestCertificates {
         guard process.terminationStatus == 0 else { throw CertificateFactsError("openssl could not make the test certificates") }
     }
     var caFile: String { directory.appendingPathComponent("ca.pem").path }
-    func serverContext() throws -> NIOSSLContext {
-        let configuration = TLSConfiguration.makeServerConfiguration(
+    /// The server's TLS, offering `applicationProtocols` by ALPN (none by default).
+    func serverContext(applicationProtocols: [String] = []) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(directory.appendingPathComponent("leaf.pem").path).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: directory.appendingPathComponent("leaf.key").path, format: .pem)))
+        configuration.applicationProtocols = applicationProtocols
         return try NIOSSLContext(configuration: configuration)
     }
     func remove() { try? FileManager.default.removeItem(at: directory) }
